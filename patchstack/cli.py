@@ -1,0 +1,426 @@
+"""The command-line interface: parse arguments, call the service layer, print, exit.
+
+Exit statuses: 0 done; 1 conflict (a patch does not apply or merge; `check` found one);
+2 bad input, usage, or a refusal that changed nothing. Domain errors become exit statuses in one
+place, `main`. Heavy modules are imported inside the commands, so `--help` and `--version`
+start fast, and the repository is opened only by a command that needs it (never in the group
+callback, which also runs before a subcommand's ``--help``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+import click
+
+from . import __version__
+
+EPILOG_EXIT = "Exit status: 0 done, 1 conflict, 2 bad input or refused (nothing changed)."
+
+
+@dataclass
+class Options:
+    series_dir: str | None
+    color: str
+
+    def workspace(self):
+        from .workspace import open_workspace
+
+        return open_workspace(self.series_dir)
+
+
+def _color(ctx: click.Context) -> bool | None:
+    import os
+
+    mode = ctx.find_object(Options).color if ctx.find_object(Options) else "auto"
+    if mode == "always":
+        return True
+    if mode == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return None  # click decides: colour on a TTY only
+
+
+def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
+    click.echo(text, err=err, color=_color(ctx))
+
+
+def style(text: str, **kw) -> str:
+    return click.style(text, **kw)
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EPILOG_EXIT,
+)
+@click.version_option(__version__, "--version", prog_name="patchstack")
+@click.option(
+    "--dir",
+    "series_dir",
+    metavar="DIR",
+    help="Series directory (default: $PATCHSTACK_DIR, git config patchstack.dir,"
+    " or patches/ at the top of the work tree).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour output; NO_COLOR is honoured.",
+)
+@click.pass_context
+def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
+    """Keep a fork's local modifications as an ordered, named, tagged patch series.
+
+    \b
+    Example:
+      patchstack new kimi-fix --tag essential models/kimi_k25.py
+      patchstack pop --only diagnostic,optimization
+      patchstack push --all
+    """
+    ctx.obj = Options(series_dir, color)
+
+
+# -- init -----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--base", "base", metavar="REV", help="The upstream commit (default: HEAD).")
+@click.pass_obj
+def init(opts: Options, base: str | None) -> None:
+    """Create the series directory and its series file.
+
+    \b
+    Example:
+      patchstack init --base origin/main
+    """
+    from .service import init as do_init
+
+    ws = opts.workspace()
+    result = do_init(ws, base)
+    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+
+
+# -- new ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option(
+    "--tag",
+    "-t",
+    required=True,
+    metavar="TAG[,LABEL...]",
+    help="essential, diagnostic or optimization; free labels may follow.",
+)
+@click.option("-m", "--message", help="Subject (first line) and description of the patch.")
+@click.pass_obj
+def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str | None) -> None:
+    """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
+
+    The new patch goes right after the topmost applied patch in the series, and is applied
+    as a commit. Edits outside PATHs stay uncommitted and untouched. New (untracked) files are
+    captured only when named as PATHs.
+
+    \b
+    Example:
+      patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
+    """
+    from .service import new as do_new
+
+    ws = opts.workspace()
+    result = do_new(ws, name, tag, message, paths)
+    click.echo(
+        f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
+        f" commit {result.commit[:12]}"
+    )
+    if result.untracked_left:
+        click.echo(
+            "untracked files left out (name them to capture): "
+            + ", ".join(result.untracked_left[:10]),
+            err=True,
+        )
+
+
+# -- series ---------------------------------------------------------------------------------
+
+
+@cli.command("series")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def series_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the patches in order with their tags and whether each is applied.
+
+    \b
+    Example:
+      patchstack series --json | jq '.patches[] | select(.applied) | .name'
+    """
+    from .service import list_series
+
+    series, stack, rows = list_series(ctx.obj.workspace())
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "base": series.base,
+                    "base_ref": series.base_ref,
+                    "head": stack.head,
+                    "patches": [
+                        {
+                            "name": r.name,
+                            "tag": r.tag,
+                            "labels": list(r.labels),
+                            "applied": r.applied,
+                            "commit": r.commit,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    for r in rows:
+        mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
+        labels = (", " + ", ".join(r.labels)) if r.labels else ""
+        echo(ctx, f"{mark} {r.name}  [{_tag(r.tag)}{labels}]")
+
+
+cli.add_command(series_cmd, "list")
+
+
+def _tag(tag: str | None) -> str:
+    colours = {"essential": "green", "diagnostic": "cyan", "optimization": "magenta"}
+    return style(tag or "?", fg=colours.get(tag or "", "red"))
+
+
+# -- status ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Base, applied and unapplied patches, uncommitted edits, and mismatches.
+
+    Exits 1 when an applied commit no longer matches its patch file.
+
+    \b
+    Example:
+      patchstack status
+    """
+    from .service import status as do_status
+
+    st = do_status(ctx.obj.workspace())
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "branch": st.branch,
+                    "head": st.head,
+                    "base": st.series_base,
+                    "base_ref": st.base_ref,
+                    "stack_base": st.stack_base,
+                    "applied": [p.name for p in st.patches if p.applied],
+                    "unapplied": [p.name for p in st.patches if not p.applied],
+                    "patches": [
+                        {
+                            "name": p.name,
+                            "tag": p.tag,
+                            "applied": p.applied,
+                            "commit": p.commit,
+                            "matches": p.matches,
+                        }
+                        for p in st.patches
+                    ],
+                    "unknown_applied": list(st.unknown_applied),
+                    "edits": list(st.edits),
+                    "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
+                    "untracked": list(st.untracked),
+                    "differs": st.differs,
+                },
+                indent=2,
+            )
+        )
+    else:
+        branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
+        echo(ctx, f"branch: {branch} at {st.head[:12]}")
+        base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
+        echo(ctx, f"series base: {base}")
+        if st.series_base and st.stack_base != st.series_base:
+            echo(
+                ctx,
+                style(
+                    f"stack base:  {st.stack_base[:12]} differs from the series base"
+                    " (run 'patchstack refresh')",
+                    fg="yellow",
+                ),
+            )
+        applied = [p for p in st.patches if p.applied]
+        echo(ctx, f"applied ({len(applied)}):")
+        for p in applied:
+            note = ""
+            if p.matches == "differs":
+                note = style("  commit differs from its patch file", fg="red")
+            elif p.matches == "carried":
+                note = "  (carried by a merge)"
+            echo(ctx, f"  + {p.name} [{_tag(p.tag)}]{note}")
+        unapplied = [p for p in st.patches if not p.applied]
+        echo(ctx, f"unapplied ({len(unapplied)}):")
+        for p in unapplied:
+            echo(ctx, f"  - {p.name} [{_tag(p.tag)}]")
+        for name in st.unknown_applied:
+            echo(ctx, style(f"  ! {name} is applied but not in the series", fg="red"))
+        if st.edits_in_patches:
+            echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
+            for path, names in st.edits_in_patches.items():
+                echo(ctx, f"  {path}  ({', '.join(names)})")
+        if st.edits:
+            echo(ctx, "uncommitted edits in no patch:")
+            for path in st.edits:
+                echo(ctx, f"  {path}")
+        if st.untracked:
+            echo(ctx, f"untracked files: {len(st.untracked)}")
+    if st.differs:
+        ctx.exit(1)
+
+
+# -- push / pop -----------------------------------------------------------------------------
+
+
+def _selector_options(f):
+    f = click.option(
+        "--except",
+        "except_",
+        metavar="TAGS",
+        help="Leave out patches with these tags (comma-separated).",
+    )(f)
+    f = click.option(
+        "--only", metavar="TAGS", help="Only patches with these tags (comma-separated, exact)."
+    )(f)
+    f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
+    return click.argument("name", required=False)(f)
+
+
+def _selector(name, all_, only, except_):
+    from .errors import PatchstackError
+    from .selection import Selector, parse_tag_list
+
+    if name and all_:
+        raise PatchstackError("give a patch NAME or --all, not both")
+    return Selector(
+        name,
+        all_,
+        parse_tag_list(only, "--only") if only is not None else None,
+        parse_tag_list(except_, "--except") if except_ is not None else None,
+    )
+
+
+def _print_move(ctx: click.Context, result, verb: str) -> None:
+    if verb == "push":
+        for name in result.added:
+            echo(ctx, f"applied {name}")
+        skipped = [n for n in result.before if n in result.after]
+        if skipped and not result.added:
+            echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
+    else:
+        for name in result.removed:
+            echo(ctx, f"popped {name}")
+        if not result.removed:
+            echo(ctx, "nothing to pop")
+    reapplied = [n for n in result.rebuilt if n in result.before]
+    if reapplied:
+        echo(ctx, f"re-applied above: {', '.join(reapplied)}")
+    echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
+
+
+@cli.command()
+@_selector_options
+@click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@click.pass_context
+def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
+    """Apply patches in series order (NAME: up to and including it; default: the next one).
+
+    Each patch applies exactly where it was made and is carried to its place by a three-way
+    merge, never with fuzz. Nothing changes when a patch conflicts: the report names the
+    patch, the file, the hunk, and the unselected patches that touch the same lines.
+
+    \b
+    Example:
+      patchstack push --only essential
+      patchstack push --all
+    """
+    from .service import push as do_push
+
+    result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto)
+    _print_move(ctx, result, "push")
+
+
+@cli.command()
+@_selector_options
+@click.pass_context
+def pop(ctx: click.Context, name, all_, only, except_) -> None:
+    """Unapply patches (NAME: it and every patch above it; default: the top one).
+
+    --only/--except remove patches from anywhere in the stack and keep the rest applied.
+
+    \b
+    Example:
+      patchstack pop --only diagnostic,optimization
+    """
+    from .service import pop as do_pop
+
+    result = do_pop(ctx.obj.workspace(), _selector(name, all_, only, except_))
+    _print_move(ctx, result, "pop")
+
+
+# -- errors and exit statuses -----------------------------------------------------------------
+
+
+def render_conflict(report) -> list[str]:
+    lines = [f"conflict in patch {report.patch}"]
+    for path in report.files:
+        lines.append(f"  file {path}")
+    for h in report.hunks:
+        lines.append(f"  {h.path}:{h.line}:")
+        lines.append("    the patch expected:")
+        lines += [f"      | {ln}" for ln in h.expected] or ["      (nothing)"]
+        lines.append("    there now:")
+        lines += [f"      | {ln}" for ln in h.now] or ["      (nothing)"]
+        lines.append("    the patch wants:")
+        lines += [f"      | {ln}" for ln in h.wanted] or ["      (nothing)"]
+    if report.culprits:
+        lines.append("  unselected patches touching these lines: " + ", ".join(report.culprits))
+    if report.detail and not report.hunks:
+        lines += ["  " + ln for ln in report.detail.splitlines()]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .errors import ConflictError, PatchstackError
+
+    try:
+        code = cli.main(args=argv, prog_name="patchstack", standalone_mode=False)
+    except ConflictError as exc:
+        click.echo(f"patchstack: {exc.message}", err=True)
+        for line in render_conflict(exc.report):
+            click.echo(line, err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except PatchstackError as exc:
+        click.echo(f"patchstack: error: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("patchstack: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

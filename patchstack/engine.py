@@ -1,0 +1,290 @@
+"""Building stacks in the object database.
+
+The canonical chain: a patch applies exactly where it was made, on the series base plus every
+earlier patch of the full series. ``C[0]`` is the base tree and ``C[k]`` the tree after the
+k-th patch; applying uses ``git apply --cached`` on a temporary index, which never uses fuzz.
+
+Any other place is reached by a three-way merge, like a cherry-pick: to put patch k on a tree
+``T`` that is not ``C[k-1]`` (the stack lacks an earlier patch, or the base moved), merge
+``C[k-1] -> T`` with ``C[k-1] -> C[k]`` using git's merge-ort (``merge-tree --write-tree``).
+When ``T == C[k-1]`` the result is ``C[k]`` with no work at all. So ``push --only essential``
+works when an essential patch's context was shaped by a diagnostic one, and the result of a
+selection depends only on the set of patches selected, which is why ``pop --only X`` gives the
+same tree as ``pop --all`` then ``push --except X``.
+
+Results are cached in the git directory (``patchstack/cache``) keyed by their inputs; commits
+are deterministic (committer = author, with the patch's date), so a re-push produces the very
+same commit ids and the cache only saves the processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .errors import ConflictError, PatchstackError
+from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
+from .patch import Patch
+from .series import Entry, Series
+from .stack import AppliedPatch
+
+
+@dataclass(frozen=True)
+class ConflictHunk:
+    path: str
+    line: int  # 1-based line of the conflict in the merged file
+    expected: tuple[str, ...]  # what the patch expected (the lines in its own base)
+    now: tuple[str, ...]  # what is there now
+    wanted: tuple[str, ...]  # what the patch wants there
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    patch: str
+    files: tuple[str, ...]
+    hunks: tuple[ConflictHunk, ...] = ()
+    culprits: tuple[str, ...] = ()  # unselected patches that touch the same lines
+    detail: str = ""
+    merged_tree: Oid | None = None  # the merge result, conflict markers included
+
+
+@dataclass
+class LoadedPatch:
+    entry: Entry
+    data: bytes
+    patch: Patch
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha1(self.data).hexdigest()
+
+
+class Cache:
+    """A small key -> object id map in the git directory; entries are checked before use."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.path = os.path.join(git.common_dir, "patchstack", "cache")
+        self.entries: dict[str, str] = {}
+        self.added: dict[str, str] = {}
+        try:
+            with open(self.path, encoding="ascii") as f:
+                for line in f:
+                    key, _, value = line.rstrip("\n").rpartition(" ")
+                    self.entries[key] = value
+        except (FileNotFoundError, UnicodeDecodeError):
+            pass
+
+    def get(self, key: str) -> Oid | None:
+        value = self.entries.get(key)
+        if value and self.git.has_objects([value])[value]:
+            return Oid(value)
+        return None
+
+    def put(self, key: str, value: str) -> None:
+        if self.entries.get(key) != value:
+            self.entries[key] = value
+            self.added[key] = value
+
+    def save(self) -> None:
+        if not self.added:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path, "a", encoding="ascii") as f:
+            f.writelines(f"{k} {v}\n" for k, v in self.added.items())
+        self.added.clear()
+
+
+def commit_message(lp: LoadedPatch) -> str:
+    subject = lp.entry.name.removesuffix(".patch")
+    body = lp.patch.message(subject)
+    return f"{body}\n{PATCH_TRAILER}: {lp.entry.name}\n{TAG_TRAILER}: {lp.entry.tag}\n"
+
+
+@dataclass
+class Engine:
+    git: Git
+    series: Series
+    load: Callable[[Entry], LoadedPatch]
+    canonical_base: Oid  # the commit the patch files were made against
+    default_author: Callable[[], tuple[str, str]]
+    cache: Cache = field(init=False)
+    _chain: list[Oid] = field(default_factory=list, init=False)
+    _loaded: dict[str, LoadedPatch] = field(default_factory=dict, init=False)
+    _index: TempIndex | None = field(default=None, init=False)
+    _index_tree: Oid | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.cache = Cache(self.git)
+        self._chain = [self.git.tree_of(self.canonical_base)]
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.__exit__()
+            self._index = None
+        self.cache.save()
+
+    def patch(self, name: str) -> LoadedPatch:
+        if name not in self._loaded:
+            self._loaded[name] = self.load(self.series.entry(name))
+        return self._loaded[name]
+
+    # -- the canonical chain -------------------------------------------------------------------
+
+    def canonical(self, k: int) -> Oid:
+        """C[k]: the tree after the first k patches of the series on the canonical base."""
+        entries = self.series.entries
+        while len(self._chain) <= k:
+            j = len(self._chain)  # computing C[j] from C[j-1] with patch j-1 (0-based)
+            lp = self.patch(entries[j - 1].name)
+            self._chain.append(self.apply_exact(self._chain[-1], lp))
+        return self._chain[k]
+
+    def apply_exact(self, tree: Oid, lp: LoadedPatch) -> Oid:
+        key = f"apply {tree} {lp.digest} p{lp.entry.strip_level}"
+        cached = self.cache.get(key)
+        if cached:
+            return cached
+        if self._index is None:
+            self._index = self.git.temp_index()
+        if self._index_tree != tree:
+            self._index.read_tree(tree)
+        ok, err = self._index.apply(lp.data, lp.entry.strip_level)
+        if not ok:
+            self._index_tree = None
+            raise ConflictError(
+                f"patch '{lp.entry.name}' does not apply where it was made"
+                " (the series base plus the patches before it)",
+                ConflictReport(lp.entry.name, lp.patch.paths, detail=err.strip()),
+                "the patch file no longer matches the series: fix it, or run 'patchstack refresh'",
+            )
+        result = self._index.write_tree()
+        self._index_tree = result
+        self.cache.put(key, result)
+        return result
+
+    # -- placing patches -----------------------------------------------------------------------
+
+    def place(self, tree: Oid, name: str, selected: Sequence[str] = ()) -> Oid:
+        """The tree of patch ``name`` carried onto ``tree``; ConflictError when it cannot merge."""
+        k = self.series.index(name) + 1
+        before = self.canonical(k - 1)
+        after = self.canonical(k)
+        if tree == before:
+            return after
+        if before == after:
+            return tree
+        key = f"merge {before} {tree} {after}"
+        cached = self.cache.get(key)
+        if cached:
+            return cached
+        result = self.git.merge_trees(before, tree, after, ("current", name))
+        if not result.clean:
+            raise ConflictError(
+                f"patch '{name}' conflicts with the tree it is pushed onto",
+                self.conflict_report(
+                    name, result.tree, result.conflicted, result.messages, selected
+                ),
+                "push the patches it depends on too, or resolve with 'patchstack refresh'",
+            )
+        self.cache.put(key, result.tree)
+        return result.tree
+
+    def commit(self, parent: Oid, tree: Oid, name: str) -> Oid:
+        lp = self.patch(name)
+        author = lp.patch.author
+        date = lp.patch.date
+        if not author or not date:
+            default_author, default_date = self.default_author()
+            author = author or default_author
+            date = date or default_date
+        message = commit_message(lp)
+        digest = hashlib.sha1(f"{author}\0{date}\0{message}".encode("utf-8", "surrogateescape"))
+        key = f"commit {parent} {tree} {digest.hexdigest()}"
+        cached = self.cache.get(key)
+        if cached:
+            return cached
+        oid = self.git.commit_tree(tree, [parent], message, author, date)
+        self.cache.put(key, oid)
+        return oid
+
+    def build(
+        self,
+        base: Oid,
+        base_tree: Oid,
+        keep: Sequence[AppliedPatch],
+        names: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[tuple[str, Oid, Oid]]:
+        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)]."""
+        parent = keep[-1].commit if keep else base
+        tree = keep[-1].tree if keep else base_tree
+        selected = [p.name for p in keep] + list(names)
+        built = []
+        for name in names:
+            tree = self.place(tree, name, selected)
+            parent = self.commit(parent, tree, name)
+            built.append((name, parent, tree))
+            if progress:
+                progress(1)
+        return built
+
+    # -- reports -------------------------------------------------------------------------------
+
+    def conflict_report(
+        self, name: str, merged: Oid, files: Sequence[str], detail: str, selected: Sequence[str]
+    ) -> ConflictReport:
+        hunks: list[ConflictHunk] = []
+        listing = self.git.ls_tree(merged) if files else {}
+        for path in files:
+            if path in listing:
+                text = self.git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
+                hunks.extend(parse_conflict_markers(path, text))
+        k = self.series.index(name)
+        culprits = []
+        expected = {ln.strip() for h in hunks for ln in h.expected if ln.strip()}
+        for entry in self.series.entries[:k]:
+            if entry.name in selected:
+                continue
+            lp = self.patch(entry.name)
+            if not set(lp.patch.paths) & set(files):
+                continue
+            added = {ln.strip() for f in lp.patch.files for h in f.hunks for ln in h.added}
+            if not expected or added & expected:
+                culprits.append(entry.name)
+        return ConflictReport(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
+
+
+def parse_conflict_markers(path: str, text: str) -> list[ConflictHunk]:
+    """Conflict regions of a diff3-style merged file."""
+    hunks = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("<<<<<<< "):
+            start = i + 1
+            now: list[str] = []
+            expected: list[str] = []
+            wanted: list[str] = []
+            part = now
+            i += 1
+            while i < len(lines) and not lines[i].startswith(">>>>>>> "):
+                if lines[i].startswith("||||||| "):
+                    part = expected
+                elif lines[i] == "=======":
+                    part = wanted
+                else:
+                    part.append(lines[i])
+                i += 1
+            hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
+        i += 1
+    return hunks
+
+
+def no_base_error(base: str) -> PatchstackError:
+    return PatchstackError(
+        f"the series base {base[:12]} is not in this repository",
+        "fetch it (git fetch), or run 'patchstack refresh --onto REV' to rebase the series",
+    )

@@ -1,0 +1,576 @@
+"""The git boundary: the only module that runs git.
+
+Everything else sees object ids (hex strings) and plain values. Reads go through a persistent
+``git cat-file --batch`` where many objects are read; writes use plumbing: ``commit-tree``,
+``apply --cached`` and ``write-tree`` against a temporary index, ``merge-tree --write-tree`` for
+three-way merges, and one ``update-ref --stdin`` transaction with expected old values to
+publish. The work tree is changed once per command, by ``read-tree -m -u`` from the old tree to
+the new one, which carries the user's uncommitted edits and refuses to overwrite them.
+
+git always runs from the top of the work tree (from a subfolder, ``git apply`` silently skips
+paths outside it) with a fixed, sealed-off set of variables that change plumbing output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import NewType
+
+from .errors import GitFailure, PatchstackError
+
+Oid = NewType("Oid", str)
+
+MIN_VERSION = (2, 38)
+EMPTY_TREE = Oid("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+PATCH_TRAILER = "Patchstack-Patch"
+TAG_TRAILER = "Patchstack-Tag"
+
+_FORMAT_PATCH_ARGS = (
+    "format-patch",
+    "--stdout",
+    "--zero-commit",
+    "--full-index",
+    "--no-signature",
+    "--no-renames",
+    "--binary",
+    "--no-color",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-numbered",
+    "--no-cover-letter",
+    "--no-thread",
+    "--no-attach",
+    "--no-notes",
+    "--stat=72",
+    "--stat-graph-width=20",
+    "-O/dev/null",
+)
+
+
+def _base_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"):
+        env.pop(var, None)
+    env.update(LC_ALL="C", LANGUAGE="C", GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: str | None = None,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=input,
+            env=env or _base_env(),
+            capture_output=True,
+        )
+    except FileNotFoundError as exc:
+        raise PatchstackError("git is not installed", "install git >= 2.38") from exc
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        raise GitFailure(f"git {' '.join(args[:2])} failed: {err or f'exit {proc.returncode}'}")
+    return proc
+
+
+def check_version() -> None:
+    out = run_git(["version"]).stdout.decode()
+    m = re.search(r"(\d+)\.(\d+)", out)
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_VERSION:
+        raise PatchstackError(
+            f"patchstack needs git >= {MIN_VERSION[0]}.{MIN_VERSION[1]}, found: {out.strip()}",
+            "install a newer git (merge-tree --write-tree appeared in 2.38)",
+        )
+
+
+def find_repo(start: str) -> Git:
+    proc = run_git(
+        ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+        cwd=start,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise PatchstackError(
+            f"not inside a git work tree: {start}", "run patchstack inside a git repository"
+        )
+    top, git_dir, common = proc.stdout.decode().splitlines()[:3]
+    if not os.path.isabs(common):
+        common = os.path.normpath(os.path.join(top if common == ".git" else start, common))
+    return Git(top, git_dir, common)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    patch: str | None
+    tag: str | None
+    subject: str
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    tree: Oid
+    clean: bool
+    conflicted: tuple[str, ...]  # paths
+    messages: str
+
+
+@dataclass(frozen=True)
+class DirtyState:
+    """Uncommitted state of the work tree relative to HEAD (series directory excluded)."""
+
+    modified: tuple[str, ...]  # tracked paths whose index or work tree differs from HEAD
+    untracked: tuple[str, ...]
+    unmerged: tuple[str, ...]
+    partly_staged: tuple[str, ...] = ()  # staged, then edited again: index != HEAD, work tree
+
+    @property
+    def clean(self) -> bool:
+        return not (self.modified or self.untracked or self.unmerged)
+
+
+@dataclass
+class Git:
+    """A repository: its work tree top and git directories. Runs git; returns values."""
+
+    top: str
+    git_dir: str
+    common_dir: str
+    _catfile: subprocess.Popen | None = field(default=None, repr=False)
+    _check: subprocess.Popen | None = field(default=None, repr=False)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess:
+        full_env = _base_env()
+        if env:
+            full_env.update(env)
+        return run_git(args, cwd=self.top, input=input, env=full_env, check=check)
+
+    def out(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+        return self.run(*args, input=input, env=env).stdout.decode("utf-8", "surrogateescape")
+
+    def close(self) -> None:
+        for proc in (self._catfile, self._check):
+            if proc is not None:
+                proc.stdin.close()
+                proc.wait()
+        self._catfile = self._check = None
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def rev_parse(self, rev: str) -> Oid | None:
+        proc = self.run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}", check=False
+        )
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def head(self) -> Oid | None:
+        return self.rev_parse("HEAD")
+
+    def head_ref(self) -> str | None:
+        """The branch HEAD points at (refs/heads/...), or None when detached."""
+        proc = self.run("symbolic-ref", "-q", "HEAD", check=False)
+        return proc.stdout.decode().strip() or None
+
+    def upstream_of_head(self) -> str | None:
+        proc = self.run(
+            "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False
+        )
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def tree_of(self, commit: str) -> Oid:
+        return Oid(self.out("rev-parse", "--verify", commit + "^{tree}").strip())
+
+    def config(self, key: str) -> str | None:
+        proc = self.run("config", "--get", key, check=False)
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+    def ident(self) -> tuple[str, str]:
+        """The user's author identity as ("Name <email>", "<epoch> <tz>")."""
+        proc = self.run("var", "GIT_AUTHOR_IDENT", check=False)
+        if proc.returncode != 0:
+            raise PatchstackError(
+                "git does not know who you are",
+                "set it with: git config user.name 'Your Name' && git config user.email you@x",
+            )
+        text = proc.stdout.decode().strip()
+        m = re.match(r"(.*>) (\d+ [+-]\d{4})\Z", text)
+        if not m:
+            raise GitFailure(f"unexpected identity from git var: {text}")
+        return m.group(1), m.group(2)
+
+    def _batch(self, which: str) -> subprocess.Popen:
+        proc = self._catfile if which == "--batch" else self._check
+        if proc is None:
+            proc = subprocess.Popen(
+                ["git", "cat-file", which],
+                cwd=self.top,
+                env=_base_env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            if which == "--batch":
+                self._catfile = proc
+            else:
+                self._check = proc
+        return proc
+
+    def read_object(self, oid: str) -> tuple[str, bytes] | None:
+        """(type, content) of an object, or None when it is missing."""
+        proc = self._batch("--batch")
+        proc.stdin.write(oid.encode() + b"\n")
+        proc.stdin.flush()
+        header = proc.stdout.readline().decode().split()
+        if len(header) < 3:
+            return None
+        size = int(header[2])
+        data = proc.stdout.read(size + 1)[:-1]
+        return header[1], data
+
+    def read_blob(self, oid: str) -> bytes:
+        found = self.read_object(oid)
+        if found is None:
+            raise GitFailure(f"missing object {oid}")
+        return found[1]
+
+    def has_objects(self, oids: Iterable[str]) -> dict[str, bool]:
+        proc = self._batch("--batch-check")
+        result = {}
+        for oid in oids:
+            proc.stdin.write(oid.encode() + b"\n")
+            proc.stdin.flush()
+            result[oid] = not proc.stdout.readline().rstrip().endswith(b"missing")
+        return result
+
+    def show_file(self, rev: str, path: str) -> bytes | None:
+        proc = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def ls_tree(self, tree: str, path: str | None = None) -> dict[str, tuple[str, str]]:
+        """path -> (mode, blob id) for the files of a tree (recursively)."""
+        args = ["ls-tree", "-r", "-z", "--full-tree", tree]
+        if path:
+            args += ["--", path]
+        result = {}
+        for rec in self.run(*args).stdout.split(b"\0"):
+            if rec:
+                meta, name = rec.split(b"\t", 1)
+                mode, _kind, oid = meta.decode().split()
+                result[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+        return result
+
+    def iter_stack(self, head: str) -> Iterator[CommitInfo]:
+        """First-parent history from ``head``, newest first, with patchstack's trailers."""
+        fmt = (
+            "%H%x01%T%x01%P%x01%(trailers:key=" + PATCH_TRAILER + ",valueonly,separator=%x02)"
+            "%x01%(trailers:key=" + TAG_TRAILER + ",valueonly,separator=%x02)%x01%s%x00"
+        )
+        proc = subprocess.Popen(
+            ["git", "log", "--first-parent", "-z", "--format=" + fmt, head, "--"],
+            cwd=self.top,
+            env=_base_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            buf = b""
+            while True:
+                chunk = proc.stdout.read1(65536) if hasattr(proc.stdout, "read1") else b""
+                if not chunk:
+                    break
+                buf += chunk
+                *records, buf = buf.split(b"\0")
+                for rec in records:
+                    rec = rec.strip(b"\n")
+                    if not rec:
+                        continue
+                    oid, tree, parents, patch, tag, subject = rec.decode(
+                        "utf-8", "surrogateescape"
+                    ).split("\x01", 5)
+                    yield CommitInfo(
+                        Oid(oid),
+                        Oid(tree),
+                        tuple(Oid(p) for p in parents.split()),
+                        patch.split("\x02")[-1].strip() or None,
+                        tag.split("\x02")[-1].strip() or None,
+                        subject,
+                    )
+        finally:
+            proc.stdout.close()
+            proc.kill()
+            proc.wait()
+
+    def rev_list(self, *args: str) -> list[Oid]:
+        return [Oid(x) for x in self.out("rev-list", *args).split()]
+
+    def log_oneline(self, rng: str, paths: Sequence[str] = ()) -> list[tuple[Oid, str, list[str]]]:
+        """(commit, subject, files) for each commit of ``rng`` touching ``paths``, oldest first."""
+        args = ["log", "--reverse", "--format=%x00%H %s", "--name-only", "--no-renames", rng, "--"]
+        result: list[tuple[Oid, str, list[str]]] = []
+        for rec in self.out(*args, *paths).split("\0"):
+            if not rec.strip():
+                continue
+            first, *files = rec.split("\n")
+            oid, _, subject = first.partition(" ")
+            result.append((Oid(oid), subject, [f for f in files if f]))
+        return result
+
+    def changed_paths(self, a: str, b: str) -> list[str]:
+        """Paths that differ between two trees or commits."""
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", a, b).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def raw_diffs(
+        self, pairs: Sequence[tuple[str, str]]
+    ) -> list[list[tuple[str, str, str, str, str]]]:
+        """For each (old, new) tree pair: [(old_mode, new_mode, old_id, new_id, path)], batched."""
+        if not pairs:
+            return []
+        stdin = "".join(f"{old} {new}\n" for old, new in pairs).encode()
+        out = self.run(
+            "diff-tree",
+            "--stdin",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--no-commit-id",
+            "--full-index",
+            input=stdin,
+        ).stdout
+        # For each input pair diff-tree echoes "<old> <new>\n", then NUL-separated raw records.
+        result: list[list[tuple[str, str, str, str, str]]] = []
+        pos = 0
+        while pos < len(out):
+            if out[pos : pos + 1] == b":":
+                meta_end = out.index(b"\0", pos)
+                path_end = out.index(b"\0", meta_end + 1)
+                om, nm, oo, no, _status = out[pos + 1 : meta_end].decode().split(" ")
+                path = out[meta_end + 1 : path_end].decode("utf-8", "surrogateescape")
+                result[-1].append((om, nm, oo, no, path))
+                pos = path_end + 1
+            else:
+                pos = out.index(b"\n", pos) + 1
+                result.append([])
+        return result
+
+    def dirty(self, exclude: str | None = None) -> DirtyState:
+        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out."""
+        out = self.run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=none",
+        ).stdout
+        modified, untracked, unmerged, partly = [], [], [], []
+        prefix = (exclude.rstrip("/") + "/") if exclude else None
+        for rec in out.split(b"\0"):
+            if len(rec) < 4:
+                continue
+            xy, path = rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape")
+            if prefix and (path + "/").startswith(prefix):
+                continue
+            if xy == "??":
+                untracked.append(path)
+            elif "U" in xy or xy in ("AA", "DD"):
+                unmerged.append(path)
+            else:
+                modified.append(path)
+                if xy[0] not in " ?" and xy[1] != " ":
+                    partly.append(path)
+        return DirtyState(tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly))
+
+    # -- writing objects -----------------------------------------------------------------------
+
+    def temp_index(self) -> TempIndex:
+        return TempIndex(self)
+
+    def commit_tree(
+        self, tree: str, parents: Sequence[str], message: str, author: str, date: str
+    ) -> Oid:
+        """A commit whose committer equals its author, so equal inputs give equal ids."""
+        name, _, email = author.rpartition(" <")
+        email = email.rstrip(">")
+        env = {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_COMMITTER_DATE": date,
+        }
+        args = ["-c", "i18n.commitEncoding=UTF-8", "commit-tree", tree]
+        for p in parents:
+            args += ["-p", p]
+        return Oid(
+            self.out(*args, input=message.encode("utf-8", "surrogateescape"), env=env).strip()
+        )
+
+    def merge_trees(
+        self, base: str, ours: str, theirs: str, labels: tuple[str, str]
+    ) -> MergeResult:
+        """Three-way merge of trees, in the object database only (no index, no work tree).
+
+        git < 2.40 has no ``merge-tree --merge-base``; two throwaway commits sharing a parent
+        whose tree is ``base`` make git find exactly that merge base.
+        """
+        ident = "patchstack <patchstack@invalid>"
+        date = "1000000000 +0000"
+        b = self.commit_tree(base, [], "base\n", ident, date)
+        o = self.commit_tree(ours, [b], labels[0] + "\n", ident, date)
+        t = self.commit_tree(theirs, [b], labels[1] + "\n", ident, date)
+        proc = self.run(
+            "-c",
+            "merge.conflictStyle=diff3",
+            "merge-tree",
+            "--write-tree",
+            "--messages",
+            o,
+            t,
+            check=False,
+        )
+        if proc.returncode not in (0, 1):
+            raise GitFailure("git merge-tree failed: " + proc.stderr.decode(errors="replace"))
+        text = proc.stdout.decode("utf-8", "surrogateescape")
+        head, _, messages = text.partition("\n\n")
+        lines = head.splitlines()
+        tree = Oid(lines[0].strip())
+        conflicted = tuple(dict.fromkeys(ln.split("\t", 1)[1] for ln in lines[1:] if "\t" in ln))
+        # Conflict markers carry the throwaway commits' ids as labels: give them real names.
+        return MergeResult(
+            tree,
+            proc.returncode == 0,
+            conflicted,
+            messages.replace(o, labels[0]).replace(t, labels[1]),
+        )
+
+    def format_patch(self, commit: str) -> bytes:
+        return self.run(
+            "-c",
+            "diff.noprefix=false",
+            "-c",
+            "diff.mnemonicPrefix=false",
+            "-c",
+            "format.signature=",
+            "-c",
+            "diff.relative=false",
+            "-c",
+            "core.quotePath=true",
+            *_FORMAT_PATCH_ARGS,
+            "-1",
+            commit,
+        ).stdout
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def update_refs(self, updates: Sequence[tuple[str, str, str | None]], message: str) -> None:
+        """One transaction: (ref, new, expected old or None for "must not exist")."""
+        lines = ["start"]
+        for ref, new, old in updates:
+            lines.append(f"update {ref} {new} {old or '0' * 40}")
+        lines += ["prepare", "commit"]
+        proc = self.run(
+            "update-ref",
+            "--stdin",
+            "-m",
+            message,
+            input=("\n".join(lines) + "\n").encode(),
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise PatchstackError(
+                "could not update the branch: " + proc.stderr.decode(errors="replace").strip(),
+                "another process moved it meanwhile; nothing was changed, run the command again",
+            )
+
+    def checkout_tree(self, old: str, new: str) -> subprocess.CompletedProcess:
+        """Move the index and work tree from tree ``old`` to ``new``, keeping local edits."""
+        return self.run("read-tree", "-m", "-u", old, new, check=False)
+
+    def set_index_entries(self, tree: str, paths: Sequence[str]) -> None:
+        """Make the real index hold ``tree``'s version of ``paths`` (removing absent ones)."""
+        if not paths:
+            return
+        env = {"GIT_LITERAL_PATHSPECS": "1"}
+        listed = self.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths, env=env).stdout
+        present = set()
+        records = []
+        for rec in listed.split(b"\0"):
+            if rec:
+                meta, name = rec.split(b"\t", 1)
+                mode, _kind, oid = meta.split()
+                present.add(name)
+                records.append(b"%s %s\t%s" % (mode, oid, name))
+        for p in paths:
+            raw = p.encode("utf-8", "surrogateescape")
+            if raw not in present:
+                records.append(b"0 " + b"0" * 40 + b"\t" + raw)
+        self.run("update-index", "-z", "--index-info", input=b"\0".join(records) + b"\0")
+
+    def refresh_index(self) -> None:
+        self.run("update-index", "-q", "--refresh", check=False)
+
+
+class TempIndex:
+    """A throwaway index file inside the git directory, for building trees."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        fd, self.path = tempfile.mkstemp(prefix="patchstack-index-", dir=git.git_dir)
+        os.close(fd)
+        os.unlink(self.path)
+        self.env = {"GIT_INDEX_FILE": self.path}
+
+    def __enter__(self) -> TempIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in (self.path, self.path + ".lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
+    def read_tree(self, tree: str) -> None:
+        self.git.run("read-tree", tree, env=self.env)
+
+    def apply(self, patch: bytes, strip: int = 1) -> tuple[bool, str]:
+        proc = self.git.run(
+            "apply",
+            "--cached",
+            f"-p{strip}",
+            "--whitespace=nowarn",
+            "-",
+            input=patch,
+            env=self.env,
+            check=False,
+        )
+        return proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+
+    def add_paths(self, paths: Sequence[str]) -> None:
+        data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+        self.git.run(
+            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
+        )
+
+    def write_tree(self) -> Oid:
+        return Oid(self.git.out("write-tree", env=self.env).strip())

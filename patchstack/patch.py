@@ -1,0 +1,472 @@
+"""The patch file: one named diff, read strictly.
+
+patchstack writes patches in ``git format-patch`` form (a From/Date/Subject header, the
+description, ``---``, a diffstat, and a diff with ``a/`` ``b/`` prefixes and full ``index``
+lines); `git.Git.format_patch` produces the bytes, so this module only reads.
+
+Reading accepts that form (folded and MIME-encoded headers included), plain ``diff -u`` and quilt
+patches with or without a header, and DEP-3 style description headers. Reading is strict where
+tools are lax: a hunk whose line counts disagree with its header, a garbage ``@@`` line, a
+truncated hunk, a binary change without data, two mails in one file or a file with no change
+at all is an `InputError` naming the file and line. (unidiff, for one, reads a garbage hunk
+header as "no hunks"; git would refuse the patch later with a less useful message.)
+
+The text is decoded as UTF-8 with ``surrogateescape``, so any bytes survive a round trip.
+"""
+
+from __future__ import annotations
+
+import email.header
+import re
+from dataclasses import dataclass
+
+from .errors import InputError
+
+_HUNK_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)\Z")
+_MBOX_FROM_RE = re.compile(r"From [0-9a-f]{40} ")
+_HEADER_RE = re.compile(r"([A-Za-z][A-Za-z0-9-]*):(?: |\Z)")
+_INDEX_RE = re.compile(r"index ([0-9a-f]+)\.\.([0-9a-f]+)(?: ([0-7]{6}))?\Z")
+_SUBJECT_PREFIX_RE = re.compile(r"^(\s*\[[^\]]*\])+\s*")
+_GIT_HEADER_PREFIXES = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "copy from ",
+    "copy to ",
+    "rename from ",
+    "rename to ",
+    "similarity index ",
+    "dissimilarity index ",
+    "index ",
+)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    section: str
+    lines: tuple[str, ...]  # each starts with ' ', '-', '+' or '\\' (no newline at end)
+    lineno: int
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        return tuple(ln[1:] for ln in self.lines if ln.startswith("-"))
+
+    @property
+    def added(self) -> tuple[str, ...]:
+        return tuple(ln[1:] for ln in self.lines if ln.startswith("+"))
+
+    @property
+    def preimage(self) -> tuple[str, ...]:
+        return tuple(ln[1:] for ln in self.lines if ln[:1] in (" ", "-", ""))
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    old_path: str | None  # None: the file is created
+    new_path: str | None  # None: the file is deleted
+    old_mode: str | None = None
+    new_mode: str | None = None
+    old_id: str | None = None
+    new_id: str | None = None
+    binary: bool = False
+    renamed: bool = False
+    copied: bool = False
+    hunks: tuple[Hunk, ...] = ()
+    lineno: int = 0
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for p in (self.old_path, self.new_path) if p))
+
+    @property
+    def added(self) -> int:
+        return sum(len(h.added) for h in self.hunks)
+
+    @property
+    def removed(self) -> int:
+        return sum(len(h.removed) for h in self.hunks)
+
+
+@dataclass(frozen=True)
+class Patch:
+    subject: str | None
+    description: str
+    author: str | None = None  # "Name <email>"
+    date: str | None = None  # as written in the header (RFC 2822)
+    files: tuple[FileDiff, ...] = ()
+    diff_lineno: int = 1
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for f in self.files for p in f.paths))
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+    def message(self, fallback_subject: str) -> str:
+        """The commit message: subject, blank line, description."""
+        subject = self.subject or fallback_subject
+        return subject + ("\n\n" + self.description if self.description else "") + "\n"
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
+    """Parse and validate a patch. ``path`` names the file in error messages."""
+    lines = decode(data).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise InputError(path, 1, "the patch is empty", "a patch needs at least one file diff")
+    start = _find_diff_start(lines)
+    if start is None:
+        raise InputError(path, 1, "no diff found in the patch", "a patch needs a unified diff")
+    author, date, subject, description = _parse_head(lines[:start])
+    files = _parse_diff(lines, start, path, strip)
+    if not files:
+        raise InputError(path, start + 1, "no file diff found", "a patch needs a unified diff")
+    return Patch(subject, description, author, date, tuple(files), start + 1)
+
+
+def _is_file_start(lines: list[str], i: int) -> bool:
+    line = lines[i]
+    if line.startswith("diff --git "):
+        return True
+    return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+
+
+def _find_diff_start(lines: list[str]) -> int | None:
+    for i in range(len(lines)):
+        if _is_file_start(lines, i):
+            # quilt/svn "Index:" and "====" lines, and a "diff -u ..." command line, belong
+            # to the file diff rather than to the description.
+            j = i
+            while j > 0 and (
+                lines[j - 1].startswith(("Index: ", "====", "diff "))
+                and not lines[j - 1].startswith("diff --git ")
+            ):
+                j -= 1
+            return j
+    return None
+
+
+def _parse_head(head: list[str]) -> tuple[str | None, str | None, str | None, str]:
+    i = 0
+    if head and head[0].startswith("From ") and not head[0].startswith("From: "):
+        i = 1  # the mbox separator line
+    headers: dict[str, str] = {}
+    if i < len(head) and _HEADER_RE.match(head[i]):
+        key = None
+        while i < len(head) and head[i].strip():
+            line = head[i].rstrip("\r")
+            m = _HEADER_RE.match(line)
+            if line[:1] in (" ", "\t") and key:
+                headers[key] += (" " if key != "description" else "\n") + line.strip()
+            elif m:
+                key = m.group(1).lower()
+                headers.setdefault(key, line[m.end() :].strip())
+            else:
+                break
+            i += 1
+    body = head[i:]
+    # The description ends at the last "---" line (what follows is the diffstat).
+    cut = max((k for k, ln in enumerate(body) if ln.rstrip("\r") == "---"), default=None)
+    if cut is not None:
+        body = body[:cut]
+    subject = headers.get("subject")
+    description = "\n".join(ln.rstrip("\r") for ln in body).strip("\n")
+    if subject is None and "description" in headers:  # DEP-3
+        first, _, rest = headers["description"].partition("\n")
+        subject = first
+        description = "\n".join(p for p in (rest.strip(), description) if p)
+    if subject is not None:
+        subject = _SUBJECT_PREFIX_RE.sub("", _decode_header(subject)).strip() or None
+    author = headers.get("from") or headers.get("author")
+    if author is not None:
+        author = _decode_header(author)
+    return author, headers.get("date"), subject, description
+
+
+def _decode_header(value: str) -> str:
+    if "=?" not in value:
+        return value
+    try:
+        return str(email.header.make_header(email.header.decode_header(value)))
+    except (UnicodeDecodeError, LookupError, email.errors.HeaderParseError):
+        return value
+
+
+def _unquote(path: str) -> str:
+    """Undo git's C-style quoting of a path ("a/with\\ttab")."""
+    if not (path.startswith('"') and path.endswith('"') and len(path) >= 2):
+        return path
+    raw = path[1:-1].encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 0
+    simple = {
+        ord("n"): 10,
+        ord("t"): 9,
+        ord('"'): 34,
+        ord("\\"): 92,
+        ord("a"): 7,
+        ord("b"): 8,
+        ord("f"): 12,
+        ord("r"): 13,
+        ord("v"): 11,
+    }
+    while i < len(raw):
+        c = raw[i]
+        if c == 92 and i + 1 < len(raw):
+            n = raw[i + 1]
+            if n in simple:
+                out.append(simple[n])
+                i += 2
+                continue
+            if 48 <= n <= 55:
+                out.append(int(raw[i + 1 : i + 4], 8))
+                i += 4
+                continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _strip_components(path: str, strip: int, where: tuple[str, int]) -> str:
+    if path == "/dev/null":
+        return path
+    parts = path.split("/")
+    if strip >= len(parts):
+        raise InputError(where[0], where[1], f"cannot strip {strip} components from '{path}'")
+    return "/".join(parts[strip:])
+
+
+def _header_path(line: str, prefix: str) -> str:
+    value = line[len(prefix) :].rstrip("\r")
+    if value.startswith('"'):
+        end = value.find('"', 1)
+        while end != -1 and value[end - 1] == "\\":
+            end = value.find('"', end + 1)
+        return _unquote(value[: end + 1]) if end != -1 else value
+    return value.split("\t")[0].rstrip()
+
+
+def _git_line_paths(line: str) -> tuple[str, str] | None:
+    rest = line[len("diff --git ") :].rstrip("\r")
+    if rest.startswith('"'):
+        end = rest.find('" ')
+        if end == -1:
+            return None
+        return _unquote(rest[: end + 1]), _unquote(rest[end + 2 :])
+    # Unquoted: both names are the same length when there is no rename ("a/x y b/x y").
+    half = (len(rest) - 1) // 2
+    if len(rest) % 2 == 1 and rest[half] == " ":
+        a, b = rest[:half], rest[half + 1 :]
+        if a.partition("/")[2] == b.partition("/")[2]:
+            return a, b
+    parts = rest.split(" ")
+    return (parts[0], parts[-1]) if len(parts) == 2 else None
+
+
+def _parse_diff(lines: list[str], start: int, path: str, strip: int) -> list[FileDiff]:
+    files: list[FileDiff] = []
+    i = start
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        if _is_file_start(lines, i):
+            fd, i = _parse_file(lines, i, path, strip)
+            files.append(fd)
+        elif line.startswith("@@"):
+            raise InputError(path, i + 1, "hunk header outside of a file diff")
+        elif _MBOX_FROM_RE.match(line) or (files and line.startswith("Subject: ")):
+            raise InputError(
+                path,
+                i + 1,
+                "a second mail starts here: one patch file holds one patch",
+                "split the mbox with 'patchstack import mbox'",
+            )
+        else:
+            i += 1  # text between file diffs (Index:, a signature); git ignores it too
+    return files
+
+
+def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDiff, int]:
+    n = len(lines)
+    lineno = i + 1
+    old_path = new_path = None
+    info: dict[str, str | bool | None] = {}
+    binary = False
+    if lines[i].startswith("diff --git "):
+        pair = _git_line_paths(lines[i])
+        if pair is None:
+            raise InputError(path, i + 1, "malformed 'diff --git' line")
+        old_path, new_path = pair
+        i += 1
+        while i < n and lines[i].startswith(_GIT_HEADER_PREFIXES):
+            h = lines[i].rstrip("\r")
+            if h.startswith("index "):
+                m = _INDEX_RE.match(h)
+                if not m:
+                    raise InputError(path, i + 1, f"malformed index line '{h}'")
+                info["old_id"], info["new_id"] = m.group(1), m.group(2)
+                if m.group(3):
+                    info["old_mode"] = info["new_mode"] = m.group(3)
+            elif h.startswith(("old mode ", "deleted file mode ")):
+                info["old_mode"] = h.rsplit(" ", 1)[1]
+                if h.startswith("deleted"):
+                    new_path = "/dev/null"
+            elif h.startswith(("new mode ", "new file mode ")):
+                info["new_mode"] = h.rsplit(" ", 1)[1]
+                if h.startswith("new file"):
+                    old_path = "/dev/null"
+            elif h.startswith(("rename from ", "copy from ")):
+                old_path = "a/" + _header_path(h, h.split(" from ")[0] + " from ")
+                info["renamed" if h.startswith("rename") else "copied"] = True
+            elif h.startswith(("rename to ", "copy to ")):
+                new_path = "b/" + _header_path(h, h.split(" to ")[0] + " to ")
+            i += 1
+        if i < n and lines[i].startswith("Binary files "):
+            raise InputError(
+                path,
+                i + 1,
+                "binary change without data",
+                "regenerate the patch with 'git diff --binary' or 'git format-patch'",
+            )
+        if i < n and lines[i].rstrip("\r") == "GIT binary patch":
+            binary = True
+            i = _skip_binary(lines, i + 1)
+    if i < n and lines[i].startswith("--- "):
+        if not (i + 1 < n and lines[i + 1].startswith("+++ ")):
+            raise InputError(path, i + 1, "'---' line without a following '+++' line")
+        old_path = _header_path(lines[i], "--- ")
+        new_path = _header_path(lines[i + 1], "+++ ")
+        i += 2
+        if not (i < n and lines[i].startswith("@@")):
+            raise InputError(path, i + 1, "file header without a hunk")
+    hunks: list[Hunk] = []
+    while i < n and lines[i].startswith("@@"):
+        hunk, i = _parse_hunk(lines, i, path)
+        hunks.append(hunk)
+    if (
+        hunks
+        and i < n
+        and lines[i][:1] in ("+", "-", " ")
+        and not _is_file_start(lines, i)
+        and lines[i].rstrip("\r") not in ("--", "-- ")
+    ):
+        raise InputError(
+            path,
+            i + 1,
+            "hunk has more lines than its header says",
+            "fix the line counts in the '@@' header, or regenerate the patch",
+        )
+    where = (path, lineno)
+    old = None if old_path in (None, "/dev/null") else _strip_components(old_path, strip, where)
+    new = None if new_path in (None, "/dev/null") else _strip_components(new_path, strip, where)
+    if old is None and new is None:
+        raise InputError(path, lineno, "file diff names no file")
+    return (
+        FileDiff(
+            old,
+            new,
+            info.get("old_mode"),
+            info.get("new_mode"),  # type: ignore[arg-type]
+            info.get("old_id"),
+            info.get("new_id"),
+            binary,  # type: ignore[arg-type]
+            bool(info.get("renamed")),
+            bool(info.get("copied")),
+            tuple(hunks),
+            lineno,
+        ),
+        i,
+    )
+
+
+def _skip_binary(lines: list[str], i: int) -> int:
+    n = len(lines)
+    for _ in range(2):  # forward and reverse blocks
+        if i < n and lines[i].startswith(("literal ", "delta ")):
+            i += 1
+            while i < n and lines[i].strip():
+                i += 1
+            while i < n and not lines[i].strip():
+                i += 1
+    return i
+
+
+def _parse_hunk(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
+    header = lines[i].rstrip("\r")
+    m = _HUNK_RE.match(header)
+    if not m:
+        raise InputError(
+            path,
+            i + 1,
+            f"malformed hunk header '{header[:60]}'",
+            "a hunk starts with '@@ -OLD[,COUNT] +NEW[,COUNT] @@'",
+        )
+    old_start, new_start = int(m.group(1)), int(m.group(3))
+    old_len = int(m.group(2)) if m.group(2) is not None else 1
+    new_len = int(m.group(4)) if m.group(4) is not None else 1
+    lineno = i + 1
+    i += 1
+    old_left, new_left = old_len, new_len
+    body: list[str] = []
+    n = len(lines)
+    while old_left > 0 or new_left > 0:
+        if i >= n:
+            raise InputError(
+                path,
+                i,
+                f"truncated hunk: {old_left} old and {new_left} new lines missing",
+                "the patch file was cut short; regenerate it",
+            )
+        line = lines[i]
+        kind = line[:1]
+        if kind == "\\":
+            body.append(line)
+            i += 1
+            continue
+        if kind in (" ", ""):
+            old_left -= 1
+            new_left -= 1
+        elif kind == "-":
+            old_left -= 1
+        elif kind == "+":
+            new_left -= 1
+        else:
+            raise InputError(
+                path,
+                i + 1,
+                f"unexpected line in hunk ({old_left} old and {new_left} new lines expected)",
+                "fix the line counts in the '@@' header, or regenerate the patch",
+            )
+        if old_left < 0 or new_left < 0:
+            raise InputError(
+                path,
+                i + 1,
+                "hunk line counts do not match its '@@' header",
+                "fix the line counts in the '@@' header, or regenerate the patch",
+            )
+        body.append(line if kind else " ")
+        i += 1
+    while i < n and lines[i].startswith("\\"):
+        body.append(lines[i])
+        i += 1
+    return Hunk(old_start, old_len, new_start, new_len, m.group(5), tuple(body), lineno), i

@@ -1,0 +1,52 @@
+"""The applied stack: which patches are applied, read from commits, never from file contents.
+
+An applied patch is one commit on top of the base in the current branch, carrying the trailers
+``Patchstack-Patch: <name>`` and ``Patchstack-Tag: <tag>``. The stack is the run of such commits
+at the top of HEAD's first-parent history; the base is the commit just below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .git import CommitInfo, Oid
+
+
+@dataclass(frozen=True)
+class AppliedPatch:
+    name: str
+    tag: str | None
+    commit: Oid
+    tree: Oid
+    parent: Oid
+
+
+@dataclass(frozen=True)
+class Stack:
+    head: Oid
+    base: Oid
+    base_tree: Oid
+    applied: tuple[AppliedPatch, ...]  # bottom to top
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.applied)
+
+    @property
+    def top_tree(self) -> Oid:
+        return self.applied[-1].tree if self.applied else self.base_tree
+
+    def find(self, name: str) -> AppliedPatch | None:
+        return next((p for p in self.applied if p.name == name), None)
+
+
+def stack_from_history(head: Oid, history: Iterable[CommitInfo]) -> Stack:
+    """Build the stack from HEAD's first-parent history, newest first."""
+    applied: list[AppliedPatch] = []
+    for info in history:
+        if info.patch is None or len(info.parents) != 1:
+            applied.reverse()
+            return Stack(head, info.oid, info.tree, tuple(applied))
+        applied.append(AppliedPatch(info.patch, info.tag, info.oid, info.tree, info.parents[0]))
+    raise ValueError("every commit down to the root is a patch commit")

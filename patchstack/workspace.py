@@ -1,0 +1,111 @@
+"""Where things are: the repository, the series directory, and the files in it.
+
+The series directory is chosen by ``--dir``, else ``PATCHSTACK_DIR``, else git config
+``patchstack.dir`` (relative to the top of the work tree), else ``patches/`` at the top of the
+work tree. Inside the work tree it is kept out of every patch commit and out of the
+"uncommitted edits" the commands look at.
+
+Files are written atomically: a temporary file in the same folder, flushed, fsynced and
+renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass
+
+from . import git as gitmod
+from .errors import InputError, PatchstackError
+from .patch import Patch, parse_patch
+from .series import Entry, Series, parse_series
+
+DEFAULT_DIR = "patches"
+
+
+@dataclass
+class Workspace:
+    git: gitmod.Git
+    series_dir: str  # absolute
+    cwd: str
+
+    @property
+    def series_path(self) -> str:
+        return os.path.join(self.series_dir, "series")
+
+    @property
+    def in_tree(self) -> str | None:
+        """The series directory relative to the top of the work tree, when inside it."""
+        rel = os.path.relpath(self.series_dir, self.git.top)
+        return None if rel.startswith("..") else rel.replace(os.sep, "/")
+
+    def display(self, path: str) -> str:
+        rel = os.path.relpath(path, self.cwd)
+        return path if rel.startswith("../..") else rel
+
+    def patch_path(self, name: str) -> str:
+        return os.path.join(self.series_dir, name)
+
+    def exists(self) -> bool:
+        return os.path.isfile(self.series_path)
+
+    def load_series(self) -> Series:
+        if not self.exists():
+            raise PatchstackError(
+                f"no series file at {self.display(self.series_path)}",
+                "create one with 'patchstack init', or point --dir / PATCHSTACK_DIR at it",
+            )
+        shown = self.display(self.series_path)
+        with open(self.series_path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+            series = parse_series(f.read(), shown)
+        for entry in series.entries:
+            if not os.path.isfile(self.patch_path(entry.name)):
+                raise InputError(
+                    shown,
+                    entry.lineno,
+                    f"patch file '{entry.name}' not found",
+                    f"add {self.display(self.patch_path(entry.name))} or remove the line",
+                )
+        return series
+
+    def read_patch(self, entry: Entry) -> tuple[bytes, Patch]:
+        path = self.patch_path(entry.name)
+        with open(path, "rb") as f:
+            data = f.read()
+        return data, parse_patch(data, self.display(path), entry.strip_level)
+
+    def write_series(self, series: Series) -> None:
+        write_atomic(self.series_path, series.format().encode("utf-8", "surrogateescape"))
+
+
+def open_workspace(dir_option: str | None, cwd: str | None = None) -> Workspace:
+    cwd = os.path.abspath(cwd or os.getcwd())
+    gitmod.check_version()
+    repo = gitmod.find_repo(cwd)
+    chosen = dir_option or os.environ.get("PATCHSTACK_DIR")
+    if chosen:
+        series_dir = os.path.abspath(os.path.join(cwd, chosen))
+    else:
+        configured = repo.config("patchstack.dir")
+        series_dir = os.path.abspath(os.path.join(repo.top, configured or DEFAULT_DIR))
+    return Workspace(repo, series_dir, cwd)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
