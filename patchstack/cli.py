@@ -28,7 +28,9 @@ class Options:
     def workspace(self):
         from .workspace import open_workspace
 
-        return open_workspace(self.series_dir)
+        ws = open_workspace(self.series_dir)
+        click.get_current_context().call_on_close(ws.git.close)
+        return ws
 
 
 def _color(ctx: click.Context) -> bool | None:
@@ -50,7 +52,17 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
+class PatchstackGroup(click.Group):
+    """A click group whose ``main`` turns domain errors into messages and exit statuses."""
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        kwargs.setdefault("prog_name", "patchstack")
+        sys.exit(_run(lambda: super(PatchstackGroup, self).main(*args, **kwargs)))
+
+
 @click.group(
+    cls=PatchstackGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EPILOG_EXIT,
 )
@@ -398,29 +410,33 @@ def render_conflict(report) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> None:
+def _run(invoke) -> int:
     from .errors import ConflictError, PatchstackError
 
     try:
-        code = cli.main(args=argv, prog_name="patchstack", standalone_mode=False)
+        code = invoke()
     except ConflictError as exc:
         click.echo(f"patchstack: {exc.message}", err=True)
         for line in render_conflict(exc.report):
             click.echo(line, err=True)
         if exc.hint:
             click.echo(f"hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except PatchstackError as exc:
         click.echo(f"patchstack: error: {exc.message}", err=True)
         if exc.hint:
             click.echo(f"hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2)
+        return 2
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("patchstack: interrupted", err=True)
-        sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv)

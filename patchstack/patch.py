@@ -313,10 +313,8 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
     info: dict[str, str | bool | None] = {}
     binary = False
     if lines[i].startswith("diff --git "):
-        pair = _git_line_paths(lines[i])
-        if pair is None:
-            raise InputError(path, i + 1, "malformed 'diff --git' line")
-        old_path, new_path = pair
+        # An unquoted rename with spaces is ambiguous here; "rename from/to" or "---/+++" say.
+        old_path, new_path = _git_line_paths(lines[i]) or (None, None)
         i += 1
         while i < n and lines[i].startswith(_GIT_HEADER_PREFIXES):
             h = lines[i].rstrip("\r")

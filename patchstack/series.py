@@ -198,7 +198,7 @@ def parse_series(text: str, path: str = "series") -> Series:
     """Parse a series file. Raises InputError naming ``path`` and the line."""
     lines: list[Line] = []
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(keepends=True), start=1):
+    for lineno, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+\Z", text), start=1):
         body = raw.rstrip("\r\n")
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):

@@ -1,0 +1,128 @@
+"""Test fixtures: real git repositories in temporary folders, in a sealed environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from patchstack.cli import cli
+
+SEALED = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.org",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.org",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+    "NO_COLOR": "1",
+    "LC_ALL": "C",
+}
+
+
+@pytest.fixture(autouse=True)
+def sealed_env(monkeypatch, tmp_path):
+    for key, value in SEALED.items():
+        monkeypatch.setenv(key, value)
+    for key in ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+class Repo:
+    """A git repository in a temporary folder, driven through git and the real CLI."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def git(self, *args: str, check: bool = True, input: str | None = None) -> str:
+        proc = subprocess.run(
+            ["git", *args], cwd=self.path, capture_output=True, text=True, input=input
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {args} failed: {proc.stderr}")
+        return proc.stdout
+
+    def write(self, rel: str, text: str) -> None:
+        p = self.path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+    def read(self, rel: str) -> str:
+        return (self.path / rel).read_text()
+
+    def commit_all(self, message: str) -> str:
+        self.git("add", "-A", "--", ".", ":(exclude)patches")
+        self.git("commit", "-q", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def tree(self, rev: str = "HEAD") -> str:
+        return self.git("rev-parse", f"{rev}^{{tree}}").strip()
+
+    def ps(self, *args: str, code: int | None = 0, cwd: Path | None = None):
+        """Run the patchstack CLI in-process; assert the exit status unless code is None."""
+        old = os.getcwd()
+        os.chdir(cwd or self.path)
+        try:
+            result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+        finally:
+            os.chdir(old)
+        if code is not None:
+            assert result.exit_code == code, (
+                f"patchstack {' '.join(args)} exited {result.exit_code}, wanted {code}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
+        return result
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file of the work tree and of the series directory (not .git)."""
+        files = {}
+        for p in sorted(self.path.rglob("*")):
+            if ".git" in p.relative_to(self.path).parts or not p.is_file():
+                continue
+            files[str(p.relative_to(self.path))] = p.read_bytes()
+        return files
+
+    def state(self) -> tuple[str, str, dict[str, bytes]]:
+        return self.head(), self.git("status", "--porcelain"), self.snapshot()
+
+
+def make_repo(path: Path, files: dict[str, str]) -> Repo:
+    path.mkdir(parents=True, exist_ok=True)
+    repo = Repo(path)
+    repo.git("init", "-q", "-b", "main")
+    for rel, text in files.items():
+        repo.write(rel, text)
+    repo.commit_all("Upstream snapshot")
+    return repo
+
+
+def numbered(n: int, prefix: str = "line") -> str:
+    return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
+
+
+def replace_line(repo: Repo, rel: str, old: str, new: str) -> None:
+    text = repo.read(rel)
+    assert old in text, (rel, old)
+    repo.write(rel, text.replace(old, new, 1))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "b.py": numbered(40, "b")})
+
+
+def names(repo: Repo, args: Sequence[str] = ()) -> list[str]:
+    import json
+
+    data = json.loads(repo.ps("series", "--json", *args).stdout)
+    return [p["name"] for p in data["patches"] if p["applied"]]

@@ -1,0 +1,130 @@
+"""The series file model: round trips, rewrites, and every bad line named."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from patchstack.errors import InputError
+from patchstack.series import TAGS, Entry, parse_series
+
+from .conftest import Repo
+
+SAMPLE = (
+    "# fork of upstream\n"
+    "# base: 0123456789abcdef0123456789abcdef01234567 upstream/main\n"
+    "\n"
+    "a.patch # essential\n"
+    "b.patch -p0 # diagnostic, nccl\n"
+    "  # a comment in the middle\n"
+    "c.patch #optimization,nvidia , moe\n"
+)
+
+
+def test_parse_entries_tags_labels_and_base() -> None:
+    s = parse_series(SAMPLE)
+    assert s.names == ("a.patch", "b.patch", "c.patch")
+    assert [e.tag for e in s.entries] == ["essential", "diagnostic", "optimization"]
+    assert s.entry("b.patch").strip == 0 and s.entry("a.patch").strip is None
+    assert s.entry("c.patch").labels == ("nvidia", "moe")
+    assert s.base == "0123456789abcdef0123456789abcdef01234567"
+    assert s.base_ref == "upstream/main"
+    assert s.format() == SAMPLE
+
+
+def test_with_base_changes_only_the_base_line() -> None:
+    s = parse_series(SAMPLE).with_base("f" * 40)
+    assert s.format() == SAMPLE.replace("0123456789abcdef0123456789abcdef01234567", "f" * 40)
+    assert parse_series("a.patch # essential\n").with_base("e" * 40).format() == (
+        f"# base: {'e' * 40}\na.patch # essential\n"
+    )
+
+
+def test_insert_and_remove_keep_other_lines() -> None:
+    s = parse_series(SAMPLE)
+    t = s.insert(Entry("new.patch", "essential"), after="a.patch")
+    assert t.names == ("a.patch", "new.patch", "b.patch", "c.patch")
+    assert "new.patch # essential\n" in t.format()
+    assert t.remove("new.patch").format() == SAMPLE
+    first = s.insert(Entry("z.patch", "diagnostic"), after=None)
+    assert first.names[0] == "z.patch"
+    assert parse_series("a.patch # essential").insert(Entry("b.patch", "essential"), "a.patch") \
+        .format() == "a.patch # essential\nb.patch # essential\n"
+
+
+line = st.one_of(
+    st.builds(
+        lambda n, p, t, labels, sp: f"{n}.patch{' -p' + str(p) if p is not None else ''}"
+        f"{sp}# {t}{''.join(', ' + lab for lab in labels)}",
+        st.from_regex(r"[a-z0-9][a-z0-9_-]{0,12}", fullmatch=True),
+        st.one_of(st.none(), st.integers(0, 9)),
+        st.sampled_from(TAGS),
+        st.lists(st.from_regex(r"[a-z]{1,6}", fullmatch=True), max_size=2),
+        st.sampled_from([" ", "  ", "\t"]),
+    ),
+    st.from_regex(r"#[^\n\r]{0,30}", fullmatch=True),
+    st.just(""),
+    st.just("   "),
+)
+
+
+@given(st.lists(line, max_size=20), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_round_trip_gives_the_same_bytes(lines, eol, final_newline) -> None:
+    seen = set()
+    unique = []
+    for ln in lines:
+        key = ln.split(" ")[0].split("\t")[0]
+        if ln.endswith(TAGS) or ".patch" in ln:
+            if key in seen:
+                continue
+            seen.add(key)
+        unique.append(ln)
+    text = eol.join(unique) + (eol if final_newline and unique else "")
+    assert parse_series(text).format() == text
+
+
+BAD = [
+    ("a.patch # essential\nb.patch # opt\n", 2, "unknown tag 'opt'"),
+    ("a.patch\n", 1, "missing tag"),
+    ("a.patch #   \n", 1, "missing tag"),
+    ("a.patch # essential\n\na.patch # diagnostic\n", 3, "duplicate patch name 'a.patch'"),
+    ("dir/a.patch # essential\n", 1, "path separator"),
+    ("..a.patch # essential\n", 1, "'..'"),
+    ("a b.patch # essential\n", 1, "whitespace"),
+    ("a.patch -px # essential\n", 1, "malformed option '-px'"),
+    ("a.patch -p # essential\n", 1, "malformed option '-p'"),
+    ("a;rm.patch # essential\n", 1, "characters other than"),
+    ("a.patch # essential, diagnostic\n", 1, "more than one category tag"),
+    ("# base: nothex\n", 1, "not a 40-hex commit id"),
+]
+
+
+@pytest.mark.parametrize(("text", "lineno", "message"), BAD)
+def test_bad_lines_name_their_line(text: str, lineno: int, message: str) -> None:
+    with pytest.raises(InputError) as exc:
+        parse_series(text, "patches/series")
+    assert exc.value.line == lineno
+    assert f"patches/series:{lineno}: " in exc.value.message
+    assert message in exc.value.message
+
+
+@pytest.mark.parametrize(("text", "lineno", "message"), BAD)
+def test_bad_series_exits_2_and_changes_nothing(repo: Repo, text, lineno, message) -> None:
+    repo.ps("init")
+    (repo.path / "patches" / "a.patch").write_text("x")
+    (repo.path / "patches" / "b.patch").write_text("x")
+    repo.write("patches/series", text)
+    before = repo.state()
+    for args in (("series",), ("push", "--all"), ("pop", "--all"), ("status",)):
+        result = repo.ps(*args, code=2)
+        assert f"series:{lineno}: " in result.stderr, result.stderr
+        assert message in result.stderr
+        assert repo.state() == before
+
+
+def test_missing_patch_file_is_named(repo: Repo) -> None:
+    repo.ps("init")
+    repo.write("patches/series", "# x\ngone.patch # essential\n")
+    result = repo.ps("push", "--all", code=2)
+    assert "patches/series:2: patch file 'gone.patch' not found" in result.stderr
