@@ -47,8 +47,6 @@ _FORMAT_PATCH_ARGS = (
     "--no-thread",
     "--no-attach",
     "--no-notes",
-    "--stat=72",
-    "--stat-graph-width=20",
     "-O/dev/null",
 )
 
@@ -279,6 +277,19 @@ class Git:
                 result[name.decode("utf-8", "surrogateescape")] = (mode, oid)
         return result
 
+    def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
+        out = self.run(
+            "ls-tree", "-z", "--full-tree", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
+        ).stdout
+        result = {}
+        for rec in out.split(b"\0"):
+            if rec:
+                meta, name = rec.split(b"\t", 1)
+                mode, _kind, oid = meta.decode().split()
+                result[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+        return result
+
     def iter_stack(self, head: str) -> Iterator[CommitInfo]:
         """First-parent history from ``head``, newest first, with patchstack's trailers."""
         fmt = (
@@ -406,6 +417,15 @@ class Git:
     def temp_index(self) -> TempIndex:
         return TempIndex(self)
 
+    def fast_import(self) -> FastImport:
+        return FastImport(self)
+
+    def trees_of(self, commits: Sequence[str]) -> list[Oid]:
+        if not commits:
+            return []
+        out = self.out("rev-parse", *(c + "^{tree}" for c in commits))
+        return [Oid(x) for x in out.split()]
+
     def commit_tree(
         self, tree: str, parents: Sequence[str], message: str, author: str, date: str
     ) -> Oid:
@@ -530,6 +550,85 @@ class Git:
 
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", check=False)
+
+
+def _fi_path(path: str) -> bytes:
+    raw = path.encode("utf-8", "surrogateescape")
+    if b"\n" in raw or raw.startswith(b'"'):
+        raw = b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n") + b'"'
+    return raw
+
+
+class FastImport:
+    """One ``git fast-import`` stream: many blobs and commits, one process, one pack.
+
+    Commits are written to a scratch ref that is deleted before the stream ends, so nothing but
+    objects is left behind. ``commit`` returns the new commit's id (asked with ``get-mark``).
+    """
+
+    SCRATCH = "refs/patchstack/scratch"
+
+    def __init__(self, git: Git) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "fast-import", "--quiet", "--done", "--cat-blob-fd=1"],
+            cwd=git.top,
+            env=_base_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.mark = 0
+        self.closed = False
+
+    def _write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+
+    def blob(self, data: bytes) -> str:
+        self.mark += 1
+        self._write(b"blob\nmark :%d\ndata %d\n%s\n" % (self.mark, len(data), data))
+        return f":{self.mark}"
+
+    def commit(
+        self,
+        parent: str,
+        author: str,
+        raw_date: str,
+        message: bytes,
+        changes: Sequence[tuple[str, str, str] | tuple[str, str]],
+    ) -> Oid:
+        """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete."""
+        self.mark += 1
+        who = f"{author} {raw_date}".encode("utf-8", "surrogateescape")
+        out = [
+            b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\n"
+            % (self.SCRATCH.encode(), self.mark, who, who, len(message), message, parent.encode())
+        ]
+        for change in changes:
+            if change[0] == "D":
+                out.append(b"D " + _fi_path(change[1]) + b"\n")
+            else:
+                mode, ref, path = change  # type: ignore[misc]
+                out.append(f"M {mode} {ref} ".encode() + _fi_path(path) + b"\n")
+        out.append(b"\nget-mark :%d\n" % self.mark)
+        self._write(b"".join(out))
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().decode().strip()
+        if len(line) != 40:
+            self.close()
+            raise GitFailure("git fast-import failed")
+        return Oid(line)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._write(f"reset {self.SCRATCH}\nfrom {'0' * 40}\n\ndone\n".encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.proc.stdout.close()
+        if self.proc.wait() != 0:
+            raise GitFailure("git fast-import failed")
 
 
 class TempIndex:

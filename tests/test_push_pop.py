@@ -197,3 +197,34 @@ def test_help_and_version_need_no_repository(tmp_path, args) -> None:
     proc = subprocess.run([sys.executable, "-m", "patchstack", *args], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_fast_path_and_git_apply_make_identical_commits(tmp_path, monkeypatch) -> None:
+    """The Python fast path (hunks proven by blob ids) must equal git apply + commit-tree."""
+    from patchstack import engine
+
+    files = {f"d{i}/f{i}.py": numbered(60, f"f{i}") for i in range(4)}
+    files["tail.txt"] = "no newline at end"
+    files["run.sh"] = "#!/bin/sh\necho hi\n"
+    repo = make_repo(tmp_path / "fork", files)
+    repo.git("update-index", "--chmod=+x", "run.sh")
+    repo.git("commit", "-q", "-m", "exec")
+    repo.ps("init")
+    for i in range(6):
+        path = f"d{i % 4}/f{i % 4}.py"
+        replace_line(repo, path, f"f{i % 4} {5 + i * 7}\n", f"changed {i}\nand more {i}\n")
+        if i == 2:
+            repo.write("tail.txt", "no newline at end, still none")
+            repo.write("new dir/added file.txt", "fresh\n")
+        if i == 4:
+            repo.write("run.sh", "#!/bin/sh\necho changed\n")
+            (repo.path / "d3/f3.py").unlink()
+        repo.ps("new", f"p{i}", "--tag", "essential", ".")
+    top = repo.head()
+    for fast in (True, False):
+        monkeypatch.setattr(engine, "FAST_PATH", fast)
+        (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
+        repo.ps("pop", "--all")
+        repo.ps("push", "--all")
+        assert repo.head() == top, f"fast path {fast}"
+        assert repo.git("status", "--porcelain") == "?? patches/\n"
