@@ -108,6 +108,29 @@ def find_repo(start: str) -> Git:
     return Git(top, git_dir, common)
 
 
+def init_repo(path: str, branch: str = "main") -> Git:
+    os.makedirs(path, exist_ok=True)
+    run_git(["init", "-q", "-b", branch, path])
+    return find_repo(path)
+
+
+def clone(src: str, dest: str) -> Git:
+    run_git(["clone", "-q", src, dest])
+    return find_repo(dest)
+
+
+def ident_env(name: str, email: str, date: str | None = None) -> dict[str, str]:
+    env = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return env
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     oid: Oid
@@ -416,6 +439,18 @@ class Git:
 
     def temp_index(self) -> TempIndex:
         return TempIndex(self)
+
+    def commit_all(self, message: str, env: dict[str, str]) -> Oid:
+        """Stage everything and commit (sandboxes and tests of a user's own repository)."""
+        self.run("add", "-A", env=env)
+        self.run("commit", "-q", "--no-verify", "-m", message, env=env)
+        return Oid(self.out("rev-parse", "HEAD").strip())
+
+    def am(self, paths: Sequence[str], env: dict[str, str]) -> None:
+        self.run("am", "-q", "--committer-date-is-author-date", *paths, env=env)
+
+    def fetch(self, remote: str = "origin") -> None:
+        self.run("fetch", "-q", remote)
 
     def fast_import(self) -> FastImport:
         return FastImport(self)

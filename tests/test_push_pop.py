@@ -186,16 +186,22 @@ def test_old_git_is_named(tmp_path) -> None:
     (fake / "git").write_text("#!/bin/sh\necho 'git version 2.30.1'\n")
     (fake / "git").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.run([sys.executable, "-m", "patchstack", "series"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchstack", "series"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "needs git >= 2.38, found: git version 2.30.1" in proc.stderr
 
 
 @pytest.mark.parametrize("args", [("--help",), ("push", "--help"), ("--version",)])
 def test_help_and_version_need_no_repository(tmp_path, args) -> None:
-    proc = subprocess.run([sys.executable, "-m", "patchstack", *args], cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchstack", *args], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
 
 

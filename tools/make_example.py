@@ -850,8 +850,7 @@ def apply_edits(repo: Path, change: Change) -> None:
 def commit_change(git: Git, change: Change, ident: tuple[str, str]) -> str:
     apply_edits(git.repo, change)
     git.run("add", "-A")
-    git.run("commit", "-q", "-F", "-", stdin=change.message.encode(), ident=ident,
-            date=change.date)
+    git.run("commit", "-q", "-F", "-", stdin=change.message.encode(), ident=ident, date=change.date)
     return git.out("rev-parse", "HEAD")
 
 
@@ -940,11 +939,12 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
     series_file = (series_dir / "patches" / "series").read_text()
     series_base = re.search(r"^# base: ([0-9a-f]{40}) ", series_file, re.M)
     rep.ok(series_base is not None and series_base[1] == base, "series file names that base")
-    git.run("am", "-q", "--committer-date-is-author-date", *map(str, patch_files),
-            ident=FORK_IDENT)
+    git.run("am", "-q", "--committer-date-is-author-date", *map(str, patch_files), ident=FORK_IDENT)
     commits = git.out("rev-list", "--reverse", f"{base}..HEAD").splitlines()
-    rep.ok(commits == gen.patch_commits,
-           f"git am of the 7 patches gives the same 7 commits (top {commits[-1][:12]})")
+    rep.ok(
+        commits == gen.patch_commits,
+        f"git am of the 7 patches gives the same 7 commits (top {commits[-1][:12]})",
+    )
     fork_tip = commits[-1]
 
     if use_quilt:
@@ -955,15 +955,27 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
             copy_upstream_tree(qdir)
             env = sealed_env(work)
             env.update(QUILT_PATCHES=str(series_dir / "patches"), QUILT_PC=".pc")
-            proc = subprocess.run([quilt, "--quiltrc", "-", "push", "-a", "--fuzz=0"],
-                                  cwd=qdir, env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                [quilt, "--quiltrc", "-", "push", "-a", "--fuzz=0"],
+                cwd=qdir,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             out = proc.stdout + proc.stderr
-            rep.ok(proc.returncode == 0 and out.count("Applying patch") == len(PATCHES),
-                   "quilt push -a --fuzz=0 applies all 7 patches")
-            rep.ok("offset" not in out and "fuzz" not in out.replace("--fuzz", ""),
-                   "quilt applies every hunk exactly (no offset, no fuzz)")
-            got = {str(p.relative_to(qdir)): p.read_bytes() for p in qdir.rglob("*")
-                   if p.is_file() and ".pc" not in p.relative_to(qdir).parts}
+            rep.ok(
+                proc.returncode == 0 and out.count("Applying patch") == len(PATCHES),
+                "quilt push -a --fuzz=0 applies all 7 patches",
+            )
+            rep.ok(
+                "offset" not in out and "fuzz" not in out.replace("--fuzz", ""),
+                "quilt applies every hunk exactly (no offset, no fuzz)",
+            )
+            got = {
+                str(p.relative_to(qdir)): p.read_bytes()
+                for p in qdir.rglob("*")
+                if p.is_file() and ".pc" not in p.relative_to(qdir).parts
+            }
             rep.ok(got == tree_files(git, fork_tip), "quilt result equals the git am result")
             if proc.returncode != 0:
                 print(out)
@@ -972,18 +984,23 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
 
     print("upstream pull:")
     git.run("checkout", "-q", "-b", "pulled", base)
-    git.run("am", "-q", "--committer-date-is-author-date", *map(str, pull_files),
-            ident=UPSTREAM_IDENT)
+    git.run(
+        "am", "-q", "--committer-date-is-author-date", *map(str, pull_files), ident=UPSTREAM_IDENT
+    )
     pulled = git.out("rev-list", "--reverse", f"{base}..pulled").splitlines()
-    rep.ok(pulled == gen.pull_commits,
-           f"git am of the 4 upstream-pull patches gives the same commits (top {pulled[-1][:12]})")
+    rep.ok(
+        pulled == gen.pull_commits,
+        f"git am of the 4 upstream-pull patches gives the same commits (top {pulled[-1][:12]})",
+    )
     pulled_tip = pulled[-1]
 
     parents = [base, *gen.patch_commits]
     patched_files = {p.edits[0].path for p in PATCHES}
     for change in PATCHES:
-        rep.ok({e.path for e in change.edits} == {change.edits[0].path},
-               f"{change.name} touches one file")
+        rep.ok(
+            {e.path for e in change.edits} == {change.edits[0].path},
+            f"{change.name} touches one file",
+        )
 
     def patch_index(name: str) -> int:
         return next(i for i, p in enumerate(PATCHES) if p.name == name)
@@ -1005,21 +1022,23 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
         git.run("clean", "-qfd")
 
     for change, commit in zip(PULL, gen.pull_commits, strict=True):
-        touched = set(git.out("diff-tree", "--no-commit-id", "--name-only", "-r",
-                              commit).splitlines())
+        touched = set(
+            git.out("diff-tree", "--no-commit-id", "--name-only", "-r", commit).splitlines()
+        )
         parent = f"{commit}^"
         print(f"  {change.name} [{change.claim}]: touches {', '.join(sorted(touched))}")
         if change.claim == "unrelated":
-            rep.ok(not touched & patched_files,
-                   "(d) touches no file that any patch touches")
+            rep.ok(not touched & patched_files, "(d) touches no file that any patch touches")
             continue
         (path,) = touched
         owner = next(p for p in PATCHES if p.edits[0].path == path)
         i = patch_index(owner.name)
         pfile = str(series_dir / "patches" / owner.name)
         prev, pcommit = parents[i], gen.patch_commits[i]
-        rep.ok(same_blob(parent, base, path) and same_blob(prev, base, path),
-               f"upstream commit and {owner.name} both start from the base {path}")
+        rep.ok(
+            same_blob(parent, base, path) and same_blob(prev, base, path),
+            f"upstream commit and {owner.name} both start from the base {path}",
+        )
         up_lines = changed_old_lines(file_diff(parent, commit, path, 0))
         up_inserts = insertion_points(file_diff(parent, commit, path, 0))
         patch_lines = changed_old_lines(file_diff(prev, pcommit, path, 0))
@@ -1039,40 +1058,56 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
             overlap = sorted(up_lines & patch_lines)
             rep.ok(bool(overlap), f"(a) both edit base {path} line(s) {overlap}")
             rep.ok(check.returncode != 0, f"(a) git apply --check {owner.name} fails")
-            rep.ok(pick.returncode != 0 and unmerged == path,
-                   f"(a) cherry-pick of {owner.name} onto the pulled base: CONFLICT in {unmerged}")
-            rep.ok(three.returncode != 0 and "with conflicts" in three_out,
-                   f"(a) git apply --3way {owner.name}: applied with conflicts")
+            rep.ok(
+                pick.returncode != 0 and unmerged == path,
+                f"(a) cherry-pick of {owner.name} onto the pulled base: CONFLICT in {unmerged}",
+            )
+            rep.ok(
+                three.returncode != 0 and "with conflicts" in three_out,
+                f"(a) git apply --3way {owner.name}: applied with conflicts",
+            )
         elif change.claim == "merge":
             near = sorted(up_lines & in_hunk)
-            rep.ok(not up_lines & patch_lines,
-                   f"(b) upstream edits base line(s) {sorted(up_lines)}, "
-                   f"none of the lines {owner.name} edits {sorted(patch_lines)}")
+            rep.ok(
+                not up_lines & patch_lines,
+                f"(b) upstream edits base line(s) {sorted(up_lines)}, "
+                f"none of the lines {owner.name} edits {sorted(patch_lines)}",
+            )
             rep.ok(bool(near), f"(b) ... but line(s) {near} are context of its hunks {hunks}")
             rep.ok(check.returncode != 0, f"(b) git apply --check {owner.name} fails")
-            if not rep.ok(pick.returncode == 0 and not unmerged,
-                          f"(b) cherry-pick of {owner.name} onto the pulled base merges cleanly"):
+            if not rep.ok(
+                pick.returncode == 0 and not unmerged,
+                f"(b) cherry-pick of {owner.name} onto the pulled base merges cleanly",
+            ):
                 print(pick_out)
-            rep.ok(three.returncode == 0 and "cleanly" in three_out,
-                   f"(b) git apply --3way {owner.name}: applied cleanly")
+            rep.ok(
+                three.returncode == 0 and "cleanly" in three_out,
+                f"(b) git apply --3way {owner.name}: applied cleanly",
+            )
         elif change.claim == "offset":
             far = all(not s - 1 <= a < s + c for a in up_inserts for s, c in hunks)
-            rep.ok(not up_lines and bool(up_inserts) and far,
-                   f"(c) upstream only inserts after base line(s) {up_inserts}, "
-                   f"outside {owner.name}'s hunks {hunks}")
+            rep.ok(
+                not up_lines and bool(up_inserts) and far,
+                f"(c) upstream only inserts after base line(s) {up_inserts}, "
+                f"outside {owner.name}'s hunks {hunks}",
+            )
             offsets = re.findall(r"Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)", check_out)
-            rep.ok(check.returncode == 0 and len(offsets) == len(hunks),
-                   f"(c) git apply --check {owner.name} succeeds, every hunk by offset: "
-                   + "; ".join(offsets))
+            rep.ok(
+                check.returncode == 0 and len(offsets) == len(hunks),
+                f"(c) git apply --check {owner.name} succeeds, every hunk by offset: "
+                + "; ".join(offsets),
+            )
             if not rep.ok(pick.returncode == 0, f"(c) cherry-pick of {owner.name} is clean"):
                 print(pick_out)
         else:
             raise ExampleError(f"{change.name}: unknown claim {change.claim!r}")
 
     print("every patch on the pulled base (git apply --check, else --3way):")
-    expected = {"deepseek-v2-eagle3-capture.patch": "three-way merge",
-                "nccl-diagnostic-logging.patch": "CONFLICT",
-                "oea-routing.patch": "applies with offset"}
+    expected = {
+        "deepseek-v2-eagle3-capture.patch": "three-way merge",
+        "nccl-diagnostic-logging.patch": "CONFLICT",
+        "oea-routing.patch": "applies with offset",
+    }
     for change in PATCHES:
         pfile = str(series_dir / "patches" / change.name)
         check = on_pulled(["apply", "--check", "-v", pfile])
@@ -1084,8 +1119,7 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
             three = on_pulled(["apply", "--3way", pfile])
             verdict = "three-way merge" if three.returncode == 0 else "CONFLICT"
         cleanup()
-        rep.ok(verdict == expected.get(change.name, "applies exactly"),
-               f"{change.name}: {verdict}")
+        rep.ok(verdict == expected.get(change.name, "applies exactly"), f"{change.name}: {verdict}")
     return rep
 
 
@@ -1113,7 +1147,10 @@ def differences(want: dict[str, bytes], have: dict[str, bytes]) -> list[str]:
             diff = difflib.unified_diff(
                 have[name].decode(errors="replace").splitlines(),
                 want[name].decode(errors="replace").splitlines(),
-                f"committed/series/{name}", f"generated/series/{name}", lineterm="", n=1,
+                f"committed/series/{name}",
+                f"generated/series/{name}",
+                lineterm="",
+                n=1,
             )
             out.append(f"series/{name}: differs\n" + "\n".join(list(diff)[:40]))
     return out
@@ -1121,8 +1158,11 @@ def differences(want: dict[str, bytes], have: dict[str, bytes]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="verify that the committed files are what this script generates")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="verify that the committed files are what this script generates",
+    )
     parser.add_argument("--no-quilt", action="store_true", help="skip the quilt verification")
     args = parser.parse_args(argv)
 
