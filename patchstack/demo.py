@@ -54,7 +54,8 @@ def build_sandbox(root: str) -> Sandbox:
     _copy_tree(os.path.join(example, "upstream"), upstream)
     env = {**gitmod.ident_env(*UPSTREAM_IDENT, BASE_DATE), **SEALED}
     base = repo.commit_all("Upstream snapshot", env)
-    series_text = open(os.path.join(example, "patches", "series"), encoding="utf-8").read()
+    with open(os.path.join(example, "patches", "series"), encoding="utf-8") as f:
+        series_text = f.read()
     if base not in series_text:
         raise PatchstackError(
             f"the example's base commit came out as {base}",

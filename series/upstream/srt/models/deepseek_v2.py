@@ -92,7 +92,9 @@ class DeepseekV2Model(nn.Module):
             if i in self.layers_to_capture:
                 aux_hidden_states.append(hidden_states + residual)
             layer = self.layers[i]
-            hidden_states, residual = layer(positions, hidden_states, forward_batch, residual)
+            hidden_states, residual = layer(
+                positions, hidden_states, forward_batch, residual
+            )
 
         hidden_states, _ = self.norm(hidden_states, residual)
         if not aux_hidden_states:

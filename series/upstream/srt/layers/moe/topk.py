@@ -64,7 +64,9 @@ def grouped_topk(
     num_tokens, num_experts = gating_output.shape
     scores = gating_output.float().sigmoid()
     choice = scores if correction_bias is None else scores + correction_bias.unsqueeze(0)
-    group_scores = choice.view(num_tokens, num_expert_group, -1).topk(2, dim=-1).values.sum(dim=-1)
+    group_scores = (
+        choice.view(num_tokens, num_expert_group, -1).topk(2, dim=-1).values.sum(dim=-1)
+    )
     group_idx = torch.topk(group_scores, k=topk_group, dim=-1, sorted=False).indices
     group_mask = torch.zeros_like(group_scores)
     group_mask.scatter_(1, group_idx, 1)
