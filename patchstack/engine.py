@@ -270,6 +270,8 @@ class Engine:
         parent = keep[-1].commit if keep else base
         tree = keep[-1].tree if keep else base_tree
         selected = [p.name for p in keep] + list(names)
+        if names:  # every placement needs the canonical chain up to its patch: one stream
+            self.canonical(max(self.series.index(n) for n in names) + 1)
         built = []
         for name in names:
             k = self.series.index(name) + 1

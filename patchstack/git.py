@@ -407,8 +407,16 @@ class Git:
                 result.append([])
         return result
 
-    def dirty(self, exclude: str | None = None) -> DirtyState:
-        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out."""
+    def dirty(self, exclude: str | None = None, paths: Sequence[str] | None = None) -> DirtyState:
+        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out.
+
+        With ``paths``, only those are looked at (``status`` then refreshes only their stat
+        information in the index, which is what a later ``read-tree -m -u`` of them needs).
+        """
+        if paths is not None and not paths:
+            return DirtyState((), (), ())
+        if paths is not None and sum(len(p) for p in paths) > 200_000:
+            paths = None  # beyond what a command line holds comfortably: look at everything
         out = self.run(
             "status",
             "--porcelain=v1",
@@ -416,6 +424,9 @@ class Git:
             "--untracked-files=all",
             "--no-renames",
             "--ignore-submodules=none",
+            "--",
+            *(paths or ()),
+            env={"GIT_LITERAL_PATHSPECS": "1"} if paths else None,
         ).stdout
         modified, untracked, unmerged, partly = [], [], [], []
         prefix = (exclude.rstrip("/") + "/") if exclude else None
@@ -613,6 +624,7 @@ class FastImport:
         )
         self.mark = 0
         self.closed = False
+        self.marks: dict[str, int] = {}  # commits of this stream: `from <id>` cannot see them
 
     def _write(self, data: bytes) -> None:
         self.proc.stdin.write(data)
@@ -632,6 +644,8 @@ class FastImport:
     ) -> Oid:
         """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete."""
         self.mark += 1
+        if parent in self.marks:
+            parent = f":{self.marks[parent]}"
         who = f"{author} {raw_date}".encode("utf-8", "surrogateescape")
         out = [
             b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\n"
@@ -650,6 +664,7 @@ class FastImport:
         if len(line) != 40:
             self.close()
             raise GitFailure("git fast-import failed")
+        self.marks[line] = self.mark
         return Oid(line)
 
     def close(self) -> None:

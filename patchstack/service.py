@@ -88,8 +88,7 @@ def publish(
     git = ws.git
     if old_head != new_head and not index_only:
         changed = set(git.changed_paths(old_head, new_head))
-        git.refresh_index()
-        dirty = git.dirty(exclude=ws.in_tree)
+        dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))
         touched = sorted(changed & set(dirty.modified + dirty.unmerged + dirty.untracked))
         if touched:
             raise RefusedError(
@@ -220,12 +219,14 @@ def move_stack(
             f"applied patch '{missing[0]}' is not in the series",
             "put it back into the series file, or pop it first",
         )
-    engine = make_engine(ws, series, stack)
-    try:
-        base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
-        built = engine.build(base, base_tree, keep, rest, progress)
-    finally:
-        engine.close()
+    built = []
+    if rest:
+        engine = make_engine(ws, series, stack)
+        try:
+            base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
+            built = engine.build(base, base_tree, keep, rest, progress)
+        finally:
+            engine.close()
     head = built[-1][1] if built else (keep[-1].commit if keep else base)
     publish(ws, stack.head, head, message)
     return MoveResult(stack.names, tuple(target), head, base, tuple(rest))
