@@ -19,7 +19,6 @@ same commit ids and the cache only saves the processes.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import os
 import re
@@ -383,6 +382,8 @@ class _Session:
 
 def raw_date(text: str) -> str | None:
     """A patch's Date header as git's raw "<epoch> <tz>", or None when unsure."""
+    import email.utils
+
     text = text.strip()
     if re.fullmatch(r"\d+ [+-]\d{4}", text):
         return text

@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NewType
@@ -685,6 +684,8 @@ class TempIndex:
     """A throwaway index file inside the git directory, for building trees."""
 
     def __init__(self, git: Git) -> None:
+        import tempfile
+
         self.git = git
         fd, self.path = tempfile.mkstemp(prefix="patchstack-index-", dir=git.git_dir)
         os.close(fd)

@@ -10,11 +10,12 @@ transaction that expects the old value. A failure before publishing leaves nothi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import selection
-from .engine import Engine, LoadedPatch, no_base_error
 from .errors import PatchstackError, RefusedError
 from .git import Git, Oid
 from .patch import Patch, parse_patch
@@ -22,6 +23,9 @@ from .selection import Selector
 from .series import Entry, Series, new_series, parse_tags, validate_name
 from .stack import AppliedPatch, Stack, stack_from_history
 from .workspace import Workspace, write_atomic
+
+if TYPE_CHECKING:  # the engine is imported only by commands that build commits
+    from .engine import Engine
 
 Progress = Callable[[int], None] | None
 
@@ -40,6 +44,8 @@ def read_stack(git: Git) -> Stack:
 
 
 def make_engine(ws: Workspace, series: Series, stack: Stack) -> Engine:
+    from .engine import Engine, LoadedPatch, no_base_error
+
     git = ws.git
     base = series.base
     if base and git.rev_parse(base) is None and stack.base != base:
@@ -87,21 +93,23 @@ def publish(
     index_only = captured is not None
     git = ws.git
     if old_head != new_head and not index_only:
-        changed = set(git.changed_paths(old_head, new_head))
-        dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))
-        touched = sorted(changed & set(dirty.modified + dirty.unmerged + dirty.untracked))
-        if touched:
+        # read-tree refuses, before writing anything, to overwrite a file with uncommitted
+        # edits or an untracked file; stale stat information can make it refuse wrongly, so
+        # the index is refreshed and the move tried once more before reporting.
+        proc = git.checkout_tree(old_head, new_head)
+        if proc.returncode != 0:
+            git.refresh_index()
+            proc = git.checkout_tree(old_head, new_head)
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace")
+            touched = sorted(set(re.findall(r"^error: [^']*'(.+)'", err, re.M)))
+            if not touched:
+                raise RefusedError("git refused to update the work tree: " + err.strip(),
+                                   "nothing was changed")
             raise RefusedError(
                 "uncommitted edits in files this command would change: " + ", ".join(touched),
                 "commit them, capture them with 'patchstack new', or fold them with"
                 " 'patchstack refresh'; nothing was changed",
-            )
-        proc = git.checkout_tree(old_head, new_head)
-        if proc.returncode != 0:
-            raise RefusedError(
-                "git refused to update the work tree: "
-                + proc.stderr.decode("utf-8", "replace").strip(),
-                "nothing was changed",
             )
     if captured:
         git.set_index_entries(new_head, captured)
