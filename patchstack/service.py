@@ -104,8 +104,9 @@ def publish(
             err = proc.stderr.decode("utf-8", "replace")
             touched = sorted(set(re.findall(r"^error: [^']*'(.+)'", err, re.M)))
             if not touched:
-                raise RefusedError("git refused to update the work tree: " + err.strip(),
-                                   "nothing was changed")
+                raise RefusedError(
+                    "git refused to update the work tree: " + err.strip(), "nothing was changed"
+                )
             raise RefusedError(
                 "uncommitted edits in files this command would change: " + ", ".join(touched),
                 "commit them, capture them with 'patchstack new', or fold them with"
