@@ -43,6 +43,27 @@ def read_stack(git: Git) -> Stack:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
 
 
+def require_movable(stack: Stack) -> None:
+    """Refuse to build on HEAD when plain commits cover applied patch commits."""
+    if stack.buried:
+        n = len(stack.covered_by)
+        raise RefusedError(
+            f"HEAD has {n} commit(s) on top of the applied patch '{stack.buried}'"
+            f" ({', '.join(c[:12] for c in stack.covered_by[:3])})",
+            "make them patches ('patchstack import commits'), or move them off with"
+            " 'git rebase'/'git reset'; nothing was changed",
+        )
+
+
+def require_base(series: Series, stack: Stack) -> None:
+    """Refuse to capture against a base the series was not made on."""
+    if series.base and series.entries and stack.base != series.base:
+        raise RefusedError(
+            f"the stack's base {stack.base[:12]} is not the series base {series.base[:12]}",
+            "run 'patchstack refresh' first, so that the new patch fits the series",
+        )
+
+
 def make_engine(ws: Workspace, series: Series, stack: Stack) -> Engine:
     from .engine import Engine, LoadedPatch, no_base_error
 
@@ -246,6 +267,7 @@ def push(
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
+    require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     onto_oid = None
     if onto:
@@ -260,6 +282,7 @@ def push(
 def pop(ws: Workspace, sel: Selector, progress: Progress = None) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
+    require_movable(stack)
     target = selection.pop_target(series, stack.names, sel)
     if tuple(target) == stack.names:
         return MoveResult(stack.names, stack.names, stack.head, stack.base, ())
@@ -315,6 +338,8 @@ def new(
             f"{ws.display(ws.patch_path(name))} already exists", "remove it or choose another name"
         )
     stack = read_stack(git)
+    require_movable(stack)
+    require_base(series, stack)
     git.refresh_index()
     dirty = git.dirty(exclude=ws.in_tree)
     if dirty.unmerged:

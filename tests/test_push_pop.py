@@ -234,3 +234,29 @@ def test_fast_path_and_git_apply_make_identical_commits(tmp_path, monkeypatch) -
         repo.ps("push", "--all")
         assert repo.head() == top, f"fast path {fast}"
         assert repo.git("status", "--porcelain") == "?? patches/\n"
+
+
+def test_plain_commits_on_top_of_the_stack_are_never_buried(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    replace_line(repo, "b.py", "b 3\n", "b 3 mine\n")
+    mine = repo.commit_all("my own commit")
+    before = repo.state()
+    for args in (("push", "--all"), ("pop", "--all"), ("new", "q", "--tag", "essential")):
+        result = repo.ps(*args, code=2)
+        assert "commit(s) on top of the applied patch 'p.patch'" in result.stderr
+        assert mine[:12] in result.stderr
+        assert repo.state() == before
+
+
+def test_new_refuses_when_the_base_moved(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.ps("pop")
+    replace_line(repo, "b.py", "b 3\n", "b 3 upstream\n")
+    repo.commit_all("upstream moved")
+    replace_line(repo, "a.py", "a 9\n", "a 9 new\n")
+    result = repo.ps("new", "q", "--tag", "essential", code=2)
+    assert "is not the series base" in result.stderr
