@@ -52,6 +52,39 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
+def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of patch names from the series file (silent on any error)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = ctx.find_root()
+        series_dir = root.params.get("series_dir") if root else None
+        from .workspace import open_workspace
+
+        ws = open_workspace(series_dir)
+        try:
+            series = ws.load_series()
+        finally:
+            ws.git.close()
+    except Exception:
+        return []
+    return [
+        CompletionItem(e.name, help=e.tag) for e in series.entries if e.name.startswith(incomplete)
+    ]
+
+
+def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of comma-separated tag lists: the last item is completed."""
+    from click.shell_completion import CompletionItem
+
+    from .series import TAGS
+
+    head, _, last = incomplete.rpartition(",")
+    prefix = head + "," if head else ""
+    done = set(head.split(","))
+    return [CompletionItem(prefix + t) for t in TAGS if t.startswith(last) and t not in done]
+
+
 class PatchstackGroup(click.Group):
     """A click group whose ``main`` turns domain errors into messages and exit statuses."""
 
@@ -123,6 +156,7 @@ def init(opts: Options, base: str | None) -> None:
 @click.option(
     "--tag",
     "-t",
+    shell_complete=complete_tags,
     required=True,
     metavar="TAG[,LABEL...]",
     help="essential, diagnostic or optimization; free labels may follow.",
@@ -307,13 +341,17 @@ def _selector_options(f):
         "--except",
         "except_",
         metavar="TAGS",
+        shell_complete=complete_tags,
         help="Leave out patches with these tags (comma-separated).",
     )(f)
     f = click.option(
-        "--only", metavar="TAGS", help="Only patches with these tags (comma-separated, exact)."
+        "--only",
+        metavar="TAGS",
+        shell_complete=complete_tags,
+        help="Only patches with these tags (comma-separated, exact).",
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
-    return click.argument("name", required=False)(f)
+    return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
 def _selector(name, all_, only, except_):
@@ -348,6 +386,35 @@ def _print_move(ctx: click.Context, result, verb: str) -> None:
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
+class ProgressBar:
+    """A progress bar on stderr, only on a terminal and only once work lasts over a second."""
+
+    def __init__(self, label: str) -> None:
+        import time
+
+        self.label = label
+        self.start = time.monotonic()
+        self.bar = None
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        import time
+
+        if self.bar is None:
+            if time.monotonic() - self.start < 1.0 or done >= total:
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
@@ -366,7 +433,11 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
     """
     from .service import push as do_push
 
-    result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto)
+    bar = ProgressBar("pushing")
+    try:
+        result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto, bar)
+    finally:
+        bar.close()
     _print_move(ctx, result, "push")
 
 
@@ -384,7 +455,11 @@ def pop(ctx: click.Context, name, all_, only, except_) -> None:
     """
     from .service import pop as do_pop
 
-    result = do_pop(ctx.obj.workspace(), _selector(name, all_, only, except_))
+    bar = ProgressBar("popping")
+    try:
+        result = do_pop(ctx.obj.workspace(), _selector(name, all_, only, except_), bar)
+    finally:
+        bar.close()
     _print_move(ctx, result, "pop")
 
 

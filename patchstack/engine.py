@@ -149,7 +149,7 @@ class Engine:
             self._extend(k)
         return self._commits[k]
 
-    def _extend(self, k: int) -> None:
+    def _extend(self, k: int, tick: Callable[[], None] | None = None) -> None:
         """Compute K[j] and C[j] up to k: from the cache, else in one fast-import stream with
         hunks applied in Python and proven by blob ids, else with ``git apply``."""
         entries = self.series.entries
@@ -180,6 +180,8 @@ class Engine:
                 unresolved.append(j)
             self._commits.append(commit)
             self.cache.put(key, commit)
+            if tick:
+                tick()
         if session is not None:
             session.close()
         self._resolve(unresolved)
@@ -263,14 +265,26 @@ class Engine:
         base_tree: Oid,
         keep: Sequence[AppliedPatch],
         names: Sequence[str],
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[tuple[str, Oid, Oid]]:
-        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)]."""
+        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)].
+
+        ``progress(done, total)`` is called as patches are made.
+        """
         parent = keep[-1].commit if keep else base
         tree = keep[-1].tree if keep else base_tree
         selected = [p.name for p in keep] + list(names)
-        if names:  # every placement needs the canonical chain up to its patch: one stream
-            self.canonical(max(self.series.index(n) for n in names) + 1)
+        last = max((self.series.index(n) + 1 for n in names), default=0)
+        total = max(0, last + 1 - len(self._commits)) + len(names)
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if progress:
+                progress(done[0], total)
+
+        # Every placement needs the canonical chain up to its patch: made in one stream.
+        self._extend(last, tick)
         built = []
         for name in names:
             k = self.series.index(name) + 1
@@ -280,8 +294,7 @@ class Engine:
                 tree = self.place(tree, name, selected)
                 parent = self.commit(parent, tree, name)
             built.append((name, parent, tree))
-            if progress:
-                progress(1)
+            tick()
         return built
 
     # -- reports -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from .workspace import Workspace, write_atomic
 if TYPE_CHECKING:  # the engine is imported only by commands that build commits
     from .engine import Engine
 
-Progress = Callable[[int], None] | None
+Progress = Callable[[int, int], None] | None  # (done, total)
 
 
 # -- reading state ------------------------------------------------------------------------------

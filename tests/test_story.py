@@ -139,3 +139,41 @@ def test_unrelated_edit_survives_every_command(fork: Repo) -> None:
 def test_make_repo_roundtrip(tmp_path) -> None:
     repo = make_repo(tmp_path / "r", {"x": "1\n"})
     assert repo.git("log", "--format=%s").strip() == "Upstream snapshot"
+
+
+def test_shell_completion_of_patch_names_and_tags(fork: Repo) -> None:
+    import subprocess
+    import sys
+
+    capture_story(fork)
+    env = dict(
+        os.environ,
+        _PATCHSTACK_COMPLETE="bash_complete",
+        COMP_WORDS="patchstack pop nc",
+        COMP_CWORD="2",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        cwd=fork.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.split() == ["plain,nccl-env.patch", "plain,nccl-logging.patch"]
+    env.update(COMP_WORDS="patchstack push --only essential,d", COMP_CWORD="3")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        cwd=fork.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.split() == ["plain,essential,diagnostic"]
+    env.update(_PATCHSTACK_COMPLETE="bash_source")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "_patchstack_completion" in proc.stdout
