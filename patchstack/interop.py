@@ -255,11 +255,12 @@ def normalize_author(text: str | None) -> str | None:
     """ "Name <email>" from a From:/Author: value, or None when there is none."""
     if not text or not text.strip():
         return None
+    text = " ".join(text.split())
+    if "<" not in text and "@" not in text:
+        return f"{text} <>"  # a name alone (DEP-3 allows it); git accepts an empty email
     name, addr = email.utils.parseaddr(text)
     if not name and not addr:
         return None
-    if not addr and "@" not in name:
-        return f"{name.strip()} <>"
     name = (name or addr.split("@")[0]).strip().replace("<", "").replace(">", "")
     return f"{name} <{addr.strip()}>"
 
