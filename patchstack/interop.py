@@ -665,9 +665,10 @@ def _build(
     parent, tree = anchor, start_tree
     done: list[tuple[Source, str, tuple[str, ...]]] = []
     skipped: list[tuple[str, str]] = []
+    held: list[Oid | None] = [None]  # the tree the temporary index holds, when known
     with git.temp_index() as idx:
         for src in sources:
-            new_tree, method, notes = _place(git, idx, tree, src)
+            new_tree, method, notes = _place(git, idx, tree, src, held)
             if new_tree == tree:
                 skipped.append((src.name, "changes nothing on top of the patches before it"))
                 continue
@@ -689,7 +690,9 @@ def _build(
     return built, skipped
 
 
-def _place(git: Git, idx: TempIndex, tree: Oid, src: Source) -> tuple[Oid, str, tuple[str, ...]]:
+def _place(
+    git: Git, idx: TempIndex, tree: Oid, src: Source, held: list[Oid | None]
+) -> tuple[Oid, str, tuple[str, ...]]:
     """The tree after ``src`` on ``tree``: exact, or by a three-way merge; never with fuzz."""
     if src.trees is not None:
         parent_tree, commit_tree = src.trees
@@ -700,10 +703,13 @@ def _place(git: Git, idx: TempIndex, tree: Oid, src: Source) -> tuple[Oid, str, 
             _conflict(git, src, merged.tree, merged.conflicted, merged.messages)
         return merged.tree, "three-way merge", ("its parent differs from the patches before it",)
     assert src.diff is not None and src.patch is not None
-    idx.read_tree(tree)
+    if held[0] != tree:
+        idx.read_tree(tree)
+    held[0] = None
     ok, err = idx.apply(src.diff, src.strip)
     if ok:
-        return idx.write_tree(), "exact", ()
+        held[0] = idx.write_tree()
+        return held[0], "exact", ()
     for preimage in (_preimage_from_ids, _preimage_from_hunks):
         found = preimage(git, idx, tree, src)
         if found is None:
