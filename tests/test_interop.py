@@ -476,3 +476,19 @@ def test_format_patches_in_one_process_equals_format_patch_per_commit(tmp_path: 
     finally:
         git.close()
     assert len(mails) == 3 and mails == singles
+
+
+def test_importing_the_series_directory_into_itself_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(10, "a")})
+    repo.write("patches/series", "fix.patch\n")
+    new = sub(numbered(10, "a"), "a 3\n", "a 3 fixed\n")
+    repo.write("patches/fix.patch", udiff(numbered(10, "a"), new, "a/a.py", "b/a.py"))
+    before = repo.state()
+    result = repo.ps("import", "quilt", "patches", "--tag", "essential", code=2)
+    assert "patches is the series directory itself" in result.stderr
+    assert "mv patches quilt-patches" in result.stderr
+    assert repo.state() == before
+    shutil.move(repo.path / "patches", tmp_path / "quilt-patches")
+    repo.ps("import", "quilt", str(tmp_path / "quilt-patches"), "--tag", "essential")
+    repo.ps("push", "--all")
+    assert repo.read("a.py") == new
