@@ -189,7 +189,9 @@ def check_package(pkg: str, work: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("packages", nargs="*", default=["openssh", "bash", "nginx", "vim"])
+    parser.add_argument(
+        "packages", nargs="*", default=["openssh", "bash", "nginx", "vim", "systemd"]
+    )
     parser.add_argument("--workdir", help="keep everything here (default: a temporary folder)")
     parser.add_argument("--add-deb-src", action="store_true", help="configure deb-src (root)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
