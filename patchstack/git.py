@@ -141,6 +141,18 @@ class CommitInfo:
 
 
 @dataclass(frozen=True)
+class CommitMeta:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    author: str  # "Name <email>"
+    date: str  # "<epoch> <tz>"
+    tag: str | None  # the last Patchstack-Tag trailer
+    patch: str | None  # the last Patchstack-Patch trailer
+    message: str
+
+
+@dataclass(frozen=True)
 class MergeResult:
     tree: Oid
     clean: bool
@@ -547,6 +559,113 @@ class Git:
             commit,
         ).stdout
 
+    def format_patches(self, base: str, top: str) -> list[bytes]:
+        """``format_patch`` of every commit of ``base..top`` (first-parent, oldest first), in
+        one process; each element is byte for byte what ``format_patch`` gives for that commit."""
+        out = self.run(
+            "-c",
+            "diff.noprefix=false",
+            "-c",
+            "diff.mnemonicPrefix=false",
+            "-c",
+            "format.signature=",
+            "-c",
+            "diff.relative=false",
+            "-c",
+            "core.quotePath=true",
+            *_FORMAT_PATCH_ARGS,
+            f"{base}..{top}",
+        ).stdout
+        # --zero-commit makes every mail start with this exact line; a diff or message line
+        # cannot (diff lines start with ' ', '+', '-'; git prefixes a body "From " line).
+        sep = b"From " + b"0" * 40 + b" Mon Sep 17 00:00:00 2001\n"
+        parts = out.split(b"\n" + sep)
+        return [parts[0]] + [sep + p for p in parts[1:]] if out else []
+
+    def commit_range(self, rng: str) -> list[CommitMeta]:
+        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message."""
+        fmt = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ad%x01%(trailers:key=" + TAG_TRAILER
+        fmt += ",valueonly,separator=%x02)%x01%(trailers:key=" + PATCH_TRAILER
+        fmt += ",valueonly,separator=%x02)%x01%B"
+        proc = self.run(
+            "log",
+            "--reverse",
+            "--topo-order",
+            "-z",
+            "--date=raw",
+            "--encoding=UTF-8",
+            "--format=" + fmt,
+            "--end-of-options",
+            rng,
+            "--",
+            check=False,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise PatchstackError(
+                f"unknown commit range '{rng}'" + (f": {err[0]}" if err else ""),
+                "give a range A..B of commits",
+            )
+        result = []
+        for rec in proc.stdout.split(b"\0"):
+            if not rec.strip():
+                continue
+            fields = rec.decode("utf-8", "surrogateescape").lstrip("\n").split("\x01", 8)
+            oid, tree, parents, name, mail, date, tag, patch, message = fields
+            result.append(
+                CommitMeta(
+                    Oid(oid),
+                    Oid(tree),
+                    tuple(Oid(p) for p in parents.split()),
+                    f"{name} <{mail}>",
+                    date,
+                    tag.split("\x02")[-1].strip() or None,
+                    patch.split("\x02")[-1].strip() or None,
+                    message,
+                )
+            )
+        return result
+
+    def write_blob(self, data: bytes) -> Oid:
+        return Oid(self.out("hash-object", "-w", "--stdin", input=data).strip())
+
+    def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
+        """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
+        proc = self._batch("--batch-check")
+        result: dict[str, Oid | None] = {}
+        for name in names:
+            proc.stdin.write(name.encode() + b"\n")
+            proc.stdin.flush()
+            words = proc.stdout.readline().decode().split()
+            ok = len(words) == 3 and words[1] == "blob"
+            result[name] = Oid(words[0]) if ok else None
+        return result
+
+    def mailsplit(self, mbox: str, outdir: str) -> list[str]:
+        """Split an mbox (as ``git am`` does) into numbered files in ``outdir``; their paths."""
+        proc = self.run("mailsplit", "-o" + outdir, "-b", "--", mbox, check=False)
+        if proc.returncode != 0:
+            raise PatchstackError(
+                f"cannot read the mbox {mbox}: " + proc.stderr.decode("utf-8", "replace").strip(),
+                "give a file written by 'git format-patch --stdout' or a mail client",
+            )
+        return [os.path.join(outdir, n) for n in sorted(os.listdir(outdir))]
+
+    def mailinfo(self, mail: bytes, workdir: str) -> tuple[dict[str, str], bytes, bytes]:
+        """``git mailinfo`` as ``git am`` runs it: (header info, message body, patch)."""
+        msg, patch = os.path.join(workdir, "msg"), os.path.join(workdir, "patch")
+        out = self.run("mailinfo", "-u", msg, patch, input=mail).stdout
+        info: dict[str, str] = {}
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            key, _, value = line.partition(": ")
+            if key and key not in info:
+                info[key] = value
+        with open(msg, "rb") as f:
+            body = f.read()
+        with open(patch, "rb") as f:
+            diff = f.read()
+        return info, body, diff
+
     # -- publishing ----------------------------------------------------------------------------
 
     def update_refs(self, updates: Sequence[tuple[str, str, str | None]], message: str) -> None:
@@ -721,6 +840,14 @@ class TempIndex:
         self.git.run(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
         )
+
+    def set_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Put (mode, blob id, path) entries into the index."""
+        data = b"".join(
+            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, oid, path in entries
+        )
+        self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)
 
     def write_tree(self) -> Oid:
         return Oid(self.git.out("write-tree", env=self.env).strip())
