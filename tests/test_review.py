@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,9 +168,19 @@ def every_classification(tmp_path: Path) -> tuple[Repo, dict[str, bytes], dict[s
     return repo, old_files, new_files
 
 
+_BUILT: dict[str, tuple[Path, dict[str, bytes], dict[str, bytes]]] = {}
+
+
 @pytest.fixture
-def scenario(tmp_path):
-    return every_classification(tmp_path)
+def scenario(tmp_path, tmp_path_factory):
+    """The every-classification repository, built once per session and copied for each test."""
+    if "every" not in _BUILT:
+        where = tmp_path_factory.mktemp("every")
+        repo, old, new = every_classification(where)
+        _BUILT["every"] = (repo.path, old, new)
+    src, old, new = _BUILT["every"]
+    shutil.copytree(src, tmp_path / "fork", symlinks=True)
+    return Repo(tmp_path / "fork"), old, new
 
 
 def words(review) -> dict[str, tuple[str, ...]]:
@@ -404,3 +415,19 @@ def test_lcs_marks_only_the_moved_patch() -> None:
     assert lcs(list("abcdef"), list("aebcdf")) == set("abcdf")
     assert lcs(list("abc"), list("cba")) in ({"a"}, {"b"}, {"c"})
     assert lcs([], list("ab")) == set()
+
+
+def test_shipped_workflow_runs_the_review_it_promises(scenario) -> None:
+    """The workflow's review command line works as written, and finds its own comment."""
+    from patchstack.render import MARKER
+
+    text = (Path(__file__).parent.parent / "docs" / "github-review-workflow.yml").read_text()
+    assert f"marker='{MARKER}'" in text
+    m = re.search(r'patchstack review "\$old" "\$HEAD_SHA" (.*?)\\\n\s*(.*?)\n', text)
+    assert m, "the review step changed: update this test"
+    args = (m.group(1) + m.group(2)).replace('"$SERIES_DIR"', "patches").split()
+    repo, _old, _new = scenario
+    old = repo.git("merge-base", "fork~1", "fork").strip()
+    args = [a.replace('"$RUNNER_TEMP/review.md"', str(repo.path / "review.md")) for a in args]
+    repo.ps("review", old, "fork", *args)
+    assert (repo.path / "review.md").read_text().startswith(MARKER + "\n")
