@@ -91,7 +91,9 @@ def base_text(review: Review) -> str:
     short = (b.new or b.old or "none")[:12]
     if not b.moved:
         return f"unchanged, {short}" + (f" ({b.new_ref})" if b.new_ref else "")
-    text = f"moved from {(b.old or 'none')[:12]} to {(b.new or 'none')[:12]}"
+    if not (b.old and b.new):
+        return f"set to {b.new[:12]}" if b.new else f"none (was {(b.old or '')[:12]})"
+    text = f"moved from {b.old[:12]} to {b.new[:12]}"
     counts = []
     if b.ahead is not None:
         counts.append(f"{b.ahead} upstream commit{'s' if b.ahead != 1 else ''}")

@@ -15,14 +15,18 @@ from .errors import InputError, PatchstackError
 from .git import Git
 from .patch import parse_patch
 from .review import BaseChange, Review, SeriesState, review
-from .series import parse_series
+from .series import Series, parse_series
+
+
+class NoSeries(PatchstackError):
+    """The revision or directory has no series file."""
 
 
 def _state(label: str, where: str, files: dict[str, bytes], commit: str | None) -> SeriesState:
     """Parse the series file and every patch it names; ``where`` prefixes names in errors."""
     series_path = where + "series"
     if "series" not in files:
-        raise PatchstackError(
+        raise NoSeries(
             f"no series file at {series_path}",
             "point --dir at the series directory (its path inside the repository)",
         )
@@ -93,6 +97,19 @@ def base_change(git: Git | None, old: SeriesState, new: SeriesState) -> BaseChan
 
 
 def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None) -> Review:
-    old = load(old_arg, git, folder)
-    new = load(new_arg, git, folder)
+    """The review from ``old_arg`` to ``new_arg``. One side without a series file (the pull
+    request that starts the series, or removes it) counts as an empty series; both is an error.
+    """
+    sides: list[SeriesState | None] = []
+    missing: list[NoSeries] = []
+    for arg in (old_arg, new_arg):
+        try:
+            sides.append(load(arg, git, folder))
+        except NoSeries as exc:
+            sides.append(None)
+            missing.append(exc)
+    if len(missing) == 2:
+        raise missing[0]
+    args = (old_arg, new_arg)
+    old, new = (s or SeriesState(a, Series(), {}) for s, a in zip(sides, args, strict=True))
     return review(old, new, base_change(git, old, new))

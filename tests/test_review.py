@@ -411,6 +411,13 @@ def test_bad_input_is_reported_with_file_and_line(scenario, tmp_path) -> None:
     assert "no series file at fork~1:elsewhere/series" in res.stderr
 
 
+def test_a_series_that_starts_in_the_pull_request_is_all_added(scenario) -> None:
+    repo, _old, _new = scenario
+    out = repo.ps("review", "main", "fork~1").stdout
+    assert "patches: 0 → 7: 7 added\n" in out
+    assert "base: set to " in out
+
+
 def test_lcs_marks_only_the_moved_patch() -> None:
     assert lcs(list("abcdef"), list("aebcdf")) == set("abcdf")
     assert lcs(list("abc"), list("cba")) in ({"a"}, {"b"}, {"c"})
