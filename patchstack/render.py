@@ -200,19 +200,23 @@ def render_review(
             review=review, items=shown, truncated=any(s.cut or s.omitted for s in shown)
         )
 
+    def size(text: str) -> int:  # in UTF-8 bytes: never over the limit however GitHub counts
+        return len(text.encode("utf-8", "surrogateescape"))
+
     text = render(items)
-    if fmt != "markdown" or len(text) < limit:
+    if fmt != "markdown" or size(text) < limit:
         return text
     # Over the comment limit: the skeleton (every diff left out) plus as many diff lines as fit.
-    skeleton = len(render(_fit(items, 0)))
+    skeleton = size(render(_fit(items, 0)))
     budget = limit - skeleton - 200
     for _ in range(8):
         text = render(_fit(items, max(budget, 0)))
-        if len(text) < limit:
+        if size(text) < limit:
             return text
-        budget -= len(text) - limit + 500
+        budget -= size(text) - limit + 500
     note = "\n\n**patchstack: the review was cut here to stay under the comment limit.**\n"
-    return text[: limit - len(note) - 1] + note
+    cut = text.encode("utf-8", "surrogateescape")[: limit - len(note) - 1]
+    return cut.decode("utf-8", "ignore") + note
 
 
 def render_show(

@@ -342,11 +342,12 @@ def test_markdown_stays_under_the_comment_limit(tmp_path) -> None:
     commit_series(repo, series_files(repo, base, specs[:1]), "before")
     commit_series(repo, series_files(repo, base, specs), "after")
     md = repo.ps("review", "fork~1", "fork", "--format", "markdown").stdout
-    assert len(md) < COMMENT_LIMIT
+    assert len(md.encode()) < COMMENT_LIMIT
     assert "shortened to stay under GitHub's 65,536-character limit" in md
     assert "more line(s) cut to stay under the comment limit" in md
-    assert "The diff is left out to stay under the comment limit" in md
-    assert md.count("<details") == md.count("</details>") == 3
+    assert "The diff is left out" not in md
+    assert md.count("<details") == md.count("</details>") == 2
+    assert "(left out: big3.patch)" in md
     # Every patch is still in the summary table; the other formats are not cut.
     for i in range(1, 4):
         assert f"| `big{i}.patch` |" in md
@@ -362,10 +363,10 @@ def test_truncation_holds_for_any_limit(scenario) -> None:
     finally:
         git.close()
     full = render_review(rv, "markdown")
-    for limit in (len(full) + 1, len(full), 3000, 1500, 200):
+    for limit in (len(full.encode()) + 1, len(full.encode()), 3000, 1500, 200):
         out = render_review(rv, "markdown", limit=limit)
-        assert len(out) < limit
-        assert (out == full) == (limit > len(full))
+        assert len(out.encode()) < limit
+        assert (out == full) == (limit > len(full.encode()))
 
 
 def test_show_golden(scenario) -> None:
