@@ -368,6 +368,11 @@ class Git:
     def rev_list(self, *args: str) -> list[Oid]:
         return [Oid(x) for x in self.out("rev-list", *args).split()]
 
+    def ahead_behind(self, old: str, new: str) -> tuple[int, int]:
+        """(commits in ``new`` not in ``old``, commits in ``old`` not in ``new``)."""
+        left, right = self.out("rev-list", "--left-right", "--count", f"{old}...{new}").split()
+        return int(right), int(left)
+
     def log_oneline(self, rng: str, paths: Sequence[str] = ()) -> list[tuple[Oid, str, list[str]]]:
         """(commit, subject, files) for each commit of ``rng`` touching ``paths``, oldest first."""
         args = ["log", "--reverse", "--format=%x00%H %s", "--name-only", "--no-renames", rng, "--"]

@@ -1,0 +1,392 @@
+"""Review a change to a series, patch by patch: pure classification on values.
+
+`review` takes two `SeriesState` values (a series and its patches, read from a git revision or
+a directory by `snapshot`) and returns a `Review`: one `PatchReview` per patch, in the order a
+reviewer reads them, plus the move of the series base. Nothing here runs git or touches files.
+
+Pairing. A patch is the same patch on both sides when it has the same name. A name only in the
+old series and a name only in the new one are paired as ``renamed`` when their changes are
+equal (see below); the rest are ``dropped`` and ``added``.
+
+Order. Among the paired patches, the longest common subsequence of the old order and the new
+order stays in place; every paired patch outside it is ``moved``. So moving one patch to
+another place marks that one patch, not the neighbours it jumped over (an exact dynamic
+programme; series are tens or hundreds of patches, so O(n*m) is nothing).
+
+The change of a patch. A patch's *change* is what it does, independent of where it applies:
+for every file (sorted by path), its old and new path, its creation, deletion or mode change,
+and the sequence of *change blocks*, the maximal runs of ``-`` and ``+`` lines of its hunks
+(with any ``\\ No newline at end of file`` marker that belongs to them). Context lines, hunk
+line numbers, the way context splits a change into hunks, and ``index`` blob ids are not part
+of the change; for a binary file, the new blob id is (it is the only record of the content).
+
+- ``unchanged``: the diff text (everything from the first ``diff`` line) is byte for byte equal.
+- ``rebased``: the change is equal but the diff text is not: only context, line numbers or
+  blob ids moved, as after ``refresh`` onto a new base. Nothing to review.
+- ``changed``: the change itself differs. The *interdiff* shows how, in the manner of
+  ``git range-diff``: both versions of the patch are written out without the things that only
+  say where it applies (``index`` lines and the line numbers of ``@@`` headers are dropped,
+  each file starts with a ``## path`` line, each hunk with ``@@`` and its section heading),
+  and those two texts are diffed with `difflib`. Every output line carries two markers: the
+  first says old (``-``) or new (``+``) version of the patch, the second is the patch's own
+  marker. So ``++x`` is a line the patch now adds, ``-+x`` one it no longer adds, ``+-x`` one
+  it now removes. git's range-diff itself needs both versions as commits on a common history;
+  here each side may come from a directory, and the patches are paired by name already.
+
+Why compare text rather than build both changes as trees in git (apply the old patch on its
+base, carry it onto the new base by three-way merge, diff against the new patch applied)?
+That would need both bases and every earlier patch to apply, in the repository at hand; the
+text comparison needs neither, is deterministic, and is exactly the definition of "only the
+context moved". Its limit: when new context makes git's diff align an unchanged edit
+differently (a moved line ending up in another block), the patch shows as ``changed`` with an
+interdiff that makes the realignment plain, never as ``rebased`` when it is not.
+
+``retagged`` (category tag or labels differ, old -> new) and the *description* (subject and
+free text) are compared on their own; a description change comes with a diff of its text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .patch import FileDiff, Patch, decode
+from .series import Entry, Series
+
+CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
+
+
+@dataclass(frozen=True)
+class SeriesState:
+    """One side of a review: a series and the bytes and parse of each of its patches."""
+
+    label: str  # what the user named: a revision or a directory
+    series: Series
+    patches: Mapping[str, tuple[bytes, Patch]]
+    commit: str | None = None  # the revision's commit id, when it is one
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a patch, as a reviewer sees it."""
+
+    name: str
+    tag: str
+    labels: tuple[str, ...]
+    position: int  # 1-based place in its series
+    subject: str
+    description: str
+    author: str | None
+    added: int
+    removed: int
+    files: tuple[tuple[str, int, int], ...]  # (path, lines added, lines removed)
+    diff: tuple[str, ...]  # the diff text's lines, from the first file header on
+
+    @property
+    def tags(self) -> str:
+        return ", ".join((self.tag, *self.labels))
+
+
+@dataclass(frozen=True)
+class PatchReview:
+    old: Version | None
+    new: Version | None
+    change: str  # one of CHANGE_WORDS
+    moved: bool = False
+    renamed: bool = False
+    retagged: bool = False
+    description_changed: bool = False
+    interdiff: tuple[str, ...] = ()
+    description_diff: tuple[str, ...] = ()
+
+    @property
+    def current(self) -> Version:
+        return self.new or self.old  # type: ignore[return-value]
+
+    @property
+    def name(self) -> str:
+        return self.current.name
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The status words, in a fixed order; ``unchanged`` only when nothing else applies."""
+        words = [w for w, on in (("renamed", self.renamed), ("moved", self.moved)) if on]
+        if self.retagged:
+            words.append("retagged")
+        if self.change != "unchanged":
+            words.append(self.change)
+        if self.description_changed:
+            words.append("description")
+        return tuple(words) or ("unchanged",)
+
+    @property
+    def worth_reading(self) -> bool:
+        return self.change in ("added", "changed") or self.description_changed
+
+    @property
+    def diff(self) -> tuple[str, ...]:
+        """What to read: the interdiff of a changed patch, the diff of an added one."""
+        if self.change == "changed":
+            return self.interdiff
+        if self.change == "added":
+            return self.current.diff
+        return ()
+
+
+@dataclass(frozen=True)
+class BaseChange:
+    old: str | None
+    new: str | None
+    old_ref: str | None = None
+    new_ref: str | None = None
+    ahead: int | None = None  # commits in new base and not in old (None: not known)
+    behind: int | None = None  # commits in old base and not in new
+
+    @property
+    def moved(self) -> bool:
+        return self.old != self.new
+
+
+@dataclass(frozen=True)
+class Review:
+    old_label: str
+    new_label: str
+    base: BaseChange
+    patches: tuple[PatchReview, ...] = field(default=())
+
+    def count(self, word: str) -> int:
+        return sum(1 for p in self.patches if word in p.words)
+
+    @property
+    def summary(self) -> tuple[tuple[str, int], ...]:
+        order = ("added", "dropped", "renamed", "moved", "retagged", "changed", "rebased")
+        order += ("description", "unchanged")
+        label = {"description": "description changed"}
+        return tuple((label.get(w, w), n) for w in order if (n := self.count(w)))
+
+
+# -- the change of a patch --------------------------------------------------------------------
+
+
+def _file_header(f: FileDiff) -> tuple[str, ...]:
+    lines = []
+    if f.old_path is None:
+        lines.append(f"new file mode {f.new_mode or '100644'}")
+    elif f.new_path is None:
+        lines.append(f"deleted file mode {f.old_mode or '100644'}")
+    elif f.old_mode and f.new_mode and f.old_mode != f.new_mode:
+        lines += [f"old mode {f.old_mode}", f"new mode {f.new_mode}"]
+    if f.renamed or f.copied:
+        verb = "rename" if f.renamed else "copy"
+        lines += [f"{verb} from {f.old_path}", f"{verb} to {f.new_path}"]
+    if f.binary:
+        lines.append(f"binary content {f.new_id or '?'}")
+    return tuple(lines)
+
+
+def _blocks(f: FileDiff) -> tuple[tuple[str, ...], ...]:
+    blocks: list[tuple[str, ...]] = []
+    for hunk in f.hunks:
+        run: list[str] = []
+        for line in hunk.lines:
+            kind = line[:1]
+            if kind in ("-", "+") or (kind == "\\" and run):
+                run.append(line)
+            elif run:
+                blocks.append(tuple(run))
+                run = []
+        if run:
+            blocks.append(tuple(run))
+    return tuple(blocks)
+
+
+def _file_title(f: FileDiff) -> str:
+    if f.old_path and f.new_path and f.old_path != f.new_path:
+        return f"{f.old_path} -> {f.new_path}"
+    return f.path
+
+
+def change_key(patch: Patch) -> tuple:
+    """The patch's change, without context, line numbers or blob ids (see the module doc)."""
+    files = sorted(patch.files, key=lambda f: (f.path, f.old_path or ""))
+    return tuple((_file_title(f), _file_header(f), _blocks(f)) for f in files)
+
+
+def _outline(patch: Patch) -> list[str]:
+    """The patch written out for the interdiff: no index lines, no hunk line numbers."""
+    lines: list[str] = []
+    for f in sorted(patch.files, key=lambda f: (f.path, f.old_path or "")):
+        lines.append(f"## {_file_title(f)} ##")
+        lines += _file_header(f)
+        for hunk in f.hunks:
+            lines.append(("@@ " + hunk.section.strip()).rstrip())
+            lines += hunk.lines
+    return lines
+
+
+def _diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    """A unified diff of two line lists, whose hunk headers name the place, not line numbers."""
+    out: list[str] = []
+    places = [ln for ln in new if ln.startswith("## ")] or [""]
+    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(3):
+        # The file of the hunk: the last "## path ##" at or before its first line.
+        j1 = group[0][3]
+        title = next(
+            (new[k] for k in range(min(j1, len(new) - 1), -1, -1) if new[k][:3] == "## "), places[0]
+        )
+        out.append(("@@ " + title.strip("# ").strip() + " @@").replace("@@  @@", "@@"))
+        for tag, i1, i2, k1, k2 in group:
+            if tag == "equal":
+                out += [" " + ln for ln in old[i1:i2]]
+                continue
+            out += ["-" + ln for ln in old[i1:i2]]
+            out += ["+" + ln for ln in new[k1:k2]]
+    return tuple(out)
+
+
+def interdiff(old: Patch, new: Patch) -> tuple[str, ...]:
+    return _diff_lines(_outline(old), _outline(new))
+
+
+# -- versions ---------------------------------------------------------------------------------
+
+
+def diff_text(data: bytes, patch: Patch) -> tuple[str, ...]:
+    """The lines of a patch file from its first file header on."""
+    lines = decode(data).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(ln.rstrip("\r") for ln in lines[patch.diff_lineno - 1 :])
+
+
+def make_version(entry: Entry, position: int, data: bytes, patch: Patch) -> Version:
+    return Version(
+        name=entry.name,
+        tag=entry.tag,
+        labels=entry.labels,
+        position=position,
+        subject=patch.subject or entry.name,
+        description=patch.description,
+        author=patch.author,
+        added=patch.added,
+        removed=patch.removed,
+        files=tuple((_file_title(f), f.added, f.removed) for f in patch.files),
+        diff=diff_text(data, patch),
+    )
+
+
+# -- order ------------------------------------------------------------------------------------
+
+
+def lcs(a: Sequence[str], b: Sequence[str]) -> set[str]:
+    """The items of one longest common subsequence of ``a`` and ``b`` (distinct items)."""
+    n, m = len(a), len(b)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = table[i], table[i + 1]
+        for j in range(m - 1, -1, -1):
+            row[j] = below[j + 1] + 1 if a[i] == b[j] else max(below[j], row[j + 1])
+    kept: set[str] = set()
+    i = j = 0
+    while i < n and j < m:
+        if a[i] == b[j]:
+            kept.add(a[i])
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return kept
+
+
+# -- the review -------------------------------------------------------------------------------
+
+
+def _description(v: Version) -> list[str]:
+    return [v.subject, "", *v.description.split("\n")] if v.description else [v.subject]
+
+
+def _compare(
+    old: Version, new: Version, old_p: Patch, new_p: Patch, moved: bool, renamed: bool
+) -> PatchReview:
+    if old.diff == new.diff:
+        change, inter = "unchanged", ()
+    elif change_key(old_p) == change_key(new_p):
+        change, inter = "rebased", ()
+    else:
+        change, inter = "changed", interdiff(old_p, new_p)
+    described = (old.subject, old.description) != (new.subject, new.description)
+    return PatchReview(
+        old,
+        new,
+        change,
+        moved=moved,
+        renamed=renamed,
+        retagged=(old.tag, old.labels) != (new.tag, new.labels),
+        description_changed=described,
+        interdiff=inter,
+        description_diff=_diff_lines(_description(old), _description(new)) if described else (),
+    )
+
+
+def review(old: SeriesState, new: SeriesState, base: BaseChange | None = None) -> Review:
+    """Classify every patch of the change from ``old`` to ``new`` (see the module doc)."""
+    old_v = {
+        e.name: make_version(e, i, *old.patches[e.name])
+        for i, e in enumerate(old.series.entries, 1)
+    }
+    new_v = {
+        e.name: make_version(e, i, *new.patches[e.name])
+        for i, e in enumerate(new.series.entries, 1)
+    }
+    keys = {}
+    # Pairs: same name, then renames (equal change under a name that is only on one side).
+    pairs: dict[str, str] = {n: n for n in new_v if n in old_v}  # new name -> old name
+    gone = [n for n in old_v if n not in new_v]
+    for name in new_v:
+        if name in pairs:
+            continue
+        key = keys.setdefault(("new", name), change_key(new.patches[name][1]))
+        for old_name in gone:
+            if keys.setdefault(("old", old_name), change_key(old.patches[old_name][1])) == key:
+                pairs[name] = old_name
+                gone.remove(old_name)
+                break
+    kept = lcs(
+        [n for n in old_v if n not in gone],
+        [pairs[n] for n in new_v if n in pairs],
+    )
+    rows: list[PatchReview] = []
+    for name, nv in new_v.items():
+        if name not in pairs:
+            rows.append(PatchReview(None, nv, "added"))
+            continue
+        old_name = pairs[name]
+        rows.append(
+            _compare(
+                old_v[old_name],
+                nv,
+                old.patches[old_name][1],
+                new.patches[name][1],
+                moved=old_name not in kept,
+                renamed=old_name != name,
+            )
+        )
+    # A dropped patch is listed after the patch that preceded it in the old series.
+    for old_name in gone:
+        row = PatchReview(old_v[old_name], None, "dropped")
+        at = 0
+        for prev in reversed(list(old_v)[: old_v[old_name].position - 1]):
+            found = [i for i, r in enumerate(rows) if r.old and r.old.name == prev]
+            if found:
+                at = found[0] + 1
+                break
+        while at < len(rows) and rows[at].change == "dropped":
+            at += 1
+        rows.insert(at, row)
+    if base is None:
+        base = BaseChange(
+            old.series.base, new.series.base, old.series.base_ref, new.series.base_ref
+        )
+    return Review(old.label, new.label, base, tuple(rows))

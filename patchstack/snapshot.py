@@ -1,0 +1,115 @@
+"""Read one side of a review: a series and its patches, from a git revision or a directory.
+
+``OLD``/``NEW`` on the command line are each either an existing directory holding a
+``series`` file, or a revision of the repository at hand, in which the series directory is
+found at the same path as in the work tree (``--dir``, ``PATCHSTACK_DIR``, ``patchstack.dir``,
+default ``patches/``). A revision is read with one ``ls-tree`` and the persistent ``cat-file``
+stream: nothing is checked out. An existing directory wins over a revision of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import InputError, PatchstackError
+from .git import Git
+from .patch import parse_patch
+from .review import BaseChange, Review, SeriesState, review
+from .series import Series, parse_series
+
+
+class NoSeries(PatchstackError):
+    """The revision or directory has no series file."""
+
+
+def _state(label: str, where: str, files: dict[str, bytes], commit: str | None) -> SeriesState:
+    """Parse the series file and every patch it names; ``where`` prefixes names in errors."""
+    series_path = where + "series"
+    if "series" not in files:
+        raise NoSeries(
+            f"no series file at {series_path}",
+            "point --dir at the series directory (its path inside the repository)",
+        )
+    series = parse_series(files["series"].decode("utf-8", "surrogateescape"), series_path)
+    patches = {}
+    for entry in series.entries:
+        if entry.name not in files:
+            raise InputError(series_path, entry.lineno, f"patch file '{entry.name}' not found")
+        data = files[entry.name]
+        patches[entry.name] = (data, parse_patch(data, where + entry.name, entry.strip_level))
+    return SeriesState(label, series, patches, commit)
+
+
+def from_directory(path: str, label: str | None = None) -> SeriesState:
+    files = {}
+    series_file = os.path.join(path, "series")
+    if os.path.isfile(series_file):
+        with open(series_file, "rb") as f:
+            files["series"] = f.read()
+        series = parse_series(files["series"].decode("utf-8", "surrogateescape"), series_file)
+        for entry in series.entries:
+            p = os.path.join(path, entry.name)
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    files[entry.name] = f.read()
+    return _state(label or path, os.path.join(path, ""), files, None)
+
+
+def from_revision(git: Git, rev: str, folder: str) -> SeriesState:
+    commit = git.rev_parse(rev)
+    if commit is None:
+        raise PatchstackError(
+            f"'{rev}' is neither a directory nor a revision of {git.top}",
+            "give two revisions (e.g. origin/main HEAD) or two series directories",
+        )
+    prefix = folder.strip("/") + "/" if folder.strip("/") not in ("", ".") else ""
+    listing = git.ls_tree(commit, prefix or None)
+    names = {p[len(prefix) :]: oid for p, (mode, oid) in listing.items() if p.startswith(prefix)}
+    files = {}
+    if "series" in names:
+        files["series"] = git.read_blob(names["series"])
+        series = parse_series(files["series"].decode("utf-8", "surrogateescape"), "series")
+        for entry in series.entries:
+            if entry.name in names:
+                files[entry.name] = git.read_blob(names[entry.name])
+    return _state(rev, f"{rev}:{prefix}", files, commit)
+
+
+def load(arg: str, git: Git | None, folder: str | None) -> SeriesState:
+    """``arg`` as a directory when it is one, else as a revision."""
+    if os.path.isdir(arg):
+        return from_directory(arg)
+    if git is None or folder is None:
+        raise PatchstackError(
+            f"'{arg}' is not a directory, and there is no repository here to read it from",
+            "run inside the repository that holds the series, or give two directories",
+        )
+    return from_revision(git, arg, folder)
+
+
+def base_change(git: Git | None, old: SeriesState, new: SeriesState) -> BaseChange:
+    """The move of the base, with commit counts when both bases are in the repository."""
+    a, b = old.series.base, new.series.base
+    ahead = behind = None
+    if git is not None and a and b and a != b and git.rev_parse(a) and git.rev_parse(b):
+        ahead, behind = git.ahead_behind(a, b)
+    return BaseChange(a, b, old.series.base_ref, new.series.base_ref, ahead, behind)
+
+
+def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None) -> Review:
+    """The review from ``old_arg`` to ``new_arg``. One side without a series file (the pull
+    request that starts the series, or removes it) counts as an empty series; both is an error.
+    """
+    sides: list[SeriesState | None] = []
+    missing: list[NoSeries] = []
+    for arg in (old_arg, new_arg):
+        try:
+            sides.append(load(arg, git, folder))
+        except NoSeries as exc:
+            sides.append(None)
+            missing.append(exc)
+    if len(missing) == 2:
+        raise missing[0]
+    args = (old_arg, new_arg)
+    old, new = (s or SeriesState(a, Series(), {}) for s, a in zip(sides, args, strict=True))
+    return review(old, new, base_change(git, old, new))
