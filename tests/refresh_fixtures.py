@@ -74,7 +74,10 @@ def snapshot(repo: Repo) -> dict:
     return {
         "head": repo.head(),
         "refs": repo.git("for-each-ref", "--format=%(refname) %(objectname)"),
-        "status": repo.git("status", "--porcelain=v1", "--untracked-files=all"),
+        # --no-optional-locks: the snapshot itself must not refresh (rewrite) the index.
+        "status": repo.git(
+            "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"
+        ),
         "files": repo.snapshot(),
         "index": (repo.path / ".git" / "index").read_bytes(),
     }
