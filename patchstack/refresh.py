@@ -489,7 +489,9 @@ def conflict_report(
                 anchor = list(h.now)
                 if not any(ln.strip() for ln in anchor):
                     end = h.line + len(h.now) + len(h.expected) + len(h.wanted) + 2
-                    anchor = [merged_lines[i] for i in (h.line - 2, end) if 0 <= i < len(text)]
+                    anchor = [
+                        merged_lines[i] for i in (h.line - 2, end) if 0 <= i < len(merged_lines)
+                    ]
                 pos = _find(base_lines, anchor) if anchor else None
                 if pos is not None:
                     commits = git.log_lines(rng, path, pos + 1, pos + len(anchor))
@@ -838,9 +840,13 @@ def continue_(ws: Workspace) -> RefreshResult:
             "put them back, or run 'patchstack refresh --abort'",
         )
     series = ws.load_series()
+    # A file the patch creates and the user deleted while resolving is in neither place.
+    before = git.ls_tree(state.stop_tree)
+    paths = [p for p in state.touched if p in before or os.path.lexists(os.path.join(git.top, p))]
     with git.temp_index() as idx:
         idx.read_tree(state.stop_tree)
-        idx.add_paths(list(state.touched))
+        if paths:
+            idx.add_paths(paths)
         resolved_tree = idx.write_tree()
     stack = read_stack(git)
     engine = make_engine(ws, series, stack)

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from .conftest import Repo, names, replace_line
+from .conftest import Repo, make_repo, names, numbered, replace_line
 from .refresh_fixtures import PATCHES, make_fork, quilt_applies, snapshot
 
 EXPECTED = {
@@ -272,3 +272,60 @@ def test_fold_into_a_named_patch_reapplies_the_ones_above(tmp_path) -> None:
     repo.ps("pop", "--all")
     repo.ps("push", "--all")
     assert repo.tree() == tree
+
+
+def test_popped_series_two_conflicts_continue_twice(tmp_path) -> None:
+    repo = make_repo(tmp_path / "fork", {"x.py": numbered(30, "x"), "y.py": numbered(30, "y")})
+    repo.git("branch", "upstream")
+    repo.ps("init")
+    replace_line(repo, "x.py", "x 5\n", "x 5 mine\n")
+    repo.ps("new", "one", "--tag", "essential", "x.py")
+    replace_line(repo, "y.py", "y 5\n", "y 5 mine\n")
+    repo.ps("new", "two", "--tag", "diagnostic", "-m", "Two\n\nKeeps its description.", "y.py")
+    repo.ps("pop", "--all")
+    repo.git("checkout", "-q", "upstream")
+    replace_line(repo, "x.py", "x 5\n", "x 5 theirs\n")
+    replace_line(repo, "y.py", "y 5\n", "y 5 theirs\n")
+    repo.git("commit", "-qam", "upstream rewrites line 5 everywhere")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--ff-only", "upstream")
+    up = repo.head()
+    before = snapshot(repo)
+
+    first = repo.ps("refresh", code=1)
+    assert "conflict in patch one.patch" in first.stderr
+    assert "upstream commits that changed these lines:" in first.stderr
+    assert "upstream rewrites line 5 everywhere" in first.stderr
+    text = repo.read("x.py")
+    replace_line(repo, "x.py", "<<<<<<<", "")  # a half-hearted edit: markers remain
+    repo.ps("refresh", "--continue", code=2)
+    repo.write("x.py", text.split("<<<<<<<")[0] + "x 5 both\n" + text.split("one.patch\n")[1])
+    second = repo.ps("refresh", "--continue", code=1)
+    assert "conflict in patch two.patch" in second.stderr
+    assert repo.git("log", "-1", "--format=%s") == "one\n"
+    text = repo.read("y.py")
+    repo.write("y.py", text.split("<<<<<<<")[0] + "y 5 both\n" + text.split("two.patch\n")[1])
+    done = repo.ps("refresh", "--continue", "--json")
+    assert [(p["verdict"], p["resolved"]) for p in json.loads(done.stdout)["patches"]] == [
+        ("merged", True),
+        ("merged", True),
+    ]
+    # The series was popped before, so it is popped after; the files carry the resolutions.
+    assert repo.head() == up and names(repo) == []
+    assert "+x 5 both" in repo.read("patches/one.patch")
+    assert "Keeps its description." in repo.read("patches/two.patch")
+    assert repo.read("x.py") == numbered(30, "x").replace("x 5\n", "x 5 theirs\n")
+    repo.ps("push", "--all")
+    assert "x 5 both" in repo.read("x.py") and "y 5 both" in repo.read("y.py")
+    assert snapshot(repo)["head"] != before["head"]
+
+
+def test_abort_after_a_popped_pull_returns_to_the_new_head(tmp_path) -> None:
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    repo.ps("pop", "--all")
+    repo.git("merge", "-q", "--ff-only", "upstream")
+    before = snapshot(repo)
+    repo.ps("refresh", code=1)
+    assert repo.head() != before["head"]
+    repo.ps("refresh", "--abort")
+    assert snapshot(repo) == before
