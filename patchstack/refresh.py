@@ -608,6 +608,18 @@ def _fold_plan(ws, series, stack, dirty, patch):
     own = set(ws.read_patch(series.entry(name))[1].paths)
     paths = tuple(p for p in dirty.modified if p in own)
     if not paths:
+        others = [
+            (p, ap.name)
+            for ap in stack.applied
+            for p in ws.read_patch(series.entry(ap.name))[1].paths
+            if p in dirty.modified
+        ]
+        if others:
+            path, owner = others[0]
+            raise PatchstackError(
+                f"the uncommitted edits in {path} belong to '{owner}', not to '{name}'",
+                f"fold them with 'patchstack refresh --patch {owner}'",
+            )
         return None, (), None
     if any(p in dirty.partly_staged for p in paths):
         raise RefusedError(

@@ -70,7 +70,7 @@ def move_upstream(repo: Repo, conflict: bool) -> None:
 
 
 def snapshot(repo: Repo) -> dict:
-    """HEAD, refs, git status, every work tree and series file, and the index bytes."""
+    """HEAD, refs, git status, every work tree and series file, and the index entries."""
     return {
         "head": repo.head(),
         "refs": repo.git("for-each-ref", "--format=%(refname) %(objectname)"),
@@ -79,7 +79,8 @@ def snapshot(repo: Repo) -> dict:
             "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"
         ),
         "files": repo.snapshot(),
-        "index": (repo.path / ".git" / "index").read_bytes(),
+        # The index entries (mode, blob, stage, path); stat data may be refreshed.
+        "index": repo.git("--no-optional-locks", "ls-files", "--stage"),
     }
 
 

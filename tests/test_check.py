@@ -14,6 +14,7 @@ def untouched(repo: Repo) -> dict:
     snap = snapshot(repo)
     git_dir = repo.path / ".git"
     snap["index_mtime"] = os.stat(git_dir / "index").st_mtime_ns
+    snap["index_bytes"] = (git_dir / "index").read_bytes()
     snap["git_files"] = sorted(
         str(p.relative_to(git_dir))
         for p in git_dir.rglob("*")
