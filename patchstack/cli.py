@@ -56,6 +56,39 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
+def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of patch names from the series file (silent on any error)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = ctx.find_root()
+        series_dir = root.params.get("series_dir") if root else None
+        from .workspace import open_workspace
+
+        ws = open_workspace(series_dir)
+        try:
+            series = ws.load_series()
+        finally:
+            ws.git.close()
+    except Exception:
+        return []
+    return [
+        CompletionItem(e.name, help=e.tag) for e in series.entries if e.name.startswith(incomplete)
+    ]
+
+
+def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of comma-separated tag lists: the last item is completed."""
+    from click.shell_completion import CompletionItem
+
+    from .series import TAGS
+
+    head, _, last = incomplete.rpartition(",")
+    prefix = head + "," if head else ""
+    done = set(head.split(","))
+    return [CompletionItem(prefix + t) for t in TAGS if t.startswith(last) and t not in done]
+
+
 class PatchstackGroup(click.Group):
     """A click group whose ``main`` turns domain errors into messages and exit statuses."""
 
@@ -127,6 +160,7 @@ def init(opts: Options, base: str | None) -> None:
 @click.option(
     "--tag",
     "-t",
+    shell_complete=complete_tags,
     required=True,
     metavar="TAG[,LABEL...]",
     help="essential, diagnostic or optimization; free labels may follow.",
@@ -335,13 +369,17 @@ def _selector_options(f):
         "--except",
         "except_",
         metavar="TAGS",
+        shell_complete=complete_tags,
         help="Leave out patches with these tags (comma-separated).",
     )(f)
     f = click.option(
-        "--only", metavar="TAGS", help="Only patches with these tags (comma-separated, exact)."
+        "--only",
+        metavar="TAGS",
+        shell_complete=complete_tags,
+        help="Only patches with these tags (comma-separated, exact).",
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
-    return click.argument("name", required=False)(f)
+    return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
 def _selector(name, all_, only, except_):
@@ -376,6 +414,35 @@ def _print_move(ctx: click.Context, result, verb: str) -> None:
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
+class ProgressBar:
+    """A progress bar on stderr, only on a terminal and only once work lasts over a second."""
+
+    def __init__(self, label: str) -> None:
+        import time
+
+        self.label = label
+        self.start = time.monotonic()
+        self.bar = None
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        import time
+
+        if self.bar is None:
+            if time.monotonic() - self.start < 1.0 or done >= total:
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
@@ -394,7 +461,11 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
     """
     from .service import push as do_push
 
-    result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto)
+    bar = ProgressBar("pushing")
+    try:
+        result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto, bar)
+    finally:
+        bar.close()
     _print_move(ctx, result, "push")
 
 
@@ -412,7 +483,11 @@ def pop(ctx: click.Context, name, all_, only, except_) -> None:
     """
     from .service import pop as do_pop
 
-    result = do_pop(ctx.obj.workspace(), _selector(name, all_, only, except_))
+    bar = ProgressBar("popping")
+    try:
+        result = do_pop(ctx.obj.workspace(), _selector(name, all_, only, except_), bar)
+    finally:
+        bar.close()
     _print_move(ctx, result, "pop")
 
 
@@ -575,6 +650,168 @@ def check(ctx, onto, only, except_, as_json) -> None:
         echo(ctx, "all patches apply" if result.ok else f"{len(result.conflicts)} conflict(s)")
     if not result.ok:
         ctx.exit(1)
+
+
+# -- import / export --------------------------------------------------------------------------
+
+
+def _import_options(f):
+    f = click.option(
+        "--base",
+        metavar="REV",
+        help="Base of a new series (default: HEAD below any applied patches; for commits, the"
+        " parent of the first one).",
+    )(f)
+    f = click.option(
+        "--append", is_flag=True, help="Add the patches after those already in the series."
+    )(f)
+    return click.option(
+        "--tag",
+        "-t",
+        metavar="TAG[,LABEL...]",
+        help="Tag for every imported patch that does not carry one.",
+    )(f)
+
+
+def _print_import(ctx: click.Context, result) -> None:
+    ws_dir = result.series_path.rsplit("/", 1)[0]
+    for p in result.patches:
+        labels = (", " + ", ".join(p.labels)) if p.labels else ""
+        how = "" if p.method == "exact" else style(f"  ({p.method})", fg="yellow")
+        echo(ctx, f"imported {p.name} [{_tag(p.tag)}{labels}] from {p.origin}{how}")
+    for what, why in result.skipped:
+        echo(ctx, f"skipped {what}: {why}")
+    if result.merged:
+        echo(
+            ctx,
+            style(
+                f"{len(result.merged)} patch(es) did not apply exactly (quilt would need fuzz);"
+                " each was merged three-way and written in exact form:",
+                fg="yellow",
+            ),
+        )
+        for p in result.merged:
+            echo(ctx, f"  {p.name}")
+            for note in p.notes:
+                echo(ctx, f"    {note}")
+    verb = "created" if result.created else "updated"
+    echo(
+        ctx,
+        f"{len(result.patches)} patch(es) written to {ws_dir}; {verb} the series"
+        f" (base {result.base[:12]}). Apply them with 'patchstack push --all'.",
+    )
+
+
+@cli.group("import")
+def import_cmd() -> None:
+    """Import patches from a quilt series, a range of commits or an mbox.
+
+    Only the series directory is written: the work tree and the branch are not touched
+    ('patchstack push --all' applies the patches). A series that already has patches is
+    extended only with --append.
+    """
+
+
+@import_cmd.command("quilt")
+@click.argument("directory", metavar="DIR")
+@_import_options
+@click.pass_context
+def import_quilt_cmd(ctx, directory, tag, append, base) -> None:
+    """Import the quilt series in DIR (its 'series' file and patches).
+
+    Guards ('#+essential') and patchstack tag comments set tags. A patch quilt would apply
+    only with fuzz is merged three-way and reported.
+
+    \b
+    Example:
+      patchstack import quilt debian/patches --tag essential
+    """
+    from .interop import import_quilt
+
+    _print_import(ctx, import_quilt(ctx.obj.workspace(), directory, tag, append, base))
+
+
+@import_cmd.command("commits")
+@click.argument("rng", metavar="RANGE")
+@_import_options
+@click.pass_context
+def import_commits_cmd(ctx, rng, tag, append, base) -> None:
+    """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
+
+    A 'Patchstack-Tag:' trailer sets a commit's tag. The branch is not moved: to apply
+    the series instead of the commits, 'git reset --keep BASE' then 'patchstack push --all'.
+
+    \b
+    Example:
+      patchstack import commits origin/main..my-fork --tag essential
+    """
+    from .interop import import_commits
+
+    _print_import(ctx, import_commits(ctx.obj.workspace(), rng, tag, append, base))
+
+
+@import_cmd.command("mbox")
+@click.argument("file", metavar="FILE")
+@_import_options
+@click.pass_context
+def import_mbox_cmd(ctx, file, tag, append, base) -> None:
+    """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
+
+    \b
+    Example:
+      patchstack import mbox fixes.mbox --tag diagnostic
+    """
+    from .interop import import_mbox
+
+    _print_import(ctx, import_mbox(ctx.obj.workspace(), file, tag, append, base))
+
+
+@cli.group("export")
+def export_cmd() -> None:
+    """Export the series as a quilt tree or an mbox."""
+
+
+@export_cmd.command("quilt")
+@click.argument("directory", metavar="DIR")
+@click.pass_context
+def export_quilt_cmd(ctx, directory) -> None:
+    """Write the series and its patch files to DIR (new or empty) for 'quilt push -a'.
+
+    Every patch is first proven to apply exactly (no fuzz) on the base plus the patches
+    before it; tags stay in the series comments, which quilt ignores.
+
+    \b
+    Example:
+      patchstack export quilt debian/patches
+    """
+    from .interop import export_quilt
+
+    ws = ctx.obj.workspace()
+    result = export_quilt(ws, directory)
+    echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")
+
+
+@export_cmd.command("mbox")
+@click.argument("file", metavar="FILE")
+@click.pass_context
+def export_mbox_cmd(ctx, file) -> None:
+    """Write the series as one mail per patch to FILE ('-': standard output) for 'git am'.
+
+    The mails carry the Patchstack-Patch and Patchstack-Tag trailers, so importing them
+    again (or the commits 'git am' makes) keeps names and tags.
+
+    \b
+    Example:
+      patchstack export mbox series.mbox && git am series.mbox
+    """
+    from .interop import export_mbox
+
+    ws = ctx.obj.workspace()
+    result, data = export_mbox(ws, file)
+    if file == "-":
+        click.get_binary_stream("stdout").write(data)
+    else:
+        echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")
 
 
 # -- errors and exit statuses -----------------------------------------------------------------

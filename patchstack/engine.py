@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .apply import proven_postimage
 from .errors import ConflictError, PatchstackError
 from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
 from .patch import Patch
@@ -111,7 +113,8 @@ class Engine:
     canonical_base: Oid  # the commit the patch files were made against
     default_author: Callable[[], tuple[str, str]]
     cache: Cache = field(init=False)
-    _chain: list[Oid] = field(default_factory=list, init=False)
+    _chain: list[Oid] = field(default_factory=list, init=False)  # C[k]
+    _commits: list[Oid] = field(default_factory=list, init=False)  # K[k]: C[k] as a commit
     _loaded: dict[str, LoadedPatch] = field(default_factory=dict, init=False)
     _index: TempIndex | None = field(default=None, init=False)
     _index_tree: Oid | None = field(default=None, init=False)
@@ -119,6 +122,7 @@ class Engine:
     def __post_init__(self) -> None:
         self.cache = Cache(self.git)
         self._chain = [self.git.tree_of(self.canonical_base)]
+        self._commits = [self.canonical_base]
 
     def close(self, save_cache: bool = True) -> None:
         if self._index is not None:
@@ -140,12 +144,57 @@ class Engine:
 
     def canonical(self, k: int) -> Oid:
         """C[k]: the tree after the first k patches of the series on the canonical base."""
-        entries = self.series.entries
-        while len(self._chain) <= k:
-            j = len(self._chain)  # computing C[j] from C[j-1] with patch j-1 (0-based)
-            lp = self.patch(entries[j - 1].name)
-            self._chain.append(self.apply_exact(self._chain[-1], lp))
+        if len(self._chain) <= k:
+            self._extend(k)
         return self._chain[k]
+
+    def canonical_commit(self, k: int) -> Oid:
+        """K[k]: the commit of patch k on K[k-1], K[0] being the canonical base."""
+        if len(self._commits) <= k:
+            self._extend(k)
+        return self._commits[k]
+
+    def _extend(self, k: int, tick: Callable[[], None] | None = None) -> None:
+        """Compute K[j] and C[j] up to k: from the cache, else in one fast-import stream with
+        hunks applied in Python and proven by blob ids, else with ``git apply``."""
+        entries = self.series.entries
+        session: _Session | None = None
+        unresolved: list[int] = []
+        for j in range(len(self._commits), k + 1):
+            lp = self.patch(entries[j - 1].name)
+            parent = self._commits[j - 1]
+            key = (
+                f"chain {parent} {lp.digest} {lp.entry.strip_level} {lp.entry.name} {lp.entry.tag}"
+            )
+            commit = self.cache.get(key)
+            if commit is None and FAST_PATH:
+                if session is None:
+                    paths = {p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths}
+                    session = _Session(self.git, parent, paths)
+                commit = session.commit(parent, lp, self)
+            if commit is None:
+                if session is not None:
+                    session.close()
+                    session = None
+                self._resolve(unresolved)
+                tree = self.apply_exact(self._chain[j - 1], lp)
+                commit = self.commit(parent, tree, lp.entry.name)
+                self._chain.append(tree)
+            else:
+                self._chain.append(Oid(""))
+                unresolved.append(j)
+            self._commits.append(commit)
+            self.cache.put(key, commit)
+            if tick:
+                tick()
+        if session is not None:
+            session.close()
+        self._resolve(unresolved)
+
+    def _resolve(self, js: list[int]) -> None:
+        for j, tree in zip(js, self.git.trees_of([self._commits[j] for j in js]), strict=True):
+            self._chain[j] = tree
+        js.clear()
 
     def apply_exact(self, tree: Oid, lp: LoadedPatch) -> Oid:
         key = f"apply {tree} {lp.digest} p{lp.entry.strip_level}"
@@ -221,19 +270,36 @@ class Engine:
         base_tree: Oid,
         keep: Sequence[AppliedPatch],
         names: Sequence[str],
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[tuple[str, Oid, Oid]]:
-        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)]."""
+        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)].
+
+        ``progress(done, total)`` is called as patches are made.
+        """
         parent = keep[-1].commit if keep else base
         tree = keep[-1].tree if keep else base_tree
         selected = [p.name for p in keep] + list(names)
+        last = max((self.series.index(n) + 1 for n in names), default=0)
+        total = max(0, last + 1 - len(self._commits)) + len(names)
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if progress:
+                progress(done[0], total)
+
+        # Every placement needs the canonical chain up to its patch: made in one stream.
+        self._extend(last, tick)
         built = []
         for name in names:
-            tree = self.place(tree, name, selected)
-            parent = self.commit(parent, tree, name)
+            k = self.series.index(name) + 1
+            if parent == self.canonical_commit(k - 1):
+                parent, tree = self.canonical_commit(k), self.canonical(k)
+            else:
+                tree = self.place(tree, name, selected)
+                parent = self.commit(parent, tree, name)
             built.append((name, parent, tree))
-            if progress:
-                progress(1)
+            tick()
         return built
 
     # -- reports -------------------------------------------------------------------------------
@@ -260,6 +326,92 @@ class Engine:
             if not expected or added & expected:
                 culprits.append(entry.name)
         return ConflictReport(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
+
+
+FAST_PATH = os.environ.get("PATCHSTACK_NO_FAST_PATH") is None
+
+
+class _Session:
+    """The fast path: consecutive patches as commits in one fast-import stream.
+
+    The tree state is the start commit plus an overlay of the files patches changed; every file
+    change is proven by its blob ids (`apply.proven_postimage`), so the commits are the very
+    ones ``git apply`` plus ``commit-tree`` would make.
+    """
+
+    def __init__(self, git: Git, start: Oid, paths: set[str]) -> None:
+        self.git = git
+        self.base = git.ls_tree_paths(start, sorted(paths)) if paths else {}
+        self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
+        self.stream = git.fast_import()
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def _current(self, path: str) -> tuple[str, str, bytes | None] | None:
+        if path in self.overlay:
+            return self.overlay[path]
+        found = self.base.get(path)
+        return (found[0], found[1], None) if found else None
+
+    def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
+        author, date = lp.patch.author, lp.patch.date
+        if not author or not date:
+            default_author, default_date = engine.default_author()
+            author, date = author or default_author, date or default_date
+        when = raw_date(date)
+        if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
+            return None
+        changes: list = []
+        staged: dict[str, tuple[str, str, bytes] | None] = {}
+        for fd in lp.patch.files:
+            if fd.renamed or fd.copied or fd.binary or (fd.old_path and fd.old_path != fd.path):
+                return None
+            path = fd.path
+            cur = staged[path] if path in staged else self._current(path)
+            if fd.old_path is None:
+                if cur is not None:
+                    return None
+                old = None
+            else:
+                if cur is None or cur[0] not in ("100644", "100755"):
+                    return None
+                if fd.old_mode and fd.old_mode != cur[0]:
+                    return None
+                old = cur[2] if cur[2] is not None else self.git.read_blob(cur[1])
+            new = proven_postimage(fd, old)
+            if new is None:
+                return None
+            if fd.new_path is None:
+                changes.append(("D", path))
+                staged[path] = None
+                continue
+            mode = fd.new_mode or (cur[0] if cur else None)
+            if mode not in ("100644", "100755"):
+                return None
+            ref = self.stream.blob(new) if new != old else (cur[1] if cur else "")
+            changes.append((mode, ref, path))
+            staged[path] = (mode, fd.new_id or "", new)
+        message = commit_message(lp).encode("utf-8", "surrogateescape")
+        commit = self.stream.commit(parent, author, when, message, changes)
+        self.overlay.update(staged)
+        return commit
+
+
+def raw_date(text: str) -> str | None:
+    """A patch's Date header as git's raw "<epoch> <tz>", or None when unsure."""
+    import email.utils
+
+    text = text.strip()
+    if re.fullmatch(r"\d+ [+-]\d{4}", text):
+        return text
+    parsed = email.utils.parsedate_tz(text)
+    if parsed is None or parsed[9] is None:
+        return None
+    offset = parsed[9]
+    sign = "-" if offset < 0 else "+"
+    hours, minutes = divmod(abs(offset) // 60, 60)
+    return f"{email.utils.mktime_tz(parsed)} {sign}{hours:02d}{minutes:02d}"
 
 
 def parse_conflict_markers(path: str, text: str) -> list[ConflictHunk]:

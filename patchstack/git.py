@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NewType
@@ -47,8 +46,6 @@ _FORMAT_PATCH_ARGS = (
     "--no-thread",
     "--no-attach",
     "--no-notes",
-    "--stat=72",
-    "--stat-graph-width=20",
     "-O/dev/null",
 )
 
@@ -110,6 +107,29 @@ def find_repo(start: str) -> Git:
     return Git(top, git_dir, common)
 
 
+def init_repo(path: str, branch: str = "main") -> Git:
+    os.makedirs(path, exist_ok=True)
+    run_git(["init", "-q", "-b", branch, path])
+    return find_repo(path)
+
+
+def clone(src: str, dest: str) -> Git:
+    run_git(["clone", "-q", src, dest])
+    return find_repo(dest)
+
+
+def ident_env(name: str, email: str, date: str | None = None) -> dict[str, str]:
+    env = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return env
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     oid: Oid
@@ -118,6 +138,18 @@ class CommitInfo:
     patch: str | None
     tag: str | None
     subject: str
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    author: str  # "Name <email>"
+    date: str  # "<epoch> <tz>"
+    tag: str | None  # the last Patchstack-Tag trailer
+    patch: str | None  # the last Patchstack-Patch trailer
+    message: str
 
 
 @dataclass(frozen=True)
@@ -279,6 +311,19 @@ class Git:
                 result[name.decode("utf-8", "surrogateescape")] = (mode, oid)
         return result
 
+    def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
+        out = self.run(
+            "ls-tree", "-z", "--full-tree", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
+        ).stdout
+        result = {}
+        for rec in out.split(b"\0"):
+            if rec:
+                meta, name = rec.split(b"\t", 1)
+                mode, _kind, oid = meta.decode().split()
+                result[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+        return result
+
     def iter_stack(self, head: str) -> Iterator[CommitInfo]:
         """First-parent history from ``head``, newest first, with patchstack's trailers."""
         fmt = (
@@ -388,8 +433,16 @@ class Git:
                 result.append([])
         return result
 
-    def dirty(self, exclude: str | None = None) -> DirtyState:
-        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out."""
+    def dirty(self, exclude: str | None = None, paths: Sequence[str] | None = None) -> DirtyState:
+        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out.
+
+        With ``paths``, only those are looked at (``status`` then refreshes only their stat
+        information in the index, which is what a later ``read-tree -m -u`` of them needs).
+        """
+        if paths is not None and not paths:
+            return DirtyState((), (), ())
+        if paths is not None and sum(len(p) for p in paths) > 200_000:
+            paths = None  # beyond what a command line holds comfortably: look at everything
         out = self.run(
             "status",
             "--porcelain=v1",
@@ -397,6 +450,9 @@ class Git:
             "--untracked-files=all",
             "--no-renames",
             "--ignore-submodules=none",
+            "--",
+            *(paths or ()),
+            env={"GIT_LITERAL_PATHSPECS": "1"} if paths else None,
         ).stdout
         modified, untracked, unmerged, partly = [], [], [], []
         prefix = (exclude.rstrip("/") + "/") if exclude else None
@@ -420,6 +476,27 @@ class Git:
 
     def temp_index(self) -> TempIndex:
         return TempIndex(self)
+
+    def commit_all(self, message: str, env: dict[str, str]) -> Oid:
+        """Stage everything and commit (sandboxes and tests of a user's own repository)."""
+        self.run("add", "-A", env=env)
+        self.run("commit", "-q", "--no-verify", "-m", message, env=env)
+        return Oid(self.out("rev-parse", "HEAD").strip())
+
+    def am(self, paths: Sequence[str], env: dict[str, str]) -> None:
+        self.run("am", "-q", "--committer-date-is-author-date", *paths, env=env)
+
+    def fetch(self, remote: str = "origin") -> None:
+        self.run("fetch", "-q", remote)
+
+    def fast_import(self) -> FastImport:
+        return FastImport(self)
+
+    def trees_of(self, commits: Sequence[str]) -> list[Oid]:
+        if not commits:
+            return []
+        out = self.out("rev-parse", *(c + "^{tree}" for c in commits))
+        return [Oid(x) for x in out.split()]
 
     def commit_tree(
         self, tree: str, parents: Sequence[str], message: str, author: str, date: str
@@ -589,6 +666,113 @@ class Git:
             commit,
         ).stdout
 
+    def format_patches(self, base: str, top: str) -> list[bytes]:
+        """``format_patch`` of every commit of ``base..top`` (first-parent, oldest first), in
+        one process; each element is byte for byte what ``format_patch`` gives for that commit."""
+        out = self.run(
+            "-c",
+            "diff.noprefix=false",
+            "-c",
+            "diff.mnemonicPrefix=false",
+            "-c",
+            "format.signature=",
+            "-c",
+            "diff.relative=false",
+            "-c",
+            "core.quotePath=true",
+            *_FORMAT_PATCH_ARGS,
+            f"{base}..{top}",
+        ).stdout
+        # --zero-commit makes every mail start with this exact line; a diff or message line
+        # cannot (diff lines start with ' ', '+', '-'; git prefixes a body "From " line).
+        sep = b"From " + b"0" * 40 + b" Mon Sep 17 00:00:00 2001\n"
+        parts = out.split(b"\n" + sep)
+        return [parts[0]] + [sep + p for p in parts[1:]] if out else []
+
+    def commit_range(self, rng: str) -> list[CommitMeta]:
+        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message."""
+        fmt = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ad%x01%(trailers:key=" + TAG_TRAILER
+        fmt += ",valueonly,separator=%x02)%x01%(trailers:key=" + PATCH_TRAILER
+        fmt += ",valueonly,separator=%x02)%x01%B"
+        proc = self.run(
+            "log",
+            "--reverse",
+            "--topo-order",
+            "-z",
+            "--date=raw",
+            "--encoding=UTF-8",
+            "--format=" + fmt,
+            "--end-of-options",
+            rng,
+            "--",
+            check=False,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise PatchstackError(
+                f"unknown commit range '{rng}'" + (f": {err[0]}" if err else ""),
+                "give a range A..B of commits",
+            )
+        result = []
+        for rec in proc.stdout.split(b"\0"):
+            if not rec.strip():
+                continue
+            fields = rec.decode("utf-8", "surrogateescape").lstrip("\n").split("\x01", 8)
+            oid, tree, parents, name, mail, date, tag, patch, message = fields
+            result.append(
+                CommitMeta(
+                    Oid(oid),
+                    Oid(tree),
+                    tuple(Oid(p) for p in parents.split()),
+                    f"{name} <{mail}>",
+                    date,
+                    tag.split("\x02")[-1].strip() or None,
+                    patch.split("\x02")[-1].strip() or None,
+                    message,
+                )
+            )
+        return result
+
+    def write_blob(self, data: bytes) -> Oid:
+        return Oid(self.out("hash-object", "-w", "--stdin", input=data).strip())
+
+    def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
+        """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
+        proc = self._batch("--batch-check")
+        result: dict[str, Oid | None] = {}
+        for name in names:
+            proc.stdin.write(name.encode() + b"\n")
+            proc.stdin.flush()
+            words = proc.stdout.readline().decode().split()
+            ok = len(words) == 3 and words[1] == "blob"
+            result[name] = Oid(words[0]) if ok else None
+        return result
+
+    def mailsplit(self, mbox: str, outdir: str) -> list[str]:
+        """Split an mbox (as ``git am`` does) into numbered files in ``outdir``; their paths."""
+        proc = self.run("mailsplit", "-o" + outdir, "-b", "--", mbox, check=False)
+        if proc.returncode != 0:
+            raise PatchstackError(
+                f"cannot read the mbox {mbox}: " + proc.stderr.decode("utf-8", "replace").strip(),
+                "give a file written by 'git format-patch --stdout' or a mail client",
+            )
+        return [os.path.join(outdir, n) for n in sorted(os.listdir(outdir))]
+
+    def mailinfo(self, mail: bytes, workdir: str) -> tuple[dict[str, str], bytes, bytes]:
+        """``git mailinfo`` as ``git am`` runs it: (header info, message body, patch)."""
+        msg, patch = os.path.join(workdir, "msg"), os.path.join(workdir, "patch")
+        out = self.run("mailinfo", "-u", msg, patch, input=mail).stdout
+        info: dict[str, str] = {}
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            key, _, value = line.partition(": ")
+            if key and key not in info:
+                info[key] = value
+        with open(msg, "rb") as f:
+            body = f.read()
+        with open(patch, "rb") as f:
+            diff = f.read()
+        return info, body, diff
+
     # -- publishing ----------------------------------------------------------------------------
 
     def update_refs(self, updates: Sequence[tuple[str, str, str | None]], message: str) -> None:
@@ -646,10 +830,95 @@ class Git:
         self.run("update-index", "-q", "--refresh", check=False)
 
 
+def _fi_path(path: str) -> bytes:
+    raw = path.encode("utf-8", "surrogateescape")
+    if b"\n" in raw or raw.startswith(b'"'):
+        raw = b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n") + b'"'
+    return raw
+
+
+class FastImport:
+    """One ``git fast-import`` stream: many blobs and commits, one process, one pack.
+
+    Commits are written to a scratch ref that is deleted before the stream ends, so nothing but
+    objects is left behind. ``commit`` returns the new commit's id (asked with ``get-mark``).
+    """
+
+    SCRATCH = "refs/patchstack/scratch"
+
+    def __init__(self, git: Git) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "fast-import", "--quiet", "--done", "--cat-blob-fd=1"],
+            cwd=git.top,
+            env=_base_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.mark = 0
+        self.closed = False
+        self.marks: dict[str, int] = {}  # commits of this stream: `from <id>` cannot see them
+
+    def _write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+
+    def blob(self, data: bytes) -> str:
+        self.mark += 1
+        self._write(b"blob\nmark :%d\ndata %d\n%s\n" % (self.mark, len(data), data))
+        return f":{self.mark}"
+
+    def commit(
+        self,
+        parent: str,
+        author: str,
+        raw_date: str,
+        message: bytes,
+        changes: Sequence[tuple[str, str, str] | tuple[str, str]],
+    ) -> Oid:
+        """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete."""
+        self.mark += 1
+        if parent in self.marks:
+            parent = f":{self.marks[parent]}"
+        who = f"{author} {raw_date}".encode("utf-8", "surrogateescape")
+        out = [
+            b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\n"
+            % (self.SCRATCH.encode(), self.mark, who, who, len(message), message, parent.encode())
+        ]
+        for change in changes:
+            if change[0] == "D":
+                out.append(b"D " + _fi_path(change[1]) + b"\n")
+            else:
+                mode, ref, path = change  # type: ignore[misc]
+                out.append(f"M {mode} {ref} ".encode() + _fi_path(path) + b"\n")
+        out.append(b"\nget-mark :%d\n" % self.mark)
+        self._write(b"".join(out))
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().decode().strip()
+        if len(line) != 40:
+            self.close()
+            raise GitFailure("git fast-import failed")
+        self.marks[line] = self.mark
+        return Oid(line)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._write(f"reset {self.SCRATCH}\nfrom {'0' * 40}\n\ndone\n".encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.proc.stdout.close()
+        if self.proc.wait() != 0:
+            raise GitFailure("git fast-import failed")
+
+
 class TempIndex:
     """A throwaway index file inside the git directory, for building trees."""
 
     def __init__(self, git: Git) -> None:
+        import tempfile
+
         self.git = git
         fd, self.path = tempfile.mkstemp(prefix="patchstack-index-", dir=git.git_dir)
         os.close(fd)
@@ -686,6 +955,14 @@ class TempIndex:
         self.git.run(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
         )
+
+    def set_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Put (mode, blob id, path) entries into the index."""
+        data = b"".join(
+            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, oid, path in entries
+        )
+        self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)
 
     def write_tree(self) -> Oid:
         return Oid(self.git.out("write-tree", env=self.env).strip())

@@ -104,6 +104,9 @@ class Patch:
     date: str | None = None  # as written in the header (RFC 2822)
     files: tuple[FileDiff, ...] = ()
     diff_lineno: int = 1
+    # DEP-3 fields other than description and author (Origin, Bug-Debian, Forwarded,
+    # Last-Update...), as (name as written, value), in file order.
+    fields: tuple[tuple[str, str], ...] = ()
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -137,11 +140,11 @@ def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
     start = _find_diff_start(lines)
     if start is None:
         raise InputError(path, 1, "no diff found in the patch", "a patch needs a unified diff")
-    author, date, subject, description = _parse_head(lines[:start])
+    author, date, subject, description, fields = _parse_head(lines[:start])
     files = _parse_diff(lines, start, path, strip)
     if not files:
         raise InputError(path, start + 1, "no file diff found", "a patch needs a unified diff")
-    return Patch(subject, description, author, date, tuple(files), start + 1)
+    return Patch(subject, description, author, date, tuple(files), start + 1, fields)
 
 
 def _is_file_start(lines: list[str], i: int) -> bool:
@@ -166,21 +169,39 @@ def _find_diff_start(lines: list[str]) -> int | None:
     return None
 
 
-def _parse_head(head: list[str]) -> tuple[str | None, str | None, str | None, str]:
+_DEP3_FIELDS = ("origin", "bug", "forwarded", "reviewed-by", "acked-by", "last-update")
+_DEP3_FIELDS += ("applied-upstream",)
+
+
+def _is_dep3_field(key: str) -> bool:
+    return key in _DEP3_FIELDS or key.startswith("bug-")
+
+
+def _parse_head(
+    head: list[str],
+) -> tuple[str | None, str | None, str | None, str, tuple[tuple[str, str], ...]]:
     i = 0
     if head and head[0].startswith("From ") and not head[0].startswith("From: "):
         i = 1  # the mbox separator line
     headers: dict[str, str] = {}
+    spelled: dict[str, str] = {}
     if i < len(head) and _HEADER_RE.match(head[i]):
         key = None
         while i < len(head) and head[i].strip():
             line = head[i].rstrip("\r")
             m = _HEADER_RE.match(line)
             if line[:1] in (" ", "\t") and key:
-                headers[key] += (" " if key != "description" else "\n") + line.strip()
+                if key == "description":
+                    # DEP-3 continuation: " ." stands for an empty line.
+                    more = line.strip()
+                    headers[key] += "\n" + ("" if more == "." else more)
+                else:
+                    headers[key] += " " + line.strip()
             elif m:
                 key = m.group(1).lower()
-                headers.setdefault(key, line[m.end() :].strip())
+                if key not in headers:
+                    headers[key] = line[m.end() :].strip()
+                    spelled[key] = m.group(1)
             else:
                 break
             i += 1
@@ -200,7 +221,8 @@ def _parse_head(head: list[str]) -> tuple[str | None, str | None, str | None, st
     author = headers.get("from") or headers.get("author")
     if author is not None:
         author = _decode_header(author)
-    return author, headers.get("date"), subject, description
+    fields = tuple((spelled[k], v) for k, v in headers.items() if _is_dep3_field(k))
+    return author, headers.get("date"), subject, description, fields
 
 
 def _decode_header(value: str) -> str:

@@ -10,11 +10,12 @@ transaction that expects the old value. A failure before publishing leaves nothi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import selection
-from .engine import Engine, LoadedPatch, no_base_error
 from .errors import PatchstackError, RefusedError
 from .git import Git, Oid
 from .patch import Patch, parse_patch
@@ -23,7 +24,10 @@ from .series import Entry, Series, new_series, parse_tags, validate_name
 from .stack import AppliedPatch, Stack, stack_from_history
 from .workspace import Workspace, write_atomic
 
-Progress = Callable[[int], None] | None
+if TYPE_CHECKING:  # the engine is imported only by commands that build commits
+    from .engine import Engine
+
+Progress = Callable[[int, int], None] | None  # (done, total)
 
 
 # -- reading state ------------------------------------------------------------------------------
@@ -39,7 +43,30 @@ def read_stack(git: Git) -> Stack:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
 
 
+def require_movable(stack: Stack) -> None:
+    """Refuse to build on HEAD when plain commits cover applied patch commits."""
+    if stack.buried:
+        n = len(stack.covered_by)
+        raise RefusedError(
+            f"HEAD has {n} commit(s) on top of the applied patch '{stack.buried}'"
+            f" ({', '.join(c[:12] for c in stack.covered_by[:3])})",
+            "make them patches ('patchstack import commits'), or move them off with"
+            " 'git rebase'/'git reset'; nothing was changed",
+        )
+
+
+def require_base(series: Series, stack: Stack) -> None:
+    """Refuse to capture against a base the series was not made on."""
+    if series.base and series.entries and stack.base != series.base:
+        raise RefusedError(
+            f"the stack's base {stack.base[:12]} is not the series base {series.base[:12]}",
+            "run 'patchstack refresh' first, so that the new patch fits the series",
+        )
+
+
 def make_engine(ws: Workspace, series: Series, stack: Stack) -> Engine:
+    from .engine import Engine, LoadedPatch, no_base_error
+
     git = ws.git
     base = series.base
     if base and git.rev_parse(base) is None and stack.base != base:
@@ -97,22 +124,24 @@ def publish(
     index_only = captured is not None
     git = ws.git
     if old_head != new_head and not index_only:
-        changed = set(git.changed_paths(old_head, new_head))
-        git.refresh_index()
-        dirty = git.dirty(exclude=ws.in_tree)
-        touched = sorted(changed & set(dirty.modified + dirty.unmerged + dirty.untracked))
-        if touched:
+        # read-tree refuses, before writing anything, to overwrite a file with uncommitted
+        # edits or an untracked file; stale stat information can make it refuse wrongly, so
+        # the index is refreshed and the move tried once more before reporting.
+        proc = git.checkout_tree(old_head, new_head)
+        if proc.returncode != 0:
+            git.refresh_index()
+            proc = git.checkout_tree(old_head, new_head)
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace")
+            touched = sorted(set(re.findall(r"^error: [^']*'(.+)'", err, re.M)))
+            if not touched:
+                raise RefusedError(
+                    "git refused to update the work tree: " + err.strip(), "nothing was changed"
+                )
             raise RefusedError(
                 "uncommitted edits in files this command would change: " + ", ".join(touched),
                 "commit them, capture them with 'patchstack new', or fold them with"
                 " 'patchstack refresh'; nothing was changed",
-            )
-        proc = git.checkout_tree(old_head, new_head)
-        if proc.returncode != 0:
-            raise RefusedError(
-                "git refused to update the work tree: "
-                + proc.stderr.decode("utf-8", "replace").strip(),
-                "nothing was changed",
             )
     if captured:
         git.set_index_entries(new_head, captured)
@@ -291,12 +320,14 @@ def move_stack(
             f"applied patch '{missing[0]}' is not in the series",
             "put it back into the series file, or pop it first",
         )
-    engine = make_engine(ws, series, stack)
-    try:
-        base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
-        built = engine.build(base, base_tree, keep, rest, progress)
-    finally:
-        engine.close()
+    built = []
+    if rest:
+        engine = make_engine(ws, series, stack)
+        try:
+            base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
+            built = engine.build(base, base_tree, keep, rest, progress)
+        finally:
+            engine.close()
     head = built[-1][1] if built else (keep[-1].commit if keep else base)
     publish(ws, stack.head, head, message)
     return MoveResult(stack.names, tuple(target), head, base, tuple(rest))
@@ -307,6 +338,7 @@ def push(
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
+    require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     onto_oid = None
     if onto:
@@ -321,6 +353,7 @@ def push(
 def pop(ws: Workspace, sel: Selector, progress: Progress = None) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
+    require_movable(stack)
     target = selection.pop_target(series, stack.names, sel)
     if tuple(target) == stack.names:
         return MoveResult(stack.names, stack.names, stack.head, stack.base, ())
@@ -376,6 +409,8 @@ def new(
             f"{ws.display(ws.patch_path(name))} already exists", "remove it or choose another name"
         )
     stack = read_stack(git)
+    require_movable(stack)
+    require_base(series, stack)
     git.refresh_index()
     dirty = git.dirty(exclude=ws.in_tree)
     if dirty.unmerged:

@@ -8,7 +8,7 @@ at the top of HEAD's first-parent history; the base is the commit just below it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .git import CommitInfo, Oid
 
@@ -28,6 +28,10 @@ class Stack:
     base: Oid
     base_tree: Oid
     applied: tuple[AppliedPatch, ...]  # bottom to top
+    # When HEAD is not a patch commit: the plain commits on top of patch commits found just
+    # below, (commit ids, first buried patch name); a stack cannot be moved under them.
+    covered_by: tuple[Oid, ...] = ()
+    buried: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -41,12 +45,26 @@ class Stack:
         return next((p for p in self.applied if p.name == name), None)
 
 
+LOOK_BELOW = 50  # plain commits to look through for patch commits covered by them
+
+
 def stack_from_history(head: Oid, history: Iterable[CommitInfo]) -> Stack:
     """Build the stack from HEAD's first-parent history, newest first."""
     applied: list[AppliedPatch] = []
+    history = iter(history)
     for info in history:
         if info.patch is None or len(info.parents) != 1:
             applied.reverse()
-            return Stack(head, info.oid, info.tree, tuple(applied))
+            stack = Stack(head, info.oid, info.tree, tuple(applied))
+            if applied or info.patch is not None:
+                return stack
+            covering = [info.oid]
+            for below in history:
+                if below.patch is not None:
+                    return replace(stack, covered_by=tuple(covering), buried=below.patch)
+                covering.append(below.oid)
+                if len(covering) > LOOK_BELOW:
+                    break
+            return stack
         applied.append(AppliedPatch(info.patch, info.tag, info.oid, info.tree, info.parents[0]))
     raise ValueError("every commit down to the root is a patch commit")

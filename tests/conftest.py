@@ -38,8 +38,8 @@ def sealed_env(monkeypatch, tmp_path):
 class Repo:
     """A git repository in a temporary folder, driven through git and the real CLI."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
 
     def git(self, *args: str, check: bool = True, input: str | None = None) -> str:
         proc = subprocess.run(

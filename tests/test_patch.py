@@ -32,15 +32,17 @@ index 1111111111111111111111111111111111111111..22222222222222222222222222222222
 -two
 +TWO
  three
--- 
-2.39.5
+-- \n2.39.5
 """
 
 
 def test_format_patch_with_folded_and_encoded_headers() -> None:
     p = parse_patch(FORMAT_PATCH, "x.patch")
     assert p.author == "J\u00f6rg M\u00fcller <jm@example.org>"
-    assert p.subject == "A long subject that git format-patch folded over two lines because it was long"
+    assert (
+        p.subject
+        == "A long subject that git format-patch folded over two lines because it was long"
+    )
     assert p.date == "Mon, 5 Jan 2026 10:00:00 +0000"
     assert p.description == "Why it exists.\n\nSecond paragraph."
     (f,) = p.files
@@ -56,9 +58,11 @@ def test_plain_diff_without_header() -> None:
 
 
 def test_quilt_patch_with_description_and_index_lines() -> None:
-    data = (b"Fix the frobnicator.\n\nIt broke on Tuesdays.\n\nIndex: pkg/src/x.c\n"
-            b"===================================================================\n"
-            b"--- pkg.orig/src/x.c\n+++ pkg/src/x.c\n@@ -1 +1 @@\n-a\n+b\n")
+    data = (
+        b"Fix the frobnicator.\n\nIt broke on Tuesdays.\n\nIndex: pkg/src/x.c\n"
+        b"===================================================================\n"
+        b"--- pkg.orig/src/x.c\n+++ pkg/src/x.c\n@@ -1 +1 @@\n-a\n+b\n"
+    )
     p = parse_patch(data, "x.patch")
     assert p.description == "Fix the frobnicator.\n\nIt broke on Tuesdays."
     assert p.files[0].path == "src/x.c"
@@ -66,20 +70,24 @@ def test_quilt_patch_with_description_and_index_lines() -> None:
 
 
 def test_dep3_header() -> None:
-    data = (b"Description: Fix the build\n Longer text.\nAuthor: A <a@b>\nForwarded: no\n---\n"
-            b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+    data = (
+        b"Description: Fix the build\n Longer text.\nAuthor: A <a@b>\nForwarded: no\n---\n"
+        b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+    )
     p = parse_patch(data, "x.patch")
     assert p.subject == "Fix the build"
     assert p.author == "A <a@b>"
 
 
 def test_git_extended_headers() -> None:
-    data = (b"diff --git a/old name b/new name\nsimilarity index 90%\nrename from old name\n"
-            b"rename to new name\nindex 1234567..89abcde 100644\n--- a/old name\n"
-            b"+++ b/new name\n@@ -1 +1 @@\n-a\n+b\n"
-            b"diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n"
-            b"diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1234567\n"
-            b"GIT binary patch\nliteral 5\nMcmZQzWMO6g0000\n\nliteral 0\nHcmV?d00001\n\n")
+    data = (
+        b"diff --git a/old name b/new name\nsimilarity index 90%\nrename from old name\n"
+        b"rename to new name\nindex 1234567..89abcde 100644\n--- a/old name\n"
+        b"+++ b/new name\n@@ -1 +1 @@\n-a\n+b\n"
+        b"diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n"
+        b"diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1234567\n"
+        b"GIT binary patch\nliteral 5\nMcmZQzWMO6g0000\n\nliteral 0\nHcmV?d00001\n\n"
+    )
     p = parse_patch(data, "x.patch")
     assert [f.path for f in p.files] == ["new name", "s.sh", "img.png"]
     assert p.files[0].renamed and p.files[0].old_path == "old name"
@@ -101,11 +109,17 @@ BAD = [
     (b"--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-a\n-b\n+c\n", 5, "do not match"),
     (b"--- a/x\n+++ b/x\n@@ garbage @@\n-a\n", 3, "malformed hunk header"),
     (b"--- a/x\n+++ b/x\n", 3, "without a hunk"),
-    (b"diff --git a/x b/x\nindex 1..2 100644\nBinary files a/x and b/x differ\n", 3,
-     "binary change without data"),
-    (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
-     b"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n", 6,
-     "second mail"),
+    (
+        b"diff --git a/x b/x\nindex 1..2 100644\nBinary files a/x and b/x differ\n",
+        3,
+        "binary change without data",
+    ),
+    (
+        b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+        b"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n",
+        6,
+        "second mail",
+    ),
     (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n@@ -5 +5 @@\n*a\n", 7, "unexpected line"),
     (b"hello\n@@ -1 +1 @@\n-a\n+b\n", 1, "no diff"),
 ]

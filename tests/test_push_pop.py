@@ -186,14 +186,77 @@ def test_old_git_is_named(tmp_path) -> None:
     (fake / "git").write_text("#!/bin/sh\necho 'git version 2.30.1'\n")
     (fake / "git").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.run([sys.executable, "-m", "patchstack", "series"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchstack", "series"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "needs git >= 2.38, found: git version 2.30.1" in proc.stderr
 
 
 @pytest.mark.parametrize("args", [("--help",), ("push", "--help"), ("--version",)])
 def test_help_and_version_need_no_repository(tmp_path, args) -> None:
-    proc = subprocess.run([sys.executable, "-m", "patchstack", *args], cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchstack", *args], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_fast_path_and_git_apply_make_identical_commits(tmp_path, monkeypatch) -> None:
+    """The Python fast path (hunks proven by blob ids) must equal git apply + commit-tree."""
+    from patchstack import engine
+
+    files = {f"d{i}/f{i}.py": numbered(60, f"f{i}") for i in range(4)}
+    files["tail.txt"] = "no newline at end"
+    files["run.sh"] = "#!/bin/sh\necho hi\n"
+    repo = make_repo(tmp_path / "fork", files)
+    repo.git("update-index", "--chmod=+x", "run.sh")
+    repo.git("commit", "-q", "-m", "exec")
+    repo.ps("init")
+    for i in range(6):
+        path = f"d{i % 4}/f{i % 4}.py"
+        replace_line(repo, path, f"f{i % 4} {5 + i * 7}\n", f"changed {i}\nand more {i}\n")
+        if i == 2:
+            repo.write("tail.txt", "no newline at end, still none")
+            repo.write("new dir/added file.txt", "fresh\n")
+        if i == 4:
+            repo.write("run.sh", "#!/bin/sh\necho changed\n")
+            (repo.path / "d3/f3.py").unlink()
+        repo.ps("new", f"p{i}", "--tag", "essential", ".")
+    top = repo.head()
+    for fast in (True, False):
+        monkeypatch.setattr(engine, "FAST_PATH", fast)
+        (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
+        repo.ps("pop", "--all")
+        repo.ps("push", "--all")
+        assert repo.head() == top, f"fast path {fast}"
+        assert repo.git("status", "--porcelain") == "?? patches/\n"
+
+
+def test_plain_commits_on_top_of_the_stack_are_never_buried(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    replace_line(repo, "b.py", "b 3\n", "b 3 mine\n")
+    mine = repo.commit_all("my own commit")
+    before = repo.state()
+    for args in (("push", "--all"), ("pop", "--all"), ("new", "q", "--tag", "essential")):
+        result = repo.ps(*args, code=2)
+        assert "commit(s) on top of the applied patch 'p.patch'" in result.stderr
+        assert mine[:12] in result.stderr
+        assert repo.state() == before
+
+
+def test_new_refuses_when_the_base_moved(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.ps("pop")
+    replace_line(repo, "b.py", "b 3\n", "b 3 upstream\n")
+    repo.commit_all("upstream moved")
+    replace_line(repo, "a.py", "a 9\n", "a 9 new\n")
+    result = repo.ps("new", "q", "--tag", "essential", code=2)
+    assert "is not the series base" in result.stderr

@@ -21,11 +21,19 @@ def test_push_next_all_name_and_tags() -> None:
     assert push_target(SERIES, [], Selector(name="e2")) == ["e1.patch", "d1.patch", "e2.patch"]
     assert push_target(SERIES, [], Selector(only=("essential",))) == ["e1.patch", "e2.patch"]
     assert push_target(SERIES, ["d1.patch"], Selector(only=("essential",))) == [
-        "e1.patch", "d1.patch", "e2.patch"]
+        "e1.patch",
+        "d1.patch",
+        "e2.patch",
+    ]
     assert push_target(SERIES, [], Selector(except_=("diagnostic",))) == [
-        "e1.patch", "e2.patch", "o1.patch"]
+        "e1.patch",
+        "e2.patch",
+        "o1.patch",
+    ]
     assert push_target(SERIES, [], Selector(name="o1", only=("essential",))) == [
-        "e1.patch", "e2.patch"]
+        "e1.patch",
+        "e2.patch",
+    ]
 
 
 def test_pop_top_all_name_and_tags() -> None:
@@ -34,9 +42,15 @@ def test_pop_top_all_name_and_tags() -> None:
     assert pop_target(SERIES, applied, Selector(all=True)) == []
     assert pop_target(SERIES, applied, Selector(name="e2.patch")) == ["e1.patch", "d1.patch"]
     assert pop_target(SERIES, applied, Selector(only=("diagnostic", "optimization"))) == [
-        "e1.patch", "e2.patch"]
+        "e1.patch",
+        "e2.patch",
+    ]
     assert pop_target(SERIES, applied, Selector(name="e2", only=("diagnostic",))) == [
-        "e1.patch", "d1.patch", "e2.patch", "o1.patch"]
+        "e1.patch",
+        "d1.patch",
+        "e2.patch",
+        "o1.patch",
+    ]
     with pytest.raises(PatchstackError, match="not applied"):
         pop_target(SERIES, ["e1.patch"], Selector(name="o1"))
 

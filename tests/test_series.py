@@ -49,14 +49,20 @@ def test_insert_and_remove_keep_other_lines() -> None:
     assert t.remove("new.patch").format() == SAMPLE
     first = s.insert(Entry("z.patch", "diagnostic"), after=None)
     assert first.names[0] == "z.patch"
-    assert parse_series("a.patch # essential").insert(Entry("b.patch", "essential"), "a.patch") \
-        .format() == "a.patch # essential\nb.patch # essential\n"
+    assert (
+        parse_series("a.patch # essential")
+        .insert(Entry("b.patch", "essential"), "a.patch")
+        .format()
+        == "a.patch # essential\nb.patch # essential\n"
+    )
 
 
 line = st.one_of(
     st.builds(
-        lambda n, p, t, labels, sp: f"{n}.patch{' -p' + str(p) if p is not None else ''}"
-        f"{sp}# {t}{''.join(', ' + lab for lab in labels)}",
+        lambda n, p, t, labels, sp: (
+            f"{n}.patch{' -p' + str(p) if p is not None else ''}"
+            f"{sp}# {t}{''.join(', ' + lab for lab in labels)}"
+        ),
         st.from_regex(r"[a-z0-9][a-z0-9_-]{0,12}", fullmatch=True),
         st.one_of(st.none(), st.integers(0, 9)),
         st.sampled_from(TAGS),

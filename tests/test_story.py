@@ -67,8 +67,11 @@ def test_seven_edits_become_seven_tagged_patches(fork: Repo) -> None:
         assert "patched" not in fork.read(path)
 
     fork.ps("push", "--only", "essential")
-    assert names(fork) == ["kimi-k25-eagle3.patch", "deepseek-v2-capture.patch",
-                           "communicator-sm120.patch"]
+    assert names(fork) == [
+        "kimi-k25-eagle3.patch",
+        "deepseek-v2-capture.patch",
+        "communicator-sm120.patch",
+    ]
     essential_tree = fork.tree()
 
     fork.ps("push", "--all")
@@ -102,8 +105,9 @@ def test_quilt_applies_the_same_series(fork: Repo, tmp_path) -> None:
     subprocess.run(["git", "clone", "-q", str(fork.path), str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", base], cwd=clone, check=True)
     env = dict(os.environ, QUILT_PATCHES=str(fork.path / "patches"), QUILTRC="/dev/null")
-    proc = subprocess.run(["quilt", "push", "-a", "--fuzz=0"], cwd=clone, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["quilt", "push", "-a", "--fuzz=0"], cwd=clone, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for path, text in expected.items():
         assert (clone / path).read_text() == text
@@ -113,9 +117,17 @@ def test_unrelated_edit_survives_every_command(fork: Repo) -> None:
     capture_story(fork)
     fork.write("untracked-notes.txt", "keep me\n")
     commands = [
-        ("pop",), ("pop", "--all"), ("push",), ("push", "--only", "essential"),
-        ("push", "--all"), ("pop", "--only", "diagnostic"), ("status",), ("series",),
-        ("push", "--all"), ("pop", "communicator-sm120"), ("push", "nccl-env"),
+        ("pop",),
+        ("pop", "--all"),
+        ("push",),
+        ("push", "--only", "essential"),
+        ("push", "--all"),
+        ("pop", "--only", "diagnostic"),
+        ("status",),
+        ("series",),
+        ("push", "--all"),
+        ("pop", "communicator-sm120"),
+        ("push", "nccl-env"),
     ]
     for args in commands:
         fork.ps(*args, code=None)
@@ -127,3 +139,41 @@ def test_unrelated_edit_survives_every_command(fork: Repo) -> None:
 def test_make_repo_roundtrip(tmp_path) -> None:
     repo = make_repo(tmp_path / "r", {"x": "1\n"})
     assert repo.git("log", "--format=%s").strip() == "Upstream snapshot"
+
+
+def test_shell_completion_of_patch_names_and_tags(fork: Repo) -> None:
+    import subprocess
+    import sys
+
+    capture_story(fork)
+    env = dict(
+        os.environ,
+        _PATCHSTACK_COMPLETE="bash_complete",
+        COMP_WORDS="patchstack pop nc",
+        COMP_CWORD="2",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        cwd=fork.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.split() == ["plain,nccl-env.patch", "plain,nccl-logging.patch"]
+    env.update(COMP_WORDS="patchstack push --only essential,d", COMP_CWORD="3")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        cwd=fork.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.split() == ["plain,essential,diagnostic"]
+    env.update(_PATCHSTACK_COMPLETE="bash_source")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from patchstack.cli import main; main()"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "_patchstack_completion" in proc.stdout

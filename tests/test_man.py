@@ -1,0 +1,62 @@
+"""The man pages: generated from the click commands, installed with the package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_committed_man_pages_match_the_commands() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gen_man.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_git_patchstack_help_finds_the_man_page_in_a_fresh_venv(tmp_path) -> None:
+    if shutil.which("man") is None:
+        if os.environ.get("CI"):
+            pytest.fail("man is not installed (.ci/run installs man-db)")
+        pytest.skip("man is not installed")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    build = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        build,
+        ignore=shutil.ignore_patterns(".git", "*.egg-info", "build", "__pycache__", ".*cache"),
+    )
+    proc = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(build)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (venv / "share" / "man" / "man1" / "git-patchstack.1").exists()
+    env = dict(
+        os.environ,
+        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        MANPAGER="cat",
+        PAGER="cat",
+        MANWIDTH="80",
+    )
+    env.pop("MANPATH", None)
+    proc = subprocess.run(
+        ["git", "patchstack", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "GIT-PATCHSTACK(1)" in proc.stdout
+    assert "pop --only diagnostic,optimization" in proc.stdout
+    proc = subprocess.run(
+        ["git", "patchstack", "--version"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.stdout.startswith("patchstack, version")
