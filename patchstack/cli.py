@@ -25,11 +25,15 @@ class Options:
     series_dir: str | None
     color: str
 
-    def workspace(self):
+    def workspace(self, while_stopped: bool = False):
         from .workspace import open_workspace
 
         ws = open_workspace(self.series_dir)
         click.get_current_context().call_on_close(ws.git.close)
+        if not while_stopped:
+            from .refresh import guard
+
+            guard(ws.git)  # a stopped refresh refuses every other command
         return ws
 
 
@@ -257,13 +261,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
     Example:
       patchstack status
     """
+    from .refresh import drift as do_drift
     from .service import status as do_status
 
-    st = do_status(ctx.obj.workspace())
+    ws = ctx.obj.workspace()
+    st = do_status(ws)
+    drift = do_drift(ws)
     if as_json:
         click.echo(
             json.dumps(
                 {
+                    "drift": drift.to_json() if drift else None,
                     "branch": st.branch,
                     "head": st.head,
                     "base": st.series_base,
@@ -304,6 +312,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     fg="yellow",
                 ),
             )
+        if drift and drift.commits:
+            _print_drift(ctx, drift)
         applied = [p for p in st.patches if p.applied]
         echo(ctx, f"applied ({len(applied)}):")
         for p in applied:
@@ -331,6 +341,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
             echo(ctx, f"untracked files: {len(st.untracked)}")
     if st.differs:
         ctx.exit(1)
+
+
+def _print_drift(ctx: click.Context, drift) -> None:
+    echo(
+        ctx,
+        style(
+            f"upstream moved: {drift.commits} commit(s) from the series base to"
+            f" {drift.target_name} ({drift.target[:12]})",
+            fg="yellow",
+        ),
+    )
+    if drift.touching:
+        echo(ctx, f"  {len(drift.touching)} touch files of the series:")
+        for c in drift.touching:
+            echo(ctx, f"  {c.oid[:10]} {c.subject}")
+            echo(ctx, f"    files: {', '.join(c.files)}; patches: {', '.join(c.patches)}")
+    else:
+        echo(ctx, "  none of them touches a file of the series")
 
 
 # -- push / pop -----------------------------------------------------------------------------
@@ -461,6 +489,167 @@ def pop(ctx: click.Context, name, all_, only, except_) -> None:
     finally:
         bar.close()
     _print_move(ctx, result, "pop")
+
+
+# -- refresh / check --------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
+@click.option(
+    "--patch", "patch_name", metavar="NAME", help="Fold edits into NAME (default: the top one)."
+)
+@click.option(
+    "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
+)
+@click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> None:
+    """Make the patch files match reality after upstream moved, or fold edits into a patch.
+
+    After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
+    is replayed onto the new base by three-way merge; each gets a verdict: unchanged (file
+    keeps its bytes), offset, merged, conflict, or upstream (already in the new base). With no
+    move, uncommitted edits in files of the top applied patch (or --patch NAME) are folded
+    into it. A conflict stops with markers in the work tree and exit status 1.
+
+    \b
+    Example:
+      git fetch && patchstack refresh --onto origin/main
+      patchstack refresh --continue     # after editing the conflict markers away
+      patchstack refresh --abort        # back to exactly the state before
+    """
+    from .errors import PatchstackError
+    from .refresh import abort
+    from .refresh import continue_ as do_continue
+    from .refresh import refresh as do_refresh
+
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+        raise PatchstackError(
+            "--continue and --abort take no other option", "see 'patchstack refresh --help'"
+        )
+    ws = ctx.obj.workspace(while_stopped=continue_ or abort_)
+    if abort_:
+        result = abort(ws)
+    elif continue_:
+        result = do_continue(ws)
+    else:
+        result = do_refresh(ws, onto, drop_merged, patch_name)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_refresh(ctx, result)
+    if result.stopped:
+        ctx.exit(1)
+
+
+_VERDICT_COLOURS = {
+    "unchanged": "bright_black",
+    "offset": "cyan",
+    "merged": "yellow",
+    "conflict": "red",
+    "upstream": "magenta",
+}
+
+
+def _verdict(v) -> str:
+    return style(f"{v.verdict:<9}", fg=_VERDICT_COLOURS.get(v.verdict))
+
+
+def _print_refresh(ctx: click.Context, result) -> None:
+    if result.aborted:
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
+        return
+    old = (result.old_base or "?")[:12]
+    new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")
+    if result.old_base != result.new_base:
+        echo(ctx, f"base {old} -> {new}")
+    if result.fold_into:
+        echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
+    for v in result.verdicts:
+        notes = []
+        if v.resolved:
+            notes.append("resolved")
+        if v.verdict == "upstream":
+            notes.append(
+                "dropped from the series (file kept)"
+                if v.dropped
+                else "already in the new base; not applied ('--drop-merged' removes it)"
+            )
+        echo(ctx, f"  {_verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    if result.stopped:
+        for line in render_refresh_conflict(result.stopped):
+            echo(ctx, line, err=True)
+        echo(
+            ctx,
+            "hint: edit the files to resolve the conflict markers, then run"
+            " 'patchstack refresh --continue' (no git add needed),"
+            " or 'patchstack refresh --abort' to go back",
+            err=True,
+        )
+        return
+    rewritten = sum(v.rewritten for v in result.verdicts)
+    echo(
+        ctx,
+        f"rewrote {rewritten} patch file(s); applied: {len(result.applied)} patch(es),"
+        f" HEAD {result.head[:12]}",
+    )
+
+
+def render_refresh_conflict(c) -> list[str]:
+    lines = [f"conflict in patch {c.patch}"]
+    for path in c.files:
+        lines.append(f"  file {path}")
+    for b in c.hunks:
+        h = b.hunk
+        lines.append(f"  {h.path}:{h.line}:")
+        lines.append("    the patch expected:")
+        lines += [f"      | {ln}" for ln in h.expected] or ["      (nothing)"]
+        lines.append("    there now:")
+        lines += [f"      | {ln}" for ln in h.now] or ["      (nothing)"]
+        lines.append("    the patch wants:")
+        lines += [f"      | {ln}" for ln in h.wanted] or ["      (nothing)"]
+        if b.commits:
+            what = "changed these lines" if b.traced else "touched this file"
+            lines.append(f"    upstream commits that {what}:")
+            lines += [f"      {u.oid[:10]} {u.subject}" for u in b.commits]
+    if c.detail and not c.hunks:
+        lines += ["  " + ln for ln in c.detail.splitlines()]
+    return lines
+
+
+@cli.command()
+@click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
+@click.option("--only", metavar="TAGS", help="Only patches with these tags.")
+@click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def check(ctx, onto, only, except_, as_json) -> None:
+    """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
+
+    Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).
+
+    \b
+    Example:
+      git fetch && patchstack check --onto origin/main --except diagnostic
+    """
+    from .refresh import check as do_check
+
+    result = do_check(ctx.obj.workspace(), onto, _selector(None, False, only, except_))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
+        for v in result.verdicts:
+            echo(ctx, f"  {_verdict(v)} {v.name}")
+        for c in result.conflicts:
+            for line in render_refresh_conflict(c):
+                echo(ctx, line)
+        echo(ctx, "all patches apply" if result.ok else f"{len(result.conflicts)} conflict(s)")
+    if not result.ok:
+        ctx.exit(1)
 
 
 # -- import / export --------------------------------------------------------------------------

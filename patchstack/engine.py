@@ -124,11 +124,16 @@ class Engine:
         self._chain = [self.git.tree_of(self.canonical_base)]
         self._commits = [self.canonical_base]
 
-    def close(self) -> None:
+    def close(self, save_cache: bool = True) -> None:
         if self._index is not None:
             self._index.__exit__()
             self._index = None
-        self.cache.save()
+        if save_cache:
+            self.cache.save()
+
+    def seed(self, chain: Sequence[Oid]) -> None:
+        """Take C[0..n] as known (a refresh computed them) instead of applying the files."""
+        self._chain = list(chain)
 
     def patch(self, name: str) -> LoadedPatch:
         if name not in self._loaded:

@@ -385,6 +385,21 @@ class Git:
             result.append((Oid(oid), subject, [f for f in files if f]))
         return result
 
+    def log_upstream(self, rng: str, paths: Sequence[str] = ()) -> list[tuple[Oid, str, list[str]]]:
+        """Like `log_oneline`, leaving out patchstack's own patch commits (a merged stack)."""
+        args = ["log", "--reverse", "--format=%x00%H %s", "--no-renames", "--invert-grep"]
+        args += [f"--grep=^{PATCH_TRAILER}: ", rng, "--"]
+        if paths:
+            args.insert(4, "--name-only")
+        result: list[tuple[Oid, str, list[str]]] = []
+        for rec in self.out(*args, *paths).split("\0"):
+            if not rec.strip():
+                continue
+            first, *files = rec.split("\n")
+            oid, _, subject = first.partition(" ")
+            result.append((Oid(oid), subject, [f for f in files if f]))
+        return result
+
     def changed_paths(self, a: str, b: str) -> list[str]:
         """Paths that differ between two trees or commits."""
         out = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", a, b).stdout
@@ -510,12 +525,19 @@ class Git:
         )
 
     def merge_trees(
-        self, base: str, ours: str, theirs: str, labels: tuple[str, str]
+        self,
+        base: str,
+        ours: str,
+        theirs: str,
+        labels: tuple[str, str],
+        base_label: str | None = None,
     ) -> MergeResult:
         """Three-way merge of trees, in the object database only (no index, no work tree).
 
         git < 2.40 has no ``merge-tree --merge-base``; two throwaway commits sharing a parent
-        whose tree is ``base`` make git find exactly that merge base.
+        whose tree is ``base`` make git find exactly that merge base. With ``base_label``, the
+        conflict markers inside the merged files say ``labels`` and ``base_label`` instead of
+        the throwaway commits' ids (for a tree that goes into the user's work tree).
         """
         ident = "patchstack <patchstack@invalid>"
         date = "1000000000 +0000"
@@ -539,6 +561,8 @@ class Git:
         lines = head.splitlines()
         tree = Oid(lines[0].strip())
         conflicted = tuple(dict.fromkeys(ln.split("\t", 1)[1] for ln in lines[1:] if "\t" in ln))
+        if base_label is not None and proc.returncode == 1 and conflicted:
+            tree = self._relabel(tree, conflicted, {o: labels[0], t: labels[1]}, base_label)
         # Conflict markers carry the throwaway commits' ids as labels: give them real names.
         return MergeResult(
             tree,
@@ -546,6 +570,89 @@ class Git:
             conflicted,
             messages.replace(o, labels[0]).replace(t, labels[1]),
         )
+
+    def _relabel(
+        self, tree: Oid, paths: Sequence[str], names: dict[str, str], base_label: str
+    ) -> Oid:
+        """``tree`` with the conflict marker labels of ``paths`` renamed (new blobs, new tree)."""
+        listing = self.ls_tree(tree)
+        records = []
+        for path in paths:
+            if path not in listing:
+                continue
+            mode, oid = listing[path]
+            text = self.read_blob(oid)
+            out = []
+            for line in text.split(b"\n"):
+                for marker in (b"<<<<<<< ", b">>>>>>> "):
+                    if line.startswith(marker):
+                        label = line[len(marker) :].decode("ascii", "replace").strip()
+                        line = marker + names.get(label, label).encode()
+                if line.startswith(b"||||||| ") and re.fullmatch(rb"[0-9a-f]{4,40}", line[8:]):
+                    line = b"||||||| " + base_label.encode()
+                out.append(line)
+            new = self.hash_blob(b"\n".join(out))
+            records.append(f"{mode} {new}\t{path}".encode("utf-8", "surrogateescape"))
+        if not records:
+            return tree
+        with self.temp_index() as idx:
+            idx.read_tree(tree)
+            self.run(
+                "update-index",
+                "-z",
+                "--index-info",
+                input=b"\0".join(records) + b"\0",
+                env=idx.env,
+            )
+            return idx.write_tree()
+
+    def hash_blob(self, data: bytes) -> Oid:
+        return Oid(self.out("hash-object", "-w", "--stdin", input=data).strip())
+
+    def hash_files(self, paths: Sequence[str]) -> list[Oid]:
+        """Write files (absolute paths) as blobs in one process; their ids, in order."""
+        if not paths:
+            return []
+        data = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
+        out = self.out("hash-object", "-w", "--no-filters", "--stdin-paths", input=data)
+        return [Oid(x) for x in out.split()]
+
+    def mktree(self, entries: Sequence[tuple[str, str, str]]) -> Oid:
+        """A tree from (mode, id, name) entries (one level)."""
+        lines = []
+        for mode, oid, name in entries:
+            kind = "tree" if mode == "040000" else "blob"
+            lines.append(f"{mode} {kind} {oid}\t{name}".encode("utf-8", "surrogateescape"))
+        data = b"".join(ln + b"\0" for ln in lines)
+        return Oid(self.out("mktree", "-z", input=data).strip())
+
+    def count_commits(self, rng: str) -> int:
+        return int(self.out("rev-list", "--count", rng, "--").strip() or 0)
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
+        """(commit, subject) of the commits of ``rng`` that changed lines start..end of
+        ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""
+        proc = self.run(
+            "log",
+            "--reverse",
+            "-s",
+            "--format=%x00%H %s",
+            f"-L{start},{end}:{path}",
+            rng,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return []
+        result = []
+        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            first = rec.strip().split("\n", 1)[0]
+            if first:
+                oid, _, subject = first.partition(" ")
+                result.append((Oid(oid), subject))
+        return result
 
     def format_patch(self, commit: str) -> bytes:
         return self.run(
@@ -697,6 +804,13 @@ class Git:
         """Move the index and work tree from tree ``old`` to ``new``, keeping local edits."""
         return self.run("read-tree", "-m", "-u", old, new, check=False)
 
+    def reset_worktree(self, tree: str) -> None:
+        """Index and work tree exactly ``tree`` (tracked files only; untracked ones stay)."""
+        self.run("read-tree", "--reset", "-u", tree)
+
+    def delete_ref(self, ref: str) -> None:
+        self.run("update-ref", "-d", ref, check=False)
+
     def set_index_entries(self, tree: str, paths: Sequence[str]) -> None:
         """Make the real index hold ``tree``'s version of ``paths`` (removing absent ones)."""
         if not paths:
@@ -827,12 +941,13 @@ class TempIndex:
     def read_tree(self, tree: str) -> None:
         self.git.run("read-tree", tree, env=self.env)
 
-    def apply(self, patch: bytes, strip: int = 1) -> tuple[bool, str]:
+    def apply(self, patch: bytes, strip: int = 1, reverse: bool = False) -> tuple[bool, str]:
         proc = self.git.run(
             "apply",
             "--cached",
             f"-p{strip}",
             "--whitespace=nowarn",
+            *(("--reverse", "--check") if reverse else ()),
             "-",
             input=patch,
             env=self.env,

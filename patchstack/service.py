@@ -105,12 +105,22 @@ def publish(
     message: str,
     files: Sequence[FileWrite] = (),
     captured: Sequence[str] | None = None,
+    worktree_from: tuple[Oid, Sequence[str]] | None = None,
+    worktree_to: Oid | None = None,
 ) -> None:
     """Move the branch from ``old_head`` to ``new_head`` and the work tree with it, once.
 
     ``captured``: the work tree already holds ``new_head`` for these paths (``new``), so only
     the index is updated for them.
+
+    ``worktree_from`` = (tree, paths): the work tree holds ``tree``, which is ``old_head``'s
+    tree with ``paths`` as they are in the work tree (edits being folded, a resolved conflict).
+    ``worktree_to``: the tree to put in the work tree when it is not ``new_head``'s (a stopped
+    refresh: conflict markers); the index keeps ``new_head``'s version of those files.
     """
+    if worktree_from is not None or worktree_to is not None:
+        _publish_moving(ws, old_head, new_head, message, files, worktree_from, worktree_to)
+        return
     index_only = captured is not None
     git = ws.git
     if old_head != new_head and not index_only:
@@ -150,6 +160,67 @@ def publish(
                 git.set_index_entries(old_head, captured)
             else:
                 git.checkout_tree(new_head, old_head)
+            raise
+
+
+def _publish_moving(
+    ws: Workspace,
+    old_head: Oid,
+    new_head: Oid,
+    message: str,
+    files: Sequence[FileWrite],
+    worktree_from: tuple[Oid, Sequence[str]] | None,
+    worktree_to: Oid | None,
+) -> None:
+    git = ws.git
+    src, overlaid = worktree_from or (git.tree_of(old_head), ())
+    new_tree = git.tree_of(new_head)
+    dst = worktree_to or new_tree
+    changed = set(git.changed_paths(src, dst))
+    git.refresh_index()
+    dirty = git.dirty(exclude=ws.in_tree)
+    touched = sorted(
+        (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
+    )
+    if touched:
+        raise RefusedError(
+            "uncommitted edits in files this command would change: " + ", ".join(touched),
+            "commit them, or capture them with 'patchstack new'; nothing was changed",
+        )
+    index_path = os.path.join(git.git_dir, "index")
+    saved_index = None
+    if os.path.exists(index_path):
+        with open(index_path, "rb") as f:
+            saved_index = f.read()
+    try:
+        if overlaid:
+            git.set_index_entries(src, list(overlaid))
+            git.refresh_index()
+        proc = git.checkout_tree(src, dst)
+        if proc.returncode != 0:
+            raise RefusedError(
+                "git refused to update the work tree: "
+                + proc.stderr.decode("utf-8", "replace").strip(),
+                "nothing was changed",
+            )
+    except BaseException:
+        if saved_index is not None:
+            write_atomic(index_path, saved_index)
+        raise
+    if dst != new_tree:
+        git.set_index_entries(new_tree, git.changed_paths(new_tree, dst))
+    for fw in files:
+        if fw.data is None:
+            if os.path.exists(fw.path):
+                os.unlink(fw.path)
+        else:
+            write_atomic(fw.path, fw.data)
+    if old_head != new_head:
+        ref = git.head_ref() or "HEAD"
+        try:
+            git.update_refs([(ref, new_head, old_head)], "patchstack: " + message)
+        except PatchstackError:
+            git.checkout_tree(dst, src)
             raise
 
 

@@ -1,0 +1,97 @@
+"""A fork whose upstream moves by several commits, for the refresh and check tests.
+
+The series (in this order):
+
+- ``far.patch`` (diagnostic) edits b.py line 30; upstream inserts lines at the top of b.py,
+  far away: an *offset*.
+- ``near.patch`` (essential) edits a.py line 10; with ``conflict=True`` upstream edits a.py
+  line 11, right next to it: a *conflict*.
+- ``calm.patch`` (optimization) edits c.py; upstream touches only other files: *unchanged*.
+- ``known.patch`` (essential) edits d.py line 20; upstream makes the very same change:
+  *upstream*.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .conftest import Repo, make_repo, numbered, replace_line
+
+PATCHES = ["far.patch", "near.patch", "calm.patch", "known.patch"]
+
+
+def make_fork(path: Path, conflict: bool = True) -> Repo:
+    repo = make_repo(
+        path,
+        {
+            "a.py": numbered(40, "a"),
+            "b.py": numbered(40, "b"),
+            "c.py": numbered(40, "c"),
+            "d.py": numbered(40, "d"),
+            "docs/notes.md": "upstream notes\n",
+            "docs/guide.md": "a guide nobody changes\n",
+        },
+    )
+    repo.git("branch", "upstream")
+    repo.ps("init")
+    series = repo.read("patches/series")
+    repo.write("patches/series", series + "\n# Patches for the accelerator fork.\n")
+    replace_line(repo, "b.py", "b 30\n", "b 30 far\n")
+    repo.ps("new", "far", "--tag", "diagnostic", "-m", "Far: log b\n\nWhy far exists.", "b.py")
+    replace_line(repo, "a.py", "a 10\n", "a 10 near\n")
+    repo.ps("new", "near", "--tag", "essential", "-m", "Near: fix a", "a.py")
+    replace_line(repo, "c.py", "c 5\n", "c 5 calm\n")
+    repo.ps("new", "calm", "--tag", "optimization,nvidia", "-m", "Calm: speed c", "c.py")
+    replace_line(repo, "d.py", "d 20\n", "d 20 fixed\n")
+    repo.ps("new", "known", "--tag", "essential", "-m", "Known: fix d", "d.py")
+    move_upstream(repo, conflict)
+    return repo
+
+
+def move_upstream(repo: Repo, conflict: bool) -> None:
+    """Four (or three) commits on branch ``upstream``, made without touching main's checkout."""
+    wt = repo.path.parent / (repo.path.name + "-upstream")
+    repo.git("worktree", "add", "-q", str(wt), "upstream")
+    up = Repo(wt)
+    up.write("b.py", "# header 1\n# header 2\n# header 3\n" + up.read("b.py"))
+    up.git("commit", "-qam", "b: add a header far from the patch")
+    if conflict:
+        replace_line(up, "a.py", "a 11\n", "a 11 upstream\n")
+        up.git("commit", "-qam", "a: rework line 11 next to the patch")
+    up.write("e.py", "new upstream module\n")
+    up.write("docs/notes.md", "upstream notes, revised\n")
+    up.git("add", "-A")
+    up.git("commit", "-qm", "docs and e.py: unrelated work")
+    replace_line(up, "d.py", "d 20\n", "d 20 fixed\n")
+    up.git("commit", "-qam", "d: the fix the fork carried")
+    repo.git("worktree", "remove", "--force", str(wt))
+
+
+def snapshot(repo: Repo) -> dict:
+    """HEAD, refs, git status, every work tree and series file, and the index entries."""
+    return {
+        "head": repo.head(),
+        "refs": repo.git("for-each-ref", "--format=%(refname) %(objectname)"),
+        # --no-optional-locks: the snapshot itself must not refresh (rewrite) the index.
+        "status": repo.git(
+            "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"
+        ),
+        "files": repo.snapshot(),
+        # The index entries (mode, blob, stage, path); stat data may be refreshed.
+        "index": repo.git("--no-optional-locks", "ls-files", "--stage"),
+    }
+
+
+def quilt_applies(repo: Repo, rev: str, tmp: Path) -> dict[str, str]:
+    """Apply the series with quilt (no fuzz) on a clean checkout of ``rev``; the files."""
+    clone = tmp / "quilt"
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
+    env = dict(os.environ, QUILT_PATCHES=str(repo.path / "patches"), QUILTRC="/dev/null")
+    proc = subprocess.run(
+        ["quilt", "push", "-a", "--fuzz=0"], cwd=clone, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {p: (clone / p).read_text() for p in ("a.py", "b.py", "c.py", "d.py")}

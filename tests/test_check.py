@@ -1,0 +1,108 @@
+"""check (a dry run that touches nothing) and the upstream drift that status reports."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .conftest import Repo
+from .refresh_fixtures import make_fork, snapshot
+
+
+def untouched(repo: Repo) -> dict:
+    """Everything check must leave alone, including the index file's mtime and .git files."""
+    snap = snapshot(repo)
+    git_dir = repo.path / ".git"
+    snap["index_mtime"] = os.stat(git_dir / "index").st_mtime_ns
+    snap["index_bytes"] = (git_dir / "index").read_bytes()
+    snap["git_files"] = sorted(
+        str(p.relative_to(git_dir))
+        for p in git_dir.rglob("*")
+        if p.is_file() and "objects" not in p.parts
+    )
+    snap["cache"] = (
+        (git_dir / "patchstack" / "cache").read_bytes()
+        if (git_dir / "patchstack" / "cache").exists()
+        else None
+    )
+    return snap
+
+
+def test_check_reports_verdicts_and_conflict_and_touches_nothing(tmp_path) -> None:
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    repo.write("docs/notes.md", "an uncommitted edit\n")
+    before = untouched(repo)
+    culprit = repo.git("log", "-1", "--format=%H", "--grep=rework line 11", "upstream").strip()
+
+    result = repo.ps("check", "--onto", "upstream", "--json", code=1)
+    data = json.loads(result.stdout)
+    assert not data["ok"]
+    assert {p["name"]: p["verdict"] for p in data["patches"]} == {
+        "far.patch": "offset",
+        "near.patch": "conflict",
+        "calm.patch": "unchanged",
+        "known.patch": "upstream",
+    }
+    [conflict] = data["conflicts"]
+    assert conflict["patch"] == "near.patch" and conflict["files"] == ["a.py"]
+    [hunk] = conflict["hunks"]
+    assert hunk["expected"] == ["a 10", "a 11"] and hunk["now"] == ["a 10", "a 11 upstream"]
+    assert hunk["upstream_commits"] == [
+        {"commit": culprit, "subject": "a: rework line 11 next to the patch"}
+    ]
+    assert untouched(repo) == before
+
+    text = repo.ps("check", "--onto", "upstream", code=1).stdout
+    assert "  conflict  near.patch" in text and "1 conflict(s)" in text
+    assert f"{culprit[:10]} a: rework line 11 next to the patch" in text
+    assert untouched(repo) == before
+
+
+def test_check_selectors_and_default_target(tmp_path) -> None:
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    # Without an upstream branch the target is HEAD below the stack: everything applies.
+    result = json.loads(repo.ps("check", "--json").stdout)
+    assert result["target_name"].startswith("HEAD") and result["ok"]
+    assert {p["verdict"] for p in result["patches"]} == {"unchanged"}
+    # With @{upstream} set, that is the default target.
+    repo.git("branch", "--set-upstream-to=upstream")
+    before = untouched(repo)
+    result = json.loads(repo.ps("check", "--json", code=1).stdout)
+    assert result["target_name"] == "upstream"
+    result = json.loads(repo.ps("check", "--except", "essential", "--json").stdout)
+    assert result["ok"] and [p["name"] for p in result["patches"]] == ["far.patch", "calm.patch"]
+    result = json.loads(repo.ps("check", "--only", "essential", "--json", code=1).stdout)
+    assert [p["verdict"] for p in result["patches"]] == ["conflict", "upstream"]
+    assert untouched(repo) == before
+    repo.ps("check", "--only", "nonsense", code=2)
+
+
+def test_status_names_the_upstream_commit_that_collides(tmp_path) -> None:
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    repo.ps("pop", "--all")
+    repo.git("merge", "-q", "--ff-only", "upstream")  # a pull that moved the base unnoticed
+    culprit = repo.git("log", "-1", "--format=%H", "--grep=rework line 11").strip()
+    text = repo.ps("status").stdout
+    assert "upstream moved: 4 commit(s) from the series base to HEAD" in text
+    assert f"{culprit[:10]} a: rework line 11 next to the patch" in text
+    assert "files: a.py; patches: near.patch" in text
+    assert "docs and e.py" not in text  # touches no file of the series
+    drift = json.loads(repo.ps("status", "--json").stdout)["drift"]
+    assert drift["commits"] == 4
+    touching = {c["subject"]: (c["files"], c["patches"]) for c in drift["touching"]}
+    assert touching == {
+        "b: add a header far from the patch": (["b.py"], ["far.patch"]),
+        "a: rework line 11 next to the patch": (["a.py"], ["near.patch"]),
+        "d: the fix the fork carried": (["d.py"], ["known.patch"]),
+    }
+
+
+def test_status_drift_against_the_upstream_ref_and_after_refresh(tmp_path) -> None:
+    repo = make_fork(tmp_path / "fork", conflict=False)
+    repo.git("branch", "--set-upstream-to=upstream")
+    drift = json.loads(repo.ps("status", "--json").stdout)["drift"]
+    assert drift["target_name"] == "upstream" and drift["commits"] == 3
+    repo.ps("refresh", "--onto", "upstream")
+    drift = json.loads(repo.ps("status", "--json").stdout)["drift"]
+    assert drift["commits"] == 0 and drift["touching"] == []
+    assert "upstream moved" not in repo.ps("status").stdout
