@@ -934,6 +934,48 @@ def show(ctx, name, rev, fmt, output, templates) -> None:
     _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
 
 
+# -- demo -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", default="patchstack-demo", required=False, metavar="[DIR]")
+@click.pass_context
+def demo(ctx: click.Context, directory: str) -> None:
+    """Build a sandbox fork from the bundled example in DIR and walk the whole story.
+
+    Each step prints the exact command first, so you can repeat it by hand inside DIR/fork.
+    Writes nothing outside DIR (default: ./patchstack-demo, which must be new or empty).
+
+    \b
+    Example:
+      patchstack demo /tmp/try-patchstack
+    """
+    import os
+
+    from .demo import run_demo
+
+    root = os.path.abspath(directory)
+    base_args = ["--color", ctx.obj.color] + (
+        ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
+    )
+
+    def run_cli(args: list[str]) -> int:
+        old = os.getcwd()
+        os.chdir(os.path.join(root, "fork"))
+        try:
+            cli.main(args=base_args + args, prog_name="patchstack")
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(old)
+        return 0
+
+    def say(text: str, bold: bool = False) -> None:
+        echo(ctx, style(text, bold=True) if bold else text)
+
+    ctx.exit(run_demo(root, run_cli, say))
+
+
 # -- errors and exit statuses -----------------------------------------------------------------
 
 

@@ -77,3 +77,128 @@ def upstream_pull(box: Sandbox) -> None:
         repo.am(box.pull_patches, {**gitmod.ident_env(*UPSTREAM_IDENT), **SEALED})
     finally:
         repo.close()
+
+
+# -- the story ----------------------------------------------------------------------------------
+
+# How the demo resolves the one real conflict of the upstream pull: upstream replaced
+# init_distributed_environment by init_tp_group in the scheduler; the diagnostic patch's NCCL
+# logging is kept and now describes the new call.
+RESOLVED_FILE = "srt/managers/scheduler.py"
+RESOLUTION = """\
+        nccl_env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}
+        logger.info(
+            "Init TP group %d/%d on gpu %d via %s, NCCL env: %s.",
+            self.tp_rank, self.tp_size, self.gpu_id, self.dist_init_method, nccl_env or "(none)",
+        )
+        self.tp_group = init_tp_group(
+            backend=self.server_args.dist_backend,
+"""
+
+
+def resolve_conflict(text: str) -> str:
+    """Replace the conflict region (markers included) by the demo's resolution."""
+    start = text.index("<<<<<<< ")
+    end = text.index("\n", text.index(">>>>>>> ", start)) + 1
+    return text[:start] + RESOLUTION + text[end:]
+
+
+@dataclass(frozen=True)
+class Step:
+    say: str  # what the step shows, in a sentence
+    command: str  # the exact command a user would type in DIR/fork
+    expect: int = 0  # the exit status the step is expected to have
+
+
+def run_demo(root: str, run_cli, echo) -> int:
+    """Walk the story in ``root``. ``run_cli(args) -> exit status`` runs patchstack in the fork;
+    ``echo(text, bold=False)`` prints. Returns 0 when every step ended as expected."""
+    import difflib
+
+    box = build_sandbox(root)
+    fork_rel = os.path.relpath(box.fork)
+    echo(f"A sandbox fork is in {fork_rel} (its upstream in {os.path.relpath(box.upstream)}).")
+    echo(f"Every step shows the command; run it yourself there: cd {fork_rel}\n")
+    failures = []
+
+    def step(say: str, command: str, expect: int = 0) -> None:
+        echo(f"# {say}")
+        echo(f"$ {command}", bold=True)
+        code = run_cli(command.split()[1:])
+        if code != expect:
+            failures.append(f"'{command}' exited {code}, expected {expect}")
+        echo("")
+
+    step(
+        "The fork's seven local modifications, each a named patch with a tag:", "patchstack series"
+    )
+    step("Apply them all (each is one commit on top of upstream):", "patchstack push --all")
+    step(
+        "Strip the diagnostics and optimizations from the middle of the stack; the essential"
+        " patches stay applied:",
+        "patchstack pop --only diagnostic,optimization",
+    )
+    step("A clean essential-only baseline, proven from the commits:", "patchstack series")
+    step("Everything back, byte for byte the same commits:", "patchstack push --all")
+
+    echo("# Upstream moves: four commits land upstream, and the fork fetches them.")
+    echo(
+        f"$ (cd {os.path.relpath(box.upstream, box.fork)} && git am ...upstream-pull/*.patch)"
+        " && git fetch",
+        bold=True,
+    )
+    upstream_pull(box)
+    fork = gitmod.find_repo(box.fork)
+    try:
+        fork.fetch()
+    finally:
+        fork.close()
+    echo("")
+    step(
+        "status says the base moved and which upstream commits touch patched files:",
+        "patchstack status",
+    )
+    step(
+        "check: would the series apply on the new upstream? (what CI runs every night)",
+        "patchstack check",
+        expect=1,
+    )
+    echo("# Keep the series as it is now, to review the refresh afterwards:")
+    echo("$ cp -r patches ../patches-before", bold=True)
+    shutil.copytree(os.path.join(box.fork, "patches"), os.path.join(root, "patches-before"))
+    echo("")
+    step(
+        "refresh replays every patch onto the new upstream; it stops at the real conflict:",
+        "patchstack refresh --onto origin/main",
+        expect=1,
+    )
+
+    path = os.path.join(box.fork, RESOLVED_FILE)
+    with open(path, encoding="utf-8") as f:
+        conflicted = f.read()
+    resolved = resolve_conflict(conflicted)
+    echo(
+        f"# The demo resolves the conflict in {RESOLVED_FILE} (keep upstream's new call,"
+        " keep the NCCL logging):"
+    )
+    for line in difflib.unified_diff(
+        conflicted.splitlines(),
+        resolved.splitlines(),
+        f"a/{RESOLVED_FILE}",
+        f"b/{RESOLVED_FILE}",
+        lineterm="",
+    ):
+        echo(line)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(resolved)
+    echo("")
+    step("Go on (no git add needed):", "patchstack refresh --continue")
+    step(
+        "Review the refreshed series patch by patch, as a PR comment would show it:",
+        "patchstack review ../patches-before patches",
+    )
+    if failures:
+        echo("the demo did not go as planned: " + "; ".join(failures))
+        return 1
+    echo(f"Done. The sandbox stays in {os.path.relpath(root)}; try your own commands there.")
+    return 0
