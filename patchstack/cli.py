@@ -709,6 +709,11 @@ def import_cmd() -> None:
     Only the series directory is written: the work tree and the branch are not touched
     ('patchstack push --all' applies the patches). A series that already has patches is
     extended only with --append.
+
+    \b
+    Example:
+      patchstack import quilt debian/patches --tag essential
+      patchstack import commits origin/main..my-fixes --tag optimization
     """
 
 
@@ -768,7 +773,12 @@ def import_mbox_cmd(ctx, file, tag, append, base) -> None:
 
 @cli.group("export")
 def export_cmd() -> None:
-    """Export the series as a quilt tree or an mbox."""
+    """Export the series as a quilt tree or an mbox.
+
+    \b
+    Example:
+      patchstack export quilt ../for-quilt && patchstack export mbox - | git am
+    """
 
 
 @export_cmd.command("quilt")
