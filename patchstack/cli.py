@@ -31,9 +31,9 @@ class Options:
         ws = open_workspace(self.series_dir)
         click.get_current_context().call_on_close(ws.git.close)
         if not while_stopped:
-            from .refresh import guard
+            from .workspace import refresh_guard
 
-            guard(ws.git)  # a stopped refresh refuses every other command
+            refresh_guard(ws.git)  # a stopped refresh refuses every other command
         return ws
 
 

@@ -64,8 +64,10 @@ from .series import Series
 from .service import FileWrite, make_engine, publish, read_stack, strip_trailers
 from .stack import Stack, stack_from_history
 from .workspace import Workspace, write_atomic
+from .workspace import refresh_guard as guard
+from .workspace import refresh_in_progress as in_progress
+from .workspace import refresh_state_path as state_path
 
-STATE_FILE = "refresh-state.json"
 INDEX_COPY = "refresh-index"
 BACKUP_REF = "refs/worktree/patchstack-refresh-backup"
 VERDICTS = ("unchanged", "offset", "merged", "conflict", "upstream")
@@ -252,28 +254,6 @@ class State:
 # -- the state file -----------------------------------------------------------------------------
 
 
-def _state_dir(git: Git) -> str:
-    return os.path.join(git.git_dir, "patchstack")
-
-
-def state_path(git: Git) -> str:
-    return os.path.join(_state_dir(git), STATE_FILE)
-
-
-def in_progress(git: Git) -> bool:
-    return os.path.exists(state_path(git))
-
-
-def guard(git: Git) -> None:
-    """Refuse any command while a refresh is stopped."""
-    if in_progress(git):
-        raise RefusedError(
-            "a refresh is stopped at a conflict",
-            "resolve the conflict markers and run 'patchstack refresh --continue',"
-            " or run 'patchstack refresh --abort' to go back to the state before it",
-        )
-
-
 def _load_state(git: Git) -> State:
     try:
         with open(state_path(git), encoding="utf-8") as f:
@@ -289,14 +269,17 @@ def _load_state(git: Git) -> State:
         ) from exc
 
 
+def _state_dir(git: Git) -> str:
+    return os.path.dirname(state_path(git))
+
+
 def _save_state(git: Git, state: State) -> None:
     os.makedirs(_state_dir(git), exist_ok=True)
     write_atomic(state_path(git), state.to_json().encode())
 
 
 def _clear_state(git: Git) -> None:
-    for name in (STATE_FILE, INDEX_COPY):
-        path = os.path.join(_state_dir(git), name)
+    for path in (state_path(git), os.path.join(_state_dir(git), INDEX_COPY)):
         if os.path.exists(path):
             os.unlink(path)
     git.delete_ref(BACKUP_REF)

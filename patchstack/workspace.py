@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 
 from . import git as gitmod
-from .errors import InputError, PatchstackError
+from .errors import InputError, PatchstackError, RefusedError
 from .patch import Patch, parse_patch
 from .series import Entry, Series, parse_series
 
@@ -90,6 +90,25 @@ def open_workspace(dir_option: str | None, cwd: str | None = None) -> Workspace:
         configured = repo.config("patchstack.dir")
         series_dir = os.path.abspath(os.path.join(repo.top, configured or DEFAULT_DIR))
     return Workspace(repo, series_dir, cwd)
+
+
+def refresh_state_path(git: gitmod.Git) -> str:
+    """Where a stopped refresh keeps its state (per work tree)."""
+    return os.path.join(git.git_dir, "patchstack", "refresh-state.json")
+
+
+def refresh_in_progress(git: gitmod.Git) -> bool:
+    return os.path.exists(refresh_state_path(git))
+
+
+def refresh_guard(git: gitmod.Git) -> None:
+    """Refuse any other command while a refresh is stopped."""
+    if refresh_in_progress(git):
+        raise RefusedError(
+            "a refresh is stopped at a conflict",
+            "resolve the conflict markers and run 'patchstack refresh --continue',"
+            " or run 'patchstack refresh --abort' to go back to the state before it",
+        )
 
 
 def write_atomic(path: str, data: bytes) -> None:
