@@ -24,7 +24,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import ConflictError, PatchstackError
+from . import paths
+from .errors import ConflictError, InputError, PatchstackError
 from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
 from .patch import Patch
 from .series import Entry, Series
@@ -55,6 +56,7 @@ class LoadedPatch:
     entry: Entry
     data: bytes
     patch: Patch
+    shown: str = ""  # the patch file as error messages name it
 
     @property
     def digest(self) -> str:
@@ -73,7 +75,8 @@ class Cache:
             with open(self.path, encoding="ascii") as f:
                 for line in f:
                     key, _, value = line.rstrip("\n").rpartition(" ")
-                    self.entries[key] = value
+                    if len(value) in (40, 64) and not value.strip("0123456789abcdef"):
+                        self.entries[key] = value  # a line torn by a crash is skipped
         except (FileNotFoundError, UnicodeDecodeError):
             pass
 
@@ -142,7 +145,25 @@ class Engine:
             self._chain.append(self.apply_exact(self._chain[-1], lp))
         return self._chain[k]
 
+    def check_through(self, tree: Oid, lp: LoadedPatch) -> None:
+        """Refuse a patch whose paths go through a symlink, file or submodule of ``tree``."""
+        dirs = {d for f in lp.patch.files for p in f.paths for d in paths.leading_dirs(p)}
+        if not dirs:
+            return
+        modes = self.git.entry_modes(tree, sorted(dirs))
+        for f in lp.patch.files:
+            for p in f.paths:
+                problem = paths.through_problem(p, modes)
+                if problem:
+                    raise InputError(
+                        lp.shown or lp.entry.name,
+                        f.lineno,
+                        f"refused path '{p}': {problem}",
+                        "a patch may only change files inside the work tree; fix the patch",
+                    )
+
     def apply_exact(self, tree: Oid, lp: LoadedPatch) -> Oid:
+        self.check_through(tree, lp)
         key = f"apply {tree} {lp.digest} p{lp.entry.strip_level}"
         cached = self.cache.get(key)
         if cached:
@@ -174,6 +195,7 @@ class Engine:
         after = self.canonical(k)
         if tree == before:
             return after
+        self.check_through(tree, self.patch(name))
         if before == after:
             return tree
         key = f"merge {before} {tree} {after}"

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import selection
+from . import journal, lock, selection
 from .engine import Engine, LoadedPatch, no_base_error
 from .errors import PatchstackError, RefusedError
 from .git import Git, Oid
@@ -48,7 +48,7 @@ def make_engine(ws: Workspace, series: Series, stack: Stack) -> Engine:
 
     def load(entry: Entry) -> LoadedPatch:
         data, patch = ws.read_patch(entry)
-        return LoadedPatch(entry, data, patch)
+        return LoadedPatch(entry, data, patch, ws.display(ws.patch_path(entry.name)))
 
     default: list[tuple[str, str]] = []
 
@@ -82,8 +82,21 @@ def publish(
     """Move the branch from ``old_head`` to ``new_head`` and the work tree with it, once.
 
     ``captured``: the work tree already holds ``new_head`` for these paths (``new``), so only
-    the index is updated for them.
+    the index is updated for them. The step is recorded in the operation log (`journal`):
+    a kill at any point leaves an entry from which ``patchstack undo`` restores the state before.
     """
+    with journal.recording(ws, message.split(" ", 1)[0], planned_head=new_head):
+        _publish(ws, old_head, new_head, message, files, captured)
+
+
+def _publish(
+    ws: Workspace,
+    old_head: Oid,
+    new_head: Oid,
+    message: str,
+    files: Sequence[FileWrite],
+    captured: Sequence[str] | None,
+) -> None:
     index_only = captured is not None
     git = ws.git
     if old_head != new_head and not index_only:
@@ -104,6 +117,7 @@ def publish(
                 + proc.stderr.decode("utf-8", "replace").strip(),
                 "nothing was changed",
             )
+        lock.point("publish-worktree")
     if captured:
         git.set_index_entries(new_head, captured)
     for fw in files:
@@ -111,7 +125,9 @@ def publish(
             if os.path.exists(fw.path):
                 os.unlink(fw.path)
         else:
+            os.makedirs(os.path.dirname(fw.path), exist_ok=True)
             write_atomic(fw.path, fw.data)
+        lock.point("publish-file")
     if old_head != new_head:
         ref = git.head_ref() or "HEAD"
         try:
@@ -122,6 +138,7 @@ def publish(
             else:
                 git.checkout_tree(new_head, old_head)
             raise
+        lock.point("publish-ref")
 
 
 # -- init ---------------------------------------------------------------------------------------
@@ -149,8 +166,9 @@ def init(ws: Workspace, base_rev: str | None) -> InitResult:
     ref = None
     if base_rev and base_rev != base:
         ref = base_rev
-    os.makedirs(ws.series_dir, exist_ok=True)
-    ws.write_series(new_series(base, ref))
+    head = read_stack(git).head
+    data = new_series(base, ref).format().encode("utf-8", "surrogateescape")
+    publish(ws, head, head, "init", [FileWrite(ws.series_path, data)])
     return InitResult(ws.series_path, base)
 
 
