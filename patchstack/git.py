@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from .errors import GitFailure, PatchstackError
+from .lock import inherited_fds
 
 Oid = NewType("Oid", str)
 
@@ -79,6 +80,7 @@ def run_git(
             env=env or _base_env(),
             capture_output=True,
             start_new_session=True,  # a Ctrl-C at the terminal must not cut git short
+            pass_fds=inherited_fds(),  # git holds the repository lock while it runs
         )
     except FileNotFoundError as exc:
         raise PatchstackError("git is not installed", "install git >= 2.38") from exc
@@ -233,6 +235,7 @@ class Git:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=inherited_fds(),
             )
             if which == "--batch":
                 self._catfile = proc
@@ -315,6 +318,7 @@ class Git:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            pass_fds=inherited_fds(),
         )
         try:
             buf = b""

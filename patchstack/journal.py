@@ -157,15 +157,13 @@ def _hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple
 def _series_tree(ws: Workspace) -> tuple[str, bool]:
     folder = ws.series_dir
     if not os.path.isdir(folder):
-        return EMPTY_TREE, False
+        return ws.git.mktree([]), False  # written, not only known: git fsck checks entries
     names = sorted(
         n
         for n in os.listdir(folder)
         if os.path.isfile(os.path.join(folder, n)) and not _is_temp_name(n)
     )
     hashed = _hash_paths(ws.git, folder, names)
-    if not hashed:
-        return EMPTY_TREE, True
     return ws.git.mktree((m, o, n) for n, (m, o) in sorted(hashed.items())), True
 
 
@@ -324,15 +322,19 @@ def recording(
     planned_head: str | None = None,
     undoes: Sequence[int] = (),
     redoes: int | None = None,
+    before: Snapshot | None = None,
 ) -> Iterator[Recording]:
-    """Record the step run inside as one entry of the log (see the module docstring)."""
+    """Record the step run inside as one entry of the log (see the module docstring).
+
+    ``before``: a snapshot the caller just took under the same lock, to save taking another.
+    """
     git = ws.git
     ref = oplog_ref(git)
     with lock.critical():
         newest = git.log_entries(ref, 1)
         parent = newest[0][0] if newest else None
         last = _parse_entry(*newest[0]) if newest else None
-        before = take_snapshot(ws)
+        before = before or take_snapshot(ws)
         meta = {
             "patchstack-oplog": 1,
             "seq": (last.seq + 1) if last else 1,
@@ -453,9 +455,9 @@ def undo(ws: Workspace, steps: int = 1, force: bool = False) -> RestoreResult:
                 "'patchstack log' lists them",
             )
         targets = ops[:steps]
-        _check_unchanged(ws, newest, force)
+        current = _check_unchanged(ws, newest, force)
     target = targets[-1].before
-    result = _restore(ws, "undo", target, undoes=[t.seq for t in targets])
+    result = _restore(ws, "undo", target, current, undoes=[t.seq for t in targets])
     return RestoreResult(tuple(targets), result[0], target, result[1])
 
 
@@ -469,8 +471,8 @@ def redo(ws: Workspace, force: bool = False) -> RestoreResult:
         raise PatchstackError(
             "nothing to redo", "redo only follows an undo, before any other command"
         )
-    _check_unchanged(ws, log[0], force)
-    result = _restore(ws, "redo", target.before, redoes=target.seq)
+    current = _check_unchanged(ws, log[0], force)
+    result = _restore(ws, "redo", target.before, current, redoes=target.seq)
     return RestoreResult((target,), result[0], target.before, result[1])
 
 
@@ -524,14 +526,14 @@ def _refuse_moved(git: Git, current: Snapshot, recorded_head: str, command: str)
     )
 
 
-def _check_unchanged(ws: Workspace, newest: Entry, force: bool) -> None:
+def _check_unchanged(ws: Workspace, newest: Entry, force: bool) -> Snapshot:
     """Refuse when the state differs from what the log last recorded (unless ``force``)."""
     git = ws.git
     last = newest.after or newest.before
     current = take_snapshot(ws)
     _check_branch(current, last)
     if force:
-        return
+        return current
     if current.head != last.head:
         _refuse_moved(git, current, last.head, newest.command)
     changed = []
@@ -559,12 +561,14 @@ def _check_unchanged(ws: Workspace, newest: Entry, force: bool) -> None:
             "commit or capture them first, or pass --force: they stay in the operation log and"
             " 'patchstack redo' brings them back; nothing was changed",
         )
+    return current
 
 
 def _restore(
     ws: Workspace,
     kind: str,
     target: Snapshot,
+    current: Snapshot,
     undoes: Sequence[int] = (),
     redoes: int | None = None,
 ) -> tuple[Snapshot, tuple[str, ...]]:
@@ -575,7 +579,7 @@ def _restore(
             f"git's index is locked ({index_lock})",
             "if no git command is running, remove that file and try again; nothing was changed",
         )
-    with recording(ws, kind, target.head, undoes, redoes) as rec:
+    with recording(ws, kind, target.head, undoes, redoes, before=current) as rec:
         current = rec.before
         _check_branch(current, target)
         files = restore_state(ws, current, target)
@@ -635,7 +639,7 @@ def _write_files(git: Git, top: str, diffs: Sequence[tuple[str, str, str, str, s
             continue
         if os.path.islink(full):
             os.unlink(full)
-        write_atomic(full, data)
+        write_atomic(full, data, sync=False)
         mode = os.stat(full).st_mode & 0o777
         os.chmod(full, (mode | 0o111) if nm == "100755" else (mode & ~0o111))
 

@@ -24,6 +24,7 @@ import errno
 import fcntl
 import os
 import signal
+import time
 from collections.abc import Iterator
 
 from .errors import RefusedError
@@ -38,6 +39,15 @@ class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an
         self.exit_code = 128 + signum
 
 
+_inherited: list[int] = []
+
+
+def inherited_fds() -> tuple[int, ...]:
+    """Descriptors every git child keeps: the lock, so that it outlives a killed patchstack
+    until its last git child has finished too."""
+    return tuple(_inherited)
+
+
 class Lock:
     def __init__(self, fd: int, path: str) -> None:
         self.fd = fd
@@ -45,7 +55,9 @@ class Lock:
 
     def release(self) -> None:
         if self.fd >= 0:
-            os.close(self.fd)  # closing the descriptor drops the flock
+            if self.fd in _inherited:
+                _inherited.remove(self.fd)
+            os.close(self.fd)  # closing the last descriptor drops the flock
             self.fd = -1
 
 
@@ -70,16 +82,26 @@ def acquire(common_dir: str, command: str, exclusive: bool = True) -> Lock:
     if exclusive:
         # Only the exclusive holder writes; readers leave the last writer's note alone.
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"patchstack {command} (pid {os.getpid()})\n".encode(), 0)
+        os.pwrite(fd, f"{command} (pid {os.getpid()})\n".encode(), 0)
+    _inherited.append(fd)
     return Lock(fd, path)
 
 
 def _read_holder(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(500).strip()
+            note = f.read(500).strip()
     except OSError:
         return ""
+    pid = note.rpartition("(pid ")[2].rstrip(")")
+    if pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            note += " - it has died, and a git process it started is still finishing"
+        except OSError:
+            pass
+    return note
 
 
 # -- signals ----------------------------------------------------------------------------------
@@ -127,6 +149,12 @@ def critical() -> Iterator[None]:
 
 
 def point(name: str) -> None:
-    """A named point where tests may kill the process (``PATCHSTACK_TEST_KILL_AT``)."""
+    """A named point where tests may kill the process (``PATCHSTACK_TEST_KILL_AT``); with
+    ``PATCHSTACK_TEST_POINT_LOG`` set, the time each point is reached is appended to that file,
+    so that tests can aim random kills at the critical steps."""
+    log = os.environ.get("PATCHSTACK_TEST_POINT_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{name} {time.time()}\n")
     if os.environ.get("PATCHSTACK_TEST_KILL_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)

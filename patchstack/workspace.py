@@ -97,14 +97,17 @@ def open_workspace(dir_option: str | None, cwd: str | None = None) -> Workspace:
     return Workspace(repo, series_dir, cwd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, sync: bool = True) -> None:
+    """Write to a temporary file in the same folder and rename it into place; ``sync=False``
+    skips the fsync (a restore of many work-tree files, which the operation log also holds)."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o777)
         else:
