@@ -155,16 +155,53 @@ def _hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple
 
 
 def _series_tree(ws: Workspace) -> tuple[str, bool]:
+    """The series directory as a tree. Blob ids are cached by stat data (like git's index),
+    so a long series is not re-hashed by every command; entries younger than two seconds are
+    hashed again, and cached ids are checked to exist."""
+    git = ws.git
     folder = ws.series_dir
     if not os.path.isdir(folder):
-        return ws.git.mktree([]), False  # written, not only known: git fsck checks entries
-    names = sorted(
-        n
-        for n in os.listdir(folder)
-        if os.path.isfile(os.path.join(folder, n)) and not _is_temp_name(n)
-    )
-    hashed = _hash_paths(ws.git, folder, names)
-    return ws.git.mktree((m, o, n) for n, (m, o) in sorted(hashed.items())), True
+        return git.mktree([]), False  # written, not only known: git fsck checks entries
+    cache_path = os.path.join(git.common_dir, "patchstack", "series-stat-cache")
+    try:
+        with open(cache_path, encoding="utf-8") as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    if cache.get("folder") != folder:
+        cache = {"folder": folder, "files": {}}
+    now = time.time()
+    found: dict[str, tuple[str, str]] = {}
+    todo = []
+    stats = {}
+    for name in sorted(os.listdir(folder)):
+        full = os.path.join(folder, name)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or _is_temp_name(name):
+            continue
+        key = [st.st_size, st.st_mtime_ns, st.st_ino, _mode_of(st)]
+        stats[name] = key
+        hit = cache["files"].get(name)
+        if hit and hit[0] == key and now - st.st_mtime > 2:
+            found[name] = (key[3], hit[1])
+        else:
+            todo.append(name)
+    present = git.has_objects([oid for _m, oid in found.values()])
+    for name, (_m, oid) in list(found.items()):
+        if not present.get(oid):
+            del found[name]
+            todo.append(name)
+    found.update(_hash_paths(git, folder, todo))
+    files = {n: [stats[n], found[n][1]] for n in found if n in stats}
+    if files != cache["files"]:
+        with contextlib.suppress(OSError):
+            write_atomic(
+                cache_path, json.dumps({"folder": folder, "files": files}).encode(), sync=False
+            )
+    return git.mktree((m, o, n) for n, (m, o) in sorted(found.items())), True
 
 
 def _is_temp_name(name: str) -> bool:
