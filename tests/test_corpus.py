@@ -114,8 +114,9 @@ def test_symlink_made_by_an_earlier_patch_of_the_same_push_is_refused(tmp_path) 
 
 def test_absolute_path_with_p0_is_refused(tmp_path) -> None:
     repo = base_repo(tmp_path)
-    add_to_series(repo, "path-absolute.patch", (CORPUS / "path-absolute.patch").read_bytes(),
-                  " -p0")
+    add_to_series(
+        repo, "path-absolute.patch", (CORPUS / "path-absolute.patch").read_bytes(), " -p0"
+    )
     before = everything(repo, tmp_path)
     result = repo.ps("push", "--all", code=2)
     assert "patches/path-absolute.patch:1: refused path '/tmp/owned-absolute.txt'" in (
@@ -132,9 +133,9 @@ def test_path_inside_a_submodule_is_refused(tmp_path) -> None:
     repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner.path), "sub")
     repo.git("commit", "-q", "-m", "add submodule")
     (repo.path / "patches" / "series").write_text(
-        (repo.path / "patches" / "series").read_text().replace(
-            repo.git("rev-parse", "HEAD~1").strip(), repo.head()
-        )
+        (repo.path / "patches" / "series")
+        .read_text()
+        .replace(repo.git("rev-parse", "HEAD~1").strip(), repo.head())
     )
     diff = "diff --git a/sub/lib.py b/sub/lib.py\n--- a/sub/lib.py\n+++ b/sub/lib.py\n"
     add_to_series(repo, "into-sub.patch", (diff + "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode())
@@ -155,15 +156,15 @@ def git_apply_tree(repo: Repo, tmp_path: Path, base: str, patches: list[tuple[by
     clone = tmp_path / "reference"
     if clone.exists():
         shutil.rmtree(clone)
-    subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo.path), str(clone)],
-                   check=True)
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo.path), str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", base], cwd=clone, check=True)
     for i, (data, strip) in enumerate(patches):
         p = tmp_path / f"ref-{i}.patch"
         p.write_bytes(data)
         subprocess.run(["git", "apply", "--index", f"-p{strip}", str(p)], cwd=clone, check=True)
-    return subprocess.run(["git", "write-tree"], cwd=clone, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "write-tree"], cwd=clone, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def made_by_git(repo: Repo, tmp_path: Path, change) -> bytes:
@@ -175,7 +176,9 @@ def made_by_git(repo: Repo, tmp_path: Path, change) -> bytes:
     change(work)
     subprocess.run(["git", "add", "-A"], cwd=work, check=True)
     return subprocess.run(
-        ["git", "diff", "--cached", "--binary", "--full-index", "-M"], cwd=work, check=True,
+        ["git", "diff", "--cached", "--binary", "--full-index", "-M"],
+        cwd=work,
+        check=True,
         capture_output=True,
     ).stdout
 
