@@ -20,20 +20,48 @@ from . import __version__
 EPILOG_EXIT = "Exit status: 0 done, 1 conflict, 2 bad input or refused (nothing changed)."
 
 
+_ARGV: list[str] = []  # the command line, for the lock holder's note and the operation log
+
+
 @dataclass
 class Options:
     series_dir: str | None
     color: str
 
-    def workspace(self, while_stopped: bool = False):
-        from .workspace import open_workspace
+    def workspace(self, write: bool = True, while_stopped: bool = False):
+        """Open the repository and take its lock: exclusive for a command that changes state.
 
+        A command that changes state is refused while the operation log shows an interrupted
+        command (``undo`` is what restores it) or while a refresh is stopped at a conflict
+        (``refresh --continue`` or ``--abort``); one that only reads warns.
+        """
+        import shlex
+
+        from . import journal
+        from .errors import PatchstackError
+        from .lock import acquire
+        from .workspace import open_workspace, refresh_guard
+
+        ctx = click.get_current_context()
         ws = open_workspace(self.series_dir)
-        click.get_current_context().call_on_close(ws.git.close)
+        ctx.call_on_close(ws.git.close)
+        ws.command = "patchstack " + (shlex.join(_ARGV) if _ARGV else ctx.info_name)
+        held = acquire(ws.git.common_dir, ws.command, exclusive=write)
+        ctx.call_on_close(held.release)
+        problems = []
         if not while_stopped:
-            from .workspace import refresh_guard
-
-            refresh_guard(ws.git)  # a stopped refresh refuses every other command
+            try:
+                refresh_guard(ws.git)
+            except PatchstackError as exc:
+                problems.append(exc)
+        pending = journal.interrupted(ws.git)
+        if pending and ctx.info_name not in ("undo", "log"):
+            problems.append(journal.interrupted_error(pending))
+        for error in problems:
+            if write:
+                raise error
+            click.echo(f"patchstack: warning: {error.message}", err=True)
+            click.echo(f"hint: {error.hint}", err=True)
         return ws
 
 
@@ -93,9 +121,15 @@ class PatchstackGroup(click.Group):
     """A click group whose ``main`` turns domain errors into messages and exit statuses."""
 
     def main(self, *args, **kwargs):  # type: ignore[override]
+        from .lock import signals_handled
+
         kwargs["standalone_mode"] = False
         kwargs.setdefault("prog_name", "patchstack")
-        sys.exit(_run(lambda: super(PatchstackGroup, self).main(*args, **kwargs)))
+        given = kwargs.get("args", args[0] if args else None)
+        _ARGV[:] = list(sys.argv[1:] if given is None else given)
+        with signals_handled():
+            code = _run(lambda: super(PatchstackGroup, self).main(*args, **kwargs))
+        sys.exit(code)
 
 
 @click.group(
@@ -209,7 +243,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     """
     from .service import list_series
 
-    series, stack, rows = list_series(ctx.obj.workspace())
+    series, stack, rows = list_series(ctx.obj.workspace(write=False))
     if as_json:
         click.echo(
             json.dumps(
@@ -264,7 +298,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from .refresh import drift as do_drift
     from .service import status as do_status
 
-    ws = ctx.obj.workspace()
+    ws = ctx.obj.workspace(write=False)
     st = do_status(ws)
     drift = do_drift(ws)
     if as_json:
@@ -637,7 +671,7 @@ def check(ctx, onto, only, except_, as_json) -> None:
     """
     from .refresh import check as do_check
 
-    result = do_check(ctx.obj.workspace(), onto, _selector(None, False, only, except_))
+    result = do_check(ctx.obj.workspace(write=False), onto, _selector(None, False, only, except_))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -895,7 +929,7 @@ def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
     opts = ctx.find_object(Options)
     git = folder = None
     try:
-        ws = Options(review_dir or opts.series_dir, opts.color).workspace()
+        ws = Options(review_dir or opts.series_dir, opts.color).workspace(write=False)
         git, folder = ws.git, ws.in_tree
     except PatchstackError:
         if not (os.path.isdir(old) and os.path.isdir(new)):
@@ -929,7 +963,7 @@ def show(ctx, name, rev, fmt, output, templates) -> None:
     from .selection import resolve_name
     from .snapshot import from_directory, from_revision
 
-    ws = ctx.obj.workspace()
+    ws = ctx.obj.workspace(write=False)
     if rev:
         if ws.in_tree is None:
             raise PatchstackError("the series directory is outside the work tree; --rev needs it")
@@ -986,6 +1020,145 @@ def demo(ctx: click.Context, directory: str) -> None:
     ctx.exit(run_demo(root, run_cli, say))
 
 
+# -- the operation log ---------------------------------------------------------------------
+
+
+@cli.command("log")
+@click.option(
+    "-n",
+    "limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many entries to show.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """The operation log: every command that changed state, newest first.
+
+    Each entry records the state before and after (branch, HEAD, applied patches, the series
+    files, uncommitted edits and untracked files), kept under refs/patchstack/ so that
+    'git gc' keeps it. 'undo' and 'redo' walk it.
+
+    \b
+    Example:
+      patchstack log -n 5
+    """
+    from . import journal
+
+    ws = ctx.obj.workspace(write=False)
+    full = journal.entries(ws.git)
+    shown = full[:limit]
+    live = {e.seq for e in journal.effective(full)}
+    if as_json:
+        click.echo(json.dumps([_entry_json(e, e.seq in live) for e in shown], indent=2))
+        return
+    if not shown:
+        echo(ctx, "the operation log is empty")
+    for e in shown:
+        echo(ctx, _entry_line(e, e.seq in live))
+
+
+def _entry_state(e, live: bool) -> str:
+    if e.status == "running":
+        return "interrupted (run 'patchstack undo')"
+    if e.status != "done":
+        return e.status
+    if e.kind == "undo":
+        return "undoes " + ", ".join(f"#{s}" for s in e.undoes)
+    if e.kind == "redo":
+        return f"redoes #{e.redoes}"
+    return "done" if live else "undone"
+
+
+def _entry_line(e, live: bool) -> str:
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+    line = f"#{e.seq:<4} {when}  {e.command}  [{_entry_state(e, live)}]"
+    after = e.after
+    if after is not None:
+        b = e.before
+        if b.head != after.head:
+            line += f"\n      HEAD {b.head[:12]} -> {after.head[:12]}"
+        if b.stack != after.stack:
+            line += f"\n      applied {len(b.stack)} -> {len(after.stack)}"
+            gone = [n for n in b.stack if n not in after.stack]
+            came = [n for n in after.stack if n not in b.stack]
+            if came:
+                line += " +" + " +".join(came[:5]) + (" ..." if len(came) > 5 else "")
+            if gone:
+                line += " -" + " -".join(gone[:5]) + (" ..." if len(gone) > 5 else "")
+    return line
+
+
+def _entry_json(e, live: bool) -> dict:
+    from dataclasses import asdict
+
+    return {
+        "seq": e.seq,
+        "command": e.command,
+        "kind": e.kind,
+        "status": e.status,
+        "state": _entry_state(e, live),
+        "time": e.time,
+        "entry": e.oid,
+        "before": asdict(e.before),
+        "after": asdict(e.after) if e.after else None,
+    }
+
+
+def _print_restore(ctx: click.Context, verb: str, result) -> None:
+    for e in result.undone:
+        echo(ctx, f"{verb} #{e.seq} {e.command}")
+    before, target = result.before, result.target
+    if before.head != target.head:
+        echo(ctx, f"HEAD {before.head[:12]} -> {target.head[:12]}")
+    echo(ctx, f"now applied: {len(target.stack)} patch(es); {len(result.files)} file(s) restored")
+
+
+@cli.command()
+@click.argument("steps", type=click.IntRange(min=1), default=1, required=False)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Restore even over commits or edits made since (they stay in the log).",
+)
+@click.pass_context
+def undo(ctx: click.Context, steps: int, force: bool) -> None:
+    """Restore the state before the last command (STEPS: before the last STEPS commands).
+
+    Restores HEAD, the applied patches, the series files, the index, and the uncommitted
+    edits and untracked files exactly. Refuses, naming them, when commits or edits were made
+    since, unless --force; what a restore replaces stays in the log ('redo' brings it back).
+    After an interrupted command, 'undo' restores the state before it.
+
+    \b
+    Example:
+      patchstack undo
+      patchstack undo 3
+    """
+    from .journal import undo as do_undo
+
+    _print_restore(ctx, "undid", do_undo(ctx.obj.workspace(), steps, force))
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Redo even over commits or edits made since.")
+@click.pass_context
+def redo(ctx: click.Context, force: bool) -> None:
+    """Revert the last undo (repeat to revert earlier undos).
+
+    \b
+    Example:
+      patchstack redo
+    """
+    from .journal import redo as do_redo
+
+    _print_restore(ctx, "redid", do_redo(ctx.obj.workspace(), force))
+
+
 # -- errors and exit statuses -----------------------------------------------------------------
 
 
@@ -1010,9 +1183,13 @@ def render_conflict(report) -> list[str]:
 
 def _run(invoke) -> int:
     from .errors import ConflictError, PatchstackError
+    from .lock import Interrupted
 
     try:
         code = invoke()
+    except Interrupted as exc:
+        click.echo(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
+        return exc.exit_code
     except ConflictError as exc:
         click.echo(f"patchstack: {exc.message}", err=True)
         for line in render_conflict(exc.report):

@@ -25,8 +25,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import paths
 from .apply import proven_postimage
-from .errors import ConflictError, PatchstackError
+from .errors import ConflictError, InputError, PatchstackError
 from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
 from .patch import Patch
 from .series import Entry, Series
@@ -57,6 +58,7 @@ class LoadedPatch:
     entry: Entry
     data: bytes
     patch: Patch
+    shown: str = ""  # the patch file as error messages name it
 
     @property
     def digest(self) -> str:
@@ -75,7 +77,8 @@ class Cache:
             with open(self.path, encoding="ascii") as f:
                 for line in f:
                     key, _, value = line.rstrip("\n").rpartition(" ")
-                    self.entries[key] = value
+                    if len(value) in (40, 64) and not value.strip("0123456789abcdef"):
+                        self.entries[key] = value  # a line torn by a crash is skipped
         except (FileNotFoundError, UnicodeDecodeError):
             pass
 
@@ -196,7 +199,25 @@ class Engine:
             self._chain[j] = tree
         js.clear()
 
+    def check_through(self, tree: Oid, lp: LoadedPatch) -> None:
+        """Refuse a patch whose paths go through a symlink, file or submodule of ``tree``."""
+        dirs = {d for f in lp.patch.files for p in f.paths for d in paths.leading_dirs(p)}
+        if not dirs:
+            return
+        modes = self.git.entry_modes(tree, sorted(dirs))
+        for f in lp.patch.files:
+            for p in f.paths:
+                problem = paths.through_problem(p, modes)
+                if problem:
+                    raise InputError(
+                        lp.shown or lp.entry.name,
+                        f.lineno,
+                        f"refused path '{p}': {problem}",
+                        "a patch may only change files inside the work tree; fix the patch",
+                    )
+
     def apply_exact(self, tree: Oid, lp: LoadedPatch) -> Oid:
+        self.check_through(tree, lp)
         key = f"apply {tree} {lp.digest} p{lp.entry.strip_level}"
         cached = self.cache.get(key)
         if cached:
@@ -228,6 +249,7 @@ class Engine:
         after = self.canonical(k)
         if tree == before:
             return after
+        self.check_through(tree, self.patch(name))
         if before == after:
             return tree
         key = f"merge {before} {tree} {after}"
@@ -339,14 +361,22 @@ class _Session:
     ones ``git apply`` plus ``commit-tree`` would make.
     """
 
-    def __init__(self, git: Git, start: Oid, paths: set[str]) -> None:
+    def __init__(self, git: Git, start: Oid, touched: set[str]) -> None:
         self.git = git
-        self.base = git.ls_tree_paths(start, sorted(paths)) if paths else {}
+        dirs = {d for p in touched for d in paths.leading_dirs(p)}
+        self.base = git.ls_tree_paths(start, sorted(touched | dirs)) if touched else {}
         self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
         self.stream = git.fast_import()
 
     def close(self) -> None:
         self.stream.close()
+
+    def _through_non_tree(self, path: str, staged: dict) -> bool:
+        modes: dict[str, str | None] = {}
+        for d in paths.leading_dirs(path):
+            cur = staged[d] if d in staged else self._current(d)
+            modes[d] = cur[0] if cur else None
+        return paths.through_problem(path, modes) is not None
 
     def _current(self, path: str) -> tuple[str, str, bytes | None] | None:
         if path in self.overlay:
@@ -368,6 +398,8 @@ class _Session:
             if fd.renamed or fd.copied or fd.binary or (fd.old_path and fd.old_path != fd.path):
                 return None
             path = fd.path
+            if self._through_non_tree(path, staged):
+                return None  # git apply's path, which refuses it with the file and line
             cur = staged[path] if path in staged else self._current(path)
             if fd.old_path is None:
                 if cur is not None:

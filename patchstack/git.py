@@ -8,7 +8,9 @@ publish. The work tree is changed once per command, by ``read-tree -m -u`` from 
 the new one, which carries the user's uncommitted edits and refuses to overwrite them.
 
 git always runs from the top of the work tree (from a subfolder, ``git apply`` silently skips
-paths outside it) with a fixed, sealed-off set of variables that change plumbing output.
+paths outside it) with a fixed, sealed-off set of variables that change plumbing output, and in
+a session of its own, so that a Ctrl-C at the terminal reaches patchstack alone, which decides
+whether to finish or roll back (see `lock`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NewType
 
 from .errors import GitFailure, PatchstackError
+from .lock import inherited_fds
 
 Oid = NewType("Oid", str)
 
@@ -72,6 +76,8 @@ def run_git(
             input=input,
             env=env or _base_env(),
             capture_output=True,
+            start_new_session=True,  # a Ctrl-C at the terminal must not cut git short
+            pass_fds=inherited_fds(),  # git holds the repository lock while it runs
         )
     except FileNotFoundError as exc:
         raise PatchstackError("git is not installed", "install git >= 2.38") from exc
@@ -260,6 +266,8 @@ class Git:
                 env=_base_env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=inherited_fds(),
             )
             if which == "--batch":
                 self._catfile = proc
@@ -292,6 +300,24 @@ class Git:
             proc.stdin.write(oid.encode() + b"\n")
             proc.stdin.flush()
             result[oid] = not proc.stdout.readline().rstrip().endswith(b"missing")
+        return result
+
+    def entry_modes(self, tree: str, paths: Iterable[str]) -> dict[str, str | None]:
+        """The mode of each path's entry in ``tree`` ("100644", "120000", "040000", "160000"),
+        or None when absent; read from the tree objects through the persistent cat-file."""
+        listings: dict[str, dict[bytes, str] | None] = {}
+        result: dict[str, str | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            if folder not in listings:
+                found = self.read_object(f"{tree}:{folder}" if folder else tree)
+                listings[folder] = (
+                    _tree_entries(found[1], len(tree) // 2)
+                    if found and found[0] == "tree" and "\n" not in folder
+                    else None
+                )
+            entries = listings[folder]
+            result[path] = entries.get(name.encode("utf-8", "surrogateescape")) if entries else None
         return result
 
     def show_file(self, rev: str, path: str) -> bytes | None:
@@ -336,6 +362,8 @@ class Git:
             env=_base_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=inherited_fds(),
         )
         try:
             buf = b""
@@ -609,28 +637,8 @@ class Git:
     def hash_blob(self, data: bytes) -> Oid:
         return Oid(self.out("hash-object", "-w", "--stdin", input=data).strip())
 
-    def hash_files(self, paths: Sequence[str]) -> list[Oid]:
-        """Write files (absolute paths) as blobs in one process; their ids, in order."""
-        if not paths:
-            return []
-        data = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
-        out = self.out("hash-object", "-w", "--no-filters", "--stdin-paths", input=data)
-        return [Oid(x) for x in out.split()]
-
-    def mktree(self, entries: Sequence[tuple[str, str, str]]) -> Oid:
-        """A tree from (mode, id, name) entries (one level)."""
-        lines = []
-        for mode, oid, name in entries:
-            kind = "tree" if mode == "040000" else "blob"
-            lines.append(f"{mode} {kind} {oid}\t{name}".encode("utf-8", "surrogateescape"))
-        data = b"".join(ln + b"\0" for ln in lines)
-        return Oid(self.out("mktree", "-z", input=data).strip())
-
     def count_commits(self, rng: str) -> int:
         return int(self.out("rev-list", "--count", rng, "--").strip() or 0)
-
-    def is_ancestor(self, a: str, b: str) -> bool:
-        return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
 
     def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
         """(commit, subject) of the commits of ``rng`` that changed lines start..end of
@@ -834,6 +842,69 @@ class Git:
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", check=False)
 
+    # -- the operation log (see journal) -------------------------------------------------------
+
+    def hash_files(self, paths: Sequence[str]) -> list[Oid]:
+        """Store files' bytes as blobs exactly as they are (no clean filters, no eol changes)."""
+        if not paths:
+            return []
+        data = b"".join(p.encode("utf-8", "surrogateescape") + b"\n" for p in paths)
+        out = self.out("hash-object", "-w", "--no-filters", "--stdin-paths", input=data)
+        return [Oid(x) for x in out.split()]
+
+    def mktree(self, entries: Iterable[tuple[str, str, str]]) -> Oid:
+        """A tree from (mode, oid, name) entries of one folder."""
+        recs = []
+        for mode, oid, name in entries:
+            kind = {"040000": "tree", "160000": "commit"}.get(mode, "blob")
+            recs.append(f"{mode} {kind} {oid}\t".encode() + name.encode("utf-8", "surrogateescape"))
+        data = b"".join(r + b"\0" for r in recs)
+        return Oid(self.out("mktree", "-z", "--missing", input=data).strip())
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def log_entries(self, ref: str, limit: int | None = None) -> list[tuple[Oid, str]]:
+        """(commit, message) along the first-parent chain of ``ref``, newest first."""
+        if self.rev_parse(ref) is None:
+            return []
+        args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]
+        if limit is not None:
+            args.append(f"-n{limit}")
+        out = self.out(*args, ref, "--")
+        result = []
+        for rec in out.split("\0"):
+            if rec.strip():
+                oid, _, message = rec.lstrip("\n").partition("\x01")
+                result.append((Oid(oid), message))
+        return result
+
+    def set_ref(self, ref: str, new: str | None, old: str | None) -> bool:
+        """Move (or delete, ``new`` None) a ref if it still holds ``old``; False when it moved."""
+        zero = "0" * 40
+        line = f"update {ref} {new} {old or zero}" if new else f"delete {ref} {old or zero}"
+        proc = self.run(
+            "update-ref", "--stdin", input=f"start\n{line}\nprepare\ncommit\n".encode(), check=False
+        )
+        return proc.returncode == 0
+
+    def reset_index(self, tree: str) -> None:
+        """Make the real index hold ``tree``, keeping stat data of unchanged entries."""
+        self.run("read-tree", "--reset", tree)
+        self.refresh_index()
+
+
+def _tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:
+    """name -> mode (six digits) of a raw tree object."""
+    entries = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1 : nul]] = data[pos:space].decode().rjust(6, "0")
+        pos = nul + 1 + oid_len
+    return entries
+
 
 def _fi_path(path: str) -> bytes:
     raw = path.encode("utf-8", "surrogateescape")
@@ -961,13 +1032,42 @@ class TempIndex:
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
         )
 
-    def set_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
-        """Put (mode, blob id, path) entries into the index."""
-        data = b"".join(
-            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
-            for mode, oid, path in entries
-        )
-        self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)
-
     def write_tree(self) -> Oid:
         return Oid(self.git.out("write-tree", env=self.env).strip())
+
+    def copy_from(self, index_file: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.copy2(index_file, self.path)  # keeps mtime: racy entries stay racy
+
+    def try_write_tree(self) -> Oid | None:
+        """The index as a tree, or None when it cannot be one (unmerged entries)."""
+        proc = self.git.run("write-tree", env=self.env, check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def stat_dirty(self) -> list[tuple[str, str]]:
+        """(index mode, path) of tracked entries whose file may differ (stat data, no refresh)."""
+        out = self.git.run("diff-files", "-z", "--no-renames", env=self.env).stdout
+        recs = out.split(b"\0")
+        result = []
+        for meta, path in zip(recs[0::2], recs[1::2], strict=False):
+            if meta.startswith(b":"):
+                result.append(
+                    (meta[1:].split()[0].decode(), path.decode("utf-8", "surrogateescape"))
+                )
+        return list(dict.fromkeys(result))
+
+    def untracked(self, exclude: str | None) -> list[str]:
+        args = ["ls-files", "-z", "--others", "--exclude-standard", "--", "."]
+        if exclude:
+            args.append(":(exclude,literal)" + exclude)
+        out = self.git.run(*args, env=self.env).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def set_entries(self, records: Sequence[tuple[str, str, str]]) -> None:
+        """(mode, oid, path) records; mode "0" removes the path."""
+        if records:
+            data = b"".join(
+                f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+                for mode, oid, path in records
+            )
+            self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)

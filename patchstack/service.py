@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import selection
+from . import journal, lock, selection
 from .errors import PatchstackError, RefusedError
 from .git import Git, Oid
 from .patch import Patch, parse_patch
@@ -75,7 +75,7 @@ def make_engine(ws: Workspace, series: Series, stack: Stack) -> Engine:
 
     def load(entry: Entry) -> LoadedPatch:
         data, patch = ws.read_patch(entry)
-        return LoadedPatch(entry, data, patch)
+        return LoadedPatch(entry, data, patch, ws.display(ws.patch_path(entry.name)))
 
     default: list[tuple[str, str]] = []
 
@@ -117,10 +117,25 @@ def publish(
     tree with ``paths`` as they are in the work tree (edits being folded, a resolved conflict).
     ``worktree_to``: the tree to put in the work tree when it is not ``new_head``'s (a stopped
     refresh: conflict markers); the index keeps ``new_head``'s version of those files.
+
+    The step is recorded in the operation log (`journal`): a kill at any point leaves an entry
+    from which ``patchstack undo`` restores the state before.
     """
-    if worktree_from is not None or worktree_to is not None:
-        _publish_moving(ws, old_head, new_head, message, files, worktree_from, worktree_to)
-        return
+    with journal.recording(ws, message.split(" ", 1)[0], planned_head=new_head):
+        if worktree_from is not None or worktree_to is not None:
+            _publish_moving(ws, old_head, new_head, message, files, worktree_from, worktree_to)
+        else:
+            _publish(ws, old_head, new_head, message, files, captured)
+
+
+def _publish(
+    ws: Workspace,
+    old_head: Oid,
+    new_head: Oid,
+    message: str,
+    files: Sequence[FileWrite],
+    captured: Sequence[str] | None,
+) -> None:
     index_only = captured is not None
     git = ws.git
     if old_head != new_head and not index_only:
@@ -143,6 +158,7 @@ def publish(
                 "commit them, capture them with 'patchstack new', or fold them with"
                 " 'patchstack refresh'; nothing was changed",
             )
+        lock.point("publish-worktree")
     if captured:
         git.set_index_entries(new_head, captured)
     for fw in files:
@@ -150,7 +166,9 @@ def publish(
             if os.path.exists(fw.path):
                 os.unlink(fw.path)
         else:
+            os.makedirs(os.path.dirname(fw.path), exist_ok=True)
             write_atomic(fw.path, fw.data)
+        lock.point("publish-file")
     if old_head != new_head:
         ref = git.head_ref() or "HEAD"
         try:
@@ -161,6 +179,7 @@ def publish(
             else:
                 git.checkout_tree(new_head, old_head)
             raise
+        lock.point("publish-ref")
 
 
 def _publish_moving(
@@ -249,8 +268,9 @@ def init(ws: Workspace, base_rev: str | None) -> InitResult:
     ref = None
     if base_rev and base_rev != base:
         ref = base_rev
-    os.makedirs(ws.series_dir, exist_ok=True)
-    ws.write_series(new_series(base, ref))
+    head = read_stack(git).head
+    data = new_series(base, ref).format().encode("utf-8", "surrogateescape")
+    publish(ws, head, head, "init", [FileWrite(ws.series_path, data)])
     return InitResult(ws.series_path, base)
 
 

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 
 from . import git as gitmod
+from . import paths
 from .errors import InputError, PatchstackError, RefusedError
 from .patch import Patch, parse_patch
 from .series import Entry, Series, parse_series
@@ -29,6 +30,7 @@ class Workspace:
     git: gitmod.Git
     series_dir: str  # absolute
     cwd: str
+    command: str = ""  # the command line, as the operation log records it
 
     @property
     def series_path(self) -> str:
@@ -73,7 +75,10 @@ class Workspace:
         path = self.patch_path(entry.name)
         with open(path, "rb") as f:
             data = f.read()
-        return data, parse_patch(data, self.display(path), entry.strip_level)
+        shown = self.display(path)
+        patch = parse_patch(data, shown, entry.strip_level)
+        paths.check_patch(patch, shown, self.in_tree)
+        return data, patch
 
     def write_series(self, series: Series) -> None:
         write_atomic(self.series_path, series.format().encode("utf-8", "surrogateescape"))
@@ -111,14 +116,17 @@ def refresh_guard(git: gitmod.Git) -> None:
         )
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, sync: bool = True) -> None:
+    """Write to a temporary file in the same folder and rename it into place; ``sync=False``
+    skips the fsync (a restore of many work-tree files, which the operation log also holds)."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o777)
         else:

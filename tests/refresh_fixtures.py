@@ -73,7 +73,15 @@ def snapshot(repo: Repo) -> dict:
     """HEAD, refs, git status, every work tree and series file, and the index entries."""
     return {
         "head": repo.head(),
-        "refs": repo.git("for-each-ref", "--format=%(refname) %(objectname)"),
+        # The operation log (refs/patchstack/) records every command, an abort included.
+        "refs": repo.git(
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/heads",
+            "refs/tags",
+            "refs/remotes",
+            "refs/worktree",
+        ),
         # --no-optional-locks: the snapshot itself must not refresh (rewrite) the index.
         "status": repo.git(
             "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"
