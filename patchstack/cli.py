@@ -637,14 +637,7 @@ def render_refresh_conflict(c) -> list[str]:
     for path in c.files:
         lines.append(f"  file {path}")
     for b in c.hunks:
-        h = b.hunk
-        lines.append(f"  {h.path}:{h.line}:")
-        lines.append("    the patch expected:")
-        lines += [f"      | {ln}" for ln in h.expected] or ["      (nothing)"]
-        lines.append("    there now:")
-        lines += [f"      | {ln}" for ln in h.now] or ["      (nothing)"]
-        lines.append("    the patch wants:")
-        lines += [f"      | {ln}" for ln in h.wanted] or ["      (nothing)"]
+        lines += hunk_lines(b.hunk)
         if b.commits:
             what = "changed these lines" if b.traced else "touched this file"
             lines.append(f"    upstream commits that {what}:")
@@ -1162,18 +1155,25 @@ def redo(ctx: click.Context, force: bool) -> None:
 # -- errors and exit statuses -----------------------------------------------------------------
 
 
+def hunk_lines(h) -> list[str]:
+    """One conflicting hunk: where, what the patch expected, what is there, what it wants."""
+    lines = [f"  {h.path}:{h.line}:"]
+    for title, body in (
+        ("the patch expected", h.expected),
+        ("there now", h.now),
+        ("the patch wants", h.wanted),
+    ):
+        lines.append(f"    {title}:")
+        lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
+    return lines
+
+
 def render_conflict(report) -> list[str]:
     lines = [f"conflict in patch {report.patch}"]
     for path in report.files:
         lines.append(f"  file {path}")
     for h in report.hunks:
-        lines.append(f"  {h.path}:{h.line}:")
-        lines.append("    the patch expected:")
-        lines += [f"      | {ln}" for ln in h.expected] or ["      (nothing)"]
-        lines.append("    there now:")
-        lines += [f"      | {ln}" for ln in h.now] or ["      (nothing)"]
-        lines.append("    the patch wants:")
-        lines += [f"      | {ln}" for ln in h.wanted] or ["      (nothing)"]
+        lines += hunk_lines(h)
     if report.culprits:
         lines.append("  unselected patches touching these lines: " + ", ".join(report.culprits))
     if report.detail and not report.hunks:

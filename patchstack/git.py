@@ -34,6 +34,19 @@ EMPTY_TREE = Oid("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 PATCH_TRAILER = "Patchstack-Patch"
 TAG_TRAILER = "Patchstack-Tag"
 
+# The user's configuration must not change the bytes of a patch file.
+_FORMAT_PATCH_CONFIG = (
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicPrefix=false",
+    "-c",
+    "format.signature=",
+    "-c",
+    "diff.relative=false",
+    "-c",
+    "core.quotePath=true",
+)
 _FORMAT_PATCH_ARGS = (
     "format-patch",
     "--stdout",
@@ -664,16 +677,7 @@ class Git:
 
     def format_patch(self, commit: str) -> bytes:
         return self.run(
-            "-c",
-            "diff.noprefix=false",
-            "-c",
-            "diff.mnemonicPrefix=false",
-            "-c",
-            "format.signature=",
-            "-c",
-            "diff.relative=false",
-            "-c",
-            "core.quotePath=true",
+            *_FORMAT_PATCH_CONFIG,
             *_FORMAT_PATCH_ARGS,
             "-1",
             commit,
@@ -683,16 +687,7 @@ class Git:
         """``format_patch`` of every commit of ``base..top`` (first-parent, oldest first), in
         one process; each element is byte for byte what ``format_patch`` gives for that commit."""
         out = self.run(
-            "-c",
-            "diff.noprefix=false",
-            "-c",
-            "diff.mnemonicPrefix=false",
-            "-c",
-            "format.signature=",
-            "-c",
-            "diff.relative=false",
-            "-c",
-            "core.quotePath=true",
+            *_FORMAT_PATCH_CONFIG,
             *_FORMAT_PATCH_ARGS,
             f"{base}..{top}",
         ).stdout
