@@ -35,7 +35,15 @@ class Sandbox:
 
 def example_dir() -> str:
     """The bundled example's folder (``series/`` in a checkout, package data when installed)."""
-    return str(resources.files("patchstack.example"))
+    try:
+        return str(resources.files("patchstack.example"))
+    except ModuleNotFoundError:  # running from a source checkout that is not installed
+        checkout = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "series"
+        )
+        if os.path.isdir(os.path.join(checkout, "patches")):
+            return checkout
+        raise
 
 
 def _copy_tree(src: str, dest: str) -> None:
