@@ -263,6 +263,10 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
         return cands[min(len(cands), idx) - 1]
 
     by_patch = [(p, path, h) for p in patches for path, h in p.first_touch]
+    touches: dict[str, int] = {}
+    for p in patches:
+        for path in p.files:
+            touches[path] = touches.get(path, 0) + 1
     used: set[str] = set()
     specials: list[tuple[str, Patch, str, Hunk]] = []
     for p, path, h in by_patch:
@@ -273,7 +277,9 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
             "offset": max(2, n_patches // 12)}
     for kind, count in want.items():
         pool = [(p, path, h) for p, path, h in by_patch
-                if not p.trap and (kind != "conflict" or h.remove >= 1)]
+                if not p.trap and (kind != "conflict" or h.remove >= 1)
+                # an edit next to a hunk must merge cleanly: no later patch on that file
+                and (kind != "threeway" or touches[path] == 1)]
         for _ in range(count * 4):
             if count == 0 or not pool:
                 break
