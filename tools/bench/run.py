@@ -406,7 +406,7 @@ def bench_patchstack(env: Env, fx: Fixture, n: int, table: Table, runs: int, war
         if step("pop", ["pop", "--all"], sdir, k, lambda r: tree_check(ws, fx.base_tree)):
             step("push2", ["push", "--all"], sdir, k, lambda r: tree_check(ws, want_top))
             step("popdiag", ["pop", "--only", "diagnostic"], sdir, k,
-                 lambda r: tree_check(ws, refs["nodiag"], head=False))
+                 lambda r: tree_check(ws, refs["nodiag"]))
         step("check", ["check", "--onto", fx.moved], sdir, k,
              lambda r: conflict_verdict(mentioned_conflicts(r), refs["conflicts"]),
              ok_rcs=(0, 1, 3))
