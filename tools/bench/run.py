@@ -287,7 +287,7 @@ class Fixture:
 def replay(env: Env, ws: Workspace, tool: str, fx: Fixture, n: int, onto: str,
            label: str | None) -> tuple[Run, list[str], list[str]]:
     """`git rebase` (tool "rebase") or `git am -3` (tool "am") of N patches onto `onto`,
-    skipping every patch that conflicts. Returns (summed run, conflicting patches, trees after
+    skipping every patch that conflicts. Returns (summed run, conflicting patches, the change
     each applied patch)."""
     if tool == "rebase":
         ws.reset(fx.chain[n - 1])
@@ -318,18 +318,25 @@ def replay(env: Env, ws: Workspace, tool: str, fx: Fixture, n: int, onto: str,
         total = Run(total.secs + r.secs, r.rc, max(total.rss_kb, r.rss_kb), r.out, r.err)
     if total.rc != 0:
         raise RuntimeError(f"{tool} onto {onto[:10]} failed: {first_line(total)}")
-    trees = env.git(ws.path, "log", "--reverse", "--format=%T", f"{onto}..HEAD").split()
-    return total, conflicts, trees
+    return total, conflicts, per_patch(env, ws, onto)
 
 
-def localise(fx: Fixture, n: int, conflicts: list[str], trees: list[str],
-             ref_trees: list[str]) -> str:
-    """Name the first patch whose result differs from the reference replay."""
+def per_patch(env: Env, ws: Workspace, onto: str) -> list[str]:
+    """What each commit of onto..HEAD changed: paths and blob ids (`--raw`), one per patch."""
+    out = env.run(["git", "log", "--reverse", "--raw", "--no-abbrev", "--format=%x01",
+                   f"{onto}..HEAD"], ws.path, check=True).out
+    return [chunk.strip() for chunk in out.split("\x01")[1:]]
+
+
+def misplaced(fx: Fixture, n: int, conflicts: list[str], raws: list[str],
+              ref_raws: list[str]) -> str:
+    """The patches whose change (paths and blobs) differs from the reference replay's."""
     applied = [name for name in fx.names[:n] if name not in conflicts]
-    for name, a, b in zip(applied, trees, ref_trees, strict=False):
-        if a != b:
-            return name
-    return "?"
+    bad = [name for name, a, b in zip(applied, raws, ref_raws, strict=False) if a != b]
+    if len(raws) != len(ref_raws):
+        bad.append(f"({len(raws)} commits, reference {len(ref_raws)})")
+    shown = ", ".join(b[:4] for b in bad[:8]) + (" ..." if len(bad) > 8 else "")
+    return f"{len(bad)} patches applied differently from the 3-way reference: {shown}"
 
 
 def conflict_verdict(got: list[str], want: list[str]) -> str:
@@ -523,10 +530,8 @@ def bench_stg(env, fx, n, table, runs, warmup, refs):
               label="stg rebase <moved-clean>")
         c = cells["exact"]
         if c.check and not c.check.startswith("ok"):
-            trees = env.git(ws.path, "log", "--reverse", "--format=%T",
-                            f"{fx.moved_clean}..HEAD").split()
-            wrong = localise(fx, n, refs["clean_conflicts"], trees, refs["clean_trees"])
-            c.check += f"; first wrong patch {wrong}"
+            raws = per_patch(env, ws, fx.moved_clean)
+            c.check += "; " + misplaced(fx, n, refs["clean_conflicts"], raws, refs["clean_raws"])
 
     total = warmup + runs
     for k in range(total):
@@ -599,30 +604,29 @@ def bench_git(env, fx, n, table, runs, warmup, refs):
                      if tool == "rebase" else
                      "git am -q -3 <N patch files> (at moved); git am --skip per conflict")
             try:
-                r, conflicts, trees = replay(env, ws, tool, fx, n, fx.moved, label)
+                r, conflicts, raws = replay(env, ws, tool, fx, n, fx.moved, label)
             except RuntimeError as e:
                 c.fail(str(e))
                 continue
             chk = conflict_verdict(conflicts, refs["conflicts"])
-            if chk.startswith("ok") and trees != refs["moved_trees"]:
-                chk = ("MISMATCH (result differs from the 3-way reference from patch "
-                       f"{localise(fx, n, conflicts, trees, refs['moved_trees'])})")
+            if chk.startswith("ok") and raws != refs["moved_raws"]:
+                chk = f"MISMATCH ({misplaced(fx, n, conflicts, raws, refs['moved_raws'])})"
             if k >= warmup:
                 c.add(r, chk)
     # exactness onto the conflict-free move
     for tool, name in (("rebase", "git rebase"), ("am", "git am -3")):
         c = table.cell("refresh --onto moved-clean (exactness, 1 run)", name, n)
         try:
-            r, conflicts, trees = replay(env, ws, tool, fx, n, fx.moved_clean,
-                                         f"{name} onto <moved-clean>")
+            r, conflicts, raws = replay(env, ws, tool, fx, n, fx.moved_clean,
+                                        f"{name} onto <moved-clean>")
         except RuntimeError as e:
             c.fail(str(e))
             continue
         chk = conflict_verdict(conflicts, refs["clean_conflicts"])
         if chk.startswith("ok"):
-            chk = verdict(trees[-1] if trees else "", refs["clean_tree"])
+            chk = verdict(ws.head_tree(), refs["clean_tree"])
             if not chk.startswith("ok"):
-                chk += f"; first wrong patch {localise(fx, n, [], trees, refs['clean_trees'])}"
+                chk += "; " + misplaced(fx, n, refs["clean_conflicts"], raws, refs["clean_raws"])
         c.add(r, chk)
 
 
@@ -798,13 +802,14 @@ def machine(env: Env) -> list[str]:
 def references(env: Env, fx: Fixture, n: int) -> dict:
     ws = Workspace(env, fx.dir, "reference")
     ws.fresh()
-    _, conflicts, trees = replay(env, ws, "rebase", fx, n, fx.moved, None)
-    _, clean_conflicts, clean_trees = replay(env, ws, "rebase", fx, n, fx.moved_clean, None)
+    _, conflicts, raws = replay(env, ws, "rebase", fx, n, fx.moved, None)
+    moved_tree = ws.head_tree()
+    _, clean_conflicts, clean_raws = replay(env, ws, "rebase", fx, n, fx.moved_clean, None)
     if clean_conflicts:
         print(f"  warning: the conflict-free move conflicts: {clean_conflicts}", file=sys.stderr)
-    return {"conflicts": conflicts, "moved_trees": trees, "moved_tree": ws.head_tree(),
-            "clean_trees": clean_trees, "clean_conflicts": clean_conflicts,
-            "clean_tree": clean_trees[-1] if clean_trees else "",
+    return {"conflicts": conflicts, "moved_raws": raws, "moved_tree": moved_tree,
+            "clean_raws": clean_raws, "clean_conflicts": clean_conflicts,
+            "clean_tree": ws.head_tree(),
             "nodiag": fx.no_diag_tree(n)}
 
 
