@@ -470,7 +470,10 @@ def generated_base(rng: random.Random, text: Text, n_files: int):
         lines = text.module(n, path)
         if rng.random() < 0.03 and len(lines) > 60:
             # a duplicated block (copy-pasted code): same 16 lines at two places
-            block = text.function("    ")[:14] + ["        pass\n", "\n"]
+            body: list[str] = []
+            while len(body) < 14:   # long enough to hold a hunk and its context
+                body += text.function("    ")
+            block = body[:14] + ["        pass\n", "\n"]
             b1 = len(lines) // 4
             lines[b1:b1] = block
             b2 = len(lines) - 5
