@@ -55,7 +55,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from .engine import ConflictHunk, Engine, LoadedPatch, parse_conflict_markers
+from .engine import ConflictHunk, Engine, LoadedPatch, _Session, parse_conflict_markers
 from .errors import ConflictError, PatchstackError, RefusedError
 from .git import Git, MergeResult, Oid
 from .patch import Patch, parse_patch
@@ -96,6 +96,7 @@ class Done:
     parent: Oid
     tree: Oid
     resolved: bool = False
+    commit: str | None = None  # the commit made for it on the new base, when already made
 
     @property
     def upstream(self) -> bool:
@@ -322,6 +323,12 @@ def _target(git: Git, series: Series, stack: Stack, onto: str | None) -> _Target
 
 def _old_chain(git: Git, engine: Engine, series: Series) -> list[Oid]:
     """C[0..n] from the patch files; a patch already contained in its base adds nothing."""
+    n = len(series.entries)
+    try:  # the engine's canonical chain: cached, or made in one stream
+        engine.canonical(n)
+        return [engine.canonical(k) for k in range(n + 1)]
+    except ConflictError:
+        pass
     chain = [engine.canonical(0)]
     for entry in series.entries:
         lp = engine.patch(entry.name)
@@ -364,15 +371,30 @@ def _replay(
     labels: tuple[str, str],
     keep_going: bool = False,
     skip: frozenset[str] = frozenset(),
+    placer: Placer | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
-    (name, the tree it was carried onto, merge result)."""
+    (name, the tree it was carried onto, merge result).
+
+    With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
+    committed in one fast-import stream, proven by its blob ids, with no merge at all; the
+    others are merged with git's merge-ort, as without one.
+    """
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     for step in steps[start:]:
         if step.name in skip:
             continue
+        reuse = step.real is not None and step.real[0] == tree  # its applied commit fits
+        if placer is not None and step.before != step.after and not reuse:
+            commit = placer.place(step.name)
+            if commit is not None:
+                done.append(Done(step.name, tree, Oid(""), commit=commit))
+                tree = Oid("")
+                continue
+        if placer is not None and not tree:
+            tree = placer.resolve(done, tree)
         if step.real and step.real[0] == tree:
             new = step.real[1]
         elif tree == step.before:
@@ -387,11 +409,60 @@ def _replay(
                 conflicts.append((step.name, tree, merged))
                 if keep_going:
                     continue
-                return done, conflicts
+                break
             new = merged.tree
-        done.append(Done(step.name, tree, new))
+        commit = placer.commit(step.name, new) if placer is not None and new != tree else None
+        done.append(Done(step.name, tree, new, commit=commit))
         tree = new
+    if placer is not None:
+        placer.resolve(done, tree)
+        placer.close()
     return done, conflicts
+
+
+class Placer:
+    """The commits of a replay on the new base, made as the replay goes (see `_replay`)."""
+
+    def __init__(self, engine: Engine, parent: Oid, names: Sequence[str]) -> None:
+        self.engine = engine
+        self.parent = parent
+        self.names = list(names)
+        self.session: _Session | None = None
+
+    def place(self, name: str) -> Oid | None:
+        lp = self.engine.patch(name)
+        if self.session is None:
+            rest = self.names[self.names.index(name) :]
+            paths = {p for n in rest for p in self.engine.patch(n).patch.paths}
+            self.session = _Session(self.engine.git, self.parent, paths)
+        commit = self.session.commit(self.parent, lp, self.engine)
+        if commit is not None:
+            self.parent = commit
+        return commit
+
+    def commit(self, name: str, tree: Oid) -> Oid:
+        self.close()
+        self.parent = self.engine.commit(self.parent, tree, name)
+        return self.parent
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def resolve(self, done: list[Done], tree: Oid) -> Oid:
+        """Fill in the trees of the commits the stream made; returns the current tree."""
+        self.close()
+        pending = [i for i, d in enumerate(done) if not d.tree]
+        if not pending:
+            return tree
+        trees = self.engine.git.trees_of([done[i].commit for i in pending])
+        for i, t in zip(pending, trees, strict=True):
+            done[i] = replace(done[i], tree=t)
+        for i, d in enumerate(done):
+            if not d.parent:  # carried onto the result of the patch before it
+                done[i] = replace(d, parent=done[i - 1].tree)
+        return done[-1].tree
 
 
 def _same_hunks(a: Patch, b: Patch) -> bool:
@@ -560,8 +631,9 @@ def refresh(
             fold_into=fold_into,
             folded=folded,
         )
+        placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = _replay(
-            git, state.steps, 0, git.tree_of(target.new_base), _labels_of(state)
+            git, state.steps, 0, git.tree_of(target.new_base), _labels_of(state), placer=placer
         )
         if conflicts:
             return _stop(ws, state, engine, series, done, conflicts[0], src, head, dirty)
@@ -634,7 +706,7 @@ def _commit_chain(engine: Engine, base: Oid, done: Sequence[Done]) -> tuple[Oid,
     for d in done:
         if d.upstream:
             continue
-        parent = engine.commit(parent, d.tree, d.name)
+        parent = Oid(d.commit) if d.commit else engine.commit(parent, d.tree, d.name)
         commits[d.name] = parent
     return parent, commits
 
@@ -931,8 +1003,9 @@ def check(ws: Workspace, onto: str | None, sel: Selector) -> CheckResult:
         chain = _old_chain(git, engine, series)
         steps = _steps(series, chain, {})
         labels = _labels(series.base, target, name)
+        placer = Placer(engine, target, [s.name for s in steps])
         done, conflicts = _replay(
-            git, steps, 0, git.tree_of(target), labels, keep_going=True, skip=skip
+            git, steps, 0, git.tree_of(target), labels, keep_going=True, skip=skip, placer=placer
         )
         _top, commits = _commit_chain(engine, target, done)
         classified = _classify(git, engine, steps, done, commits)

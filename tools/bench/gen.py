@@ -29,25 +29,74 @@ EPOCH = 1_700_000_000
 FROM_LINE = re.compile(rb"^From 0{40} Mon Sep 17 00:00:00 2001$", re.M)
 
 WORDS = [
-    "engine", "layers", "attention", "backends", "models", "managers", "entrypoints",
-    "kernels", "moe", "quant", "distributed", "utils", "runtime", "sampling", "speculative",
-    "scheduler", "memory", "cache", "io", "config", "tokenizer", "server", "client", "metrics",
-    "lora", "ops", "triton", "cuda", "rocm", "cpu", "eagle", "routing", "communicator",
-    "loader", "weights", "parallel", "pipeline", "tensor", "expert", "gather", "cast", "norm",
-    "rotary"
+    "engine",
+    "layers",
+    "attention",
+    "backends",
+    "models",
+    "managers",
+    "entrypoints",
+    "kernels",
+    "moe",
+    "quant",
+    "distributed",
+    "utils",
+    "runtime",
+    "sampling",
+    "speculative",
+    "scheduler",
+    "memory",
+    "cache",
+    "io",
+    "config",
+    "tokenizer",
+    "server",
+    "client",
+    "metrics",
+    "lora",
+    "ops",
+    "triton",
+    "cuda",
+    "rocm",
+    "cpu",
+    "eagle",
+    "routing",
+    "communicator",
+    "loader",
+    "weights",
+    "parallel",
+    "pipeline",
+    "tensor",
+    "expert",
+    "gather",
+    "cast",
+    "norm",
+    "rotary",
 ]
 VERBS = [
-    "compute", "build", "load", "apply", "merge", "gather", "route", "scale", "cast", "check",
-    "reset", "update"
+    "compute",
+    "build",
+    "load",
+    "apply",
+    "merge",
+    "gather",
+    "route",
+    "scale",
+    "cast",
+    "check",
+    "reset",
+    "update",
 ]
 
 
 def run(args, cwd=None, input=None, env=None):
-    return subprocess.run(args, cwd=cwd, input=input, env=env, check=True,
-                          capture_output=True).stdout
+    return subprocess.run(
+        args, cwd=cwd, input=input, env=env, check=True, capture_output=True
+    ).stdout
 
 
 # --------------------------------------------------------------------------- content
+
 
 class Text:
     """Generates Python-like lines that are unique within the run (so context is specific)."""
@@ -64,29 +113,39 @@ class Text:
         rng = self.rng
         name = self.ident(rng.choice(VERBS))
         a, b = self.ident("arg"), self.ident("opt")
-        out = [f"{indent}def {name}({a}, {b}=None):\n",
-               f'{indent}    """{rng.choice(VERBS).capitalize()} the {rng.choice(WORDS)} '
-               f'for {rng.choice(WORDS)} ({self.n})."""\n']
+        out = [
+            f"{indent}def {name}({a}, {b}=None):\n",
+            f'{indent}    """{rng.choice(VERBS).capitalize()} the {rng.choice(WORDS)} '
+            f'for {rng.choice(WORDS)} ({self.n})."""\n',
+        ]
         for _ in range(rng.randint(2, 14)):
             v = self.ident("value")
             kind = rng.random()
             if kind < 0.5:
-                out.append(f"{indent}    {v} = {rng.choice(VERBS)}_{rng.choice(WORDS)}"
-                           f"({a}, {rng.randint(0, 4096)})\n")
+                out.append(
+                    f"{indent}    {v} = {rng.choice(VERBS)}_{rng.choice(WORDS)}"
+                    f"({a}, {rng.randint(0, 4096)})\n"
+                )
             elif kind < 0.75:
                 out.append(f"{indent}    if {v} is not None and {b}:\n")
                 out.append(f"{indent}        {a} = {v} + {rng.randint(1, 64)}\n")
             else:
-                out.append(f"{indent}    logger.debug(\"{v} %s\", {a})  # {self.n}\n")
+                out.append(f'{indent}    logger.debug("{v} %s", {a})  # {self.n}\n')
         out.append(f"{indent}    return {a}\n")
         out.append("\n")
         return out
 
     def module(self, n_lines: int, path: str) -> list[str]:
         rng = self.rng
-        out = [f'"""{path}: {rng.choice(WORDS)} {rng.choice(WORDS)} support."""\n', "\n",
-               "import logging\n", f"import {rng.choice(WORDS)}\n", "\n",
-               "logger = logging.getLogger(__name__)\n", "\n"]
+        out = [
+            f'"""{path}: {rng.choice(WORDS)} {rng.choice(WORDS)} support."""\n',
+            "\n",
+            "import logging\n",
+            f"import {rng.choice(WORDS)}\n",
+            "\n",
+            "logger = logging.getLogger(__name__)\n",
+            "\n",
+        ]
         while len(out) < n_lines:
             if rng.random() < 0.3:
                 out.append(f"class {self.ident('Cls').title().replace('_', '')}:\n")
@@ -103,8 +162,10 @@ class Text:
             if self.rng.random() < 0.3:
                 out.append(f"    # patch {patch}: {self.rng.choice(VERBS)} {self.ident('note')}\n")
             else:
-                out.append(f"    {self.ident('tuned')} = {self.rng.choice(VERBS)}_"
-                           f"{self.rng.choice(WORDS)}({self.n}, patch={patch})\n")
+                out.append(
+                    f"    {self.ident('tuned')} = {self.rng.choice(VERBS)}_"
+                    f"{self.rng.choice(WORDS)}({self.n}, patch={patch})\n"
+                )
         return out
 
 
@@ -115,7 +176,9 @@ def gen_paths(rng: random.Random, n_files: int) -> list[str]:
         parent = rng.choice(dirs)
         if parent.count("/") >= 6:
             continue
-        dirs.append(f"{parent}/{rng.choice(WORDS)}{rng.randint(0, 9) if rng.random() < .5 else ''}")
+        dirs.append(
+            f"{parent}/{rng.choice(WORDS)}{rng.randint(0, 9) if rng.random() < 0.5 else ''}"
+        )
     dirs = sorted(set(d for d in dirs if d.count("/") >= 1)) or ["src/pkg"]
     paths: set[str] = set()
     while len(paths) < n_files:
@@ -126,9 +189,10 @@ def gen_paths(rng: random.Random, n_files: int) -> list[str]:
 
 # --------------------------------------------------------------------------- model
 
+
 @dataclass
 class Hunk:
-    start: int       # 0-based line in the file content before the patch
+    start: int  # 0-based line in the file content before the patch
     remove: int
     add: list[str]
 
@@ -140,7 +204,7 @@ class Patch:
     tag: str
     subject: str
     body: str
-    files: dict[str, list[str]] = field(default_factory=dict)   # path -> new content
+    files: dict[str, list[str]] = field(default_factory=dict)  # path -> new content
     first_touch: list[tuple[str, Hunk]] = field(default_factory=list)
     trap: bool = False
 
@@ -158,12 +222,13 @@ class Fixture:
 def apply_hunks(lines: list[str], hunks: list[Hunk]) -> list[str]:
     out = list(lines)
     for h in sorted(hunks, key=lambda h: h.start, reverse=True):
-        out[h.start:h.start + h.remove] = h.add
+        out[h.start : h.start + h.remove] = h.add
     return out
 
 
-def plan_hunks(rng: random.Random, n_lines: int, budget: int, text: Text, patch: int,
-               n_hunks: int) -> list[Hunk]:
+def plan_hunks(
+    rng: random.Random, n_lines: int, budget: int, text: Text, patch: int, n_hunks: int
+) -> list[Hunk]:
     """Non-overlapping hunks at least 10 lines apart, away from both ends of the file."""
     lo, hi = 8, n_lines - 6
     if hi - lo < 4:
@@ -175,26 +240,37 @@ def plan_hunks(rng: random.Random, n_lines: int, budget: int, text: Text, patch:
         add = max(1, share - remove)
         for _attempt in range(20):
             start = rng.randint(lo, max(lo, hi - remove))
-            if all(start + remove + 10 < h.start or h.start + h.remove + 10 < start
-                   for h in hunks):
+            if all(start + remove + 10 < h.start or h.start + h.remove + 10 < start for h in hunks):
                 hunks.append(Hunk(start, remove, text.edit_lines(add, patch)))
                 break
     return hunks
 
 
-def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str, str],
-          n_patches: int, n_upstream: int, dup_blocks: dict[str, tuple[int, int, int]],
-          text: Text) -> Fixture:
+def build(
+    rng: random.Random,
+    base_files: dict[str, list[str]],
+    modes: dict[str, str],
+    n_patches: int,
+    n_upstream: int,
+    dup_blocks: dict[str, tuple[int, int, int]],
+    text: Text,
+) -> Fixture:
     paths = sorted(base_files)
-    current: dict[str, list[str]] = {}          # files changed by the chain so far
+    current: dict[str, list[str]] = {}  # files changed by the chain so far
     touched: dict[bool, list[str]] = {False: [], True: []}
     owner: dict[str, bool] = {}
     reserved: set[str] = set()
     patches: list[Patch] = []
     # Patches that are set up to be mis-applied by context matching (see README).
     n_traps = max(1, round(n_patches * 0.005)) if n_patches >= 5 else 0
-    trap_at = set(sorted({max(1, int(math.exp(rng.uniform(math.log(3), math.log(n_patches)))))
-                          for _ in range(n_traps)}))
+    trap_at = set(
+        sorted(
+            {
+                max(1, int(math.exp(rng.uniform(math.log(3), math.log(n_patches)))))
+                for _ in range(n_traps)
+            }
+        )
+    )
     eligible = [p for p in paths if len(base_files[p]) >= 40]
     dup_files = [p for p in dup_blocks]
     rng.shuffle(dup_files)
@@ -204,14 +280,19 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
         subject = f"{area}: {rng.choice(VERBS)} {rng.choice(WORDS)} for {rng.choice(WORDS)}"
         slug = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")[:48]
         name = f"{i:04d}-{slug}.patch"
-        body = (f"{tag.capitalize()} change number {i}: keeps the fork's {area} behaviour.\n\n"
-                f"Needed because upstream {rng.choice(VERBS)}s {rng.choice(WORDS)} differently.")
+        body = (
+            f"{tag.capitalize()} change number {i}: keeps the fork's {area} behaviour.\n\n"
+            f"Needed because upstream {rng.choice(VERBS)}s {rng.choice(WORDS)} differently."
+        )
         p = Patch(i, name, tag, subject, body)
         if i in trap_at:
             path = next((f for f in dup_files if f not in current and f not in reserved), None)
             if path is None:
-                path = next(f for f in rng.sample(eligible, len(eligible))
-                            if f not in current and f not in reserved)
+                path = next(
+                    f
+                    for f in rng.sample(eligible, len(eligible))
+                    if f not in current and f not in reserved
+                )
                 start = len(base_files[path]) // 3
             else:
                 start = dup_blocks[path][0] + 6
@@ -237,7 +318,7 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
                 newp = f"{d}/added_{rng.choice(WORDS)}_{i}.py"
                 p.files[newp] = text.module(rng.randint(10, 60), newp)
                 current[newp] = p.files[newp]
-                reserved.add(newp)   # keep new files simple: never edited again
+                reserved.add(newp)  # keep new files simple: never edited again
             for path in chosen:
                 share = max(2, budget // len(chosen))
                 old = current.get(path, base_files[path])
@@ -249,7 +330,7 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
                     p.first_touch.extend((path, h) for h in hunks)
                     touched[klass].append(path)
                     owner[path] = klass
-            if not p.files:   # every candidate was too short: add a file instead
+            if not p.files:  # every candidate was too short: add a file instead
                 newp = f"{os.path.dirname(paths[0])}/added_fallback_{i}.py"
                 p.files[newp] = text.module(20, newp)
                 reserved.add(newp)
@@ -273,13 +354,20 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
         if p.trap:
             specials.append(("trap", p, path, h))
             used.add(path)
-    want = {"conflict": max(1, n_patches // 90), "threeway": max(2, n_patches // 20),
-            "offset": max(2, n_patches // 12)}
+    want = {
+        "conflict": max(1, n_patches // 90),
+        "threeway": max(2, n_patches // 20),
+        "offset": max(2, n_patches // 12),
+    }
     for kind, count in want.items():
-        pool = [(p, path, h) for p, path, h in by_patch
-                if not p.trap and (kind != "conflict" or h.remove >= 1)
-                # an edit next to a hunk must merge cleanly: no later patch on that file
-                and (kind != "threeway" or touches[path] == 1)]
+        pool = [
+            (p, path, h)
+            for p, path, h in by_patch
+            if not p.trap
+            and (kind != "conflict" or h.remove >= 1)
+            # an edit next to a hunk must merge cleanly: no later patch on that file
+            and (kind != "threeway" or touches[path] == 1)
+        ]
         for _ in range(count * 4):
             if count == 0 or not pool:
                 break
@@ -306,9 +394,9 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
                 lines[h.start - 2] = f"    # upstream reworded {text.ident('line')}\n"
                 if kind == "trap" and path not in dup_blocks:
                     # upstream copies the block further down (a copy-paste refactor)
-                    block = base_files[path][h.start - 6:h.start + h.remove + 6]
-                    lines[len(lines) - 3:len(lines) - 3] = ["\n", *block, "\n"]
-            else:   # conflict: upstream rewrites a line that the patch also rewrites
+                    block = base_files[path][h.start - 6 : h.start + h.remove + 6]
+                    lines[len(lines) - 3 : len(lines) - 3] = ["\n", *block, "\n"]
+            else:  # conflict: upstream rewrites a line that the patch also rewrites
                 lines[h.start] = f"    upstream_{text.ident('conflict')} = True\n"
             changed[path] = lines
             msg += f" [{kind} vs {p.name}]"
@@ -318,12 +406,11 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
             path = rng.choice(untouched)
             lines = list(up.get(path, base_files[path]))
             at = rng.randint(1, len(lines) - 2)
-            lines[at:at + rng.randint(0, 3)] = text.edit_lines(rng.randint(1, 8), 0)
+            lines[at : at + rng.randint(0, 3)] = text.edit_lines(rng.randint(1, 8), 0)
             changed[path] = lines
         up.update(changed)
         upstream.append((msg, changed, conflict_path))
-    plan = {"traps": [p.name for p in patches if p.trap],
-            "upstream_edits": {}}
+    plan = {"traps": [p.name for p in patches if p.trap], "upstream_edits": {}}
     for msg, _, _ in upstream:
         m = re.search(r"\[(\w+) vs (\S+)\]", msg)
         if m:
@@ -334,6 +421,7 @@ def build(rng: random.Random, base_files: dict[str, list[str]], modes: dict[str,
 
 
 # --------------------------------------------------------------------------- writing
+
 
 def _data(buf: list[bytes], payload: bytes) -> None:
     buf.append(b"data %d\n" % len(payload))
@@ -352,11 +440,13 @@ def _commit(buf, ref, mark, when, msg, parent, files, modes):
         _data(buf, "".join(lines).encode("utf-8", "surrogateescape"))
 
 
-def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | None,
-                  base_chunks: int = 20) -> dict:
+def write_fixture(
+    workdir: str, fx: Fixture, sizes: list[int], base_ref: str | None, base_chunks: int = 20
+) -> dict:
     repo = os.path.join(workdir, "repo.git")
-    proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=repo,
-                            stdin=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "fast-import", "--quiet", "--done"], cwd=repo, stdin=subprocess.PIPE
+    )
     mark = 0
     buf: list[bytes] = []
 
@@ -365,15 +455,23 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
         buf.clear()
 
     when = EPOCH
-    if base_ref is None:   # generated upstream: a short history that adds the files
+    if base_ref is None:  # generated upstream: a short history that adds the files
         paths = sorted(fx.base_files)
         step = math.ceil(len(paths) / base_chunks)
         parent = None
         for k in range(0, len(paths), step):
             mark += 1
-            chunk = {p: fx.base_files[p] for p in paths[k:k + step]}
-            _commit(buf, "refs/heads/base", mark, when, f"upstream: import part {k // step}\n",
-                    parent, chunk, fx.modes)
+            chunk = {p: fx.base_files[p] for p in paths[k : k + step]}
+            _commit(
+                buf,
+                "refs/heads/base",
+                mark,
+                when,
+                f"upstream: import part {k // step}\n",
+                parent,
+                chunk,
+                fx.modes,
+            )
             parent = f":{mark}"
             when += 60
             flush()
@@ -385,8 +483,16 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
     for p in fx.patches:
         mark += 1
         when += 60
-        _commit(buf, "refs/heads/chain", mark, when, f"{p.subject}\n\n{p.body}\n", parent,
-                p.files, fx.modes)
+        _commit(
+            buf,
+            "refs/heads/chain",
+            mark,
+            when,
+            f"{p.subject}\n\n{p.body}\n",
+            parent,
+            p.files,
+            fx.modes,
+        )
         parent = f":{mark}"
         chain_marks.append(mark)
         if len(buf) > 2000:
@@ -410,8 +516,11 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
     proc.stdin.close()
     if proc.wait() != 0:
         raise RuntimeError("git fast-import failed")
-    base_sha = run(["git", "rev-parse", "base"], cwd=repo).decode().strip() \
-        if base_ref is None else base_ref
+    base_sha = (
+        run(["git", "rev-parse", "base"], cwd=repo).decode().strip()
+        if base_ref is None
+        else base_ref
+    )
     chain = run(["git", "rev-list", "--reverse", f"{base_sha}..chain"], cwd=repo).decode().split()
     assert len(chain) == len(fx.patches), (len(chain), len(fx.patches))
     moved = run(["git", "rev-parse", "moved"], cwd=repo).decode().strip()
@@ -421,9 +530,21 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
         run(["git", "update-ref", f"refs/heads/chain-{n}", chain[n - 1]], cwd=repo)
 
     # one batched format-patch over the chain, split into one file per commit
-    mbox = run(["git", "format-patch", "--stdout", "--zero-commit", "--full-index",
-                "--no-signature", "--no-renames", "--binary", "--no-numbered",
-                f"{base_sha}..chain"], cwd=repo)
+    mbox = run(
+        [
+            "git",
+            "format-patch",
+            "--stdout",
+            "--zero-commit",
+            "--full-index",
+            "--no-signature",
+            "--no-renames",
+            "--binary",
+            "--no-numbered",
+            f"{base_sha}..chain",
+        ],
+        cwd=repo,
+    )
     starts = [m.start() for m in FROM_LINE.finditer(mbox)] + [len(mbox)]
     texts = [mbox[a:b] for a, b in zip(starts, starts[1:], strict=False)]
     assert len(texts) == len(fx.patches)
@@ -449,9 +570,13 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
             for d in (sdir, pdir):
                 shutil.copyfile(os.path.join(allp, p.name), os.path.join(d, p.name))
     info = {
-        "base": base_sha, "moved": moved, "moved_clean": moved_clean, "chain": chain,
+        "base": base_sha,
+        "moved": moved,
+        "moved_clean": moved_clean,
+        "chain": chain,
         "sizes": sizes,
-        "files": len(fx.base_files), "upstream_commits": len(fx.upstream),
+        "files": len(fx.base_files),
+        "upstream_commits": len(fx.upstream),
         "patches": [{"name": p.name, "tag": p.tag} for p in fx.patches],
         "plan": fx.plan,
     }
@@ -462,6 +587,7 @@ def write_fixture(workdir: str, fx: Fixture, sizes: list[int], base_ref: str | N
 
 # --------------------------------------------------------------------------- entry points
 
+
 def generated_base(rng: random.Random, text: Text, n_files: int):
     files: dict[str, list[str]] = {}
     dups: dict[str, tuple[int, int, int]] = {}
@@ -471,7 +597,7 @@ def generated_base(rng: random.Random, text: Text, n_files: int):
         if rng.random() < 0.03 and len(lines) > 60:
             # a duplicated block (copy-pasted code): same 16 lines at two places
             body: list[str] = []
-            while len(body) < 14:   # long enough to hold a hunk and its context
+            while len(body) < 14:  # long enough to hold a hunk and its context
                 body += text.function("    ")
             block = body[:14] + ["        pass\n", "\n"]
             b1 = len(lines) // 4
@@ -494,8 +620,9 @@ def load_real(repo: str):
         mode, typ, sha = meta.split()
         if typ == b"blob" and mode in (b"100644", b"100755"):
             entries.append((path.decode("utf-8", "surrogateescape"), mode.decode(), sha))
-    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     files, modes = {}, {}
     import threading
 
@@ -516,7 +643,7 @@ def load_real(repo: str):
         text = data.decode("utf-8", "surrogateescape")
         lines = text.splitlines(keepends=True)
         if lines and not lines[-1].endswith("\n"):
-            continue   # keep clear of "\ No newline at end of file"
+            continue  # keep clear of "\ No newline at end of file"
         if any(c in line for line in lines for c in ("\r",)):
             continue
         files[path] = lines
@@ -526,8 +653,15 @@ def load_real(repo: str):
     return files, modes
 
 
-def generate(workdir: str, *, n_files: int, sizes: list[int], n_upstream: int, seed: int,
-             real_repo: str | None = None) -> dict:
+def generate(
+    workdir: str,
+    *,
+    n_files: int,
+    sizes: list[int],
+    n_upstream: int,
+    seed: int,
+    real_repo: str | None = None,
+) -> dict:
     rng = random.Random(seed)
     text = Text(rng)
     if os.path.exists(workdir):

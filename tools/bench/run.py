@@ -31,12 +31,13 @@ sys.path.insert(0, HERE)
 
 import gen  # noqa: E402
 
-SLOW = 60.0   # seconds: a peer operation slower than this is timed once
+SLOW = 60.0  # seconds: a peer operation slower than this is timed once
 TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
-NAME_RE = re.compile(r"\b(\d{4}-[A-Za-z0-9._-]+?)(?:\.patch)?\b")
+NAME_RE = re.compile(r"\b(\d{4}-[A-Za-z0-9._-]+?)(?:\.patch)?(?=[\s,:;)'\"]|$)")
 
 
 # --------------------------------------------------------------------------- processes
+
 
 @dataclass
 class Run:
@@ -55,26 +56,42 @@ class Env:
         self.ps = patchstack_cmd
         cfg = os.path.join(workdir, "gitconfig")
         with open(cfg, "w") as f:
-            f.write("[user]\n\tname = Bench Bot\n\temail = bench@example.invalid\n"
-                    "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
-                    "[advice]\n\tdetachedHead = false\n[core]\n\tpager = cat\n"
-                    "[init]\n\tdefaultBranch = main\n[rerere]\n\tenabled = false\n")
+            f.write(
+                "[user]\n\tname = Bench Bot\n\temail = bench@example.invalid\n"
+                "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
+                "[advice]\n\tdetachedHead = false\n[core]\n\tpager = cat\n"
+                "[init]\n\tdefaultBranch = main\n[rerere]\n\tenabled = false\n"
+            )
         self.vars = dict(os.environ)
         for k in list(self.vars):
             if k.startswith(("GIT_", "QUILT_", "PATCHSTACK_")):
                 del self.vars[k]
-        self.vars.update({
-            "GIT_CONFIG_GLOBAL": cfg, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
-            "GIT_AUTHOR_DATE": "1700000000 +0000", "GIT_COMMITTER_DATE": "1700000000 +0000",
-            "GIT_EDITOR": "true", "EDITOR": "true", "PAGER": "cat",
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (PROJECT, os.environ.get("PYTHONPATH")) if p),
-        })
-        self.commands: dict[str, str] = {}   # label -> exact command line (for the report)
+        self.vars.update(
+            {
+                "GIT_CONFIG_GLOBAL": cfg,
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "LC_ALL": "C",
+                "GIT_AUTHOR_DATE": "1700000000 +0000",
+                "GIT_COMMITTER_DATE": "1700000000 +0000",
+                "GIT_EDITOR": "true",
+                "EDITOR": "true",
+                "PAGER": "cat",
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (PROJECT, os.environ.get("PYTHONPATH")) if p
+                ),
+            }
+        )
+        self.commands: dict[str, str] = {}  # label -> exact command line (for the report)
         self.subst: list[tuple[str, str]] = [(sys.executable, "python")]
 
-    def run(self, cmd: list[str], cwd: str, extra: dict | None = None, label: str | None = None,
-            check: bool = False) -> Run:
+    def run(
+        self,
+        cmd: list[str],
+        cwd: str,
+        extra: dict | None = None,
+        label: str | None = None,
+        check: bool = False,
+    ) -> Run:
         env = dict(self.vars, **(extra or {}))
         # Peak memory: a child forked from this Python process inherits its RSS high-water mark,
         # so the command runs under /usr/bin/time (small), whose %M is the peak RSS of the
@@ -83,8 +100,9 @@ class Env:
         full = [TIME, "-q", "-f", "%M", "-o", memfile, *cmd] if TIME else cmd
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t0 = time.perf_counter()
-            p = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=err)
+            p = subprocess.Popen(
+                full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+            )
             _, status, usage = os.wait4(p.pid, 0)
             secs = time.perf_counter() - t0
             p.returncode = os.waitstatus_to_exitcode(status)
@@ -97,8 +115,13 @@ class Env:
                     pass
             out.seek(0)
             err.seek(0)
-            r = Run(secs, p.returncode, rss,
-                    out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+            r = Run(
+                secs,
+                p.returncode,
+                rss,
+                out.read().decode("utf-8", "replace"),
+                err.read().decode("utf-8", "replace"),
+            )
         if label and label not in self.commands:
             self.commands[label] = self.show(cmd, extra)
         if check and r.rc != 0:
@@ -112,15 +135,14 @@ class Env:
         for real, placeholder in self.subst:
             text = text.replace(real, placeholder)
         text = re.sub(r"(series|pile)-\d+", r"\1-<N>", text)
-        return re.sub(r"(\S+/0001-\S+\.patch)( \S+\.patch)+", r"\1 ... (the N patch files)",
-                      text)
+        return re.sub(r"(\S+/0001-\S+\.patch)( \S+\.patch)+", r"\1 ... (the N patch files)", text)
 
     def git(self, cwd: str, *args: str) -> str:
         return self.run(["git", *args], cwd, check=True).out.strip()
 
 
 def first_line(r: Run) -> str:
-    text = (r.err.strip() or r.out.strip())
+    text = r.err.strip() or r.out.strip()
     if not text:
         return f"exit status {r.rc}"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -131,6 +153,7 @@ def first_line(r: Run) -> str:
 
 # --------------------------------------------------------------------------- results
 
+
 @dataclass
 class Cell:
     op: str
@@ -139,7 +162,7 @@ class Cell:
     rss_kb: int = 0
     check: str = ""
     error: str | None = None
-    per: int = 0          # patches the operation worked on (for ms/patch)
+    per: int = 0  # patches the operation worked on (for ms/patch)
     note: str = ""
 
     def add(self, r: Run, check: str = "") -> None:
@@ -170,6 +193,7 @@ class Table:
 
 # --------------------------------------------------------------------------- work trees
 
+
 class Workspace:
     def __init__(self, env: Env, fixture: str, name: str):
         self.env = env
@@ -180,8 +204,11 @@ class Workspace:
         if os.path.exists(self.path):
             shutil.rmtree(self.path)
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.env.run(["git", "clone", "-q", "--shared", "--no-checkout", self.repo, self.path],
-                     os.path.dirname(self.path), check=True)
+        self.env.run(
+            ["git", "clone", "-q", "--shared", "--no-checkout", self.repo, self.path],
+            os.path.dirname(self.path),
+            check=True,
+        )
         with open(os.path.join(self.path, ".git", "info", "exclude"), "a") as f:
             f.write(".pc/\n")
         return self.path
@@ -228,6 +255,7 @@ def tree_check(ws: Workspace, want: str, head: bool = True) -> str:
 
 
 # --------------------------------------------------------------------------- references
+
 
 class Fixture:
     def __init__(self, env: Env, workdir: str, info: dict):
@@ -278,14 +306,21 @@ class Fixture:
                 info.append(f"{mode} {sha}\t{path}\n")
             else:
                 info.append(f"0 {'0' * 40}\t{path}\n")
-        p = subprocess.run(["git", "update-index", "--index-info"], cwd=repo, input="".join(info),
-                           text=True, env=dict(self.env.vars, **extra), check=True)
+        p = subprocess.run(
+            ["git", "update-index", "--index-info"],
+            cwd=repo,
+            input="".join(info),
+            text=True,
+            env=dict(self.env.vars, **extra),
+            check=True,
+        )
         del p
         return self.env.run(["git", "write-tree"], repo, extra, check=True).out.strip()
 
 
-def replay(env: Env, ws: Workspace, tool: str, fx: Fixture, n: int, onto: str,
-           label: str | None) -> tuple[Run, list[str], list[str]]:
+def replay(
+    env: Env, ws: Workspace, tool: str, fx: Fixture, n: int, onto: str, label: str | None
+) -> tuple[Run, list[str], list[str]]:
     """`git rebase` (tool "rebase") or `git am -3` (tool "am") of N patches onto `onto`,
     skipping every patch that conflicts. Returns (summed run, conflicting patches, the change
     each applied patch)."""
@@ -323,13 +358,17 @@ def replay(env: Env, ws: Workspace, tool: str, fx: Fixture, n: int, onto: str,
 
 def per_patch(env: Env, ws: Workspace, onto: str) -> list[str]:
     """What each commit of onto..HEAD changed: paths and blob ids (`--raw`), one per patch."""
-    out = env.run(["git", "log", "--reverse", "--raw", "--no-abbrev", "--format=%x01",
-                   f"{onto}..HEAD"], ws.path, check=True).out
+    out = env.run(
+        ["git", "log", "--reverse", "--raw", "--no-abbrev", "--format=%x01", f"{onto}..HEAD"],
+        ws.path,
+        check=True,
+    ).out
     return [chunk.strip() for chunk in out.split("\x01")[1:]]
 
 
-def misplaced(fx: Fixture, n: int, conflicts: list[str], raws: list[str],
-              ref_raws: list[str]) -> str:
+def misplaced(
+    fx: Fixture, n: int, conflicts: list[str], raws: list[str], ref_raws: list[str]
+) -> str:
     """The patches whose change (paths and blobs) differs from the reference replay's."""
     applied = [name for name in fx.names[:n] if name not in conflicts]
     bad = [name for name, a, b in zip(applied, raws, ref_raws, strict=False) if a != b]
@@ -346,24 +385,26 @@ def conflict_verdict(got: list[str], want: list[str]) -> str:
     extra = sorted(set(got) - set(want))
     miss = ",".join(m[:4] for m in missing) or "-"
     more = ",".join(e[:4] for e in extra) or "-"
-    return (f"MISMATCH (conflicts: {len(got)} vs {len(want)} expected; "
-            f"missing {miss}; extra {more})")
+    return f"MISMATCH (conflicts: {len(got)} vs {len(want)} expected; missing {miss}; extra {more})"
 
 
 # --------------------------------------------------------------------------- tools
+
 
 def which(prog: str) -> bool:
     return shutil.which(prog) is not None
 
 
 def bench_startup(env: Env, table: Table, runs: int, warmup: int) -> None:
-    cands = [("patchstack", [*env.ps, "--version"]),
-             ("python -c pass", [sys.executable, "-c", "pass"]),
-             ("python -c 'import git'", [sys.executable, "-c", "import git"]),
-             ("git", ["git", "--version"]),
-             ("quilt", ["quilt", "--version"]),
-             ("stg", ["stg", "--version"]),
-             ("git-pile", ["git", "pile", "--version"])]
+    cands = [
+        ("patchstack", [*env.ps, "--version"]),
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("python -c 'import git'", [sys.executable, "-c", "import git"]),
+        ("git", ["git", "--version"]),
+        ("quilt", ["quilt", "--version"]),
+        ("stg", ["stg", "--version"]),
+        ("git-pile", ["git", "pile", "--version"]),
+    ]
     for tool, cmd in cands:
         c = table.cell("start-up (--version)", tool)
         if tool != "patchstack" and not which(cmd[0]):
@@ -378,8 +419,9 @@ def bench_startup(env: Env, table: Table, runs: int, warmup: int) -> None:
                 c.add(r)
 
 
-def bench_patchstack(env: Env, fx: Fixture, n: int, table: Table, runs: int, warmup: int,
-                     refs: dict) -> None:
+def bench_patchstack(
+    env: Env, fx: Fixture, n: int, table: Table, runs: int, warmup: int, refs: dict
+) -> None:
     tool = "patchstack"
     ws = Workspace(env, fx.dir, "patchstack")
     ops = {
@@ -395,8 +437,9 @@ def bench_patchstack(env: Env, fx: Fixture, n: int, table: Table, runs: int, war
     want_top = fx.tree(fx.chain[n - 1])
 
     def ps(args, label, sdir):
-        return env.run([*env.ps, *args], ws.path, {"PATCHSTACK_DIR": sdir},
-                       label=f"patchstack {label}")
+        return env.run(
+            [*env.ps, *args], ws.path, {"PATCHSTACK_DIR": sdir}, label=f"patchstack {label}"
+        )
 
     def step(key, args, sdir, k, check=None, ok_rcs=(0,)):
         c = ops[key]
@@ -427,23 +470,43 @@ def bench_patchstack(env: Env, fx: Fixture, n: int, table: Table, runs: int, war
         step("status", ["status"], sdir, k, ok_rcs=(0, 1))
         if step("pop", ["pop", "--all"], sdir, k, lambda r: tree_check(ws, fx.base_tree)):
             step("push2", ["push", "--all"], sdir, k, lambda r: tree_check(ws, want_top))
-            step("popdiag", ["pop", "--only", "diagnostic"], sdir, k,
-                 lambda r: tree_check(ws, refs["nodiag"]))
-        step("check", ["check", "--onto", fx.moved], sdir, k,
-             lambda r: conflict_verdict(mentioned_conflicts(r), refs["conflicts"]),
-             ok_rcs=(0, 1, 3))
+            step(
+                "popdiag",
+                ["pop", "--only", "diagnostic"],
+                sdir,
+                k,
+                lambda r: tree_check(ws, refs["nodiag"]),
+            )
+        step(
+            "check",
+            ["check", "--onto", fx.moved],
+            sdir,
+            k,
+            lambda r: conflict_verdict(mentioned_conflicts(r), refs["conflicts"]),
+            ok_rcs=(0, 1, 3),
+        )
         ps(["push", "--all"], "push --all", sdir)
-        step("refresh", ["refresh", "--onto", fx.moved], sdir, k,
-             lambda r: conflict_verdict(mentioned_conflicts(r), refs["conflicts"]),
-             ok_rcs=(0, 1, 3))
+        step(
+            "refresh",
+            ["refresh", "--onto", fx.moved],
+            sdir,
+            k,
+            lambda r: conflict_verdict(mentioned_conflicts(r), refs["conflicts"]),
+            ok_rcs=(0, 1, 3),
+        )
     # exactness: one run onto the conflict-free move
     ws.fresh()
     ws.reset(fx.base)
     shutil.rmtree(sdir)
     shutil.copytree(fx.series_dir(n), sdir)
     if ps(["push", "--all"], "push --all", sdir).rc == 0:
-        step("exact", ["refresh", "--onto", fx.moved_clean], sdir, warmup,
-             lambda r: tree_check(ws, refs["clean_tree"]))
+        step(
+            "exact",
+            ["refresh", "--onto", fx.moved_clean],
+            sdir,
+            warmup,
+            lambda r: tree_check(ws, refs["clean_tree"]),
+        )
     else:
         ops["exact"].fail("push --all failed")
 
@@ -473,8 +536,10 @@ def bench_quilt(env, fx, n, table, runs, warmup, refs):
     for k in range(warmup + runs):
         ws.reset(fx.base)
         shutil.rmtree(os.path.join(ws.path, ".pc"), ignore_errors=True)
-        for c, args, want in ((c_push, ["push", "-a", "-q"], want_top),
-                              (c_pop, ["pop", "-a", "-q"], fx.base_tree)):
+        for c, args, want in (
+            (c_push, ["push", "-a", "-q"], want_top),
+            (c_pop, ["pop", "-a", "-q"], fx.base_tree),
+        ):
             r = env.run([*q, *args], ws.path, qenv, label=f"quilt {' '.join(args)}")
             if r.rc != 0:
                 c.fail(first_line(r))
@@ -526,8 +591,13 @@ def bench_stg(env, fx, n, table, runs, warmup, refs):
         return r
 
     def exact():
-        timed("exact", ["stg", "rebase", fx.moved_clean], warmup, refs["clean_tree"],
-              label="stg rebase <moved-clean>")
+        timed(
+            "exact",
+            ["stg", "rebase", fx.moved_clean],
+            warmup,
+            refs["clean_tree"],
+            label="stg rebase <moved-clean>",
+        )
         c = cells["exact"]
         if c.check and not c.check.startswith("ok"):
             raws = per_patch(env, ws, fx.moved_clean)
@@ -563,8 +633,9 @@ def bench_stg(env, fx, n, table, runs, warmup, refs):
             first = refs["conflicts"][0] if refs["conflicts"] else "-"
             crashed = " (with a Python traceback)" if "Traceback" in r.err else ""
             done = fx.names.index(top) + 1 if top in fx.names else 0
-            chk = ("ok" if top == first else "MISMATCH") + \
-                f" (stopped at {top[:4] or '?'}{crashed}; reference's first conflict {first[:4]})"
+            chk = (
+                "ok" if top == first else "MISMATCH"
+            ) + f" (stopped at {top[:4] or '?'}{crashed}; reference's first conflict {first[:4]})"
             c.note = f"pops all {n}, stops at the first conflict after pushing {done}"
         if k >= warmup and not (last and c.times):
             c.add(r, chk)
@@ -583,8 +654,11 @@ def bench_git(env, fx, n, table, runs, warmup, refs):
     c_am_moved = table.cell("refresh --onto moved", "git am -3", n)
     for k in range(warmup + runs):
         ws.reset(fx.base)
-        r = env.run(["git", "am", "-q", "-3", *fx.patch_files(n)], ws.path,
-                    label="git am -3 <N patch files> (at base)")
+        r = env.run(
+            ["git", "am", "-q", "-3", *fx.patch_files(n)],
+            ws.path,
+            label="git am -3 <N patch files> (at base)",
+        )
         if r.rc != 0:
             c_am.fail(first_line(r))
         elif k >= warmup:
@@ -593,16 +667,21 @@ def bench_git(env, fx, n, table, runs, warmup, refs):
         r = env.run(["git", "status", "--porcelain"], ws.path, label="git status --porcelain")
         if k >= warmup:
             c_status.add(r)
-        r = env.run(["git", "reset", "-q", "--keep", fx.base], ws.path,
-                    label="git reset -q --keep <base> (from the chain's top)")
+        r = env.run(
+            ["git", "reset", "-q", "--keep", fx.base],
+            ws.path,
+            label="git reset -q --keep <base> (from the chain's top)",
+        )
         if r.rc != 0:
             c_reset.fail(first_line(r))
         elif k >= warmup:
             c_reset.add(r, tree_check(ws, fx.base_tree))
         for c, tool in ((c_rebase, "rebase"), (c_am_moved, "am")):
-            label = ("git rebase -q --onto <moved> <base> work; git rebase --skip per conflict"
-                     if tool == "rebase" else
-                     "git am -q -3 <N patch files> (at moved); git am --skip per conflict")
+            label = (
+                "git rebase -q --onto <moved> <base> work; git rebase --skip per conflict"
+                if tool == "rebase"
+                else "git am -q -3 <N patch files> (at moved); git am --skip per conflict"
+            )
             try:
                 r, conflicts, raws = replay(env, ws, tool, fx, n, fx.moved, label)
             except RuntimeError as e:
@@ -617,8 +696,9 @@ def bench_git(env, fx, n, table, runs, warmup, refs):
     for tool, name in (("rebase", "git rebase"), ("am", "git am -3")):
         c = table.cell("refresh --onto moved-clean (exactness, 1 run)", name, n)
         try:
-            r, conflicts, raws = replay(env, ws, tool, fx, n, fx.moved_clean,
-                                        f"{name} onto <moved-clean>")
+            r, conflicts, raws = replay(
+                env, ws, tool, fx, n, fx.moved_clean, f"{name} onto <moved-clean>"
+            )
         except RuntimeError as e:
             c.fail(str(e))
             continue
@@ -641,8 +721,21 @@ def bench_pile(env, fx, n, table, runs, warmup, refs):
     pile = os.path.join(fx.dir, f"pile-{n}")
     for k in range(warmup + runs):
         ws.reset(fx.base)
-        cmd = ["git", "pile", "--no-config", "genbranch", "-q", "--no-cache", "-f",
-               "-e", pile, "-x", fx.base, "-b", "pile-result"]
+        cmd = [
+            "git",
+            "pile",
+            "--no-config",
+            "genbranch",
+            "-q",
+            "--no-cache",
+            "-f",
+            "-e",
+            pile,
+            "-x",
+            fx.base,
+            "-b",
+            "pile-result",
+        ]
         r = env.run(cmd, ws.path, label="git pile genbranch (temporary worktree, --no-cache)")
         if r.rc != 0:
             c.fail(first_line(r))
@@ -655,8 +748,7 @@ def bench_pile(env, fx, n, table, runs, warmup, refs):
 # --------------------------------------------------------------------------- report
 
 GROUPS = [
-    ("push --all (cold, from patch files)",
-     ["git am -3", "git-pile genbranch", "quilt", "stg"]),
+    ("push --all (cold, from patch files)", ["git am -3", "git-pile genbranch", "quilt", "stg"]),
     ("push --all (after pop --all)", ["stg"]),
     ("pop --all", ["git reset --keep", "quilt", "stg"]),
     ("pop --only diagnostic", []),
@@ -701,8 +793,10 @@ def text_table(rows: list[list[str]]) -> str:
     for r in [HEAD, *rows]:
         op = r[0] if r[0] != last_op else ""
         last_op = r[0]
-        cells = [op.ljust(widths[0])] + [r[i].ljust(widths[i]) if i < 2 else r[i].rjust(widths[i])
-                                         for i in range(1, len(HEAD) - 1)]
+        cells = [op.ljust(widths[0])] + [
+            r[i].ljust(widths[i]) if i < 2 else r[i].rjust(widths[i])
+            for i in range(1, len(HEAD) - 1)
+        ]
         out.append("  ".join(cells) + "  " + r[-1])
     return "\n".join(out)
 
@@ -738,24 +832,49 @@ def targets(tables: dict[int, Table], startup: Table) -> list[str]:
             out.append(f"- {'met' if ok(*vals) else 'MISSED'}: {text}")
 
     P = "push --all (cold, from patch files)"
-    line(lambda a, b: a * 3 <= b, f"{n} patches: push --all >= 3x faster than git am -3",
-         cold, m(P, "git am -3"))
-    line(lambda a, b: a < b, "push --all faster than git-pile genbranch",
-         cold, m(P, "git-pile genbranch"))
-    line(lambda a, b: a <= b, "push --all after pop --all no slower than stg push -a",
-         m("push --all (after pop --all)", "patchstack"), m("push --all (after pop --all)", "stg"))
-    line(lambda a, v, r: a <= v + 1.5 * r, "pop --all <= --version + 1.5x git reset --keep",
-         m("pop --all", "patchstack"), ver_m, m("pop --all", "git reset --keep"))
-    line(lambda a, b: a <= b, "pop --only diagnostic no slower than a cold push --all",
-         m("pop --only diagnostic", "patchstack"), cold)
+    line(
+        lambda a, b: a * 3 <= b,
+        f"{n} patches: push --all >= 3x faster than git am -3",
+        cold,
+        m(P, "git am -3"),
+    )
+    line(
+        lambda a, b: a < b,
+        "push --all faster than git-pile genbranch",
+        cold,
+        m(P, "git-pile genbranch"),
+    )
+    line(
+        lambda a, b: a <= b,
+        "push --all after pop --all no slower than stg push -a",
+        m("push --all (after pop --all)", "patchstack"),
+        m("push --all (after pop --all)", "stg"),
+    )
+    line(
+        lambda a, v, r: a <= v + 1.5 * r,
+        "pop --all <= --version + 1.5x git reset --keep",
+        m("pop --all", "patchstack"),
+        ver_m,
+        m("pop --all", "git reset --keep"),
+    )
+    line(
+        lambda a, b: a <= b,
+        "pop --only diagnostic no slower than a cold push --all",
+        m("pop --only diagnostic", "patchstack"),
+        cold,
+    )
     rc = t.cells.get(("refresh --onto moved", "patchstack"))
-    line(lambda a, b: a * 3 <= b and rc.check.startswith("ok"),
-         "refresh >= 3x faster than git rebase, same conflicting patches",
-         m("refresh --onto moved", "patchstack"), m("refresh --onto moved", "git rebase"))
+    line(
+        lambda a, b: a * 3 <= b and rc.check.startswith("ok"),
+        "refresh >= 3x faster than git rebase, same conflicting patches",
+        m("refresh --onto moved", "patchstack"),
+        m("refresh --onto moved", "git rebase"),
+    )
     line(lambda a: a < 0.3, "status under 0.3 s", m("status", "patchstack"))
     line(lambda a: a < 0.15, "patchstack --version under 0.15 s", ver_m)
-    peak = max((c.rss_kb for c in t.cells.values() if c.tool == "patchstack" and c.times),
-               default=None)
+    peak = max(
+        (c.rss_kb for c in t.cells.values() if c.tool == "patchstack" and c.times), default=None
+    )
     line(lambda a: a < 200 * 1024, "peak memory under 200 MB", peak)
     return out
 
@@ -789,15 +908,18 @@ def machine(env: Env) -> list[str]:
             os_name = os_name.strip('"')
     except (OSError, KeyError):
         pass
-    return [f"CPU: {cpu}, {os.cpu_count()} cores; memory {mem} MB; {os_name}",
-            f"git: {version_of(env, ['git', '--version'])}; python: {platform.python_version()}",
-            f"quilt: {version_of(env, ['quilt', '--version'])}; "
-            f"stg: {version_of(env, ['stg', '--version'])}; "
-            f"git-pile: {version_of(env, ['git', 'pile', '--version'])}",
-            f"patchstack: {version_of(env, [*env.ps, '--version'])}"]
+    return [
+        f"CPU: {cpu}, {os.cpu_count()} cores; memory {mem} MB; {os_name}",
+        f"git: {version_of(env, ['git', '--version'])}; python: {platform.python_version()}",
+        f"quilt: {version_of(env, ['quilt', '--version'])}; "
+        f"stg: {version_of(env, ['stg', '--version'])}; "
+        f"git-pile: {version_of(env, ['git', 'pile', '--version'])}",
+        f"patchstack: {version_of(env, [*env.ps, '--version'])}",
+    ]
 
 
 # --------------------------------------------------------------------------- main
+
 
 def references(env: Env, fx: Fixture, n: int) -> dict:
     ws = Workspace(env, fx.dir, "reference")
@@ -807,10 +929,15 @@ def references(env: Env, fx: Fixture, n: int) -> dict:
     _, clean_conflicts, clean_raws = replay(env, ws, "rebase", fx, n, fx.moved_clean, None)
     if clean_conflicts:
         print(f"  warning: the conflict-free move conflicts: {clean_conflicts}", file=sys.stderr)
-    return {"conflicts": conflicts, "moved_raws": raws, "moved_tree": moved_tree,
-            "clean_raws": clean_raws, "clean_conflicts": clean_conflicts,
-            "clean_tree": ws.head_tree(),
-            "nodiag": fx.no_diag_tree(n)}
+    return {
+        "conflicts": conflicts,
+        "moved_raws": raws,
+        "moved_tree": moved_tree,
+        "clean_raws": clean_raws,
+        "clean_conflicts": clean_conflicts,
+        "clean_tree": ws.head_tree(),
+        "nodiag": fx.no_diag_tree(n),
+    }
 
 
 def default_patchstack() -> list[str]:
@@ -824,29 +951,55 @@ def default_patchstack() -> list[str]:
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=None, help="files in the generated repo "
-                    "(default 10000; 2000 with --quick)")
-    ap.add_argument("--patches", default=None, help="series sizes, comma separated "
-                    "(default 10,100,1000; 10,100 with --quick)")
+    ap.add_argument(
+        "--files",
+        type=int,
+        default=None,
+        help="files in the generated repo (default 10000; 2000 with --quick)",
+    )
+    ap.add_argument(
+        "--patches",
+        default=None,
+        help="series sizes, comma separated (default 10,100,1000; 10,100 with --quick)",
+    )
     ap.add_argument("--runs", type=int, default=None, help="timed runs (default 3; 1 --quick)")
-    ap.add_argument("--warmup", type=int, default=None,
-                    help="untimed runs before the timed ones (default 1, and 0 for series of "
-                    "1,000 patches or more, whose pages the reference replay has just warmed)")
-    ap.add_argument("--upstream-commits", type=int, default=300,
-                    help="commits in the upstream move (default 300)")
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="untimed runs before the timed ones (default 1, and 0 for series of "
+        "1,000 patches or more, whose pages the reference replay has just warmed)",
+    )
+    ap.add_argument(
+        "--upstream-commits",
+        type=int,
+        default=300,
+        help="commits in the upstream move (default 300)",
+    )
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--quick", action="store_true", help="fast smoke run")
-    ap.add_argument("--repo", default=os.environ.get("PATCHSTACK_BENCH_REPO"),
-                    help="use (a copy of) this clone as upstream instead of a generated "
-                    "repository; default $PATCHSTACK_BENCH_REPO")
-    ap.add_argument("--workdir", default=None,
-                    help="scratch directory (default: a temporary one, removed at the end)")
+    ap.add_argument(
+        "--repo",
+        default=os.environ.get("PATCHSTACK_BENCH_REPO"),
+        help="use (a copy of) this clone as upstream instead of a generated "
+        "repository; default $PATCHSTACK_BENCH_REPO",
+    )
+    ap.add_argument(
+        "--workdir",
+        default=None,
+        help="scratch directory (default: a temporary one, removed at the end)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    ap.add_argument("--tools", default="patchstack,quilt,stg,git,git-pile",
-                    help="comma-separated subset of patchstack,quilt,stg,git,git-pile")
-    ap.add_argument("--patchstack", default=None,
-                    help="command that runs patchstack (default: "
-                    "'<python> -m patchstack' from this checkout)")
+    ap.add_argument(
+        "--tools",
+        default="patchstack,quilt,stg,git,git-pile",
+        help="comma-separated subset of patchstack,quilt,stg,git,git-pile",
+    )
+    ap.add_argument(
+        "--patchstack",
+        default=None,
+        help="command that runs patchstack (default: '<python> -m patchstack' from this checkout)",
+    )
     ap.add_argument("--markdown", metavar="FILE", help="also write the results as Markdown")
     ap.add_argument("--json", metavar="FILE", help="also write raw timings as JSON")
     a = ap.parse_args(argv)
@@ -870,19 +1023,31 @@ def main(argv=None) -> int:
     tools = {t.strip() for t in a.tools.split(",")}
     print(f"generating fixture in {fixdir} ...", flush=True)
     t0 = time.perf_counter()
-    info = gen.generate(fixdir, n_files=a.files, sizes=a.sizes, n_upstream=a.upstream_commits,
-                        seed=a.seed, real_repo=a.repo)
+    info = gen.generate(
+        fixdir,
+        n_files=a.files,
+        sizes=a.sizes,
+        n_upstream=a.upstream_commits,
+        seed=a.seed,
+        real_repo=a.repo,
+    )
     gen_secs = time.perf_counter() - t0
     fx = Fixture(env, fixdir, info)
-    env.subst += [(fixdir, "<fixture>"), (fx.base, "<base>"), (fx.moved, "<moved>"),
-                  (fx.moved_clean, "<moved-clean>")]
+    env.subst += [
+        (fixdir, "<fixture>"),
+        (fx.base, "<base>"),
+        (fx.moved, "<moved>"),
+        (fx.moved_clean, "<moved-clean>"),
+    ]
     warm_desc = "1 (0 at >= 1,000 patches)" if a.warmup is None else str(a.warmup)
     src = f"a copy of {a.repo}" if a.repo else "a generated repository"
-    desc = (f"Upstream: {src} with {info['tracked_text_files']} text files "
-            f"({info['duplicate_block_files']} with a duplicated block); "
-            f"{info['upstream_commits']} upstream commits in the move; "
-            f"series of {', '.join(map(str, a.sizes))} patches; "
-            f"{a.runs} timed run(s) after {warm_desc} warm-up; fixture built in {gen_secs:.1f} s.")
+    desc = (
+        f"Upstream: {src} with {info['tracked_text_files']} text files "
+        f"({info['duplicate_block_files']} with a duplicated block); "
+        f"{info['upstream_commits']} upstream commits in the move; "
+        f"series of {', '.join(map(str, a.sizes))} patches; "
+        f"{a.runs} timed run(s) after {warm_desc} warm-up; fixture built in {gen_secs:.1f} s."
+    )
     print(desc, flush=True)
     startup = Table()
     bench_startup(env, startup, max(a.runs, 5), 1 if a.warmup is None else a.warmup)
@@ -894,8 +1059,13 @@ def main(argv=None) -> int:
         tables[n] = table
         refs = references(env, fx, n)
         refs_by_n[n] = refs
-        for name, fn in (("git", bench_git), ("quilt", bench_quilt), ("stg", bench_stg),
-                         ("git-pile", bench_pile), ("patchstack", bench_patchstack)):
+        for name, fn in (
+            ("git", bench_git),
+            ("quilt", bench_quilt),
+            ("stg", bench_stg),
+            ("git-pile", bench_pile),
+            ("patchstack", bench_patchstack),
+        ):
             if name not in tools:
                 continue
             t1 = time.perf_counter()
@@ -908,9 +1078,11 @@ def main(argv=None) -> int:
                         c.fail(f"harness: {str(e).splitlines()[0][:160]}")
                 print(f"  {name}: harness error: {e}", file=sys.stderr)
             print(f"  {n} patches: {name} done in {time.perf_counter() - t1:.1f} s", flush=True)
-        print(f"\n== {n} patches ({time.perf_counter() - t0:.0f} s; reference: "
-              f"{len(refs['conflicts'])} patches conflict onto <moved>: "
-              f"{', '.join(c[:4] for c in refs['conflicts']) or '-'})")
+        print(
+            f"\n== {n} patches ({time.perf_counter() - t0:.0f} s; reference: "
+            f"{len(refs['conflicts'])} patches conflict onto <moved>: "
+            f"{', '.join(c[:4] for c in refs['conflicts']) or '-'})"
+        )
         print(text_table(rows_for(table, n)), flush=True)
     print("\n== start-up")
     print(text_table(rows_for(startup, None)))
@@ -933,27 +1105,48 @@ def main(argv=None) -> int:
 
 
 def write_markdown(a, env, info, desc, tables, startup, tg, refs_by_n, total):
-    out = ["# Benchmarks", "",
-           "Produced by `python tools/bench/run.py "
-           + " ".join(shlex.quote(x) for x in sys.argv[1:]) + "`"
-           + f" in {total:.0f} s.", "", "## Machine", ""]
+    out = [
+        "# Benchmarks",
+        "",
+        "Produced by `python tools/bench/run.py "
+        + " ".join(shlex.quote(x) for x in sys.argv[1:])
+        + "`"
+        + f" in {total:.0f} s.",
+        "",
+        "## Machine",
+        "",
+    ]
     out += [f"- {m}" for m in machine(env)]
     out += ["", "## Workload", "", desc, ""]
     plan = info["plan"]
-    out.append("Planned upstream edits against patches: " + "; ".join(
-        f"{k} {len(v)}" for k, v in sorted(plan["upstream_edits"].items()))
-        + f". Patches set up for mis-application by context: {', '.join(plan['traps']) or '-'}.")
+    out.append(
+        "Planned upstream edits against patches: "
+        + "; ".join(f"{k} {len(v)}" for k, v in sorted(plan["upstream_edits"].items()))
+        + f". Patches set up for mis-application by context: {', '.join(plan['traps']) or '-'}."
+    )
     for n, t in tables.items():
         refs = refs_by_n[n]
-        out += ["", f"## {n} patches", "",
-                f"Reference (`git rebase`, three-way): {len(refs['conflicts'])} patches "
-                f"conflict onto the move: {', '.join(refs['conflicts']) or '-'}.", "",
-                md_table(rows_for(t, n))]
+        out += [
+            "",
+            f"## {n} patches",
+            "",
+            f"Reference (`git rebase`, three-way): {len(refs['conflicts'])} patches "
+            f"conflict onto the move: {', '.join(refs['conflicts']) or '-'}.",
+            "",
+            md_table(rows_for(t, n)),
+        ]
     out += ["", "## Start-up", "", md_table(rows_for(startup, None))]
     out += ["", f"## Targets of issue 8 ({max(tables)} patches)", "", *tg]
-    out += ["", "## Commands", "", "Each timed command runs with `GIT_CONFIG_GLOBAL` pointing at "
-            "a benchmark-only config (`gc.auto=0`), fixed author and committer dates, from a "
-            "state reset before every run.", "", "```"]
+    out += [
+        "",
+        "## Commands",
+        "",
+        "Each timed command runs with `GIT_CONFIG_GLOBAL` pointing at "
+        "a benchmark-only config (`gc.auto=0`), fixed author and committer dates, from a "
+        "state reset before every run.",
+        "",
+        "```",
+    ]
     out += [f"{label}:\n    {cmd}" for label, cmd in sorted(env.commands.items())]
     out += ["```", ""]
     with open(a.markdown, "w") as f:
