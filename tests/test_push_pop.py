@@ -260,3 +260,22 @@ def test_new_refuses_when_the_base_moved(repo: Repo) -> None:
     replace_line(repo, "a.py", "a 9\n", "a 9 new\n")
     result = repo.ps("new", "q", "--tag", "essential", code=2)
     assert "is not the series base" in result.stderr
+
+
+def test_push_onto_builds_the_stack_on_another_base(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.ps("pop", "--all")
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "newer")
+    replace_line(repo, "b.py", "b 30\n", "b 30 upstream\n")
+    newer = repo.commit_all("upstream moved")
+    repo.git("checkout", "-q", "main")
+    assert repo.head() == base
+    repo.ps("push", "--all", "--onto", "newer")
+    assert repo.git("rev-parse", "HEAD~1").strip() == newer
+    assert "a 3 patched" in repo.read("a.py") and "b 30 upstream" in repo.read("b.py")
+    assert names(repo) == ["p.patch"]
+    result = repo.ps("push", "--onto", "no-such-rev", code=2)
+    assert "unknown revision 'no-such-rev'" in result.stderr
