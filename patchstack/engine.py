@@ -312,16 +312,43 @@ class Engine:
 
         # Every placement needs the canonical chain up to its patch: made in one stream.
         self._extend(last, tick)
-        built = []
-        for name in names:
+        built: list[tuple[str, Oid, Oid]] = []
+        session: _Session | None = None  # off the canonical chain: blob-proven commits
+
+        def settle() -> Oid:
+            """Close the stream and fill in the trees of its commits; the current tree."""
+            nonlocal session
+            if session is not None:
+                session.close()
+                session = None
+            pending = [i for i, b in enumerate(built) if not b[2]]
+            for i, t in zip(
+                pending, self.git.trees_of([built[i][1] for i in pending]), strict=True
+            ):
+                built[i] = (built[i][0], built[i][1], t)
+            return built[-1][2] if built else tree
+
+        for i, name in enumerate(names):
             k = self.series.index(name) + 1
             if parent == self.canonical_commit(k - 1):
+                settle()
                 parent, tree = self.canonical_commit(k), self.canonical(k)
             else:
-                tree = self.place(tree, name, selected)
-                parent = self.commit(parent, tree, name)
+                commit = None
+                if FAST_PATH:
+                    if session is None:
+                        rest = {p for n in names[i:] for p in self.patch(n).patch.paths}
+                        session = _Session(self.git, parent, rest)
+                    commit = session.commit(parent, self.patch(name), self)
+                if commit is not None:
+                    parent, tree = commit, Oid("")
+                else:
+                    tree = settle()
+                    tree = self.place(tree, name, selected)
+                    parent = self.commit(parent, tree, name)
             built.append((name, parent, tree))
             tick()
+        settle()
         return built
 
     # -- reports -------------------------------------------------------------------------------
@@ -330,7 +357,7 @@ class Engine:
         self, name: str, merged: Oid, files: Sequence[str], detail: str, selected: Sequence[str]
     ) -> ConflictReport:
         hunks: list[ConflictHunk] = []
-        listing = self.git.ls_tree(merged) if files else {}
+        listing = self.git.ls_tree_paths(merged, list(files)) if files else {}
         for path in files:
             if path in listing:
                 text = self.git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
@@ -353,6 +380,23 @@ class Engine:
 FAST_PATH = os.environ.get("PATCHSTACK_NO_FAST_PATH") is None
 
 
+@dataclass
+class Known:
+    """path -> (mode, id) of a tree, for the ``covered`` paths (absent: no such path)."""
+
+    entries: dict[str, tuple[str, str]]
+    covered: frozenset[str]
+
+    def update(self, raw: Sequence[tuple[str, str, str, str, str]]) -> None:
+        """Apply raw diff records (old mode, new mode, old id, new id, path)."""
+        for _om, mode, _old, new, path in raw:
+            if new == "0" * 40:
+                self.entries.pop(path, None)
+            else:
+                self.entries[path] = (mode, new)
+            self.covered = self.covered | {path}
+
+
 class _Session:
     """The fast path: consecutive patches as commits in one fast-import stream.
 
@@ -361,15 +405,31 @@ class _Session:
     ones ``git apply`` plus ``commit-tree`` would make.
     """
 
-    def __init__(self, git: Git, start: Oid, touched: set[str]) -> None:
+    def __init__(self, git: Git, start: Oid, touched: set[str], known: Known | None = None) -> None:
+        """``known``: what the caller already knows of ``start`` (see `Known`); the paths
+        (and their folders) it does not cover are listed."""
         self.git = git
-        dirs = {d for p in touched for d in paths.leading_dirs(p)}
-        self.base = git.ls_tree_paths(start, sorted(touched | dirs)) if touched else {}
+        wanted = touched | {d for p in touched for d in paths.leading_dirs(p)}
+        if known is not None and wanted <= known.covered:
+            self.base, self.covered = dict(known.entries), set(known.covered)
+        else:
+            self.base = git.ls_tree_paths(start, sorted(wanted)) if wanted else {}
+            self.covered = wanted
         self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
         self.stream = git.fast_import()
 
     def close(self) -> None:
         self.stream.close()
+
+    def known(self) -> Known:
+        """What this stream knows of the tree after its commits."""
+        entries = dict(self.base)
+        for path, entry in self.overlay.items():
+            if entry is None:
+                entries.pop(path, None)
+            else:
+                entries[path] = (entry[0], entry[1])
+        return Known(entries, frozenset(self.covered))
 
     def _through_non_tree(self, path: str, staged: dict) -> bool:
         modes: dict[str, str | None] = {}

@@ -31,6 +31,8 @@ Oid = NewType("Oid", str)
 
 MIN_VERSION = (2, 38)
 EMPTY_TREE = Oid("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+# Who and when of the throwaway commits that let merge-tree merge with a given base.
+_SYNTHETIC = ("patchstack <patchstack@invalid>", "1000000000 +0000")
 PATCH_TRAILER = "Patchstack-Patch"
 TAG_TRAILER = "Patchstack-Tag"
 
@@ -202,6 +204,8 @@ class Git:
     common_dir: str
     _catfile: subprocess.Popen | None = field(default=None, repr=False)
     _check: subprocess.Popen | None = field(default=None, repr=False)
+    # Answers that cannot change while one command holds the repository lock, asked twice.
+    _memo: dict = field(default_factory=dict, repr=False)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -240,8 +244,10 @@ class Git:
 
     def head_ref(self) -> str | None:
         """The branch HEAD points at (refs/heads/...), or None when detached."""
-        proc = self.run("symbolic-ref", "-q", "HEAD", check=False)
-        return proc.stdout.decode().strip() or None
+        if "head_ref" not in self._memo:  # patchstack never switches branches
+            proc = self.run("symbolic-ref", "-q", "HEAD", check=False)
+            self._memo["head_ref"] = proc.stdout.decode().strip() or None
+        return self._memo["head_ref"]
 
     def upstream_of_head(self) -> str | None:
         proc = self.run(
@@ -253,8 +259,11 @@ class Git:
         return Oid(self.out("rev-parse", "--verify", commit + "^{tree}").strip())
 
     def config(self, key: str) -> str | None:
-        proc = self.run("config", "--get", key, check=False)
-        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+        if ("config", key) not in self._memo:
+            proc = self.run("config", "--get", key, check=False)
+            value = proc.stdout.decode().strip() if proc.returncode == 0 else None
+            self._memo[("config", key)] = value
+        return self._memo[("config", key)]
 
     def ident(self) -> tuple[str, str]:
         """The user's author identity as ("Name <email>", "<epoch> <tz>")."""
@@ -580,11 +589,12 @@ class Git:
         conflict markers inside the merged files say ``labels`` and ``base_label`` instead of
         the throwaway commits' ids (for a tree that goes into the user's work tree).
         """
-        ident = "patchstack <patchstack@invalid>"
-        date = "1000000000 +0000"
-        b = self.commit_tree(base, [], "base\n", ident, date)
+        ident, date = _SYNTHETIC
+        b = self._memo.get(("synthetic", base)) or self.commit_tree(base, [], "base\n", ident, date)
+        t = self._memo.get(("synthetic", theirs, b, labels[1])) or self.commit_tree(
+            theirs, [b], labels[1] + "\n", ident, date
+        )
         o = self.commit_tree(ours, [b], labels[0] + "\n", ident, date)
-        t = self.commit_tree(theirs, [b], labels[1] + "\n", ident, date)
         proc = self.run(
             "-c",
             "merge.conflictStyle=diff3",
@@ -612,11 +622,33 @@ class Git:
             messages.replace(o, labels[0]).replace(t, labels[1]),
         )
 
+    def prepare_merges(self, sides: Sequence[tuple[str, str, str]]) -> None:
+        """Make the throwaway base and "theirs" commits of future `merge_trees` calls,
+        (base tree, theirs tree, theirs label) each, in one fast-import stream."""
+        ident, date = _SYNTHETIC
+        stream = self.fast_import()
+        try:
+            for base, theirs, label in sides:
+                if ("synthetic", base) not in self._memo:
+                    self._memo[("synthetic", base)] = stream.commit(
+                        "", ident, date, b"base\n", [("040000", base, "")]
+                    )
+                b = self._memo[("synthetic", base)]
+                self._memo[("synthetic", theirs, b, label)] = stream.commit(
+                    b,
+                    ident,
+                    date,
+                    label.encode("utf-8", "surrogateescape") + b"\n",
+                    [("040000", theirs, "")],
+                )
+        finally:
+            stream.close()
+
     def _relabel(
         self, tree: Oid, paths: Sequence[str], names: dict[str, str], base_label: str
     ) -> Oid:
         """``tree`` with the conflict marker labels of ``paths`` renamed (new blobs, new tree)."""
-        listing = self.ls_tree(tree)
+        listing = self.ls_tree_paths(tree, list(paths))
         records = []
         for path in paths:
             if path not in listing:
@@ -861,21 +893,29 @@ class Git:
 
     def log_entries(self, ref: str, limit: int | None = None) -> list[tuple[Oid, str]]:
         """(commit, message) along the first-parent chain of ``ref``, newest first."""
-        if self.rev_parse(ref) is None:
-            return []
+        key = ("log", ref, limit)
+        if key in self._memo:
+            return list(self._memo[key])
         args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]
         if limit is not None:
             args.append(f"-n{limit}")
-        out = self.out(*args, ref, "--")
+        proc = self.run(*args, f"{ref}^{{commit}}", "--", check=False)
+        if proc.returncode != 0:  # no such ref yet
+            self._memo[key] = []
+            return []
+        out = proc.stdout.decode("utf-8", "surrogateescape")
         result = []
         for rec in out.split("\0"):
             if rec.strip():
                 oid, _, message = rec.lstrip("\n").partition("\x01")
                 result.append((Oid(oid), message))
+        self._memo[key] = list(result)
         return result
 
     def set_ref(self, ref: str, new: str | None, old: str | None) -> bool:
         """Move (or delete, ``new`` None) a ref if it still holds ``old``; False when it moved."""
+        for key in [k for k in self._memo if k[0] == "log" and k[1] == ref]:
+            del self._memo[key]
         zero = "0" * 40
         line = f"update {ref} {new} {old or zero}" if new else f"delete {ref} {old or zero}"
         proc = self.run(
@@ -945,21 +985,26 @@ class FastImport:
         message: bytes,
         changes: Sequence[tuple[str, str, str] | tuple[str, str]],
     ) -> Oid:
-        """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete."""
+        """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete; a tree
+        for the path "" sets the whole tree. An empty ``parent`` makes a root commit."""
         self.mark += 1
         if parent in self.marks:
             parent = f":{self.marks[parent]}"
         who = f"{author} {raw_date}".encode("utf-8", "surrogateescape")
-        out = [
-            b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\n"
-            % (self.SCRATCH.encode(), self.mark, who, who, len(message), message, parent.encode())
-        ]
+        scratch = self.SCRATCH.encode()
+        out = [b"reset %s\n\n" % scratch] if not parent else []
+        out.append(
+            b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\n"
+            % (scratch, self.mark, who, who, len(message), message)
+        )
+        if parent:
+            out.append(b"from %s\n" % parent.encode())
         for change in changes:
             if change[0] == "D":
                 out.append(b"D " + _fi_path(change[1]) + b"\n")
             else:
                 mode, ref, path = change  # type: ignore[misc]
-                out.append(f"M {mode} {ref} ".encode() + _fi_path(path) + b"\n")
+                out.append(f"M {mode} {ref} ".encode() + (_fi_path(path) or b'""') + b"\n")
         out.append(b"\nget-mark :%d\n" % self.mark)
         self._write(b"".join(out))
         self.proc.stdin.flush()

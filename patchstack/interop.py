@@ -781,7 +781,7 @@ def _preimage_from_hunks(
 
 
 def _conflict(git: Git, src: Source, merged: Oid, files: Sequence[str], detail: str):
-    listing = git.ls_tree(merged) if files else {}
+    listing = git.ls_tree_paths(merged, list(files)) if files else {}
     hunks = []
     for path in files:
         if path in listing:

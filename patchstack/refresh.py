@@ -55,7 +55,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from .engine import ConflictHunk, Engine, LoadedPatch, _Session, parse_conflict_markers
+from .engine import ConflictHunk, Engine, Known, LoadedPatch, _Session, parse_conflict_markers
 from .errors import ConflictError, PatchstackError, RefusedError
 from .git import Git, MergeResult, Oid
 from .patch import Patch, parse_patch
@@ -411,7 +411,7 @@ def _replay(
                     continue
                 break
             new = merged.tree
-        commit = placer.commit(step.name, new) if placer is not None and new != tree else None
+        commit = placer.commit(step.name, tree, new) if placer is not None and new != tree else None
         done.append(Done(step.name, tree, new, commit=commit))
         tree = new
     if placer is not None:
@@ -428,26 +428,31 @@ class Placer:
         self.parent = parent
         self.names = list(names)
         self.session: _Session | None = None
+        self.known: Known | None = None  # of the parent's tree, as far as streams looked
 
     def place(self, name: str) -> Oid | None:
         lp = self.engine.patch(name)
         if self.session is None:
             rest = self.names[self.names.index(name) :]
             paths = {p for n in rest for p in self.engine.patch(n).patch.paths}
-            self.session = _Session(self.engine.git, self.parent, paths)
+            self.session = _Session(self.engine.git, self.parent, paths, self.known)
         commit = self.session.commit(self.parent, lp, self.engine)
         if commit is not None:
             self.parent = commit
         return commit
 
-    def commit(self, name: str, tree: Oid) -> Oid:
+    def commit(self, name: str, before: Oid, tree: Oid) -> Oid:
+        """The commit of a merged patch: ``before`` -> ``tree`` on the current parent."""
         self.close()
+        if self.known is not None:  # what the merge changed, from one raw diff
+            self.known.update(self.engine.git.raw_diffs([(before, tree)])[0])
         self.parent = self.engine.commit(self.parent, tree, name)
         return self.parent
 
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+            self.known = self.session.known()
             self.session = None
 
     def resolve(self, done: list[Done], tree: Oid) -> Oid:
@@ -497,12 +502,18 @@ def _classify(
     for d in done:
         if d.upstream:
             verdicts[d.name] = "upstream"
+    moved = [
+        d
+        for d, old, new in zip(carried, old_raw, new_raw, strict=True)
+        if sorted(old) != sorted(new)
+    ]
+    texts = _format_chain(git, commits, [d.name for d in moved])
     for d, old, new in zip(carried, old_raw, new_raw, strict=True):
         lp = engine.patch(d.name)
         if sorted(old) == sorted(new):
             verdicts[d.name] = "unchanged"
             continue
-        text = strip_trailers(git.format_patch(commits[d.name]))
+        text = strip_trailers(texts[d.name])
         if text == lp.data:
             verdicts[d.name] = "unchanged"
             continue
@@ -510,6 +521,19 @@ def _classify(
         data[d.name] = text
         verdicts[d.name] = "offset" if _same_hunks(lp.patch, fresh) else "merged"
     return _Classified(verdicts, data)
+
+
+def _format_chain(git: Git, commits: dict[str, Oid], wanted: Sequence[str]) -> dict[str, bytes]:
+    """format-patch output of the commits of ``wanted``: one process over the linear chain
+    ``commits`` (in order) when several are wanted, else one each."""
+    if len(wanted) < 2:
+        return {n: git.format_patch(commits[n]) for n in wanted}
+    names = list(commits)
+    texts = git.format_patches(commits[names[0]] + "^", commits[names[-1]])
+    if len(texts) != len(names):  # not the linear chain it should be: one by one
+        return {n: git.format_patch(commits[n]) for n in wanted}
+    by_name = dict(zip(names, texts, strict=True))
+    return {n: by_name[n] for n in wanted}
 
 
 # -- conflict reports ---------------------------------------------------------------------------
@@ -527,7 +551,7 @@ def conflict_report(
     git: Git, name: str, merged: MergeResult, old_base: str | None, new_base: str
 ) -> Conflict:
     hunks: list[BlamedHunk] = []
-    listing = git.ls_tree(merged.tree) if merged.conflicted else {}
+    listing = git.ls_tree_paths(merged.tree, list(merged.conflicted)) if merged.conflicted else {}
     rng = f"{old_base}..{new_base}" if old_base and old_base != new_base else None
     for path in merged.conflicted:
         if path not in listing:
@@ -630,6 +654,9 @@ def refresh(
             steps=_steps(series, chain, real),
             fold_into=fold_into,
             folded=folded,
+        )
+        git.prepare_merges(
+            [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = _replay(
@@ -1003,6 +1030,13 @@ def check(ws: Workspace, onto: str | None, sel: Selector) -> CheckResult:
         chain = _old_chain(git, engine, series)
         steps = _steps(series, chain, {})
         labels = _labels(series.base, target, name)
+        git.prepare_merges(
+            [
+                (s.before, s.after, s.name)
+                for s in steps
+                if s.before != s.after and s.name not in skip
+            ]
+        )
         placer = Placer(engine, target, [s.name for s in steps])
         done, conflicts = _replay(
             git, steps, 0, git.tree_of(target), labels, keep_going=True, skip=skip, placer=placer
