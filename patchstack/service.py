@@ -226,6 +226,7 @@ def _publish_moving(
         if saved_index is not None:
             write_atomic(index_path, saved_index)
         raise
+    lock.point("publish-worktree")
     if dst != new_tree:
         git.set_index_entries(new_tree, git.changed_paths(new_tree, dst))
     for fw in files:
@@ -234,6 +235,7 @@ def _publish_moving(
                 os.unlink(fw.path)
         else:
             write_atomic(fw.path, fw.data)
+        lock.point("publish-file")
     if old_head != new_head:
         ref = git.head_ref() or "HEAD"
         try:
@@ -241,6 +243,7 @@ def _publish_moving(
         except PatchstackError:
             git.checkout_tree(dst, src)
             raise
+        lock.point("publish-ref")
 
 
 # -- init ---------------------------------------------------------------------------------------

@@ -217,6 +217,33 @@ def run_kills(
             repo.ps("undo")
 
 
+def test_kill_refresh_at_every_point_and_at_random(tmp_path) -> None:
+    """refresh onto a moved upstream (every patch file and the base line rewritten)."""
+    rng = random.Random(11)
+    fig = Figures()
+    repo = build(tmp_path)
+    repo.ps("push", "--all")
+    head = repo.head()
+    # Upstream moves: a line above every third patched hunk (offsets), and a new file.
+    base = repo.git("rev-parse", f"HEAD~{N_PATCHES}").strip()
+    repo.git("checkout", "-q", "-b", "upstream", base)
+    for i in range(0, N_PATCHES, 3):
+        path = repo.path / f"src/f{i:03}.txt"
+        path.write_text(f"upstream {i}\n" + path.read_text())
+    repo.write("upstream-only.txt", "new upstream file\n")
+    repo.git("add", "src", "upstream-only.txt")
+    repo.git("commit", "-q", "-m", "upstream moves")
+    repo.git("checkout", "-q", "main")
+    assert repo.head() == head
+    user_work_intact(repo)
+    run_kills(repo, ["refresh", "--onto", "upstream"], 6, fig, rng, tmp_path)
+    print(
+        f"\nrefresh kill figures: {fig.kills} SIGKILLs; {fig.restored} restored by 'undo';"
+        f" {fig.before} untouched; {fig.after} finished (undone after); signals: {fig.signals}"
+    )
+    assert fig.kills == fig.restored + fig.before + fig.after
+
+
 def test_kill_push_pop_and_undo_at_every_point_and_at_random(tmp_path) -> None:
     rng = random.Random(7)
     fig = Figures()
