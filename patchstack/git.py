@@ -318,10 +318,13 @@ class Git:
     def has_objects(self, oids: Iterable[str]) -> dict[str, bool]:
         proc = self._batch("--batch-check")
         result = {}
-        for oid in oids:
-            proc.stdin.write(oid.encode() + b"\n")
+        todo = list(oids)
+        for start in range(0, len(todo), 256):  # a chunk at a time: pipes stay below their size
+            chunk = todo[start : start + 256]
+            proc.stdin.write("".join(oid + "\n" for oid in chunk).encode())
             proc.stdin.flush()
-            result[oid] = not proc.stdout.readline().rstrip().endswith(b"missing")
+            for oid in chunk:
+                result[oid] = not proc.stdout.readline().rstrip().endswith(b"missing")
         return result
 
     def entry_modes(self, tree: str, paths: Iterable[str]) -> dict[str, str | None]:

@@ -580,7 +580,7 @@ def _import(
             start_tree = engine.canonical(len(series.entries))
         finally:
             engine.close()
-    clash = [s.name for s in sources if s.name in series.names]
+    clash = [s.name for s in sources if s.name in series]
     if clash:
         raise PatchstackError(
             "already in the series: " + ", ".join(clash), "rename the patches, or drop them"

@@ -719,6 +719,11 @@ def _restore_series(ws: Workspace, current: Snapshot, target: Snapshot) -> tuple
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(ws.patch_path(name))
             touched.append(ws.display(ws.patch_path(name)))
+    if os.path.isdir(ws.series_dir):  # a write_atomic cut short by a kill leaves its temp file
+        for name in os.listdir(ws.series_dir):
+            if _is_temp_name(name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(ws.patch_path(name))
     if not target.series_exists:
         with contextlib.suppress(OSError):
             os.rmdir(ws.series_dir)

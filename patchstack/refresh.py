@@ -610,7 +610,7 @@ def refresh(
     series = ws.load_series()
     stack = read_stack(git)
     target = _target(git, series, stack, onto)
-    missing = [n for n in target.stack.names if n not in series.names]
+    missing = [n for n in target.stack.names if n not in series]
     if missing:
         raise PatchstackError(
             f"applied patch '{missing[0]}' is not in the series",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from .errors import InputError
 
@@ -61,22 +62,30 @@ class Series:
     lines: tuple[Line, ...] = ()
     path: str = "series"
 
-    @property
+    # Derived views, computed once per (immutable) series: commands ask them per patch.
+    @cached_property
     def entries(self) -> tuple[Entry, ...]:
         return tuple(line for line in self.lines if isinstance(line, Entry))
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.entries)
 
+    def __contains__(self, name: str) -> bool:
+        return name in self._positions
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {e.name: i for i, e in enumerate(self.entries)}
+
     def entry(self, name: str) -> Entry:
-        for e in self.entries:
-            if e.name == name:
-                return e
-        raise KeyError(name)
+        return self.entries[self._positions[name]]
 
     def index(self, name: str) -> int:
-        return self.names.index(name)
+        try:
+            return self._positions[name]
+        except KeyError:
+            raise ValueError(f"{name!r} is not in the series") from None
 
     @property
     def base(self) -> str | None:

@@ -21,7 +21,7 @@ from .git import Git, Oid
 from .patch import Patch, parse_patch
 from .selection import Selector
 from .series import Entry, Series, new_series, parse_tags, validate_name
-from .stack import AppliedPatch, Stack, stack_from_history
+from .stack import Stack, stack_from_history
 from .workspace import Workspace, write_atomic
 
 if TYPE_CHECKING:  # the engine is imported only by commands that build commits
@@ -337,7 +337,7 @@ def move_stack(
                 break
             keep.append(have)
     rest = list(target[len(keep) :])
-    missing = [n for n in rest if n not in series.names]
+    missing = [n for n in rest if n not in series]
     if missing:
         raise PatchstackError(
             f"applied patch '{missing[0]}' is not in the series",
@@ -425,7 +425,7 @@ def new(
     if not tag:
         raise PatchstackError("--tag is required", "one of: essential, diagnostic, optimization")
     series = ws.load_series()
-    if name in series.names:
+    if name in series:
         raise PatchstackError(f"patch '{name}' is already in the series", "choose another name")
     if os.path.exists(ws.patch_path(name)):
         raise RefusedError(
@@ -497,7 +497,7 @@ def new(
     parse_patch(data, name)  # what we write must read back
     entry = Entry(name, tag, labels)
     after = stack.applied[-1].name if stack.applied else None
-    if after is not None and after not in series.names:
+    if after is not None and after not in series:
         after = None
     new_series_ = series.insert(entry, after)
     publish(
@@ -568,7 +568,7 @@ def status(ws: Workspace) -> StatusResult:
     dirty = git.dirty(exclude=ws.in_tree)
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
-        if ap.name in series.names:
+        if ap.name in series:
             for p in ws.read_patch(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
     in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
@@ -580,7 +580,7 @@ def status(ws: Workspace) -> StatusResult:
         series.base_ref,
         stack.base,
         tuple(states),
-        tuple(n for n in stack.names if n not in series.names),
+        tuple(n for n in stack.names if n not in series),
         edits,
         in_patches,
         dirty.untracked,
@@ -595,8 +595,15 @@ def verify_applied(ws: Workspace, series: Series, stack: Stack) -> dict[str, str
     "differs": the commit and the patch file disagree.
     """
     git = ws.git
-    applied = [ap for ap in stack.applied if ap.name in series.names]
-    raws = git.raw_diffs([(git_tree_of_parent(stack, ap), ap.tree) for ap in applied])
+    parent_tree = dict(
+        zip(
+            (ap.commit for ap in stack.applied),
+            (stack.base_tree, *(ap.tree for ap in stack.applied)),
+            strict=False,
+        )
+    )
+    applied = [ap for ap in stack.applied if ap.name in series]
+    raws = git.raw_diffs([(parent_tree[ap.commit], ap.tree) for ap in applied])
     result: dict[str, str] = {}
     pending = []
     for ap, raw in zip(applied, raws, strict=False):
@@ -612,7 +619,7 @@ def verify_applied(ws: Workspace, series: Series, stack: Stack) -> dict[str, str
             "--no-renames",
             "--full-index",
             "--binary",
-            git_tree_of_parent(stack, ap),
+            parent_tree[ap.commit],
             ap.tree,
         ).stdout
         try:
@@ -621,13 +628,6 @@ def verify_applied(ws: Workspace, series: Series, stack: Stack) -> dict[str, str
             actual = None
         result[ap.name] = "carried" if actual and _same_change(patch, actual) else "differs"
     return result
-
-
-def git_tree_of_parent(stack: Stack, ap: AppliedPatch) -> Oid:
-    for i, p in enumerate(stack.applied):
-        if p.commit == ap.commit:
-            return stack.applied[i - 1].tree if i else stack.base_tree
-    raise KeyError(ap.name)
 
 
 def _ids_match(patch: Patch, raw: list[tuple[str, str, str, str, str]]) -> bool:

@@ -224,16 +224,33 @@ def test_kill_refresh_at_every_point_and_at_random(tmp_path) -> None:
     repo = build(tmp_path)
     repo.ps("push", "--all")
     head = repo.head()
-    # Upstream moves: a line above every third patched hunk (offsets), and a new file.
+    # Upstream moves (built with plumbing, away from the user's index and work tree): a line
+    # above every third patched hunk (offsets), and a new file.
     base = repo.git("rev-parse", f"HEAD~{N_PATCHES}").strip()
-    repo.git("checkout", "-q", "-b", "upstream", base)
-    for i in range(0, N_PATCHES, 3):
-        path = repo.path / f"src/f{i:03}.txt"
-        path.write_text(f"upstream {i}\n" + path.read_text())
-    repo.write("upstream-only.txt", "new upstream file\n")
-    repo.git("add", "src", "upstream-only.txt")
-    repo.git("commit", "-q", "-m", "upstream moves")
-    repo.git("checkout", "-q", "main")
+    env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "upstream-index"))
+
+    def git(*args: str, data: str | None = None) -> str:
+        return subprocess.run(
+            ["git", *args],
+            cwd=repo.path,
+            env=env,
+            input=data,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.strip()
+
+    git("read-tree", base)
+    changes = {
+        f"src/f{i:03}.txt": f"upstream {i}\nhead {i}\nline {i}\ntail {i}\n"
+        for i in range(0, N_PATCHES, 3)
+    }
+    changes["upstream-only.txt"] = "new upstream file\n"
+    for path, text in changes.items():
+        blob = git("hash-object", "-w", "--stdin", data=text)
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    commit = git("commit-tree", git("write-tree"), "-p", base, "-m", "upstream moves")
+    repo.git("update-ref", "refs/heads/upstream", commit)
     assert repo.head() == head
     user_work_intact(repo)
     run_kills(repo, ["refresh", "--onto", "upstream"], 6, fig, rng, tmp_path)
