@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import git as gitmod
 from . import paths
@@ -31,6 +31,7 @@ class Workspace:
     series_dir: str  # absolute
     cwd: str
     command: str = ""  # the command line, as the operation log records it
+    _parsed: dict = field(default_factory=dict, repr=False)
 
     @property
     def series_path(self) -> str:
@@ -72,12 +73,19 @@ class Workspace:
         return series
 
     def read_patch(self, entry: Entry) -> tuple[bytes, Patch]:
+        """The bytes and the checked parse of a patch file (parsed once per command unless
+        the file changes)."""
         path = self.patch_path(entry.name)
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            key = (entry.name, entry.strip_level, st.st_size, st.st_mtime_ns, st.st_ino)
+            if key in self._parsed:
+                return self._parsed[key]
             data = f.read()
         shown = self.display(path)
         patch = parse_patch(data, shown, entry.strip_level)
         paths.check_patch(patch, shown, self.in_tree)
+        self._parsed[key] = (data, patch)
         return data, patch
 
     def write_series(self, series: Series) -> None:
