@@ -428,22 +428,18 @@ class Git:
 
     def log_oneline(self, rng: str, paths: Sequence[str] = ()) -> list[tuple[Oid, str, list[str]]]:
         """(commit, subject, files) for each commit of ``rng`` touching ``paths``, oldest first."""
-        args = ["log", "--reverse", "--format=%x00%H %s", "--name-only", "--no-renames", rng, "--"]
-        result: list[tuple[Oid, str, list[str]]] = []
-        for rec in self.out(*args, *paths).split("\0"):
-            if not rec.strip():
-                continue
-            first, *files = rec.split("\n")
-            oid, _, subject = first.partition(" ")
-            result.append((Oid(oid), subject, [f for f in files if f]))
-        return result
+        return self._log_records(["--name-only"], rng, paths)
 
     def log_upstream(self, rng: str, paths: Sequence[str] = ()) -> list[tuple[Oid, str, list[str]]]:
-        """Like `log_oneline`, leaving out patchstack's own patch commits (a merged stack)."""
-        args = ["log", "--reverse", "--format=%x00%H %s", "--no-renames", "--invert-grep"]
-        args += [f"--grep=^{PATCH_TRAILER}: ", rng, "--"]
-        if paths:
-            args.insert(4, "--name-only")
+        """Like `log_oneline`, leaving out patchstack's own patch commits (a merged stack); the
+        files are listed only when ``paths`` are given."""
+        extra = ["--invert-grep", f"--grep=^{PATCH_TRAILER}: "]
+        return self._log_records(extra + (["--name-only"] if paths else []), rng, paths)
+
+    def _log_records(
+        self, extra: list[str], rng: str, paths: Sequence[str]
+    ) -> list[tuple[Oid, str, list[str]]]:
+        args = ["log", "--reverse", "--format=%x00%H %s", "--no-renames", *extra, rng, "--"]
         result: list[tuple[Oid, str, list[str]]] = []
         for rec in self.out(*args, *paths).split("\0"):
             if not rec.strip():
