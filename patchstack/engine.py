@@ -161,7 +161,7 @@ class Engine:
         """Compute K[j] and C[j] up to k: from the cache, else in one fast-import stream with
         hunks applied in Python and proven by blob ids, else with ``git apply``."""
         entries = self.series.entries
-        session: _Session | None = None
+        session: ProvenStream | None = None
         unresolved: list[int] = []
         for j in range(len(self._commits), k + 1):
             lp = self.patch(entries[j - 1].name)
@@ -173,7 +173,7 @@ class Engine:
             if commit is None and FAST_PATH:
                 if session is None:
                     paths = {p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths}
-                    session = _Session(self.git, parent, paths)
+                    session = ProvenStream(self.git, parent, paths)
                 commit = session.commit(parent, lp, self)
             if commit is None:
                 if session is not None:
@@ -313,7 +313,7 @@ class Engine:
         # Every placement needs the canonical chain up to its patch: made in one stream.
         self._extend(last, tick)
         built: list[tuple[str, Oid, Oid]] = []
-        session: _Session | None = None  # off the canonical chain: blob-proven commits
+        session: ProvenStream | None = None  # off the canonical chain: blob-proven commits
 
         def settle() -> Oid:
             """Close the stream and fill in the trees of its commits; the current tree."""
@@ -338,7 +338,7 @@ class Engine:
                 if FAST_PATH:
                     if session is None:
                         rest = {p for n in names[i:] for p in self.patch(n).patch.paths}
-                        session = _Session(self.git, parent, rest)
+                        session = ProvenStream(self.git, parent, rest)
                     commit = session.commit(parent, self.patch(name), self)
                 if commit is not None:
                     parent, tree = commit, Oid("")
@@ -397,7 +397,7 @@ class Known:
             self.covered = self.covered | {path}
 
 
-class _Session:
+class ProvenStream:
     """The fast path: consecutive patches as commits in one fast-import stream.
 
     The tree state is the start commit plus an overlay of the files patches changed; every file

@@ -55,7 +55,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from .engine import ConflictHunk, Engine, Known, LoadedPatch, _Session, parse_conflict_markers
+from .engine import ConflictHunk, Engine, Known, LoadedPatch, ProvenStream, parse_conflict_markers
 from .errors import ConflictError, PatchstackError, RefusedError
 from .git import Git, MergeResult, Oid
 from .patch import Patch, parse_patch
@@ -427,7 +427,7 @@ class Placer:
         self.engine = engine
         self.parent = parent
         self.names = list(names)
-        self.session: _Session | None = None
+        self.session: ProvenStream | None = None
         self.known: Known | None = None  # of the parent's tree, as far as streams looked
 
     def place(self, name: str) -> Oid | None:
@@ -435,7 +435,7 @@ class Placer:
         if self.session is None:
             rest = self.names[self.names.index(name) :]
             paths = {p for n in rest for p in self.engine.patch(n).patch.paths}
-            self.session = _Session(self.engine.git, self.parent, paths, self.known)
+            self.session = ProvenStream(self.engine.git, self.parent, paths, self.known)
         commit = self.session.commit(self.parent, lp, self.engine)
         if commit is not None:
             self.parent = commit
