@@ -153,14 +153,38 @@ def _publish(
                 raise RefusedError(
                     "git refused to update the work tree: " + err.strip(), "nothing was changed"
                 )
-            raise RefusedError(
-                "uncommitted edits in files this command would change: " + ", ".join(touched),
-                "commit them, capture them with 'patchstack new', or fold them with"
-                " 'patchstack refresh'; nothing was changed",
-            )
+            raise _edits_in_the_way(touched)
         lock.point("publish-worktree")
     if captured:
         git.set_index_entries(new_head, captured)
+
+    def undo_worktree() -> None:
+        if captured:
+            git.set_index_entries(old_head, captured)
+        else:
+            git.checkout_tree(new_head, old_head)
+
+    _write_and_move(ws, old_head, new_head, message, files, undo_worktree)
+
+
+def _edits_in_the_way(paths: Sequence[str]) -> RefusedError:
+    return RefusedError(
+        "uncommitted edits in files this command would change: " + ", ".join(paths),
+        "commit them, capture them with 'patchstack new', or fold them with"
+        " 'patchstack refresh'; nothing was changed",
+    )
+
+
+def _write_and_move(
+    ws: Workspace,
+    old_head: Oid,
+    new_head: Oid,
+    message: str,
+    files: Sequence[FileWrite],
+    undo_worktree: Callable[[], None],
+) -> None:
+    """The last steps of every publish: series files, then the branch in one transaction that
+    expects ``old_head`` (when it fails, ``undo_worktree`` puts the work tree back)."""
     for fw in files:
         if fw.data is None:
             if os.path.exists(fw.path):
@@ -170,14 +194,12 @@ def _publish(
             write_atomic(fw.path, fw.data)
         lock.point("publish-file")
     if old_head != new_head:
-        ref = git.head_ref() or "HEAD"
         try:
-            git.update_refs([(ref, new_head, old_head)], "patchstack: " + message)
+            ws.git.update_refs(
+                [(ws.git.head_ref() or "HEAD", new_head, old_head)], "patchstack: " + message
+            )
         except PatchstackError:
-            if captured:
-                git.set_index_entries(old_head, captured)
-            else:
-                git.checkout_tree(new_head, old_head)
+            undo_worktree()
             raise
         lock.point("publish-ref")
 
@@ -196,16 +218,12 @@ def _publish_moving(
     new_tree = git.tree_of(new_head)
     dst = worktree_to or new_tree
     changed = set(git.changed_paths(src, dst))
-    git.refresh_index()
-    dirty = git.dirty(exclude=ws.in_tree)
+    dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
     touched = sorted(
         (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
     )
     if touched:
-        raise RefusedError(
-            "uncommitted edits in files this command would change: " + ", ".join(touched),
-            "commit them, or capture them with 'patchstack new'; nothing was changed",
-        )
+        raise _edits_in_the_way(touched)
     index_path = os.path.join(git.git_dir, "index")
     saved_index = None
     if os.path.exists(index_path):
@@ -229,21 +247,7 @@ def _publish_moving(
     lock.point("publish-worktree")
     if dst != new_tree:
         git.set_index_entries(new_tree, git.changed_paths(new_tree, dst))
-    for fw in files:
-        if fw.data is None:
-            if os.path.exists(fw.path):
-                os.unlink(fw.path)
-        else:
-            write_atomic(fw.path, fw.data)
-        lock.point("publish-file")
-    if old_head != new_head:
-        ref = git.head_ref() or "HEAD"
-        try:
-            git.update_refs([(ref, new_head, old_head)], "patchstack: " + message)
-        except PatchstackError:
-            git.checkout_tree(dst, src)
-            raise
-        lock.point("publish-ref")
+    _write_and_move(ws, old_head, new_head, message, files, lambda: git.checkout_tree(dst, src))
 
 
 # -- init ---------------------------------------------------------------------------------------
