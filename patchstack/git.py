@@ -279,18 +279,24 @@ class Git:
             raise GitFailure(f"unexpected identity from git var: {text}")
         return m.group(1), m.group(2)
 
+    def spawn(self, args: Sequence[str], stdin=None, stderr=None) -> subprocess.Popen:
+        """A long-running git process (stream or batch) reading from the top of the work tree;
+        like every git run here it sits in its own session and holds the repository lock."""
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=self.top,
+            env=_base_env(),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+            pass_fds=inherited_fds(),
+        )
+
     def _batch(self, which: str) -> subprocess.Popen:
         proc = self._catfile if which == "--batch" else self._check
         if proc is None:
-            proc = subprocess.Popen(
-                ["git", "cat-file", which],
-                cwd=self.top,
-                env=_base_env(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=inherited_fds(),
-            )
+            proc = self.spawn(["cat-file", which], stdin=subprocess.PIPE)
             if which == "--batch":
                 self._catfile = proc
             else:
@@ -381,14 +387,9 @@ class Git:
             "%H%x01%T%x01%P%x01%(trailers:key=" + PATCH_TRAILER + ",valueonly,separator=%x02)"
             "%x01%(trailers:key=" + TAG_TRAILER + ",valueonly,separator=%x02)%x01%s%x00"
         )
-        proc = subprocess.Popen(
-            ["git", "log", "--first-parent", "-z", "--format=" + fmt, head, "--"],
-            cwd=self.top,
-            env=_base_env(),
-            stdout=subprocess.PIPE,
+        proc = self.spawn(
+            ["log", "--first-parent", "-z", "--format=" + fmt, head, "--"],
             stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            pass_fds=inherited_fds(),
         )
         try:
             buf = b""
@@ -957,12 +958,8 @@ class FastImport:
     SCRATCH = "refs/patchstack/scratch"
 
     def __init__(self, git: Git) -> None:
-        self.proc = subprocess.Popen(
-            ["git", "fast-import", "--quiet", "--done", "--cat-blob-fd=1"],
-            cwd=git.top,
-            env=_base_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+        self.proc = git.spawn(
+            ["fast-import", "--quiet", "--done", "--cat-blob-fd=1"], stdin=subprocess.PIPE
         )
         self.mark = 0
         self.closed = False
