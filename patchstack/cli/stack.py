@@ -72,6 +72,8 @@ def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
     )
+    if result.base_moved_to:
+        click.echo(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
     if result.untracked_left:
         click.echo(
             "untracked files left out (name them to capture): "
