@@ -80,7 +80,7 @@ class ProgressBar:
 
         self.label = label
         self.start = time.monotonic()
-        self.bar = None
+        self.bar: Any = None
         self.enabled = sys.stderr.isatty()
 
     def __call__(self, done: int, total: int) -> None:

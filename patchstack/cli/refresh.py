@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from .app import cli
 from .output import echo, render_conflict, selector, verdict
+
+if TYPE_CHECKING:
+    from ..commands.settle import RefreshResult
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -24,7 +28,15 @@ from .output import echo, render_conflict, selector, verdict
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> None:
+def refresh(
+    ctx: click.Context,
+    onto: str | None,
+    patch_name: str | None,
+    drop_merged: bool,
+    continue_: bool,
+    abort_: bool,
+    as_json: bool,
+) -> None:
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
@@ -63,7 +75,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> N
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result) -> None:
+def _print_refresh(ctx: click.Context, result: RefreshResult) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -109,7 +121,9 @@ def _print_refresh(ctx: click.Context, result) -> None:
 @click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def check(ctx, onto, only, except_, as_json) -> None:
+def check(
+    ctx: click.Context, onto: str | None, only: str | None, except_: str | None, as_json: bool
+) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
     Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).

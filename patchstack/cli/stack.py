@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +18,12 @@ from .output import (
     style,
     tag_text,
 )
+
+if TYPE_CHECKING:
+    from ..commands.drift import Drift
+    from ..commands.push import MoveResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # -- init -----------------------------------------------------------------------------------
 
@@ -226,7 +234,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         ctx.exit(1)
 
 
-def _print_drift(ctx: click.Context, drift) -> None:
+def _print_drift(ctx: click.Context, drift: Drift) -> None:
     echo(
         ctx,
         style(
@@ -247,7 +255,7 @@ def _print_drift(ctx: click.Context, drift) -> None:
 # -- push / pop -----------------------------------------------------------------------------
 
 
-def _selector_options(f):
+def _selector_options(f: F) -> F:
     f = click.option(
         "--except",
         "except_",
@@ -265,7 +273,7 @@ def _selector_options(f):
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
-def _print_move(ctx: click.Context, result, verb: str) -> None:
+def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
     if verb == "push":
         for name in result.added:
             echo(ctx, f"applied {name}")
@@ -287,7 +295,14 @@ def _print_move(ctx: click.Context, result, verb: str) -> None:
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
 @click.pass_context
-def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
+def push(
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    onto: str | None,
+) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
     Each patch applies exactly where it was made and is carried to its place by a three-way
@@ -312,7 +327,9 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
 @cli.command()
 @_selector_options
 @click.pass_context
-def pop(ctx: click.Context, name, all_, only, except_) -> None:
+def pop(
+    ctx: click.Context, name: str | None, all_: bool, only: str | None, except_: str | None
+) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
     --only/--except remove patches from anywhere in the stack and keep the rest applied.

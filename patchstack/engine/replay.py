@@ -191,7 +191,7 @@ class Placer:
         pending = [i for i, d in enumerate(done) if not d.tree]
         if not pending:
             return tree
-        trees = self.engine.git.trees_of([done[i].commit for i in pending])
+        trees = self.engine.git.trees_of([done[i].commit or "" for i in pending])
         for i, t in zip(pending, trees, strict=True):
             done[i] = replace(done[i], tree=t)
         for i, d in enumerate(done):
