@@ -10,7 +10,8 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.merging import blame
-from ..engine.replay import Placer, commit_chain, labels, old_chain, replay, steps
+from ..engine.placer import Placer
+from ..engine.replay import commit_chain, labels, old_chain, replay, steps
 from ..engine.verdicts import classify
 from ..model.conflict import Conflict
 from ..model.ids import Oid

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from ..checkout import Checkout
 from ..engine.merging import merge
-from ..engine.replay import Placer, old_chain, real_changes, replay, steps
+from ..engine.placer import Placer
+from ..engine.replay import old_chain, real_changes, replay, steps
 from ..errors import PatchstackError, RefusedError
 from ..git import DirtyState, Git
 from ..model.ids import Oid

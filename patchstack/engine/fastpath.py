@@ -18,7 +18,6 @@ import email.utils
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..git import FastImport, Git, RawDiff
@@ -122,23 +121,6 @@ def proven_postimage(fd: FileDiff, old: bytes | None, fmt: ObjectFormat) -> byte
     return new if fmt.blob_id(new) == fd.new_id else None
 
 
-@dataclass
-class Known:
-    """path -> (mode, id) of a tree, for the ``covered`` paths (absent: no such path)."""
-
-    entries: dict[str, tuple[str, str]]
-    covered: frozenset[str]
-
-    def update(self, raw: Sequence[RawDiff]) -> None:
-        """Apply raw diff records (old mode, new mode, old id, new id, path)."""
-        for _om, mode, _old, new, path in raw:
-            if set(new) == {"0"}:
-                self.entries.pop(path, None)
-            else:
-                self.entries[path] = (mode, new)
-            self.covered = self.covered | {path}
-
-
 class ProvenStream:
     """The fast path: consecutive patches as commits in one fast-import stream.
 
@@ -147,31 +129,31 @@ class ProvenStream:
     ones ``git apply`` plus ``commit-tree`` would make.
     """
 
-    def __init__(self, git: Git, start: Oid, touched: set[str], known: Known | None = None) -> None:
-        """``known``: what the caller already knows of ``start`` (see `Known`); the paths
-        (and their folders) it does not cover are listed."""
+    def __init__(self, git: Git, start: Oid, touched: set[str]) -> None:
+        """``touched``: the paths the stream's patches may change (listed in ``start`` with
+        their folders, once)."""
         self.git = git
         wanted = touched | {d for p in touched for d in paths.leading_dirs(p)}
-        if known is not None and wanted <= known.covered:
-            self.base, self.covered = dict(known.entries), set(known.covered)
-        else:
-            self.base = git.ls_tree_paths(start, sorted(wanted)) if wanted else {}
-            self.covered = wanted
+        self.base: dict[str, tuple[str, str]] = (
+            git.ls_tree_paths(start, sorted(wanted)) if wanted else {}
+        )
         self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
         self.stream = FastImport(git)
 
     def close(self) -> None:
         self.stream.close()
 
-    def known(self) -> Known:
-        """What this stream knows of the tree after its commits."""
-        entries = dict(self.base)
-        for path, entry in self.overlay.items():
-            if entry is None:
-                entries.pop(path, None)
+    def moved(self, raw: Sequence[RawDiff]) -> None:
+        """The tree is now the one these raw diff records (old mode, new mode, old id, new id,
+        path) make of the tree the stream last knew from outside (its start, or the last
+        `moved`): a commit made outside the proven path, such as a merge's result. What the
+        proven commits since changed is in ``raw`` or was put back, so it is forgotten."""
+        self.overlay.clear()
+        for _om, mode, _old, new, path in raw:
+            if set(new) == {"0"}:
+                self.base.pop(path, None)
             else:
-                entries[path] = (entry[0], entry[1])
-        return Known(entries, frozenset(self.covered))
+                self.base[path] = (mode, new)
 
     def _through_non_tree(
         self, path: str, staged: dict[str, tuple[str, str, bytes] | None]
@@ -188,14 +170,21 @@ class ProvenStream:
         found = self.base.get(path)
         return (found[0], found[1], None) if found else None
 
-    def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
-        author, date = lp.patch.author, lp.patch.date
-        if not author or not date:
-            default_author, default_date = engine.default_author()
-            author, date = author or default_author, date or default_date
-        when = raw_date(date)
-        if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
+    def commit_tree(self, parent: Oid, lp: LoadedPatch, engine: Engine, tree: Oid) -> Oid | None:
+        """The commit of ``lp`` with the whole tree ``tree`` (a merge's result) on ``parent``,
+        the same commit `Engine.commit` makes; None when fast-import cannot write its identity.
+        The caller tells the stream what moved (`moved`)."""
+        who = _identity(lp, engine)
+        if who is None:
             return None
+        message = commit_message(lp).encode("utf-8", "surrogateescape")
+        return self.stream.commit(parent, who[0], who[1], message, [("040000", tree, "")])
+
+    def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
+        who = _identity(lp, engine)
+        if who is None:
+            return None
+        author, when = who
         changes: list[Change] = []
         staged: dict[str, tuple[str, str, bytes] | None] = {}
         for fd in lp.patch.files:
@@ -232,6 +221,19 @@ class ProvenStream:
         commit = self.stream.commit(parent, author, when, message, changes)
         self.overlay.update(staged)
         return commit
+
+
+def _identity(lp: LoadedPatch, engine: Engine) -> tuple[str, str] | None:
+    """(author, raw date) of the commit of ``lp``, when fast-import can write them as
+    ``commit-tree`` would."""
+    author, date = lp.patch.author, lp.patch.date
+    if not author or not date:
+        default_author, default_date = engine.default_author()
+        author, date = author or default_author, date or default_date
+    when = raw_date(date)
+    if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
+        return None
+    return author, when
 
 
 def raw_date(text: str) -> str | None:

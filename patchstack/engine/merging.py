@@ -29,7 +29,12 @@ def merge(
 ) -> MergeResult:
     """``merge_trees`` with git's messages in the caller's words; with ``base_label`` the
     conflict markers inside the merged files are relabelled too (for a tree the user sees)."""
-    result = git.merge_trees(base, ours, theirs, labels)
+    return readable(git, git.merge_trees(base, ours, theirs, labels), base_label)
+
+
+def readable(git: Git, result: MergeResult, base_label: str | None = None) -> MergeResult:
+    """A merge's messages (and with ``base_label`` its conflict markers) in the caller's
+    words instead of the ids of the commits merged."""
     messages = result.messages
     for oid, label in result.sides:
         messages = messages.replace(oid, label)

@@ -12,7 +12,8 @@ merge at all (`Placer`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ConflictError
 from ..git import Git, MergeResult
@@ -20,8 +21,10 @@ from ..model.ids import Oid
 from ..model.series import Series
 from ..model.stack import Stack
 from .chain import Engine
-from .fastpath import Known, ProvenStream
 from .merging import merge
+
+if TYPE_CHECKING:
+    from .placer import Placer
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,12 @@ def replay(
     """
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
-    for step in steps[start:]:
+    if placer is not None:
+        placer.begin(start, tree)
+    for i, step in enumerate(steps[start:], start):
         if step.name in skip:
+            if placer is not None:
+                placer.broken()
             continue
         reuse = step.real is not None and step.real[0] == tree  # its applied commit fits
         if placer is not None and step.before != step.after and not reuse:
@@ -124,7 +131,7 @@ def replay(
                 tree = Oid("")
                 continue
         if placer is not None and not tree:
-            tree = placer.resolve(done, tree)
+            tree = placer.tree()
         if step.real and step.real[0] == tree:
             new = step.real[1]
         elif tree == step.before:
@@ -132,72 +139,31 @@ def replay(
         elif step.before == step.after:
             new = tree
         else:
-            merged = merge(
-                git, step.before, tree, step.after, (labels[0], step.name), base_label=labels[1]
+            name_labels = (labels[0], step.name)
+            merged = (
+                placer.merge(i, step, tree, name_labels, labels[1])
+                if placer is not None
+                else merge(git, step.before, tree, step.after, name_labels, labels[1])
             )
             if not merged.clean:
                 conflicts.append((step.name, tree, merged))
+                if placer is not None:
+                    placer.broken()
                 if keep_going:
                     continue
                 break
             new = merged.tree
-        commit = placer.commit(step.name, tree, new) if placer is not None and new != tree else None
+        commit = None
+        if placer is not None:
+            if new != tree:
+                commit = placer.commit(i, step.name, new)
+            elif step.before != step.after:
+                placer.broken()  # upstream has the patch already: T stops following C
         done.append(Done(step.name, tree, new, commit=commit))
         tree = new
     if placer is not None:
-        placer.resolve(done, tree)
-        placer.close()
+        placer.resolve(done)
     return done, conflicts
-
-
-class Placer:
-    """The commits of a replay on the new base, made as the replay goes (see `_replay`)."""
-
-    def __init__(self, engine: Engine, parent: Oid, names: Sequence[str]) -> None:
-        self.engine = engine
-        self.parent = parent
-        self.names = list(names)
-        self.session: ProvenStream | None = None
-        self.known: Known | None = None  # of the parent's tree, as far as streams looked
-
-    def place(self, name: str) -> Oid | None:
-        lp = self.engine.patch(name)
-        if self.session is None:
-            rest = self.names[self.names.index(name) :]
-            paths = {p for n in rest for p in self.engine.patch(n).patch.paths}
-            self.session = ProvenStream(self.engine.git, self.parent, paths, self.known)
-        commit = self.session.commit(self.parent, lp, self.engine)
-        if commit is not None:
-            self.parent = commit
-        return commit
-
-    def commit(self, name: str, before: Oid, tree: Oid) -> Oid:
-        """The commit of a merged patch: ``before`` -> ``tree`` on the current parent."""
-        self.close()
-        if self.known is not None:  # what the merge changed, from one raw diff
-            self.known.update(self.engine.git.raw_diffs([(before, tree)])[0])
-        self.parent = self.engine.commit(self.parent, tree, name)
-        return self.parent
-
-    def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.known = self.session.known()
-            self.session = None
-
-    def resolve(self, done: list[Done], tree: Oid) -> Oid:
-        """Fill in the trees of the commits the stream made; returns the current tree."""
-        self.close()
-        pending = [i for i, d in enumerate(done) if not d.tree]
-        if not pending:
-            return tree
-        trees = self.engine.git.trees_of([done[i].commit or "" for i in pending])
-        for i, t in zip(pending, trees, strict=True):
-            done[i] = replace(done[i], tree=t)
-        for i, d in enumerate(done):
-            if not d.parent:  # carried onto the result of the patch before it
-                done[i] = replace(d, parent=done[i - 1].tree)
-        return done[-1].tree
 
 
 def commit_chain(engine: Engine, base: Oid, done: Sequence[Done]) -> tuple[Oid, dict[str, Oid]]:

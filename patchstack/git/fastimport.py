@@ -26,8 +26,8 @@ def quote_path(path: str) -> bytes:
 
 class FastImport:
     """Commits are written to a scratch ref that is deleted before the stream ends, so nothing
-    but objects is left behind. ``commit`` returns the new commit's id (asked with
-    ``get-mark``)."""
+    but objects is left behind (``--force``: a checkpoint may move it to an unrelated
+    commit). ``commit`` returns the new commit's id (asked with ``get-mark``)."""
 
     SCRATCH = "refs/patchstack/scratch"
 
@@ -35,7 +35,7 @@ class FastImport:
         self.null = git.fmt.null
         self.hexsz = git.fmt.hexsz
         self.proc = git.spawn(
-            ["fast-import", "--quiet", "--done", "--cat-blob-fd=1"],
+            ["fast-import", "--quiet", "--force", "--done", "--cat-blob-fd=1"],
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -93,17 +93,39 @@ class FastImport:
                 mode, ref, path = change  # type: ignore[misc]
                 out.append(f"M {mode} {ref} ".encode() + (quote_path(path) or b'""') + b"\n")
         out.append(b"\nget-mark :%d\n" % self.mark)
-        self._write(b"".join(out))
+        line = self._answer(b"".join(out)).decode()
+        if len(line) != self.hexsz:
+            self._fail()
+        self.marks[line] = self.mark
+        return Oid(line)
+
+    def _answer(self, request: bytes) -> bytes:
+        """Send ``request`` and read the one line fast-import answers on its cat-blob stream."""
+        self._write(request)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             self.proc.stdin.flush()
         except BrokenPipeError:
             self._fail()
-        line = self.proc.stdout.readline().decode().strip()
-        if len(line) != self.hexsz:
+        line = self.proc.stdout.readline()
+        if not line.endswith(b"\n"):
             self._fail()
-        self.marks[line] = self.mark
-        return Oid(line)
+        return line[:-1]
+
+    def tree_of(self, commit: str) -> Oid:
+        """The tree of a commit of this stream (or any commit), as fast-import knows it."""
+        ref = f":{self.marks[commit]}" if commit in self.marks else commit
+        answer = self._answer(b'ls %s ""\n' % ref.encode())
+        words = answer.split(b"\t", 1)[0].split(b" ")
+        if len(words) != 3 or words[1] != b"tree":
+            raise GitFailure(f"git fast-import: no tree for {commit}: {answer!r}")
+        return Oid(words[2].decode())
+
+    def checkpoint(self) -> None:
+        """Make every object of the stream so far visible to other git processes (fast-import
+        finishes its pack; the answer to the ``get-mark`` after it says it is done)."""
+        if self.mark:
+            self._answer(b"checkpoint\nget-mark :%d\n" % self.mark)
 
     def close(self) -> None:
         if self.closed:

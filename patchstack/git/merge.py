@@ -37,11 +37,13 @@ class Merges(Objects):
     ) -> MergeResult:
         """Merge ``base -> theirs`` into ``ours``; ``labels`` name ours and theirs."""
         ident, date = SYNTHETIC
-        b = self._memo.get(("synthetic", base)) or self.commit_tree(base, [], "base\n", ident, date)
-        t = self._memo.get(("synthetic", theirs, b, labels[1])) or self.commit_tree(
-            theirs, [b], labels[1] + "\n", ident, date
-        )
+        b, t = self.synthetic_pair(base, theirs, labels[1])
         o = self.commit_tree(ours, [b], labels[0] + "\n", ident, date)
+        return self.merge_commits(o, t, labels)
+
+    def merge_commits(self, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
+        """merge-tree of two commits whose one merge base has the wanted base tree (the
+        caller made sure); ``labels`` name ours and theirs."""
         proc = self.run(
             "-c",
             "merge.conflictStyle=diff3",
@@ -52,8 +54,8 @@ class Merges(Objects):
             "--messages",
             "--name-only",
             "-z",
-            o,
-            t,
+            ours,
+            theirs,
             check=False,
         )
         if proc.returncode not in (0, 1):
@@ -61,8 +63,59 @@ class Merges(Objects):
             raise GitFailure(f"git merge-tree failed: {err}")
         tree, conflicted, messages = parse_merge_tree(proc.stdout)
         return MergeResult(
-            tree, proc.returncode == 0, conflicted, messages, ((o, labels[0]), (t, labels[1]))
+            tree,
+            proc.returncode == 0,
+            conflicted,
+            messages,
+            ((ours, labels[0]), (theirs, labels[1])),
         )
+
+    def throwaway_commit(self, tree: str, parent: str, label: str) -> Oid:
+        """A commit of ``tree`` on ``parent`` that nothing will reference, made only for
+        merge-tree to find ``parent`` as the merge base (both must exist): written as a loose
+        object, with no process. (A repository that keeps a second object format, which would
+        want the object's other id recorded too, gets it from ``commit-tree``.)"""
+        ident, date = SYNTHETIC
+        if self._compat_format():
+            return self.commit_tree(tree, [parent], label + "\n", ident, date)
+        data = b"tree %s\nparent %s\nauthor %s %s\ncommitter %s %s\n\n%s\n" % (
+            tree.encode(),
+            parent.encode(),
+            ident.encode(),
+            date.encode(),
+            ident.encode(),
+            date.encode(),
+            label.encode("utf-8", "surrogateescape"),
+        )
+        return self.write_loose("commit", data)
+
+    def stream_commit(self, stream: FastImport, tree: str, parent: str, label: str) -> Oid:
+        """`throwaway_commit` made in an open fast-import stream (the one that made ``tree``,
+        which no other process sees yet), checkpointed so that merge-tree sees it."""
+        ident, date = SYNTHETIC
+        message = label.encode("utf-8", "surrogateescape") + b"\n"
+        commit = stream.commit(parent, ident, date, message, [("040000", tree, "")])
+        stream.checkpoint()
+        return commit
+
+    def synthetic_pair(self, base: str, theirs: str, label: str) -> tuple[Oid, Oid]:
+        """Throwaway commits of ``base`` and, on it, ``theirs`` (those `prepare_merges` made,
+        or made now)."""
+        ident, date = SYNTHETIC
+        b = self._memo.get(("synthetic", base)) or self.commit_tree(base, [], "base\n", ident, date)
+        self._memo[("synthetic", base)] = b
+        t = self._memo.get(("synthetic", theirs, b, label)) or self.commit_tree(
+            theirs, [b], label + "\n", ident, date
+        )
+        self._memo[("synthetic", theirs, b, label)] = t
+        return Oid(b), Oid(t)
+
+    def _compat_format(self) -> bool:
+        key = ("compat-format",)
+        if key not in self._memo:
+            proc = self.run("config", "--get", "extensions.compatObjectFormat", check=False)
+            self._memo[key] = bool(proc.stdout.strip())
+        return bool(self._memo[key])
 
     def prepare_merges(self, sides: Sequence[tuple[str, str, str]]) -> None:
         """Make the throwaway base and "theirs" commits of future `merge_trees` calls,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import tempfile
+import zlib
 from collections.abc import Iterable, Sequence
 
 from ..errors import GitFailure, PatchstackError
@@ -90,6 +94,27 @@ class Objects(GitBase):
             entries = listings[folder]
             result[path] = entries.get(encode_path(name)) if entries else None
         return result
+
+    def write_loose(self, kind: str, data: bytes) -> Oid:
+        """Store one object as git stores a loose one (zlib of ``<kind> <size>NUL<data>``,
+        read-only, moved into place whole); an object that is already there is left alone."""
+        oid = self.fmt.hash(kind, data)
+        folder = os.path.join(self.common_dir, "objects", oid[:2])
+        path = os.path.join(folder, oid[2:])
+        if os.path.exists(path):
+            return oid
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(zlib.compress(b"%s %d\0%s" % (kind.encode(), len(data), data)))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return oid
 
     def write_blob(self, data: bytes) -> Oid:
         return self.oid("hash-object", "-w", "--stdin", input=data)
@@ -184,5 +209,18 @@ def tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:
         space = data.index(b" ", pos)
         nul = data.index(b"\0", space)
         entries[data[space + 1 : nul]] = data[pos:space].decode().rjust(6, "0")
+        pos = nul + 1 + oid_len
+    return entries
+
+
+def tree_records(data: bytes, oid_len: int) -> dict[bytes, tuple[str, str]]:
+    """name -> (mode, hex id) of a raw tree object."""
+    entries = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        oid = data[nul + 1 : nul + 1 + oid_len].hex()
+        entries[data[space + 1 : nul]] = (data[pos:space].decode().rjust(6, "0"), oid)
         pos = nul + 1 + oid_len
     return entries
