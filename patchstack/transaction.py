@@ -46,7 +46,7 @@ from .journal.oplog import (
     write_entry,
 )
 from .journal.restore import restore_state
-from .journal.snapshot import Snapshot, take_snapshot
+from .journal.snapshot import Snapshot, moved_snapshot, take_snapshot
 from .model.ids import Oid
 
 
@@ -193,7 +193,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
         lock.point("journal-running")
         try:
             written = _apply(ws, plan, before)
-            after = take_snapshot(ws, refresh=plan.refresh, head=plan.new_head)
+            after = _after(ws, plan, before)
             lock.point("journal-finishing")
             updates = []
             if plan.new_head != plan.old_head:
@@ -216,6 +216,18 @@ def publish(ws: Checkout, plan: Plan) -> Published:
         lock.point("publish-ref")
         lock.point("journal-done")
     return Published(before, after, done, written)
+
+
+def _after(ws: Checkout, plan: Plan, before: Snapshot) -> Snapshot:
+    """The state after the move: derived from ``before`` when the plan only moved the work
+    tree from one HEAD to another (`journal.snapshot.moved_snapshot`), else taken."""
+    if isinstance(plan.worktree, MoveTree) and not plan.files:
+        if plan.old_head == plan.new_head:
+            return replace(before, refresh=plan.refresh)
+        derived = moved_snapshot(ws, before, plan.new_head, plan.refresh)
+        if derived is not None:
+            return derived
+    return take_snapshot(ws, refresh=plan.refresh, head=plan.new_head)
 
 
 def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:

@@ -126,9 +126,10 @@ def refresh(
             fold_into=fold_into,
             folded=folded,
         )
-        git.prepare_merges(
-            [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
-        )
+        if engine.canonical_commits() is None:  # else the merges use the canonical commits
+            git.prepare_merges(
+                [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
+            )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = replay(
             git, state.steps, 0, git.tree_of(target.new_base), labels_of(state), placer=placer

@@ -4,6 +4,7 @@ checked to exist before use, and a line torn by a crash is skipped."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from ..git import Git
 from ..model.ids import Oid
@@ -15,6 +16,7 @@ class Cache:
         self.path = os.path.join(git.common_dir, "patchstack", "cache")
         self.entries: dict[str, str] = {}
         self.added: dict[str, str] = {}
+        self.present: set[str] = set()  # values known to exist
         sizes = (git.fmt.hexsz,)
         try:
             with open(self.path, encoding="ascii") as f:
@@ -27,9 +29,15 @@ class Cache:
 
     def get(self, key: str) -> Oid | None:
         value = self.entries.get(key)
-        if value and self.git.has_objects([value])[value]:
+        if value and (value in self.present or self.git.has_objects([value])[value]):
+            self.present.add(value)
             return Oid(value)
         return None
+
+    def check(self, values: Iterable[str]) -> None:
+        """Ask at once whether these values exist, ahead of `get`s that will want them."""
+        found = self.git.has_objects([v for v in values if v not in self.present])
+        self.present.update(v for v, ok in found.items() if ok)
 
     def put(self, key: str, value: str) -> None:
         if self.entries.get(key) != value:

@@ -100,17 +100,15 @@ class Engine:
         entries = self.series.entries
         session: ProvenStream | None = None
         unresolved: list[int] = []
+        self._check_cached(k)
         for j in range(len(self._commits), k + 1):
             lp = self.patch(entries[j - 1].name)
             parent = self._commits[j - 1]
-            key = (
-                f"chain {parent} {lp.digest} {lp.entry.strip_level} {lp.entry.name} {lp.entry.tag}"
-            )
+            key = self._chain_key(parent, lp)
             commit = self.cache.get(key)
             if commit is None and fastpath.FAST_PATH:
                 if session is None:
-                    paths = {p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths}
-                    session = ProvenStream(self.git, parent, paths)
+                    session = ProvenStream(self.git, parent)
                 commit = session.commit(parent, lp, self)
             if commit is None:
                 if session is not None:
@@ -130,6 +128,24 @@ class Engine:
         if session is not None:
             session.close()
         self._resolve(unresolved)
+
+    def _chain_key(self, parent: Oid, lp: LoadedPatch) -> str:
+        entry = lp.entry
+        return f"chain {parent} {lp.digest} {entry.strip_level} {entry.name} {entry.tag}"
+
+    def _check_cached(self, k: int) -> None:
+        """Ask at once whether the cached chain commits up to K[k] still exist."""
+        parent = self._commits[-1]
+        found = []
+        for j in range(len(self._commits), k + 1):
+            value = self.cache.entries.get(
+                self._chain_key(parent, self.patch(self.series.entries[j - 1].name))
+            )
+            if value is None:
+                break
+            found.append(value)
+            parent = Oid(value)
+        self.cache.check(found)
 
     def _resolve(self, js: list[int]) -> None:
         for j, tree in zip(js, self.git.trees_of([self._commits[j] for j in js]), strict=True):
@@ -265,7 +281,7 @@ class Engine:
                 built[i] = (built[i][0], built[i][1], t)
             return built[-1][2] if built else tree
 
-        for i, name in enumerate(names):
+        for name in names:
             k = self.series.index(name) + 1
             if parent == self.canonical_commit(k - 1):
                 settle()
@@ -274,8 +290,7 @@ class Engine:
                 commit = None
                 if fastpath.FAST_PATH:
                     if session is None:
-                        rest = {p for n in names[i:] for p in self.patch(n).patch.paths}
-                        session = ProvenStream(self.git, parent, rest)
+                        session = ProvenStream(self.git, parent)
                     commit = session.commit(parent, self.patch(name), self)
                 if commit is not None:
                     parent, tree = commit, Oid("")

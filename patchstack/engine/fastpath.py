@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..git import FastImport, Git, RawDiff
+from ..git import FastImport, Git
 from ..git.fastimport import Change
 from ..model import paths
 from ..model.ids import ObjectFormat, Oid
@@ -129,31 +129,33 @@ class ProvenStream:
     ones ``git apply`` plus ``commit-tree`` would make.
     """
 
-    def __init__(self, git: Git, start: Oid, touched: set[str]) -> None:
-        """``touched``: the paths the stream's patches may change (listed in ``start`` with
-        their folders, once)."""
+    def __init__(self, git: Git, start: Oid) -> None:
         self.git = git
-        wanted = touched | {d for p in touched for d in paths.leading_dirs(p)}
-        self.base: dict[str, tuple[str, str]] = (
-            git.ls_tree_paths(start, sorted(wanted)) if wanted else {}
-        )
+        self.root = f"{start}^{{tree}}"  # the tree the stream last knew from outside
+        self.base: dict[str, tuple[str, str]] = {}  # path -> (mode, id) in ``root``
+        self.listed: set[str] = set()  # paths looked up in ``root`` (found or not)
         self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
         self.stream = FastImport(git)
 
     def close(self) -> None:
         self.stream.close()
 
-    def moved(self, raw: Sequence[RawDiff]) -> None:
-        """The tree is now the one these raw diff records (old mode, new mode, old id, new id,
-        path) make of the tree the stream last knew from outside (its start, or the last
-        `moved`): a commit made outside the proven path, such as a merge's result. What the
-        proven commits since changed is in ``raw`` or was put back, so it is forgotten."""
+    def moved(self, tree: Oid) -> None:
+        """The tree is now ``tree`` (readable by git): a commit made outside the proven path,
+        such as a merge's result."""
+        self.root = tree
+        self.base = {}
+        self.listed = set()
         self.overlay.clear()
-        for _om, mode, _old, new, path in raw:
-            if set(new) == {"0"}:
-                self.base.pop(path, None)
-            else:
-                self.base[path] = (mode, new)
+
+    def _look_up(self, wanted: Sequence[str]) -> None:
+        """Look paths (and their folders) up in ``root``, the ones not known yet, at once."""
+        todo = {q for p in wanted for q in (p, *paths.leading_dirs(p))}
+        todo -= self.listed
+        todo -= self.overlay.keys()
+        if todo:
+            self.base.update(self.git.entries_at(self.root, sorted(todo)))
+            self.listed |= todo
 
     def _through_non_tree(
         self, path: str, staged: dict[str, tuple[str, str, bytes] | None]
@@ -167,6 +169,8 @@ class ProvenStream:
     def _current(self, path: str) -> tuple[str, str, bytes | None] | None:
         if path in self.overlay:
             return self.overlay[path]
+        if path not in self.listed:
+            self._look_up([path])
         found = self.base.get(path)
         return (found[0], found[1], None) if found else None
 
@@ -187,6 +191,7 @@ class ProvenStream:
         author, when = who
         changes: list[Change] = []
         staged: dict[str, tuple[str, str, bytes] | None] = {}
+        self._look_up(lp.patch.paths)
         for fd in lp.patch.files:
             if fd.renamed or fd.copied or fd.binary or (fd.old_path and fd.old_path != fd.path):
                 return None

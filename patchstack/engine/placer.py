@@ -67,8 +67,7 @@ class Placer:
 
     def _open(self) -> ProvenStream:
         if self.session is None:
-            paths = {p for n in self.names for p in self.engine.patch(n).patch.paths}
-            self.session = ProvenStream(self.git, self.parent, paths)
+            self.session = ProvenStream(self.git, self.parent)
         return self.session
 
     @property
@@ -117,7 +116,7 @@ class Placer:
         if commit is None:
             session.stream.checkpoint()
             commit = self.engine.commit(self.parent, tree, name)
-        session.moved(self.git.tree_changes(self.anchor[1], tree))
+        session.moved(tree)
         self.parent = commit
         self.anchor = (i + 1, tree)
         self.followed = True

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from ..model.ids import Oid
-from .base import decode_path
+from .base import decode_path, encode_path
 from .objects import Objects, tree_records
 from .process import failure
 
@@ -124,49 +124,39 @@ class Listings(Objects):
             raise PatchstackError(f"git diff-tree answered {len(result)} of {len(pairs)} pairs")
         return result
 
-    def tree_changes(self, a: str, b: str) -> list[RawDiff]:
-        """What ``raw_diffs`` says of one pair of trees, read through the persistent
-        ``cat-file`` (no process): the files, links and submodules that differ, recursively,
-        descending only into folders whose ids differ."""
-        found: list[RawDiff] = []
-        self._tree_walk(a, b, "", found)
+    def entries_at(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),
+        read through the persistent ``cat-file``, one pipelined batch of trees per depth."""
+        found: dict[str, tuple[str, str]] = {}
+        pending = [(p, encode_path(p).split(b"/"), 0, tree) for p in paths]
+        while pending:
+            self._read_trees([t for *_, t in pending])
+            deeper = []
+            for path, parts, i, at in pending:
+                entry = self._tree_records(at).get(parts[i])
+                if entry is None:
+                    continue
+                if i == len(parts) - 1:
+                    found[path] = entry
+                elif entry[0] == "040000":
+                    deeper.append((path, parts, i + 1, entry[1]))
+            pending = deeper
         return found
 
-    def _tree_walk(self, a: str | None, b: str | None, prefix: str, found: list[RawDiff]) -> None:
-        old = self._tree_records(a)
-        new = self._tree_records(b)
-        null = self.fmt.null
-        for name in sorted(old.keys() | new.keys()):
-            x, y = old.get(name), new.get(name)
-            if x == y:
-                continue
-            path = prefix + decode_path(name)
-            x_tree = x is not None and x[0] == "040000"
-            y_tree = y is not None and y[0] == "040000"
-            if x_tree or y_tree:
-                sub_a = x[1] if x and x_tree else None
-                sub_b = y[1] if y and y_tree else None
-                self._tree_walk(sub_a, sub_b, path + "/", found)
-            xf = x if x is not None and not x_tree else None
-            yf = y if y is not None and not y_tree else None
-            if xf or yf:
-                found.append(
-                    (
-                        xf[0] if xf else "000000",
-                        yf[0] if yf else "000000",
-                        xf[1] if xf else null,
-                        yf[1] if yf else null,
-                        path,
-                    )
-                )
+    def _read_trees(self, trees: Sequence[str]) -> None:
+        """Read and remember the entries of these trees (a tree's entries never change)."""
+        wanted = [t for t in dict.fromkeys(trees) if ("tree-records", t) not in self._memo]
+        for tree, found in zip(wanted, self.read_objects(wanted), strict=True):
+            if found is None or found[0] != "tree":
+                raise PatchstackError(f"not a tree: {tree}")
+            self._memo[("tree-records", tree)] = tree_records(found[1], self.fmt.hexsz // 2)
 
     def _tree_records(self, tree: str | None) -> dict[bytes, tuple[str, str]]:
         if tree is None:
             return {}
-        found = self.read_object(tree)
-        if found is None or found[0] != "tree":
-            raise PatchstackError(f"not a tree: {tree}")
-        return tree_records(found[1], self.fmt.hexsz // 2)
+        self._read_trees([tree])
+        records: dict[bytes, tuple[str, str]] = self._memo[("tree-records", tree)]
+        return records
 
     def diff_patch(self, a: str, b: str) -> bytes:
         """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""

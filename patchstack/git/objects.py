@@ -8,6 +8,7 @@ import re
 import tempfile
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
@@ -46,6 +47,16 @@ class Objects(GitBase):
         data = proc.stdout.read(int(words[2]) + 1)[:-1]
         return words[1].decode(), data
 
+    def read_objects(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
+        """`read_object` of many names, pipelined: a batch of names written at once (small
+        enough to fit in the pipe), then their answers read."""
+        result: list[tuple[str, bytes] | None] = []
+        for at in range(0, len(names), 256):
+            chunk = names[at : at + 256]
+            headers = self._batch_headers("--batch", chunk, read_content=True)
+            result.extend(headers)
+        return result
+
     def read_blob(self, oid: str) -> bytes:
         found = self.read_object(oid)
         if found is None:
@@ -53,11 +64,46 @@ class Objects(GitBase):
         return found[1]
 
     def has_objects(self, oids: Iterable[str]) -> dict[str, bool]:
+        """Which objects exist, asked of the persistent ``cat-file --batch-check`` in
+        pipelined batches (many names written, then their answers read)."""
+        names = list(dict.fromkeys(oids))
         result = {}
-        for oid in oids:
-            header = self._batch_header("--batch-check", oid)
-            result[oid] = not header.endswith((b" missing", b" ambiguous"))
+        for at in range(0, len(names), 256):  # the answers of a batch fit in the pipe
+            chunk = names[at : at + 256]
+            for name, header in zip(
+                chunk, self._batch_headers("--batch-check", chunk), strict=True
+            ):
+                result[name] = not header.endswith((b" missing", b" ambiguous"))
         return result
+
+    def _batch_headers(
+        self, which: str, names: Sequence[str], read_content: bool = False
+    ) -> list[Any]:
+        """The answers of ``cat-file`` to these names, written at once: header lines, or
+        with ``read_content`` (``--batch``) (type, content) or None for a missing object."""
+        if any("\n" in name for name in names):
+            raise GitFailure(f"an object name cannot hold a newline: {names!r}")
+        proc = self.persistent(which, ["cat-file", which])
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in names))
+        proc.stdin.flush()
+        answers: list[Any] = []
+        for _name in names:
+            header = proc.stdout.readline()
+            if not header:
+                raise GitFailure(f"git cat-file {which} ended unexpectedly")
+            header = header.rstrip(b"\n")
+            if not read_content:
+                answers.append(header)
+            elif header.endswith((b" missing", b" ambiguous")) or header == b"missing":
+                answers.append(None)
+            else:
+                words = header.split(b" ")
+                if len(words) != 3 or not words[2].isdigit():
+                    raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
+                data = proc.stdout.read(int(words[2]) + 1)[:-1]
+                answers.append((words[1].decode(), data))
+        return answers
 
     def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
         """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
