@@ -12,12 +12,16 @@ by `transaction`.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import marshal
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import git as gitmod
 from .errors import InputError, PatchstackError
+from .files import write_atomic
 from .model import paths
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
@@ -32,6 +36,8 @@ class Checkout:
     cwd: str
     command: str = ""  # the command line, as the operation log records it
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
+    _series: dict[Any, Series] = field(default_factory=dict, repr=False)
+    _proven: ProvenPatches | None = field(default=None, repr=False)
 
     @property
     def series_path(self) -> str:
@@ -60,8 +66,13 @@ class Checkout:
                 "create one with 'patchstack init', or point --dir / PATCHSTACK_DIR at it",
             )
         shown = self.display(self.series_path)
-        with open(self.series_path, encoding="utf-8", errors="surrogateescape", newline="") as f:
-            series = parse_series(f.read(), shown)
+        with open(self.series_path, "rb") as f:
+            st = os.fstat(f.fileno())
+            key = ("series", st.st_size, st.st_mtime_ns, st.st_ino, shown)
+            if key in self._series:
+                return self._series[key]
+            text = f.read().decode("utf-8", "surrogateescape")
+        series = parse_series(text, shown)
         for entry in series.entries:
             if not os.path.isfile(self.patch_path(entry.name)):
                 raise InputError(
@@ -70,6 +81,7 @@ class Checkout:
                     f"patch file '{entry.name}' not found",
                     f"add {self.display(self.patch_path(entry.name))} or remove the line",
                 )
+        self._series[key] = series
         return series
 
     def read_patch(self, entry: Entry) -> tuple[bytes, Patch]:
@@ -86,7 +98,100 @@ class Checkout:
         patch = parse_patch(data, shown, entry.strip_level)
         paths.check_patch(patch, shown, self.in_tree)
         self._parsed[key] = (data, patch)
+        self._proofs().put(self._proof_key(entry, data), summary_of(patch))
         return data, patch
+
+    def proven_bytes(self, entry: Entry) -> tuple[bytes, PatchSummary]:
+        """The bytes of a patch file and what it changes, proven (parsed and checked as
+        `read_patch` does) by this command or, for the very same bytes, an earlier one
+        (`ProvenPatches`): a long series is not parsed again by every command."""
+        with open(self.patch_path(entry.name), "rb") as f:
+            data = f.read()
+        found = self._proofs().get(self._proof_key(entry, data))
+        if found is not None:
+            return data, found
+        data, patch = self.read_patch(entry)
+        return data, summary_of(patch)
+
+    def _proof_key(self, entry: Entry, data: bytes) -> str:
+        return f"{hashlib.sha1(data).hexdigest()} p{entry.strip_level} {self.in_tree}"
+
+    def _proofs(self) -> ProvenPatches:
+        if self._proven is None:
+            self._proven = ProvenPatches(os.path.join(self.git.common_dir, "patchstack", "proven"))
+        return self._proven
+
+    def save_caches(self) -> None:
+        """Keep what this command proved for the next one (see `ProvenPatches`)."""
+        if self._proven is not None:
+            self._proven.save()
+
+
+class FileSummary(NamedTuple):
+    path: str
+    renamed: bool
+    copied: bool
+    new_id: str | None
+
+
+class PatchSummary(NamedTuple):
+    """What ``status`` and a re-push need of a patch file without parsing it."""
+
+    paths: tuple[str, ...]
+    files: tuple[FileSummary, ...]
+
+
+def summary_of(patch: Patch) -> PatchSummary:
+    return PatchSummary(
+        patch.paths, tuple(FileSummary(f.path, f.renamed, f.copied, f.new_id) for f in patch.files)
+    )
+
+
+class ProvenPatches:
+    """Patch files parsed and checked (`parse_patch`, `paths.check_patch`) by earlier
+    commands, keyed by the SHA-1 of their bytes, the strip level and where the series
+    directory is, with their `PatchSummary`. One ``marshal`` file in the git directory (plain
+    values, no code); a file that cannot be read is an empty cache. It keeps the entries the
+    last command used and the ones it added."""
+
+    FORMAT = "patchstack-proven 1"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.known: dict[str, Any] = {}
+        self.used: dict[str, Any] = {}
+        self.added = False
+        try:
+            with open(path, "rb") as f:
+                data = marshal.load(f)
+            if isinstance(data, dict) and data.get("format") == self.FORMAT:
+                self.known = data["entries"]
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            pass
+
+    def get(self, key: str) -> PatchSummary | None:
+        found = self.known.get(key)
+        if found is None:
+            return None
+        try:
+            summary = PatchSummary(tuple(found[0]), tuple(FileSummary(*f) for f in found[1]))
+        except (TypeError, ValueError, IndexError):
+            return None
+        self.used[key] = found
+        return summary
+
+    def put(self, key: str, summary: PatchSummary) -> None:
+        if key not in self.used:
+            self.used[key] = (summary.paths, tuple(tuple(f) for f in summary.files))
+            self.added = self.added or key not in self.known
+
+    def save(self) -> None:
+        if not self.added and len(self.used) == len(self.known):
+            return
+        data = marshal.dumps({"format": self.FORMAT, "entries": self.used})
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            write_atomic(self.path, data, sync=False)
 
 
 def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:

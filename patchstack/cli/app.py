@@ -50,6 +50,8 @@ class Options:
             while_stopped=while_stopped,
         )
         ctx.call_on_close(held.release)
+        if write:  # a command that only reads writes nothing, not even a cache
+            ctx.call_on_close(ws.save_caches)  # runs first: under the lock
         for error in problems:
             click.echo(f"patchstack: warning: {error.message}", err=True)
             if error.hint:

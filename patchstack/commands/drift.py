@@ -52,7 +52,7 @@ def drift(ws: Checkout) -> Drift | None:
         return Drift(base, target, name, 0, ())
     owners: dict[str, list[str]] = {}
     for e in series.entries:
-        for p in ws.read_patch(e)[1].paths:
+        for p in ws.proven_bytes(e)[1].paths:
             owners.setdefault(p, []).append(e.name)
     rng = f"{base}..{target}"
     grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's

@@ -66,8 +66,9 @@ def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
     canonical = Oid(base) if base else stack.base
 
     def load(entry: Entry) -> LoadedPatch:
-        data, patch = ws.read_patch(entry)
-        return LoadedPatch(entry, data, patch, ws.display(ws.patch_path(entry.name)))
+        data, _summary = ws.proven_bytes(entry)
+        shown = ws.display(ws.patch_path(entry.name))
+        return LoadedPatch(entry, data, None, shown, lambda: ws.read_patch(entry)[1])
 
     default: list[tuple[str, str]] = []
 

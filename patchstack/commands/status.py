@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checkout import Checkout
+from ..checkout import Checkout, PatchSummary
 from ..errors import PatchstackError
 from ..git import RawDiff
 from ..model.ids import ObjectFormat, Oid
@@ -59,7 +59,7 @@ def status(ws: Checkout) -> StatusResult:
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
         if ap.name in series:
-            for p in ws.read_patch(series.entry(ap.name))[1].paths:
+            for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
     in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
     edits = tuple(p for p in dirty.modified + dirty.unmerged if p not in touched)
@@ -97,11 +97,11 @@ def verify_applied(ws: Checkout, series: Series, stack: Stack) -> dict[str, str]
     result: dict[str, str] = {}
     pending = []
     for ap, raw in zip(applied, raws, strict=False):
-        patch = ws.read_patch(series.entry(ap.name))[1]
-        if _ids_match(patch, raw, git.fmt):
+        summary = ws.proven_bytes(series.entry(ap.name))[1]
+        if _ids_match(summary, raw, git.fmt):
             result[ap.name] = "exact"
         else:
-            pending.append((ap, patch))
+            pending.append((ap, ws.read_patch(series.entry(ap.name))[1]))
     for ap, patch in pending:
         diff = git.diff_patch(parent_tree[ap.commit], ap.tree)
         try:
@@ -112,7 +112,7 @@ def verify_applied(ws: Checkout, series: Series, stack: Stack) -> dict[str, str]
     return result
 
 
-def _ids_match(patch: Patch, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
+def _ids_match(patch: PatchSummary, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
     """True when the commit's blobs are exactly those the patch's full index lines name."""
     got = {path: (new_mode, new) for _om, new_mode, _old, new, path in raw}
     want = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import trailers
@@ -12,10 +13,21 @@ from ..model.series import Entry
 
 @dataclass
 class LoadedPatch:
+    """``parsed``, or ``parse`` to parse it when first wanted: a re-push whose commits are all
+    cached, for one, needs only the bytes (already proven, see `checkout.ProvenPatches`)."""
+
     entry: Entry
     data: bytes
-    patch: Patch
+    parsed: Patch | None = None
     shown: str = ""  # the patch file as error messages name it
+    parse: Callable[[], Patch] | None = None
+
+    @property
+    def patch(self) -> Patch:
+        if self.parsed is None:
+            assert self.parse is not None, "a loaded patch needs its parse or a parser"
+            self.parsed = self.parse()
+        return self.parsed
 
     @property
     def digest(self) -> str:
