@@ -1,0 +1,120 @@
+"""What makes the fixed costs small stays exact: the operation log's "after" snapshot derived
+from the "before" one equals the snapshot taken; patch files proven by an earlier command are
+proven only for their very bytes; and the git boundary's in-process reads and loose writes
+agree with git."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from patchstack.checkout import open_checkout
+from patchstack.git import find_repo
+from patchstack.journal.oplog import newest
+from patchstack.journal.snapshot import take_snapshot
+
+from .conftest import Repo, names, numbered, replace_line
+
+
+def stack_of_three(repo: Repo) -> None:
+    repo.write("b.py", numbered(30, "b"))
+    repo.commit_all("b")
+    repo.ps("init")
+    for i, (f, tag) in enumerate([("a.py", "essential"), ("b.py", "diagnostic"), ("a.py", "x")]):
+        replace_line(repo, f, f"{f[0]} {5 + 5 * i}\n", f"{f[0]} {5 + 5 * i} p{i}\n")
+        repo.ps("new", f"p{i}", "--tag", tag if tag != "x" else "optimization")
+
+
+def recorded_and_taken(repo: Repo) -> tuple[dict, dict]:
+    ws = open_checkout(None, str(repo.path))
+    try:
+        entry = newest(ws.git)
+        assert entry is not None and entry.after is not None
+        taken = take_snapshot(ws, refresh=entry.after.refresh)
+        return entry.after.to_json(), taken.to_json()
+    finally:
+        ws.git.close()
+
+
+@pytest.mark.parametrize(
+    "user_state",
+    ["clean", "untracked and edited elsewhere", "staged elsewhere", "executable and symlink"],
+)
+def test_the_derived_after_snapshot_is_the_taken_one(repo: Repo, user_state: str) -> None:
+    stack_of_three(repo)
+    if user_state != "clean":
+        repo.write("notes/todo.txt", "an untracked file\n")
+        repo.write("c.txt", "an edited file no patch touches\n")
+    if user_state == "staged elsewhere":
+        repo.git("add", "c.txt")
+    if user_state == "executable and symlink":
+        os.chmod(repo.path / "c.txt", 0o755)
+        os.symlink("c.txt", repo.path / "link")
+    for command in (["pop", "--all"], ["push", "--all"], ["pop", "p1.patch"], ["push", "p2"]):
+        before = names(repo)
+        repo.ps(*command)
+        recorded, taken = recorded_and_taken(repo)
+        assert recorded == taken, command
+    repo.ps("undo")
+    assert names(repo) == before
+
+
+def test_a_patch_file_proven_before_is_read_again_when_its_bytes_change(repo: Repo) -> None:
+    stack_of_three(repo)
+    repo.ps("pop", "--all")
+    repo.ps("push", "--all")
+    repo.ps("pop", "--all")
+    proofs = repo.path / ".git" / "patchstack" / "proven"
+    assert proofs.exists()
+    text = repo.read("patches/p1.patch")
+    bad = re.sub(r"^(@@ -\d+,\d+ \+\d+,)(\d+)", lambda m: m[1] + "99", text, count=1, flags=re.M)
+    assert bad != text
+    repo.write("patches/p1.patch", bad)
+    result = repo.ps("push", "--all", code=2)
+    assert "p1.patch" in result.stderr and "line" in result.stderr
+    repo.write("patches/p1.patch", text)
+    proofs.write_bytes(b"not a marshal file")  # a cache that cannot be read is empty
+    repo.ps("push", "--all")
+    assert names(repo) == ["p0.patch", "p1.patch", "p2.patch"]
+    assert repo.ps("status").exit_code == 0
+
+
+def test_commands_that_only_read_write_no_proofs(repo: Repo) -> None:
+    stack_of_three(repo)
+    repo.ps("pop", "--all")
+    repo.ps("push", "--all")
+    proofs = repo.path / ".git" / "patchstack" / "proven"
+    proofs.unlink()
+    repo.ps("status")
+    repo.ps("check")
+    assert not proofs.exists()
+
+
+def test_in_process_tree_reads_and_loose_writes_agree_with_git(repo: Repo) -> None:
+    repo.write("dir/sub/x.py", "x\n")
+    repo.write("dir/y.py", "y\n")
+    repo.commit_all("files")
+    git = find_repo(str(repo.path))
+    try:
+        tree = git.tree_of("HEAD")
+        found = git.entries_at(tree, ["dir/sub/x.py", "dir/sub", "dir/nope.py", "a.py/x", "a.py"])
+        listed = git.ls_tree_paths(tree, ["dir/sub/x.py", "a.py"])
+        listed.update(git.ls_tree_paths(tree, ["dir/sub"]))
+        assert found == listed
+        commit = git.throwaway_commit(tree, git.head() or "", "a label")
+        assert repo.git("cat-file", "-t", commit).strip() == "commit"
+        assert repo.git("rev-parse", f"{commit}^{{tree}}").strip() == tree
+        assert git.write_loose("commit", repo.git("cat-file", "commit", commit).encode()) == commit
+        stream = git.fast_import()
+        made = stream.commit(git.head() or "", "A U Thor <a@b.c>", "1 +0000", b"m\n", [])
+        assert stream.tree_of(made) == tree
+        stream.checkpoint()
+        assert repo.git("cat-file", "-t", made).strip() == "commit"  # visible before the end
+        stream.close()
+    finally:
+        git.close()
+    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
