@@ -107,16 +107,30 @@ def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
 
 def _run(invoke: Callable[[], Any]) -> int:
     """Run the command; every domain error becomes its message and exit status here."""
-    from ..errors import ConflictError, PatchstackError
+    from ..errors import (
+        ConflictError,
+        GitFailure,
+        PatchstackError,
+        environment_fault,
+        git_fault_hint,
+    )
     from ..lock import Interrupted
-    from .output import render_conflict
 
     try:
         code = invoke()
     except Interrupted as exc:
-        click.echo(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
+        _clean_up()
+        click.echo(f"patchstack: interrupted ({exc}): {_where_it_stopped()}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        _clean_up()
+        fault = environment_fault(exc)
+        click.echo(f"patchstack: error: {fault.message}", err=True)
+        click.echo(f"hint: {fault.hint}", err=True)
+        return fault.exit_code
     except ConflictError as exc:
+        from .output import render_conflict
+
         click.echo(f"patchstack: {exc.message}", err=True)
         for line in render_conflict(exc.report):
             click.echo(line, err=True)
@@ -124,9 +138,11 @@ def _run(invoke: Callable[[], Any]) -> int:
             click.echo(f"hint: {exc.hint}", err=True)
         return exc.exit_code
     except PatchstackError as exc:
+        _clean_up()
+        hint = exc.hint or (git_fault_hint(exc.message) if isinstance(exc, GitFailure) else None)
         click.echo(f"patchstack: error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -137,6 +153,19 @@ def _run(invoke: Callable[[], Any]) -> int:
         click.echo("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _clean_up() -> None:
+    """After a failure: what git left behind in the repositories this command opened."""
+    from ..transaction import clean_up_after_failure
+
+    clean_up_after_failure()
+
+
+def _where_it_stopped() -> str:
+    from ..transaction import describe_interruption
+
+    return describe_interruption()
 
 
 def main(argv: list[str] | None = None) -> None:
