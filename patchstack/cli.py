@@ -60,8 +60,8 @@ class Options:
         for error in problems:
             if write:
                 raise error
-            click.echo(f"patchstack: warning: {error.message}", err=True)
-            click.echo(f"hint: {error.hint}", err=True)
+            out(f"patchstack: warning: {error.message}", err=True)
+            out(f"hint: {error.hint}", err=True)
         return ws
 
 
@@ -76,12 +76,28 @@ def _color(ctx: click.Context) -> bool | None:
     return None  # click decides: colour on a TTY only
 
 
+# The characters made visible in this command's output, for one warning at its end.
+_REPLACED: dict[str, None] = {}
+
+
+def out(text: str = "", err: bool = False, color: bool | None = None, nl: bool = True) -> None:
+    """Write to the terminal: every control and invisible character that came from a patch,
+    a commit or a file is made visible (`safe_text`); patchstack's own colour is kept."""
+    from .safe_text import safe_terminal
+
+    safe, found = safe_terminal(text)
+    _REPLACED.update(dict.fromkeys(found))
+    click.echo(safe, err=err, color=color, nl=nl)
+
+
 def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
-    click.echo(text, err=err, color=_color(ctx))
+    out(text, err, _color(ctx))
 
 
 def style(text: str, **kw) -> str:
-    return click.style(text, **kw)
+    from .safe_text import mark_style
+
+    return mark_style(click.style(text, **kw))
 
 
 def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str):
@@ -182,7 +198,7 @@ def init(opts: Options, base: str | None) -> None:
 
     ws = opts.workspace()
     result = do_init(ws, base)
-    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+    out(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
 
 
 # -- new ------------------------------------------------------------------------------------
@@ -216,12 +232,12 @@ def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str
 
     ws = opts.workspace()
     result = do_new(ws, name, tag, message, paths)
-    click.echo(
+    out(
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
     )
     if result.untracked_left:
-        click.echo(
+        out(
             "untracked files left out (name them to capture): "
             + ", ".join(result.untracked_left[:10]),
             err=True,
@@ -245,7 +261,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
 
     series, stack, rows = list_series(ctx.obj.workspace(write=False))
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "base": series.base,
@@ -302,7 +318,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     st = do_status(ws)
     drift = do_drift(ws)
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "drift": drift.to_json() if drift else None,
@@ -875,11 +891,14 @@ def _render_options(f):
 
 def _emit(ctx: click.Context, text: str, output: str | None) -> None:
     if output:
+        from .safe_text import safe_terminal
         from .workspace import write_atomic
 
-        write_atomic(output, text.encode("utf-8", "surrogateescape"))
+        safe, found = safe_terminal(text)
+        _REPLACED.update(dict.fromkeys(found))
+        write_atomic(output, safe.encode("utf-8", "surrogateescape"))
     else:
-        click.echo(text, nl=False, color=_color(ctx))
+        out(text, nl=False, color=_color(ctx))
 
 
 def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
@@ -1182,25 +1201,37 @@ def render_conflict(report) -> list[str]:
 
 
 def _run(invoke) -> int:
+    _REPLACED.clear()
+    try:
+        return _run_command(invoke)
+    finally:
+        from .safe_text import warning
+
+        said = warning(tuple(_REPLACED))
+        if said:
+            click.echo(f"patchstack: warning: {said}", err=True)
+
+
+def _run_command(invoke) -> int:
     from .errors import ConflictError, PatchstackError
     from .lock import Interrupted
 
     try:
         code = invoke()
     except Interrupted as exc:
-        click.echo(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
+        out(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
         return exc.exit_code
     except ConflictError as exc:
-        click.echo(f"patchstack: {exc.message}", err=True)
+        out(f"patchstack: {exc.message}", err=True)
         for line in render_conflict(exc.report):
-            click.echo(line, err=True)
+            out(line, err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            out(f"hint: {exc.hint}", err=True)
         return exc.exit_code
     except PatchstackError as exc:
-        click.echo(f"patchstack: error: {exc.message}", err=True)
+        out(f"patchstack: error: {exc.message}", err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            out(f"hint: {exc.hint}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -1208,7 +1239,7 @@ def _run(invoke) -> int:
         exc.show()
         return 2
     except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo("patchstack: interrupted", err=True)
+        out("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
 
