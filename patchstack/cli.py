@@ -679,11 +679,21 @@ def check(ctx, onto, only, except_, as_json) -> None:
       git fetch && patchstack check --onto origin/main --except diagnostic
     """
     from .refresh import check as do_check
+    from .series import case_clashes
 
-    result = do_check(ctx.obj.workspace(write=False), onto, _selector(None, False, only, except_))
+    ws = ctx.obj.workspace(write=False)
+    result = do_check(ws, onto, _selector(None, False, only, except_))
+    series = ws.load_series()
+    warnings = [
+        f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
+        " case: one file on macOS and Windows, so the series is not portable there"
+        for a, b in case_clashes(series)
+    ]
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
     else:
+        for warning in warnings:
+            echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
             echo(ctx, f"  {_verdict(v)} {v.name}")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import paths
-from .apply import proven_postimage
+from .apply import crlf_mismatch, proven_postimage
 from .errors import ConflictError, InputError, PatchstackError
 from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
 from .patch import Patch
@@ -229,16 +229,30 @@ class Engine:
         ok, err = self._index.apply(lp.data, lp.entry.strip_level)
         if not ok:
             self._index_tree = None
+            notes = self._line_ending_notes(tree, lp)
             raise ConflictError(
                 f"patch '{lp.entry.name}' does not apply where it was made"
                 " (the series base plus the patches before it)",
-                ConflictReport(lp.entry.name, lp.patch.paths, detail=err.strip()),
+                ConflictReport(
+                    lp.entry.name, lp.patch.paths, detail="\n".join([*notes, err.strip()])
+                ),
                 "the patch file no longer matches the series: fix it, or run 'patchstack refresh'",
             )
         result = self._index.write_tree()
         self._index_tree = result
         self.cache.put(key, result)
         return result
+
+    def _line_ending_notes(self, tree: Oid, lp: LoadedPatch) -> list[str]:
+        files = [f for f in lp.patch.files if f.old_path and f.hunks]
+        listing = self.git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
+        notes = []
+        for f in files:
+            if f.old_path in listing:
+                note = crlf_mismatch(f, self.git.read_blob(listing[f.old_path][1]))
+                if note:
+                    notes.append(note)
+        return notes
 
     # -- placing patches -----------------------------------------------------------------------
 

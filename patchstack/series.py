@@ -288,3 +288,17 @@ def new_series(base: str, ref: str | None = None) -> Series:
 def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
     wanted = set(tags)
     return [e for e in entries if e.tag in wanted]
+
+
+def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
+    """Pairs of entries whose names differ only by case (or Unicode normalization): one file
+    on the case-insensitive file systems of macOS and Windows."""
+    first: dict[str, Entry] = {}
+    clashes = []
+    for e in series.entries:
+        key = unicodedata.normalize("NFC", e.name).casefold()
+        if key in first:
+            clashes.append((first[key], e))
+        else:
+            first[key] = e
+    return tuple(clashes)
