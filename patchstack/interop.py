@@ -49,7 +49,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -57,6 +57,7 @@ from .engine import ConflictReport, parse_conflict_markers
 from .errors import ConflictError, GitFailure, InputError, PatchstackError, RefusedError
 from .git import EMPTY_TREE, PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
 from .patch import FileDiff, Patch, decode, parse_patch
+from .quilt_tolerance import tolerate
 from .series import TAGS, Entry, Series, new_series, parse_tags, validate_name
 from .service import make_engine, read_stack, strip_trailers
 from .workspace import Workspace, write_atomic
@@ -115,6 +116,7 @@ class ImportResult:
     created: bool  # the series file was created by this import
     patches: tuple[Imported, ...]
     skipped: tuple[tuple[str, str], ...]  # (name or origin, why)
+    warnings: tuple[str, ...] = ()  # what was read as GNU patch reads it (quilt_tolerance)
 
     @property
     def merged(self) -> list[Imported]:
@@ -356,7 +358,11 @@ def _nearest_first(want: int, lo: int, hi: int):
 # -- reading sources ----------------------------------------------------------------------------
 
 
-def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[str, str]]]:
+def read_quilt(
+    directory: str, display: str, exists: Callable[[str], bool] = lambda _p: False
+) -> tuple[list[Source], list[tuple[str, str]], list[str]]:
+    """The patches of a quilt series, read as GNU patch reads them (`tolerate`), with the
+    warnings that says; ``exists`` tells which paths the tree they start on has."""
     series_path = os.path.join(directory, "series")
     shown = os.path.join(display, "series")
     if not os.path.isfile(series_path):
@@ -367,12 +373,22 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
         lines = parse_quilt_series(f.read(), shown)
     sources: list[Source] = []
     skipped: list[tuple[str, str]] = []
+    warnings: list[str] = []
     names: dict[str, str] = {}
+    created: set[str] = set()
+    top = os.path.realpath(directory)
     for ql in lines:
         file_shown = os.path.join(display, ql.file)
         path = os.path.join(directory, ql.file)
         if not os.path.isfile(path):
             raise InputError(shown, ql.lineno, f"patch file '{ql.file}' not found")
+        if os.path.commonpath([os.path.realpath(path), top]) != top:
+            raise InputError(
+                shown,
+                ql.lineno,
+                f"patch file '{ql.file}' is a symbolic link out of the quilt directory",
+                "copy the patch into the quilt directory instead of linking to it",
+            )
         name = quilt_name(ql.file)
         problem = validate_name(name)
         if problem:
@@ -390,12 +406,22 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
         if not _has_diff(data):
             skipped.append((ql.file, "holds no diff"))
             continue
+        tolerated = tolerate(data, file_shown, ql.strip, lambda p: p in created or exists(p))
+        warnings.extend(tolerated.warnings)
+        data = tolerated.data
+        if not _has_diff(data):
+            skipped.append((ql.file, "holds only binary changes without data"))
+            continue
         patch = parse_patch(data, file_shown, ql.strip)
+        created.update(f.new_path for f in patch.files if f.new_path and not f.old_path)
+        message = patch_message(patch, name.removesuffix(".patch").removesuffix(".diff"))
+        if tolerated.notes:
+            message = message.rstrip("\n") + "\n\n" + "\n".join(tolerated.notes) + "\n"
         sources.append(
             Source(
                 name,
                 file_shown,
-                patch_message(patch, name.removesuffix(".patch").removesuffix(".diff")),
+                message,
                 normalize_author(patch.author),
                 normalize_date(patch.date),
                 ql.tag,
@@ -405,7 +431,7 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
                 patch=patch,
             )
         )
-    return sources, skipped
+    return sources, skipped, warnings
 
 
 def _has_diff(data: bytes) -> bool:
@@ -517,8 +543,28 @@ def import_quilt(
             f"{directory} is the series directory itself; importing would overwrite its files",
             f"move it first (mv {directory} quilt-patches) and import from there",
         )
-    sources, skipped = read_quilt(full, ws.display(full))
-    return _import(ws, sources, skipped, tag, append, base, None)
+    tree = _start_tree(ws, base)
+    listing: list[dict[str, tuple[str, str]]] = []
+
+    def exists(path: str) -> bool:
+        if not listing:
+            listing.append(ws.git.ls_tree(tree))
+        return path in listing[0]
+
+    sources, skipped, warnings = read_quilt(full, ws.display(full), exists)
+    result = _import(ws, sources, skipped, tag, append, base, None)
+    return replace(result, warnings=tuple(warnings))
+
+
+def _start_tree(ws: Workspace, base: str | None) -> Oid:
+    """The tree a quilt series is imported onto (for GNU patch's "does this file exist")."""
+    if base:
+        return ws.git.tree_of(_base(ws.git, base))
+    if ws.exists():
+        series = ws.load_series()
+        if series.base:
+            return ws.git.tree_of(Oid(series.base))
+    return ws.git.tree_of(read_stack(ws.git).base)
 
 
 def import_commits(
