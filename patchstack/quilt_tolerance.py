@@ -59,7 +59,7 @@ def best_name(names: list[str], exists: Callable[[str], bool]) -> str:
 def _sections(lines: list[bytes]) -> list[tuple[int, int]]:
     """(start, end) of each file diff that starts with 'diff --git'."""
     starts = [i for i, ln in enumerate(lines) if ln.startswith(b"diff --git ")]
-    ends = [*starts[1:], len(lines)]
+    ends = [*starts[1:], len(lines)] if starts else []
     out = []
     for s, e in zip(starts, ends, strict=True):
         signature = next((k for k in range(s + 1, e) if lines[k].rstrip(b"\r") == b"-- "), e)
