@@ -353,6 +353,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         echo(ctx, f"branch: {branch} at {st.head[:12]}")
         base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
         echo(ctx, f"series base: {base}")
+        if not st.series_base:
+            echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
         if st.series_base and st.stack_base != st.series_base:
             echo(
                 ctx,
@@ -512,11 +514,21 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
     from .service import push as do_push
 
     bar = ProgressBar("pushing")
+    ws = ctx.obj.workspace()
     try:
-        result = do_push(ctx.obj.workspace(), _selector(name, all_, only, except_), onto, bar)
+        result = do_push(ws, _selector(name, all_, only, except_), onto, bar)
     finally:
         bar.close()
     _print_move(ctx, result, "push")
+    if ws.load_series().base is None:
+        echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
+
+
+NO_BASE = (
+    "the series file has no '# base:' line, so the patches were applied on HEAD (below any"
+    " applied patches); record that commit as the base with 'patchstack refresh', or start"
+    " a series on a chosen commit with 'patchstack init --base REV'"
+)
 
 
 @cli.command()
