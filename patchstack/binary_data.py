@@ -109,12 +109,14 @@ def check_binary(lines: list[str], i: int, path: str) -> int:
             i += 1
         size = _inflated_size(bytes(data), declared)
         if size is None:
-            raise InputError(path, start, "binary data does not inflate (damaged zlib data)", _HINT)
+            raise InputError(
+                path, start + 1, "binary data does not inflate (damaged zlib data)", _HINT
+            )
         if size != declared:
             more = "more than" if size > declared else ""
             raise InputError(
                 path,
-                start - 1,
+                start,
                 f"binary {m.group(1)} declares {declared} bytes but its data inflates to"
                 f" {more} {size} bytes".replace("  ", " "),
                 _HINT,

@@ -427,12 +427,15 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
             "hunk has more lines than its header says",
             "fix the line counts in the '@@' header, or regenerate the patch",
         )
+    renamed_or_copied = bool(info.get("renamed") or info.get("copied"))
+    mode_line = "old_mode" in info and info.get("old_mode") != info.get("new_mode")
     where = (path, lineno)
     old = None if old_path in (None, "/dev/null") else _strip_components(old_path, strip, where)
     new = None if new_path in (None, "/dev/null") else _strip_components(new_path, strip, where)
     if old is None and new is None:
         raise InputError(path, lineno, "file diff names no file")
-    if git_names is not None and not (hunks or binary or info):
+    headers_change = old_path == "/dev/null" or new_path == "/dev/null" or mode_line
+    if git_names is not None and not (hunks or binary or headers_change or renamed_or_copied):
         raise InputError(
             path,
             lineno,
