@@ -49,6 +49,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -192,10 +193,11 @@ def comment_tags(comment: str, path: str, lineno: int) -> tuple[str | None, tupl
 
 def quilt_name(file: str) -> str:
     """A patchstack name for a quilt patch path: folders joined with '--', odd characters '_'."""
-    name = "--".join(part for part in file.split("/") if part)
-    name = re.sub(r"[^A-Za-z0-9._+@=~-]", "_", name)
+    name = unicodedata.normalize("NFC", "--".join(part for part in file.split("/") if part))
+    name = "".join(ch if ch.isprintable() else "_" for ch in name)
+    name = re.sub(r"[^\w.+@=~-]", "_", name)
     name = re.sub(r"\.\.+", ".", name)
-    if not re.match(r"[A-Za-z0-9_]", name):
+    if not re.match(r"[^\W]", name):
         name = "_" + name
     return name
 
