@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.quilt_tolerance import best_name, tolerate
+from patchstack.model.quilt_tolerance import best_name, tolerate
 
 from .conftest import Repo, make_repo, numbered
 from .test_interop import needs_quilt, quilt_push, tree_of_folder

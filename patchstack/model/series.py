@@ -1,0 +1,305 @@
+"""The series file: the ordered list of patches, quilt-compatible.
+
+One entry a line, ``name.patch [-pN] # tag[, label...]``. quilt ignores everything after ``#``,
+so the tag rides in the comment. Exactly one category tag per entry. Header comments carry
+metadata; ``# base: <full commit id> [ref]`` (SHA-1 or SHA-256) is the commit the series was
+last refreshed against.
+
+The model keeps every line's raw text, so parsing then formatting gives back the same bytes,
+and a rewrite (new base, an added entry) touches only the lines it must.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from ..errors import InputError
+
+TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
+
+_NAME_RE = re.compile(r"[^\W][\w.+@=~-]*\Z")
+_STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
+_BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
+_SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One patch of the series."""
+
+    name: str
+    tag: str
+    labels: tuple[str, ...] = ()
+    strip: int | None = None  # the -pN option; None means quilt's default, 1
+    lineno: int = 0
+    raw: str = ""
+
+    @property
+    def strip_level(self) -> int:
+        return 1 if self.strip is None else self.strip
+
+    def render(self) -> str:
+        opts = f" -p{self.strip}" if self.strip is not None else ""
+        comment = ", ".join((self.tag, *self.labels))
+        return f"{self.name}{opts} # {comment}\n"
+
+
+@dataclass(frozen=True)
+class Other:
+    """A comment or blank line, kept as it was."""
+
+    raw: str
+    lineno: int = 0
+
+
+Line = Entry | Other
+
+
+@dataclass(frozen=True)
+class Series:
+    lines: tuple[Line, ...] = ()
+    path: str = "series"
+
+    # Derived views, computed once per (immutable) series: commands ask them per patch.
+    @cached_property
+    def entries(self) -> tuple[Entry, ...]:
+        return tuple(line for line in self.lines if isinstance(line, Entry))
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self.entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._positions
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {e.name: i for i, e in enumerate(self.entries)}
+
+    def entry(self, name: str) -> Entry:
+        return self.entries[self._positions[name]]
+
+    def index(self, name: str) -> int:
+        try:
+            return self._positions[name]
+        except KeyError:
+            raise ValueError(f"{name!r} is not in the series") from None
+
+    @property
+    def base(self) -> str | None:
+        found = self._base_line()
+        return found[1] if found else None
+
+    @property
+    def base_ref(self) -> str | None:
+        found = self._base_line()
+        return found[2] if found else None
+
+    def _base_line(self) -> tuple[int, str, str | None] | None:
+        for i, line in enumerate(self.lines):
+            if isinstance(line, Other):
+                m = _BASE_RE.match(line.raw.strip())
+                if m:
+                    return i, m.group(1), m.group(2)
+        return None
+
+    def format(self) -> str:
+        return "".join(line.raw for line in self.lines)
+
+    def with_base(self, sha: str, ref: str | None = None) -> Series:
+        """Set the ``# base:`` line, keeping the old ref label when none is given."""
+        found = self._base_line()
+        if ref is None and found:
+            ref = found[2]
+        text = f"# base: {sha}" + (f" {ref}" if ref else "") + "\n"
+        lines = list(self.lines)
+        if found:
+            lines[found[0]] = Other(text, lines[found[0]].lineno)
+        else:
+            lines.insert(_header_end(lines), Other(text))
+        return replace(self, lines=tuple(lines))
+
+    def insert(self, entry: Entry, after: str | None) -> Series:
+        """Add ``entry`` right after the entry named ``after`` (None: before the first entry)."""
+        entry = replace(entry, raw=entry.raw or entry.render())
+        lines = list(self.lines)
+        if after is None:
+            first = next((i for i, ln in enumerate(lines) if isinstance(ln, Entry)), None)
+            pos = first if first is not None else len(lines)
+        else:
+            pos = next(
+                i for i, ln in enumerate(lines) if isinstance(ln, Entry) and ln.name == after
+            )
+            pos += 1
+        if pos > 0 and not lines[pos - 1].raw.endswith("\n"):
+            prev = lines[pos - 1]
+            lines[pos - 1] = replace(prev, raw=prev.raw + "\n")
+        lines.insert(pos, entry)
+        return replace(self, lines=tuple(lines))
+
+    def remove(self, name: str) -> Series:
+        return replace(
+            self,
+            lines=tuple(ln for ln in self.lines if not (isinstance(ln, Entry) and ln.name == name)),
+        )
+
+    def replace_entry(self, name: str, new: Entry) -> Series:
+        new = replace(new, raw=new.render())
+        return replace(
+            self,
+            lines=tuple(
+                new if isinstance(ln, Entry) and ln.name == name else ln for ln in self.lines
+            ),
+        )
+
+
+def _header_end(lines: list[Line]) -> int:
+    """Index just after the leading run of comment lines (where metadata belongs)."""
+    i = 0
+    while i < len(lines) and isinstance(lines[i], Other) and lines[i].raw.lstrip().startswith("#"):
+        i += 1
+    return i
+
+
+def validate_name(name: str, folders: bool = False) -> str | None:
+    """Why ``name`` is not a safe patch name, or None when it is.
+
+    Letters and digits of any script are allowed (in NFC, the form macOS and most tools
+    write), with ``._+@=~-``; with ``folders``, '/' separates subfolders of the series
+    directory, as quilt allows (``debian/fix.patch``).
+    """
+    if not name:
+        return "empty patch name"
+    if "\\" in name or ("/" in name and not folders):
+        return f"patch name '{name}' contains a path separator"
+    if ".." in name:
+        return f"patch name '{name}' contains '..'"
+    if any(ch.isspace() for ch in name):
+        return f"patch name '{name}' contains whitespace"
+    if unicodedata.normalize("NFC", name) != name:
+        return f"patch name '{name}' is not in Unicode NFC form (write it composed)"
+    if not all(_NAME_RE.match(part) and part.isprintable() for part in name.split("/")):
+        return (
+            f"patch name '{name}' contains characters other than letters, digits and ._+@=~-"
+            " (or a part of it starts with one of ._+@=~-)"
+        )
+    return None
+
+
+def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]:
+    """Parse ``tag[, label...]`` from an entry's comment."""
+    words = [w.strip() for w in text.split(",")]
+    words = [w for w in words if w]
+    if not words:
+        raise InputError(path, lineno, "missing tag", _tag_hint())
+    category = [w for w in words if w in TAGS]
+    if not category:
+        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint())
+    if len(category) > 1:
+        raise InputError(
+            path, lineno, f"more than one category tag: {', '.join(category)}", _tag_hint()
+        )
+    if words[0] != category[0]:
+        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint())
+    return category[0], tuple(words[1:])
+
+
+def _tag_hint() -> str:
+    return "write one of " + ", ".join(TAGS) + " after '#', e.g. 'fix.patch # essential'"
+
+
+def parse_series(text: str, path: str = "series") -> Series:
+    """Parse a series file. Raises InputError naming ``path`` and the line."""
+    lines: list[Line] = []
+    seen: dict[str, int] = {}
+    base_line = 0
+    for lineno, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+\Z", text), start=1):
+        body = raw.rstrip("\r\n")
+        stripped = body.strip()
+        if not stripped or stripped.startswith("#"):
+            m = _BASE_RE.match(stripped)
+            if m and not _SHA_RE.match(m.group(1)):
+                raise InputError(
+                    path,
+                    lineno,
+                    f"base '{m.group(1)}' is not a full commit id (40 or 64 hex digits)",
+                    "write '# base: <full commit id> [ref]'",
+                )
+            if m and base_line:
+                raise InputError(
+                    path,
+                    lineno,
+                    f"a second '# base:' line (the first is line {base_line})",
+                    "a series has one base: keep one of the two lines",
+                )
+            base_line = base_line or (lineno if m else 0)
+            lines.append(Other(raw, lineno))
+            continue
+        entry_part, _, comment = body.partition("#")
+        words = entry_part.split()
+        name = words[0]
+        problem = validate_name(name, folders=True)
+        if problem:
+            raise InputError(path, lineno, problem)
+        strip = None
+        for word in words[1:]:
+            m = _STRIP_RE.match(word)
+            if not m:
+                if word.startswith("-p"):
+                    raise InputError(
+                        path, lineno, f"malformed option '{word}'", "write -pN, e.g. -p0 or -p1"
+                    )
+                if not word.startswith("-"):
+                    raise InputError(
+                        path,
+                        lineno,
+                        f"patch name '{name} {word}' contains whitespace",
+                        "a line is 'name.patch [-pN] # tag'; rename the file without spaces",
+                    )
+                raise InputError(
+                    path,
+                    lineno,
+                    f"unexpected option '{word}'",
+                    "a line is 'name.patch [-pN] # tag'",
+                )
+            if strip is not None:
+                raise InputError(path, lineno, f"option '{word}' given twice")
+            strip = int(m.group(1))
+        if not comment.strip():
+            raise InputError(path, lineno, f"missing tag for '{name}'", _tag_hint())
+        tag, labels = parse_tags(comment, path, lineno)
+        if name in seen:
+            raise InputError(
+                path, lineno, f"duplicate patch name '{name}' (first on line {seen[name]})"
+            )
+        seen[name] = lineno
+        lines.append(Entry(name, tag, labels, strip, lineno, raw))
+    return Series(tuple(lines), path)
+
+
+def new_series(base: str, ref: str | None = None) -> Series:
+    header = "# patchstack series: one patch a line, 'name.patch [-pN] # tag[, label...]'\n"
+    return parse_series(header).with_base(base, ref)
+
+
+def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
+    wanted = set(tags)
+    return [e for e in entries if e.tag in wanted]
+
+
+def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
+    """Pairs of entries whose names differ only by case (or Unicode normalization): one file
+    on the case-insensitive file systems of macOS and Windows."""
+    first: dict[str, Entry] = {}
+    clashes = []
+    for e in series.entries:
+        key = unicodedata.normalize("NFC", e.name).casefold()
+        if key in first:
+            clashes.append((first[key], e))
+        else:
+            first[key] = e
+    return tuple(clashes)
