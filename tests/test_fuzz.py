@@ -7,8 +7,8 @@ exit status 0, 1 or 2 only; no traceback (the CLI runs with exceptions propagati
 time; nothing written next to the work tree; and nothing on disk changed unless the exit
 status is 0 (then ``pop --all`` must work too).
 
-The default run is short and deterministic (``derandomize``); set PATCHSTACK_FUZZ_EXAMPLES
-(e.g. 2000) for a long soak.
+The default run is short and deterministic (``derandomize``, PATCHSTACK_FUZZ_EXAMPLES to
+change its size); ``pytest -m soak -k fuzz`` runs a random campaign of 2,000 examples.
 """
 
 from __future__ import annotations
@@ -183,14 +183,30 @@ def on_disk(repo: Repo, outside: Path) -> tuple:
     )
 
 
-@settings(
+FUZZ = settings(
     max_examples=EXAMPLES,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(st.lists(mutation, min_size=1, max_size=3))
+mutations_st = st.lists(mutation, min_size=1, max_size=3)
+
+
+@FUZZ
+@given(mutations_st)
 def test_mutated_input_exits_0_1_or_2_cleanly(template: Path, mutations) -> None:
+    run_case(template, mutations)
+
+
+@pytest.mark.soak
+@settings(FUZZ, max_examples=max(EXAMPLES, 2000), derandomize=False)
+@given(mutations_st)
+def test_fuzz_soak(template: Path, mutations) -> None:
+    """The long campaign: ``pytest -m soak -k fuzz`` (random, 2,000 examples or more)."""
+    run_case(template, mutations)
+
+
+def run_case(template: Path, mutations) -> None:
     box = Path(tempfile.mkdtemp(prefix="patchstack-fuzz-case-"))
     try:
         work = box / "fork"
