@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from .conftest import SEALED, Repo, make_repo, numbered
 
-EXAMPLES = int(os.environ.get("PATCHSTACK_FUZZ_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("PATCHSTACK_FUZZ_EXAMPLES", "20"))
 TIME_LIMIT = 10.0
 
 

@@ -87,8 +87,8 @@ GENERATED = {
         5,
         "binary literal declares 100 bytes but its data inflates to 5 bytes",
     ),
-    "binary-bomb.patch": (  # 100 KB of data that would inflate to 100 MB, declared 1 KB
-        lambda: binary_patch(b"\0" * 100_000_000, declared=1000),
+    "binary-bomb.patch": (  # 20 KB of data that would inflate to 20 MB, declared 1 KB
+        lambda: binary_patch(b"\0" * 20_000_000, declared=1000),
         5,
         "binary literal declares 1000 bytes but its data inflates to more than",
     ),
