@@ -102,6 +102,17 @@ def git_tree_of(folder: str, index: str) -> tuple[str, str]:
     return tree, env["GIT_DIR"]
 
 
+def _drop_files(folder: str) -> None:
+    """Free the disk an unpacked tree takes, keeping the object store git_tree_of made."""
+    for name in os.listdir(folder):
+        if name != ".tree-git":
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+
+
 def check_package(pkg: str, work: str) -> dict:
     result: dict = {"package": pkg}
     t0 = time.monotonic()
@@ -149,7 +160,7 @@ def check_package(pkg: str, work: str) -> dict:
         ln.strip() for ln in proc.stdout.splitlines() if "fuzz" in ln and "Hunk" in ln
     ]
     quilt_tree, quilt_git = git_tree_of(quilt_dir, os.path.join(pdir, "quilt.index"))
-    shutil.rmtree(quilt_dir)  # its objects are in quilt_git
+    _drop_files(quilt_dir)  # its objects stay in quilt_git
 
     # The second opinion: dpkg-source applies the series itself.
     dpkg_dir = os.path.join(pdir, "dpkg")
@@ -157,7 +168,7 @@ def check_package(pkg: str, work: str) -> dict:
     result["dpkg_exit"] = proc.returncode
     if proc.returncode == 0:
         dpkg_tree, dpkg_git = git_tree_of(dpkg_dir, os.path.join(pdir, "dpkg.index"))
-        shutil.rmtree(dpkg_dir)
+        _drop_files(dpkg_dir)
         result["dpkg_vs_quilt"] = "identical" if dpkg_tree == quilt_tree else "differ"
     else:
         dpkg_tree = dpkg_git = None
