@@ -61,7 +61,7 @@ class Options:
 class PatchstackGroup(click.Group):
     """A click group whose ``main`` turns domain errors into messages and exit statuses."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         from ..lock import signals_handled
 
         kwargs["standalone_mode"] = False

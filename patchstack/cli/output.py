@@ -96,7 +96,7 @@ class ProgressBar:
 
         self.label = label
         self.start = time.monotonic()
-        self.bar = None
+        self.bar: Any = None
         self.enabled = sys.stderr.isatty()
 
     def __call__(self, done: int, total: int) -> None:
@@ -154,6 +154,8 @@ def render_conflict(c: Any) -> list[str]:
         lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
     if c.detail and not c.hunks:
         lines += ["  " + ln for ln in c.detail.splitlines()]
+    if c.note:
+        lines.append("  " + c.note)
     return lines
 
 

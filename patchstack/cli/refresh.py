@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from .app import cli
 from .output import echo, render_conflict, selector, verdict
+
+if TYPE_CHECKING:
+    from ..commands.settle import RefreshResult
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -20,11 +24,26 @@ from .output import echo, render_conflict, selector, verdict
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
 )
+@click.option(
+    "--discard-changes",
+    "discard",
+    is_flag=True,
+    help="Rebuild applied commits that differ from their patch files from the files.",
+)
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> None:
+def refresh(
+    ctx: click.Context,
+    onto: str | None,
+    patch_name: str | None,
+    drop_merged: bool,
+    discard: bool,
+    continue_: bool,
+    abort_: bool,
+    as_json: bool,
+) -> None:
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
@@ -44,7 +63,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> N
     from ..commands.resume import continue_ as do_continue
     from ..errors import PatchstackError
 
-    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:
         raise PatchstackError(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
@@ -54,7 +73,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> N
     elif continue_:
         result = do_continue(ws)
     else:
-        result = do_refresh(ws, onto, drop_merged, patch_name)
+        result = do_refresh(ws, onto, drop_merged, patch_name, discard)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -63,7 +82,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> N
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result) -> None:
+def _print_refresh(ctx: click.Context, result: RefreshResult) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -109,7 +128,9 @@ def _print_refresh(ctx: click.Context, result) -> None:
 @click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def check(ctx, onto, only, except_, as_json) -> None:
+def check(
+    ctx: click.Context, onto: str | None, only: str | None, except_: str | None, as_json: bool
+) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
     Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from .app import Options, cli
 from .output import color_enabled, color_mode, echo, style
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 # -- review / show --------------------------------------------------------------------------
 
 
-def _render_options(f):
+def _render_options(f: F) -> F:
     f = click.option(
         "--templates",
         metavar="DIR",
@@ -63,7 +68,15 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
 )
 @_render_options
 @click.pass_context
-def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
+def review(
+    ctx: click.Context,
+    old: str,
+    new: str,
+    review_dir: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
     Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
@@ -82,6 +95,7 @@ def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
     from ..snapshot import load_review
 
     opts = ctx.find_object(Options)
+    assert opts is not None
     git = folder = None
     try:
         ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
@@ -104,7 +118,14 @@ def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
 @click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
 @_render_options
 @click.pass_context
-def show(ctx, name, rev, fmt, output, templates) -> None:
+def show(
+    ctx: click.Context,
+    name: str,
+    rev: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+) -> None:
     """Show one patch: its header, tag, place, line counts and diff.
 
     \b

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,6 +19,12 @@ from .output import (
     style,
     tag_text,
 )
+
+if TYPE_CHECKING:
+    from ..commands.drift import Drift
+    from ..commands.push import MoveResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # -- init -----------------------------------------------------------------------------------
 
@@ -139,7 +147,8 @@ cli.add_command(series_cmd, "list")
 def status(ctx: click.Context, as_json: bool) -> None:
     """Base, applied and unapplied patches, uncommitted edits, and mismatches.
 
-    Exits 1 when an applied commit no longer matches its patch file.
+    Exits 1 when an applied commit no longer matches its patch file, when commits that are not
+    patches sit on top of the applied ones, or when a git operation is in progress.
 
     \b
     Example:
@@ -178,11 +187,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "operation": st.operation[0] if st.operation else None,
+                    "on_top": list(st.on_top),
                 },
                 indent=2,
             )
         )
     else:
+        if st.operation:
+            from ..transaction import foreign_error
+
+            problem = foreign_error(ws)
+            if problem:
+                echo(ctx, style(f"{problem.message}: {problem.hint}", fg="red"))
         branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
         echo(ctx, f"branch: {branch} at {st.head[:12]}")
         base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
@@ -205,10 +222,23 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for p in applied:
             note = ""
             if p.matches == "differs":
-                note = style("  commit differs from its patch file", fg="red")
+                note = style(
+                    "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
+                    f" {p.name}'; drop: '--discard-changes')",
+                    fg="red",
+                )
+            elif p.matches == "edited":
+                note = style(
+                    "  patch file edited since it was applied (push, pop and refresh apply"
+                    " the new version)",
+                    fg="yellow",
+                )
             elif p.matches == "carried":
                 note = "  (carried by a merge)"
             echo(ctx, f"  + {p.name} [{tag_text(p.tag)}]{note}")
+        if st.on_top_problem:
+            what, todo = st.on_top_problem
+            echo(ctx, style(f"{what}: {todo}", fg="red"))
         unapplied = [p for p in st.patches if not p.applied]
         echo(ctx, f"unapplied ({len(unapplied)}):")
         for p in unapplied:
@@ -219,17 +249,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
             echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
             for path, names in st.edits_in_patches.items():
                 echo(ctx, f"  {path}  ({', '.join(names)})")
-        if st.edits:
+        if st.edits and st.operation:
+            echo(ctx, f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
+        elif st.edits:
             echo(ctx, "uncommitted edits in no patch:")
             for path in st.edits:
                 echo(ctx, f"  {path}")
         if st.untracked:
             echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs:
+    if st.differs or st.on_top or st.operation:
         ctx.exit(1)
 
 
-def _print_drift(ctx: click.Context, drift) -> None:
+def _print_drift(ctx: click.Context, drift: Drift) -> None:
     echo(
         ctx,
         style(
@@ -250,7 +282,7 @@ def _print_drift(ctx: click.Context, drift) -> None:
 # -- push / pop -----------------------------------------------------------------------------
 
 
-def _selector_options(f):
+def _selector_options(f: F) -> F:
     f = click.option(
         "--except",
         "except_",
@@ -268,7 +300,17 @@ def _selector_options(f):
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
-def _print_move(ctx: click.Context, result, verb: str) -> None:
+def _discard_option(f: F) -> F:
+    return click.option(
+        "--discard-changes",
+        "discard",
+        is_flag=True,
+        help="Drop what applied commits changed beyond their patch files (amend, rebase -i)"
+        " instead of refusing.",
+    )(f)
+
+
+def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
     if verb == "push":
         for name in result.added:
             echo(ctx, f"applied {name}")
@@ -289,8 +331,17 @@ def _print_move(ctx: click.Context, result, verb: str) -> None:
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_discard_option
 @click.pass_context
-def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
+def push(
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    onto: str | None,
+    discard: bool,
+) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
     Each patch applies exactly where it was made and is carried to its place by a three-way
@@ -307,7 +358,8 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
     ws = ctx.obj.checkout()
     bar = ProgressBar("pushing")
     try:
-        result = do_push(ws, selector(name, all_, only, except_), onto, bar)
+        sel = selector(name, all_, only, except_)
+        result = do_push(ws, sel, onto, bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "push")
@@ -324,8 +376,16 @@ NO_BASE = (
 
 @cli.command()
 @_selector_options
+@_discard_option
 @click.pass_context
-def pop(ctx: click.Context, name, all_, only, except_) -> None:
+def pop(
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    discard: bool,
+) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
     --only/--except remove patches from anywhere in the stack and keep the rest applied.
@@ -338,7 +398,7 @@ def pop(ctx: click.Context, name, all_, only, except_) -> None:
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
+        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "pop")
