@@ -1215,3 +1215,8 @@ def _run(invoke) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv)
+
+
+from .cli_lab import register as _register_lab  # noqa: E402 - the commands need `cli` loaded
+
+_register_lab(cli)

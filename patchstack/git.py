@@ -195,6 +195,16 @@ class DirtyState:
         return not (self.modified or self.untracked or self.unmerged)
 
 
+@dataclass(frozen=True)
+class WorktreeInfo:
+    path: str
+    head: Oid  # empty in a worktree whose branch has no commit yet
+    branch: str | None  # refs/heads/..., None when detached
+    git_dir: str  # its administrative folder
+    locked: str | None  # the lock reason ("" when locked without one)
+    prunable: bool  # its folder is gone
+
+
 @dataclass
 class Git:
     """A repository: its work tree top and git directories. Runs git; returns values."""
@@ -927,6 +937,85 @@ class Git:
         """Make the real index hold ``tree``, keeping stat data of unchanged entries."""
         self.run("read-tree", "--reset", tree)
         self.refresh_index()
+
+    # -- linked worktrees, and reading other folders (bisect, worktree, doctor) ----------------
+
+    def worktree_add(self, path: str, commit: str, lock_reason: str | None = None) -> None:
+        """A linked worktree at ``path`` (absolute, new or empty) with a detached HEAD at
+        ``commit``. With ``lock_reason`` it is a scratch tree: locked (``git worktree prune``
+        leaves it alone, the reason names its owner), not checked out, and no hook runs."""
+        args = ["-c", "checkout.workers=0", "worktree", "add", "--quiet", "--detach"]
+        if lock_reason is not None:
+            args = ["-c", "core.hooksPath=/dev/null", *args, "--no-checkout", "--lock"]
+            args += ["--reason", lock_reason]
+        proc = self.run(*args, "--", path, commit, check=False)
+        if proc.returncode != 0:
+            raise PatchstackError(
+                f"git could not make a worktree at {path}: "
+                + proc.stderr.decode("utf-8", "replace").strip(),
+                "give a new or empty folder",
+            )
+
+    def worktree_remove(self, path: str) -> None:
+        """Unregister the linked worktree at ``path`` and delete it (even locked, edited or
+        already gone)."""
+        self.run("worktree", "remove", "--force", "--force", "--", path)
+
+    def worktrees(self) -> list[WorktreeInfo]:
+        """Every worktree of the repository, the main one first, each with its git dir."""
+        out = self.run("worktree", "list", "--porcelain", "-z").stdout
+        admin: dict[str, str] = {}  # realpath of a linked worktree -> its git dir
+        folder = os.path.join(self.common_dir, "worktrees")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            with contextlib.suppress(OSError):
+                with open(os.path.join(folder, name, "gitdir"), "rb") as f:
+                    dotgit = os.fsdecode(f.read().rstrip(b"\n"))
+                admin[os.path.realpath(os.path.dirname(dotgit))] = os.path.join(folder, name)
+        result = []
+        for block in out.split(b"\0\0"):
+            fields: dict[str, str] = {}
+            for rec in block.split(b"\0"):
+                key, _, value = os.fsdecode(rec).partition(" ")
+                if key:
+                    fields[key] = value
+            if "worktree" not in fields:
+                continue
+            path = fields["worktree"]
+            git_dir = admin.get(os.path.realpath(path), self.common_dir if not result else "")
+            result.append(
+                WorktreeInfo(
+                    path,
+                    Oid(fields.get("HEAD", "")),
+                    fields.get("branch"),
+                    git_dir,
+                    fields.get("locked"),
+                    "prunable" in fields,
+                )
+            )
+        return result
+
+    def switch_detached(self, commit: str) -> None:
+        """This (scratch) worktree: HEAD detached at ``commit``, index and files exactly its
+        tree, every untracked and ignored file removed; no hook runs."""
+        quiet = ("-c", "core.hooksPath=/dev/null", "-c", "checkout.workers=0")  # 0: one per core
+        self.run(*quiet, "checkout", "--quiet", "--detach", "--force", commit, "--")
+        self.run(*quiet, "clean", "-ffdxq")
+
+    def log_first_parent(self, rng: str) -> list[tuple[Oid, str]]:
+        """(commit, subject) along the first-parent history of ``rng``, oldest first."""
+        return [
+            (oid, subject) for oid, subject, _ in self._log_records(["--first-parent"], rng, ())
+        ]
+
+    def first_parent(self, commit: str) -> Oid | None:
+        return self.rev_parse(commit + "^1")
+
+    def ls_files_glob(self, *patterns: str) -> list[str]:
+        """Tracked paths matching glob ``patterns`` from the top (``**/pyproject.toml``);
+        callers build patterns from names without wildcards."""
+        specs = [f":(glob,top){p}" for p in patterns]
+        out = self.run("ls-files", "-z", "--", *specs).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
 def _tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:

@@ -1,0 +1,387 @@
+"""``patchstack doctor``: is what runs what the series says?
+
+The interpreter is asked, in a subprocess started from the current folder (as ``python -m
+NAME`` would be), where ``import NAME`` resolves: `doctor_probe` finds the package without
+importing it, reads the installed distribution's metadata (PEP 610 ``direct_url.json``,
+``RECORD`` hashes) and lists compiled files imported instead of their source. The rest happens
+here on plain values: where the package is against this work tree, which files of an installed
+copy differ from the work tree (`doctor_copy`), and the series' own state (`service.status`,
+`refresh.drift`). Nothing of the user's package is imported, here or there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import PatchstackError
+from ..git import Git
+from ..workspace import Workspace
+from .doctor_copy import Finding, compare_copy, pip_install
+
+PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    python: str
+    version: str
+    module: str
+    where: str  # "this work tree", "an installed copy", "another worktree", ... (see _where)
+    location: str | None
+    distribution: str | None  # "name version"
+    editable: bool | None
+    facts: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "differs" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["findings"] = [asdict(f) for f in self.findings]
+        data["ok"] = self.ok
+        return data
+
+
+@dataclass(frozen=True)
+class Project:
+    module: str
+    dist: str | None  # the distribution name its project file gives
+    package: str | None  # the package folder (or module file) relative to the top
+    folder: str | None  # the folder of its project file, relative to the top
+
+
+def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorReport:
+    git = ws.git
+    exe = python or shutil.which("python") or shutil.which("python3")
+    if not exe:
+        raise PatchstackError("no python on PATH", "give the service's interpreter: --python PATH")
+    project = find_project(git, module)
+    probe = run_probe(exe, project, ws.cwd)
+    roots = [str(r) for r in probe.get("roots") or []]
+    dist = probe.get("dist") or None
+    top = os.path.realpath(git.top)
+    tree = os.path.realpath(os.path.join(top, project.package)) if project.package else None
+    pip = pip_install(exe, os.path.join(git.top, project.folder) if project.folder else None)
+    facts = [f"python: {probe.get('executable') or exe} (Python {probe.get('version', '?')})"]
+    findings: list[Finding] = []
+    where = _where(git, roots, tree, str(probe.get("prefix") or ""))
+    shown = _show(roots[0], top) if roots else None
+    about = f"{dist['name']} {dist['version']}" if dist else None
+    editable = dist.get("editable") if dist else None
+    if about and where == "an installed copy":
+        how = f"an installed copy of {about}"
+    elif about:
+        how = f"{where}, {'an editable install' if editable else 'installed'}: {about}"
+    else:
+        how = f"{where}, found on sys.path (no installed distribution)"
+    facts.append(f"import {project.module}: {shown or 'not found'} ({how})")
+    if not roots:
+        detail = f" ({probe['error']})" if probe.get("error") else ""
+        findings.append(
+            Finding(
+                "not-importable",
+                "differs",
+                f"{exe} cannot import {project.module}{detail}",
+                pip or "install the package into this interpreter",
+            )
+        )
+    elif where == "another worktree":
+        findings.append(
+            Finding(
+                "other-worktree",
+                "differs",
+                f"import {project.module} resolves to another worktree of this repository: {shown}",
+                f"run 'patchstack doctor' there, or {pip or 'install this work tree'}",
+            )
+        )
+    elif where != "this work tree" and tree is not None and project.package is not None:
+        findings += compare_copy(ws, roots[0], tree, project.package, dist, pip)
+    elsewhere = [str(r) for r in probe.get("elsewhere") or []]
+    if roots and elsewhere != roots:
+        findings.append(_elsewhere(project.module, elsewhere, tree, top, pip))
+    findings += [_shadowed(kind, used, source, top) for kind, used, source in probe["shadowed"]]
+    if ws.exists():
+        facts_, more = series_findings(ws)
+        facts += facts_
+        findings += more
+    else:
+        facts.append(f"series: none at {ws.display(ws.series_path)}")
+    return DoctorReport(
+        str(probe.get("executable") or exe),
+        str(probe.get("version", "")),
+        project.module,
+        where if roots else "not found",
+        roots[0] if roots else None,
+        about,
+        editable,
+        tuple(facts),
+        tuple(findings),
+    )
+
+
+def _where(git: Git, roots: list[str], tree: str | None, prefix: str) -> str:
+    if not roots:
+        return "not found"
+    if tree is not None and tree in roots:
+        return "this work tree"
+    here = os.path.realpath(git.top)
+    for wt in git.worktrees():
+        path = os.path.realpath(wt.path)
+        if path != here and _inside(roots[0], path):
+            return "another worktree"
+    if prefix and _inside(roots[0], os.path.realpath(prefix)):
+        return "an installed copy"
+    return "a copy in another folder"
+
+
+def _elsewhere(module: str, elsewhere: list[str], tree: str | None, top: str, pip: str) -> Finding:
+    if not elsewhere:
+        return Finding(
+            "only-here",
+            "note",
+            f"import {module} works only from this folder (the current folder is on sys.path)",
+            f"start the service from here, or {pip or 'install the package'}",
+        )
+    if tree is not None and tree in elsewhere:
+        return Finding(
+            "elsewhere",
+            "note",
+            f"from another folder, import {module} resolves to this work tree as well",
+            "nothing to do",
+        )
+    return Finding(
+        "elsewhere",
+        "differs",
+        f"started from another folder, import {module} resolves to {_show(elsewhere[0], top)}",
+        f"{pip or 'install this work tree'}, or remove that copy",
+        (elsewhere[0],),
+    )
+
+
+def _shadowed(kind: str, used: str, source: str, top: str) -> Finding:
+    used_, source_ = _show(used, top), _show(source, top)
+    if kind == "sourceless":
+        message = f"{used_} is imported although {source_} does not exist"
+        step = f"delete {used_}"
+    elif kind == "extension":
+        message = f"the compiled {used_} is imported instead of {source_}"
+        step = f"rebuild it from the source, or delete {used_}"
+    else:
+        message = (
+            f"{used_} (an unchecked hash-based .pyc) is imported instead of the changed {source_}"
+        )
+        step = f"delete {used_}"
+    return Finding("shadowed", "differs", message, step, (used,))
+
+
+def series_findings(ws: Workspace) -> tuple[list[str], list[Finding]]:
+    """Facts and findings about the series' applied state and its base."""
+    from ..refresh import drift as read_drift
+    from ..service import status
+
+    st = status(ws)
+    drift = read_drift(ws)
+    applied = [p.name for p in st.patches if p.applied]
+    base = (st.series_base or "?")[:10] + (f" ({st.base_ref})" if st.base_ref else "")
+    facts = [
+        f"series: {len(applied)} of {len(st.patches)} patch(es) applied"
+        + (f" ({', '.join(applied)})" if applied else "")
+        + f", base {base}"
+    ]
+    found: list[Finding] = []
+    for name in st.differs:
+        found.append(
+            Finding(
+                "commit-differs",
+                "differs",
+                f"the applied commit of {name} differs from its patch file",
+                "see 'patchstack status'",
+            )
+        )
+    for name in st.unknown_applied:
+        found.append(
+            Finding(
+                "unknown-applied",
+                "differs",
+                f"{name} is applied but not in the series",
+                "put it back into the series file, or pop it",
+            )
+        )
+    if st.edits:
+        found.append(
+            Finding(
+                "edits",
+                "differs",
+                "uncommitted edits in no patch: " + _few(st.edits),
+                "capture them: patchstack new NAME --tag TAG " + " ".join(st.edits[:3]),
+                st.edits,
+            )
+        )
+    if st.edits_in_patches:
+        names = sorted({n for ns in st.edits_in_patches.values() for n in ns})
+        found.append(
+            Finding(
+                "edits-in-patches",
+                "differs",
+                "uncommitted edits in files of applied patches: "
+                + _few(list(st.edits_in_patches))
+                + f" ({', '.join(names)})",
+                "fold them: patchstack refresh [--patch NAME]",
+                tuple(st.edits_in_patches),
+            )
+        )
+    if st.series_base and st.stack_base != st.series_base:
+        found.append(
+            Finding(
+                "base-moved",
+                "differs",
+                f"the applied patches sit on {st.stack_base[:10]}, the series base is"
+                f" {st.series_base[:10]}",
+                "patchstack refresh",
+            )
+        )
+    if drift is not None and drift.commits:
+        touching = f"; {len(drift.touching)} touch patched files" if drift.touching else ""
+        found.append(
+            Finding(
+                "upstream-moved",
+                "note",
+                f"{drift.target_name} is {drift.commits} commit(s) past the series base{touching}",
+                f"patchstack check --onto {drift.target_name}, then patchstack refresh --onto"
+                f" {drift.target_name}",
+            )
+        )
+    return facts, found
+
+
+# -- finding the project and asking the interpreter -------------------------------------------
+
+
+def find_project(git: Git, module: str | None) -> Project:
+    """The package to look for: ``module``, or the one the shallowest project file names."""
+    if module is not None:
+        if not module.isidentifier():
+            raise PatchstackError(
+                f"--module '{module}' is not a top-level package name", "give one like 'sglang'"
+            )
+        package = _package_in_tree(git, module)
+        folder = _project_folder(git, package)
+        dist = _project_name(os.path.join(git.top, folder)) if folder is not None else None
+        return Project(module, dist, package, folder)
+    found: dict[str, Project] = {}
+    depth = None
+    for path in _by_depth(git.ls_files_glob(*PROJECT_FILES, *(f"**/{f}" for f in PROJECT_FILES))):
+        if depth is not None and path.count("/") > depth:
+            break  # the shallowest project files that name a package win
+        folder = os.path.dirname(path)
+        name = _project_name(os.path.join(git.top, folder))
+        mod = re.sub(r"[-.]+", "_", name or "")
+        for rel in (mod, f"src/{mod}", f"{mod}.py", f"src/{mod}.py"):
+            package = os.path.join(folder, rel) if folder else rel
+            if mod and os.path.exists(os.path.join(git.top, package)):
+                found.setdefault(mod, Project(mod, name, package, folder))
+                depth = path.count("/")
+                break
+    if len(found) == 1:
+        return next(iter(found.values()))
+    if found:
+        raise PatchstackError(
+            "several packages in this work tree: "
+            + ", ".join(f"{m} ({p.package})" for m, p in sorted(found.items())),
+            "choose one with --module NAME",
+        )
+    raise PatchstackError(
+        "cannot tell which package to look for: no pyproject.toml, setup.cfg or setup.py here"
+        " names a package of this work tree",
+        "give it with --module NAME",
+    )
+
+
+def _package_in_tree(git: Git, module: str) -> str | None:
+    m = module
+    hits = git.ls_files_glob(f"{m}/__init__.py", f"**/{m}/__init__.py", f"{m}.py", f"**/{m}.py")
+    found = [h[: -len("/__init__.py")] if h.endswith("/__init__.py") else h for h in hits]
+    if not found:  # a namespace package: a folder of that name
+        for path in git.ls_files_glob(f"{m}/**", f"**/{m}/**"):
+            parts = path.split("/")
+            found.append("/".join(parts[: parts.index(m) + 1]))
+    return _by_depth(found)[0] if found else None
+
+
+def _project_folder(git: Git, package: str | None) -> str | None:
+    folder = os.path.dirname(package) if package else ""
+    while True:
+        if any(os.path.isfile(os.path.join(git.top, folder, f)) for f in PROJECT_FILES):
+            return folder
+        if not folder:
+            return None
+        folder = os.path.dirname(folder)
+
+
+def _project_name(folder: str) -> str | None:
+    """The distribution name a project file in ``folder`` gives, if it says so plainly."""
+    for file in PROJECT_FILES:
+        try:
+            with open(os.path.join(folder, file), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if file == "pyproject.toml":
+            section = re.search(r"(?ms)^\[project\][ \t]*$(.*?)(?=^\[|\Z)", text)
+            text = section.group(1) if section else ""
+        m = re.search(r"""(?m)^\s*name\s*[=:]\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""", text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def run_probe(python: str, project: Project, cwd: str) -> dict[str, Any]:
+    """Run `doctor_probe` in ``python`` from ``cwd``; its JSON answer."""
+    with open(os.path.join(os.path.dirname(__file__), "doctor_probe.py"), encoding="utf-8") as f:
+        source = f.read()
+    args = [python, "-c", source, project.module, project.dist or ""]
+    try:
+        proc = subprocess.run(
+            args, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PatchstackError(
+            f"cannot run the interpreter {python}: {exc}", "give the service's one: --python PATH"
+        ) from exc
+    try:
+        answer = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise PatchstackError(
+            f"{python} could not answer where {project.module} is"
+            + (f": {err[-1]}" if err else f" (exit {proc.returncode})"),
+            "doctor needs Python 3.8 or later: give the service's interpreter with --python PATH",
+        )
+    return answer
+
+
+def _by_depth(paths: list[str]) -> list[str]:
+    return sorted(dict.fromkeys(paths), key=lambda p: (p.count("/"), p))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _show(path: str, top: str) -> str:
+    return os.path.relpath(path, top) if _inside(path, top) else path
+
+
+def _few(paths: list[str] | tuple[str, ...], n: int = 5) -> str:
+    more = f" and {len(paths) - n} more" if len(paths) > n else ""
+    return ", ".join(paths[:n]) + more
