@@ -122,18 +122,25 @@ def bisect_cmd(
     from .errors import PatchstackError
 
     if threshold is None and (lower_is_better or metric):
-        raise PatchstackError("--lower-is-better and --metric go with --threshold N")
+        raise PatchstackError(
+            "--lower-is-better and --metric go with --threshold N",
+            "add --threshold N: the figure that separates good from bad",
+        )
     try:
         pattern = re.compile(metric) if metric else None
     except re.error as exc:
-        raise PatchstackError(f"--metric: not a regular expression: {exc}") from exc
+        raise PatchstackError(
+            f"--metric: not a regular expression: {exc}",
+            "give a Python regular expression whose first group is the figure: 'tok/s: ([0-9.]+)'",
+        ) from exc
     judge = Judge(threshold, lower_is_better, pattern)
     ws = ctx.obj.workspace(write=False)
+    seen: dict[tuple[object, ...], str] = {}  # a conflict report already shown -> where
     hooks = Hooks(
         testing=lambda i, commit, subject: click.echo(
             f"bisect: testing {_short(commit)} {subject}", err=True
         ),
-        tested=lambda step: _print_step(ctx, step),
+        tested=lambda step: _print_step(ctx, step, seen),
         output=lambda line: click.echo(line, nl=False, err=True),
     )
     result = bisect(ws, good, bad, _selector(only, except_), command, judge, hooks)
@@ -145,13 +152,19 @@ def bisect_cmd(
         ctx.exit(1)
 
 
-def _print_step(ctx: click.Context, step: Step) -> None:
+def _print_step(ctx: click.Context, step: Step, seen: dict[tuple[object, ...], str]) -> None:
     from .cli import echo, render_conflict
 
     timing = f" ({step.seconds:.1f} s)" if step.status is not None else ""
     echo(ctx, f"  -> {step.verdict}: {step.why}{timing}", err=True)
     if step.conflict is not None:
-        for line in render_conflict(step.conflict):
+        c = step.conflict
+        key = (c.patch, c.files, c.hunks, c.detail)
+        if key in seen:
+            echo(ctx, f"     (the same conflict as at {seen[key]})", err=True)
+            return
+        seen[key] = _short(step.commit)
+        for line in render_conflict(c):
             echo(ctx, "     " + line, err=True)
 
 

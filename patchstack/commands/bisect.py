@@ -36,6 +36,7 @@ from ..errors import ConflictError, PatchstackError
 from ..git import Git, Oid
 from ..selection import Selector
 from ..service import make_engine, read_stack
+from ..stack import stack_from_history
 from ..workspace import Workspace
 from .worktree import build_on, resolve, scratch, selected_names
 
@@ -107,6 +108,7 @@ class Step:
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k != "conflict"}
+        data["seconds"] = round(self.seconds, 3)
         data["conflict"] = conflict_json(self.conflict) if self.conflict else None
         return data
 
@@ -203,6 +205,14 @@ def bisect(
     stack = read_stack(git)
     names = tuple(selected_names(series, sel))
     g, b = resolve(git, good), resolve(git, bad)
+    for rev, oid in ((good, g), (bad, b)):
+        below = stack_from_history(oid, git.iter_stack(oid))
+        if below.applied:
+            raise PatchstackError(
+                f"{rev} has patch commits on top ({', '.join(below.names)}): bisect needs"
+                " upstream commits",
+                f"give the commit below them, {below.base[:12]}, or the upstream branch",
+            )
     chain = git.log_first_parent(f"{g}..{b}")
     if not chain:
         raise PatchstackError(
@@ -299,8 +309,29 @@ def run_command(
     goes to ``output`` line by line, its standard error straight through; whatever it leaves
     running is ended when it exits, and everything when the bisect is interrupted."""
     start = time.monotonic()
+    proc: subprocess.Popen[bytes] | None = None
+    figure = None
     try:
-        proc = subprocess.Popen(
+        with lock.critical():  # a signal that comes while it starts waits until `proc` is set
+            proc = _start(command, cwd, env)
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace")
+            output(line)
+            found = judge.figure(line)
+            if found is not None:
+                figure = found
+        status = proc.wait()
+    finally:
+        if proc is not None:
+            with lock.critical():
+                _end_session(proc)
+    return status, figure, time.monotonic() - start
+
+
+def _start(command: Sequence[str], cwd: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
             list(command),
             cwd=cwd,
             env=dict(env),
@@ -314,20 +345,6 @@ def run_command(
             "give a command that exists after '--' (relative paths start in the scratch"
             " worktree: use an absolute path for a script outside the repository)",
         ) from exc
-    figure = None
-    try:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", "replace")
-            output(line)
-            found = judge.figure(line)
-            if found is not None:
-                figure = found
-        status = proc.wait()
-    finally:
-        with lock.critical():
-            _end_session(proc)
-    return status, figure, time.monotonic() - start
 
 
 def _end_session(proc: subprocess.Popen[bytes]) -> None:
