@@ -69,7 +69,10 @@ def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorRepor
     dist = probe.get("dist") or None
     top = os.path.realpath(git.top)
     tree = os.path.realpath(os.path.join(top, project.package)) if project.package else None
-    pip = pip_install(exe, os.path.join(git.top, project.folder) if project.folder else None)
+    folder = project.folder
+    pip = pip_install(
+        exe, os.path.normpath(os.path.join(git.top, folder)) if folder is not None else None
+    )
     facts = [f"python: {probe.get('executable') or exe} (Python {probe.get('version', '?')})"]
     findings: list[Finding] = []
     where = _where(git, roots, tree, str(probe.get("prefix") or ""))
