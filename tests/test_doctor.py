@@ -115,7 +115,7 @@ def test_an_editable_install_of_this_work_tree_agrees(setup: Setup) -> None:
     assert (
         "import demo_pkg: src/demo_pkg (this work tree, an editable install: demo-pkg 1.0)" in out
     )
-    assert "series: 2 of 2 patch(es) applied (fast-path.patch, diag-module.patch)" in out
+    assert "series: all 2 patch(es) applied, base" in out
     assert "everything agrees" in out
     assert data["ok"] is True and data["editable"] is True and data["where"] == "this work tree"
     assert kinds(data) == []
@@ -203,7 +203,7 @@ def test_only_importable_from_this_folder(setup: Setup) -> None:
     # The test interpreter has no demo_pkg installed: only the current folder finds it.
     src = setup.repo.path / "src"
     out, data = doctor(setup, sys.executable, code=0, cwd=src)
-    assert "import demo_pkg: src/demo_pkg (this work tree, found on sys.path" in out
+    assert "import demo_pkg: src/demo_pkg (this work tree, on sys.path; not installed)" in out
     assert "works only from this folder" in out
     out, data = doctor(setup, sys.executable, code=1)
     assert "cannot import demo_pkg" in out and kinds(data) == ["not-importable"]

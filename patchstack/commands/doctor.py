@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -60,9 +61,7 @@ class Project:
 
 def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorReport:
     git = ws.git
-    exe = python or shutil.which("python") or shutil.which("python3")
-    if not exe:
-        raise PatchstackError("no python on PATH", "give the service's interpreter: --python PATH")
+    exe = python or shutil.which("python") or shutil.which("python3") or sys.executable
     project = find_project(git, module)
     probe = run_probe(exe, project, ws.cwd)
     roots = [str(r) for r in probe.get("roots") or []]
@@ -84,7 +83,7 @@ def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorRepor
     elif about:
         how = f"{where}, {'an editable install' if editable else 'installed'}: {about}"
     else:
-        how = f"{where}, found on sys.path (no installed distribution)"
+        how = f"{where}, on sys.path; not installed"
     facts.append(f"import {project.module}: {shown or 'not found'} ({how})")
     if not roots:
         detail = f" ({probe['error']})" if probe.get("error") else ""
@@ -194,11 +193,13 @@ def series_findings(ws: Workspace) -> tuple[list[str], list[Finding]]:
     drift = read_drift(ws)
     applied = [p.name for p in st.patches if p.applied]
     base = (st.series_base or "?")[:10] + (f" ({st.base_ref})" if st.base_ref else "")
-    facts = [
-        f"series: {len(applied)} of {len(st.patches)} patch(es) applied"
-        + (f" ({', '.join(applied)})" if applied else "")
-        + f", base {base}"
-    ]
+    if len(applied) == len(st.patches):
+        which = f"all {len(applied)} patch(es) applied"
+    else:
+        which = f"{len(applied)} of {len(st.patches)} patch(es) applied" + (
+            f" ({', '.join(applied)})" if applied else ""
+        )
+    facts = [f"series: {which}, base {base}"]
     found: list[Finding] = []
     for name in st.differs:
         found.append(
