@@ -17,8 +17,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import PatchstackError
 from ..git import Git
@@ -26,6 +27,7 @@ from ..workspace import Workspace
 from .doctor_copy import Finding, compare_copy, pip_install
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorRepor
     git = ws.git
     exe = python or shutil.which("python") or shutil.which("python3") or sys.executable
     project = find_project(git, module)
-    probe = run_probe(exe, project, ws.cwd)
+    # The series is read (git status and log) while the interpreter looks for the package.
+    probe, series = run_probe(exe, project, ws.cwd, lambda: series_findings(ws))
     roots = [str(r) for r in probe.get("roots") or []]
     dist = probe.get("dist") or None
     top = os.path.realpath(git.top)
@@ -110,12 +113,8 @@ def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorRepor
     if roots and elsewhere != roots:
         findings.append(_elsewhere(project.module, elsewhere, tree, top, pip))
     findings += [_shadowed(kind, used, source, top) for kind, used, source in probe["shadowed"]]
-    if ws.exists():
-        facts_, more = series_findings(ws)
-        facts += facts_
-        findings += more
-    else:
-        facts.append(f"series: none at {ws.display(ws.series_path)}")
+    facts += series[0]
+    findings += series[1]
     return DoctorReport(
         str(probe.get("executable") or exe),
         str(probe.get("version", "")),
@@ -188,6 +187,9 @@ def series_findings(ws: Workspace) -> tuple[list[str], list[Finding]]:
     """Facts and findings about the series' applied state and its base."""
     from ..refresh import drift as read_drift
     from ..service import status
+
+    if not ws.exists():
+        return [f"series: none at {ws.display(ws.series_path)}"], []
 
     st = status(ws)
     drift = read_drift(ws)
@@ -347,31 +349,49 @@ def _project_name(folder: str) -> str | None:
     return None
 
 
-def run_probe(python: str, project: Project, cwd: str) -> dict[str, Any]:
-    """Run `doctor_probe` in ``python`` from ``cwd``; its JSON answer."""
+def run_probe(
+    python: str, project: Project, cwd: str, meanwhile: Callable[[], T]
+) -> tuple[dict[str, Any], T]:
+    """Run `doctor_probe` in ``python`` from ``cwd``, and ``meanwhile()`` here while it runs:
+    (its JSON answer, what ``meanwhile`` returned)."""
     with open(os.path.join(os.path.dirname(__file__), "doctor_probe.py"), encoding="utf-8") as f:
         source = f.read()
     args = [python, "-c", source, project.module, project.dist or ""]
     try:
-        proc = subprocess.run(
-            args, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, timeout=120
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         raise PatchstackError(
             f"cannot run the interpreter {python}: {exc}", "give the service's one: --python PATH"
         ) from exc
     try:
-        answer = json.loads(proc.stdout) if proc.returncode == 0 else None
+        extra = meanwhile()
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise PatchstackError(
+            f"{python} did not answer within 120 s", "give the service's one: --python PATH"
+        ) from exc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.communicate()
+    try:
+        answer = json.loads(out) if proc.returncode == 0 else None
     except ValueError:
         answer = None
     if not isinstance(answer, dict):
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        last = err.decode("utf-8", "replace").strip().splitlines()
         raise PatchstackError(
             f"{python} could not answer where {project.module} is"
-            + (f": {err[-1]}" if err else f" (exit {proc.returncode})"),
+            + (f": {last[-1]}" if last else f" (exit {proc.returncode})"),
             "doctor needs Python 3.8 or later: give the service's interpreter with --python PATH",
         )
-    return answer
+    return answer, extra
 
 
 def _by_depth(paths: list[str]) -> list[str]:

@@ -10,10 +10,12 @@ in whatever interpreter the service uses (annotations stay strings there).
 
 from __future__ import annotations
 
+import csv
 import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -38,48 +40,77 @@ def _roots(spec: dict[str, Any] | None) -> list[str]:
     return [os.path.realpath(spec["origin"])] if spec["origin"] else []
 
 
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 def _distribution(names: list[str], roots: list[str]) -> dict[str, Any] | None:
-    try:
-        from importlib import metadata
-    except ImportError:
-        return None
-    for name in names:
-        # An installed one (it has a RECORD) before build metadata lying in a source tree.
-        found = list(metadata.distributions(name=name))
-        found.sort(key=lambda d: d.read_text("RECORD") is None)
-        if not found:
-            continue
-        dist = found[0]
-        editable = url = None
-        text = dist.read_text("direct_url.json")
-        if text:
-            try:
-                direct = json.loads(text)
-                url = direct.get("url")
-                editable = bool((direct.get("dir_info") or {}).get("editable"))
-            except (ValueError, AttributeError):
-                pass
-        base = os.path.realpath(str(dist.locate_file("")))
-        prefixes = tuple(os.path.join(r, "") for r in roots)
-        files = []
+    """The installed distribution of that name, read from its metadata folder as
+    ``importlib.metadata`` would find it (first on ``sys.path``), one with a RECORD (installed
+    by an installer) before build metadata lying in a source tree; its RECORD hashes of the
+    files under ``roots``. Read directly: importing ``importlib.metadata`` costs more than
+    the rest of the probe."""
+    wanted = {_norm(n) for n in names}
+    found = []
+    links = []
+    for entry in sys.path:
+        folder = entry or "."
         try:
-            listed = dist.files or []
-        except Exception:  # a RECORD the metadata reader cannot parse: no hashes to check
-            listed = []
-        for f in listed:
-            if f.hash is None or f.hash.mode != "sha256":
-                continue
-            full = os.path.normpath(os.path.join(base, str(f)))
+            listing = os.listdir(folder)
+        except OSError:
+            continue
+        for f in listing:
+            stem, _, kind = f.rpartition(".")
+            if kind in ("dist-info", "egg-info") and _norm(stem.split("-")[0]) in wanted:
+                found.append((os.path.join(folder, f), folder))
+            elif kind == "egg-link" and _norm(stem) in wanted:
+                links.append(os.path.join(folder, f))
+    found.sort(key=lambda p: not os.path.isfile(os.path.join(p[0], "RECORD")))
+    if not found:
+        return None
+    meta, site = found[0]
+    fields: dict[str, str] = {}
+    for name in ("METADATA", "PKG-INFO"):
+        text = _read(os.path.join(meta, name)) if os.path.isdir(meta) else _read(meta)
+        if text:
+            for line in text.splitlines():
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+            break
+    editable = url = None
+    try:
+        direct = json.loads(_read(os.path.join(meta, "direct_url.json")) or "null")
+        url = direct.get("url")
+        editable = bool((direct.get("dir_info") or {}).get("editable"))
+    except (ValueError, AttributeError):
+        pass
+    if editable is None and links:
+        editable, url = True, (_read(links[0]) or "").split("\n")[0].strip() or None
+    base = os.path.realpath(site)
+    prefixes = tuple(os.path.join(r, "") for r in roots)
+    files = []
+    for row in csv.reader((_read(os.path.join(meta, "RECORD")) or "").splitlines()):
+        if len(row) >= 2 and row[1].startswith("sha256="):
+            full = os.path.normpath(os.path.join(base, row[0]))
             if full.startswith(prefixes) or full in roots:
-                files.append([full, f.hash.value])
-        return {
-            "name": dist.metadata["Name"],
-            "version": dist.version,
-            "editable": editable,
-            "url": url,
-            "files": files,
-        }
-    return None
+                files.append([full, row[1][len("sha256=") :]])
+    return {
+        "name": fields.get("Name", os.path.basename(meta).split("-")[0]),
+        "version": fields.get("Version", ""),
+        "editable": editable,
+        "url": url,
+        "files": files,
+    }
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _stale_pyc(source: str) -> str | None:
