@@ -212,6 +212,7 @@ def test_only_importable_from_this_folder(setup: Setup) -> None:
 def test_bad_input_exits_2(setup: Setup, tmp_path: Path) -> None:
     repo = setup.repo
     assert "not a top-level package name" in repo.ps("doctor", "--module", "a.b", code=2).stderr
+    assert "no package or module named nope" in repo.ps("doctor", "--module", "nope", code=2).stderr
     missing = tmp_path / "no-python"
     assert (
         "cannot run the interpreter" in repo.ps("doctor", "--python", str(missing), code=2).stderr

@@ -140,6 +140,8 @@ def _where(git: Git, roots: list[str], tree: str | None, prefix: str) -> str:
             return "another worktree"
     if prefix and _inside(roots[0], os.path.realpath(prefix)):
         return "an installed copy"
+    if _inside(roots[0], here):
+        return "a copy inside this work tree"  # a build folder, an old checkout in a subfolder
     return "a copy in another folder"
 
 
@@ -279,6 +281,11 @@ def find_project(git: Git, module: str | None) -> Project:
                 f"--module '{module}' is not a top-level package name", "give one like 'sglang'"
             )
         package = _package_in_tree(git, module)
+        if package is None:
+            raise PatchstackError(
+                f"no package or module named {module} in this work tree",
+                "give the top-level package of this project with --module NAME",
+            )
         folder = _project_folder(git, package)
         dist = _project_name(os.path.join(git.top, folder)) if folder is not None else None
         return Project(module, dist, package, folder)
