@@ -113,8 +113,8 @@ def bisect_cmd(
     \b
     Example:
       patchstack bisect v1.2 origin/main --only essential -- ./run-tests.sh
-      patchstack bisect HEAD@{1} origin/main --only essential --threshold 80 \\
-          --metric 'tokens/s: ([0-9.]+)' -- python bench.py
+      patchstack bisect v1.2 origin/main --only essential --threshold 80 \\
+          --metric 'tokens/s: ([0-9.]+)' -- ~/bench.sh
     """
     import re
 
