@@ -120,7 +120,7 @@ class Step:
     expect: int = 0  # the exit status the step is expected to have
 
 
-def run_demo(root: str, run_cli, echo) -> int:
+def run_demo(root: str, run_cli: Callable[[list[str]], int], echo: Callable[..., None]) -> int:
     """Walk the story in ``root``. ``run_cli(args) -> exit status`` runs patchstack in the fork;
     ``echo(text, bold=False)`` prints. Returns 0 when every step ended as expected."""
     import difflib

@@ -51,8 +51,8 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .patch import FileDiff, Patch, decode
-from .series import Entry, Series
+from .model.patchfile import FileDiff, Patch, decode
+from .model.series import Entry, Series
 
 CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from patchstack.errors import InputError
-from patchstack.series import TAGS, Entry, parse_series
+from patchstack.model.series import TAGS, Entry, parse_series
 
 from .conftest import Repo
 
@@ -102,7 +102,7 @@ BAD = [
     ("a.patch -p # essential\n", 1, "malformed option '-p'"),
     ("a;rm.patch # essential\n", 1, "characters other than"),
     ("a.patch # essential, diagnostic\n", 1, "more than one category tag"),
-    ("# base: nothex\n", 1, "not a 40-hex commit id"),
+    ("# base: nothex\n", 1, "not a full commit id"),
 ]
 
 

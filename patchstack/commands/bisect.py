@@ -28,17 +28,21 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import lock
-from ..engine import ConflictReport, Engine
+from ..checkout import Checkout
 from ..errors import ConflictError, PatchstackError
-from ..git import Git, Oid
-from ..selection import Selector
-from ..service import make_engine, read_stack
-from ..stack import stack_from_history
-from ..workspace import Workspace
-from .worktree import build_on, resolve, scratch, selected_names
+from ..git import Git
+from ..model.conflict import Conflict
+from ..model.ids import Oid
+from ..model.selection import Selector
+from ..model.stack import stack_from_history
+from .state import make_engine, read_stack, resolve_rev
+from .worktree import build_on, scratch, selected_names
+
+if TYPE_CHECKING:
+    from ..engine.chain import Engine
 
 GOOD, BAD, SKIP, ABORT = "good", "bad", "skip", "abort"
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -104,12 +108,12 @@ class Step:
     tested: Oid | None  # the commit COMMAND ran on: upstream + patches
     seconds: float  # COMMAND's run time
     figure: float | None = None
-    conflict: ConflictReport | None = None
+    conflict: Conflict | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k != "conflict"}
         data["seconds"] = round(self.seconds, 3)
-        data["conflict"] = conflict_json(self.conflict) if self.conflict else None
+        data["conflict"] = self.conflict.to_json() if self.conflict else None
         return data
 
 
@@ -146,16 +150,6 @@ class BisectResult:
         }
 
 
-def conflict_json(report: ConflictReport) -> dict[str, Any]:
-    return {
-        "patch": report.patch,
-        "files": list(report.files),
-        "hunks": [asdict(h) for h in report.hunks],
-        "culprits": list(report.culprits),
-        "detail": report.detail,
-    }
-
-
 @dataclass(frozen=True)
 class Hooks:
     """What the caller is told while a bisect runs (only the CLI prints)."""
@@ -189,7 +183,7 @@ def plan(n: int, verdicts: Mapping[int, str]) -> tuple[str, tuple[int, ...]]:
 
 
 def bisect(
-    ws: Workspace,
+    ws: Checkout,
     good: str,
     bad: str,
     sel: Selector,
@@ -204,26 +198,26 @@ def bisect(
     series = ws.load_series()
     stack = read_stack(git)
     names = tuple(selected_names(series, sel))
-    g, b = resolve(git, good), resolve(git, bad)
+    g, b = resolve_rev(git, good), resolve_rev(git, bad)
     for rev, oid in ((good, g), (bad, b)):
-        below = stack_from_history(oid, git.iter_stack(oid))
+        below = stack_from_history(oid, git.iter_first_parent(oid))
         if below.applied:
             raise PatchstackError(
                 f"{rev} has patch commits on top ({', '.join(below.names)}): bisect needs"
                 " upstream commits",
                 f"give the commit below them, {below.base[:12]}, or the upstream branch",
             )
-    chain = git.log_first_parent(f"{g}..{b}")
+    chain = git.log_commits(f"{g}..{b}", first_parent=True)
     if not chain:
         raise PatchstackError(
             f"no commits from {good} to {bad}", "give GOOD as an ancestor of BAD: GOOD BAD"
         )
-    if git.first_parent(chain[0][0]) != g:
+    if chain[0][1][:1] != (g,):
         raise PatchstackError(
             f"{good} is not on the first-parent history of {bad}",
             f"give GOOD from 'git log --first-parent {bad}'",
         )
-    commits = git.log_first_parent(f"{g}^!") + chain
+    commits = [(oid, subject) for oid, _parents, subject in git.log_commits(f"{g}^!") + chain]
     n = len(chain)
     engine = make_engine(ws, series, stack)
     verdicts: dict[int, str] = {}
@@ -285,7 +279,7 @@ class _Run:
         try:
             tested = build_on(self.engine, self.git, commit, self.names)
         except ConflictError as exc:
-            if not isinstance(exc.report, ConflictReport):
+            if not isinstance(exc.report, Conflict):
                 raise
             why = f"patch {exc.report.patch} does not apply"
             return Step(i, commit, subject, SKIP, why, None, (), None, 0.0, None, exc.report)

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..git import Git
-from ..workspace import Workspace
 from .doctor_copy import Finding, compare_copy, pip_install
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -61,7 +61,7 @@ class Project:
     folder: str | None  # the folder of its project file, relative to the top
 
 
-def doctor(ws: Workspace, python: str | None, module: str | None) -> DoctorReport:
+def doctor(ws: Checkout, python: str | None, module: str | None) -> DoctorReport:
     git = ws.git
     exe = python or shutil.which("python") or shutil.which("python3") or sys.executable
     project = find_project(git, module)
@@ -185,10 +185,10 @@ def _shadowed(kind: str, used: str, source: str, top: str) -> Finding:
     return Finding("shadowed", "differs", message, step, (used,))
 
 
-def series_findings(ws: Workspace) -> tuple[list[str], list[Finding]]:
+def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
     """Facts and findings about the series' applied state and its base."""
-    from ..refresh import drift as read_drift
-    from ..service import status
+    from .drift import drift as read_drift
+    from .status import status
 
     if not ws.exists():
         return [f"series: none at {ws.display(ws.series_path)}"], []
@@ -280,7 +280,7 @@ def find_project(git: Git, module: str | None) -> Project:
             raise PatchstackError(
                 f"--module '{module}' is not a top-level package name", "give one like 'sglang'"
             )
-        package = _package_in_tree(git, module)
+        package = _package_in_tree(git.ls_files(), module)
         if package is None:
             raise PatchstackError(
                 f"no package or module named {module} in this work tree",
@@ -291,7 +291,8 @@ def find_project(git: Git, module: str | None) -> Project:
         return Project(module, dist, package, folder)
     found: dict[str, Project] = {}
     depth = None
-    for path in _by_depth(git.ls_files_glob(*PROJECT_FILES, *(f"**/{f}" for f in PROJECT_FILES))):
+    tracked = git.ls_files()
+    for path in _by_depth([p for p in tracked if p.rpartition("/")[2] in PROJECT_FILES]):
         if depth is not None and path.count("/") > depth:
             break  # the shallowest project files that name a package win
         folder = os.path.dirname(path)
@@ -318,15 +319,18 @@ def find_project(git: Git, module: str | None) -> Project:
     )
 
 
-def _package_in_tree(git: Git, module: str) -> str | None:
-    m = module
-    hits = git.ls_files_glob(f"{m}/__init__.py", f"**/{m}/__init__.py", f"{m}.py", f"**/{m}.py")
-    found = [h[: -len("/__init__.py")] if h.endswith("/__init__.py") else h for h in hits]
-    if not found:  # a namespace package: a folder of that name
-        for path in git.ls_files_glob(f"{m}/**", f"**/{m}/**"):
-            parts = path.split("/")
-            found.append("/".join(parts[: parts.index(m) + 1]))
-    return _by_depth(found)[0] if found else None
+def _package_in_tree(tracked: list[str], module: str) -> str | None:
+    """The shallowest package folder (or module file) of that name among tracked paths; a
+    namespace package (a folder of that name without ``__init__.py``) when there is none."""
+    found, folders = [], []
+    for path in tracked:
+        parts = path.split("/")
+        if parts[-1] == f"{module}.py" or parts[-2:] == [module, "__init__.py"]:
+            found.append(path.removesuffix("/__init__.py"))
+        elif module in parts[:-1]:
+            folders.append("/".join(parts[: parts.index(module) + 1]))
+    best = _by_depth(found) or _by_depth(folders)
+    return best[0] if best else None
 
 
 def _project_folder(git: Git, package: str | None) -> str | None:

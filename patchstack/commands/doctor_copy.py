@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..service import read_stack
-from ..workspace import Workspace
+from ..checkout import Checkout
+from .state import read_stack
 
 _SKIP_DIRS = ("__pycache__",)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -42,7 +42,7 @@ def pip_install(python: str, folder: str | None) -> str:
 
 
 def compare_copy(
-    ws: Workspace, copy: str, tree: str, package: str, dist: dict[str, Any] | None, pip: str
+    ws: Checkout, copy: str, tree: str, package: str, dist: dict[str, Any] | None, pip: str
 ) -> list[Finding]:
     """Findings for the copy at ``copy`` of the work tree's ``tree`` (``package`` relative to
     the top); ``dist`` is the probe's distribution (its ``files``: [path, RECORD hash])."""
@@ -155,7 +155,7 @@ def compare_copy(
     return found
 
 
-def _owners(ws: Workspace) -> dict[str, tuple[str, ...]]:
+def _owners(ws: Checkout) -> dict[str, tuple[str, ...]]:
     """Path -> the series' patches that change it (none without a series)."""
     if not ws.exists():
         return {}

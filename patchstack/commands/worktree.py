@@ -22,17 +22,24 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import journal, lock, selection
-from ..engine import Engine
+from .. import lock
+from ..checkout import Checkout, experiment_path
 from ..errors import PatchstackError, RefusedError
-from ..git import PATCH_TRAILER, Git, Oid, WorktreeInfo, find_repo
-from ..selection import Selector
-from ..series import Series
-from ..service import make_engine, read_stack
-from ..stack import stack_from_history
-from ..workspace import Workspace, experiment_path, write_atomic
+from ..files import write_atomic
+from ..git import Git, WorktreeInfo, find_repo
+from ..journal.oplog import oplog_ref
+from ..model import selection
+from ..model.ids import Oid
+from ..model.selection import Selector
+from ..model.series import Series
+from ..model.stack import stack_from_history
+from ..model.trailers import PATCH_COMMIT_GREP
+from .state import make_engine, read_stack, resolve_rev
+
+if TYPE_CHECKING:
+    from ..engine.chain import Engine
 
 SCRATCH_PREFIX = "patchstack-bisect-"
 _SCRATCH_REASON = "patchstack bisect scratch (pid {pid})"
@@ -72,17 +79,10 @@ def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
     return engine.build(base, git.tree_of(base), [], list(names))[-1][1]
 
 
-def resolve(git: Git, rev: str) -> Oid:
-    oid = git.rev_parse(rev)
-    if oid is None:
-        raise PatchstackError(f"unknown revision '{rev}'", "give a commit, branch or tag")
-    return oid
-
-
 # -- experiment worktrees -------------------------------------------------------------------
 
 
-def create(ws: Workspace, directory: str, onto: str | None, sel: Selector) -> Experiment:
+def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Experiment:
     git = ws.git
     path = os.path.abspath(os.path.join(ws.cwd, directory))
     if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
@@ -98,9 +98,9 @@ def create(ws: Workspace, directory: str, onto: str | None, sel: Selector) -> Ex
     stack = read_stack(git)
     names = selected_names(series, sel)
     if onto is not None:
-        base = resolve(git, onto)
+        base = resolve_rev(git, onto)
     elif series.base:
-        base = resolve(git, series.base)
+        base = resolve_rev(git, series.base)
     else:
         base = stack.base
     engine = make_engine(ws, series, stack)
@@ -138,7 +138,7 @@ def experiments(git: Git) -> list[Experiment]:
 
 
 def _experiment(git: Git, wt: WorktreeInfo, note: dict[str, Any]) -> Experiment:
-    stack = stack_from_history(wt.head, git.iter_stack(wt.head))
+    stack = stack_from_history(wt.head, git.iter_first_parent(wt.head))
     onto = note.get("onto")
     return Experiment(
         wt.path,
@@ -152,7 +152,7 @@ def _experiment(git: Git, wt: WorktreeInfo, note: dict[str, Any]) -> Experiment:
     )
 
 
-def remove(ws: Workspace, directory: str, force: bool) -> Experiment:
+def remove(ws: Checkout, directory: str, force: bool) -> Experiment:
     """Remove an experiment worktree; refused, naming them, when it holds uncommitted edits or
     commits that are on no branch and are not patches (unless ``force``)."""
     git = ws.git
@@ -178,7 +178,7 @@ def remove(ws: Workspace, directory: str, force: bool) -> Experiment:
     removed = _experiment(git, wt, note)
     with lock.critical():
         git.worktree_remove(wt.path)
-        git.delete_ref(journal.oplog_ref(Git(wt.path, wt.git_dir, git.common_dir)))
+        git.delete_ref(oplog_ref(Git(wt.path, wt.git_dir, git.common_dir, git.fmt)))
     return removed
 
 
@@ -197,7 +197,8 @@ def _refuse_losses(git: Git, wt: WorktreeInfo, directory: str) -> None:
         )
     lost = git.rev_list(
         "--invert-grep",
-        f"--grep=^{PATCH_TRAILER}: ",
+        "--extended-regexp",
+        f"--grep={PATCH_COMMIT_GREP}",
         wt.head,
         "--not",
         "--branches",

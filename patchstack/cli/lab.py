@@ -1,9 +1,4 @@
-"""The experiment commands: bisect, worktree, doctor. `register` adds them to the group.
-
-Like the rest of the CLI they parse, call a command module (`patchstack.commands`), print, and
-leave exit statuses for domain errors to ``cli.main``. Helpers of `patchstack.cli` are imported
-inside the functions, because ``cli`` imports this module while it is being loaded.
-"""
+"""bisect, worktree, doctor: the experiment commands."""
 
 from __future__ import annotations
 
@@ -13,18 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .app import cli
+from .output import complete_tags, echo, render_conflict, selector, style
+
 if TYPE_CHECKING:
-    from .commands.bisect import BisectResult, Step
-    from .commands.doctor import DoctorReport
-    from .commands.worktree import Experiment
-    from .selection import Selector
-
-
-def _complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from .cli import complete_tags
-
-    found: list[Any] = complete_tags(ctx, param, incomplete)
-    return found
+    from ..commands.bisect import BisectResult, Step
+    from ..commands.doctor import DoctorReport
+    from ..commands.worktree import Experiment
+    from ..model.selection import Selector
 
 
 def _selection_options(f: Any) -> Any:
@@ -32,26 +23,20 @@ def _selection_options(f: Any) -> Any:
         "--except",
         "except_",
         metavar="TAGS",
-        shell_complete=_complete_tags,
+        shell_complete=complete_tags,
         help="Leave out patches with these tags (comma-separated).",
     )(f)
     return click.option(
         "--only",
         metavar="TAGS",
-        shell_complete=_complete_tags,
+        shell_complete=complete_tags,
         help="Only patches with these tags (comma-separated, exact; default: every patch).",
     )(f)
 
 
 def _selector(only: str | None, except_: str | None) -> Selector:
-    from .selection import Selector, parse_tag_list
-
-    return Selector(
-        None,
-        False,
-        parse_tag_list(only, "--only") if only is not None else None,
-        parse_tag_list(except_, "--except") if except_ is not None else None,
-    )
+    found: Selector = selector(None, False, only, except_)
+    return found
 
 
 def _short(oid: str | None) -> str:
@@ -61,7 +46,7 @@ def _short(oid: str | None) -> str:
 # -- bisect -----------------------------------------------------------------------------------
 
 
-@click.command("bisect")
+@cli.command("bisect")
 @click.argument("good")
 @click.argument("bad")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARG]...")
@@ -118,8 +103,8 @@ def bisect_cmd(
     """
     import re
 
-    from .commands.bisect import Hooks, Judge, bisect
-    from .errors import PatchstackError
+    from ..commands.bisect import Hooks, Judge, bisect
+    from ..errors import PatchstackError
 
     if threshold is None and (lower_is_better or metric):
         raise PatchstackError(
@@ -134,7 +119,7 @@ def bisect_cmd(
             "give a Python regular expression whose first group is the figure: 'tok/s: ([0-9.]+)'",
         ) from exc
     judge = Judge(threshold, lower_is_better, pattern)
-    ws = ctx.obj.workspace(write=False)
+    ws = ctx.obj.checkout(write=False)
     seen: dict[tuple[object, ...], str] = {}  # a conflict report already shown -> where
     hooks = Hooks(
         testing=lambda i, commit, subject: click.echo(
@@ -153,8 +138,6 @@ def bisect_cmd(
 
 
 def _print_step(ctx: click.Context, step: Step, seen: dict[tuple[object, ...], str]) -> None:
-    from .cli import echo, render_conflict
-
     timing = f" ({step.seconds:.1f} s)" if step.status is not None else ""
     echo(ctx, f"  -> {step.verdict}: {step.why}{timing}", err=True)
     if step.conflict is not None:
@@ -169,8 +152,6 @@ def _print_step(ctx: click.Context, step: Step, seen: dict[tuple[object, ...], s
 
 
 def _print_bisect(ctx: click.Context, r: BisectResult) -> None:
-    from .cli import echo, style
-
     carried = ", ".join(r.selected) if r.selected else "none"
     span = f"{r.commits} commit(s) after {_short(r.good)} up to {_short(r.bad)}"
     echo(ctx, f"{span}; carried patches ({len(r.selected)}): {carried}")
@@ -217,7 +198,7 @@ def _print_bisect(ctx: click.Context, r: BisectResult) -> None:
 # -- worktree ---------------------------------------------------------------------------------
 
 
-@click.command("worktree")
+@cli.command("worktree")
 @click.argument("directory", required=False, metavar="[DIR]")
 @click.option("--onto", metavar="REV", help="Apply the patches onto REV (default: the base).")
 @_selection_options
@@ -252,8 +233,8 @@ def worktree_cmd(
       patchstack worktree --list
       patchstack worktree --remove ../essential-only
     """
-    from .commands import worktree
-    from .errors import PatchstackError
+    from ..commands import worktree
+    from ..errors import PatchstackError
 
     making = bool(onto or only or except_)
     if list_ and (directory or remove or force or making):
@@ -267,7 +248,7 @@ def worktree_cmd(
     if as_json and not list_:
         raise PatchstackError("--json goes with --list")
     if list_:
-        found = worktree.experiments(ctx.obj.workspace(write=False).git)
+        found = worktree.experiments(ctx.obj.checkout(write=False).git)
         if as_json:
             click.echo(json.dumps([_experiment_json(e) for e in found], indent=2))
         elif not found:
@@ -276,7 +257,7 @@ def worktree_cmd(
             click.echo(_experiment_line(e))
         return
     assert directory is not None
-    ws = ctx.obj.workspace()
+    ws = ctx.obj.checkout()
     if remove:
         gone = worktree.remove(ws, directory, force)
         click.echo(f"removed {directory} ({len(gone.patches)} patch(es) on {_short(gone.base)})")
@@ -313,7 +294,7 @@ def _experiment_json(e: Experiment) -> dict[str, object]:
 # -- doctor -----------------------------------------------------------------------------------
 
 
-@click.command("doctor")
+@cli.command("doctor")
 @click.option(
     "--python",
     "python",
@@ -343,9 +324,9 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
     Example:
       patchstack doctor --python /opt/venv/bin/python --module sglang
     """
-    from .commands.doctor import doctor
+    from ..commands.doctor import doctor
 
-    report = doctor(ctx.obj.workspace(write=False), python, module)
+    report = doctor(ctx.obj.checkout(write=False), python, module)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -355,8 +336,6 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
 
 
 def _print_doctor(ctx: click.Context, r: DoctorReport) -> None:
-    from .cli import echo, style
-
     for line in r.facts:
         echo(ctx, line)
     for f in r.findings:
@@ -366,10 +345,3 @@ def _print_doctor(ctx: click.Context, r: DoctorReport) -> None:
         echo(ctx, f"{mark} {f.message}; next: {f.next}")
     if r.ok:
         echo(ctx, style("everything agrees", fg="green"))
-
-
-def register(group: click.Group) -> None:
-    """Add the experiment commands to ``group``."""
-    group.add_command(bisect_cmd, "bisect")
-    group.add_command(worktree_cmd, "worktree")
-    group.add_command(doctor_cmd, "doctor")

@@ -2,7 +2,8 @@
 
 One entry a line, ``name.patch [-pN] # tag[, label...]``. quilt ignores everything after ``#``,
 so the tag rides in the comment. Exactly one category tag per entry. Header comments carry
-metadata; ``# base: <40-hex> [ref]`` is the commit the series was last refreshed against.
+metadata; ``# base: <full commit id> [ref]`` (SHA-1 or SHA-256) is the commit the series was
+last refreshed against.
 
 The model keeps every line's raw text, so parsing then formatting gives back the same bytes,
 and a rewrite (new base, an added entry) touches only the lines it must.
@@ -15,14 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from .errors import InputError
+from ..errors import InputError
 
 TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=~-]*\Z")
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
-_SHA_RE = re.compile(r"[0-9a-f]{40}\Z")
+_SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def parse_series(text: str, path: str = "series") -> Series:
                 raise InputError(
                     path,
                     lineno,
-                    f"base '{m.group(1)}' is not a 40-hex commit id",
+                    f"base '{m.group(1)}' is not a full commit id (40 or 64 hex digits)",
                     "write '# base: <full commit id> [ref]'",
                 )
             lines.append(Other(raw, lineno))

@@ -1,0 +1,190 @@
+"""review, show and demo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from .app import Options, cli
+from .output import color_enabled, color_mode, echo, style
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# -- review / show --------------------------------------------------------------------------
+
+
+def _render_options(f: F) -> F:
+    f = click.option(
+        "--templates",
+        metavar="DIR",
+        help="Folder of templates overriding the shipped ones (also: .patchstack/templates/).",
+    )(f)
+    f = click.option(
+        "--output", "-o", metavar="FILE", help="Write to FILE instead of standard output."
+    )(f)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["markdown", "html", "text"]),
+        default="text",
+        show_default=True,
+        help="markdown for a PR comment, html for a page, text for the terminal.",
+    )(f)
+
+
+def _emit(ctx: click.Context, text: str, output: str | None) -> None:
+    if output:
+        from ..files import write_atomic
+
+        write_atomic(output, text.encode("utf-8", "surrogateescape"))
+    else:
+        click.echo(text, nl=False, color=color_enabled(ctx))
+
+
+def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
+    if fmt != "text":
+        return False
+    if output:  # a file gets colour only when asked for
+        return color_mode(ctx) == "always"
+    return color_enabled(ctx) is not False  # on stdout, click.echo strips it when not a TTY
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@click.option(
+    "--dir",
+    "review_dir",
+    metavar="PATH",
+    help="The series directory (its place in the work tree is its path in OLD and NEW).",
+)
+@_render_options
+@click.pass_context
+def review(
+    ctx: click.Context,
+    old: str,
+    new: str,
+    review_dir: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+) -> None:
+    """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
+
+    Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
+    context or line numbers changed), changed (with the interdiff: how its own change differs)
+    or unchanged, with description changes and the move of the series base.
+
+    \b
+    Example:
+      patchstack review origin/main HEAD --format markdown -o review.md
+      patchstack review old-patches/ patches/
+    """
+    import os
+
+    from ..errors import PatchstackError
+    from ..render import render_review, template_dirs
+    from ..snapshot import load_review
+
+    opts = ctx.find_object(Options)
+    assert opts is not None
+    git = folder = None
+    try:
+        ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
+        git, folder = ws.git, ws.in_tree
+    except PatchstackError:
+        if not (os.path.isdir(old) and os.path.isdir(new)):
+            raise
+    if git is not None and folder is None and not (os.path.isdir(old) and os.path.isdir(new)):
+        raise PatchstackError(
+            "the series directory is outside the work tree, so it has no path in a revision",
+            "give --dir as a folder inside the repository, or give two directories",
+        )
+    result = load_review(old, new, git, folder)
+    dirs = template_dirs(templates, git.top if git else None)
+    _emit(ctx, render_review(result, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
+@_render_options
+@click.pass_context
+def show(
+    ctx: click.Context,
+    name: str,
+    rev: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+) -> None:
+    """Show one patch: its header, tag, place, line counts and diff.
+
+    \b
+    Example:
+      patchstack show kimi-k25-eagle3
+      patchstack show nccl-logging --format html -o nccl-logging.html
+    """
+    from ..errors import PatchstackError
+    from ..model.selection import resolve_name
+    from ..render import render_show, template_dirs
+    from ..review import make_version
+    from ..snapshot import from_directory, from_revision
+
+    ws = ctx.obj.checkout(write=False)
+    if rev:
+        if ws.in_tree is None:
+            raise PatchstackError("the series directory is outside the work tree; --rev needs it")
+        state = from_revision(ws.git, rev, ws.in_tree)
+    else:
+        ws.load_series()  # the usual messages for a missing series or patch file
+        state = from_directory(ws.series_dir, ws.display(ws.series_dir))
+    found = resolve_name(state.series, name)
+    entry = state.series.entry(found)
+    version = make_version(entry, state.series.index(found) + 1, *state.patches[found])
+    dirs = template_dirs(templates, ws.git.top)
+    _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+
+
+# -- demo -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", default="patchstack-demo", required=False, metavar="[DIR]")
+@click.pass_context
+def demo(ctx: click.Context, directory: str) -> None:
+    """Build a sandbox fork from the bundled example in DIR and walk the whole story.
+
+    Each step prints the exact command first, so you can repeat it by hand inside DIR/fork.
+    Writes nothing outside DIR (default: ./patchstack-demo, which must be new or empty).
+
+    \b
+    Example:
+      patchstack demo /tmp/try-patchstack
+    """
+    import os
+
+    from ..demo import run_demo
+
+    root = os.path.abspath(directory)
+    base_args = ["--color", ctx.obj.color] + (
+        ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
+    )
+
+    def run_cli(args: list[str]) -> int:
+        old = os.getcwd()
+        os.chdir(os.path.join(root, "fork"))
+        try:
+            cli.main(args=base_args + args, prog_name="patchstack")
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(old)
+        return 0
+
+    def say(text: str, bold: bool = False) -> None:
+        echo(ctx, style(text, bold=True) if bold else text)
+
+    ctx.exit(run_demo(root, run_cli, say))
