@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,8 +44,13 @@ def sh(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True)
 
 
+CPU: list[float] = []  # CPU seconds of each `ps` run, its child processes included
+
+
 def ps(*args: str, cwd: Path, code: int | None = 0) -> tuple[float, subprocess.CompletedProcess]:
+    """Run patchstack: (wall seconds, the process); its CPU seconds go to `CPU`."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "patchstack", *args],
@@ -54,6 +60,8 @@ def ps(*args: str, cwd: Path, code: int | None = 0) -> tuple[float, subprocess.C
         text=True,
     )
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if code is not None and proc.returncode != code:
         raise SystemExit(f"patchstack {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
     return took, proc
@@ -83,8 +91,9 @@ def dist_info(site: Path, name: str, direct_url: dict | None, files: list[Path])
     (info / "RECORD").write_text(out.getvalue())
 
 
-def median(xs: list[float]) -> str:
-    return f"{statistics.median(xs):.2f} s (min {min(xs):.2f}, max {max(xs):.2f}, n={len(xs)})"
+def median(xs: list[float], cpu: list[float]) -> str:
+    wall = f"{statistics.median(xs):.2f} s (min {min(xs):.2f}, max {max(xs):.2f}, n={len(xs)})"
+    return f"{wall}; CPU {statistics.median(cpu):.2f} s"
 
 
 def main() -> None:
@@ -147,15 +156,19 @@ def run(source: Path, package: str, runs: int, tmp: Path) -> None:
         out.write("# edited on the server\n")
     print(f"repository: {source} ({len(installed)} files in {package}); base {base[:10]}")
 
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for label, python, code in (("editable install", editable, 0), ("installed copy", copy, 1)):
+        CPU.clear()
         took = [ps("doctor", "--python", str(python), cwd=fork, code=code)[0] for _ in range(runs)]
-        print(f"doctor, {label}: {median(took)}")
-    made, gone = [], []
+        print(f"doctor, {label}: {median(took, CPU)}")
+    made, gone, made_cpu, gone_cpu = [], [], [], []
     for _ in range(runs):
         made.append(ps("worktree", "../exp", "--only", "essential", cwd=fork)[0])
+        made_cpu.append(CPU[-1])
         gone.append(ps("worktree", "--remove", "../exp", cwd=fork)[0])
-    print(f"worktree DIR --only essential: {median(made)}")
-    print(f"worktree --remove DIR: {median(gone)}")
+        gone_cpu.append(CPU[-1])
+    print(f"worktree DIR --only essential: {median(made, made_cpu)}")
+    print(f"worktree --remove DIR: {median(gone, gone_cpu)}")
     bench = tmp / "bench.sh"
     bench.write_text(
         "#!/bin/sh\n"
@@ -164,6 +177,7 @@ def run(source: Path, package: str, runs: int, tmp: Path) -> None:
     )
     bench.chmod(0o755)
     total, steps = [], []
+    CPU.clear()
     for _ in range(runs):
         took, proc = ps(
             "bisect", "--json", base, "upstream", "--only", "essential", "--threshold", "80",
@@ -173,7 +187,8 @@ def run(source: Path, package: str, runs: int, tmp: Path) -> None:
         assert result["culprit"]["commit"] == culprit, result
         total.append(took)
         steps.append(len(result["steps"]))
-    print(f"bisect over 12 commits ({steps[0]} steps, culprit found): {median(total)}")
+    print(f"bisect over 12 commits ({steps[0]} steps, culprit found): {median(total, CPU)}")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
