@@ -4,16 +4,16 @@ The interpreter is asked, in a subprocess started from the current folder (as ``
 NAME`` would be), where ``import NAME`` resolves: `doctor_probe` finds the package without
 importing it, reads the installed distribution's metadata (PEP 610 ``direct_url.json``,
 ``RECORD`` hashes) and lists compiled files imported instead of their source. The rest happens
-here on plain values: where the package is against this work tree, which files of an installed
-copy differ from the work tree (`doctor_copy`), and the series' own state (`service.status`,
-`refresh.drift`). Nothing of the user's package is imported, here or there.
+here on plain values: which package and where it is in the tree (`doctor_project`), where the
+import resolves against this work tree, which files of a copy differ from the work tree
+(`doctor_copy`), and the series' own state (`status`, `drift`), read while the interpreter
+looks. Nothing of the user's package is imported, here or there.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,8 +25,8 @@ from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..git import Git
 from .doctor_copy import Finding, compare_copy, pip_install
+from .doctor_project import Project, find_project
 
-PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 T = TypeVar("T")
 
 
@@ -51,14 +51,6 @@ class DoctorReport:
         data["findings"] = [asdict(f) for f in self.findings]
         data["ok"] = self.ok
         return data
-
-
-@dataclass(frozen=True)
-class Project:
-    module: str
-    dist: str | None  # the distribution name its project file gives
-    package: str | None  # the package folder (or module file) relative to the top
-    folder: str | None  # the folder of its project file, relative to the top
 
 
 def doctor(ws: Checkout, python: str | None, module: str | None) -> DoctorReport:
@@ -273,93 +265,6 @@ def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
 # -- finding the project and asking the interpreter -------------------------------------------
 
 
-def find_project(git: Git, module: str | None) -> Project:
-    """The package to look for: ``module``, or the one the shallowest project file names."""
-    if module is not None:
-        if not module.isidentifier():
-            raise PatchstackError(
-                f"--module '{module}' is not a top-level package name", "give one like 'sglang'"
-            )
-        package = _package_in_tree(git.ls_files(), module)
-        if package is None:
-            raise PatchstackError(
-                f"no package or module named {module} in this work tree",
-                "give the top-level package of this project with --module NAME",
-            )
-        folder = _project_folder(git, package)
-        dist = _project_name(os.path.join(git.top, folder)) if folder is not None else None
-        return Project(module, dist, package, folder)
-    found: dict[str, Project] = {}
-    depth = None
-    tracked = git.ls_files()
-    for path in _by_depth([p for p in tracked if p.rpartition("/")[2] in PROJECT_FILES]):
-        if depth is not None and path.count("/") > depth:
-            break  # the shallowest project files that name a package win
-        folder = os.path.dirname(path)
-        name = _project_name(os.path.join(git.top, folder))
-        mod = re.sub(r"[-.]+", "_", name or "")
-        for rel in (mod, f"src/{mod}", f"{mod}.py", f"src/{mod}.py"):
-            package = os.path.join(folder, rel) if folder else rel
-            if mod and os.path.exists(os.path.join(git.top, package)):
-                found.setdefault(mod, Project(mod, name, package, folder))
-                depth = path.count("/")
-                break
-    if len(found) == 1:
-        return next(iter(found.values()))
-    if found:
-        raise PatchstackError(
-            "several packages in this work tree: "
-            + ", ".join(f"{m} ({p.package})" for m, p in sorted(found.items())),
-            "choose one with --module NAME",
-        )
-    raise PatchstackError(
-        "cannot tell which package to look for: no pyproject.toml, setup.cfg or setup.py here"
-        " names a package of this work tree",
-        "give it with --module NAME",
-    )
-
-
-def _package_in_tree(tracked: list[str], module: str) -> str | None:
-    """The shallowest package folder (or module file) of that name among tracked paths; a
-    namespace package (a folder of that name without ``__init__.py``) when there is none."""
-    found, folders = [], []
-    for path in tracked:
-        parts = path.split("/")
-        if parts[-1] == f"{module}.py" or parts[-2:] == [module, "__init__.py"]:
-            found.append(path.removesuffix("/__init__.py"))
-        elif module in parts[:-1]:
-            folders.append("/".join(parts[: parts.index(module) + 1]))
-    best = _by_depth(found) or _by_depth(folders)
-    return best[0] if best else None
-
-
-def _project_folder(git: Git, package: str | None) -> str | None:
-    folder = os.path.dirname(package) if package else ""
-    while True:
-        if any(os.path.isfile(os.path.join(git.top, folder, f)) for f in PROJECT_FILES):
-            return folder
-        if not folder:
-            return None
-        folder = os.path.dirname(folder)
-
-
-def _project_name(folder: str) -> str | None:
-    """The distribution name a project file in ``folder`` gives, if it says so plainly."""
-    for file in PROJECT_FILES:
-        try:
-            with open(os.path.join(folder, file), encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            continue
-        if file == "pyproject.toml":
-            section = re.search(r"(?ms)^\[project\][ \t]*$(.*?)(?=^\[|\Z)", text)
-            text = section.group(1) if section else ""
-        m = re.search(r"""(?m)^\s*name\s*[=:]\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""", text)
-        if m:
-            return m.group(1)
-    return None
-
-
 def run_probe(
     python: str, project: Project, cwd: str, meanwhile: Callable[[], T]
 ) -> tuple[dict[str, Any], T]:
@@ -403,10 +308,6 @@ def run_probe(
             "doctor needs Python 3.8 or later: give the service's interpreter with --python PATH",
         )
     return answer, extra
-
-
-def _by_depth(paths: list[str]) -> list[str]:
-    return sorted(dict.fromkeys(paths), key=lambda p: (p.count("/"), p))
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -4,7 +4,7 @@
 as ``push --onto`` does (the engine: the canonical chain, then three-way placement), and adds a
 linked git worktree at DIR whose HEAD is detached at the top patch commit. The patches there are
 ordinary patch commits, so ``status``, ``push`` and ``pop`` work in DIR; a note in DIR's own git
-dir (`workspace.experiment_path`) points the commands run there at the series DIR was made
+dir (`checkout.experiment_path`) points the commands run there at the series DIR was made
 from. The user's worktree, index, HEAD and branch are never touched.
 
 Bisect tests in a scratch worktree in the temporary folder: locked with its owner's process id
