@@ -69,7 +69,13 @@ def test_two_subsets_side_by_side_each_an_ordinary_stack(fork: Repo, tmp_path: P
     assert status["stack_base"] == status["base"]
     fork.ps("push", "--all", cwd=ess.path)
     assert "b 3 diagnostic" in ess.read("b.py")
-    assert "push --all" in fork.ps("log", cwd=ess.path).stdout  # its own operation log
+    log = fork.ps("log", cwd=ess.path).stdout  # its own operation log, from its making on
+    assert "patchstack push --all" in log
+    assert "patchstack worktree ../essential --only essential  [done]" in log
+    fork.ps("undo", "2", cwd=ess.path)  # back to the bare base it was made on
+    assert "essential" not in ess.read("a.py") and ess.head() == status["stack_base"]
+    fork.ps("redo", cwd=ess.path)
+    assert "b 3 diagnostic" in ess.read("b.py")
     fork.ps("pop", "--only", "diagnostic", cwd=ess.path)
     assert user_state(fork) == before
     assert "push --all" not in fork.ps("log").stdout  # not in the user's log

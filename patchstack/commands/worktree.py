@@ -36,6 +36,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import stack_from_history
 from ..model.trailers import PATCH_COMMIT_GREP
+from ..transaction import Plan, publish
 from .state import make_engine, read_stack, resolve_rev
 
 if TYPE_CHECKING:
@@ -115,15 +116,29 @@ def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Exp
         "patches": names,
         "selection": list(selector_words(sel)),
     }
-    with lock.critical():  # a Ctrl-C waits until DIR is complete, note included
-        git.worktree_add(path, head)
-        try:
-            where = experiment_path(find_repo(path).git_dir)
+    # DIR starts at the base, with its note; then the patches arrive as the first entry of
+    # DIR's own operation log, exactly like a push there ('patchstack log' and 'undo' in DIR).
+    linked: Git | None = None
+    try:
+        with lock.critical():
+            git.worktree_add(path, base)
+            linked = find_repo(path)
+            where = experiment_path(linked.git_dir)
             os.makedirs(os.path.dirname(where), exist_ok=True)
             write_atomic(where, (json.dumps(note, indent=2) + "\n").encode())
-        except BaseException:
-            git.worktree_remove(path)
-            raise
+        there = Checkout(linked, ws.series_dir, path, ws.command)
+        publish(there, Plan("worktree", base, head))
+    except BaseException:
+        with lock.critical():
+            if linked is None or linked.head() != head:  # not made: take DIR away again
+                if linked is not None:
+                    linked.close()
+                if os.path.exists(path) or any(_same(wt.path, path) for wt in git.worktrees()):
+                    git.worktree_remove(path)
+        raise
+    finally:
+        if linked is not None:
+            linked.close()
     return Experiment(path, head, base, base, onto, tuple(names), selector_words(sel), False)
 
 
@@ -223,6 +238,10 @@ def _note(wt: WorktreeInfo) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return note if isinstance(note, dict) else None
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _inside(path: str, folder: str) -> bool:
