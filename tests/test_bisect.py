@@ -260,6 +260,13 @@ def test_bad_input_exits_2_and_changes_nothing(
     assert os.listdir(scratch_root) == []
 
 
+def test_an_exit_status_of_128_or_more_aborts(history: History, scratch_root: Path) -> None:
+    result = history.ps("bisect", history.good, "upstream", "--", "sh", "-c", "exit 130", code=1)
+    assert "COMMAND aborted the bisect" in result.stdout
+    assert "-> abort: exit 130" in result.stderr
+    assert os.listdir(scratch_root) == []
+
+
 def test_good_off_the_first_parent_line_is_refused(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "fork", {"a.txt": "a\n"})
     repo.ps("init")

@@ -231,3 +231,19 @@ def test_the_probe_runs_without_importing_the_package(setup: Setup) -> None:
         init.write_text(original)
     assert "this work tree" in out and kinds(data) == ["edits"]
     assert os.path.basename(data["python"]).startswith("python")
+
+
+def test_an_import_from_another_worktree_is_named(setup: Setup) -> None:
+    repo = setup.repo
+    repo.ps("worktree", "../experiment", "--only", "essential")
+    pth = setup.editable.parent.parent / "lib"
+    found = next(pth.glob("python*/site-packages/__editable__.demo_pkg-1.0.pth"))
+    saved = found.read_text()
+    found.write_text(f"{repo.path.parent / 'experiment' / 'src'}\n")
+    try:
+        out, data = doctor(setup, setup.editable, code=1)
+    finally:
+        found.write_text(saved)
+        repo.ps("worktree", "--remove", "../experiment")
+    assert "resolves to another worktree of this repository" in out
+    assert data["where"] == "another worktree" and kinds(data) == ["other-worktree"]
