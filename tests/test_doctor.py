@@ -247,3 +247,17 @@ def test_an_import_from_another_worktree_is_named(setup: Setup) -> None:
         repo.ps("worktree", "--remove", "../experiment")
     assert "resolves to another worktree of this repository" in out
     assert data["where"] == "another worktree" and kinds(data) == ["other-worktree"]
+
+
+def test_a_patch_file_edited_since_it_was_applied_is_named(setup: Setup) -> None:
+    patch = setup.repo.path / "patches" / "fast-path.patch"
+    saved = patch.read_bytes()
+    patch.write_bytes(
+        saved.replace(b"+    return 94  # the fast path", b"+    return 95  # faster")
+    )
+    try:
+        out, data = doctor(setup, setup.editable, code=1)
+    finally:
+        patch.write_bytes(saved)
+    assert "fast-path.patch was edited since it was applied" in out
+    assert kinds(data) == ["patch-edited"]

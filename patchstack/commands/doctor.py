@@ -179,6 +179,7 @@ def _shadowed(kind: str, used: str, source: str, top: str) -> Finding:
 
 def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
     """Facts and findings about the series' applied state and its base."""
+    from ..transaction import foreign_error
     from .drift import drift as read_drift
     from .status import status
 
@@ -197,15 +198,32 @@ def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
         )
     facts = [f"series: {which}, base {base}"]
     found: list[Finding] = []
-    for name in st.differs:
-        found.append(
-            Finding(
-                "commit-differs",
-                "differs",
-                f"the applied commit of {name} differs from its patch file",
-                "see 'patchstack status'",
+    problem = foreign_error(ws) if st.operation else None
+    if problem is not None:
+        todo = (problem.hint or "").split(", then run")[0]
+        found.append(Finding("operation", "differs", problem.message, todo))
+    for p in st.patches:
+        if p.matches == "differs":
+            found.append(
+                Finding(
+                    "commit-differs",
+                    "differs",
+                    f"the applied commit of {p.name} differs from its patch file (amended)",
+                    f"adopt it: patchstack refresh --patch {p.name}; drop it: --discard-changes",
+                )
             )
-        )
+        elif p.matches == "edited":
+            found.append(
+                Finding(
+                    "patch-edited",
+                    "differs",
+                    f"{p.name} was edited since it was applied: the work tree has the old version",
+                    "apply the new version: pop it and push it again",
+                )
+            )
+    if st.on_top_problem:
+        what, todo = st.on_top_problem
+        found.append(Finding("on-top", "differs", what, todo, tuple(st.on_top)))
     for name in st.unknown_applied:
         found.append(
             Finding(
