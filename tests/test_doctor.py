@@ -146,16 +146,25 @@ def test_a_hand_edited_installed_file_is_named(setup: Setup) -> None:
     saved = extra.read_bytes(), core.read_bytes()
     extra.write_bytes(saved[0] + b"HOTFIX = 1  # made on the server\n")
     core.write_bytes(saved[1].replace(b"return 60", b"return 70"))
+    added = setup.site / "demo_pkg" / "hotfix.py"
+    added.write_text("RETRIES = 5\n")
     try:
         out, data = doctor(setup, setup.copy, code=1)
     finally:
         extra.write_bytes(saved[0])
         core.write_bytes(saved[1])
+        added.unlink()
     assert f"{extra} was edited after it was installed" in out
     assert "the edit is in no patch; next: make the edit in src/demo_pkg/extra.py" in out
     assert f"{core} was edited after it was installed" in out
     assert "the work tree's src/demo_pkg/core.py carries fast-path.patch" in out
-    assert sorted(kinds(data)) == ["edited-in-place", "edited-in-place", "lacks-patch"]
+    assert "1 module(s) were added to the copy at" in out and "in no patch" in out
+    assert sorted(kinds(data)) == [
+        "added-modules",
+        "edited-in-place",
+        "edited-in-place",
+        "lacks-patch",
+    ]
 
 
 def test_compiled_files_imported_instead_of_their_source(setup: Setup) -> None:

@@ -75,8 +75,10 @@ def doctor(ws: Checkout, python: str | None, module: str | None) -> DoctorReport
     editable = dist.get("editable") if dist else None
     if about and where == "an installed copy":
         how = f"an installed copy of {about}"
+    elif about and editable:
+        how = f"{where}, an editable install: {about}"
     elif about:
-        how = f"{where}, {'an editable install' if editable else 'installed'}: {about}"
+        how = f"{where}, found on sys.path before the installed copy of {about}"
     else:
         how = f"{where}, on sys.path; not installed"
     facts.append(f"import {project.module}: {shown or 'not found'} ({how})")

@@ -62,8 +62,8 @@ def compare_copy(
     inside = package + "/"
     for path, names in owners.items():
         rel = path[len(inside) :] if path.startswith(inside) else ""
-        added = rel and os.path.isfile(os.path.join(tree, rel))
-        if added and not os.path.exists(os.path.join(copy, rel)):
+        in_tree = rel and os.path.isfile(os.path.join(tree, rel))
+        if in_tree and not os.path.exists(os.path.join(copy, rel)):
             lacking.setdefault(names, []).append(rel)
     repo = {rel: f"{package}/{rel}" if rel else package for rel in differing}
     patched = [repo[rel] for rel in differing if repo[rel] in owners]
@@ -131,18 +131,35 @@ def compare_copy(
                 tuple(other),
             )
         )
-    if extra:
+    # A module the installer wrote (RECORD has it, unchanged) may be packaged from another
+    # folder or generated; one it did not write was added to the copy by hand.
+    added = [rel for rel in extra if not _as_installed(os.path.join(copy, rel), record)]
+    packaged = [rel for rel in extra if rel not in added]
+    if added:
         found.append(
             Finding(
-                "extra-modules",
+                "added-modules",
                 "differs",
-                f"{len(extra)} module(s) of the copy at {copy} are not in the work tree:"
-                f" {_few(extra)}",
-                reinstall,
-                tuple(extra),
+                f"{len(added)} module(s) were added to the copy at {copy} and are in no patch"
+                f" (not in the work tree, not as installed): {_few(added)}",
+                f"move them into the work tree and capture them ('patchstack new'), then"
+                f" {reinstall}",
+                tuple(added),
             )
         )
-    if not found:
+    if packaged:
+        found.append(
+            Finding(
+                "installed-elsewhere",
+                "note",
+                f"{len(packaged)} installed module(s) have no file at the same place in the"
+                f" work tree (packaged from another folder, generated at build, or from another"
+                f" version): {_few(packaged)}",
+                "nothing, if the package maps them; else " + reinstall,
+                tuple(packaged),
+            )
+        )
+    if not [f for f in found if f.severity == "differs"]:
         found.append(
             Finding(
                 "copy",
@@ -200,6 +217,18 @@ def _compare(copied: str, here: str) -> str:
             return "same" if a.read() == b.read() else "differs"
     except OSError:
         return "differs"
+
+
+def _as_installed(path: str, record: dict[str, str]) -> bool:
+    """Whether the installer wrote this file with these bytes (RECORD says so)."""
+    recorded = record.get(os.path.realpath(path))
+    if recorded is None:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return _record_hash(f.read()) == recorded
+    except OSError:
+        return False
 
 
 def _record_hash(data: bytes) -> str:
