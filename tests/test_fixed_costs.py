@@ -67,7 +67,7 @@ def test_a_patch_file_proven_before_is_read_again_when_its_bytes_change(repo: Re
     repo.ps("pop", "--all")
     repo.ps("push", "--all")
     repo.ps("pop", "--all")
-    proofs = repo.path / ".git" / "patchstack" / "proven"
+    proofs = repo.path / ".git" / "patchstack" / "parsed"
     assert proofs.exists()
     text = repo.read("patches/p1.patch")
     bad = re.sub(r"^(@@ -\d+,\d+ \+\d+,)(\d+)", lambda m: m[1] + "99", text, count=1, flags=re.M)
@@ -86,7 +86,7 @@ def test_commands_that_only_read_write_no_proofs(repo: Repo) -> None:
     stack_of_three(repo)
     repo.ps("pop", "--all")
     repo.ps("push", "--all")
-    proofs = repo.path / ".git" / "patchstack" / "proven"
+    proofs = repo.path / ".git" / "patchstack" / "parsed"
     proofs.unlink()
     repo.ps("status")
     repo.ps("check")

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
 )
+@click.option(
+    "--discard-changes",
+    "discard",
+    is_flag=True,
+    help="Rebuild applied commits that differ from their patch files from the files.",
+)
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -33,6 +39,7 @@ def refresh(
     onto: str | None,
     patch_name: str | None,
     drop_merged: bool,
+    discard: bool,
     continue_: bool,
     abort_: bool,
     as_json: bool,
@@ -56,7 +63,7 @@ def refresh(
     from ..commands.resume import continue_ as do_continue
     from ..errors import PatchstackError
 
-    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:
         raise PatchstackError(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
@@ -66,7 +73,7 @@ def refresh(
     elif continue_:
         result = do_continue(ws)
     else:
-        result = do_refresh(ws, onto, drop_merged, patch_name)
+        result = do_refresh(ws, onto, drop_merged, patch_name, discard)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -133,11 +140,21 @@ def check(
       git fetch && patchstack check --onto origin/main --except diagnostic
     """
     from ..commands.check import check as do_check
+    from ..model.series import case_clashes
 
-    result = do_check(ctx.obj.checkout(write=False), onto, selector(None, False, only, except_))
+    ws = ctx.obj.checkout(write=False)
+    result = do_check(ws, onto, selector(None, False, only, except_))
+    series = ws.load_series()
+    warnings = [
+        f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
+        " case: one file on macOS and Windows, so the series is not portable there"
+        for a, b in case_clashes(series)
+    ]
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
     else:
+        for warning in warnings:
+            echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
             echo(ctx, f"  {verdict(v)} {v.name}")

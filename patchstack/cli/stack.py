@@ -14,6 +14,7 @@ from .output import (
     complete_patch_names,
     complete_tags,
     echo,
+    out,
     selector,
     style,
     tag_text,
@@ -42,7 +43,7 @@ def init(opts: Options, base: str | None) -> None:
 
     ws = opts.checkout()
     result = do_init(ws, base)
-    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+    out(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
 
 
 # -- new ------------------------------------------------------------------------------------
@@ -76,14 +77,14 @@ def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str
 
     ws = opts.checkout()
     result = do_new(ws, name, tag, message, paths)
-    click.echo(
+    out(
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
     )
     if result.base_moved_to:
-        click.echo(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
+        out(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
     if result.untracked_left:
-        click.echo(
+        out(
             "untracked files left out (name them to capture): "
             + ", ".join(result.untracked_left[:10]),
             err=True,
@@ -107,7 +108,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
 
     series, stack, rows = list_series(ctx.obj.checkout(write=False))
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "base": series.base,
@@ -146,7 +147,8 @@ cli.add_command(series_cmd, "list")
 def status(ctx: click.Context, as_json: bool) -> None:
     """Base, applied and unapplied patches, uncommitted edits, and mismatches.
 
-    Exits 1 when an applied commit no longer matches its patch file.
+    Exits 1 when an applied commit no longer matches its patch file, when commits that are not
+    patches sit on top of the applied ones, or when a git operation is in progress.
 
     \b
     Example:
@@ -159,7 +161,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     st = do_status(ws)
     drift = do_drift(ws)
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "drift": drift.to_json() if drift else None,
@@ -185,15 +187,25 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "operation": st.operation[0] if st.operation else None,
+                    "on_top": list(st.on_top),
                 },
                 indent=2,
             )
         )
     else:
+        if st.operation:
+            from ..transaction import foreign_error
+
+            problem = foreign_error(ws)
+            if problem:
+                echo(ctx, style(f"{problem.message}: {problem.hint}", fg="red"))
         branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
         echo(ctx, f"branch: {branch} at {st.head[:12]}")
         base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
         echo(ctx, f"series base: {base}")
+        if not st.series_base:
+            echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
         if st.series_base and st.stack_base != st.series_base:
             echo(
                 ctx,
@@ -210,10 +222,23 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for p in applied:
             note = ""
             if p.matches == "differs":
-                note = style("  commit differs from its patch file", fg="red")
+                note = style(
+                    "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
+                    f" {p.name}'; drop: '--discard-changes')",
+                    fg="red",
+                )
+            elif p.matches == "edited":
+                note = style(
+                    "  patch file edited since it was applied (push, pop and refresh apply"
+                    " the new version)",
+                    fg="yellow",
+                )
             elif p.matches == "carried":
                 note = "  (carried by a merge)"
             echo(ctx, f"  + {p.name} [{tag_text(p.tag)}]{note}")
+        if st.on_top_problem:
+            what, todo = st.on_top_problem
+            echo(ctx, style(f"{what}: {todo}", fg="red"))
         unapplied = [p for p in st.patches if not p.applied]
         echo(ctx, f"unapplied ({len(unapplied)}):")
         for p in unapplied:
@@ -224,13 +249,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
             echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
             for path, names in st.edits_in_patches.items():
                 echo(ctx, f"  {path}  ({', '.join(names)})")
-        if st.edits:
+        if st.edits and st.operation:
+            echo(ctx, f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
+        elif st.edits:
             echo(ctx, "uncommitted edits in no patch:")
             for path in st.edits:
                 echo(ctx, f"  {path}")
         if st.untracked:
             echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs:
+    if st.differs or st.on_top or st.operation:
         ctx.exit(1)
 
 
@@ -273,6 +300,16 @@ def _selector_options(f: F) -> F:
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
+def _discard_option(f: F) -> F:
+    return click.option(
+        "--discard-changes",
+        "discard",
+        is_flag=True,
+        help="Drop what applied commits changed beyond their patch files (amend, rebase -i)"
+        " instead of refusing.",
+    )(f)
+
+
 def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
     if verb == "push":
         for name in result.added:
@@ -294,6 +331,7 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_discard_option
 @click.pass_context
 def push(
     ctx: click.Context,
@@ -302,6 +340,7 @@ def push(
     only: str | None,
     except_: str | None,
     onto: str | None,
+    discard: bool,
 ) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
@@ -316,19 +355,36 @@ def push(
     """
     from ..commands.push import push as do_push
 
+    ws = ctx.obj.checkout()
     bar = ProgressBar("pushing")
     try:
-        result = do_push(ctx.obj.checkout(), selector(name, all_, only, except_), onto, bar)
+        sel = selector(name, all_, only, except_)
+        result = do_push(ws, sel, onto, bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "push")
+    if ws.load_series().base is None:
+        echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
+
+
+NO_BASE = (
+    "the series file has no '# base:' line, so the patches were applied on HEAD (below any"
+    " applied patches); record that commit as the base with 'patchstack refresh', or start"
+    " a series on a chosen commit with 'patchstack init --base REV'"
+)
 
 
 @cli.command()
 @_selector_options
+@_discard_option
 @click.pass_context
 def pop(
-    ctx: click.Context, name: str | None, all_: bool, only: str | None, except_: str | None
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    discard: bool,
 ) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
@@ -342,7 +398,7 @@ def pop(
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
+        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "pop")
