@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..checkout import Checkout, PatchSummary
@@ -55,12 +55,20 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     consistent = _ConsistencyCache(git)
     verdicts: dict[str, str] = {}
     pending = []
+    matched = []
     for ap, raw in zip(applied, raws, strict=True):
         entry = series.entry(ap.name)
         data, summary = ws.proven_bytes(entry)  # parsed only when its bytes are new
-        if _ids_match(summary, raw, git.fmt) and (
-            consistent.knows(data) or consistent.check(data, ws.read_patch(entry)[1])
-        ):
+        if _ids_match(summary, raw, git.fmt):
+            matched.append((ap, entry, data))
+        else:
+            pending.append((ap, data, ws.read_patch(entry)[1]))
+    unknown = [(ap, entry, data) for ap, entry, data in matched if not consistent.knows(data)]
+    consistent.read_ahead(
+        f.old_id for _ap, entry, _d in unknown for f in ws.read_patch(entry)[1].files if f.old_id
+    )
+    for ap, entry, data in matched:
+        if consistent.knows(data) or consistent.check(data, ws.read_patch(entry)[1]):
             verdicts[ap.name] = EXACT
         else:
             pending.append((ap, data, ws.read_patch(entry)[1]))
@@ -135,9 +143,18 @@ class _ConsistencyCache:
         except (OSError, UnicodeDecodeError):
             self.known = set()
         self.added: set[str] = set()
+        self.blobs: dict[str, bytes] = {}  # read ahead, by id
 
     def knows(self, data: bytes) -> bool:
         return hashlib.sha256(data).hexdigest() in self.known
+
+    def read_ahead(self, oids: Iterable[str]) -> None:
+        """Read the preimages the checks will want in pipelined batches, not one by one."""
+        fmt = self.git.fmt
+        wanted = [o for o in dict.fromkeys(oids) if fmt.is_full(o) and not fmt.is_null(o)]
+        for oid, found in zip(wanted, self.git.read_objects(wanted), strict=True):
+            if found is not None and found[0] == "blob":
+                self.blobs[oid] = found[1]
 
     def check(self, data: bytes, patch: Patch) -> bool:
         key = hashlib.sha256(data).hexdigest()
@@ -150,6 +167,8 @@ class _ConsistencyCache:
             old_id = fd.old_id or ""
             if fmt.is_null(old_id):
                 old: bytes | None = None
+            elif old_id in self.blobs:
+                old = self.blobs[old_id]
             else:
                 found = self.git.read_object(old_id)
                 if found is None:

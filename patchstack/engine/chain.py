@@ -110,6 +110,9 @@ class Engine:
             if commit is None and fastpath.FAST_PATH:
                 if session is None:
                     session = ProvenStream(self.git, parent)
+                    session.prefetch(
+                        p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths
+                    )
                 commit = session.commit(parent, lp, self)
             if commit is None:
                 if session is not None:
@@ -304,6 +307,8 @@ class Engine:
                 if fastpath.FAST_PATH:
                     if session is None:
                         session = ProvenStream(self.git, parent)
+                        rest = names[names.index(name) :]
+                        session.prefetch(p for n in rest for p in self.patch(n).patch.paths)
                     commit = session.commit(parent, self.patch(name), self)
                 if commit is not None:
                     parent, tree = commit, Oid("")

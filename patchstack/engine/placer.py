@@ -43,6 +43,8 @@ from .fastpath import ProvenStream
 from .merging import readable
 from .replay import Done, Step
 
+PREFETCH_WINDOW = 64  # patches
+
 
 class Placer:
     """The commits of a replay on the new base (`replay.replay` drives it)."""
@@ -53,6 +55,8 @@ class Placer:
         self.parent = parent
         self.names = list(names)
         self.session: ProvenStream | None = None
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.fetched = 0  # the stream has looked up what the patches before this one change
         self.canonical = engine.canonical_commits()  # K[0..n], when known
         self.anchor: tuple[int, Oid] = (0, Oid(""))  # (m, T[m]), T[m] readable by git
         self.followed = False  # every patch since the anchor was proven and changed files only
@@ -70,6 +74,14 @@ class Placer:
             self.session = ProvenStream(self.git, self.parent)
         return self.session
 
+    def _prefetch(self, start: int) -> None:
+        """Have the stream look up what the next patches change, at once (a window of them:
+        after a merge the tree is another, and it is looked up again)."""
+        end = start + PREFETCH_WINDOW
+        paths = [p for n in self.names[start:end] for p in self.engine.patch(n).patch.paths]
+        self._open().prefetch(paths)
+        self.fetched = end
+
     @property
     def stream(self) -> FastImport:
         return self._open().stream
@@ -77,6 +89,8 @@ class Placer:
     def place(self, name: str) -> Oid | None:
         """Patch ``name`` on the current parent by the proven path, or None."""
         lp = self.engine.patch(name)
+        if self.index[name] >= self.fetched:
+            self._prefetch(self.index[name])
         commit = self._open().commit(self.parent, lp, self.engine)
         if commit is None:
             return None
@@ -117,6 +131,7 @@ class Placer:
             session.stream.checkpoint()
             commit = self.engine.commit(self.parent, tree, name)
         session.moved(tree)
+        self.fetched = 0
         self.parent = commit
         self.anchor = (i + 1, tree)
         self.followed = True

@@ -128,12 +128,13 @@ class Listings(Objects):
         """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),
         read through the persistent ``cat-file``, one pipelined batch of trees per depth."""
         found: dict[str, tuple[str, str]] = {}
+        memo = self._memo
         pending = [(p, encode_path(p).split(b"/"), 0, tree) for p in paths]
         while pending:
             self._read_trees([t for *_, t in pending])
             deeper = []
             for path, parts, i, at in pending:
-                entry = self._tree_records(at).get(parts[i])
+                entry = memo[("tree-records", at)].get(parts[i])
                 if entry is None:
                     continue
                 if i == len(parts) - 1:
@@ -145,7 +146,10 @@ class Listings(Objects):
 
     def _read_trees(self, trees: Sequence[str]) -> None:
         """Read and remember the entries of these trees (a tree's entries never change)."""
-        wanted = [t for t in dict.fromkeys(trees) if ("tree-records", t) not in self._memo]
+        memo = self._memo
+        wanted = [t for t in dict.fromkeys(trees) if ("tree-records", t) not in memo]
+        if not wanted:
+            return
         for tree, found in zip(wanted, self.read_objects(wanted), strict=True):
             if found is None or found[0] != "tree":
                 raise PatchstackError(f"not a tree: {tree}")

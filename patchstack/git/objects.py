@@ -57,6 +57,19 @@ class Objects(GitBase):
             result.extend(headers)
         return result
 
+    def object_sizes(self, names: Sequence[str]) -> dict[str, int | None]:
+        """The size of each object (None when missing), in pipelined batches."""
+        result: dict[str, int | None] = {}
+        for at in range(0, len(names), 256):
+            chunk = names[at : at + 256]
+            for name, header in zip(
+                chunk, self._batch_headers("--batch-check", chunk), strict=True
+            ):
+                words = header.split(b" ")
+                ok = len(words) == 3 and words[2].isdigit()
+                result[name] = int(words[2]) if ok else None
+        return result
+
     def read_blob(self, oid: str) -> bytes:
         found = self.read_object(oid)
         if found is None:
