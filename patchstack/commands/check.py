@@ -69,14 +69,6 @@ def check(ws: Checkout, onto: str | None, sel: Selector) -> CheckResult:
     try:
         chain = old_chain(git, engine, series)
         plan = steps(series, chain, {})
-        if engine.canonical_commits() is None:  # else the merges use the canonical commits
-            git.prepare_merges(
-                [
-                    (s.before, s.after, s.name)
-                    for s in plan
-                    if s.before != s.after and s.name not in skip
-                ]
-            )
         placer = Placer(engine, target, [s.name for s in plan])
         done, conflicts = replay(
             git,

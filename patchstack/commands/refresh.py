@@ -147,10 +147,6 @@ def refresh(
             folded=folded,
             resolution=git.tree_of(stack.head) if target.route == "merge" else None,
         )
-        if engine.canonical_commits() is None:  # else the merges use the canonical commits
-            git.prepare_merges(
-                [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
-            )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = replay(
             git,

@@ -87,14 +87,6 @@ class Engine:
             self._extend(k)
         return self._commits[k]
 
-    def canonical_commits(self) -> list[Oid] | None:
-        """K[0..n], when the whole canonical chain was made as commits (every patch file
-        applies exactly where it was made)."""
-        n = len(self.series.entries)
-        if len(self._commits) == n + 1 and len(self._chain) == n + 1:
-            return list(self._commits)
-        return None
-
     def _extend(self, k: int, tick: Callable[[], None] | None = None) -> None:
         """Compute K[j] and C[j] up to k: from the cache, else in one fast-import stream with
         hunks applied in Python and proven by blob ids, else with ``git apply``."""

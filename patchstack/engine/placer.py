@@ -22,13 +22,14 @@ the merge of patch k alone onto ``T[k]`` gives:
   extra changes on the C side are modifications of files ours did not change, which are
   neither rename sources nor new files in a folder (no directory renames either).
 
-So "ours" is a commit of ``A`` on ``K[m]``, a throwaway written with no process
-(`Git.throwaway_commit`), and the merge base and "theirs" are the canonical commits themselves:
-no checkpoint of the stream. When the condition does not hold (a patch added or deleted a
-file, was skipped, conflicted, or was already upstream), or the canonical commits are not
-known, or the merge does not come out clean (the report must be the one of patch k alone),
-the merge is made exactly as described: "ours" is a commit of ``T[k]`` made in the stream,
-which is checkpointed so that ``merge-tree`` sees it.
+So the merge is of three throwaway commits written with no process (`Git.throwaway_commit`):
+a root commit of ``C[m]`` and, on it, one of ``C[k+1]`` and one of ``A``. They make a graph of
+their own, whose merge base git finds at once (the canonical chain's own commits would make git
+walk the upstream history to find it). When the condition does not hold (a patch added or
+deleted a file, was skipped, conflicted, or was already upstream), or the merge does not come
+out clean (the report must be the one of patch k alone), the merge is made exactly as
+described: "ours" is a commit of ``T[k]`` made in the stream, which is checkpointed so that
+``merge-tree`` sees it.
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ class Placer:
         self.session: ProvenStream | None = None
         self.index = {n: i for i, n in enumerate(self.names)}
         self.fetched = 0  # the stream has looked up what the patches before this one change
-        self.canonical = engine.canonical_commits()  # K[0..n], when known
+        self.steps_before: list[Oid] = []
         self.anchor: tuple[int, Oid] = (0, Oid(""))  # (m, T[m]), T[m] readable by git
         self.followed = False  # every patch since the anchor was proven and changed files only
 
-    def begin(self, start: int, tree: Oid) -> None:
+    def begin(self, steps: Sequence[Step], start: int, tree: Oid) -> None:
+        self.steps_before = [s.before for s in steps]  # C[0..n-1]
         self.anchor = (start, tree)
         self.followed = True
 
@@ -107,19 +109,19 @@ class Placer:
         self, i: int, step: Step, tree: Oid, labels: tuple[str, str], base_label: str
     ) -> MergeResult:
         """Patch i (``step``) merged onto ``tree`` (= T[i]), as `merging.merge` would."""
-        k = self.canonical
-        if k is not None and self.followed:
+        git = self.git
+        if self.followed:
             m, anchor = self.anchor
-            ours = self.git.throwaway_commit(anchor, k[m], labels[0])
-            result = self.git.merge_commits(ours, k[i + 1], labels)
+            base = git.throwaway_commit(self.steps_before[m], None, "base")
+            theirs = git.throwaway_commit(step.after, base, labels[1])
+            ours = git.throwaway_commit(anchor, base, labels[0])
+            result = git.merge_commits(ours, theirs, labels)
             if result.clean:
-                return readable(self.git, result)
-        if k is None:
-            base, theirs = self.git.synthetic_pair(step.before, step.after, labels[1])
-        else:
-            base, theirs = k[i], k[i + 1]
-        ours = self.git.stream_commit(self.stream, tree, base, labels[0])
-        return readable(self.git, self.git.merge_commits(ours, theirs, labels), base_label)
+                return readable(git, result)
+        base = git.throwaway_commit(step.before, None, "base")
+        theirs = git.throwaway_commit(step.after, base, labels[1])
+        ours = git.stream_commit(self.stream, tree, base, labels[0])
+        return readable(git, git.merge_commits(ours, theirs, labels), base_label)
 
     def commit(self, i: int, name: str, tree: Oid) -> Oid:
         """The commit of patch i whose tree is ``tree`` (readable by git: a merge's result,

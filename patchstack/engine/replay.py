@@ -123,7 +123,7 @@ def replay(
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
-        placer.begin(start, tree)
+        placer.begin(steps, start, tree)
     for i, step in enumerate(steps[start:], start):
         if step.name in skip:
             if placer is not None:

@@ -9,7 +9,6 @@ readable labels into the markers is the caller's business (see `engine.merging`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import GitFailure
@@ -70,21 +69,20 @@ class Merges(Objects):
             ((ours, labels[0]), (theirs, labels[1])),
         )
 
-    def throwaway_commit(self, tree: str, parent: str, label: str) -> Oid:
-        """A commit of ``tree`` on ``parent`` that nothing will reference, made only for
-        merge-tree to find ``parent`` as the merge base (both must exist): written as a loose
-        object, with no process. (A repository that keeps a second object format, which would
-        want the object's other id recorded too, gets it from ``commit-tree``.)"""
+    def throwaway_commit(self, tree: str, parent: str | None, label: str) -> Oid:
+        """A commit of ``tree`` (on ``parent``, or a root) that nothing will reference, made
+        only for merge-tree to find the merge base wanted: written as a loose object, with no
+        process. (A repository that keeps a second object format, which would want the
+        object's other id recorded too, gets it from ``commit-tree``.)"""
         ident, date = SYNTHETIC
         if self._compat_format():
-            return self.commit_tree(tree, [parent], label + "\n", ident, date)
-        data = b"tree %s\nparent %s\nauthor %s %s\ncommitter %s %s\n\n%s\n" % (
+            return self.commit_tree(tree, [parent] if parent else [], label + "\n", ident, date)
+        who = f"{ident} {date}".encode()
+        data = b"tree %s\n%sauthor %s\ncommitter %s\n\n%s\n" % (
             tree.encode(),
-            parent.encode(),
-            ident.encode(),
-            date.encode(),
-            ident.encode(),
-            date.encode(),
+            b"parent %s\n" % parent.encode() if parent else b"",
+            who,
+            who,
             label.encode("utf-8", "surrogateescape"),
         )
         return self.write_loose("commit", data)
@@ -99,8 +97,7 @@ class Merges(Objects):
         return commit
 
     def synthetic_pair(self, base: str, theirs: str, label: str) -> tuple[Oid, Oid]:
-        """Throwaway commits of ``base`` and, on it, ``theirs`` (those `prepare_merges` made,
-        or made now)."""
+        """Throwaway commits of ``base`` and, on it, ``theirs`` (made once per command)."""
         ident, date = SYNTHETIC
         b = self._memo.get(("synthetic", base)) or self.commit_tree(base, [], "base\n", ident, date)
         self._memo[("synthetic", base)] = b
@@ -116,28 +113,6 @@ class Merges(Objects):
             proc = self.run("config", "--get", "extensions.compatObjectFormat", check=False)
             self._memo[key] = bool(proc.stdout.strip())
         return bool(self._memo[key])
-
-    def prepare_merges(self, sides: Sequence[tuple[str, str, str]]) -> None:
-        """Make the throwaway base and "theirs" commits of future `merge_trees` calls,
-        (base tree, theirs tree, theirs label) each, in one fast-import stream."""
-        ident, date = SYNTHETIC
-        stream = FastImport(self)
-        try:
-            for base, theirs, label in sides:
-                if ("synthetic", base) not in self._memo:
-                    self._memo[("synthetic", base)] = stream.commit(
-                        "", ident, date, b"base\n", [("040000", base, "")]
-                    )
-                b = self._memo[("synthetic", base)]
-                self._memo[("synthetic", theirs, b, label)] = stream.commit(
-                    b,
-                    ident,
-                    date,
-                    label.encode("utf-8", "surrogateescape") + b"\n",
-                    [("040000", theirs, "")],
-                )
-        finally:
-            stream.close()
 
 
 def parse_merge_tree(out: bytes) -> tuple[Oid, tuple[str, ...], str]:
