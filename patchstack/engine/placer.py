@@ -1,11 +1,12 @@
 """Placing a replay's patches on the new base: one fast-import stream for every commit, and
 one process (``merge-tree``) for each patch that needs a three-way merge.
 
-The replay carries patch k from the old canonical chain (``C[k] -> C[k+1]``, committed as
-``K[k] -> K[k+1]``) onto the new tree ``T[k]``. A patch whose files upstream did not touch is
-committed in the stream, proven by blob ids (`fastpath.ProvenStream`), and its tree exists only
-inside the stream until it ends. A patch that needs a merge needs ``merge-tree`` to see an
-"ours" commit of ``T[k]`` whose one merge base with ``K[k+1]`` has the tree ``C[k]``.
+The replay carries patch k from the old canonical chain (``C[k] -> C[k+1]``) onto the new tree
+``T[k]``. A patch whose files upstream did not touch is committed in the stream, proven by blob
+ids (`fastpath.ProvenStream`), and its tree exists only inside the stream until it ends. A
+patch that needs a merge needs ``merge-tree`` (git < 2.40 has no ``--merge-base``) to see an
+"ours" commit of ``T[k]`` and a "theirs" commit of ``C[k+1]`` whose one merge base has the
+tree ``C[k]``.
 
 **The anchor.** The last tree the replay knows outside the stream is the anchor ``A = T[m]``
 (the new base, a merge's result, an applied commit's tree, a canonical tree). When every patch
