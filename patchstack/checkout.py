@@ -40,6 +40,7 @@ class Checkout:
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
     _proven: ProvenPatches | None = field(default=None, repr=False)
+    _where: tuple[tuple[str, str], str | None] | None = field(default=None, repr=False)
 
     @property
     def series_path(self) -> str:
@@ -127,7 +128,10 @@ class Checkout:
         return data, summary_of(patch)
 
     def _proof_key(self, entry: Entry, data: bytes) -> str:
-        return f"{hashlib.sha1(data).hexdigest()} p{entry.strip_level} {self.in_tree}"
+        where = (self.series_dir, self.git.top)
+        if self._where is None or self._where[0] != where:
+            self._where = (where, self.in_tree)
+        return f"{hashlib.sha1(data).hexdigest()} p{entry.strip_level} {self._where[1]}"
 
     def _proofs(self) -> ProvenPatches:
         if self._proven is None:

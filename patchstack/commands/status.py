@@ -60,7 +60,7 @@ def status(ws: Checkout) -> StatusResult:
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
         if ap.name in series:
-            for p in ws.read_patch(series.entry(ap.name))[1].paths:
+            for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
     in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
     edits = tuple(p for p in dirty.modified + dirty.unmerged if p not in touched)
