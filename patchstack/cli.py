@@ -900,8 +900,15 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     help="The series directory (its place in the work tree is its path in OLD and NEW).",
 )
 @_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="Text: list unchanged and rebased patches.")
+@click.option(
+    "--full-url",
+    metavar="URL",
+    help="Where the whole review is, named by a Markdown comment that had to be shortened.",
+)
 @click.pass_context
-def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
+def review(ctx, old, new, review_dir, fmt, output, templates, as_json, verbose, full_url) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
     Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
@@ -933,16 +940,26 @@ def review(ctx, old, new, review_dir, fmt, output, templates) -> None:
             "give --dir as a folder inside the repository, or give two directories",
         )
     result = load_review(old, new, git, folder)
+    if as_json:
+        from .reviewjson import review_json
+
+        _emit(ctx, json.dumps(review_json(result), indent=2) + "\n", output)
+        return
     dirs = template_dirs(templates, git.top if git else None)
-    _emit(ctx, render_review(result, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+    color = _wants_color(ctx, fmt, output)
+    text = render_review(
+        result, fmt, dirs, color, collapse_quiet=fmt == "text" and not verbose, full_url=full_url
+    )
+    _emit(ctx, text, output)
 
 
 @cli.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch_names)
 @click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
 @_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def show(ctx, name, rev, fmt, output, templates) -> None:
+def show(ctx, name, rev, fmt, output, templates, as_json) -> None:
     """Show one patch: its header, tag, place, line counts and diff.
 
     \b
@@ -967,8 +984,62 @@ def show(ctx, name, rev, fmt, output, templates) -> None:
     found = resolve_name(state.series, name)
     entry = state.series.entry(found)
     version = make_version(entry, state.series.index(found) + 1, *state.patches[found])
+    if as_json:
+        from .reviewjson import show_json
+
+        _emit(ctx, json.dumps(show_json(version), indent=2) + "\n", output)
+        return
     dirs = template_dirs(templates, ws.git.top)
     _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+
+
+@cli.command()
+@click.option(
+    "--only",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Only patches with these tags, and the ones they lean on.",
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Leave out patches with these tags (unless a shown one leans on them).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "mermaid", "dot", "json"]),
+    default="text",
+    show_default=True,
+    help="mermaid for GitHub Markdown, dot for Graphviz.",
+)
+@click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.pass_context
+def graph(ctx, only, except_, fmt, output) -> None:
+    """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
+
+    Computed from the patches' hunks along the series (each patch is made on the base plus
+    the patches before it). With --only/--except, the patches that a shown one leans on are
+    drawn too, dashed: what 'push --only' would have to carry across.
+
+    \b
+    Example:
+      patchstack graph --only essential
+      patchstack graph --format mermaid -o graph.mmd
+      patchstack graph --format dot | dot -Tsvg > graph.svg
+    """
+    from .graph import FORMATS, build, subgraph
+
+    ws = ctx.obj.workspace(write=False)
+    series = ws.load_series()
+    whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
+    sel = _selector(None, False, only, except_)
+    if sel.filtered:
+        keep = [e.name for e in series.entries if sel.keeps_tag(e.tag)]
+        whole = subgraph(whole, keep)
+    _emit(ctx, FORMATS[fmt](whole), output)
 
 
 # -- demo -------------------------------------------------------------------------------------
