@@ -323,3 +323,44 @@ def test_templates_run_in_the_sandbox(tmp_path) -> None:
     assert "the template is a link out of its folder" in res.stderr
     assert "hunter2" not in res.stdout + res.stderr
     assert repo.state()[0] == before[0]
+
+
+def test_the_review_draws_the_graph_of_the_changed_patches(tmp_path) -> None:
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(30, "a"), "b.py": numbered(9, "b")})
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "fork", base)
+
+    def series(second: str) -> dict[str, bytes]:
+        first = sub("a 10\n", "first 10\n")
+        files = series_files(
+            repo,
+            base,
+            [
+                P("one.patch", "diagnostic", "a.py", first, "One"),
+                P("far.patch", "essential", "b.py", sub("b 2\n", "x\n"), "Far"),
+            ],
+        )
+        # two.patch is made on top of one.patch: it rewrites one.patch's line.
+        repo.git("checkout", "-q", "--detach", base)
+        repo.write("a.py", first(repo.read("a.py")))
+        repo.git("commit", "-q", "-a", "-m", "one")
+        on_one = repo.head()
+        repo.git("checkout", "-q", "fork")
+        files["two.patch"] = multi_patch(
+            repo, on_one, {"a.py": lambda t: t.replace("first 10\n", second)}, "Two"
+        )
+        files["series"] += b"two.patch # essential\n"
+        return files
+
+    commit_series(repo, series("second 10\n"), "before")
+    commit_series(repo, series("second 10, better\n"), "after")
+    md = repo.ps("review", "fork~1", "fork", "--format", "markdown").stdout
+    graph = md[md.index("```mermaid\n") : md.index("```\n", md.index("```mermaid\n"))]
+    assert (
+        '  p1["one.patch"]:::diagnostic\n' in graph and '  p3["two.patch"]:::essential\n' in graph
+    )
+    assert "  p1 --> p3\n" in graph and "far.patch" not in graph
+    assert "  style p1 stroke-dasharray" in graph  # one.patch is only context here
+    html = repo.ps("review", "fork~1", "fork", "--format", "html").stdout
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="graph"' in html
+    assert "<title>two.patch leans on one.patch: a.py</title>" in html
