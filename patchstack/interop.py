@@ -53,17 +53,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .engine import ConflictReport, parse_conflict_markers
+from .checkout import Checkout as Workspace
+from .commands.state import make_engine, read_stack
+from .engine.merging import conflict_hunks, merge
 from .errors import ConflictError, GitFailure, InputError, PatchstackError, RefusedError
-from .git import EMPTY_TREE, PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
-from .patch import FileDiff, Patch, decode, parse_patch
-from .series import TAGS, Entry, Series, new_series, parse_tags, validate_name
-from .service import make_engine, read_stack, strip_trailers
-from .workspace import Workspace, write_atomic
+from .files import write_atomic
+from .git import Git, TempIndex
+from .model import trailers
+from .model.conflict import Conflict
+from .model.ids import Oid
+from .model.patchfile import FileDiff, Patch, decode, parse_patch
+from .model.series import TAGS, Entry, Series, new_series, parse_tags, validate_name
+from .transaction import FileWrite, Plan, publish
 
 MAX_FUZZ = 2  # quilt's (GNU patch's) default
 _GUARD_RE = re.compile(r"#\s*([+-])([^\s#]+)")
-_OWN_TRAILER_RE = re.compile(rf"^(?:{PATCH_TRAILER}|{TAG_TRAILER}):[ \t]*(.*)$", re.IGNORECASE)
 _ANCHOR_IDENT = ("patchstack <patchstack@invalid>", "1000000000 +0000")
 
 
@@ -220,18 +224,8 @@ def unique_name(name: str, taken: set[str]) -> str:
 
 def split_own_trailers(message: str) -> tuple[str, str | None, str | None]:
     """(message without patchstack trailers, tag, name) from a commit message or mail body."""
-    tag = name = None
-    kept = []
-    for line in message.split("\n"):
-        m = _OWN_TRAILER_RE.match(line)
-        if m:
-            if line.lower().startswith(TAG_TRAILER.lower()):
-                tag = m.group(1).strip() or None
-            else:
-                name = m.group(1).strip() or None
-            continue
-        kept.append(line)
-    return "\n".join(kept).rstrip() + "\n", tag, name
+    found = trailers.read(message)
+    return trailers.strip(message), found.tag, found.patch
 
 
 def patch_message(patch: Patch, fallback: str) -> str:
@@ -431,13 +425,15 @@ def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]
     taken: set[str] = set()
     for c in commits:
         parent_tree = (
-            EMPTY_TREE if not c.parents else trees.get(c.parents[0]) or git.tree_of(c.parents[0])
+            git.fmt.empty_tree
+            if not c.parents
+            else trees.get(c.parents[0]) or git.tree_of(c.parents[0])
         )
         message, _tag, _name = split_own_trailers(c.message)
         if parent_tree == c.tree:
             skipped.append((f"commit {c.oid[:12]}", "changes nothing"))
             continue
-        name = _chosen_name(c.patch, message, taken)
+        name = _chosen_name(_name, message, taken)
         sources.append(
             Source(
                 name,
@@ -445,7 +441,7 @@ def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]
                 message,
                 c.author,
                 c.date,
-                c.tag,
+                _tag,
                 (),
                 trees=(parent_tree, c.tree),
             )
@@ -601,10 +597,10 @@ def _import(
     for src, _data, _m, _n in built:
         series = series.insert(Entry(src.name, src.tag or "", src.labels), last)
         last = src.name
-    os.makedirs(ws.series_dir, exist_ok=True)
-    for target, data in writes:
-        write_atomic(target, data)
-    ws.write_series(series)
+    files = [FileWrite(target, data) for target, data in writes]
+    files.append(FileWrite(ws.series_path, series.format().encode("utf-8", "surrogateescape")))
+    head = read_stack(git).head
+    publish(ws, Plan("import", head, head, tuple(files)))
     return ImportResult(
         ws.series_path,
         base,
@@ -657,7 +653,7 @@ def _build(
 
     def default_ident() -> tuple[str, str]:
         if not default:
-            date = git.out("log", "-1", "--format=%ad", "--date=raw", base).strip()
+            date = git.commit_date(base)
             default.append((git.ident()[0], date))
         return default[0]
 
@@ -675,7 +671,7 @@ def _build(
             author = src.author or default_ident()[0]
             date = src.date or default_ident()[1]
             message = src.message.rstrip("\n") + "\n"
-            message += f"\n{PATCH_TRAILER}: {src.name}\n{TAG_TRAILER}: {src.tag}\n"
+            message = trailers.write(message, src.name, src.tag or "")
             parent = git.commit_tree(new_tree, [parent], message, author, date)
             tree = new_tree
             done.append((src, method, notes))
@@ -684,7 +680,7 @@ def _build(
         raise GitFailure(f"format-patch gave {len(mails)} patches for {len(done)} commits")
     built = []
     for (src, method, notes), mail in zip(done, mails, strict=True):
-        data = strip_trailers(mail)
+        data = trailers.strip_from_mail(mail)
         parse_patch(data, src.name)  # what we write must read back
         built.append((src, data, method, notes))
     return built, skipped
@@ -698,7 +694,7 @@ def _place(
         parent_tree, commit_tree = src.trees
         if parent_tree == tree:
             return commit_tree, "exact", ()
-        merged = git.merge_trees(parent_tree, tree, commit_tree, ("imported so far", src.name))
+        merged = merge(git, parent_tree, tree, commit_tree, ("imported so far", src.name))
         if not merged.clean:
             _conflict(git, src, merged.tree, merged.conflicted, merged.messages)
         return merged.tree, "three-way merge", ("its parent differs from the patches before it",)
@@ -720,14 +716,14 @@ def _place(
         if not ok2:
             continue
         post_tree = idx.write_tree()
-        merged = git.merge_trees(pre_tree, tree, post_tree, ("imported so far", src.name))
+        merged = merge(git, pre_tree, tree, post_tree, ("imported so far", src.name))
         if merged.clean:
             return merged.tree, "three-way merge", notes
         _conflict(git, src, merged.tree, merged.conflicted, merged.messages)
     raise ConflictError(
         f"{src.origin} does not apply, not even by a three-way merge, on the base plus the"
         " patches before it",
-        ConflictReport(src.name, src.patch.paths, detail=err.strip()),
+        Conflict(src.name, src.patch.paths, detail=err.strip()),
         "fix the patch (or the --base); nothing was changed",
     )
 
@@ -780,16 +776,11 @@ def _preimage_from_hunks(
     return idx.write_tree(), tuple(notes)
 
 
-def _conflict(git: Git, src: Source, merged: Oid, files: Sequence[str], detail: str):
-    listing = git.ls_tree_paths(merged, list(files)) if files else {}
-    hunks = []
-    for path in files:
-        if path in listing:
-            text = decode(git.read_blob(listing[path][1]))
-            hunks.extend(parse_conflict_markers(path, text))
+def _conflict(git: Git, src: Source, merged: Oid, files: Sequence[str], detail: str) -> None:
+    hunks = conflict_hunks(git, merged, files)
     raise ConflictError(
         f"{src.origin} conflicts with the base plus the patches before it",
-        ConflictReport(src.name, tuple(files), tuple(hunks), (), detail, merged),
+        Conflict(src.name, tuple(files), tuple(hunks), (), detail, merged),
         "fix the patch (or choose another --base); nothing was changed",
     )
 

@@ -14,7 +14,8 @@ status is 130 or 143. Inside `critical()` (the journalled publish, see `journal`
 held back: the section finishes, and the signal is raised when it ends.
 
 **Test hook.** ``PATCHSTACK_TEST_KILL_AT=<point>`` makes the process SIGKILL itself when it
-reaches the named `point`, so tests can stop a command at every step that matters.
+reaches the named `point` (and ``PATCHSTACK_TEST_SIGNAL_AT`` sends SIGINT or SIGTERM), so tests
+can stop a command at every step that matters, deterministically.
 """
 
 from __future__ import annotations
@@ -148,13 +149,28 @@ def critical() -> Iterator[None]:
             raise Interrupted(signum)
 
 
+_reached: dict[str, int] = {}
+
+
 def point(name: str) -> None:
-    """A named point where tests may kill the process (``PATCHSTACK_TEST_KILL_AT``); with
-    ``PATCHSTACK_TEST_POINT_LOG`` set, the time each point is reached is appended to that file,
-    so that tests can aim random kills at the critical steps."""
+    """A named point where tests stop the process deterministically.
+
+    ``PATCHSTACK_TEST_KILL_AT=<point>[#<n>]`` sends SIGKILL at the n-th time (default the
+    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM>`` sends
+    that signal instead, which the command handles as a Ctrl-C. With
+    ``PATCHSTACK_TEST_POINT_LOG`` set, each point reached and its time are appended to that
+    file (the soak tests aim random kills at the window between the first and the last)."""
+    _reached[name] = _reached.get(name, 0) + 1
+    here = f"{name}#{_reached[name]}"
     log = os.environ.get("PATCHSTACK_TEST_POINT_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as f:
-            f.write(f"{name} {time.time()}\n")
-    if os.environ.get("PATCHSTACK_TEST_KILL_AT") == name:
+            f.write(f"{here} {time.time()}\n")
+    kill = os.environ.get("PATCHSTACK_TEST_KILL_AT")
+    if kill and (kill == here or (kill == name and _reached[name] == 1)):
         os.kill(os.getpid(), signal.SIGKILL)
+    sig = os.environ.get("PATCHSTACK_TEST_SIGNAL_AT")
+    if sig:
+        where, _, which = sig.rpartition(":")
+        if where == here or (where == name and _reached[name] == 1):
+            os.kill(os.getpid(), signal.SIGINT if which == "INT" else signal.SIGTERM)

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 
 from .graph import Graph, build, subgraph
 from .interdiff import file_meta, file_title, interdiff, moves, text_diff
-from .patch import FileDiff, Patch, decode
-from .series import Entry, Series
+from .model.patchfile import FileDiff, Patch, decode
+from .model.series import Entry, Series
 
 CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
 

@@ -13,9 +13,9 @@ import os
 
 from .errors import InputError, PatchstackError
 from .git import Git
-from .patch import parse_patch
+from .model.patchfile import parse_patch
+from .model.series import Series, parse_series
 from .review import BaseChange, Review, SeriesState, review
-from .series import Series, parse_series
 
 
 class NoSeries(PatchstackError):

@@ -73,6 +73,13 @@ def test_the_workflows_use_the_action_with_inputs_it_declares() -> None:
         assert "${{" not in step.get("run", ""), step["name"]
 
 
+def test_the_action_finds_the_comment_review_writes() -> None:
+    from patchstack.render import MARKER
+
+    text = (ROOT / "action" / "ghaction.py").read_text()
+    assert f'MARKER = "{MARKER}"' in text
+
+
 def test_expression_evaluator() -> None:
     ctx = {"inputs": {"command": "check review", "comment": "auto"}, "steps": {}}
     assert evaluate("contains(inputs.command, 'check')", ctx) is True

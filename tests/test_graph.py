@@ -6,8 +6,8 @@ import json
 import random
 
 from patchstack.graph import build, subgraph
-from patchstack.patch import parse_patch
-from patchstack.series import Entry
+from patchstack.model.patchfile import parse_patch
+from patchstack.model.series import Entry
 
 from .conftest import Repo, make_repo, numbered, replace_line
 

@@ -21,7 +21,7 @@ from patchstack.interop import (
     slug,
     split_own_trailers,
 )
-from patchstack.patch import parse_patch
+from patchstack.model.patchfile import parse_patch
 
 from .conftest import Repo, make_repo, numbered
 

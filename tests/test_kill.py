@@ -1,14 +1,17 @@
 """Kill tests: a command killed at any point loses nothing, and one command restores the state.
 
-A long ``push --all`` (150 patches), ``pop --only diagnostic`` and ``undo`` run in a
-subprocess and die by SIGKILL at every named point (``PATCHSTACK_TEST_KILL_AT``) and after
-random delays aimed at the window from the first to the last point (measured on a calibration
-run), so that they land inside the journalled publish, between and during git's steps; others
-get SIGINT or SIGTERM. After each, the user's uncommitted edit, staged change and untracked
-file are still there, ``git fsck`` finds nothing wrong, and either the state is exactly the one
-before or after the command, or the next command names the interrupted one and the single
-command it suggests (``patchstack undo``) brings back the state before, exactly.
-The figures are printed (``pytest -s``) for the closing note.
+Every state-changing command (push, pop --only, undo, import, a refresh that finishes, one that
+stops at a conflict, --continue and --abort) runs in a subprocess and dies by SIGKILL at every
+named point it reaches (``PATCHSTACK_TEST_KILL_AT=<point>#<n>``: deterministic, each occurrence
+of each point), or gets SIGINT/SIGTERM at a point before and inside the critical section. After
+each: the user's uncommitted edit, staged change and untracked file are still there, ``git
+fsck`` finds nothing wrong, and the state is exactly the one before or after the command, or
+the next command names the interrupted one and the single command it suggests (``patchstack
+undo``) brings back the state before, exactly.
+
+The soak test (``pytest -m soak``, run by ``.ci/run``) adds SIGKILLs after random delays aimed
+at the window between the first and the last point of a 150-patch push, pop and refresh. The
+figures are printed (``pytest -s``) for the closing note.
 """
 
 from __future__ import annotations
@@ -22,29 +25,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .conftest import Repo, make_repo
 
-N_PATCHES = 150
 TAGS = ("essential", "diagnostic", "optimization")
-POINTS = ["journal-running", "publish-worktree", "publish-ref", "journal-finishing", "journal-done"]
-UNDO_POINTS = [
-    "journal-running",
-    "restore-worktree",
-    "restore-index",
-    "restore-ref",
-    "journal-finishing",
-]
 
 
-def build(tmp_path: Path) -> Repo:
-    """A fork with N_PATCHES patches, each changing its own file, written directly (fast)."""
-    files = {f"src/f{i:03}.txt": f"head {i}\nline {i}\ntail {i}\n" for i in range(N_PATCHES)}
+def build(tmp_path: Path, n: int) -> Repo:
+    """A fork with n patches, each changing its own file, written directly (fast)."""
+    files = {f"src/f{i:03}.txt": f"head {i}\nline {i}\ntail {i}\n" for i in range(n)}
     files["notes.txt"] = "notes\n"
     files["staged.txt"] = "staged\n"
     repo = make_repo(tmp_path / "fork with space", files)
     repo.ps("init")
     series = [(repo.path / "patches" / "series").read_text()]
-    for i in range(N_PATCHES):
+    for i in range(n):
         name = f"p{i:03}.patch"
         path = f"src/f{i:03}.txt"
         (repo.path / "patches" / name).write_text(
@@ -60,6 +56,35 @@ def build(tmp_path: Path) -> Repo:
     repo.git("add", "staged.txt")
     repo.write("scratch/untracked.txt", "my untracked file\n")
     return repo
+
+
+def upstream_moves(repo: Repo, tmp_path: Path, n: int, conflict: int | None) -> None:
+    """refs/heads/upstream: the base with a line above every third patched hunk (offsets), a
+    new file, and (``conflict``) the line one patch changes changed too. Built with plumbing,
+    away from the user's index and work tree."""
+    base = repo.git("rev-parse", f"HEAD~{n}").strip()
+    env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "upstream-index"))
+
+    def git(*args: str, data: str | None = None) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo.path, env=env, input=data, text=True,
+            capture_output=True, check=True,
+        ).stdout.strip()  # fmt: skip
+
+    git("read-tree", base)
+    changes = {
+        f"src/f{i:03}.txt": f"upstream {i}\nhead {i}\nline {i}\ntail {i}\n" for i in range(0, n, 3)
+    }
+    if conflict is not None:
+        changes[f"src/f{conflict:03}.txt"] = (
+            f"head {conflict}\nline {conflict} up\ntail {conflict}\n"
+        )
+    changes["upstream-only.txt"] = "new upstream file\n"
+    for path, text in changes.items():
+        blob = git("hash-object", "-w", "--stdin", data=text)
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    commit = git("commit-tree", git("write-tree"), "-p", base, "-m", "upstream moves")
+    repo.git("update-ref", "refs/heads/upstream", commit)
 
 
 def state(repo: Repo) -> tuple:
@@ -79,15 +104,9 @@ def user_work_intact(repo: Repo) -> None:
     assert "M  staged.txt" in repo.git("status", "--porcelain")
 
 
-def spawn(
-    repo: Repo, args: list[str], kill_at: str | None = None, point_log: Path | None = None
-) -> subprocess.Popen:
-    env = dict(os.environ)
-    env.pop("PATCHSTACK_TEST_KILL_AT", None)
-    if kill_at:
-        env["PATCHSTACK_TEST_KILL_AT"] = kill_at
-    if point_log:
-        env["PATCHSTACK_TEST_POINT_LOG"] = str(point_log)
+def spawn(repo: Repo, args: list[str], **env_extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTACK_TEST_")}
+    env.update(env_extra)
     return subprocess.Popen(
         [sys.executable, "-m", "patchstack", *args],
         cwd=repo.path,
@@ -119,9 +138,19 @@ class Figures:
         self.after = 0  # died after finishing
         self.signals: dict[str, int] = {}
 
+    def line(self, what: str) -> str:
+        return (
+            f"\n{what}: {self.kills} SIGKILLs; {self.restored} restored by the one suggested"
+            f" command ('undo'); {self.before} found untouched; {self.after} found finished"
+            f" (undone after); signals: {self.signals}"
+        )
 
-def settle(repo: Repo, before: tuple, after: tuple, fig: Figures) -> None:
-    """After a kill: the state is before or after, or one suggested command restores before."""
+
+def settle(
+    repo: Repo, before: tuple, after: tuple, fig: Figures, reset: list[str] | None = None
+) -> None:
+    """After a kill: the state is before or after, or one suggested command restores before.
+    A finished command is taken back with ``reset`` (default: undo) for the next kill."""
     wait_unlocked(repo)
     user_work_intact(repo)
     fsck = subprocess.run(
@@ -131,9 +160,11 @@ def settle(repo: Repo, before: tuple, after: tuple, fig: Figures) -> None:
         text=True,
     )
     assert fsck.returncode == 0 and not fsck.stdout.strip(), fsck.stdout + fsck.stderr
-    probe = repo.ps("series")  # a reader: warns about an interrupted command, changes nothing
+    probe = repo.ps("series", code=None)  # a reader: warns about an interrupted command
     if "was interrupted" in probe.stderr:
         assert "run 'patchstack undo'" in probe.stderr
+        refused = repo.ps("pop", "--all", code=2)
+        assert "was interrupted" in refused.stderr
         repo.ps("undo")
         assert state(repo) == before
         user_work_intact(repo)
@@ -145,147 +176,131 @@ def settle(repo: Repo, before: tuple, after: tuple, fig: Figures) -> None:
     else:
         assert now == after, "neither the state before nor the one after"
         fig.after += 1
-        repo.ps("undo")
+        repo.ps(*(reset or ["undo"]))
         assert state(repo) == before
 
 
-def calibrate(repo: Repo, args: list[str], tmp: Path) -> tuple[tuple, tuple, float, float]:
-    """Run the command (twice: the second has the engine's cache, like the runs below) and
-    measure when, after the start, its first and last points are reached."""
-    before = state(repo)
-    for i in range(2):
-        log = tmp / f"points-{args[0]}-{i}"
-        started = time.time()
-        proc = spawn(repo, args, point_log=log)
-        _out, err = proc.communicate()
-        assert proc.returncode == 0, err
-        after = state(repo)
-        assert after != before
-        repo.ps("undo")
-        assert state(repo) == before
-    times = [float(line.split()[1]) - started for line in log.read_text().splitlines()]
-    return before, after, min(times), max(times)
+def points_of(repo: Repo, args: list[str], tmp: Path) -> tuple[tuple, list[str], list[float]]:
+    """Run the command once, logging its points; the state after, the points in order (each
+    as '<name>#<n>') and when each was reached (seconds after the start)."""
+    log = tmp / f"points-{os.getpid()}-{time.monotonic_ns()}"
+    started = time.time()
+    proc = spawn(repo, args, PATCHSTACK_TEST_POINT_LOG=str(log))
+    _out, err = proc.communicate()
+    assert proc.returncode in (0, 1), err
+    after = state(repo)
+    rows = [line.split() for line in log.read_text().splitlines()]
+    return after, [r[0] for r in rows], [float(r[1]) - started for r in rows]
 
 
-def run_kills(
-    repo: Repo, args: list[str], randoms: int, fig: Figures, rng: random.Random, tmp: Path
+def kill_everywhere(
+    repo: Repo, args: list[str], fig: Figures, tmp: Path, reset: list[str] | None = None
 ) -> None:
-    before, after, first, last = calibrate(repo, args, tmp)
-    for point in POINTS:
-        proc = spawn(repo, args, kill_at=point)
-        proc.communicate()
-        assert proc.returncode == -signal.SIGKILL, (point, proc.returncode)
-        fig.kills += 1
-        settle(repo, before, after, fig)
-    for _ in range(randoms):
-        proc = spawn(repo, args)
-        time.sleep(rng.uniform(first - 0.05, last + 0.02))
-        proc.kill()
-        proc.communicate()
-        fig.kills += 1
-        settle(repo, before, after, fig)
-    # A writer is refused while a command is interrupted, naming it and the way back.
-    proc = spawn(repo, args, kill_at="publish-ref")
-    proc.communicate()
-    wait_unlocked(repo)
-    refused = repo.ps(*args, code=2)
-    assert "was interrupted" in refused.stderr and "run 'patchstack undo'" in refused.stderr
-    assert "'patchstack " + " ".join(args) + "'" in refused.stderr
-    assert repo.ps("status", code=None).stderr.count("was interrupted") == 1
-    repo.ps("undo")
+    """SIGKILL ``args`` at each occurrence of each point, then SIGINT and SIGTERM before and
+    inside the critical section. ``reset``: the command that brings the state before back
+    (default: undo)."""
+    before = state(repo)
+    after, points, _times = points_of(repo, args, tmp)
+    assert after != before
+    repo.ps(*(reset or ["undo"]))
     assert state(repo) == before
-    fig.kills += 1
-    fig.restored += 1
-    # SIGINT and SIGTERM: the command finishes or rolls back, and exits 130 or 143.
-    for i in range(2):
-        sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
-        proc = spawn(repo, args)
-        time.sleep(rng.uniform(first - 0.05, last))
-        proc.send_signal(sig)
+    for where in points:
+        proc = spawn(repo, args, PATCHSTACK_TEST_KILL_AT=where)
+        proc.communicate()
+        assert proc.returncode == -signal.SIGKILL, (where, proc.returncode)
+        fig.kills += 1
+        settle(repo, before, after, fig, reset)
+        assert state(repo) == before
+    for where, sig in (("publish-start", "INT"), ("journal-running", "TERM")):
+        proc = spawn(repo, args, PATCHSTACK_TEST_SIGNAL_AT=f"{where}:{sig}")
         _out, err = proc.communicate()
-        assert proc.returncode in (0, 128 + sig, -sig), (proc.returncode, err)
+        signum = signal.SIGINT if sig == "INT" else signal.SIGTERM
+        assert proc.returncode == 128 + signum, (where, proc.returncode, err)
         wait_unlocked(repo)
         now = state(repo)
-        assert now in (before, after), err.decode()
+        # Before the critical section: nothing changed; inside it: the command finished.
+        assert now == (before if where == "publish-start" else after), err.decode()
         user_work_intact(repo)
-        assert "was interrupted" not in repo.ps("series").stderr
-        key = (
-            f"{sig.name} -> exit {proc.returncode}, {'finished' if now == after else 'rolled back'}"
-        )
+        key = f"SIG{sig} at {where} -> exit {proc.returncode}"
         fig.signals[key] = fig.signals.get(key, 0) + 1
-        if now == after:
-            repo.ps("undo")
+        if now != before:
+            repo.ps(*(reset or ["undo"]))
+        assert state(repo) == before
 
 
-def test_kill_refresh_at_every_point_and_at_random(tmp_path) -> None:
-    """refresh onto a moved upstream (every patch file and the base line rewritten)."""
-    rng = random.Random(11)
+N = 12
+
+
+def test_kill_push_pop_undo_import_at_every_point(tmp_path) -> None:
     fig = Figures()
-    repo = build(tmp_path)
+    repo = build(tmp_path, N)
+    kill_everywhere(repo, ["push", "--all"], fig, tmp_path)
     repo.ps("push", "--all")
-    head = repo.head()
-    # Upstream moves (built with plumbing, away from the user's index and work tree): a line
-    # above every third patched hunk (offsets), and a new file.
-    base = repo.git("rev-parse", f"HEAD~{N_PATCHES}").strip()
-    env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "upstream-index"))
-
-    def git(*args: str, data: str | None = None) -> str:
-        return subprocess.run(
-            ["git", *args],
-            cwd=repo.path,
-            env=env,
-            input=data,
-            text=True,
-            capture_output=True,
-            check=True,
-        ).stdout.strip()
-
-    git("read-tree", base)
-    changes = {
-        f"src/f{i:03}.txt": f"upstream {i}\nhead {i}\nline {i}\ntail {i}\n"
-        for i in range(0, N_PATCHES, 3)
-    }
-    changes["upstream-only.txt"] = "new upstream file\n"
-    for path, text in changes.items():
-        blob = git("hash-object", "-w", "--stdin", data=text)
-        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
-    commit = git("commit-tree", git("write-tree"), "-p", base, "-m", "upstream moves")
-    repo.git("update-ref", "refs/heads/upstream", commit)
-    assert repo.head() == head
-    user_work_intact(repo)
-    run_kills(repo, ["refresh", "--onto", "upstream"], 6, fig, rng, tmp_path)
-    print(
-        f"\nrefresh kill figures: {fig.kills} SIGKILLs; {fig.restored} restored by 'undo';"
-        f" {fig.before} untouched; {fig.after} finished (undone after); signals: {fig.signals}"
+    kill_everywhere(repo, ["pop", "--only", "diagnostic"], fig, tmp_path)
+    # undo itself, killed while it restores: undo again brings back the state before it.
+    repo.ps("pop", "--only", "diagnostic")
+    kill_everywhere(repo, ["undo"], fig, tmp_path, reset=["redo"])
+    # import writes the series directory only, through the same transaction.
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "series").write_text("extra.patch\n")
+    (quilt / "extra.patch").write_text("--- a/notes2.txt\n+++ b/notes2.txt\n@@ -0,0 +1 @@\n+more\n")
+    kill_everywhere(
+        repo, ["--dir", "more", "import", "quilt", str(quilt), "--tag", "essential"], fig, tmp_path
     )
+    print(fig.line("push/pop/undo/import kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+    assert fig.restored and fig.after
+
+
+def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> None:
+    fig = Figures()
+    repo = build(tmp_path, N)
+    repo.ps("push", "--all")
+    upstream_moves(repo, tmp_path, N, conflict=None)
+    kill_everywhere(repo, ["refresh", "--onto", "upstream"], fig, tmp_path)
+    # A refresh that stops at a conflict: killed anywhere, the result is the state before, the
+    # stopped refresh, or an interrupted one that undo takes back.
+    repo.git("update-ref", "-d", "refs/heads/upstream")
+    upstream_moves(repo, tmp_path, N, conflict=4)
+    kill_everywhere(repo, ["refresh", "--onto", "upstream"], fig, tmp_path)
+    result = repo.ps("refresh", "--onto", "upstream", code=1)
+    assert "conflict in patch p004.patch" in result.stderr
+    repo.write("src/f004.txt", "head 4\nline 4 up patched\ntail 4\n")
+    kill_everywhere(repo, ["refresh", "--continue"], fig, tmp_path)
+    kill_everywhere(repo, ["refresh", "--abort"], fig, tmp_path)
+    print(fig.line("refresh kill figures"))
     assert fig.kills == fig.restored + fig.before + fig.after
 
 
-def test_kill_push_pop_and_undo_at_every_point_and_at_random(tmp_path) -> None:
-    rng = random.Random(7)
+@pytest.mark.soak
+def test_soak_random_kills(tmp_path) -> None:
+    """150 patches; SIGKILL after random delays within each command's window of points."""
+    rng = random.Random(11)
     fig = Figures()
-    repo = build(tmp_path)
-    run_kills(repo, ["push", "--all"], 8, fig, rng, tmp_path)
-    repo.ps("push", "--all")
-    run_kills(repo, ["pop", "--only", "diagnostic"], 6, fig, rng, tmp_path)
-    # undo itself, killed while it restores: undo again brings back the state before it.
-    repo.ps("pop", "--only", "diagnostic")
-    before = state(repo)
-    for point in UNDO_POINTS:
-        proc = spawn(repo, ["undo"], kill_at=point)
-        proc.communicate()
-        assert proc.returncode == -signal.SIGKILL
-        fig.kills += 1
-        wait_unlocked(repo)
-        user_work_intact(repo)
-        result = repo.ps("pop", code=2)
-        assert "'patchstack undo' (#" in result.stderr and "was interrupted" in result.stderr
+    n = 150
+    repo = build(tmp_path, n)
+    for args, prepare in (
+        (["push", "--all"], None),
+        (["pop", "--only", "diagnostic"], ["push", "--all"]),
+        (["refresh", "--onto", "upstream"], None),
+    ):
+        if prepare:
+            repo.ps(*prepare)
+        if args[0] == "refresh":
+            repo.ps("push", "--all")
+            upstream_moves(repo, tmp_path, n, conflict=None)
+        before = state(repo)
+        after, _points, times = points_of(repo, args, tmp_path)
         repo.ps("undo")
-        assert state(repo) == before
-        fig.restored += 1
-    print(
-        f"\nkill figures: {fig.kills} SIGKILLs; {fig.restored} restored by the one suggested"
-        f" command ('undo'); {fig.before} found untouched; {fig.after} found finished (undone"
-        f" after); signals: {fig.signals}"
-    )
+        first, last = min(times), max(times)
+        for _ in range(8):
+            proc = spawn(repo, args)
+            time.sleep(rng.uniform(max(0.0, first - 0.05), last + 0.02))
+            proc.kill()
+            proc.communicate()
+            fig.kills += 1
+            settle(repo, before, after, fig)
+            assert state(repo) == before
+    print(fig.line("soak kill figures"))
     assert fig.kills == fig.restored + fig.before + fig.after

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from patchstack.errors import InputError
-from patchstack.patch import parse_patch
+from patchstack.model.patchfile import parse_patch
 
 FORMAT_PATCH = b"""From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: =?UTF-8?q?J=C3=B6rg=20M=C3=BCller?= <jm@example.org>

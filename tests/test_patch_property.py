@@ -8,7 +8,7 @@ import unidiff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchstack.patch import parse_patch
+from patchstack.model.patchfile import parse_patch
 
 line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
 text = st.lists(line, min_size=0, max_size=25)

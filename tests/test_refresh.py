@@ -140,7 +140,7 @@ def test_conflict_stops_with_report_markers_and_continue(tmp_path) -> None:
     assert repo.read("patches/near.patch") == near_before
 
     # Every other command refuses, saying how to go on; status only warns.
-    for args in (("push",), ("pop", "--all"), ("refresh",), ("check",), ("undo",)):
+    for args in (("push",), ("pop", "--all"), ("refresh",), ("check",)):
         refused = repo.ps(*args, code=2)
         assert "a refresh is stopped" in refused.stderr, args
         assert "refresh --continue" in refused.stderr, args

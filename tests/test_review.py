@@ -425,19 +425,3 @@ def test_lcs_marks_only_the_moved_patch() -> None:
     assert lcs(list("abcdef"), list("aebcdf")) == set("abcdf")
     assert lcs(list("abc"), list("cba")) in ({"a"}, {"b"}, {"c"})
     assert lcs([], list("ab")) == set()
-
-
-def test_shipped_workflow_runs_the_review_it_promises(scenario) -> None:
-    """The workflow's review command line works as written, and finds its own comment."""
-    from patchstack.render import MARKER
-
-    text = (Path(__file__).parent.parent / "docs" / "github-review-workflow.yml").read_text()
-    assert f"marker='{MARKER}'" in text
-    m = re.search(r'patchstack review "\$old" "\$HEAD_SHA" (.*?)\\\n\s*(.*?)\n', text)
-    assert m, "the review step changed: update this test"
-    args = (m.group(1) + m.group(2)).replace('"$SERIES_DIR"', "patches").split()
-    repo, _old, _new = scenario
-    old = repo.git("merge-base", "fork~1", "fork").strip()
-    args = [a.replace('"$RUNNER_TEMP/review.md"', str(repo.path / "review.md")) for a in args]
-    repo.ps("review", old, "fork", *args)
-    assert (repo.path / "review.md").read_text().startswith(MARKER + "\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from patchstack.errors import PatchstackError
-from patchstack.selection import Selector, parse_tag_list, pop_target, push_target
-from patchstack.series import parse_series
+from patchstack.model.selection import Selector, parse_tag_list, pop_target, push_target
+from patchstack.model.series import parse_series
 
 SERIES = parse_series(
     "e1.patch # essential\nd1.patch # diagnostic\ne2.patch # essential\n"

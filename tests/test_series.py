@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from patchstack.errors import InputError
-from patchstack.series import TAGS, Entry, parse_series
+from patchstack.model.series import TAGS, Entry, parse_series
 
 from .conftest import Repo
 

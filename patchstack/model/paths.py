@@ -23,8 +23,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 
-from .errors import InputError
-from .patch import Patch
+from ..errors import InputError
+from .patchfile import Patch
 
 # Code points HFS+ ignores when comparing names (git's is_hfs_dotgit list).
 _HFS_IGNORED = dict.fromkeys(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import PatchstackError
+from ..errors import PatchstackError
 from .series import TAGS, Series
 
 

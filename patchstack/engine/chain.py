@@ -20,92 +20,21 @@ same commit ids and the cache only saves the processes.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from . import paths
-from .apply import proven_postimage
-from .errors import ConflictError, InputError, PatchstackError
-from .git import PATCH_TRAILER, TAG_TRAILER, Git, Oid, TempIndex
-from .patch import Patch
-from .series import Entry, Series
-from .stack import AppliedPatch
-
-
-@dataclass(frozen=True)
-class ConflictHunk:
-    path: str
-    line: int  # 1-based line of the conflict in the merged file
-    expected: tuple[str, ...]  # what the patch expected (the lines in its own base)
-    now: tuple[str, ...]  # what is there now
-    wanted: tuple[str, ...]  # what the patch wants there
-
-
-@dataclass(frozen=True)
-class ConflictReport:
-    patch: str
-    files: tuple[str, ...]
-    hunks: tuple[ConflictHunk, ...] = ()
-    culprits: tuple[str, ...] = ()  # unselected patches that touch the same lines
-    detail: str = ""
-    merged_tree: Oid | None = None  # the merge result, conflict markers included
-
-
-@dataclass
-class LoadedPatch:
-    entry: Entry
-    data: bytes
-    patch: Patch
-    shown: str = ""  # the patch file as error messages name it
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha1(self.data).hexdigest()
-
-
-class Cache:
-    """A small key -> object id map in the git directory; entries are checked before use."""
-
-    def __init__(self, git: Git) -> None:
-        self.git = git
-        self.path = os.path.join(git.common_dir, "patchstack", "cache")
-        self.entries: dict[str, str] = {}
-        self.added: dict[str, str] = {}
-        try:
-            with open(self.path, encoding="ascii") as f:
-                for line in f:
-                    key, _, value = line.rstrip("\n").rpartition(" ")
-                    if len(value) in (40, 64) and not value.strip("0123456789abcdef"):
-                        self.entries[key] = value  # a line torn by a crash is skipped
-        except (FileNotFoundError, UnicodeDecodeError):
-            pass
-
-    def get(self, key: str) -> Oid | None:
-        value = self.entries.get(key)
-        if value and self.git.has_objects([value])[value]:
-            return Oid(value)
-        return None
-
-    def put(self, key: str, value: str) -> None:
-        if self.entries.get(key) != value:
-            self.entries[key] = value
-            self.added[key] = value
-
-    def save(self) -> None:
-        if not self.added:
-            return
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with open(self.path, "a", encoding="ascii") as f:
-            f.writelines(f"{k} {v}\n" for k, v in self.added.items())
-        self.added.clear()
-
-
-def commit_message(lp: LoadedPatch) -> str:
-    subject = lp.entry.name.removesuffix(".patch")
-    body = lp.patch.message(subject)
-    return f"{body}\n{PATCH_TRAILER}: {lp.entry.name}\n{TAG_TRAILER}: {lp.entry.tag}\n"
+from ..errors import ConflictError, InputError, PatchstackError
+from ..git import Git, TempIndex
+from ..model import paths
+from ..model.conflict import Conflict
+from ..model.ids import Oid
+from ..model.series import Entry, Series
+from ..model.stack import AppliedPatch
+from . import fastpath
+from .cache import Cache
+from .fastpath import ProvenStream
+from .loaded import LoadedPatch, commit_message
+from .merging import conflict_hunks, merge
 
 
 @dataclass
@@ -170,7 +99,7 @@ class Engine:
                 f"chain {parent} {lp.digest} {lp.entry.strip_level} {lp.entry.name} {lp.entry.tag}"
             )
             commit = self.cache.get(key)
-            if commit is None and FAST_PATH:
+            if commit is None and fastpath.FAST_PATH:
                 if session is None:
                     paths = {p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths}
                     session = ProvenStream(self.git, parent, paths)
@@ -232,7 +161,7 @@ class Engine:
             raise ConflictError(
                 f"patch '{lp.entry.name}' does not apply where it was made"
                 " (the series base plus the patches before it)",
-                ConflictReport(lp.entry.name, lp.patch.paths, detail=err.strip()),
+                Conflict(lp.entry.name, lp.patch.paths, detail=err.strip()),
                 "the patch file no longer matches the series: fix it, or run 'patchstack refresh'",
             )
         result = self._index.write_tree()
@@ -256,7 +185,7 @@ class Engine:
         cached = self.cache.get(key)
         if cached:
             return cached
-        result = self.git.merge_trees(before, tree, after, ("current", name))
+        result = merge(self.git, before, tree, after, ("current", name))
         if not result.clean:
             raise ConflictError(
                 f"patch '{name}' conflicts with the tree it is pushed onto",
@@ -335,7 +264,7 @@ class Engine:
                 parent, tree = self.canonical_commit(k), self.canonical(k)
             else:
                 commit = None
-                if FAST_PATH:
+                if fastpath.FAST_PATH:
                     if session is None:
                         rest = {p for n in names[i:] for p in self.patch(n).patch.paths}
                         session = ProvenStream(self.git, parent, rest)
@@ -355,13 +284,10 @@ class Engine:
 
     def conflict_report(
         self, name: str, merged: Oid, files: Sequence[str], detail: str, selected: Sequence[str]
-    ) -> ConflictReport:
-        hunks: list[ConflictHunk] = []
-        listing = self.git.ls_tree_paths(merged, list(files)) if files else {}
-        for path in files:
-            if path in listing:
-                text = self.git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
-                hunks.extend(parse_conflict_markers(path, text))
+    ) -> Conflict:
+        """The hunks of a failed placement, and the unselected patches before ``name`` that
+        added lines the patch expected (pushing them too would likely help)."""
+        hunks = conflict_hunks(self.git, merged, files)
         k = self.series.index(name)
         culprits = []
         expected = {ln.strip() for h in hunks for ln in h.expected if ln.strip()}
@@ -374,162 +300,7 @@ class Engine:
             added = {ln.strip() for f in lp.patch.files for h in f.hunks for ln in h.added}
             if not expected or added & expected:
                 culprits.append(entry.name)
-        return ConflictReport(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
-
-
-FAST_PATH = os.environ.get("PATCHSTACK_NO_FAST_PATH") is None
-
-
-@dataclass
-class Known:
-    """path -> (mode, id) of a tree, for the ``covered`` paths (absent: no such path)."""
-
-    entries: dict[str, tuple[str, str]]
-    covered: frozenset[str]
-
-    def update(self, raw: Sequence[tuple[str, str, str, str, str]]) -> None:
-        """Apply raw diff records (old mode, new mode, old id, new id, path)."""
-        for _om, mode, _old, new, path in raw:
-            if new == "0" * 40:
-                self.entries.pop(path, None)
-            else:
-                self.entries[path] = (mode, new)
-            self.covered = self.covered | {path}
-
-
-class ProvenStream:
-    """The fast path: consecutive patches as commits in one fast-import stream.
-
-    The tree state is the start commit plus an overlay of the files patches changed; every file
-    change is proven by its blob ids (`apply.proven_postimage`), so the commits are the very
-    ones ``git apply`` plus ``commit-tree`` would make.
-    """
-
-    def __init__(self, git: Git, start: Oid, touched: set[str], known: Known | None = None) -> None:
-        """``known``: what the caller already knows of ``start`` (see `Known`); the paths
-        (and their folders) it does not cover are listed."""
-        self.git = git
-        wanted = touched | {d for p in touched for d in paths.leading_dirs(p)}
-        if known is not None and wanted <= known.covered:
-            self.base, self.covered = dict(known.entries), set(known.covered)
-        else:
-            self.base = git.ls_tree_paths(start, sorted(wanted)) if wanted else {}
-            self.covered = wanted
-        self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
-        self.stream = git.fast_import()
-
-    def close(self) -> None:
-        self.stream.close()
-
-    def known(self) -> Known:
-        """What this stream knows of the tree after its commits."""
-        entries = dict(self.base)
-        for path, entry in self.overlay.items():
-            if entry is None:
-                entries.pop(path, None)
-            else:
-                entries[path] = (entry[0], entry[1])
-        return Known(entries, frozenset(self.covered))
-
-    def _through_non_tree(self, path: str, staged: dict) -> bool:
-        modes: dict[str, str | None] = {}
-        for d in paths.leading_dirs(path):
-            cur = staged[d] if d in staged else self._current(d)
-            modes[d] = cur[0] if cur else None
-        return paths.through_problem(path, modes) is not None
-
-    def _current(self, path: str) -> tuple[str, str, bytes | None] | None:
-        if path in self.overlay:
-            return self.overlay[path]
-        found = self.base.get(path)
-        return (found[0], found[1], None) if found else None
-
-    def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
-        author, date = lp.patch.author, lp.patch.date
-        if not author or not date:
-            default_author, default_date = engine.default_author()
-            author, date = author or default_author, date or default_date
-        when = raw_date(date)
-        if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
-            return None
-        changes: list = []
-        staged: dict[str, tuple[str, str, bytes] | None] = {}
-        for fd in lp.patch.files:
-            if fd.renamed or fd.copied or fd.binary or (fd.old_path and fd.old_path != fd.path):
-                return None
-            path = fd.path
-            if self._through_non_tree(path, staged):
-                return None  # git apply's path, which refuses it with the file and line
-            cur = staged[path] if path in staged else self._current(path)
-            if fd.old_path is None:
-                if cur is not None:
-                    return None
-                old = None
-            else:
-                if cur is None or cur[0] not in ("100644", "100755"):
-                    return None
-                if fd.old_mode and fd.old_mode != cur[0]:
-                    return None
-                old = cur[2] if cur[2] is not None else self.git.read_blob(cur[1])
-            new = proven_postimage(fd, old)
-            if new is None:
-                return None
-            if fd.new_path is None:
-                changes.append(("D", path))
-                staged[path] = None
-                continue
-            mode = fd.new_mode or (cur[0] if cur else None)
-            if mode not in ("100644", "100755"):
-                return None
-            ref = self.stream.blob(new) if new != old else (cur[1] if cur else "")
-            changes.append((mode, ref, path))
-            staged[path] = (mode, fd.new_id or "", new)
-        message = commit_message(lp).encode("utf-8", "surrogateescape")
-        commit = self.stream.commit(parent, author, when, message, changes)
-        self.overlay.update(staged)
-        return commit
-
-
-def raw_date(text: str) -> str | None:
-    """A patch's Date header as git's raw "<epoch> <tz>", or None when unsure."""
-    import email.utils
-
-    text = text.strip()
-    if re.fullmatch(r"\d+ [+-]\d{4}", text):
-        return text
-    parsed = email.utils.parsedate_tz(text)
-    if parsed is None or parsed[9] is None:
-        return None
-    offset = parsed[9]
-    sign = "-" if offset < 0 else "+"
-    hours, minutes = divmod(abs(offset) // 60, 60)
-    return f"{email.utils.mktime_tz(parsed)} {sign}{hours:02d}{minutes:02d}"
-
-
-def parse_conflict_markers(path: str, text: str) -> list[ConflictHunk]:
-    """Conflict regions of a diff3-style merged file."""
-    hunks = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("<<<<<<< "):
-            start = i + 1
-            now: list[str] = []
-            expected: list[str] = []
-            wanted: list[str] = []
-            part = now
-            i += 1
-            while i < len(lines) and not lines[i].startswith(">>>>>>> "):
-                if lines[i].startswith("||||||| "):
-                    part = expected
-                elif lines[i] == "=======":
-                    part = wanted
-                else:
-                    part.append(lines[i])
-                i += 1
-            hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
-        i += 1
-    return hunks
+        return Conflict(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
 
 
 def no_base_error(base: str) -> PatchstackError:

@@ -1,16 +1,31 @@
 """The applied stack: which patches are applied, read from commits, never from file contents.
 
 An applied patch is one commit on top of the base in the current branch, carrying the trailers
-``Patchstack-Patch: <name>`` and ``Patchstack-Tag: <tag>``. The stack is the run of such commits
-at the top of HEAD's first-parent history; the base is the commit just below it.
+``Patchstack-Patch: <name>`` and ``Patchstack-Tag: <tag>`` (`trailers`). The stack is the run of
+such commits at the top of HEAD's first-parent history; the base is the commit just below it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from .git import CommitInfo, Oid
+from . import trailers
+from .ids import Oid
+
+
+class HistoryCommit(Protocol):
+    """What the stack needs to know of a commit (git's `CommitRecord` has it)."""
+
+    @property
+    def oid(self) -> Oid: ...
+    @property
+    def tree(self) -> Oid: ...
+    @property
+    def parents(self) -> tuple[Oid, ...]: ...
+    @property
+    def message(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -48,23 +63,25 @@ class Stack:
 LOOK_BELOW = 50  # plain commits to look through for patch commits covered by them
 
 
-def stack_from_history(head: Oid, history: Iterable[CommitInfo]) -> Stack:
+def stack_from_history(head: Oid, history: Iterable[HistoryCommit]) -> Stack:
     """Build the stack from HEAD's first-parent history, newest first."""
     applied: list[AppliedPatch] = []
-    history = iter(history)
-    for info in history:
-        if info.patch is None or len(info.parents) != 1:
+    commits = iter(history)
+    for info in commits:
+        found = trailers.read(info.message)
+        if found.patch is None or len(info.parents) != 1:
             applied.reverse()
             stack = Stack(head, info.oid, info.tree, tuple(applied))
-            if applied or info.patch is not None:
+            if applied or found.patch is not None:
                 return stack
             covering = [info.oid]
-            for below in history:
-                if below.patch is not None:
-                    return replace(stack, covered_by=tuple(covering), buried=below.patch)
+            for below in commits:
+                below_patch = trailers.read(below.message).patch
+                if below_patch is not None:
+                    return replace(stack, covered_by=tuple(covering), buried=below_patch)
                 covering.append(below.oid)
                 if len(covering) > LOOK_BELOW:
                     break
             return stack
-        applied.append(AppliedPatch(info.patch, info.tag, info.oid, info.tree, info.parents[0]))
+        applied.append(AppliedPatch(found.patch, found.tag, info.oid, info.tree, info.parents[0]))
     raise ValueError("every commit down to the root is a patch commit")

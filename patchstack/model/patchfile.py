@@ -20,7 +20,7 @@ import email.header
 import re
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 
 _HUNK_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)\Z")
 _MBOX_FROM_RE = re.compile(r"From [0-9a-f]{40} ")

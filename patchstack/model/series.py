@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from .errors import InputError
+from ..errors import InputError
 
 TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
 

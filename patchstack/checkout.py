@@ -1,37 +1,37 @@
-"""Where things are: the repository, the series directory, and the files in it.
+"""The checkout: a repository's work tree and its series directory, and reading the series
+and patch files in it.
 
 The series directory is chosen by ``--dir``, else ``PATCHSTACK_DIR``, else git config
 ``patchstack.dir`` (relative to the top of the work tree), else ``patches/`` at the top of the
 work tree. Inside the work tree it is kept out of every patch commit and out of the
 "uncommitted edits" the commands look at.
 
-Files are written atomically: a temporary file in the same folder, flushed, fsynced and
-renamed into place.
+Nothing here writes: every change to the series directory is a file write of a plan, published
+by `transaction`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import git as gitmod
-from . import paths
-from .errors import InputError, PatchstackError, RefusedError
-from .patch import Patch, parse_patch
-from .series import Entry, Series, parse_series
+from .errors import InputError, PatchstackError
+from .model import paths
+from .model.patchfile import Patch, parse_patch
+from .model.series import Entry, Series, parse_series
 
 DEFAULT_DIR = "patches"
 
 
 @dataclass
-class Workspace:
+class Checkout:
     git: gitmod.Git
     series_dir: str  # absolute
     cwd: str
     command: str = ""  # the command line, as the operation log records it
-    _parsed: dict = field(default_factory=dict, repr=False)
+    _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
 
     @property
     def series_path(self) -> str:
@@ -88,11 +88,8 @@ class Workspace:
         self._parsed[key] = (data, patch)
         return data, patch
 
-    def write_series(self, series: Series) -> None:
-        write_atomic(self.series_path, series.format().encode("utf-8", "surrogateescape"))
 
-
-def open_workspace(dir_option: str | None, cwd: str | None = None) -> Workspace:
+def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:
     cwd = os.path.abspath(cwd or os.getcwd())
     gitmod.check_version()
     repo = gitmod.find_repo(cwd)
@@ -102,45 +99,4 @@ def open_workspace(dir_option: str | None, cwd: str | None = None) -> Workspace:
     else:
         configured = repo.config("patchstack.dir")
         series_dir = os.path.abspath(os.path.join(repo.top, configured or DEFAULT_DIR))
-    return Workspace(repo, series_dir, cwd)
-
-
-def refresh_state_path(git: gitmod.Git) -> str:
-    """Where a stopped refresh keeps its state (per work tree)."""
-    return os.path.join(git.git_dir, "patchstack", "refresh-state.json")
-
-
-def refresh_in_progress(git: gitmod.Git) -> bool:
-    return os.path.exists(refresh_state_path(git))
-
-
-def refresh_guard(git: gitmod.Git) -> None:
-    """Refuse any other command while a refresh is stopped."""
-    if refresh_in_progress(git):
-        raise RefusedError(
-            "a refresh is stopped at a conflict",
-            "resolve the conflict markers and run 'patchstack refresh --continue',"
-            " or run 'patchstack refresh --abort' to go back to the state before it",
-        )
-
-
-def write_atomic(path: str, data: bytes, sync: bool = True) -> None:
-    """Write to a temporary file in the same folder and rename it into place; ``sync=False``
-    skips the fsync (a restore of many work-tree files, which the operation log also holds)."""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    return Checkout(repo, series_dir, cwd)

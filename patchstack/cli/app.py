@@ -1,0 +1,143 @@
+"""The click group, its global options, and how a command opens the repository.
+
+Domain errors become messages and exit statuses in one place (`errors_to_exit`). The repository
+is opened only by a command that needs it (`Options.checkout`), never in the group callback,
+which also runs before a subcommand's ``--help``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .. import __version__
+
+if TYPE_CHECKING:
+    from ..checkout import Checkout
+
+EPILOG_EXIT = "Exit status: 0 done, 1 conflict, 2 bad input or refused (nothing changed)."
+
+
+_ARGV: list[str] = []  # the command line, for the lock holder's note and the operation log
+
+
+@dataclass
+class Options:
+    series_dir: str | None
+    color: str
+
+    def checkout(self, write: bool = True, while_stopped: bool = False) -> Checkout:
+        """Open the repository and begin a transaction (`transaction.begin`): the lock,
+        exclusive for a command that changes state; the refusals (or, for a command that only
+        reads, warnings) while a command was interrupted or a refresh is stopped."""
+        import shlex
+
+        from ..checkout import open_checkout
+        from ..transaction import begin
+
+        ctx = click.get_current_context()
+        ws = open_checkout(self.series_dir)
+        ctx.call_on_close(ws.git.close)
+        ws.command = "patchstack " + (shlex.join(_ARGV) if _ARGV else str(ctx.info_name))
+        held, problems = begin(
+            ws,
+            write,
+            allow_interrupted=ctx.info_name in ("undo", "log"),
+            while_stopped=while_stopped,
+        )
+        ctx.call_on_close(held.release)
+        for error in problems:
+            click.echo(f"patchstack: warning: {error.message}", err=True)
+            if error.hint:
+                click.echo(f"hint: {error.hint}", err=True)
+        return ws
+
+
+class PatchstackGroup(click.Group):
+    """A click group whose ``main`` turns domain errors into messages and exit statuses."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        from ..lock import signals_handled
+
+        kwargs["standalone_mode"] = False
+        kwargs.setdefault("prog_name", "patchstack")
+        given = kwargs.get("args", args[0] if args else None)
+        _ARGV[:] = list(sys.argv[1:] if given is None else given)
+        with signals_handled():
+            code = _run(lambda: super(PatchstackGroup, self).main(*args, **kwargs))
+        sys.exit(code)
+
+
+@click.group(
+    cls=PatchstackGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EPILOG_EXIT,
+)
+@click.version_option(__version__, "--version", prog_name="patchstack")
+@click.option(
+    "--dir",
+    "series_dir",
+    metavar="DIR",
+    help="Series directory (default: $PATCHSTACK_DIR, git config patchstack.dir,"
+    " or patches/ at the top of the work tree).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour output; NO_COLOR is honoured.",
+)
+@click.pass_context
+def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
+    """Keep a fork's local modifications as an ordered, named, tagged patch series.
+
+    \b
+    Example:
+      patchstack new kimi-fix --tag essential models/kimi_k25.py
+      patchstack pop --only diagnostic,optimization
+      patchstack push --all
+    """
+    ctx.obj = Options(series_dir, color)
+
+
+def _run(invoke: Callable[[], Any]) -> int:
+    """Run the command; every domain error becomes its message and exit status here."""
+    from ..errors import ConflictError, PatchstackError
+    from ..lock import Interrupted
+    from .output import render_conflict
+
+    try:
+        code = invoke()
+    except Interrupted as exc:
+        click.echo(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
+        return exc.exit_code
+    except ConflictError as exc:
+        click.echo(f"patchstack: {exc.message}", err=True)
+        for line in render_conflict(exc.report):
+            click.echo(line, err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        return exc.exit_code
+    except PatchstackError as exc:
+        click.echo(f"patchstack: error: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("patchstack: interrupted", err=True)
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv)

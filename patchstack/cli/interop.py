@@ -1,0 +1,179 @@
+"""import and export."""
+
+from __future__ import annotations
+
+import click
+
+from .app import cli
+from .output import echo, style, tag_text
+
+# -- import / export --------------------------------------------------------------------------
+
+
+def _import_options(f):
+    f = click.option(
+        "--base",
+        metavar="REV",
+        help="Base of a new series (default: HEAD below any applied patches; for commits, the"
+        " parent of the first one).",
+    )(f)
+    f = click.option(
+        "--append", is_flag=True, help="Add the patches after those already in the series."
+    )(f)
+    return click.option(
+        "--tag",
+        "-t",
+        metavar="TAG[,LABEL...]",
+        help="Tag for every imported patch that does not carry one.",
+    )(f)
+
+
+def _print_import(ctx: click.Context, result) -> None:
+    ws_dir = result.series_path.rsplit("/", 1)[0]
+    for p in result.patches:
+        labels = (", " + ", ".join(p.labels)) if p.labels else ""
+        how = "" if p.method == "exact" else style(f"  ({p.method})", fg="yellow")
+        echo(ctx, f"imported {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
+    for what, why in result.skipped:
+        echo(ctx, f"skipped {what}: {why}")
+    if result.merged:
+        echo(
+            ctx,
+            style(
+                f"{len(result.merged)} patch(es) did not apply exactly (quilt would need fuzz);"
+                " each was merged three-way and written in exact form:",
+                fg="yellow",
+            ),
+        )
+        for p in result.merged:
+            echo(ctx, f"  {p.name}")
+            for note in p.notes:
+                echo(ctx, f"    {note}")
+    verb = "created" if result.created else "updated"
+    echo(
+        ctx,
+        f"{len(result.patches)} patch(es) written to {ws_dir}; {verb} the series"
+        f" (base {result.base[:12]}). Apply them with 'patchstack push --all'.",
+    )
+
+
+@cli.group("import")
+def import_cmd() -> None:
+    """Import patches from a quilt series, a range of commits or an mbox.
+
+    Only the series directory is written: the work tree and the branch are not touched
+    ('patchstack push --all' applies the patches). A series that already has patches is
+    extended only with --append.
+
+    \b
+    Example:
+      patchstack import quilt debian/patches --tag essential
+      patchstack import commits origin/main..my-fixes --tag optimization
+    """
+
+
+@import_cmd.command("quilt")
+@click.argument("directory", metavar="DIR")
+@_import_options
+@click.pass_context
+def import_quilt_cmd(ctx, directory, tag, append, base) -> None:
+    """Import the quilt series in DIR (its 'series' file and patches).
+
+    Guards ('#+essential') and patchstack tag comments set tags. A patch quilt would apply
+    only with fuzz is merged three-way and reported.
+
+    \b
+    Example:
+      patchstack import quilt debian/patches --tag essential
+    """
+    from ..interop import import_quilt
+
+    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base))
+
+
+@import_cmd.command("commits")
+@click.argument("rng", metavar="RANGE")
+@_import_options
+@click.pass_context
+def import_commits_cmd(ctx, rng, tag, append, base) -> None:
+    """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
+
+    A 'Patchstack-Tag:' trailer sets a commit's tag. The branch is not moved: to apply
+    the series instead of the commits, 'git reset --keep BASE' then 'patchstack push --all'.
+
+    \b
+    Example:
+      patchstack import commits origin/main..my-fork --tag essential
+    """
+    from ..interop import import_commits
+
+    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base))
+
+
+@import_cmd.command("mbox")
+@click.argument("file", metavar="FILE")
+@_import_options
+@click.pass_context
+def import_mbox_cmd(ctx, file, tag, append, base) -> None:
+    """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
+
+    \b
+    Example:
+      patchstack import mbox fixes.mbox --tag diagnostic
+    """
+    from ..interop import import_mbox
+
+    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base))
+
+
+@cli.group("export")
+def export_cmd() -> None:
+    """Export the series as a quilt tree or an mbox.
+
+    \b
+    Example:
+      patchstack export quilt ../for-quilt && patchstack export mbox - | git am
+    """
+
+
+@export_cmd.command("quilt")
+@click.argument("directory", metavar="DIR")
+@click.pass_context
+def export_quilt_cmd(ctx, directory) -> None:
+    """Write the series and its patch files to DIR (new or empty) for 'quilt push -a'.
+
+    Every patch is first proven to apply exactly (no fuzz) on the base plus the patches
+    before it; tags stay in the series comments, which quilt ignores.
+
+    \b
+    Example:
+      patchstack export quilt debian/patches
+    """
+    from ..interop import export_quilt
+
+    ws = ctx.obj.checkout()
+    result = export_quilt(ws, directory)
+    echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")
+
+
+@export_cmd.command("mbox")
+@click.argument("file", metavar="FILE")
+@click.pass_context
+def export_mbox_cmd(ctx, file) -> None:
+    """Write the series as one mail per patch to FILE ('-': standard output) for 'git am'.
+
+    The mails carry the Patchstack-Patch and Patchstack-Tag trailers, so importing them
+    again (or the commits 'git am' makes) keeps names and tags.
+
+    \b
+    Example:
+      patchstack export mbox series.mbox && git am series.mbox
+    """
+    from ..interop import export_mbox
+
+    ws = ctx.obj.checkout()
+    result, data = export_mbox(ws, file)
+    if file == "-":
+        click.get_binary_stream("stdout").write(data)
+    else:
+        echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")

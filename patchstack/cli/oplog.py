@@ -1,0 +1,148 @@
+"""The operation log: log, undo, redo."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .app import cli
+from .output import echo
+
+# -- the operation log ---------------------------------------------------------------------
+
+
+@cli.command("log")
+@click.option(
+    "-n",
+    "limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many entries to show.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """The operation log: every command that changed state, newest first.
+
+    Each entry records the state before and after (branch, HEAD, applied patches, the series
+    files, uncommitted edits and untracked files), kept under refs/patchstack/ so that
+    'git gc' keeps it. 'undo' and 'redo' walk it.
+
+    \b
+    Example:
+      patchstack log -n 5
+    """
+    from ..journal import oplog as journal
+
+    ws = ctx.obj.checkout(write=False)
+    full = journal.entries(ws.git)
+    shown = full[:limit]
+    live = {e.seq for e in journal.effective(full)}
+    if as_json:
+        click.echo(json.dumps([_entry_json(e, e.seq in live) for e in shown], indent=2))
+        return
+    if not shown:
+        echo(ctx, "the operation log is empty")
+    for e in shown:
+        echo(ctx, _entry_line(e, e.seq in live))
+
+
+def _entry_state(e, live: bool) -> str:
+    if e.status == "running":
+        return "interrupted (run 'patchstack undo')"
+    if e.status != "done":
+        return e.status
+    if e.kind == "undo":
+        return "undoes " + ", ".join(f"#{s}" for s in e.undoes)
+    if e.kind == "redo":
+        return f"redoes #{e.redoes}"
+    return "done" if live else "undone"
+
+
+def _entry_line(e, live: bool) -> str:
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+    line = f"#{e.seq:<4} {when}  {e.command}  [{_entry_state(e, live)}]"
+    after = e.after
+    if after is not None:
+        b = e.before
+        if b.head != after.head:
+            line += f"\n      HEAD {b.head[:12]} -> {after.head[:12]}"
+        if b.stack != after.stack:
+            line += f"\n      applied {len(b.stack)} -> {len(after.stack)}"
+            gone = [n for n in b.stack if n not in after.stack]
+            came = [n for n in after.stack if n not in b.stack]
+            if came:
+                line += " +" + " +".join(came[:5]) + (" ..." if len(came) > 5 else "")
+            if gone:
+                line += " -" + " -".join(gone[:5]) + (" ..." if len(gone) > 5 else "")
+    return line
+
+
+def _entry_json(e, live: bool) -> dict:
+    from dataclasses import asdict
+
+    return {
+        "seq": e.seq,
+        "command": e.command,
+        "kind": e.kind,
+        "status": e.status,
+        "state": _entry_state(e, live),
+        "time": e.time,
+        "entry": e.oid,
+        "before": asdict(e.before),
+        "after": asdict(e.after) if e.after else None,
+    }
+
+
+def _print_restore(ctx: click.Context, verb: str, result) -> None:
+    for e in result.undone:
+        echo(ctx, f"{verb} #{e.seq} {e.command}")
+    before, target = result.before, result.target
+    if before.head != target.head:
+        echo(ctx, f"HEAD {before.head[:12]} -> {target.head[:12]}")
+    echo(ctx, f"now applied: {len(target.stack)} patch(es); {len(result.files)} file(s) restored")
+
+
+@cli.command()
+@click.argument("steps", type=click.IntRange(min=1), default=1, required=False)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Restore even over commits or edits made since (they stay in the log).",
+)
+@click.pass_context
+def undo(ctx: click.Context, steps: int, force: bool) -> None:
+    """Restore the state before the last command (STEPS: before the last STEPS commands).
+
+    Restores HEAD, the applied patches, the series files, the index, and the uncommitted
+    edits and untracked files exactly. Refuses, naming them, when commits or edits were made
+    since, unless --force; what a restore replaces stays in the log ('redo' brings it back).
+    After an interrupted command, 'undo' restores the state before it.
+
+    \b
+    Example:
+      patchstack undo
+      patchstack undo 3
+    """
+    from ..commands.undo import undo as do_undo
+
+    _print_restore(ctx, "undid", do_undo(ctx.obj.checkout(while_stopped=True), steps, force))
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Redo even over commits or edits made since.")
+@click.pass_context
+def redo(ctx: click.Context, force: bool) -> None:
+    """Revert the last undo (repeat to revert earlier undos).
+
+    \b
+    Example:
+      patchstack redo
+    """
+    from ..commands.undo import redo as do_redo
+
+    _print_restore(ctx, "redid", do_redo(ctx.obj.checkout(while_stopped=True), force))

@@ -1,0 +1,155 @@
+"""Terminal output: colour, styles, progress, completion, and the one conflict renderer."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+
+def color_mode(ctx: click.Context) -> str:
+    from .app import Options
+
+    opts = ctx.find_object(Options)
+    return opts.color if opts else "auto"
+
+
+def color_enabled(ctx: click.Context) -> bool | None:
+    import os
+
+    mode = color_mode(ctx)
+    if mode == "always":
+        return True
+    if mode == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return None  # click decides: colour on a TTY only
+
+
+def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
+    click.echo(text, err=err, color=color_enabled(ctx))
+
+
+def style(text: str, **kw: Any) -> str:
+    return click.style(text, **kw)
+
+
+def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of patch names from the series file (silent on any error)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = ctx.find_root()
+        series_dir = root.params.get("series_dir") if root else None
+        from ..checkout import open_checkout
+
+        ws = open_checkout(series_dir)
+        try:
+            series = ws.load_series()
+        finally:
+            ws.git.close()
+    except Exception:
+        return []
+    return [
+        CompletionItem(e.name, help=e.tag) for e in series.entries if e.name.startswith(incomplete)
+    ]
+
+
+def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of comma-separated tag lists: the last item is completed."""
+    from click.shell_completion import CompletionItem
+
+    from ..model.series import TAGS
+
+    head, _, last = incomplete.rpartition(",")
+    prefix = head + "," if head else ""
+    done = set(head.split(","))
+    return [CompletionItem(prefix + t) for t in TAGS if t.startswith(last) and t not in done]
+
+
+def tag_text(tag: str | None) -> str:
+    colours = {"essential": "green", "diagnostic": "cyan", "optimization": "magenta"}
+    return style(tag or "?", fg=colours.get(tag or "", "red"))
+
+
+class ProgressBar:
+    """A progress bar on stderr, only on a terminal and only once work lasts over a second."""
+
+    def __init__(self, label: str) -> None:
+        import time
+
+        self.label = label
+        self.start = time.monotonic()
+        self.bar = None
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        import time
+
+        if self.bar is None:
+            if time.monotonic() - self.start < 1.0 or done >= total:
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+_VERDICT_COLOURS = {
+    "unchanged": "bright_black",
+    "offset": "cyan",
+    "merged": "yellow",
+    "conflict": "red",
+    "upstream": "magenta",
+}
+
+
+def verdict(v: Any) -> str:
+    return style(f"{v.verdict:<9}", fg=_VERDICT_COLOURS.get(v.verdict))
+
+
+def render_conflict(c: Any) -> list[str]:
+    """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk
+    where, what the patch expected, what is there now, what it wants, and the upstream commits
+    that changed those lines (or touched the file)."""
+    lines = [f"conflict in patch {c.patch}"]
+    for path in c.files:
+        lines.append(f"  file {path}")
+    for h in c.hunks:
+        lines.append(f"  {h.path}:{h.line}:")
+        for title, body in (
+            ("the patch expected", h.expected),
+            ("there now", h.now),
+            ("the patch wants", h.wanted),
+        ):
+            lines.append(f"    {title}:")
+            lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
+        if h.upstream:
+            what = "changed these lines" if h.traced else "touched this file"
+            lines.append(f"    upstream commits that {what}:")
+            lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
+    if c.culprits:
+        lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
+    if c.detail and not c.hunks:
+        lines += ["  " + ln for ln in c.detail.splitlines()]
+    return lines
+
+
+def selector(name: str | None, all_: bool, only: str | None, except_: str | None) -> Any:
+    from ..errors import PatchstackError
+    from ..model.selection import Selector, parse_tag_list
+
+    if name and all_:
+        raise PatchstackError("give a patch NAME or --all, not both")
+    return Selector(
+        name,
+        all_,
+        parse_tag_list(only, "--only") if only is not None else None,
+        parse_tag_list(except_, "--except") if except_ is not None else None,
+    )

@@ -1,0 +1,135 @@
+"""refresh and check."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .app import cli
+from .output import echo, render_conflict, selector, verdict
+
+# -- refresh / check --------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
+@click.option(
+    "--patch", "patch_name", metavar="NAME", help="Fold edits into NAME (default: the top one)."
+)
+@click.option(
+    "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
+)
+@click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> None:
+    """Make the patch files match reality after upstream moved, or fold edits into a patch.
+
+    After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
+    is replayed onto the new base by three-way merge; each gets a verdict: unchanged (file
+    keeps its bytes), offset, merged, conflict, or upstream (already in the new base). With no
+    move, uncommitted edits in files of the top applied patch (or --patch NAME) are folded
+    into it. A conflict stops with markers in the work tree and exit status 1.
+
+    \b
+    Example:
+      git fetch && patchstack refresh --onto origin/main
+      patchstack refresh --continue     # after editing the conflict markers away
+      patchstack refresh --abort        # back to exactly the state before
+    """
+    from ..commands.refresh import refresh as do_refresh
+    from ..commands.resume import abort
+    from ..commands.resume import continue_ as do_continue
+    from ..errors import PatchstackError
+
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+        raise PatchstackError(
+            "--continue and --abort take no other option", "see 'patchstack refresh --help'"
+        )
+    ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
+    if abort_:
+        result = abort(ws)
+    elif continue_:
+        result = do_continue(ws)
+    else:
+        result = do_refresh(ws, onto, drop_merged, patch_name)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_refresh(ctx, result)
+    if result.stopped:
+        ctx.exit(1)
+
+
+def _print_refresh(ctx: click.Context, result) -> None:
+    if result.aborted:
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
+        return
+    old = (result.old_base or "?")[:12]
+    new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")
+    if result.old_base != result.new_base:
+        echo(ctx, f"base {old} -> {new}")
+    if result.fold_into:
+        echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
+    for v in result.verdicts:
+        notes = []
+        if v.resolved:
+            notes.append("resolved")
+        if v.verdict == "upstream":
+            notes.append(
+                "dropped from the series (file kept)"
+                if v.dropped
+                else "already in the new base; not applied ('--drop-merged' removes it)"
+            )
+        echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    if result.stopped:
+        for line in render_conflict(result.stopped):
+            echo(ctx, line, err=True)
+        echo(
+            ctx,
+            "hint: edit the files to resolve the conflict markers, then run"
+            " 'patchstack refresh --continue' (no git add needed),"
+            " or 'patchstack refresh --abort' to go back",
+            err=True,
+        )
+        return
+    rewritten = sum(v.rewritten for v in result.verdicts)
+    echo(
+        ctx,
+        f"rewrote {rewritten} patch file(s); applied: {len(result.applied)} patch(es),"
+        f" HEAD {result.head[:12]}",
+    )
+
+
+@cli.command()
+@click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
+@click.option("--only", metavar="TAGS", help="Only patches with these tags.")
+@click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def check(ctx, onto, only, except_, as_json) -> None:
+    """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
+
+    Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).
+
+    \b
+    Example:
+      git fetch && patchstack check --onto origin/main --except diagnostic
+    """
+    from ..commands.check import check as do_check
+
+    result = do_check(ctx.obj.checkout(write=False), onto, selector(None, False, only, except_))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
+        for v in result.verdicts:
+            echo(ctx, f"  {verdict(v)} {v.name}")
+        for c in result.conflicts:
+            for line in render_conflict(c):
+                echo(ctx, line)
+        echo(ctx, "all patches apply" if result.ok else f"{len(result.conflicts)} conflict(s)")
+    if not result.ok:
+        ctx.exit(1)

@@ -1,0 +1,251 @@
+"""review, show and demo."""
+
+from __future__ import annotations
+
+import click
+
+from .app import Options, cli
+from .output import (
+    color_enabled,
+    color_mode,
+    complete_patch_names,
+    complete_tags,
+    echo,
+    selector,
+    style,
+)
+
+# -- review / show --------------------------------------------------------------------------
+
+
+def _render_options(f):
+    f = click.option(
+        "--templates",
+        metavar="DIR",
+        help="Folder of templates overriding the shipped ones (also: .patchstack/templates/).",
+    )(f)
+    f = click.option(
+        "--output", "-o", metavar="FILE", help="Write to FILE instead of standard output."
+    )(f)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["markdown", "html", "text"]),
+        default="text",
+        show_default=True,
+        help="markdown for a PR comment, html for a page, text for the terminal.",
+    )(f)
+
+
+def _emit(ctx: click.Context, text: str, output: str | None) -> None:
+    if output:
+        from ..files import write_atomic
+
+        write_atomic(output, text.encode("utf-8", "surrogateescape"))
+    else:
+        click.echo(text, nl=False, color=color_enabled(ctx))
+
+
+def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
+    if fmt != "text":
+        return False
+    if output:  # a file gets colour only when asked for
+        return color_mode(ctx) == "always"
+    return color_enabled(ctx) is not False  # on stdout, click.echo strips it when not a TTY
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@click.option(
+    "--dir",
+    "review_dir",
+    metavar="PATH",
+    help="The series directory (its place in the work tree is its path in OLD and NEW).",
+)
+@_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="Text: list unchanged and rebased patches.")
+@click.option(
+    "--full-url",
+    metavar="URL",
+    help="Where the whole review is, named by a Markdown comment that had to be shortened.",
+)
+@click.pass_context
+def review(ctx, old, new, review_dir, fmt, output, templates, as_json, verbose, full_url) -> None:
+    """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
+
+    Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
+    context or line numbers changed), changed (with the interdiff: how its own change differs)
+    or unchanged, with description changes and the move of the series base.
+
+    \b
+    Example:
+      patchstack review origin/main HEAD --format markdown -o review.md
+      patchstack review old-patches/ patches/
+    """
+    import os
+
+    from ..errors import PatchstackError
+    from ..render import render_review, template_dirs
+    from ..snapshot import load_review
+
+    opts = ctx.find_object(Options)
+    git = folder = None
+    try:
+        ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
+        git, folder = ws.git, ws.in_tree
+    except PatchstackError:
+        if not (os.path.isdir(old) and os.path.isdir(new)):
+            raise
+    if git is not None and folder is None and not (os.path.isdir(old) and os.path.isdir(new)):
+        raise PatchstackError(
+            "the series directory is outside the work tree, so it has no path in a revision",
+            "give --dir as a folder inside the repository, or give two directories",
+        )
+    result = load_review(old, new, git, folder)
+    if as_json:
+        import json
+
+        from ..reviewjson import review_json
+
+        _emit(ctx, json.dumps(review_json(result), indent=2) + "\n", output)
+        return
+    dirs = template_dirs(templates, git.top if git else None)
+    color = _wants_color(ctx, fmt, output)
+    text = render_review(
+        result, fmt, dirs, color, collapse_quiet=fmt == "text" and not verbose, full_url=full_url
+    )
+    _emit(ctx, text, output)
+
+
+@cli.command()
+@click.argument("name", shell_complete=complete_patch_names)
+@click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
+@_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def show(ctx, name, rev, fmt, output, templates, as_json) -> None:
+    """Show one patch: its header, tag, place, line counts and diff.
+
+    \b
+    Example:
+      patchstack show kimi-k25-eagle3
+      patchstack show nccl-logging --format html -o nccl-logging.html
+    """
+    from ..errors import PatchstackError
+    from ..model.selection import resolve_name
+    from ..render import render_show, template_dirs
+    from ..review import make_version
+    from ..snapshot import from_directory, from_revision
+
+    ws = ctx.obj.checkout(write=False)
+    if rev:
+        if ws.in_tree is None:
+            raise PatchstackError("the series directory is outside the work tree; --rev needs it")
+        state = from_revision(ws.git, rev, ws.in_tree)
+    else:
+        ws.load_series()  # the usual messages for a missing series or patch file
+        state = from_directory(ws.series_dir, ws.display(ws.series_dir))
+    found = resolve_name(state.series, name)
+    entry = state.series.entry(found)
+    version = make_version(entry, state.series.index(found) + 1, *state.patches[found])
+    if as_json:
+        import json
+
+        from ..reviewjson import show_json
+
+        _emit(ctx, json.dumps(show_json(version), indent=2) + "\n", output)
+        return
+    dirs = template_dirs(templates, ws.git.top)
+    _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+
+
+@cli.command()
+@click.option(
+    "--only",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Only patches with these tags, and the ones they lean on.",
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Leave out patches with these tags (unless a shown one leans on them).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "mermaid", "dot", "json"]),
+    default="text",
+    show_default=True,
+    help="mermaid for GitHub Markdown, dot for Graphviz.",
+)
+@click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.pass_context
+def graph(ctx, only, except_, fmt, output) -> None:
+    """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
+
+    Computed from the patches' hunks along the series (each patch is made on the base plus
+    the patches before it). With --only/--except, the patches that a shown one leans on are
+    drawn too, dashed: what 'push --only' would have to carry across.
+
+    \b
+    Example:
+      patchstack graph --only essential
+      patchstack graph --format mermaid -o graph.mmd
+      patchstack graph --format dot | dot -Tsvg > graph.svg
+    """
+    from ..graph import FORMATS, build, subgraph
+
+    ws = ctx.obj.checkout(write=False)
+    series = ws.load_series()
+    whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
+    sel = selector(None, False, only, except_)
+    if sel.filtered:
+        whole = subgraph(whole, [e.name for e in series.entries if sel.keeps_tag(e.tag)])
+    _emit(ctx, FORMATS[fmt](whole), output)
+
+
+# -- demo -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", default="patchstack-demo", required=False, metavar="[DIR]")
+@click.pass_context
+def demo(ctx: click.Context, directory: str) -> None:
+    """Build a sandbox fork from the bundled example in DIR and walk the whole story.
+
+    Each step prints the exact command first, so you can repeat it by hand inside DIR/fork.
+    Writes nothing outside DIR (default: ./patchstack-demo, which must be new or empty).
+
+    \b
+    Example:
+      patchstack demo /tmp/try-patchstack
+    """
+    import os
+
+    from ..demo import run_demo
+
+    root = os.path.abspath(directory)
+    base_args = ["--color", ctx.obj.color] + (
+        ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
+    )
+
+    def run_cli(args: list[str]) -> int:
+        old = os.getcwd()
+        os.chdir(os.path.join(root, "fork"))
+        try:
+            cli.main(args=base_args + args, prog_name="patchstack")
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(old)
+        return 0
+
+    def say(text: str, bold: bool = False) -> None:
+        echo(ctx, style(text, bold=True) if bold else text)
+
+    ctx.exit(run_demo(root, run_cli, say))

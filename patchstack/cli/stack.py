@@ -1,0 +1,329 @@
+"""init, new, series, status, push, pop."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .app import Options, cli
+from .output import (
+    ProgressBar,
+    complete_patch_names,
+    complete_tags,
+    echo,
+    selector,
+    style,
+    tag_text,
+)
+
+# -- init -----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--base", "base", metavar="REV", help="The upstream commit (default: HEAD).")
+@click.pass_obj
+def init(opts: Options, base: str | None) -> None:
+    """Create the series directory and its series file.
+
+    \b
+    Example:
+      patchstack init --base origin/main
+    """
+    from ..commands.init import init as do_init
+
+    ws = opts.checkout()
+    result = do_init(ws, base)
+    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+
+
+# -- new ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option(
+    "--tag",
+    "-t",
+    shell_complete=complete_tags,
+    required=True,
+    metavar="TAG[,LABEL...]",
+    help="essential, diagnostic or optimization; free labels may follow.",
+)
+@click.option("-m", "--message", help="Subject (first line) and description of the patch.")
+@click.pass_obj
+def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str | None) -> None:
+    """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
+
+    The new patch goes right after the topmost applied patch in the series, and is applied
+    as a commit. Edits outside PATHs stay uncommitted and untouched. New (untracked) files are
+    captured only when named as PATHs.
+
+    \b
+    Example:
+      patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
+    """
+    from ..commands.new import new as do_new
+
+    ws = opts.checkout()
+    result = do_new(ws, name, tag, message, paths)
+    click.echo(
+        f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
+        f" commit {result.commit[:12]}"
+    )
+    if result.untracked_left:
+        click.echo(
+            "untracked files left out (name them to capture): "
+            + ", ".join(result.untracked_left[:10]),
+            err=True,
+        )
+
+
+# -- series ---------------------------------------------------------------------------------
+
+
+@cli.command("series")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def series_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the patches in order with their tags and whether each is applied.
+
+    \b
+    Example:
+      patchstack series --json | jq '.patches[] | select(.applied) | .name'
+    """
+    from ..commands.listing import list_series
+
+    series, stack, rows = list_series(ctx.obj.checkout(write=False))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "base": series.base,
+                    "base_ref": series.base_ref,
+                    "head": stack.head,
+                    "patches": [
+                        {
+                            "name": r.name,
+                            "tag": r.tag,
+                            "labels": list(r.labels),
+                            "applied": r.applied,
+                            "commit": r.commit,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    for r in rows:
+        mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
+        labels = (", " + ", ".join(r.labels)) if r.labels else ""
+        echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]")
+
+
+cli.add_command(series_cmd, "list")
+
+
+# -- status ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Base, applied and unapplied patches, uncommitted edits, and mismatches.
+
+    Exits 1 when an applied commit no longer matches its patch file.
+
+    \b
+    Example:
+      patchstack status
+    """
+    from ..commands.drift import drift as do_drift
+    from ..commands.status import status as do_status
+
+    ws = ctx.obj.checkout(write=False)
+    st = do_status(ws)
+    drift = do_drift(ws)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "drift": drift.to_json() if drift else None,
+                    "branch": st.branch,
+                    "head": st.head,
+                    "base": st.series_base,
+                    "base_ref": st.base_ref,
+                    "stack_base": st.stack_base,
+                    "applied": [p.name for p in st.patches if p.applied],
+                    "unapplied": [p.name for p in st.patches if not p.applied],
+                    "patches": [
+                        {
+                            "name": p.name,
+                            "tag": p.tag,
+                            "applied": p.applied,
+                            "commit": p.commit,
+                            "matches": p.matches,
+                        }
+                        for p in st.patches
+                    ],
+                    "unknown_applied": list(st.unknown_applied),
+                    "edits": list(st.edits),
+                    "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
+                    "untracked": list(st.untracked),
+                    "differs": st.differs,
+                },
+                indent=2,
+            )
+        )
+    else:
+        branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
+        echo(ctx, f"branch: {branch} at {st.head[:12]}")
+        base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
+        echo(ctx, f"series base: {base}")
+        if st.series_base and st.stack_base != st.series_base:
+            echo(
+                ctx,
+                style(
+                    f"stack base:  {st.stack_base[:12]} differs from the series base"
+                    " (run 'patchstack refresh')",
+                    fg="yellow",
+                ),
+            )
+        if drift and drift.commits:
+            _print_drift(ctx, drift)
+        applied = [p for p in st.patches if p.applied]
+        echo(ctx, f"applied ({len(applied)}):")
+        for p in applied:
+            note = ""
+            if p.matches == "differs":
+                note = style("  commit differs from its patch file", fg="red")
+            elif p.matches == "carried":
+                note = "  (carried by a merge)"
+            echo(ctx, f"  + {p.name} [{tag_text(p.tag)}]{note}")
+        unapplied = [p for p in st.patches if not p.applied]
+        echo(ctx, f"unapplied ({len(unapplied)}):")
+        for p in unapplied:
+            echo(ctx, f"  - {p.name} [{tag_text(p.tag)}]")
+        for name in st.unknown_applied:
+            echo(ctx, style(f"  ! {name} is applied but not in the series", fg="red"))
+        if st.edits_in_patches:
+            echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
+            for path, names in st.edits_in_patches.items():
+                echo(ctx, f"  {path}  ({', '.join(names)})")
+        if st.edits:
+            echo(ctx, "uncommitted edits in no patch:")
+            for path in st.edits:
+                echo(ctx, f"  {path}")
+        if st.untracked:
+            echo(ctx, f"untracked files: {len(st.untracked)}")
+    if st.differs:
+        ctx.exit(1)
+
+
+def _print_drift(ctx: click.Context, drift) -> None:
+    echo(
+        ctx,
+        style(
+            f"upstream moved: {drift.commits} commit(s) from the series base to"
+            f" {drift.target_name} ({drift.target[:12]})",
+            fg="yellow",
+        ),
+    )
+    if drift.touching:
+        echo(ctx, f"  {len(drift.touching)} touch files of the series:")
+        for c in drift.touching:
+            echo(ctx, f"  {c.oid[:10]} {c.subject}")
+            echo(ctx, f"    files: {', '.join(c.files)}; patches: {', '.join(c.patches)}")
+    else:
+        echo(ctx, "  none of them touches a file of the series")
+
+
+# -- push / pop -----------------------------------------------------------------------------
+
+
+def _selector_options(f):
+    f = click.option(
+        "--except",
+        "except_",
+        metavar="TAGS",
+        shell_complete=complete_tags,
+        help="Leave out patches with these tags (comma-separated).",
+    )(f)
+    f = click.option(
+        "--only",
+        metavar="TAGS",
+        shell_complete=complete_tags,
+        help="Only patches with these tags (comma-separated, exact).",
+    )(f)
+    f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
+    return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
+
+
+def _print_move(ctx: click.Context, result, verb: str) -> None:
+    if verb == "push":
+        for name in result.added:
+            echo(ctx, f"applied {name}")
+        skipped = [n for n in result.before if n in result.after]
+        if skipped and not result.added:
+            echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
+    else:
+        for name in result.removed:
+            echo(ctx, f"popped {name}")
+        if not result.removed:
+            echo(ctx, "nothing to pop")
+    reapplied = [n for n in result.rebuilt if n in result.before]
+    if reapplied:
+        echo(ctx, f"re-applied above: {', '.join(reapplied)}")
+    echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
+
+
+@cli.command()
+@_selector_options
+@click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@click.pass_context
+def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
+    """Apply patches in series order (NAME: up to and including it; default: the next one).
+
+    Each patch applies exactly where it was made and is carried to its place by a three-way
+    merge, never with fuzz. Nothing changes when a patch conflicts: the report names the
+    patch, the file, the hunk, and the unselected patches that touch the same lines.
+
+    \b
+    Example:
+      patchstack push --only essential
+      patchstack push --all
+    """
+    from ..commands.push import push as do_push
+
+    bar = ProgressBar("pushing")
+    try:
+        result = do_push(ctx.obj.checkout(), selector(name, all_, only, except_), onto, bar)
+    finally:
+        bar.close()
+    _print_move(ctx, result, "push")
+
+
+@cli.command()
+@_selector_options
+@click.pass_context
+def pop(ctx: click.Context, name, all_, only, except_) -> None:
+    """Unapply patches (NAME: it and every patch above it; default: the top one).
+
+    --only/--except remove patches from anywhere in the stack and keep the rest applied.
+
+    \b
+    Example:
+      patchstack pop --only diagnostic,optimization
+    """
+    from ..commands.pop import pop as do_pop
+
+    bar = ProgressBar("popping")
+    try:
+        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
+    finally:
+        bar.close()
+    _print_move(ctx, result, "pop")

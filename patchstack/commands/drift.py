@@ -1,0 +1,68 @@
+"""How far upstream moved since the series base (for ``status``): the commits between the base
+and the upstream ref (or HEAD below the stack), and those of them that touch files the patches
+touch."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..checkout import Checkout
+from ..model import trailers
+from .state import read_stack
+
+
+@dataclass(frozen=True)
+class DriftCommit:
+    oid: str
+    subject: str
+    files: tuple[str, ...]
+    patches: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Drift:
+    base: str
+    target: str
+    target_name: str
+    commits: int
+    touching: tuple[DriftCommit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "target": self.target,
+            "target_name": self.target_name,
+            "commits": self.commits,
+            "touching": [asdict(c) for c in self.touching],
+        }
+
+
+def drift(ws: Checkout) -> Drift | None:
+    git = ws.git
+    series = ws.load_series()
+    base = series.base
+    if not base or git.rev_parse(base) is None:
+        return None
+    upstream = git.upstream_of_head()
+    found = git.rev_parse(upstream) if upstream else None
+    name = upstream or "HEAD"
+    target = found if found is not None else read_stack(git).base
+    if target == base or not git.is_ancestor(base, target):
+        return Drift(base, target, name, 0, ())
+    owners: dict[str, list[str]] = {}
+    for e in series.entries:
+        for p in ws.read_patch(e)[1].paths:
+            owners.setdefault(p, []).append(e.name)
+    rng = f"{base}..{target}"
+    grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's
+    count = len(git.log_commits(rng, exclude_grep=grep))
+    touching = []
+    if owners:
+        commits = git.log_commits(rng, sorted(owners), exclude_grep=grep)
+        files = git.commit_files([(oid, parents) for oid, parents, _s in commits])
+        for (oid, _parents, subject), changed in zip(commits, files, strict=True):
+            hit = [f for f in changed if f in owners]
+            patches = tuple(dict.fromkeys(n for f in hit for n in owners[f]))
+            touching.append(DriftCommit(oid, subject, tuple(hit), patches))
+    return Drift(base, target, name, count, tuple(touching))

@@ -1,0 +1,194 @@
+"""``refresh``: make the patch files match reality after upstream moved, or fold edits into a
+patch.
+
+**Where the new base comes from.** ``refresh`` recognises how the user's base moved:
+
+1. the series is popped and the branch was fast-forwarded (``git pull``): the new base is HEAD;
+2. ``refresh --onto REV``: the new base is REV, whatever is applied;
+3. the stack is applied and ``git pull`` merged upstream into it: HEAD is a merge whose one
+   parent carries the stack and whose other parent is the new base; after ``git pull --rebase``
+   the stack already sits on the new base (git replayed the patch commits).
+
+In every route the result is the same: the branch is the new base plus one commit per patch
+that was applied before, linear, and every patch file and the ``# base:`` line describe it.
+With no move and uncommitted edits in files of an applied patch, the edits are folded into the
+top applied patch (or ``--patch NAME``) and the patches above it are re-applied (route 4).
+
+The replay itself is `engine.replay`, the verdicts `engine.verdicts`; a conflict stops the
+refresh (`settle.stop`, `resume` goes on or back). ``upstream`` patches (already contained in
+the new base) are kept, unapplied, unless ``--drop-merged``; their files are never deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..checkout import Checkout
+from ..engine.merging import merge
+from ..engine.replay import Placer, old_chain, real_changes, replay, steps
+from ..errors import PatchstackError, RefusedError
+from ..git import DirtyState, Git
+from ..model.ids import Oid
+from ..model.selection import resolve_name
+from ..model.series import Series
+from ..model.stack import Stack, stack_from_history
+from .settle import RefreshResult, finish, labels_of, stop
+from .state import make_engine, read_stack, resolve_rev
+from .stopped import State
+
+_HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
+
+
+@dataclass(frozen=True)
+class _Target:
+    route: str
+    new_base: Oid
+    new_ref: str | None
+    stack: Stack  # the stack whose patches were applied (the patch side of a merge)
+
+
+def _target(git: Git, series: Series, stack: Stack, onto: str | None) -> _Target:
+    real = stack
+    merged_upstream = None
+    if not stack.applied:
+        info = next(git.iter_first_parent(stack.head))
+        if len(info.parents) == 2:
+            sides = [stack_from_history(p, git.iter_first_parent(p)) for p in info.parents]
+            patched = [i for i, s in enumerate(sides) if s.applied]
+            if len(patched) == 1:
+                real = sides[patched[0]]
+                merged_upstream = info.parents[1 - patched[0]]
+    if onto:
+        new = resolve_rev(git, onto)
+        ref = None if _HEX_RE.match(onto) else onto
+        return _Target("onto", new, ref, real)
+    if merged_upstream:
+        return _Target("merge", merged_upstream, None, real)
+    if stack.base == series.base:
+        return _Target("none", stack.base, None, stack)
+    return _Target("rebased" if stack.applied else "pull", stack.base, None, stack)
+
+
+def refresh(
+    ws: Checkout,
+    onto: str | None = None,
+    drop_merged: bool = False,
+    patch: str | None = None,
+) -> RefreshResult:
+    git = ws.git
+    series = ws.load_series()
+    stack = read_stack(git)
+    target = _target(git, series, stack, onto)
+    missing = [n for n in target.stack.names if n not in series]
+    if missing:
+        raise PatchstackError(
+            f"applied patch '{missing[0]}' is not in the series",
+            "put it back into the series file, or pop it first",
+        )
+    git.refresh_index()
+    dirty = git.dirty(exclude=ws.in_tree)
+    if dirty.unmerged:
+        raise RefusedError(
+            "unmerged files: " + ", ".join(dirty.unmerged), "finish or abort the git merge first"
+        )
+    engine = make_engine(ws, series, target.stack)
+    try:
+        chain = old_chain(git, engine, series)
+        real = real_changes(target.stack)
+        head = stack.head
+        src: tuple[Oid, tuple[str, ...]] = (git.tree_of(head), ())
+        fold_into: str | None = None
+        folded: tuple[str, ...] = ()
+        moved = target.new_base != target.stack.base
+        if patch and moved:
+            raise PatchstackError(
+                "--patch folds uncommitted edits, and the base moved",
+                "refresh onto the new base first (commit or capture the edits meanwhile)",
+            )
+        if not moved and target.stack.applied:
+            plan = _fold_plan(ws, series, target.stack, dirty, patch)
+            if plan is not None:
+                fold_into, folded, (tree, worktree) = plan
+                real[fold_into] = (real[fold_into][0], tree)
+                src = (worktree, folded)
+        elif patch:
+            raise PatchstackError("no patch is applied", "--patch folds edits into an applied one")
+        state = State(
+            old_base=series.base,
+            new_base=target.new_base,
+            new_ref=target.new_ref,
+            route=target.route if not fold_into else "fold",
+            applied_before=target.stack.names,
+            drop_merged=drop_merged,
+            steps=steps(series, chain, real),
+            fold_into=fold_into,
+            folded=folded,
+        )
+        git.prepare_merges(
+            [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
+        )
+        placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
+        done, conflicts = replay(
+            git, state.steps, 0, git.tree_of(target.new_base), labels_of(state), placer=placer
+        )
+        if conflicts:
+            return stop(ws, state, engine, series, done, conflicts[0], src, head)
+        return finish(ws, state, engine, series, done, src, head)
+    finally:
+        engine.close()
+
+
+def _fold_plan(
+    ws: Checkout, series: Series, stack: Stack, dirty: DirtyState, patch: str | None
+) -> tuple[str, tuple[str, ...], tuple[Oid, Oid]] | None:
+    """Which applied patch takes which edits, and its new tree: (name, paths, (tree, W))
+    where W is HEAD's tree with the edited files as they are in the work tree."""
+    git = ws.git
+    if patch:
+        name = resolve_name(series, patch)
+        if stack.find(name) is None:
+            raise PatchstackError(
+                f"patch '{name}' is not applied", "push it first, or fold into an applied one"
+            )
+    else:
+        name = stack.applied[-1].name
+    own = set(ws.read_patch(series.entry(name))[1].paths)
+    paths = tuple(p for p in dirty.modified if p in own)
+    if not paths:
+        others = [
+            (p, ap.name)
+            for ap in stack.applied
+            for p in ws.read_patch(series.entry(ap.name))[1].paths
+            if p in dirty.modified
+        ]
+        if others:
+            path, owner = others[0]
+            raise PatchstackError(
+                f"the uncommitted edits in {path} belong to '{owner}', not to '{name}'",
+                f"fold them with 'patchstack refresh --patch {owner}'",
+            )
+        return None
+    if any(p in dirty.partly_staged for p in paths):
+        raise RefusedError(
+            "staged changes differ from the work tree in: "
+            + ", ".join(p for p in paths if p in dirty.partly_staged),
+            "stage or unstage them fully (git add / git restore --staged), then try again",
+        )
+    with git.temp_index() as idx:
+        idx.read_tree(stack.head)
+        idx.add_paths(list(paths))
+        worktree = idx.write_tree()
+    ap = stack.find(name)
+    assert ap is not None
+    if ap.commit == stack.head:
+        tree = worktree
+    else:
+        merged = merge(git, stack.top_tree, ap.tree, worktree, ("patch", "edits"))
+        if not merged.clean:
+            raise RefusedError(
+                f"the edits in {', '.join(paths)} do not fold cleanly into '{name}'",
+                "patches above it change the same lines: fold into the top patch instead",
+            )
+        tree = merged.tree
+    return name, paths, (tree, worktree)

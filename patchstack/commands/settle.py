@@ -1,0 +1,217 @@
+"""The two ends of a refresh's replay: `finish` publishes the new base, the rewritten patch
+files and the branch; `stop` publishes the patches replayed so far plus the conflicting one
+with diff3 markers in the work tree, and records the stopped refresh in the journal.
+
+At a stop the branch holds the new base plus the patches replayed so far, and the work tree
+additionally the conflicting patch with markers labelled with the new base, the old base and
+the patch name; the index keeps the committed version, so ``git diff`` shows the conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..checkout import Checkout
+from ..engine.chain import Engine
+from ..engine.loaded import LoadedPatch
+from ..engine.merging import blame
+from ..engine.replay import Done, commit_chain
+from ..engine.verdicts import Classified, classify
+from ..git import Git, MergeResult
+from ..journal.snapshot import take_snapshot
+from ..model.conflict import Conflict
+from ..model.ids import Oid
+from ..model.patchfile import parse_patch
+from ..model.series import Entry, Series
+from ..transaction import FileWrite, Overlay, Plan, publish
+from .stopped import State, store
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    tag: str
+    verdict: str  # one of engine.verdicts.VERDICTS
+    resolved: bool = False  # a conflict the user resolved (refresh --continue)
+    rewritten: bool = False  # the patch file was rewritten
+    applied: bool = False  # applied after the command
+    dropped: bool = False  # removed from the series (--drop-merged)
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    route: str
+    old_base: str | None
+    new_base: Oid
+    new_ref: str | None
+    verdicts: tuple[Verdict, ...]
+    head: Oid
+    applied: tuple[str, ...]
+    folded: tuple[str, ...] = ()  # paths folded into ``fold_into``
+    fold_into: str | None = None
+    stopped: Conflict | None = None
+    aborted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "old_base": self.old_base,
+            "new_base": self.new_base,
+            "new_ref": self.new_ref,
+            "head": self.head,
+            "applied": list(self.applied),
+            "fold_into": self.fold_into,
+            "folded": list(self.folded),
+            "patches": [asdict(v) for v in self.verdicts],
+            "stopped": self.stopped.to_json() if self.stopped else None,
+            "aborted": self.aborted,
+        }
+
+
+def labels_of(state: State) -> tuple[str, str]:
+    from ..engine.replay import labels
+
+    return labels(state.old_base, state.new_base, state.new_ref)
+
+
+def finish(
+    ws: Checkout,
+    state: State,
+    engine: Engine,
+    series: Series,
+    done: Sequence[Done],
+    src: tuple[Oid, Sequence[str]],
+    current_head: Oid,
+) -> RefreshResult:
+    git = ws.git
+    new_base = Oid(state.new_base)
+    _top, commits = commit_chain(engine, new_base, done)
+    classified = classify(git, engine, state.steps, done, commits)
+    resolved = {d.name for d in done if d.resolved}
+    new_series = series.with_base(new_base, state.new_ref)
+    dropped = set()
+    if state.drop_merged:
+        for d in done:
+            if d.upstream:
+                new_series = new_series.remove(d.name)
+                dropped.add(d.name)
+    upstream = {d.name for d in done if d.upstream}
+    applied_after = [n for n in new_series.names if n in state.applied_before and n not in upstream]
+    head = _final_head(git, engine, new_series, new_base, done, commits, applied_after, classified)
+    files = [FileWrite(ws.patch_path(n), data) for n, data in classified.data.items()]
+    text = new_series.format().encode("utf-8", "surrogateescape")
+    if text != series.format().encode("utf-8", "surrogateescape"):
+        files.append(FileWrite(ws.series_path, text))
+    overlay = Overlay(src[0], tuple(src[1]))
+    publish(ws, Plan("refresh", current_head, head, tuple(files), overlay))
+    verdicts = tuple(
+        Verdict(
+            e.name,
+            e.tag,
+            classified.verdicts[e.name],
+            resolved=e.name in resolved,
+            rewritten=e.name in classified.data,
+            applied=e.name in applied_after,
+            dropped=e.name in dropped,
+        )
+        for e in series.entries
+    )
+    return RefreshResult(
+        state.route,
+        state.old_base,
+        new_base,
+        state.new_ref,
+        verdicts,
+        head,
+        tuple(applied_after),
+        state.folded,
+        state.fold_into,
+    )
+
+
+def _final_head(
+    git: Git,
+    engine: Engine,
+    new_series: Series,
+    new_base: Oid,
+    done: Sequence[Done],
+    commits: dict[str, Oid],
+    applied_after: list[str],
+    classified: Classified,
+) -> Oid:
+    """The new base plus one commit per patch to keep applied."""
+    chain_names = [d.name for d in done if not d.upstream]
+    if applied_after == chain_names[: len(applied_after)]:
+        return commits[applied_after[-1]] if applied_after else new_base
+
+    def load(entry: Entry) -> LoadedPatch:
+        data = classified.data.get(entry.name) or engine.patch(entry.name).data
+        return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
+
+    trees = {d.name: d.tree for d in done}
+    new_engine = Engine(git, new_series, load, new_base, engine.default_author)
+    chain = [git.tree_of(new_base)]
+    for e in new_series.entries:
+        chain.append(trees.get(e.name, chain[-1]))
+    new_engine.seed(chain)
+    try:
+        built = new_engine.build(new_base, chain[0], [], applied_after)
+    finally:
+        new_engine.close()
+    return built[-1][1]
+
+
+def stop(
+    ws: Checkout,
+    state: State,
+    engine: Engine,
+    series: Series,
+    done: Sequence[Done],
+    conflict: tuple[str, Oid, MergeResult],
+    src: tuple[Oid, Sequence[str]],
+    current_head: Oid,
+) -> RefreshResult:
+    git = ws.git
+    name, parent_tree, merged = conflict
+    stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
+    touched = tuple(git.changed_paths(parent_tree, merged.tree))
+    before = None
+    if state.before is None:  # the refresh starts here: --abort goes back to this state
+        before = take_snapshot(ws)
+        state = replace(state, before=before)
+    state = replace(
+        state,
+        done=tuple(done),
+        stopped_at=name,
+        stop_head=stop_head,
+        stop_tree=parent_tree,
+        merged_tree=merged.tree,
+        touched=touched,
+        conflicted=merged.conflicted,
+    )
+    overlay = Overlay(src[0], tuple(src[1]), merged.tree)
+    plan = Plan("refresh", current_head, stop_head, (), overlay, store(ws, state), before=before)
+    publish(ws, plan)
+    report = blame(git, name, merged, state.old_base, state.new_base)
+    so_far = classify(git, engine, state.steps, done, commits).verdicts
+    so_far[name] = "conflict"
+    resolved = {d.name for d in done if d.resolved}
+    verdicts = tuple(
+        Verdict(e.name, e.tag, so_far[e.name], resolved=e.name in resolved)
+        for e in series.entries
+        if e.name in so_far
+    )
+    return RefreshResult(
+        state.route,
+        state.old_base,
+        Oid(state.new_base),
+        state.new_ref,
+        verdicts,
+        stop_head,
+        (),
+        state.folded,
+        state.fold_into,
+        stopped=report,
+    )

@@ -1,0 +1,79 @@
+"""A stopped refresh: everything ``refresh --continue`` needs to go on and ``--abort`` needs to
+go back, kept as a blob that the operation log's snapshots point at.
+
+A stopped refresh is a state of the journal, not a side file: the entry that stopped records
+the blob in its *after* snapshot, so ``undo`` of a ``--continue`` or of an ``--abort`` gives the
+stopped refresh back, and ``undo`` of the stop is the same as ``--abort``. ``before`` is the
+snapshot of the state before the refresh started, which ``--abort`` restores.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..checkout import Checkout
+from ..engine.replay import Done, Step
+from ..errors import PatchstackError
+from ..journal.oplog import current_refresh
+from ..journal.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class State:
+    old_base: str | None
+    new_base: str
+    new_ref: str | None
+    route: str
+    applied_before: tuple[str, ...]
+    drop_merged: bool
+    steps: tuple[Step, ...]
+    before: Snapshot | None = None  # the state before the refresh started
+    fold_into: str | None = None
+    folded: tuple[str, ...] = ()
+    done: tuple[Done, ...] = ()
+    stopped_at: str | None = None
+    stop_head: str | None = None
+    stop_tree: str | None = None
+    merged_tree: str | None = None
+    touched: tuple[str, ...] = ()
+    conflicted: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {"version": 2, **asdict(self)}
+        data["before"] = self.before.to_json() if self.before else None
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> State:
+        data = json.loads(text)
+        data.pop("version", None)
+        data["steps"] = tuple(
+            Step(s["name"], s["before"], s["after"], tuple(s["real"]) if s["real"] else None)
+            for s in data["steps"]
+        )
+        data["done"] = tuple(Done(**d) for d in data["done"])
+        data["before"] = Snapshot.from_json(data["before"]) if data.get("before") else None
+        for key in ("applied_before", "folded", "touched", "conflicted"):
+            data[key] = tuple(data[key])
+        return State(**data)
+
+
+def store(ws: Checkout, state: State) -> str:
+    """The blob that records ``state`` (for `transaction.Plan.refresh`)."""
+    return ws.git.write_blob(state.to_json().encode())
+
+
+def load(ws: Checkout) -> State:
+    blob = current_refresh(ws.git)
+    if blob is None:
+        raise PatchstackError("no refresh is in progress", "run 'patchstack refresh' to start one")
+    try:
+        return State.from_json(ws.git.read_blob(blob).decode("utf-8"))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PatchstackError(
+            f"the stopped refresh recorded in the operation log ({blob[:12]}) cannot be read:"
+            f" {exc}",
+            "'patchstack undo' goes back to the state before it",
+        ) from exc

@@ -1,0 +1,115 @@
+"""Three-way merges with readable conflict markers, and the conflict report they lead to.
+
+git labels the markers of a merge with the throwaway commits it merged (`git.merge`); a merged
+tree that goes into the user's work tree gets labels that say what each side is instead (the
+new base, the old base, the patch). A report lists each conflicting region with what the patch
+expected there, what is there now and what it wants; `blame` adds the upstream commits that
+changed those lines between the old and the new base (``git log -L``), or, when the lines
+cannot be traced, the commits that touched the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..git import Git, MergeResult
+from ..model import trailers
+from ..model.conflict import Conflict, ConflictHunk, UpstreamCommit, parse_markers, relabel
+from ..model.ids import Oid
+
+
+def merge(
+    git: Git,
+    base: str,
+    ours: str,
+    theirs: str,
+    labels: tuple[str, str],
+    base_label: str | None = None,
+) -> MergeResult:
+    """``merge_trees`` with git's messages in the caller's words; with ``base_label`` the
+    conflict markers inside the merged files are relabelled too (for a tree the user sees)."""
+    result = git.merge_trees(base, ours, theirs, labels)
+    messages = result.messages
+    for oid, label in result.sides:
+        messages = messages.replace(oid, label)
+    tree = result.tree
+    if base_label is not None and not result.clean and result.conflicted:
+        tree = _relabel_tree(git, tree, result.conflicted, dict(result.sides), base_label)
+    return replace(result, tree=tree, messages=messages)
+
+
+def _relabel_tree(
+    git: Git, tree: Oid, paths: Sequence[str], names: dict[str, str], base_label: str
+) -> Oid:
+    listing = git.ls_tree_paths(tree, list(paths))
+    records = []
+    for path in paths:
+        if path not in listing:
+            continue
+        mode, oid = listing[path]
+        new = git.write_blob(relabel(git.read_blob(oid), names, base_label))
+        records.append((mode, new, path))
+    if not records:
+        return tree
+    with git.temp_index() as idx:
+        idx.read_tree(tree)
+        idx.set_entries(records)
+        return idx.write_tree()
+
+
+def conflict_hunks(git: Git, merged: Oid, files: Sequence[str]) -> list[ConflictHunk]:
+    """The conflicting regions of ``files`` in the merged tree."""
+    hunks: list[ConflictHunk] = []
+    listing = git.ls_tree_paths(merged, list(files)) if files else {}
+    for path in files:
+        if path in listing and listing[path][0] not in ("040000", "160000"):
+            text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
+            hunks.extend(parse_markers(path, text))
+    return hunks
+
+
+def _find(lines: Sequence[str], seq: Sequence[str]) -> int | None:
+    n = len(seq)
+    for i in range(len(lines) - n + 1):
+        if list(lines[i : i + n]) == list(seq):
+            return i
+    return None
+
+
+def blame(
+    git: Git, name: str, merged: MergeResult, old_base: str | None, new_base: str
+) -> Conflict:
+    """The report of a patch that did not merge onto ``new_base``, each region with the
+    upstream commits (``old_base..new_base``) that changed its lines or touched its file."""
+    hunks: list[ConflictHunk] = []
+    files = merged.conflicted
+    listing = git.ls_tree_paths(merged.tree, list(files)) if files else {}
+    rng = f"{old_base}..{new_base}" if old_base and old_base != new_base else None
+    for path in files:
+        if path not in listing or listing[path][0] in ("040000", "160000"):
+            continue
+        text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
+        merged_lines = text.split("\n")
+        base_blob = git.show_file(new_base, path)
+        base_lines = base_blob.decode("utf-8", "surrogateescape").split("\n") if base_blob else []
+        for h in parse_markers(path, text):
+            commits: list[tuple[str, str]] = []
+            traced = False
+            if rng:
+                anchor = list(h.now)
+                if not any(ln.strip() for ln in anchor):
+                    end = h.line + len(h.now) + len(h.expected) + len(h.wanted) + 2
+                    anchor = [
+                        merged_lines[i] for i in (h.line - 2, end) if 0 <= i < len(merged_lines)
+                    ]
+                pos = _find(base_lines, anchor) if anchor else None
+                if pos is not None:
+                    commits = list(git.log_lines(rng, path, pos + 1, pos + len(anchor)))
+                    traced = bool(commits)
+                if not commits:
+                    found = git.log_commits(rng, [path], exclude_grep=trailers.PATCH_COMMIT_GREP)
+                    commits = [(c, s) for c, _p, s in found]
+            upstream = tuple(UpstreamCommit(c, s) for c, s in commits)
+            hunks.append(replace(h, upstream=upstream, traced=traced))
+    return Conflict(name, files, tuple(hunks), (), merged.messages.strip(), merged.tree)

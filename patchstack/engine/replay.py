@@ -1,0 +1,211 @@
+"""Carrying a whole series onto a new base: the replay behind ``refresh`` and ``check``.
+
+The old patch files define the old canonical chain ``C[0..n]`` (the series base plus each
+patch, exactly, as in `chain`). Each patch k is the change ``C[k-1] -> C[k]``; it is carried
+onto the new tree ``T[k-1]`` by a three-way merge (``merge-tree``), giving ``T[k]``. Reality
+wins where it exists: when an applied commit's parent tree is already ``T[k-1]`` (the rebase
+route, a stack that did not move, a folded patch), its tree is ``T[k]``. A patch whose files
+upstream did not touch is committed in one fast-import stream, proven by its blob ids, with no
+merge at all (`Placer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..errors import ConflictError
+from ..git import Git, MergeResult
+from ..model.ids import Oid
+from ..model.series import Series
+from ..model.stack import Stack
+from .chain import Engine
+from .fastpath import Known, ProvenStream
+from .merging import merge
+
+
+@dataclass(frozen=True)
+class Step:
+    """Patch ``name``: the old change ``before -> after`` and, when applied, its real one."""
+
+    name: str
+    before: Oid
+    after: Oid
+    real: tuple[Oid, Oid] | None = None  # (parent tree, tree) of its applied commit
+
+
+@dataclass(frozen=True)
+class Done:
+    """A replayed patch: the tree it was carried onto (``parent``) and the result."""
+
+    name: str
+    parent: Oid
+    tree: Oid
+    resolved: bool = False
+    commit: str | None = None  # the commit made for it on the new base, when already made
+
+    @property
+    def upstream(self) -> bool:
+        return self.tree == self.parent
+
+
+def old_chain(git: Git, engine: Engine, series: Series) -> list[Oid]:
+    """C[0..n] from the patch files; a patch already contained in its base adds nothing."""
+    n = len(series.entries)
+    try:  # the engine's canonical chain: cached, or made in one stream
+        engine.canonical(n)
+        return [engine.canonical(k) for k in range(n + 1)]
+    except ConflictError:
+        pass
+    chain = [engine.canonical(0)]
+    for entry in series.entries:
+        lp = engine.patch(entry.name)
+        try:
+            chain.append(engine.apply_exact(chain[-1], lp))
+        except ConflictError:
+            with git.temp_index() as idx:
+                idx.read_tree(chain[-1])
+                contained, _ = idx.apply(lp.data, entry.strip_level, reverse=True)
+            if not contained:
+                raise
+            chain.append(chain[-1])
+    return chain
+
+
+def steps(
+    series: Series, chain: Sequence[Oid], real: dict[str, tuple[Oid, Oid]]
+) -> tuple[Step, ...]:
+    return tuple(
+        Step(e.name, chain[i], chain[i + 1], real.get(e.name)) for i, e in enumerate(series.entries)
+    )
+
+
+def real_changes(stack: Stack) -> dict[str, tuple[Oid, Oid]]:
+    real = {}
+    for i, ap in enumerate(stack.applied):
+        real[ap.name] = (stack.applied[i - 1].tree if i else stack.base_tree, ap.tree)
+    return real
+
+
+def labels(old_base: str | None, new_base: str, new_ref: str | None) -> tuple[str, str]:
+    ours = f"new base {new_base[:12]}" + (f" ({new_ref})" if new_ref else "")
+    base = f"old base {old_base[:12]}" if old_base else "old base"
+    return ours, base
+
+
+def replay(
+    git: Git,
+    steps: Sequence[Step],
+    start: int,
+    tree: Oid,
+    labels: tuple[str, str],
+    keep_going: bool = False,
+    skip: frozenset[str] = frozenset(),
+    placer: Placer | None = None,
+) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
+    """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
+    (then the conflicting patch is left out). Returns the done patches and the conflicts as
+    (name, the tree it was carried onto, merge result).
+
+    With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
+    committed in one fast-import stream, proven by its blob ids, with no merge at all; the
+    others are merged with git's merge-ort, as without one.
+    """
+    done: list[Done] = []
+    conflicts: list[tuple[str, Oid, MergeResult]] = []
+    for step in steps[start:]:
+        if step.name in skip:
+            continue
+        reuse = step.real is not None and step.real[0] == tree  # its applied commit fits
+        if placer is not None and step.before != step.after and not reuse:
+            commit = placer.place(step.name)
+            if commit is not None:
+                done.append(Done(step.name, tree, Oid(""), commit=commit))
+                tree = Oid("")
+                continue
+        if placer is not None and not tree:
+            tree = placer.resolve(done, tree)
+        if step.real and step.real[0] == tree:
+            new = step.real[1]
+        elif tree == step.before:
+            new = step.after
+        elif step.before == step.after:
+            new = tree
+        else:
+            merged = merge(
+                git, step.before, tree, step.after, (labels[0], step.name), base_label=labels[1]
+            )
+            if not merged.clean:
+                conflicts.append((step.name, tree, merged))
+                if keep_going:
+                    continue
+                break
+            new = merged.tree
+        commit = placer.commit(step.name, tree, new) if placer is not None and new != tree else None
+        done.append(Done(step.name, tree, new, commit=commit))
+        tree = new
+    if placer is not None:
+        placer.resolve(done, tree)
+        placer.close()
+    return done, conflicts
+
+
+class Placer:
+    """The commits of a replay on the new base, made as the replay goes (see `_replay`)."""
+
+    def __init__(self, engine: Engine, parent: Oid, names: Sequence[str]) -> None:
+        self.engine = engine
+        self.parent = parent
+        self.names = list(names)
+        self.session: ProvenStream | None = None
+        self.known: Known | None = None  # of the parent's tree, as far as streams looked
+
+    def place(self, name: str) -> Oid | None:
+        lp = self.engine.patch(name)
+        if self.session is None:
+            rest = self.names[self.names.index(name) :]
+            paths = {p for n in rest for p in self.engine.patch(n).patch.paths}
+            self.session = ProvenStream(self.engine.git, self.parent, paths, self.known)
+        commit = self.session.commit(self.parent, lp, self.engine)
+        if commit is not None:
+            self.parent = commit
+        return commit
+
+    def commit(self, name: str, before: Oid, tree: Oid) -> Oid:
+        """The commit of a merged patch: ``before`` -> ``tree`` on the current parent."""
+        self.close()
+        if self.known is not None:  # what the merge changed, from one raw diff
+            self.known.update(self.engine.git.raw_diffs([(before, tree)])[0])
+        self.parent = self.engine.commit(self.parent, tree, name)
+        return self.parent
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.known = self.session.known()
+            self.session = None
+
+    def resolve(self, done: list[Done], tree: Oid) -> Oid:
+        """Fill in the trees of the commits the stream made; returns the current tree."""
+        self.close()
+        pending = [i for i, d in enumerate(done) if not d.tree]
+        if not pending:
+            return tree
+        trees = self.engine.git.trees_of([done[i].commit for i in pending])
+        for i, t in zip(pending, trees, strict=True):
+            done[i] = replace(done[i], tree=t)
+        for i, d in enumerate(done):
+            if not d.parent:  # carried onto the result of the patch before it
+                done[i] = replace(d, parent=done[i - 1].tree)
+        return done[-1].tree
+
+
+def commit_chain(engine: Engine, base: Oid, done: Sequence[Done]) -> tuple[Oid, dict[str, Oid]]:
+    parent = base
+    commits = {}
+    for d in done:
+        if d.upstream:
+            continue
+        parent = Oid(d.commit) if d.commit else engine.commit(parent, d.tree, d.name)
+        commits[d.name] = parent
+    return parent, commits

@@ -1,0 +1,86 @@
+"""What every part of the git boundary shares: the repository's places, its object format,
+running git there, and answers memoized for the length of one command."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from ..model.ids import ObjectFormat, Oid
+from .process import run_git, spawn
+
+
+def decode_path(raw: bytes) -> str:
+    """A path as git printed it (bytes, with ``-z``) as patchstack's one decoding of paths:
+    UTF-8 with surrogate escapes, so that any bytes survive the round trip."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def encode_path(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+class GitBase:
+    """A repository: its work tree top, git directories and object format."""
+
+    def __init__(self, top: str, git_dir: str, common_dir: str, fmt: ObjectFormat) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.fmt = fmt
+        # Answers that cannot change while one command holds the repository lock.
+        self._memo: dict[Any, Any] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def __repr__(self) -> str:
+        return f"Git({self.top!r})"
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[bytes]:
+        return run_git(args, cwd=self.top, input=input, env=env, check=check)
+
+    def out(
+        self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        return self.run(*args, input=input, env=env).stdout.decode("utf-8", "surrogateescape")
+
+    def oid(
+        self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
+    ) -> Oid:
+        """The one object id a git command prints."""
+        return Oid(self.out(*args, input=input, env=env).strip())
+
+    def spawn(
+        self,
+        args: Sequence[str],
+        stdin: int | IO[bytes] | None = None,
+        stderr: int | IO[bytes] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        return spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+
+    def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+        """A batch process kept for the whole command (closed by `close`)."""
+        proc = self._procs.get(key)
+        if proc is None or proc.poll() is not None:
+            proc = self.spawn(args, stdin=subprocess.PIPE)
+            self._procs[key] = proc
+        return proc
+
+    def close(self) -> None:
+        for proc in self._procs.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait()
+        self._procs.clear()
+
+    def forget(self, kind: str) -> None:
+        """Drop memoized answers of one kind (after the command itself changed them)."""
+        for key in [k for k in self._memo if isinstance(k, tuple) and k[0] == kind]:
+            del self._memo[key]

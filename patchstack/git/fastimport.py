@@ -1,0 +1,121 @@
+"""One ``git fast-import`` stream: many blobs and commits, one process, one pack."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from ..errors import GitFailure
+from ..model.ids import Oid
+from .base import encode_path
+
+if TYPE_CHECKING:
+    from .objects import Objects
+
+Change = tuple[str, str, str] | tuple[str, str]
+
+
+def quote_path(path: str) -> bytes:
+    """A path as fast-import reads it: C-quoted when it starts with '"' or holds a newline."""
+    raw = encode_path(path)
+    if b"\n" in raw or raw.startswith(b'"'):
+        raw = b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n") + b'"'
+    return raw
+
+
+class FastImport:
+    """Commits are written to a scratch ref that is deleted before the stream ends, so nothing
+    but objects is left behind. ``commit`` returns the new commit's id (asked with
+    ``get-mark``)."""
+
+    SCRATCH = "refs/patchstack/scratch"
+
+    def __init__(self, git: Objects) -> None:
+        self.null = git.fmt.null
+        self.hexsz = git.fmt.hexsz
+        self.proc = git.spawn(
+            ["fast-import", "--quiet", "--done", "--cat-blob-fd=1"],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.mark = 0
+        self.closed = False
+        self.marks: dict[str, int] = {}  # commits of this stream: `from <id>` cannot see them
+
+    def _write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+        except BrokenPipeError:
+            self._fail()
+
+    def _fail(self) -> NoReturn:
+        self.closed = True
+        err = b""
+        if self.proc.stderr is not None:
+            self.proc.kill()
+            err = self.proc.stderr.read()
+        self.proc.wait()
+        raise GitFailure("git fast-import failed: " + err.decode("utf-8", "replace").strip())
+
+    def blob(self, data: bytes) -> str:
+        self.mark += 1
+        self._write(b"blob\nmark :%d\ndata %d\n%s\n" % (self.mark, len(data), data))
+        return f":{self.mark}"
+
+    def commit(
+        self,
+        parent: str,
+        author: str,
+        raw_date: str,
+        message: bytes,
+        changes: Sequence[Change],
+    ) -> Oid:
+        """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete; a tree
+        for the path "" sets the whole tree. An empty ``parent`` makes a root commit."""
+        self.mark += 1
+        if parent in self.marks:
+            parent = f":{self.marks[parent]}"
+        who = f"{author} {raw_date}".encode("utf-8", "surrogateescape")
+        scratch = self.SCRATCH.encode()
+        out = [b"reset %s\n\n" % scratch] if not parent else []
+        out.append(
+            b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\n"
+            % (scratch, self.mark, who, who, len(message), message)
+        )
+        if parent:
+            out.append(b"from %s\n" % parent.encode())
+        for change in changes:
+            if change[0] == "D":
+                out.append(b"D " + quote_path(change[1]) + b"\n")
+            else:
+                mode, ref, path = change  # type: ignore[misc]
+                out.append(f"M {mode} {ref} ".encode() + (quote_path(path) or b'""') + b"\n")
+        out.append(b"\nget-mark :%d\n" % self.mark)
+        self._write(b"".join(out))
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail()
+        line = self.proc.stdout.readline().decode().strip()
+        if len(line) != self.hexsz:
+            self._fail()
+        self.marks[line] = self.mark
+        return Oid(line)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(f"reset {self.SCRATCH}\nfrom {self.null}\n\ndone\n".encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.proc.stdout.close()
+        err = self.proc.stderr.read() if self.proc.stderr is not None else b""
+        if self.proc.wait() != 0:
+            raise GitFailure("git fast-import failed: " + err.decode("utf-8", "replace").strip())

@@ -1,0 +1,98 @@
+"""A throwaway index file inside the git directory, for building trees without touching the
+user's index or work tree."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..model.ids import Oid
+from .base import decode_path, encode_path
+
+if TYPE_CHECKING:
+    from .repo import Git
+
+
+class TempIndex:
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        fd, self.path = tempfile.mkstemp(prefix="patchstack-index-", dir=git.git_dir)
+        os.close(fd)
+        os.unlink(self.path)
+        self.env = {"GIT_INDEX_FILE": self.path}
+
+    def __enter__(self) -> TempIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in (self.path, self.path + ".lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
+    def read_tree(self, tree: str) -> None:
+        self.git.run("read-tree", tree, env=self.env)
+
+    def apply(self, patch: bytes, strip: int = 1, reverse: bool = False) -> tuple[bool, str]:
+        proc = self.git.run(
+            "apply",
+            "--cached",
+            f"-p{strip}",
+            "--whitespace=nowarn",
+            *(("--reverse", "--check") if reverse else ()),
+            "-",
+            input=patch,
+            env=self.env,
+            check=False,
+        )
+        return proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+
+    def add_paths(self, paths: Sequence[str]) -> None:
+        """Stage these work-tree paths (literally: no globs, no pathspec magic)."""
+        if not paths:
+            return
+        data = b"\0".join(encode_path(p) for p in paths)
+        self.git.run(
+            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
+        )
+
+    def write_tree(self) -> Oid:
+        return self.git.oid("write-tree", env=self.env)
+
+    def copy_from(self, index_file: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.copy2(index_file, self.path)  # keeps mtime: racy entries stay racy
+
+    def try_write_tree(self) -> Oid | None:
+        """The index as a tree, or None when it cannot be one (unmerged entries)."""
+        proc = self.git.run("write-tree", env=self.env, check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def stat_dirty(self) -> list[tuple[str, str]]:
+        """(index mode, path) of tracked entries whose file may differ (stat data, no refresh)."""
+        out = self.git.run("diff-files", "-z", "--no-renames", env=self.env).stdout
+        recs = out.split(b"\0")
+        result = []
+        for meta, path in zip(recs[0::2], recs[1::2], strict=False):
+            if meta.startswith(b":"):
+                result.append((meta[1:].split()[0].decode(), decode_path(path)))
+        return list(dict.fromkeys(result))
+
+    def untracked(self, exclude: str | None) -> list[str]:
+        """Untracked, not ignored files (folders of nested repositories end in '/')."""
+        out = self.git.run("ls-files", "-z", "--others", "--exclude-standard", env=self.env).stdout
+        prefix = exclude.rstrip("/") + "/" if exclude else None
+        found = (decode_path(p) for p in out.split(b"\0") if p)
+        return [p for p in found if not (prefix and (p + "/").startswith(prefix))]
+
+    def set_entries(self, records: Sequence[tuple[str, str, str]]) -> None:
+        """(mode, oid, path) records; mode "0" removes the path."""
+        if records:
+            data = b"".join(
+                f"{mode} {oid}\t".encode() + encode_path(path) + b"\0"
+                for mode, oid, path in records
+            )
+            self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)

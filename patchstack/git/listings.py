@@ -1,0 +1,356 @@
+"""Listings: trees, differences, the work tree's state and history, every one read with ``-z``
+(paths as bytes, decoded one way, see `base.decode_path`)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..errors import PatchstackError
+from ..model.ids import Oid
+from .base import decode_path
+from .objects import Objects
+from .process import failure
+
+RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    author: str  # "Name <email>"
+    date: str  # "<epoch> <tz>"
+    message: str
+
+
+@dataclass(frozen=True)
+class DirtyState:
+    """Uncommitted state of the work tree relative to HEAD (series directory excluded)."""
+
+    modified: tuple[str, ...]  # tracked paths whose index or work tree differs from HEAD
+    untracked: tuple[str, ...]
+    unmerged: tuple[str, ...]
+    partly_staged: tuple[str, ...] = ()  # staged, then edited again: index != HEAD, work tree
+
+    @property
+    def clean(self) -> bool:
+        return not (self.modified or self.untracked or self.unmerged)
+
+
+def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
+    result = {}
+    for rec in out.split(b"\0"):
+        if rec:
+            meta, name = rec.split(b"\t", 1)
+            mode, _kind, oid = meta.decode().split()
+            result[decode_path(name)] = (mode, oid)
+    return result
+
+
+class Listings(Objects):
+    # -- trees ---------------------------------------------------------------------------------
+
+    def ls_tree(self, tree: str, path: str | None = None) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) for the files of a tree (recursively), or of one folder of it."""
+        args = ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree]
+        if path:
+            args += ["--", path]
+        return _ls_records(self.run(*args).stdout)
+
+    def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
+        if not paths:
+            return {}
+        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", tree, "--", *paths)
+        return _ls_records(out.stdout)
+
+    def show_file(self, rev: str, path: str) -> bytes | None:
+        """The bytes of ``path`` in ``rev``, or None when it has no such file."""
+        found = self.ls_tree_paths(rev, [path]).get(path)
+        if found is None or found[0] == "040000" or found[0] == "160000":
+            return None
+        return self.read_blob(found[1])
+
+    # -- differences -----------------------------------------------------------------------------
+
+    def changed_paths(self, a: str, b: str) -> list[str]:
+        """Paths that differ between two trees or commits."""
+        out = self.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--end-of-options", a, b
+        ).stdout
+        return [decode_path(p) for p in out.split(b"\0") if p]
+
+    def raw_diffs(self, pairs: Sequence[tuple[str, str]]) -> list[list[RawDiff]]:
+        """For each (old, new) pair of tree ids (not commits): [(old_mode, new_mode, old_id,
+        new_id, path)], batched in one process."""
+        if not pairs:
+            return []
+        stdin = "".join(f"{old} {new}\n" for old, new in pairs).encode()
+        out = self.run(
+            "diff-tree",
+            "--stdin",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--no-commit-id",
+            "--full-index",
+            input=stdin,
+        ).stdout
+        # For each input pair diff-tree echoes "<old> <new>\n", then NUL-separated raw records.
+        result: list[list[RawDiff]] = []
+        pos = 0
+        while pos < len(out):
+            if out[pos : pos + 1] == b":":
+                meta_end = out.index(b"\0", pos)
+                path_end = out.index(b"\0", meta_end + 1)
+                om, nm, oo, no, _status = out[pos + 1 : meta_end].decode().split(" ")
+                result[-1].append((om, nm, oo, no, decode_path(out[meta_end + 1 : path_end])))
+                pos = path_end + 1
+            else:
+                pos = out.index(b"\n", pos) + 1
+                result.append([])
+        if len(result) != len(pairs):
+            raise PatchstackError(f"git diff-tree answered {len(result)} of {len(pairs)} pairs")
+        return result
+
+    def diff_patch(self, a: str, b: str) -> bytes:
+        """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""
+        return self.run(
+            "diff-tree",
+            "-p",
+            "--no-renames",
+            "--full-index",
+            "--binary",
+            "--no-ext-diff",
+            "--no-color",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--end-of-options",
+            a,
+            b,
+        ).stdout
+
+    # -- the work tree ---------------------------------------------------------------------------
+
+    def dirty(self, exclude: str | None = None, paths: Sequence[str] | None = None) -> DirtyState:
+        """What is uncommitted; ``exclude`` is a folder (relative to top) to leave out.
+
+        With ``paths``, only those are looked at (``status`` then refreshes only their stat
+        information in the index, which is what a later ``read-tree -m -u`` of them needs).
+        """
+        if paths is not None and not paths:
+            return DirtyState((), (), ())
+        if paths is not None and sum(len(p) for p in paths) > 200_000:
+            paths = None  # beyond what a command line holds comfortably: look at everything
+        out = self.run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=none",
+            "--",
+            *(paths or ()),
+        ).stdout
+        modified, untracked, unmerged, partly = [], [], [], []
+        prefix = (exclude.rstrip("/") + "/") if exclude else None
+        for rec in out.split(b"\0"):
+            if len(rec) < 4:
+                continue
+            xy, path = rec[:2].decode(), decode_path(rec[3:])
+            if prefix and (path + "/").startswith(prefix):
+                continue
+            if xy == "??":
+                untracked.append(path)
+            elif "U" in xy or xy in ("AA", "DD"):
+                unmerged.append(path)
+            else:
+                modified.append(path)
+                if xy[0] not in " ?" and xy[1] != " ":
+                    partly.append(path)
+        return DirtyState(tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly))
+
+    # -- history -------------------------------------------------------------------------------
+
+    def iter_first_parent(self, head: str) -> Iterator[CommitRecord]:
+        """First-parent history from ``head``, newest first, read as it streams (the caller
+        stops early; the process is ended then)."""
+        proc = self.spawn(
+            [
+                "log",
+                "--first-parent",
+                "-z",
+                "--format=%H%x01%T%x01%P%x01%B",
+                "--end-of-options",
+                head,
+                "--",
+            ],
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        finished = False
+        try:
+            buf = b""
+            while True:
+                chunk = proc.stdout.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                *records, buf = buf.split(b"\0")
+                for rec in records:
+                    yield _commit_record(rec)
+            if buf.strip():
+                yield _commit_record(buf)
+            finished = True
+        finally:
+            proc.stdout.close()
+            if not finished:
+                proc.kill()
+            code = proc.wait()
+            err = proc.stderr.read() if proc.stderr else b""
+            if proc.stderr:
+                proc.stderr.close()
+            if finished and code != 0:
+                raise failure(["log"], code, err)
+
+    def rev_list(self, *args: str) -> list[Oid]:
+        return [Oid(x) for x in self.out("rev-list", *args).split()]
+
+    def count_commits(self, rng: str) -> int:
+        return int(self.out("rev-list", "--count", "--end-of-options", rng, "--").strip() or 0)
+
+    def ahead_behind(self, old: str, new: str) -> tuple[int, int]:
+        """(commits in ``new`` not in ``old``, commits in ``old`` not in ``new``)."""
+        left, right = self.out(
+            "rev-list", "--left-right", "--count", "--end-of-options", f"{old}...{new}"
+        ).split()
+        return int(right), int(left)
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        proc = self.run("merge-base", "--is-ancestor", "--end-of-options", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise failure(["merge-base"], proc.returncode, proc.stderr)
+        return proc.returncode == 0
+
+    def log_commits(
+        self,
+        rng: str,
+        paths: Sequence[str] = (),
+        first_parent: bool = False,
+        exclude_grep: str | None = None,
+    ) -> list[tuple[Oid, tuple[Oid, ...], str]]:
+        """(commit, parents, subject) of ``rng`` (touching ``paths`` when given), oldest first;
+        ``exclude_grep``: leave out commits whose message matches this regular expression."""
+        args = ["log", "--reverse", "-z", "--no-renames", "--format=%H %P%x01%s"]
+        if first_parent:
+            args.append("--first-parent")
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        result = []
+        for rec in out.split(b"\0"):
+            if rec.strip():
+                ids, _, subject = rec.decode("utf-8", "surrogateescape").partition("\x01")
+                oid, *parents = ids.split()
+                result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
+        return result
+
+    def commit_files(self, commits: Sequence[tuple[Oid, tuple[Oid, ...]]]) -> list[list[str]]:
+        """The paths each commit changed against its first parent (all paths of a root)."""
+        # raw_diffs takes trees: for a pair of commits diff-tree --stdin echoes nothing.
+        wanted = list(dict.fromkeys(c for oid, parents in commits for c in (oid, *parents[:1])))
+        tree = dict(zip(wanted, self.trees_of(wanted), strict=True))
+        pairs = [
+            (tree[parents[0]] if parents else self.fmt.empty_tree, tree[oid])
+            for oid, parents in commits
+        ]
+        return [[d[4] for d in raw] for raw in self.raw_diffs(pairs)]
+
+    def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
+        """(commit, subject) of the commits of ``rng`` that changed lines start..end of
+        ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""
+        if ":" in path or "\n" in path:
+            return []  # -L cannot name such a path; callers fall back to the file's commits
+        proc = self.run(
+            "log",
+            "--reverse",
+            "-s",
+            "-z",
+            "--format=%H %s",
+            f"-L{start},{end}:{path}",
+            "--end-of-options",
+            rng,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return []  # the lines are not in the file at the tip (e.g. a deletion)
+        result = []
+        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            first = rec.strip().split("\n", 1)[0]
+            if first:
+                oid, _, subject = first.partition(" ")
+                result.append((Oid(oid), subject))
+        return result
+
+    def commit_range(self, rng: str) -> list[CommitMeta]:
+        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message."""
+        fmt = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ad%x01%B"
+        proc = self.run(
+            "log",
+            "--reverse",
+            "--topo-order",
+            "-z",
+            "--date=raw",
+            "--encoding=UTF-8",
+            "--format=" + fmt,
+            "--end-of-options",
+            rng,
+            "--",
+            check=False,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise PatchstackError(
+                f"unknown commit range '{rng}'" + (f": {err[0]}" if err else ""),
+                "give a range A..B of commits",
+            )
+        result = []
+        for rec in proc.stdout.split(b"\0"):
+            if not rec.strip():
+                continue
+            fields = rec.decode("utf-8", "surrogateescape").lstrip("\n").split("\x01", 6)
+            oid, tree, parents, name, mail, date, message = fields
+            result.append(
+                CommitMeta(
+                    Oid(oid),
+                    Oid(tree),
+                    tuple(Oid(p) for p in parents.split()),
+                    f"{name} <{mail}>",
+                    date,
+                    message,
+                )
+            )
+        return result
+
+    def commit_date(self, rev: str) -> str:
+        """The author date of ``rev`` in git's raw form ("<epoch> <tz>")."""
+        return self.out(
+            "log", "-1", "--format=%ad", "--date=raw", "--end-of-options", rev, "--"
+        ).strip()
+
+
+def _commit_record(rec: bytes) -> CommitRecord:
+    text = rec.decode("utf-8", "surrogateescape").lstrip("\n")
+    oid, tree, parents, message = text.split("\x01", 3)
+    return CommitRecord(Oid(oid), Oid(tree), tuple(Oid(p) for p in parents.split()), message)

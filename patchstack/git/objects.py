@@ -1,0 +1,188 @@
+"""Reading and writing objects: a persistent ``cat-file`` for reads, plumbing for writes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from ..errors import GitFailure, PatchstackError
+from ..model.ids import Oid
+from .base import GitBase, encode_path
+
+_ARG_BUDGET = 100_000  # bytes of paths per command line
+
+
+class Objects(GitBase):
+    def _batch_header(self, which: str, name: str) -> bytes:
+        if "\n" in name:
+            raise GitFailure(f"an object name cannot hold a newline: {name!r}")
+        proc = self.persistent(which, ["cat-file", which])
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(encode_path(name) + b"\n")
+        proc.stdin.flush()
+        header = proc.stdout.readline()
+        if not header:
+            raise GitFailure(f"git cat-file {which} ended unexpectedly")
+        return header.rstrip(b"\n")
+
+    def read_object(self, name: str) -> tuple[str, bytes] | None:
+        """(type, content) of an object (an id or ``<rev>:<path>``), or None when missing.
+
+        A missing object is answered ``<name> missing`` (the name as given, spaces and all), a
+        found one ``<id> <type> <size>``, so "missing" is recognised at the end of the line.
+        """
+        header = self._batch_header("--batch", name)
+        if header.endswith((b" missing", b" ambiguous")) or header == b"missing":
+            return None
+        words = header.split(b" ")
+        if len(words) != 3 or not words[2].isdigit():
+            raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
+        proc = self._procs["--batch"]
+        assert proc.stdout is not None
+        data = proc.stdout.read(int(words[2]) + 1)[:-1]
+        return words[1].decode(), data
+
+    def read_blob(self, oid: str) -> bytes:
+        found = self.read_object(oid)
+        if found is None:
+            raise GitFailure(f"missing object {oid}")
+        return found[1]
+
+    def has_objects(self, oids: Iterable[str]) -> dict[str, bool]:
+        result = {}
+        for oid in oids:
+            header = self._batch_header("--batch-check", oid)
+            result[oid] = not header.endswith((b" missing", b" ambiguous"))
+        return result
+
+    def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
+        """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
+        result: dict[str, Oid | None] = {}
+        for name in names:
+            words = self._batch_header("--batch-check", name).split(b" ")
+            ok = len(words) == 3 and words[1] == b"blob"
+            result[name] = Oid(words[0].decode()) if ok else None
+        return result
+
+    def object_type(self, name: str) -> str | None:
+        """ "commit", "tree", "blob", "tag", or None when there is no such object."""
+        words = self._batch_header("--batch-check", name).split(b" ")
+        return words[1].decode() if len(words) == 3 and words[2].isdigit() else None
+
+    def entry_modes(self, tree: str, paths: Iterable[str]) -> dict[str, str | None]:
+        """The mode of each path's entry in ``tree`` ("100644", "120000", "040000", "160000"),
+        or None when absent; read from the tree objects through the persistent cat-file."""
+        listings: dict[str, dict[bytes, str] | None] = {}
+        result: dict[str, str | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            if folder not in listings:
+                found = (
+                    None
+                    if "\n" in folder
+                    else self.read_object(f"{tree}:{folder}" if folder else tree)
+                )
+                listings[folder] = (
+                    tree_entries(found[1], self.fmt.hexsz // 2)
+                    if found and found[0] == "tree"
+                    else None
+                )
+            entries = listings[folder]
+            result[path] = entries.get(encode_path(name)) if entries else None
+        return result
+
+    def write_blob(self, data: bytes) -> Oid:
+        return self.oid("hash-object", "-w", "--stdin", input=data)
+
+    def hash_files(self, paths: Sequence[str]) -> list[Oid]:
+        """Store files' bytes as blobs exactly as they are (no clean filters, no eol changes).
+
+        The paths go on command lines (any byte but NUL is fine there), a batch at a time.
+        """
+        result: list[Oid] = []
+        batch: list[str] = []
+        size = 0
+        for path in [*paths, None]:
+            if path is None or (batch and size + len(encode_path(path)) > _ARG_BUDGET):
+                if batch:
+                    out = self.out("hash-object", "-w", "--no-filters", "--", *batch)
+                    result += [Oid(x) for x in out.split()]
+                batch, size = [], 0
+            if path is not None:
+                batch.append(path)
+                size += len(encode_path(path)) + 1
+        if len(result) != len(paths):
+            raise GitFailure(f"git hash-object gave {len(result)} ids for {len(paths)} files")
+        return result
+
+    def mktree(self, entries: Iterable[tuple[str, str, str]]) -> Oid:
+        """A tree from (mode, oid, name) entries of one folder."""
+        recs = []
+        for mode, oid, name in entries:
+            kind = {"040000": "tree", "160000": "commit"}.get(mode, "blob")
+            recs.append(f"{mode} {kind} {oid}\t".encode() + encode_path(name) + b"\0")
+        return self.oid("mktree", "-z", "--missing", input=b"".join(recs))
+
+    def commit_tree(
+        self, tree: str, parents: Sequence[str], message: str, author: str, date: str
+    ) -> Oid:
+        """A commit whose committer equals its author, so equal inputs give equal ids."""
+        name, email = split_ident(author)
+        env = {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_COMMITTER_DATE": date,
+        }
+        args = ["-c", "i18n.commitEncoding=UTF-8", "-c", "commit.gpgSign=false", "commit-tree"]
+        args.append(tree)
+        for p in parents:
+            args += ["-p", p]
+        return self.oid(*args, input=message.encode("utf-8", "surrogateescape"), env=env)
+
+    def tree_of(self, commit: str) -> Oid:
+        return self.oid("rev-parse", "--verify", "--end-of-options", commit + "^{tree}")
+
+    def trees_of(self, commits: Sequence[str]) -> list[Oid]:
+        if not commits:
+            return []
+        out = self.out("rev-parse", *(c + "^{tree}" for c in commits))  # ids: no options
+        return [Oid(x) for x in out.split()]
+
+    def subtree(self, commit: str, path: str) -> Oid:
+        """The id of the tree at ``path`` inside ``commit``'s tree."""
+        return self.oid("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}:{path}")
+
+    def ident(self) -> tuple[str, str]:
+        """The user's author identity as ("Name <email>", "<epoch> <tz>")."""
+        proc = self.run("var", "GIT_AUTHOR_IDENT", check=False)
+        if proc.returncode != 0:
+            raise PatchstackError(
+                "git does not know who you are",
+                "set it with: git config user.name 'Your Name' && git config user.email you@x",
+            )
+        text = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        m = re.match(r"(.*>) (\d+ [+-]\d{4})\Z", text)
+        if not m:
+            raise GitFailure(f"unexpected identity from git var: {text}")
+        return m.group(1), m.group(2)
+
+
+def split_ident(author: str) -> tuple[str, str]:
+    """("Name", "email") of "Name <email>"."""
+    name, _, email = author.rpartition(" <")
+    return name, email.rstrip(">")
+
+
+def tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:
+    """name -> mode (six digits) of a raw tree object."""
+    entries = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1 : nul]] = data[pos:space].decode().rjust(6, "0")
+        pos = nul + 1 + oid_len
+    return entries

@@ -1,0 +1,144 @@
+"""Refs and configuration: revisions resolved to ids, and refs moved only in transactions that
+expect their old values (``update-ref --stdin``), so a ref another process moved meanwhile makes
+the whole transaction fail and nothing moves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import GitFailure
+from ..model.ids import Oid
+from .base import GitBase
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    ref: str
+    new: Oid | None  # None: delete the ref
+    old: Oid | None  # None: the ref must not exist
+
+
+class RefTransactionFailed(GitFailure):
+    """A ref transaction did not happen (a ref moved meanwhile, a hook refused, ...)."""
+
+    def __init__(self, message: str, git_message: str) -> None:
+        super().__init__(message)
+        self.git_message = git_message
+
+    @property
+    def hook_refused(self) -> bool:
+        return "hook" in self.git_message.lower()
+
+
+class Refs(GitBase):
+    def rev_parse(self, rev: str) -> Oid | None:
+        """The commit ``rev`` names, or None when it names none."""
+        proc = self.run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}", check=False
+        )
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def resolve(self, rev: str) -> Oid | None:
+        """The object ``rev`` names, whatever its type, or None."""
+        proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", rev, check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def head(self) -> Oid | None:
+        return self.rev_parse("HEAD")
+
+    def head_ref(self) -> str | None:
+        """The branch HEAD points at (refs/heads/...), or None when detached."""
+        if "head_ref" not in self._memo:  # patchstack never switches branches
+            proc = self.run("symbolic-ref", "-q", "HEAD", check=False)
+            self._memo["head_ref"] = proc.stdout.decode("utf-8", "surrogateescape").strip() or None
+        ref: str | None = self._memo["head_ref"]
+        return ref
+
+    def upstream_of_head(self) -> str | None:
+        proc = self.run(
+            "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False
+        )
+        if proc.returncode != 0:
+            return None
+        return proc.stdout.decode("utf-8", "surrogateescape").strip() or None
+
+    def config(self, key: str) -> str | None:
+        if ("config", key) not in self._memo:
+            proc = self.run("config", "--get", key, check=False)
+            value = (
+                proc.stdout.decode("utf-8", "surrogateescape").strip()
+                if proc.returncode == 0
+                else None
+            )
+            self._memo[("config", key)] = value
+        found: str | None = self._memo[("config", key)]
+        return found
+
+    def ref_transaction(self, updates: Sequence[RefUpdate], message: str = "") -> None:
+        """Move every ref of ``updates`` at once, or none (`RefTransactionFailed`)."""
+        if not updates:
+            return
+        for u in updates:
+            self.forget_ref(u.ref)
+        null = self.fmt.null
+        lines = ["start"]
+        for u in updates:
+            old = u.old or null
+            lines.append(f"update {u.ref} {u.new} {old}" if u.new else f"delete {u.ref} {old}")
+        lines += ["prepare", "commit"]
+        args = ["update-ref", "--stdin"] + (["-m", message] if message else [])
+        proc = self.run(*args, input=("\n".join(lines) + "\n").encode(), check=False)
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip()
+            raise RefTransactionFailed(f"git update-ref failed: {err}", err)
+
+    def update_refs(self, updates: Sequence[tuple[str, str, str | None]], message: str) -> None:
+        """One transaction: (ref, new, expected old or None for "must not exist")."""
+        self.ref_transaction(
+            [RefUpdate(r, Oid(n), Oid(o) if o else None) for r, n, o in updates], message
+        )
+
+    def set_ref(self, ref: str, new: str | None, old: str | None) -> bool:
+        """Move (or delete, ``new`` None) a ref if it still holds ``old``; False when it moved."""
+        try:
+            self.ref_transaction(
+                [RefUpdate(ref, Oid(new) if new else None, Oid(old) if old else None)]
+            )
+        except RefTransactionFailed:
+            return False
+        return True
+
+    def delete_ref(self, ref: str) -> None:
+        self.forget_ref(ref)
+        self.run("update-ref", "-d", ref, check=False)
+
+    def forget_ref(self, ref: str) -> None:
+        for key in [
+            k for k in self._memo if isinstance(k, tuple) and k[0] == "log" and k[1] == ref
+        ]:
+            del self._memo[key]
+
+    def ref_exists(self, ref: str) -> bool:
+        return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
+
+    def messages(self, ref: str, limit: int | None = None) -> list[tuple[Oid, str]]:
+        """(commit, message) along the first-parent chain of ``ref``, newest first; [] when
+        there is no such ref."""
+        key = ("log", ref, limit)
+        if key in self._memo:
+            return list(self._memo[key])
+        if not self.ref_exists(ref):
+            self._memo[key] = []
+            return []
+        args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]
+        if limit is not None:
+            args.append(f"-n{limit}")
+        out = self.run(*args, "--end-of-options", f"{ref}^{{commit}}", "--").stdout
+        result = []
+        for rec in out.decode("utf-8", "surrogateescape").split("\0"):
+            if rec.strip():
+                oid, _, message = rec.lstrip("\n").partition("\x01")
+                result.append((Oid(oid), message))
+        self._memo[key] = list(result)
+        return result

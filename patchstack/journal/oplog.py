@@ -1,0 +1,197 @@
+"""The operation log's entries: one commit per state change on ``refs/patchstack/oplog``.
+
+A linked worktree has its own log, ``refs/patchstack/worktrees/<id>/oplog``; the refs live with
+the other refs, so entries and everything they point at survive ``git gc``. An entry's message
+is one line naming the command, a blank line, and a JSON record: sequence number, command line,
+kind, status (``running``, ``done``, ``failed``, ``interrupted``), time, process id, and the
+`Snapshot` of the state *before* and *after*. The commit's tree holds the snapshots' trees (so
+they stay reachable), as its parents hold the previous entry and both HEADs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RefusedError
+from ..git import Git
+from ..model.ids import Oid
+from .snapshot import Snapshot
+
+IDENT = "patchstack <patchstack@invalid>"
+RESTORING = ("undo", "redo")  # kinds whose entries are written even when nothing changed
+
+
+def oplog_ref(git: Git) -> str:
+    if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
+        return "refs/patchstack/oplog"
+    return f"refs/patchstack/worktrees/{os.path.basename(git.git_dir.rstrip('/'))}/oplog"
+
+
+@dataclass(frozen=True)
+class Entry:
+    oid: str
+    seq: int
+    command: str
+    kind: str  # the verb: push, pop, new, init, undo, redo, refresh, ...
+    status: str  # running, done, failed, interrupted
+    time: int
+    pid: int
+    before: Snapshot
+    after: Snapshot | None
+    planned_head: str | None = None
+    undoes: tuple[int, ...] = ()
+    redoes: int | None = None
+
+    @property
+    def is_undo(self) -> bool:
+        return self.kind == "undo" and self.status == "done"
+
+    @property
+    def is_redo(self) -> bool:
+        return self.kind == "redo" and self.status == "done"
+
+    @property
+    def state(self) -> Snapshot:
+        """The state this entry left (the one before it, if it never finished)."""
+        return self.after or self.before
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "patchstack-oplog": 1,
+            "seq": self.seq,
+            "command": self.command,
+            "kind": self.kind,
+            "status": self.status,
+            "time": self.time,
+            "pid": self.pid,
+            "planned_head": self.planned_head,
+            "undoes": list(self.undoes),
+            "redoes": self.redoes,
+            "before": self.before.to_json(),
+            "after": self.after.to_json() if self.after else None,
+        }
+
+
+def parse_entry(oid: str, message: str) -> Entry | None:
+    _subject, _, body = message.partition("\n\n")
+    try:
+        data = json.loads(body)
+        return Entry(
+            oid,
+            int(data["seq"]),
+            data["command"],
+            data.get("kind", ""),
+            data["status"],
+            int(data.get("time", 0)),
+            int(data.get("pid", 0)),
+            Snapshot.from_json(data["before"]),
+            Snapshot.from_json(data["after"]) if data.get("after") else None,
+            data.get("planned_head"),
+            tuple(data.get("undoes", ())),
+            data.get("redoes"),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def entries(git: Git, limit: int | None = None) -> list[Entry]:
+    """The log, newest first (entries that cannot be read are skipped)."""
+    result = []
+    for oid, message in git.messages(oplog_ref(git), limit):
+        entry = parse_entry(oid, message)
+        if entry is not None:
+            result.append(entry)
+    return result
+
+
+def newest(git: Git) -> Entry | None:
+    found = git.messages(oplog_ref(git), 1)
+    return parse_entry(*found[0]) if found else None
+
+
+def current_refresh(git: Git) -> str | None:
+    """The blob of the stopped refresh the journal says the repository is in, if any."""
+    last = newest(git)
+    return last.state.refresh if last else None
+
+
+def _snapshot_tree(git: Git, snap: Snapshot) -> Oid:
+    items = [("040000", snap.worktree, "worktree"), ("040000", snap.series, "series")]
+    if snap.index:
+        items.append(("040000", snap.index, "index"))
+    if snap.refresh:
+        items.append(("100644", snap.refresh, "refresh.json"))
+    return git.mktree(items)
+
+
+def one_line(text: str) -> str:
+    """A command line as an entry's subject: one line, whatever the arguments held."""
+    return " ".join(text.split())
+
+
+def write_entry(git: Git, parent: str | None, entry: Entry) -> Oid:
+    items = [("040000", _snapshot_tree(git, entry.before), "before")]
+    if entry.after:
+        items.append(("040000", _snapshot_tree(git, entry.after), "after"))
+    tree = git.mktree(items)
+    heads = (entry.before.head, entry.after.head if entry.after else None)
+    parents = list(dict.fromkeys(p for p in (parent, *heads) if p))
+    body = json.dumps(entry.meta(), indent=1, sort_keys=True)
+    message = f"patchstack: {one_line(entry.command)}\n\n{body}\n"
+    return git.commit_tree(tree, parents, message, IDENT, f"{entry.time} +0000")
+
+
+def interrupted(git: Git) -> Entry | None:
+    """The entry of a command that died while recording (call with the lock held)."""
+    last = newest(git)
+    return last if last and last.status == "running" else None
+
+
+def interrupted_error(entry: Entry) -> RefusedError:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    return RefusedError(
+        f"'{entry.command}' (#{entry.seq}, pid {entry.pid}, started {when}) was interrupted"
+        " before it finished",
+        "run 'patchstack undo' to restore the state before it exactly (uncommitted edits and"
+        " untracked files included); 'patchstack log' shows it",
+    )
+
+
+def effective(log: Sequence[Entry]) -> list[Entry]:
+    """Operations whose effect is in place now (not undone), newest first."""
+    undone: set[int] = set()
+    reverted: set[int] = set()
+    result = []
+    for e in log:
+        if e.is_redo:
+            if e.redoes is not None:
+                reverted.add(e.redoes)
+            continue
+        if e.is_undo:
+            if e.seq not in reverted:
+                undone.update(e.undoes)
+            continue
+        if e.seq in undone:
+            continue
+        result.append(e)
+    return result
+
+
+def redo_target(log: Sequence[Entry]) -> Entry | None:
+    reverted: set[int] = set()
+    for e in log:
+        if e.is_redo:
+            if e.redoes is not None:
+                reverted.add(e.redoes)
+            continue
+        if e.is_undo:
+            if e.seq in reverted:
+                continue
+            return e
+        return None
+    return None

@@ -1,0 +1,285 @@
+"""Snapshots: the whole state a command may change, as git objects.
+
+A snapshot holds the branch and HEAD, the applied stack's names, and three trees:
+
+- ``index``: the user's index as it was (absent when it had unmerged entries);
+- ``worktree``: the work tree as it was, every tracked and untracked (not ignored) file with
+  its exact bytes, mode and symlink target, built in a temporary index copied from the real
+  one, so only files whose stat data changed and untracked files are hashed, with
+  ``hash-object --no-filters`` (no eol conversion, no clean filter: a restore writes back the
+  very bytes). The series directory is not part of it; untracked files larger than
+  ``patchstack.snapshotMaxSize`` (64 MiB) are left out, and so never touched by a restore
+  either. Never ``git stash``: nothing of the user's is moved to take a snapshot;
+- ``series``: the files of the series directory (subfolders included);
+
+and ``refresh``: the blob of a stopped refresh's state, when one is stopped (a stopped refresh
+is a state of the journal, see `commands.refresh`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..checkout import Checkout
+from ..files import is_temp_name, write_atomic
+from ..git import Git
+from ..model.ids import Oid
+from ..model.stack import stack_from_history
+
+DEFAULT_MAX_UNTRACKED = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    branch: str | None  # refs/heads/..., None when detached
+    head: str
+    index: str | None
+    worktree: str
+    series: str
+    series_exists: bool
+    stack: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # untracked files too large to snapshot
+    refresh: str | None = None  # blob of the stopped refresh's state
+    series_dir: str | None = None  # the series directory snapshotted (absolute)
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.branch,
+            self.head,
+            self.index,
+            self.worktree,
+            self.series,
+            self.series_exists,
+            self.refresh,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "branch": self.branch,
+            "head": self.head,
+            "index": self.index,
+            "worktree": self.worktree,
+            "series": self.series,
+            "series_exists": self.series_exists,
+            "stack": list(self.stack),
+            "left_out": list(self.left_out),
+            "refresh": self.refresh,
+            "series_dir": self.series_dir,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Snapshot:
+        return Snapshot(
+            data.get("branch"),
+            data["head"],
+            data.get("index"),
+            data["worktree"],
+            data["series"],
+            bool(data.get("series_exists", True)),
+            tuple(data.get("stack", ())),
+            tuple(data.get("left_out", ())),
+            data.get("refresh"),
+            data.get("series_dir"),
+        )
+
+
+def max_untracked(git: Git) -> int:
+    value = git.config("patchstack.snapshotMaxSize")
+    if value:
+        units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+        mult = units.get(value[-1].lower(), 1)
+        with contextlib.suppress(ValueError):
+            return int(value.rstrip("kKmMgG")) * mult
+    return DEFAULT_MAX_UNTRACKED
+
+
+def inside(path: str, folder: str | None) -> bool:
+    return bool(folder) and (path + "/").startswith((folder or "").rstrip("/") + "/")
+
+
+def mode_of(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    return "100755" if st.st_mode & 0o111 else "100644"
+
+
+def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """path -> (mode, blob) for files and symlinks (the link text), bytes exactly as they are."""
+    result: dict[str, tuple[str, str]] = {}
+    regular: list[tuple[str, str]] = []
+    link_files: list[tuple[str, str]] = []
+    temps: list[str] = []
+    try:
+        for rel in rel_paths:
+            full = os.path.join(top, rel)
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                fd, tmp = tempfile.mkstemp(prefix="patchstack-link-", dir=git.git_dir)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(os.fsencode(os.readlink(full)))
+                temps.append(tmp)
+                link_files.append((rel, tmp))
+            elif stat.S_ISREG(st.st_mode):
+                regular.append((rel, mode_of(st)))
+        oids = git.hash_files(
+            [tmp for _rel, tmp in link_files] + [os.path.join(top, r) for r, _m in regular]
+        )
+        for (rel, _tmp), oid in zip(link_files, oids, strict=False):
+            result[rel] = ("120000", oid)
+        for (rel, mode), oid in zip(regular, oids[len(link_files) :], strict=False):
+            result[rel] = (mode, oid)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    return result
+
+
+def series_files(folder: str) -> dict[str, os.stat_result]:
+    """Relative path -> stat of every regular file under the series directory (temporary files
+    of an interrupted atomic write left out)."""
+    found: dict[str, os.stat_result] = {}
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        rel_root = os.path.relpath(root, folder)
+        for name in sorted(files):
+            if is_temp_name(name):
+                continue
+            full = os.path.join(root, name)
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                rel = name if rel_root == "." else os.path.join(rel_root, name).replace(os.sep, "/")
+                found[rel] = st
+    return found
+
+
+def _tree_of_files(git: Git, files: dict[str, tuple[str, str]]) -> Oid:
+    """A tree (subtrees included) from relative path -> (mode, blob)."""
+    children: dict[str, dict[str, tuple[str, str]]] = {}
+    entries: list[tuple[str, str, str]] = []
+    for path, (mode, oid) in files.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            children.setdefault(head, {})[rest] = (mode, oid)
+        else:
+            entries.append((mode, oid, path))
+    for name, sub in children.items():
+        entries.append(("040000", _tree_of_files(git, sub), name))
+    return git.mktree(sorted(entries, key=lambda e: e[2] + ("/" if e[0] == "040000" else "")))
+
+
+def series_tree(ws: Checkout) -> tuple[Oid, bool]:
+    """The series directory as a tree. Blob ids are cached by stat data (like git's index),
+    so a long series is not re-hashed by every command; entries younger than two seconds are
+    hashed again, and cached ids are checked to exist."""
+    git = ws.git
+    folder = ws.series_dir
+    if not os.path.isdir(folder):
+        return git.mktree([]), False  # written, not only known: git fsck checks entries
+    cache_path = os.path.join(git.common_dir, "patchstack", "series-stat-cache")
+    try:
+        with open(cache_path, encoding="utf-8") as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    if cache.get("folder") != folder or cache.get("format") != git.fmt.name:
+        cache = {"folder": folder, "format": git.fmt.name, "files": {}}
+    now = time.time()
+    found: dict[str, tuple[str, str]] = {}
+    todo = []
+    stats = {}
+    for name, st in series_files(folder).items():
+        key = [st.st_size, st.st_mtime_ns, st.st_ino, mode_of(st)]
+        stats[name] = key
+        hit = cache["files"].get(name)
+        if hit and hit[0] == key and now - st.st_mtime > 2:
+            found[name] = (str(key[3]), hit[1])
+        else:
+            todo.append(name)
+    present = git.has_objects([oid for _m, oid in found.values()])
+    for name, (_m, oid) in list(found.items()):
+        if not present.get(oid):
+            del found[name]
+            todo.append(name)
+    found.update(hash_paths(git, folder, todo))
+    files = {n: [stats[n], found[n][1]] for n in found if n in stats}
+    if files != cache["files"]:
+        with contextlib.suppress(OSError):
+            write_atomic(
+                cache_path,
+                json.dumps({"folder": folder, "format": git.fmt.name, "files": files}).encode(),
+                sync=False,
+            )
+    return _tree_of_files(git, found), True
+
+
+def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = None) -> Snapshot:
+    """The state now; ``refresh``: the stopped refresh it is in (the journal knows it);
+    ``head``: the HEAD to record when the branch is about to move there (the transaction
+    moves it together with the operation log)."""
+    git = ws.git
+    head = head or git.head()
+    if head is None:
+        from ..errors import PatchstackError
+
+        raise PatchstackError("the repository has no commits yet", "commit the upstream tree first")
+    exclude = ws.in_tree
+    left_out: list[str] = []
+    null = git.fmt.null
+    with git.temp_index() as idx:
+        idx.copy_from(os.path.join(git.git_dir, "index"))
+        index_tree = idx.try_write_tree()
+        records: list[tuple[str, str, str]] = []
+        candidates: list[str] = []
+        for mode, path in idx.stat_dirty():
+            if mode == "160000" or inside(path, exclude):
+                continue
+            candidates.append(path)
+            records.append(("0", null, path))  # removed unless it is there (set below)
+        limit = max_untracked(git)
+        for path in idx.untracked(exclude):
+            if path.endswith("/"):
+                continue  # a nested repository: never touched, not ours to snapshot
+            with contextlib.suppress(FileNotFoundError):
+                if os.lstat(os.path.join(git.top, path)).st_size > limit:
+                    left_out.append(path)
+                    continue
+            candidates.append(path)
+        hashed = hash_paths(git, git.top, candidates)
+        if index_tree is None:  # unmerged entries: drop every stage, keep the files
+            records = [("0", null, p) for p in candidates] + records
+        records += [(mode, oid, p) for p, (mode, oid) in hashed.items()]
+        idx.set_entries(records)
+        worktree = idx.write_tree()
+    series, exists = series_tree(ws)
+    branch = git.head_ref()
+    try:
+        names = stack_from_history(head, git.iter_first_parent(head)).names
+    except ValueError:
+        names = ()
+    return Snapshot(
+        branch,
+        head,
+        index_tree,
+        worktree,
+        series,
+        exists,
+        names,
+        tuple(left_out),
+        refresh,
+        ws.series_dir,
+    )

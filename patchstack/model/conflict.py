@@ -1,0 +1,115 @@
+"""Conflicts: the one report type every command raises and the CLI renders, and the rules for
+reading and labelling diff3-style conflict markers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .ids import Oid
+
+_MARKER_RE = re.compile(r"(<<<<<<<|>>>>>>>|\|\|\|\|\|\|\|)( |\Z)|=======\Z")
+
+
+@dataclass(frozen=True)
+class UpstreamCommit:
+    oid: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class ConflictHunk:
+    """One conflicting region: where, what the patch expected there (its own base), what is
+    there now, and what the patch wants; with the upstream commits that changed these lines
+    (``traced``) or, failing that, touched the file."""
+
+    path: str
+    line: int  # 1-based line of the region in the merged file
+    expected: tuple[str, ...]
+    now: tuple[str, ...]
+    wanted: tuple[str, ...]
+    upstream: tuple[UpstreamCommit, ...] = ()
+    traced: bool = False
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A patch that could not be applied or merged."""
+
+    patch: str
+    files: tuple[str, ...]
+    hunks: tuple[ConflictHunk, ...] = ()
+    culprits: tuple[str, ...] = ()  # unselected patches that touch the same lines
+    detail: str = ""  # git's own words, when there are no hunks to show
+    merged_tree: Oid | None = None  # the merge result, conflict markers included
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patch": self.patch,
+            "files": list(self.files),
+            "hunks": [
+                {
+                    "path": h.path,
+                    "line": h.line,
+                    "expected": list(h.expected),
+                    "now": list(h.now),
+                    "wanted": list(h.wanted),
+                    "upstream_commits": [
+                        {"commit": u.oid, "subject": u.subject} for u in h.upstream
+                    ],
+                    "traced_lines": h.traced,
+                }
+                for h in self.hunks
+            ],
+            "culprits": list(self.culprits),
+            "detail": self.detail,
+        }
+
+
+def parse_markers(path: str, text: str) -> list[ConflictHunk]:
+    """Conflict regions of a diff3-style merged file."""
+    hunks = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("<<<<<<< ") or lines[i] == "<<<<<<<":
+            start = i + 1
+            now: list[str] = []
+            expected: list[str] = []
+            wanted: list[str] = []
+            part = now
+            i += 1
+            while i < len(lines) and not lines[i].startswith(">>>>>>>"):
+                if lines[i].startswith("|||||||"):
+                    part = expected
+                elif lines[i] == "=======":
+                    part = wanted
+                else:
+                    part.append(lines[i])
+                i += 1
+            hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
+        i += 1
+    return hunks
+
+
+def marker_lines(text: str) -> list[int]:
+    """1-based numbers of the lines of ``text`` that are conflict markers."""
+    return [i for i, line in enumerate(text.split("\n"), start=1) if _MARKER_RE.match(line)]
+
+
+def relabel(data: bytes, names: Mapping[str, str], base_label: str) -> bytes:
+    """``data`` with the labels of its conflict markers renamed: ``names`` maps what git wrote
+    after ``<<<<<<<``/``>>>>>>>`` (a throwaway commit's id) to a readable label, and the
+    ``|||||||`` line of the merge base gets ``base_label``."""
+    out = []
+    for line in data.split(b"\n"):
+        for marker in (b"<<<<<<< ", b">>>>>>> "):
+            if line.startswith(marker):
+                label = line[len(marker) :].decode("ascii", "replace").strip()
+                line = marker + names.get(label, label).encode("utf-8", "surrogateescape")
+        if line.startswith(b"||||||| ") and re.fullmatch(rb"[0-9a-f]{4,64}", line[8:]):
+            line = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
+        out.append(line)
+    return b"\n".join(out)
