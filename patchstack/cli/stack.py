@@ -131,12 +131,15 @@ cli.add_command(series_cmd, "list")
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List every patch and upstream commit.")
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
-    """Base, applied and unapplied patches, uncommitted edits, and mismatches.
+def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
+    """Base, upstream drift, applied and unapplied patches, edits, and the next step.
 
-    Exits 1 when an applied commit no longer matches its patch file.
+    Exits 1 when the stack disagrees with the series: an applied commit no longer matches its
+    patch file, a patch is applied that is not in the series or out of its order, commits
+    that are not patches cover the stack, or the stack is on another base than the series.
 
     \b
     Example:
@@ -175,71 +178,20 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "out_of_order": list(st.out_of_order),
+                    "covered_by": list(st.covered_by),
+                    "disagreements": list(st.disagreements),
                 },
                 indent=2,
             )
         )
     else:
-        branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
-        echo(ctx, f"branch: {branch} at {st.head[:12]}")
-        base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
-        echo(ctx, f"series base: {base}")
-        if st.series_base and st.stack_base != st.series_base:
-            echo(
-                ctx,
-                style(
-                    f"stack base:  {st.stack_base[:12]} differs from the series base"
-                    " (run 'patchstack refresh')",
-                    fg="yellow",
-                ),
-            )
-        if drift and drift.commits:
-            _print_drift(ctx, drift)
-        applied = [p for p in st.patches if p.applied]
-        echo(ctx, f"applied ({len(applied)}):")
-        for p in applied:
-            note = ""
-            if p.matches == "differs":
-                note = style("  commit differs from its patch file", fg="red")
-            elif p.matches == "carried":
-                note = "  (carried by a merge)"
-            echo(ctx, f"  + {p.name} [{tag_text(p.tag)}]{note}")
-        unapplied = [p for p in st.patches if not p.applied]
-        echo(ctx, f"unapplied ({len(unapplied)}):")
-        for p in unapplied:
-            echo(ctx, f"  - {p.name} [{tag_text(p.tag)}]")
-        for name in st.unknown_applied:
-            echo(ctx, style(f"  ! {name} is applied but not in the series", fg="red"))
-        if st.edits_in_patches:
-            echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
-            for path, names in st.edits_in_patches.items():
-                echo(ctx, f"  {path}  ({', '.join(names)})")
-        if st.edits:
-            echo(ctx, "uncommitted edits in no patch:")
-            for path in st.edits:
-                echo(ctx, f"  {path}")
-        if st.untracked:
-            echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs:
+        from .statustext import status_lines
+
+        for line in status_lines(st, drift, st.refresh_stopped, verbose):
+            echo(ctx, line)
+    if st.disagreements:
         ctx.exit(1)
-
-
-def _print_drift(ctx: click.Context, drift) -> None:
-    echo(
-        ctx,
-        style(
-            f"upstream moved: {drift.commits} commit(s) from the series base to"
-            f" {drift.target_name} ({drift.target[:12]})",
-            fg="yellow",
-        ),
-    )
-    if drift.touching:
-        echo(ctx, f"  {len(drift.touching)} touch files of the series:")
-        for c in drift.touching:
-            echo(ctx, f"  {c.oid[:10]} {c.subject}")
-            echo(ctx, f"    files: {', '.join(c.files)}; patches: {', '.join(c.patches)}")
-    else:
-        echo(ctx, "  none of them touches a file of the series")
 
 
 # -- push / pop -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..git import RawDiff
+from ..journal.oplog import current_refresh
 from ..model.ids import ObjectFormat, Oid
 from ..model.patchfile import Patch, parse_patch
 from ..model.series import Series
@@ -36,10 +37,30 @@ class StatusResult:
     edits: tuple[str, ...]  # uncommitted edits that belong to no patch
     edits_in_patches: dict[str, tuple[str, ...]]  # path -> applied patches touching it
     untracked: tuple[str, ...]
+    out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
+    covered_by: tuple[Oid, ...] = ()  # plain commits on top of applied patch commits
+    refresh_stopped: bool = False  # a refresh is stopped at a conflict
 
     @property
     def differs(self) -> list[str]:
         return [p.name for p in self.patches if p.matches == "differs"]
+
+    @property
+    def disagreements(self) -> tuple[str, ...]:
+        """How the applied stack disagrees with the series, one sentence each (status exits
+        1 when there is any: the pre-commit hook ``patchstack-status`` relies on it)."""
+        out = [f"the commit of {n} differs from its patch file" for n in self.differs]
+        out += [f"{n} is applied but not in the series" for n in self.unknown_applied]
+        if self.out_of_order:
+            out.append("applied in another order than the series: " + ", ".join(self.out_of_order))
+        if self.covered_by:
+            out.append(f"{len(self.covered_by)} commit(s) that are not patches cover the stack")
+        applied = any(p.applied for p in self.patches)
+        if self.refresh_stopped:
+            out.append("a refresh is stopped at a conflict")
+        elif applied and self.series_base and self.stack_base != self.series_base:
+            out.append("the stack is on another base than the series")
+        return tuple(out)
 
 
 def status(ws: Checkout) -> StatusResult:
@@ -74,7 +95,16 @@ def status(ws: Checkout) -> StatusResult:
         edits,
         in_patches,
         dirty.untracked,
+        _out_of_order(series, stack.names),
+        stack.covered_by,
+        current_refresh(git) is not None,
     )
+
+
+def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:
+    known = [n for n in applied if n in series]
+    ranked = sorted(known, key=series.index)
+    return tuple(n for n, want in zip(known, ranked, strict=True) if n != want)
 
 
 def verify_applied(ws: Checkout, series: Series, stack: Stack) -> dict[str, str]:
