@@ -24,6 +24,7 @@ from .conftest import Repo
 from .test_review import every_classification
 
 WORKFLOWS = sorted((ROOT / "docs").glob("github-*-workflow.yml"))
+OWN_WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
 
 def schema_check(schema: str, paths: list[Path]) -> subprocess.CompletedProcess[str]:
@@ -37,9 +38,9 @@ def schema_check(schema: str, paths: list[Path]) -> subprocess.CompletedProcess[
 def test_action_and_workflows_match_the_published_schemas(tmp_path) -> None:
     proc = schema_check("vendor.github-actions", [ROOT / "action.yml"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = schema_check("vendor.github-workflows", WORKFLOWS)
+    proc = schema_check("vendor.github-workflows", WORKFLOWS + OWN_WORKFLOWS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len(WORKFLOWS) == 3
+    assert len(WORKFLOWS) == 3 and len(OWN_WORKFLOWS) == 1
     # The check can fail: a step without its 'runs-on' job key is refused.
     broken = tmp_path / "broken.yml"
     broken.write_text("on: push\njobs:\n  x:\n    steps:\n      - run: true\n")
@@ -71,6 +72,19 @@ def test_the_workflows_use_the_action_with_inputs_it_declares() -> None:
     # No run step interpolates an expression into shell code (inputs go through env).
     for step in action["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
+
+
+def test_the_release_workflow_publishes_with_trusted_publishing() -> None:
+    flow = load_yaml(ROOT / ".github" / "workflows" / "release.yml")
+    assert flow["on"] == {"push": {"tags": ["v*"]}}
+    publish = flow["jobs"]["publish"]
+    assert publish["permissions"] == {"id-token": "write"} and publish["needs"] == "build"
+    assert publish["steps"][-1]["uses"] == "pypa/gh-action-pypi-publish@release/v1"
+    assert "with" not in publish["steps"][-1]  # no password: OpenID Connect
+    build = "\n".join(s.get("run", "") for s in flow["jobs"]["build"]["steps"])
+    assert "python -m build" in build and "twine check --strict" in build
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python -m build" in ci and "twine check --strict" in ci
 
 
 def test_the_action_finds_the_comment_review_writes() -> None:
