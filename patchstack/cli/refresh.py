@@ -7,7 +7,7 @@ import json
 import click
 
 from .app import cli
-from .output import echo, render_conflict, selector, verdict
+from .output import complete_patch_names, complete_tags, echo, render_conflict, selector, verdict
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -15,7 +15,11 @@ from .output import echo, render_conflict, selector, verdict
 @cli.command()
 @click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
 @click.option(
-    "--patch", "patch_name", metavar="NAME", help="Fold edits into NAME (default: the top one)."
+    "--patch",
+    "patch_name",
+    metavar="NAME",
+    shell_complete=complete_patch_names,
+    help="Fold edits into NAME (default: the top one).",
 )
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
@@ -105,8 +109,16 @@ def _print_refresh(ctx: click.Context, result) -> None:
 
 @cli.command()
 @click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
-@click.option("--only", metavar="TAGS", help="Only patches with these tags.")
-@click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
+@click.option(
+    "--only", metavar="TAGS", shell_complete=complete_tags, help="Only patches with these tags."
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Leave out patches with these tags.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def check(ctx, onto, only, except_, as_json) -> None:
