@@ -93,7 +93,7 @@ def test_push_all_when_everything_is_applied_exits_0(repo: Repo) -> None:
     result = repo.ps("push", "--all")
     assert "nothing to push" in result.stdout
     result = repo.ps("pop", "--all")
-    assert "popped p.patch" in result.stdout
+    assert "popped 1 patch(es): p.patch" in result.stdout
     assert "nothing to pop" in repo.ps("pop").stdout
 
 

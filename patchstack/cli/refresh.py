@@ -7,7 +7,16 @@ import json
 import click
 
 from .app import cli
-from .output import complete_patch_names, complete_tags, echo, render_conflict, selector, verdict
+from .output import (
+    ProgressBar,
+    complete_patch_names,
+    complete_tags,
+    echo,
+    render_conflict,
+    selector,
+    verdict,
+    verdict_counts,
+)
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -26,9 +35,10 @@ from .output import complete_patch_names, complete_tags, echo, render_conflict, 
 )
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
-def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> None:
+def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json, verbose) -> None:
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
@@ -53,21 +63,25 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json) -> N
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
-    if abort_:
-        result = abort(ws)
-    elif continue_:
-        result = do_continue(ws)
-    else:
-        result = do_refresh(ws, onto, drop_merged, patch_name)
+    bar = ProgressBar("refreshing")
+    try:
+        if abort_:
+            result = abort(ws)
+        elif continue_:
+            result = do_continue(ws, bar)
+        else:
+            result = do_refresh(ws, onto, drop_merged, patch_name, bar)
+    finally:
+        bar.close()
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
-        _print_refresh(ctx, result)
+        _print_refresh(ctx, result, verbose)
     if result.stopped:
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result) -> None:
+def _print_refresh(ctx: click.Context, result, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -78,6 +92,8 @@ def _print_refresh(ctx: click.Context, result) -> None:
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     for v in result.verdicts:
+        if v.verdict == "unchanged" and not (verbose or v.resolved):
+            continue
         notes = []
         if v.resolved:
             notes.append("resolved")
@@ -102,8 +118,8 @@ def _print_refresh(ctx: click.Context, result) -> None:
     rewritten = sum(v.rewritten for v in result.verdicts)
     echo(
         ctx,
-        f"rewrote {rewritten} patch file(s); applied: {len(result.applied)} patch(es),"
-        f" HEAD {result.head[:12]}",
+        f"{verdict_counts(result.verdicts)}; rewrote {rewritten} patch file(s);"
+        f" applied: {len(result.applied)} patch(es), HEAD {result.head[:12]}",
     )
 
 
@@ -119,9 +135,10 @@ def _print_refresh(ctx: click.Context, result) -> None:
     shell_complete=complete_tags,
     help="Leave out patches with these tags.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
-def check(ctx, onto, only, except_, as_json) -> None:
+def check(ctx, onto, only, except_, as_json, verbose) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
     Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).
@@ -132,16 +149,24 @@ def check(ctx, onto, only, except_, as_json) -> None:
     """
     from ..commands.check import check as do_check
 
-    result = do_check(ctx.obj.checkout(write=False), onto, selector(None, False, only, except_))
+    ws = ctx.obj.checkout(write=False)
+    bar = ProgressBar("checking")
+    try:
+        result = do_check(ws, onto, selector(None, False, only, except_), bar)
+    finally:
+        bar.close()
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
-            echo(ctx, f"  {verdict(v)} {v.name}")
+            if verbose or v.verdict != "unchanged":
+                echo(ctx, f"  {verdict(v)} {v.name}")
         for c in result.conflicts:
             for line in render_conflict(c):
                 echo(ctx, line)
-        echo(ctx, "all patches apply" if result.ok else f"{len(result.conflicts)} conflict(s)")
+        counts = verdict_counts(result.verdicts)
+        n = len(result.conflicts)
+        echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))
     if not result.ok:
         ctx.exit(1)

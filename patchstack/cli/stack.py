@@ -12,6 +12,7 @@ from .output import (
     complete_patch_names,
     complete_tags,
     echo,
+    names_line,
     selector,
     style,
     tag_text,
@@ -212,24 +213,26 @@ def _selector_options(f):
         help="Only patches with these tags (comma-separated, exact).",
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
+    f = click.option("--verbose", "-v", is_flag=True, help="Name every patch moved.")(f)
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
-def _print_move(ctx: click.Context, result, verb: str) -> None:
+def _print_move(ctx: click.Context, result, verb: str, verbose: bool = False) -> None:
+    """What moved, then one line of counts; long lists only with --verbose."""
     if verb == "push":
-        for name in result.added:
-            echo(ctx, f"applied {name}")
+        if result.added:
+            echo(ctx, names_line("applied", result.added, verbose))
         skipped = [n for n in result.before if n in result.after]
         if skipped and not result.added:
             echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
     else:
-        for name in result.removed:
-            echo(ctx, f"popped {name}")
-        if not result.removed:
+        if result.removed:
+            echo(ctx, names_line("popped", result.removed, verbose))
+        else:
             echo(ctx, "nothing to pop")
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
-        echo(ctx, f"re-applied above: {', '.join(reapplied)}")
+        echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
@@ -237,7 +240,7 @@ def _print_move(ctx: click.Context, result, verb: str) -> None:
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
 @click.pass_context
-def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
+def push(ctx: click.Context, name, all_, only, except_, verbose, onto) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
     Each patch applies exactly where it was made and is carried to its place by a three-way
@@ -256,13 +259,13 @@ def push(ctx: click.Context, name, all_, only, except_, onto) -> None:
         result = do_push(ctx.obj.checkout(), selector(name, all_, only, except_), onto, bar)
     finally:
         bar.close()
-    _print_move(ctx, result, "push")
+    _print_move(ctx, result, "push", verbose)
 
 
 @cli.command()
 @_selector_options
 @click.pass_context
-def pop(ctx: click.Context, name, all_, only, except_) -> None:
+def pop(ctx: click.Context, name, all_, only, except_, verbose) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
     --only/--except remove patches from anywhere in the stack and keep the rest applied.
@@ -278,4 +281,4 @@ def pop(ctx: click.Context, name, all_, only, except_) -> None:
         result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
     finally:
         bar.close()
-    _print_move(ctx, result, "pop")
+    _print_move(ctx, result, "pop", verbose)

@@ -22,6 +22,7 @@ the new base) are kept, unapplied, unless ``--drop-merged``; their files are nev
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..checkout import Checkout
@@ -75,6 +76,7 @@ def refresh(
     onto: str | None = None,
     drop_merged: bool = False,
     patch: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
     git = ws.git
     series = ws.load_series()
@@ -130,7 +132,13 @@ def refresh(
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = replay(
-            git, state.steps, 0, git.tree_of(target.new_base), labels_of(state), placer=placer
+            git,
+            state.steps,
+            0,
+            git.tree_of(target.new_base),
+            labels_of(state),
+            placer=placer,
+            progress=progress,
         )
         if conflicts:
             return stop(ws, state, engine, series, done, conflicts[0], src, head)

@@ -10,6 +10,7 @@ byte for byte). Both are one transaction each; ``undo`` of either gives the stop
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ..checkout import Checkout
 from ..engine.replay import Done, replay
@@ -36,7 +37,7 @@ def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
     return found
 
 
-def continue_(ws: Checkout) -> RefreshResult:
+def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
     git = ws.git
     state = stopped.load(ws)
     assert state.stop_head and state.stop_tree and state.stopped_at
@@ -73,7 +74,9 @@ def continue_(ws: Checkout) -> RefreshResult:
     try:
         k = [s.name for s in state.steps].index(state.stopped_at)
         done = [*state.done, Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)]
-        more, conflicts = replay(git, state.steps, k + 1, resolved_tree, labels_of(state))
+        more, conflicts = replay(
+            git, state.steps, k + 1, resolved_tree, labels_of(state), progress=progress
+        )
         done += more
         src = (resolved_tree, state.touched)
         if conflicts:
