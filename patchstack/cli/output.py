@@ -156,6 +156,7 @@ def render_conflict(c: Any) -> list[str]:
             lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
     if c.culprits:
         lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
+        lines.append("  ('patchstack graph' shows which patch leans on which)")
     if c.detail and not c.hunks:
         lines += ["  " + ln for ln in c.detail.splitlines()]
     return lines
