@@ -62,13 +62,24 @@ class Checkout:
         shown = self.display(self.series_path)
         with open(self.series_path, encoding="utf-8", errors="surrogateescape", newline="") as f:
             series = parse_series(f.read(), shown)
+        inside = os.path.realpath(self.series_dir)
         for entry in series.entries:
-            if not os.path.isfile(self.patch_path(entry.name)):
+            path = self.patch_path(entry.name)
+            if not os.path.isfile(path):
                 raise InputError(
                     shown,
                     entry.lineno,
                     f"patch file '{entry.name}' not found",
-                    f"add {self.display(self.patch_path(entry.name))} or remove the line",
+                    f"add {self.display(path)} or remove the line",
+                )
+            real = os.path.realpath(path)
+            if os.path.commonpath([real, inside]) != inside:
+                raise InputError(
+                    shown,
+                    entry.lineno,
+                    f"patch file '{entry.name}' is a symbolic link out of the series directory"
+                    f" (to {real})",
+                    "copy the patch into the series directory instead of linking to it",
                 )
         return series
 

@@ -37,6 +37,7 @@ from . import markup
 from .errors import InputError, RefusedError
 from .interdiff import markdown_line
 from .review import PatchReview, Review, Version
+from .safe_text import deep_visible, mark_style, warning
 
 FORMATS = {"markdown": "md", "html": "html", "text": "txt"}
 COMMENT_LIMIT = 65536
@@ -123,8 +124,9 @@ def environment(template_dirs: Sequence[str] = (), color: bool = False) -> Any:
     )
 
     def style(text: str, fg: str | None = None, bold: bool = False, dim: bool = False) -> str:
-        on = color and (fg or bold or dim)
-        return click.style(text, fg=fg, bold=bold or None, dim=dim or None) if on else text
+        if not (color and (fg or bold or dim)):
+            return text
+        return mark_style(click.style(text, fg=fg, bold=bold or None, dim=dim or None))
 
     def interdiff_style(line: str) -> str:
         if line.startswith("@@"):
@@ -305,6 +307,7 @@ def render_review(
 ) -> str:
     """The review in ``fmt``; Markdown fits in ``limit`` bytes; ``collapse_quiet`` counts the
     unchanged and rebased patches in one line instead of listing them (text)."""
+    review, found = deep_visible(review)  # no control or bidirectional character gets through
     env = environment(template_dirs, color)
     template = _template(env, "review." + FORMATS[fmt])
     shown = review.graph if 0 < len(review.graph.nodes) <= GRAPH_MAX else None
@@ -329,6 +332,7 @@ def render_review(
             graph=graph_text,
             graph_size=len(review.graph.nodes),
             full_url=full_url,
+            unicode_warning=warning(found),
         )
 
     plan = Plan(review.patches, sections(review))
@@ -342,8 +346,11 @@ def render_review(
 def render_show(
     version: Version, fmt: str, template_dirs: Sequence[str] = (), color: bool = False
 ) -> str:
+    version, found = deep_visible(version)  # no control or bidirectional character gets through
     env = environment(template_dirs, color)
-    return _render(_template(env, "show." + FORMATS[fmt]), v=version)
+    return _render(
+        _template(env, "show." + FORMATS[fmt]), v=version, unicode_warning=warning(found)
+    )
 
 
 def template_dirs(option: str | None, top: str | None) -> list[str]:

@@ -26,13 +26,37 @@ SEALED = {
 }
 
 
+UNSET = ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES")
+
+
 @pytest.fixture(autouse=True)
 def sealed_env(monkeypatch, tmp_path):
     for key, value in SEALED.items():
         monkeypatch.setenv(key, value)
-    for key in ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES"):
+    for key in UNSET:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(scope="module")
+def module_env(tmp_path_factory):
+    """The sealed environment for fixtures built once per module (then copied per test)."""
+    mp = pytest.MonkeyPatch()
+    for key, value in SEALED.items():
+        mp.setenv(key, value)
+    for key in UNSET:
+        mp.delenv(key, raising=False)
+    mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    yield tmp_path_factory
+    mp.undo()
+
+
+def copy_repo(src: Path, dst: Path) -> Repo:
+    """A copy of a fixture repository (timestamps kept, so git's stat data stays valid)."""
+    import shutil
+
+    shutil.copytree(src, dst, symlinks=True)
+    return Repo(dst)
 
 
 class Repo:

@@ -95,14 +95,20 @@ BAD = [
     ("a.patch\n", 1, "missing tag"),
     ("a.patch #   \n", 1, "missing tag"),
     ("a.patch # essential\n\na.patch # diagnostic\n", 3, "duplicate patch name 'a.patch'"),
-    ("dir/a.patch # essential\n", 1, "path separator"),
+    ("dir\\a.patch # essential\n", 1, "path separator"),
+    ("dir/../a.patch # essential\n", 1, "'..'"),
+    ("dir/.hidden.patch # essential\n", 1, "characters other than"),
+    ("/abs.patch # essential\n", 1, "characters other than"),
+    ("e\u0301.patch # essential\n", 1, "NFC"),
+    ("a\u202eb.patch # essential\n", 1, "characters other than"),
+    ("# base: " + "1" * 40 + "\nx.patch # essential\n# base: " + "2" * 40 + "\n", 3, "line 1"),
     ("..a.patch # essential\n", 1, "'..'"),
     ("a b.patch # essential\n", 1, "whitespace"),
     ("a.patch -px # essential\n", 1, "malformed option '-px'"),
     ("a.patch -p # essential\n", 1, "malformed option '-p'"),
     ("a;rm.patch # essential\n", 1, "characters other than"),
     ("a.patch # essential, diagnostic\n", 1, "more than one category tag"),
-    ("# base: nothex\n", 1, "not a 40-hex commit id"),
+    ("# base: nothex\n", 1, "not a full commit id"),
 ]
 
 

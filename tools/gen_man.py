@@ -185,8 +185,7 @@ def render(name: str) -> str:
         ".EE",
         ".RE",
         ".SH SEE ALSO",
-        "\\fBquilt\\fR(1), \\fBgit-am\\fR(1), \\fBgit-rebase\\fR(1),"
-        " \\fBgit-range-diff\\fR(1)",
+        "\\fBquilt\\fR(1), \\fBgit-am\\fR(1), \\fBgit-rebase\\fR(1), \\fBgit-range-diff\\fR(1)",
     ]
     return "\n".join(lines) + "\n"
 

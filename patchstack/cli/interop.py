@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
 from .app import cli
 from .output import echo, style, tag_text
 
+if TYPE_CHECKING:
+    from ..interop import ImportResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 # -- import / export --------------------------------------------------------------------------
 
 
-def _import_options(f):
+def _import_options(f: F) -> F:
     f = click.option(
         "--base",
         metavar="REV",
@@ -28,7 +36,7 @@ def _import_options(f):
     )(f)
 
 
-def _print_import(ctx: click.Context, result) -> None:
+def _print_import(ctx: click.Context, result: ImportResult) -> None:
     ws_dir = result.series_path.rsplit("/", 1)[0]
     for p in result.patches:
         labels = (", " + ", ".join(p.labels)) if p.labels else ""
@@ -36,6 +44,8 @@ def _print_import(ctx: click.Context, result) -> None:
         echo(ctx, f"imported {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
     for what, why in result.skipped:
         echo(ctx, f"skipped {what}: {why}")
+    for warning in getattr(result, "warnings", ()):
+        echo(ctx, f"patchstack: warning: {warning}", err=True)
     if result.merged:
         echo(
             ctx,
@@ -76,7 +86,9 @@ def import_cmd() -> None:
 @click.argument("directory", metavar="DIR")
 @_import_options
 @click.pass_context
-def import_quilt_cmd(ctx, directory, tag, append, base) -> None:
+def import_quilt_cmd(
+    ctx: click.Context, directory: str, tag: str | None, append: bool, base: str | None
+) -> None:
     """Import the quilt series in DIR (its 'series' file and patches).
 
     Guards ('#+essential') and patchstack tag comments set tags. A patch quilt would apply
@@ -95,7 +107,9 @@ def import_quilt_cmd(ctx, directory, tag, append, base) -> None:
 @click.argument("rng", metavar="RANGE")
 @_import_options
 @click.pass_context
-def import_commits_cmd(ctx, rng, tag, append, base) -> None:
+def import_commits_cmd(
+    ctx: click.Context, rng: str, tag: str | None, append: bool, base: str | None
+) -> None:
     """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
 
     A 'Patchstack-Tag:' trailer sets a commit's tag. The branch is not moved: to apply
@@ -114,7 +128,9 @@ def import_commits_cmd(ctx, rng, tag, append, base) -> None:
 @click.argument("file", metavar="FILE")
 @_import_options
 @click.pass_context
-def import_mbox_cmd(ctx, file, tag, append, base) -> None:
+def import_mbox_cmd(
+    ctx: click.Context, file: str, tag: str | None, append: bool, base: str | None
+) -> None:
     """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
 
     \b
@@ -139,7 +155,7 @@ def export_cmd() -> None:
 @export_cmd.command("quilt")
 @click.argument("directory", metavar="DIR")
 @click.pass_context
-def export_quilt_cmd(ctx, directory) -> None:
+def export_quilt_cmd(ctx: click.Context, directory: str) -> None:
     """Write the series and its patch files to DIR (new or empty) for 'quilt push -a'.
 
     Every patch is first proven to apply exactly (no fuzz) on the base plus the patches
@@ -151,7 +167,7 @@ def export_quilt_cmd(ctx, directory) -> None:
     """
     from ..interop import export_quilt
 
-    ws = ctx.obj.checkout()
+    ws = ctx.obj.checkout(write=False)
     result = export_quilt(ws, directory)
     echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")
 
@@ -159,7 +175,7 @@ def export_quilt_cmd(ctx, directory) -> None:
 @export_cmd.command("mbox")
 @click.argument("file", metavar="FILE")
 @click.pass_context
-def export_mbox_cmd(ctx, file) -> None:
+def export_mbox_cmd(ctx: click.Context, file: str) -> None:
     """Write the series as one mail per patch to FILE ('-': standard output) for 'git am'.
 
     The mails carry the Patchstack-Patch and Patchstack-Tag trailers, so importing them
@@ -171,9 +187,9 @@ def export_mbox_cmd(ctx, file) -> None:
     """
     from ..interop import export_mbox
 
-    ws = ctx.obj.checkout()
+    ws = ctx.obj.checkout(write=False)
     result, data = export_mbox(ws, file)
     if file == "-":
-        click.get_binary_stream("stdout").write(data)
+        click.get_binary_stream("stdout").write(data)  # type: ignore[operator]
     else:
         echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
 from .output import echo
+
+if TYPE_CHECKING:
+    from ..commands.undo import RestoreResult
+    from ..journal.oplog import Entry
 
 # -- the operation log ---------------------------------------------------------------------
 
@@ -49,7 +54,7 @@ def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
         echo(ctx, _entry_line(e, e.seq in live))
 
 
-def _entry_state(e, live: bool) -> str:
+def _entry_state(e: Entry, live: bool) -> str:
     if e.status == "running":
         return "interrupted (run 'patchstack undo')"
     if e.status != "done":
@@ -61,11 +66,13 @@ def _entry_state(e, live: bool) -> str:
     return "done" if live else "undone"
 
 
-def _entry_line(e, live: bool) -> str:
+def _entry_line(e: Entry, live: bool) -> str:
     import time
 
+    from ..journal.oplog import one_line
+
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
-    line = f"#{e.seq:<4} {when}  {e.command}  [{_entry_state(e, live)}]"
+    line = f"#{e.seq:<4} {when}  {one_line(e.command)}  [{_entry_state(e, live)}]"
     after = e.after
     if after is not None:
         b = e.before
@@ -82,9 +89,7 @@ def _entry_line(e, live: bool) -> str:
     return line
 
 
-def _entry_json(e, live: bool) -> dict:
-    from dataclasses import asdict
-
+def _entry_json(e: Entry, live: bool) -> dict[str, Any]:
     return {
         "seq": e.seq,
         "command": e.command,
@@ -93,12 +98,12 @@ def _entry_json(e, live: bool) -> dict:
         "state": _entry_state(e, live),
         "time": e.time,
         "entry": e.oid,
-        "before": asdict(e.before),
-        "after": asdict(e.after) if e.after else None,
+        "before": e.before.to_json(),
+        "after": e.after.to_json() if e.after else None,
     }
 
 
-def _print_restore(ctx: click.Context, verb: str, result) -> None:
+def _print_restore(ctx: click.Context, verb: str, result: RestoreResult) -> None:
     for e in result.undone:
         echo(ctx, f"{verb} #{e.seq} {e.command}")
     before, target = result.before, result.target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from .output import (
     verdict,
     verdict_counts,
 )
+
+if TYPE_CHECKING:
+    from ..commands.settle import RefreshResult
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -33,12 +37,28 @@ from .output import (
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
 )
+@click.option(
+    "--discard-changes",
+    "discard",
+    is_flag=True,
+    help="Rebuild applied commits that differ from their patch files from the files.",
+)
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
-def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json, verbose) -> None:
+def refresh(
+    ctx: click.Context,
+    onto: str | None,
+    patch_name: str | None,
+    drop_merged: bool,
+    discard: bool,
+    continue_: bool,
+    abort_: bool,
+    as_json: bool,
+    verbose: bool,
+) -> None:
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
@@ -58,7 +78,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json, verb
     from ..commands.resume import continue_ as do_continue
     from ..errors import PatchstackError
 
-    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:
         raise PatchstackError(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
@@ -70,7 +90,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json, verb
         elif continue_:
             result = do_continue(ws, bar)
         else:
-            result = do_refresh(ws, onto, drop_merged, patch_name, bar)
+            result = do_refresh(ws, onto, drop_merged, patch_name, discard, bar)
     finally:
         bar.close()
     if as_json:
@@ -81,7 +101,7 @@ def refresh(ctx, onto, patch_name, drop_merged, continue_, abort_, as_json, verb
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result, verbose: bool = False) -> None:
+def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -138,7 +158,14 @@ def _print_refresh(ctx: click.Context, result, verbose: bool = False) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
-def check(ctx, onto, only, except_, as_json, verbose) -> None:
+def check(
+    ctx: click.Context,
+    onto: str | None,
+    only: str | None,
+    except_: str | None,
+    as_json: bool,
+    verbose: bool,
+) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
     Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).
@@ -148,6 +175,7 @@ def check(ctx, onto, only, except_, as_json, verbose) -> None:
       git fetch && patchstack check --onto origin/main --except diagnostic
     """
     from ..commands.check import check as do_check
+    from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
     bar = ProgressBar("checking")
@@ -155,9 +183,17 @@ def check(ctx, onto, only, except_, as_json, verbose) -> None:
         result = do_check(ws, onto, selector(None, False, only, except_), bar)
     finally:
         bar.close()
+    series = ws.load_series()
+    warnings = [
+        f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
+        " case: one file on macOS and Windows, so the series is not portable there"
+        for a, b in case_clashes(series)
+    ]
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
     else:
+        for warning in warnings:
+            echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
             if verbose or v.verdict != "unchanged":

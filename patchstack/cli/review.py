@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from .app import Options, cli
@@ -15,10 +18,12 @@ from .output import (
     style,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 # -- review / show --------------------------------------------------------------------------
 
 
-def _render_options(f):
+def _render_options(f: F) -> F:
     f = click.option(
         "--templates",
         metavar="DIR",
@@ -40,10 +45,16 @@ def _render_options(f):
 def _emit(ctx: click.Context, text: str, output: str | None) -> None:
     if output:
         from ..files import write_atomic
+        from ..safe_text import safe_terminal
+        from .output import REPLACED
 
-        write_atomic(output, text.encode("utf-8", "surrogateescape"))
+        safe, found = safe_terminal(text)
+        REPLACED.update(dict.fromkeys(found))
+        write_atomic(output, safe.encode("utf-8", "surrogateescape"))
     else:
-        click.echo(text, nl=False, color=color_enabled(ctx))
+        from .output import out
+
+        out(text, nl=False, color=color_enabled(ctx))
 
 
 def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
@@ -72,7 +83,18 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     help="Where the whole review is, named by a Markdown comment that had to be shortened.",
 )
 @click.pass_context
-def review(ctx, old, new, review_dir, fmt, output, templates, as_json, verbose, full_url) -> None:
+def review(
+    ctx: click.Context,
+    old: str,
+    new: str,
+    review_dir: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+    as_json: bool,
+    verbose: bool,
+    full_url: str | None,
+) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
     Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
@@ -91,6 +113,7 @@ def review(ctx, old, new, review_dir, fmt, output, templates, as_json, verbose, 
     from ..snapshot import load_review
 
     opts = ctx.find_object(Options)
+    assert opts is not None
     git = folder = None
     try:
         ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
@@ -125,7 +148,15 @@ def review(ctx, old, new, review_dir, fmt, output, templates, as_json, verbose, 
 @_render_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def show(ctx, name, rev, fmt, output, templates, as_json) -> None:
+def show(
+    ctx: click.Context,
+    name: str,
+    rev: str | None,
+    fmt: str,
+    output: str | None,
+    templates: str | None,
+    as_json: bool,
+) -> None:
     """Show one patch: its header, tag, place, line counts and diff.
 
     \b
@@ -185,7 +216,9 @@ def show(ctx, name, rev, fmt, output, templates, as_json) -> None:
 )
 @click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
 @click.pass_context
-def graph(ctx, only, except_, fmt, output) -> None:
+def graph(
+    ctx: click.Context, only: str | None, except_: str | None, fmt: str, output: str | None
+) -> None:
     """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
 
     Computed from the patches' hunks along the series (each patch is made on the base plus

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,10 +15,16 @@ from .output import (
     complete_tags,
     echo,
     names_line,
+    out,
     selector,
     style,
     tag_text,
 )
+
+if TYPE_CHECKING:
+    from ..commands.push import MoveResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # -- init -----------------------------------------------------------------------------------
 
@@ -35,7 +43,7 @@ def init(opts: Options, base: str | None) -> None:
 
     ws = opts.checkout()
     result = do_init(ws, base)
-    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+    out(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
 
 
 # -- new ------------------------------------------------------------------------------------
@@ -69,12 +77,14 @@ def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str
 
     ws = opts.checkout()
     result = do_new(ws, name, tag, message, paths)
-    click.echo(
+    out(
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
     )
+    if result.base_moved_to:
+        out(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
     if result.untracked_left:
-        click.echo(
+        out(
             "untracked files left out (name them to capture): "
             + ", ".join(result.untracked_left[:10]),
             err=True,
@@ -98,7 +108,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
 
     series, stack, rows = list_series(ctx.obj.checkout(write=False))
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "base": series.base,
@@ -140,11 +150,13 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     Exits 1 when the stack disagrees with the series: an applied commit no longer matches its
     patch file, a patch is applied that is not in the series or out of its order, commits
-    that are not patches cover the stack, or the stack is on another base than the series.
+    that are not patches sit on top of the applied ones, the stack is on another base than
+    the series, or a refresh or a git operation is stopped in the middle.
 
     \b
     Example:
       patchstack status
+      patchstack status --verbose
     """
     from ..commands.drift import drift as do_drift
     from ..commands.status import status as do_status
@@ -153,7 +165,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     st = do_status(ws)
     drift = do_drift(ws)
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "drift": drift.to_json() if drift else None,
@@ -179,8 +191,9 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "operation": st.operation[0] if st.operation else None,
+                    "on_top": list(st.on_top),
                     "out_of_order": list(st.out_of_order),
-                    "covered_by": list(st.covered_by),
                     "disagreements": list(st.disagreements),
                 },
                 indent=2,
@@ -189,8 +202,16 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     else:
         from .statustext import status_lines
 
-        for line in status_lines(st, drift, st.refresh_stopped, verbose):
+        problem = None
+        if st.operation:
+            from ..transaction import foreign_error
+
+            found = foreign_error(ws)
+            problem = f"{found.message}: {found.hint}" if found else None
+        for line in status_lines(st, drift, verbose, problem):
             echo(ctx, line)
+        if not st.series_base:
+            echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
     if st.disagreements:
         ctx.exit(1)
 
@@ -198,7 +219,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 # -- push / pop -----------------------------------------------------------------------------
 
 
-def _selector_options(f):
+def _selector_options(f: F) -> F:
     f = click.option(
         "--except",
         "except_",
@@ -217,7 +238,17 @@ def _selector_options(f):
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
-def _print_move(ctx: click.Context, result, verb: str, verbose: bool = False) -> None:
+def _discard_option(f: F) -> F:
+    return click.option(
+        "--discard-changes",
+        "discard",
+        is_flag=True,
+        help="Drop what applied commits changed beyond their patch files (amend, rebase -i)"
+        " instead of refusing.",
+    )(f)
+
+
+def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
     """What moved, then one line of counts; long lists only with --verbose."""
     if verb == "push":
         if result.added:
@@ -239,8 +270,18 @@ def _print_move(ctx: click.Context, result, verb: str, verbose: bool = False) ->
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_discard_option
 @click.pass_context
-def push(ctx: click.Context, name, all_, only, except_, verbose, onto) -> None:
+def push(
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    verbose: bool,
+    onto: str | None,
+    discard: bool,
+) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
     Each patch applies exactly where it was made and is carried to its place by a three-way
@@ -254,18 +295,38 @@ def push(ctx: click.Context, name, all_, only, except_, verbose, onto) -> None:
     """
     from ..commands.push import push as do_push
 
+    ws = ctx.obj.checkout()
     bar = ProgressBar("pushing")
     try:
-        result = do_push(ctx.obj.checkout(), selector(name, all_, only, except_), onto, bar)
+        sel = selector(name, all_, only, except_)
+        result = do_push(ws, sel, onto, bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "push", verbose)
+    if ws.load_series().base is None:
+        echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
+
+
+NO_BASE = (
+    "the series file has no '# base:' line, so the patches were applied on HEAD (below any"
+    " applied patches); record that commit as the base with 'patchstack refresh', or start"
+    " a series on a chosen commit with 'patchstack init --base REV'"
+)
 
 
 @cli.command()
 @_selector_options
+@_discard_option
 @click.pass_context
-def pop(ctx: click.Context, name, all_, only, except_, verbose) -> None:
+def pop(
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    verbose: bool,
+    discard: bool,
+) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
     --only/--except remove patches from anywhere in the stack and keep the rest applied.
@@ -278,7 +339,7 @@ def pop(ctx: click.Context, name, all_, only, except_, verbose) -> None:
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
+        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "pop", verbose)

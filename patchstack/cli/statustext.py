@@ -44,22 +44,34 @@ def drift_lines(drift: Any, verbose: bool) -> list[str]:
     return out
 
 
-def next_step(st: Any, drift: Any, stopped: bool) -> str:
+def next_step(st: Any, drift: Any) -> str:
     """The one thing to do next, as a command where there is one."""
-    if stopped:
+    if st.operation:
+        return f"finish or abort the git {st.operation[0]} first"
+    if st.refresh_stopped:
         return (
             "resolve the conflict markers, then 'patchstack refresh --continue'"
             " (or 'patchstack refresh --abort' to go back)"
         )
     applied = [p for p in st.patches if p.applied]
-    if st.covered_by:
+    if st.on_top:
+        if st.on_top_problem:
+            return str(st.on_top_problem[1])
         return (
             "make the commits on top patches ('patchstack import commits'), or move them off"
             " ('git reset --keep')"
         )
     if applied and st.series_base and st.stack_base != st.series_base:
         return "'patchstack refresh' rewrites the series for the stack's new base"
-    if st.differs or st.unknown_applied or st.out_of_order:
+    differs = [p.name for p in st.patches if p.matches == "differs"]
+    if differs:
+        return (
+            f"adopt the commit's change with 'patchstack refresh --patch {differs[0]}', or drop"
+            " it with '--discard-changes'"
+        )
+    if st.differs:  # only edited patch files
+        return "'patchstack push', 'pop' and 'refresh' apply the edited patch files"
+    if st.unknown_applied or st.out_of_order:
         return "'patchstack log' shows what changed the stack; 'patchstack undo' goes back"
     if drift is not None and drift.commits:
         if drift.target_name == "HEAD":  # the series is popped and upstream is checked out
@@ -76,9 +88,12 @@ def next_step(st: Any, drift: Any, stopped: bool) -> str:
     return "nothing to do: the stack agrees with the series"
 
 
-def status_lines(st: Any, drift: Any, stopped: bool, verbose: bool) -> list[str]:
+def status_lines(st: Any, drift: Any, verbose: bool, problem: str | None = None) -> list[str]:
+    """``problem``: what a git operation in progress means for patchstack, when there is one."""
+    stopped = st.refresh_stopped
+    out = [style(problem, fg="red")] if problem else []
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
-    out = [f"branch: {branch} at {st.head[:12]}"]
+    out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
     if st.series_base and st.stack_base != st.series_base and not stopped:
@@ -92,7 +107,17 @@ def status_lines(st: Any, drift: Any, stopped: bool, verbose: bool) -> list[str]
     for p in applied:
         note = ""
         if p.matches == "differs":
-            note = style("  commit differs from its patch file", fg="red")
+            note = style(
+                "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
+                f" {p.name}'; drop: '--discard-changes')",
+                fg="red",
+            )
+        elif p.matches == "edited":
+            note = style(
+                "  patch file edited since it was applied (push, pop and refresh apply"
+                " the new version)",
+                fg="yellow",
+            )
         elif p.matches == "carried":
             note = "  (carried by a merge)"
         rows.append((bool(note), f"  + {p.name} [{tag_text(p.tag)}]{note}"))
@@ -111,12 +136,14 @@ def status_lines(st: Any, drift: Any, stopped: bool, verbose: bool) -> list[str]
             verbose,
             "file(s)",
         )
-    if st.edits:
+    if st.edits and st.operation:
+        out.append(f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
+    elif st.edits:
         out.append("uncommitted edits in no patch:")
         out += _capped([f"  {path}" for path in st.edits], verbose, "file(s)")
     if st.untracked:
         out.append(f"untracked files: {len(st.untracked)}")
-    out.append(style("next: " + next_step(st, drift, stopped), bold=True))
+    out.append(style("next: " + next_step(st, drift), bold=True))
     return out
 
 

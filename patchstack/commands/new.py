@@ -24,6 +24,7 @@ class NewResult:
     paths: tuple[str, ...]
     untracked_left: tuple[str, ...]
     patch_path: str
+    base_moved_to: Oid | None = None  # an empty series takes the base the patch is made on
 
 
 def split_message(message: str | None, fallback: str) -> str:
@@ -111,12 +112,16 @@ def new(
     if after is not None and after not in series:
         after = None
     new_series = series.insert(Entry(name, tag, labels), after)
+    moved = None
+    if not series.entries and series.base != stack.base:
+        moved = stack.base
+        new_series = new_series.with_base(stack.base)
     files = (
         FileWrite(ws.patch_path(name), data),
         FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
     )
     publish(ws, Plan("new", stack.head, commit, files, Captured(tuple(chosen))))
-    return NewResult(name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name))
+    return NewResult(name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name), moved)
 
 
 def _relative_to_top(ws: Checkout, path: str) -> str:

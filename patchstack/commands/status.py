@@ -6,14 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checkout import Checkout
-from ..errors import PatchstackError
-from ..git import RawDiff
 from ..journal.oplog import current_refresh
-from ..model.ids import ObjectFormat, Oid
-from ..model.patchfile import Patch, parse_patch
+from ..model.ids import Oid
 from ..model.series import Series
-from ..model.stack import Stack
-from .state import read_stack
+from .proof import DIFFERS, EDITED, prove
+from .state import on_top_problem, read_stack
 
 
 @dataclass(frozen=True)
@@ -22,7 +19,7 @@ class PatchState:
     tag: str | None
     applied: bool
     commit: Oid | None
-    matches: str | None  # "exact", "carried", "differs", or None when not applied
+    matches: str | None  # see `proof`: exact, carried, edited, differs; None when not applied
 
 
 @dataclass(frozen=True)
@@ -37,24 +34,35 @@ class StatusResult:
     edits: tuple[str, ...]  # uncommitted edits that belong to no patch
     edits_in_patches: dict[str, tuple[str, ...]]  # path -> applied patches touching it
     untracked: tuple[str, ...]
+    operation: tuple[str, str] | None = None  # a git operation in progress: (name, its file)
+    on_top: tuple[Oid, ...] = ()  # plain commits on top of the applied patches
+    on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
-    covered_by: tuple[Oid, ...] = ()  # plain commits on top of applied patch commits
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
 
     @property
     def differs(self) -> list[str]:
-        return [p.name for p in self.patches if p.matches == "differs"]
+        """Applied patches whose commit is not exactly their patch file (edited or changed)."""
+        return [p.name for p in self.patches if p.matches in (EDITED, DIFFERS)]
 
     @property
     def disagreements(self) -> tuple[str, ...]:
         """How the applied stack disagrees with the series, one sentence each (status exits
         1 when there is any: the pre-commit hook ``patchstack-status`` relies on it)."""
-        out = [f"the commit of {n} differs from its patch file" for n in self.differs]
+        out = []
+        for p in self.patches:
+            if p.matches == DIFFERS:
+                out.append(f"the commit of {p.name} differs from its patch file")
+            elif p.matches == EDITED:
+                out.append(f"the patch file of {p.name} was edited since it was applied")
         out += [f"{n} is applied but not in the series" for n in self.unknown_applied]
         if self.out_of_order:
             out.append("applied in another order than the series: " + ", ".join(self.out_of_order))
-        if self.covered_by:
-            out.append(f"{len(self.covered_by)} commit(s) that are not patches cover the stack")
+        if self.on_top:
+            what = self.on_top_problem[0] if self.on_top_problem else "commits on top"
+            out.append(f"{len(self.on_top)} commit(s) that are not patches cover the stack: {what}")
+        if self.operation:
+            out.append(f"a git {self.operation[0]} is in progress")
         applied = any(p.applied for p in self.patches)
         if self.refresh_stopped:
             out.append("a refresh is stopped at a conflict")
@@ -67,7 +75,7 @@ def status(ws: Checkout) -> StatusResult:
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
-    verdicts = verify_applied(ws, series, stack)
+    verdicts = prove(ws, series, stack).verdicts
     states = []
     for e in series.entries:
         ap = stack.find(e.name)
@@ -77,6 +85,7 @@ def status(ws: Checkout) -> StatusResult:
             )
         )
     dirty = git.dirty(exclude=ws.in_tree)
+    operation = git.operation_in_progress()
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
         if ap.name in series:
@@ -95,8 +104,10 @@ def status(ws: Checkout) -> StatusResult:
         edits,
         in_patches,
         dirty.untracked,
+        operation,
+        stack.on_top,
+        on_top_problem(stack),
         _out_of_order(series, stack.names),
-        stack.covered_by,
         current_refresh(git) is not None,
     )
 
@@ -105,59 +116,3 @@ def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:
     known = [n for n in applied if n in series]
     ranked = sorted(known, key=series.index)
     return tuple(n for n, want in zip(known, ranked, strict=True) if n != want)
-
-
-def verify_applied(ws: Checkout, series: Series, stack: Stack) -> dict[str, str]:
-    """For each applied patch: does its commit still carry exactly its patch file's change?
-
-    "exact": the commit's blobs are the ones the patch file's index lines name (proven by ids);
-    "carried": the same lines added and removed, at another place (a merge carried it);
-    "differs": the commit and the patch file disagree.
-    """
-    git = ws.git
-    parent_tree = dict(
-        zip(
-            (ap.commit for ap in stack.applied),
-            (stack.base_tree, *(ap.tree for ap in stack.applied)),
-            strict=False,
-        )
-    )
-    applied = [ap for ap in stack.applied if ap.name in series]
-    raws = git.raw_diffs([(parent_tree[ap.commit], ap.tree) for ap in applied])
-    result: dict[str, str] = {}
-    pending = []
-    for ap, raw in zip(applied, raws, strict=False):
-        patch = ws.read_patch(series.entry(ap.name))[1]
-        if _ids_match(patch, raw, git.fmt):
-            result[ap.name] = "exact"
-        else:
-            pending.append((ap, patch))
-    for ap, patch in pending:
-        diff = git.diff_patch(parent_tree[ap.commit], ap.tree)
-        try:
-            actual = parse_patch(diff, ap.name) if diff.strip() else None
-        except PatchstackError:
-            actual = None
-        result[ap.name] = "carried" if actual and _same_change(patch, actual) else "differs"
-    return result
-
-
-def _ids_match(patch: Patch, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
-    """True when the commit's blobs are exactly those the patch's full index lines name."""
-    got = {path: (new_mode, new) for _om, new_mode, _old, new, path in raw}
-    want = {}
-    for f in patch.files:
-        if f.renamed or f.copied or not fmt.is_full(f.new_id):
-            return False
-        want[f.path] = f.new_id
-    return set(want) == set(got) and all(got[p][1] == want[p] for p in want)
-
-
-def _same_change(a: Patch, b: Patch) -> bool:
-    def key(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
-        return sorted(
-            (f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
-            for f in patch.files
-        )
-
-    return key(a) == key(b)

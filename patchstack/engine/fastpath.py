@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..git import FastImport, Git, RawDiff
+from ..git.fastimport import Change
 from ..model import paths
 from ..model.ids import ObjectFormat, Oid
 from ..model.patchfile import FileDiff, Hunk
@@ -77,9 +78,10 @@ def apply_hunks(old: bytes, hunks: Sequence[Hunk]) -> bytes | None:
             if at > len(lines):
                 return None
         else:
-            at = _find(lines, pre, max(want, pos), pos)
-            if at is None:
+            found = _find(lines, pre, max(want, pos), pos)
+            if found is None:
                 return None
+            at = found
         out.extend(lines[pos:at])
         out.extend(post)
         pos = at + len(pre)
@@ -91,7 +93,10 @@ def apply_hunks(old: bytes, hunks: Sequence[Hunk]) -> bytes | None:
 def _find(lines: list[bytes], pre: list[bytes], want: int, floor: int) -> int | None:
     n = len(pre)
     limit = len(lines) - n
-    for delta in range(0, max(limit, want) + 1):
+    if limit < floor:
+        return None
+    want = min(max(want, floor), limit)  # a line number past the end starts at the end
+    for delta in range(0, limit - floor + 1):
         for at in (want + delta, want - delta) if delta else (want,):
             if floor <= at <= limit and lines[at : at + n] == pre:
                 return at
@@ -171,7 +176,9 @@ class ProvenStream:
                 entries[path] = (entry[0], entry[1])
         return Known(entries, frozenset(self.covered))
 
-    def _through_non_tree(self, path: str, staged: dict) -> bool:
+    def _through_non_tree(
+        self, path: str, staged: dict[str, tuple[str, str, bytes] | None]
+    ) -> bool:
         modes: dict[str, str | None] = {}
         for d in paths.leading_dirs(path):
             cur = staged[d] if d in staged else self._current(d)
@@ -192,7 +199,7 @@ class ProvenStream:
         when = raw_date(date)
         if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
             return None
-        changes: list = []
+        changes: list[Change] = []
         staged: dict[str, tuple[str, str, bytes] | None] = {}
         for fd in lp.patch.files:
             if fd.renamed or fd.copied or fd.binary or (fd.old_path and fd.old_path != fd.path):

@@ -203,7 +203,7 @@ class Listings(Objects):
         try:
             buf = b""
             while True:
-                chunk = proc.stdout.read1(65536)
+                chunk = proc.stdout.read1(65536)  # type: ignore[attr-defined]
                 if not chunk:
                     break
                 buf += chunk
