@@ -150,8 +150,8 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     Exits 1 when the stack disagrees with the series: an applied commit no longer matches its
     patch file, a patch is applied that is not in the series or out of its order, commits
-    that are not patches sit on top of the applied ones, the stack is on another base than
-    the series, or a refresh or a git operation is stopped in the middle.
+    that are not patches sit on top of the applied ones, or a refresh or a git operation is
+    stopped in the middle. A stack on another base (push --onto) is reported, not counted.
 
     \b
     Example:

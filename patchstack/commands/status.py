@@ -63,11 +63,10 @@ class StatusResult:
             out.append(f"{len(self.on_top)} commit(s) that are not patches cover the stack: {what}")
         if self.operation:
             out.append(f"a git {self.operation[0]} is in progress")
-        applied = any(p.applied for p in self.patches)
         if self.refresh_stopped:
             out.append("a refresh is stopped at a conflict")
-        elif applied and self.series_base and self.stack_base != self.series_base:
-            out.append("the stack is on another base than the series")
+        # A stack on another base than the series is not counted: 'push --onto' and
+        # 'worktree --onto' make one on purpose; status says so and what to run.
         return tuple(out)
 
 
