@@ -22,6 +22,7 @@ the new base) are kept, unapplied, unless ``--drop-merged``; their files are nev
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..checkout import Checkout
@@ -90,6 +91,7 @@ def refresh(
     drop_merged: bool = False,
     patch: str | None = None,
     discard: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
     git = ws.git
     series = ws.load_series()
@@ -155,6 +157,7 @@ def refresh(
             git.tree_of(target.new_base),
             labels_of(state),
             placer=placer,
+            progress=progress,
             resolve=resolver(ws, series, state),
         )
         if conflicts:
@@ -177,6 +180,32 @@ def resolver(ws: Checkout, series: Series, state: State) -> Resolver | None:
     return merge_resolver(ws.git, Oid(state.resolution), owners)
 
 
+def _owners_of_edits(
+    ws: Checkout, series: Series, stack: Stack, dirty: DirtyState
+) -> list[tuple[str, str]]:
+    """(path, patch) for edited files of applied patches: the patch whose commit last changed
+    the edited lines (``git blame`` through the stack), else the last applied patch that
+    touches the file."""
+    git = ws.git
+    by_commit = {ap.commit: (i, ap.name) for i, ap in enumerate(stack.applied)}
+    found = []
+    for path in dirty.modified:
+        touching = [
+            ap.name
+            for ap in stack.applied
+            if ap.name in series and path in ws.read_patch(series.entry(ap.name))[1].paths
+        ]
+        if not touching:
+            continue
+        blamed = sorted(
+            by_commit[c]
+            for c in git.blame_commits(stack.head, path, git.edited_lines(path))
+            if c in by_commit
+        )
+        found.append((path, blamed[-1][1] if blamed else touching[-1]))
+    return found
+
+
 def _fold_plan(
     ws: Checkout, series: Series, stack: Stack, dirty: DirtyState, patch: str | None
 ) -> tuple[str, tuple[str, ...], tuple[Oid, Oid]] | None:
@@ -194,16 +223,11 @@ def _fold_plan(
     own = set(ws.read_patch(series.entry(name))[1].paths)
     paths = tuple(p for p in dirty.modified if p in own)
     if not paths:
-        others = [
-            (p, ap.name)
-            for ap in stack.applied
-            for p in ws.read_patch(series.entry(ap.name))[1].paths
-            if p in dirty.modified
-        ]
-        if others:
-            path, owner = others[0]
+        owners = _owners_of_edits(ws, series, stack, dirty)
+        if owners:
+            path, owner = owners[0]
             raise PatchstackError(
-                f"the uncommitted edits in {path} belong to '{owner}', not to '{name}'",
+                f"the uncommitted edits in {path} change lines of '{owner}', not of '{name}'",
                 f"fold them with 'patchstack refresh --patch {owner}'",
             )
         return None

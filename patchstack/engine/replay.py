@@ -107,6 +107,7 @@ def replay(
     keep_going: bool = False,
     skip: frozenset[str] = frozenset(),
     placer: Placer | None = None,
+    progress: Callable[[int, int], None] | None = None,
     resolve: Resolver | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
@@ -118,13 +119,16 @@ def replay(
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream, proven by its blob ids, with no merge at all; the
-    others are merged with git's merge-ort, as without one.
+    others are merged with git's merge-ort, as without one. ``progress(done, total)`` is
+    called after each step.
     """
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
         placer.begin(steps, start, tree)
     for i, step in enumerate(steps[start:], start):
+        if progress is not None:
+            progress(i, len(steps))
         if step.name in skip:
             if placer is not None:
                 placer.broken()

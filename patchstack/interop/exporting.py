@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 
 from ..checkout import Checkout as Workspace
@@ -52,13 +53,28 @@ def _refuse_existing(ws: Workspace, path: str, what: str) -> None:
 
 
 def export_quilt(ws: Workspace, directory: str) -> ExportResult:
+    """The folder is made beside its place and renamed into it once complete, so a failure
+    (a full disk) leaves nothing half written."""
     full = os.path.abspath(os.path.join(ws.cwd, directory))
     _refuse_existing(ws, full, "folder")
     series, _chain_commits, _base = _chain(ws)  # proves every patch applies exactly
-    os.makedirs(full, exist_ok=True)
-    for entry in series.entries:
-        shutil.copyfile(ws.patch_path(entry.name), os.path.join(full, entry.name))
-    write_atomic(os.path.join(full, "series"), series.format().encode("utf-8", "surrogateescape"))
+    parent = os.path.dirname(full)
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="." + os.path.basename(full) + ".", dir=parent)
+    try:
+        for entry in series.entries:
+            target = os.path.join(work, entry.name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(ws.patch_path(entry.name), target)
+        data = series.format().encode("utf-8", "surrogateescape")
+        write_atomic(os.path.join(work, "series"), data)
+        os.chmod(work, 0o755)
+        if os.path.isdir(full):
+            os.rmdir(full)  # empty (refused otherwise)
+        os.rename(work, full)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return ExportResult(full, series.names)
 
 

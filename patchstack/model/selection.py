@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from .series import TAGS, Series
+from .suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,10 @@ def parse_tag_list(text: str, option: str) -> tuple[str, ...]:
         raise PatchstackError(f"{option} needs at least one tag", "tags: " + ", ".join(TAGS))
     for tag in tags:
         if tag not in TAGS:
+            exact = "tags are exact: " + ", ".join(TAGS)
+            close = did_you_mean(tag, TAGS)
             raise PatchstackError(
-                f"unknown tag '{tag}' in {option}", "tags are exact: " + ", ".join(TAGS)
+                f"unknown tag '{tag}' in {option}", f"{close} ({exact})" if close else exact
             )
     return tags
 
@@ -49,8 +52,8 @@ def resolve_name(series: Series, name: str) -> str:
     for candidate in (name, name + ".patch"):
         if candidate in names:
             return candidate
-    close = [n for n in names if name in n]
-    hint = ("did you mean: " + ", ".join(close[:5])) if close else "see 'patchstack series'"
+    close = did_you_mean(name.removesuffix(".patch"), [n.removesuffix(".patch") for n in names])
+    hint = f"{close} (see 'patchstack series')" if close else "see 'patchstack series'"
     raise PatchstackError(f"no patch named '{name}' in the series", hint)
 
 
