@@ -22,6 +22,7 @@ from .output import (
 if TYPE_CHECKING:
     from ..commands.drift import Drift
     from ..commands.push import MoveResult
+    from ..commands.status import StatusResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,22 +61,61 @@ def init(opts: Options, base: str | None) -> None:
     help="essential, diagnostic or optimization; free labels may follow.",
 )
 @click.option("-m", "--message", help="Subject (first line) and description of the patch.")
+@click.option(
+    "-p", "--interactive", is_flag=True, help="Choose the hunks to capture in git's selector."
+)
+@click.option(
+    "--from-commit",
+    "rev",
+    metavar="REV",
+    help="Turn REV, a commit made on top of the applied patches, into the patch.",
+)
 @click.pass_obj
-def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str | None) -> None:
+def new(
+    opts: Options,
+    name: str,
+    paths: tuple[str, ...],
+    tag: str,
+    message: str | None,
+    interactive: bool,
+    rev: str | None,
+) -> None:
     """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
 
     The new patch goes right after the topmost applied patch in the series, and is applied
     as a commit. Edits outside PATHs stay uncommitted and untouched. New (untracked) files are
-    captured only when named as PATHs.
+    captured only when named as PATHs. With -p, git's hunk selector ('git add -p') chooses
+    the hunks to capture, so one file's edits can go to different patches; scripted answers
+    can come on standard input. With --from-commit, a commit made by hand on top of the
+    applied patches becomes the patch, at its place (its tree, author and date kept).
 
     \b
     Example:
       patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
+      patchstack new nccl-logging --tag diagnostic -p srt/managers/scheduler.py
+      patchstack new hotfix --tag essential --from-commit HEAD
     """
     from ..commands.new import new as do_new
 
     ws = opts.checkout()
-    result = do_new(ws, name, tag, message, paths)
+    if rev is not None:
+        from ..commands.adopt import adopt
+
+        if paths or interactive:
+            raise click.UsageError("--from-commit takes no PATH and no -p")
+        result = adopt(ws, name, tag, rev, message)
+        click.echo(
+            f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}"
+        )
+        return
+    scripted = None
+    if interactive:
+        from .edit import answers
+
+        scripted = answers()
+    result = do_new(ws, name, tag, message, paths, interactive, scripted)
+    if result.selector_output:
+        click.echo(result.selector_output.rstrip("\n"))
     click.echo(
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
@@ -177,6 +217,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
                             "applied": p.applied,
                             "commit": p.commit,
                             "matches": p.matches,
+                            "labels": list(p.labels),
+                            "commit_tag": p.commit_tag,
                         }
                         for p in st.patches
                     ],
@@ -185,6 +227,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "stack_order": list(st.stack_order),
+                    "order_differs": st.order_differs,
+                    "tags_differ": [p.name for p in st.tags_differ],
                 },
                 indent=2,
             )
@@ -213,11 +258,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
                 note = style("  commit differs from its patch file", fg="red")
             elif p.matches == "carried":
                 note = "  (carried by a merge)"
-            echo(ctx, f"  + {p.name} [{tag_text(p.tag)}]{note}")
+            echo(ctx, f"  + {p.name} [{_tags(p.tag, p.labels)}]{note}")
         unapplied = [p for p in st.patches if not p.applied]
         echo(ctx, f"unapplied ({len(unapplied)}):")
         for p in unapplied:
-            echo(ctx, f"  - {p.name} [{tag_text(p.tag)}]")
+            echo(ctx, f"  - {p.name} [{_tags(p.tag, p.labels)}]")
+        for line in _disagreements(st):
+            echo(ctx, style(line, fg="yellow"))
         for name in st.unknown_applied:
             echo(ctx, style(f"  ! {name} is applied but not in the series", fg="red"))
         if st.edits_in_patches:
@@ -230,8 +277,29 @@ def status(ctx: click.Context, as_json: bool) -> None:
                 echo(ctx, f"  {path}")
         if st.untracked:
             echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs:
+    if st.differs or st.order_differs or st.tags_differ:
         ctx.exit(1)
+
+
+def _tags(tag: str | None, labels: tuple[str, ...]) -> str:
+    return tag_text(tag) + "".join(f", {label}" for label in labels)
+
+
+def _disagreements(st: StatusResult) -> list[str]:
+    """Where the applied commits disagree with the series, and the command that reconciles."""
+    lines = []
+    if st.order_differs:
+        lines.append(
+            "the applied commits are in another order than the series ("
+            + ", ".join(st.stack_order)
+            + "): run 'patchstack refresh' to rebuild them in the series order"
+        )
+    for p in st.tags_differ:
+        lines.append(
+            f"the commit of {p.name} says tag {p.commit_tag or '(none)'}, the series {p.tag}:"
+            f" run 'patchstack tag {p.name} {p.tag}'"
+        )
+    return lines
 
 
 def _print_drift(ctx: click.Context, drift: Drift) -> None:

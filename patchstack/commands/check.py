@@ -14,7 +14,7 @@ from ..engine.replay import Placer, commit_chain, labels, old_chain, replay, ste
 from ..engine.verdicts import classify
 from ..model.conflict import Conflict
 from ..model.ids import Oid
-from ..model.selection import Selector
+from ..model.selection import Selector, check_words
 from ..transaction import refresh_error
 from .settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -63,7 +63,8 @@ def check(ws: Checkout, onto: str | None, sel: Selector) -> CheckResult:
             target, name = stack.base, "HEAD" if not stack.applied else "HEAD (below the stack)"
         else:
             target, name = found, upstream or "HEAD"
-    skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag))
+    check_words(series, sel)
+    skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag, e.labels))
     engine = make_engine(ws, series, stack)
     try:
         chain = old_chain(git, engine, series)

@@ -22,6 +22,8 @@ class PatchState:
     applied: bool
     commit: Oid | None
     matches: str | None  # "exact", "carried", "differs", or None when not applied
+    labels: tuple[str, ...] = ()
+    commit_tag: str | None = None  # the tag its applied commit's trailer says
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,22 @@ class StatusResult:
     edits: tuple[str, ...]  # uncommitted edits that belong to no patch
     edits_in_patches: dict[str, tuple[str, ...]]  # path -> applied patches touching it
     untracked: tuple[str, ...]
+    stack_order: tuple[str, ...] = ()  # the applied patches, in the order of their commits
 
     @property
     def differs(self) -> list[str]:
         return [p.name for p in self.patches if p.matches == "differs"]
+
+    @property
+    def order_differs(self) -> bool:
+        """The applied commits are not in the series order."""
+        in_series = [p.name for p in self.patches if p.applied]
+        return [n for n in self.stack_order if n in in_series] != in_series
+
+    @property
+    def tags_differ(self) -> list[PatchState]:
+        """Applied patches whose commit says another tag than the series."""
+        return [p for p in self.patches if p.applied and p.commit_tag != p.tag]
 
 
 def status(ws: Checkout) -> StatusResult:
@@ -50,10 +64,10 @@ def status(ws: Checkout) -> StatusResult:
     states = []
     for e in series.entries:
         ap = stack.find(e.name)
+        commit = ap.commit if ap else None
+        tag = ap.tag if ap else None
         states.append(
-            PatchState(
-                e.name, e.tag, ap is not None, ap.commit if ap else None, verdicts.get(e.name)
-            )
+            PatchState(e.name, e.tag, ap is not None, commit, verdicts.get(e.name), e.labels, tag)
         )
     dirty = git.dirty(exclude=ws.in_tree)
     touched: dict[str, list[str]] = {}
@@ -74,6 +88,7 @@ def status(ws: Checkout) -> StatusResult:
         edits,
         in_patches,
         dirty.untracked,
+        stack.names,
     )
 
 
