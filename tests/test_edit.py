@@ -67,11 +67,13 @@ def diff_part(data: str) -> str:
 
 
 def undo_restores(repo: Repo, before: tuple[object, ...]) -> None:
+    """undo gives back ``before`` exactly, redo the state after; left at ``before``."""
     after = full(repo)
     repo.ps("undo")
     assert full(repo) == before
     repo.ps("redo")
     assert full(repo) == after
+    repo.ps("undo")
 
 
 def test_edit_message_and_author_of_an_applied_patch_keeps_trees_and_diff(fork: Repo) -> None:
@@ -116,7 +118,9 @@ def test_edit_an_unapplied_patch_and_in_the_editor(fork: Repo, tmp_path: Path) -
         assert "Subject: [PATCH] Edited subject\n\nEdited body.\n---\n" in text
         assert "a comment" not in text and fork.head() == head
         undo_restores(fork, before)
-        os.environ["GIT_EDITOR"] = "python3 -c 'import sys; open(sys.argv[1], \"w\").write(\"# x\\n\")'"
+        os.environ["GIT_EDITOR"] = (
+            'python3 -c \'import sys; open(sys.argv[1], "w").write("# x\\n")\''
+        )
         before = full(fork)
         result = fork.ps("edit", "two", code=2)
         assert "the message is empty" in result.stderr
@@ -186,7 +190,8 @@ def test_series_and_status_show_labels_and_disagreements(fork: Repo) -> None:
     # The series edited by hand: two swapped lines and a tag.
     series = fork.read("patches/series")
     swapped = series.replace("two.patch # diagnostic\n", "").replace(
-        "three.patch # optimization, moe\n", "three.patch # optimization, moe\ntwo.patch # essential\n"
+        "three.patch # optimization, moe\n",
+        "three.patch # optimization, moe\ntwo.patch # essential\n",
     )
     fork.write("patches/series", swapped)
     result = fork.ps("status", code=1)
