@@ -120,12 +120,15 @@ def begin(
     ws: Checkout, write: bool, allow_interrupted: bool = False, while_stopped: bool = False
 ) -> tuple[lock.Lock, list[PatchstackError]]:
     """Take the lock (exclusive to change state, shared to read). A command that changes state
-    is refused while the journal shows an interrupted command (``undo`` restores it) or a
-    stopped refresh (``refresh --continue``/``--abort``); for one that only reads, those come
-    back as warnings."""
+    is refused while a git operation is in progress (merge, rebase, ...), while the journal
+    shows an interrupted command (``undo`` restores it) or a stopped refresh (``refresh
+    --continue``/``--abort``); for one that only reads, the last two come back as warnings."""
     held = lock.acquire(ws.git.common_dir, ws.command, exclusive=write)
     try:
         problems: list[PatchstackError] = []
+        foreign = foreign_error(ws) if write else None  # (status shows it to readers)
+        if foreign:
+            problems.append(foreign)
         pending = interrupted(ws.git)
         if pending and not allow_interrupted:
             problems.append(interrupted_error(pending))
@@ -139,6 +142,29 @@ def begin(
         held.release()
         raise
     return held, problems
+
+
+_NEXT_STEPS = {
+    "merge": "finish it with 'git commit' (after resolving and 'git add'), or 'git merge --abort'",
+    "rebase": "finish it with 'git rebase --continue', or 'git rebase --abort'",
+    "cherry-pick": "finish it with 'git cherry-pick --continue', or 'git cherry-pick --abort'",
+    "revert": "finish it with 'git revert --continue', or 'git revert --abort'",
+    "am": "finish it with 'git am --continue', or 'git am --abort'",
+    "bisect": "end it with 'git bisect reset'",
+}
+
+
+def foreign_error(ws: Checkout) -> RefusedError | None:
+    """A git merge, rebase, cherry-pick, revert, am or bisect stopped half way: patchstack
+    acts on nothing then (its HEAD, index and files are git's work in progress)."""
+    found = ws.git.operation_in_progress()
+    if found is None:
+        return None
+    op, path = found
+    return RefusedError(
+        f"a git {op} is in progress ({os.path.relpath(path, ws.git.top)})",
+        _NEXT_STEPS[op] + ", then run the command again; nothing was changed",
+    )
 
 
 def refresh_error(ws: Checkout) -> RefusedError | None:

@@ -243,11 +243,25 @@ def test_plain_commits_on_top_of_the_stack_are_never_buried(repo: Repo) -> None:
     replace_line(repo, "b.py", "b 3\n", "b 3 mine\n")
     mine = repo.commit_all("my own commit")
     before = repo.state()
-    for args in (("push", "--all"), ("pop", "--all"), ("new", "q", "--tag", "essential")):
+    for args in (
+        ("push", "--all"),
+        ("pop", "--all"),
+        ("new", "q", "--tag", "essential"),
+        ("refresh",),
+        ("refresh", "--drop-merged"),
+        ("refresh", "--onto", "HEAD~2"),
+    ):
         result = repo.ps(*args, code=2)
-        assert "commit(s) on top of the applied patch 'p.patch'" in result.stderr
-        assert mine[:12] in result.stderr
+        assert "HEAD has 1 commit(s) on top of the applied patches" in result.stderr, args
+        assert mine[:12] in result.stderr and "--from-commit" in result.stderr
         assert repo.state() == before
+    # status agrees: the patch is applied, the commit is on top of it, upstream did not move.
+    status = repo.ps("status", code=None)
+    assert "applied (1):" in status.stdout and "p.patch" in status.stdout
+    assert "HEAD has 1 commit(s) on top of the applied patches" in status.stdout
+    assert "upstream moved" not in status.stdout
+    data = json.loads(repo.ps("status", "--json", code=None).stdout)
+    assert data["applied"] == ["p.patch"] and data["on_top"] == [mine]
 
 
 def test_new_refuses_when_the_base_moved(repo: Repo) -> None:

@@ -9,6 +9,11 @@ import click
 from .app import Options, cli
 from .output import complete_patch_names, complete_tags, echo
 
+DISCARD_HELP = (
+    "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
+    " refusing."
+)
+
 
 def answers() -> bytes | None:
     """Scripted answers for git's hunk selector: standard input when it is not a terminal."""
@@ -107,8 +112,9 @@ def _rewritten(ctx: click.Context, names: tuple[str, ...]) -> None:
 @cli.command()
 @click.argument("names", nargs=-1, required=True, shell_complete=complete_patch_names)
 @click.option("--keep-file", is_flag=True, help="Keep the patch files; only the series forgets.")
+@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
 @click.pass_context
-def delete(ctx: click.Context, names: tuple[str, ...], keep_file: bool) -> None:
+def delete(ctx: click.Context, names: tuple[str, ...], keep_file: bool, discard: bool) -> None:
     """Delete patches: out of the stack when applied, out of the series, and their files.
 
     Applied patches are taken out as 'pop --only' does; the patches above them are carried
@@ -122,7 +128,7 @@ def delete(ctx: click.Context, names: tuple[str, ...], keep_file: bool) -> None:
     """
     from ..commands.delete import delete as do_delete
 
-    result = do_delete(ctx.obj.checkout(), names, keep_file)
+    result = do_delete(ctx.obj.checkout(), names, keep_file, discard)
     for name in result.deleted:
         note = " (popped)" if name in result.popped else ""
         note += " (file kept)" if result.kept_files else ""
@@ -139,6 +145,7 @@ cli.add_command(delete, "drop")
 @click.option("--after", metavar="X", shell_complete=complete_patch_names, help="Right after X.")
 @click.option("--top", is_flag=True, help="Last in the series.")
 @click.option("--bottom", is_flag=True, help="First in the series.")
+@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
 @click.pass_context
 def move(
     ctx: click.Context,
@@ -147,6 +154,7 @@ def move(
     after: str | None,
     top: bool,
     bottom: bool,
+    discard: bool,
 ) -> None:
     """Move a patch to another place in the series, applied or not.
 
@@ -161,7 +169,7 @@ def move(
     """
     from ..commands.move import move as do_move
 
-    result = do_move(ctx.obj.checkout(), name, before, after, top, bottom)
+    result = do_move(ctx.obj.checkout(), name, before, after, top, bottom, discard)
     if not result.moved:
         echo(ctx, f"{result.name} is already there")
         return
@@ -181,8 +189,9 @@ def move(
     shell_complete=complete_patch_names,
     help="The patch that takes NAME's change (its name, tag and place stay).",
 )
+@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
 @click.pass_context
-def fold(ctx: click.Context, name: str, target: str) -> None:
+def fold(ctx: click.Context, name: str, target: str, discard: bool) -> None:
     """Fold patch NAME into TARGET: one patch from two, with TARGET's name, tag and place.
 
     TARGET's description is kept and what NAME's message adds is joined to it. Both must be
@@ -194,7 +203,7 @@ def fold(ctx: click.Context, name: str, target: str) -> None:
     """
     from ..commands.fold import fold as do_fold
 
-    result = do_fold(ctx.obj.checkout(), name, target)
+    result = do_fold(ctx.obj.checkout(), name, target, discard)
     echo(ctx, f"folded {result.name} into {result.target}")
     _rewritten(ctx, tuple(n for n in result.rewritten if n != result.target))
 
@@ -213,6 +222,7 @@ def fold(ctx: click.Context, name: str, target: str) -> None:
 )
 @click.option("-i", "--interactive", is_flag=True, help="Choose hunks in git's selector.")
 @click.option("-m", "--message", help="The new patch's message (default: NAME's).")
+@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
 @click.pass_context
 def split(
     ctx: click.Context,
@@ -222,6 +232,7 @@ def split(
     tag: str,
     interactive: bool,
     message: str | None,
+    discard: bool,
 ) -> None:
     """Move files (PATHs), or hunks chosen interactively, of NAME into a new patch NEW
     placed right after it.
@@ -240,7 +251,7 @@ def split(
 
     ws = ctx.obj.checkout()
     scripted = answers() if interactive else None
-    result = do_split(ws, name, new, tag, paths, interactive, message, scripted)
+    result = do_split(ws, name, new, tag, paths, interactive, message, scripted, discard)
     if result.selector_output:
         click.echo(result.selector_output.rstrip("\n"))
     echo(ctx, f"split {result.new} [{result.tag}] off {result.name}: {', '.join(result.moved)}")

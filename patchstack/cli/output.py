@@ -138,6 +138,8 @@ def render_conflict(c: Any) -> list[str]:
         lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
     if c.detail and not c.hunks:
         lines += ["  " + ln for ln in c.detail.splitlines()]
+    if c.note:
+        lines.append("  " + c.note)
     return lines
 
 

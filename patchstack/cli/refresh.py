@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
 )
+@click.option(
+    "--discard-changes",
+    "discard",
+    is_flag=True,
+    help="Rebuild applied commits that differ from their patch files from the files.",
+)
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -33,6 +39,7 @@ def refresh(
     onto: str | None,
     patch_name: str | None,
     drop_merged: bool,
+    discard: bool,
     continue_: bool,
     abort_: bool,
     as_json: bool,
@@ -56,7 +63,7 @@ def refresh(
     from ..commands.resume import continue_ as do_continue
     from ..errors import PatchstackError
 
-    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged))) > 1:
+    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:
         raise PatchstackError(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
@@ -66,7 +73,7 @@ def refresh(
     elif continue_:
         result = do_continue(ws)
     else:
-        result = do_refresh(ws, onto, drop_merged, patch_name)
+        result = do_refresh(ws, onto, drop_merged, patch_name, discard)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

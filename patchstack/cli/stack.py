@@ -186,7 +186,8 @@ cli.add_command(series_cmd, "list")
 def status(ctx: click.Context, as_json: bool) -> None:
     """Base, applied and unapplied patches, uncommitted edits, and mismatches.
 
-    Exits 1 when an applied commit no longer matches its patch file.
+    Exits 1 when an applied commit no longer matches its patch file, when commits that are not
+    patches sit on top of the applied ones, or when a git operation is in progress.
 
     \b
     Example:
@@ -227,6 +228,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
                     "differs": st.differs,
+                    "operation": st.operation[0] if st.operation else None,
+                    "on_top": list(st.on_top),
                     "stack_order": list(st.stack_order),
                     "order_differs": st.order_differs,
                     "tags_differ": [p.name for p in st.tags_differ],
@@ -235,6 +238,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
             )
         )
     else:
+        if st.operation:
+            from ..transaction import foreign_error
+
+            problem = foreign_error(ws)
+            if problem:
+                echo(ctx, style(f"{problem.message}: {problem.hint}", fg="red"))
         branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
         echo(ctx, f"branch: {branch} at {st.head[:12]}")
         base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
@@ -255,10 +264,23 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for p in applied:
             note = ""
             if p.matches == "differs":
-                note = style("  commit differs from its patch file", fg="red")
+                note = style(
+                    "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
+                    f" {p.name}'; drop: '--discard-changes')",
+                    fg="red",
+                )
+            elif p.matches == "edited":
+                note = style(
+                    "  patch file edited since it was applied (push, pop and refresh apply"
+                    " the new version)",
+                    fg="yellow",
+                )
             elif p.matches == "carried":
                 note = "  (carried by a merge)"
             echo(ctx, f"  + {p.name} [{_tags(p.tag, p.labels)}]{note}")
+        if st.on_top_problem:
+            what, todo = st.on_top_problem
+            echo(ctx, style(f"{what}: {todo}", fg="red"))
         unapplied = [p for p in st.patches if not p.applied]
         echo(ctx, f"unapplied ({len(unapplied)}):")
         for p in unapplied:
@@ -271,13 +293,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
             echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
             for path, names in st.edits_in_patches.items():
                 echo(ctx, f"  {path}  ({', '.join(names)})")
-        if st.edits:
+        if st.edits and st.operation:
+            echo(ctx, f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
+        elif st.edits:
             echo(ctx, "uncommitted edits in no patch:")
             for path in st.edits:
                 echo(ctx, f"  {path}")
         if st.untracked:
             echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs or st.order_differs or st.tags_differ:
+    if st.differs or st.on_top or st.operation or st.order_differs or st.tags_differ:
         ctx.exit(1)
 
 
@@ -341,6 +365,16 @@ def _selector_options(f: F) -> F:
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
+def _discard_option(f: F) -> F:
+    return click.option(
+        "--discard-changes",
+        "discard",
+        is_flag=True,
+        help="Drop what applied commits changed beyond their patch files (amend, rebase -i)"
+        " instead of refusing.",
+    )(f)
+
+
 def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
     if verb == "push":
         for name in result.added:
@@ -362,6 +396,7 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_discard_option
 @click.pass_context
 def push(
     ctx: click.Context,
@@ -370,6 +405,7 @@ def push(
     only: str | None,
     except_: str | None,
     onto: str | None,
+    discard: bool,
 ) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
 
@@ -386,7 +422,8 @@ def push(
 
     bar = ProgressBar("pushing")
     try:
-        result = do_push(ctx.obj.checkout(), selector(name, all_, only, except_), onto, bar)
+        sel = selector(name, all_, only, except_)
+        result = do_push(ctx.obj.checkout(), sel, onto, bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "push")
@@ -394,9 +431,15 @@ def push(
 
 @cli.command()
 @_selector_options
+@_discard_option
 @click.pass_context
 def pop(
-    ctx: click.Context, name: str | None, all_: bool, only: str | None, except_: str | None
+    ctx: click.Context,
+    name: str | None,
+    all_: bool,
+    only: str | None,
+    except_: str | None,
+    discard: bool,
 ) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
@@ -410,7 +453,7 @@ def pop(
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar)
+        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "pop")

@@ -26,7 +26,9 @@ class DeleteResult:
     rewritten: tuple[str, ...]
 
 
-def delete(ws: Checkout, name_texts: Sequence[str], keep_file: bool = False) -> DeleteResult:
+def delete(
+    ws: Checkout, name_texts: Sequence[str], keep_file: bool = False, discard: bool = False
+) -> DeleteResult:
     if not name_texts:
         raise PatchstackError("name the patches to delete", "see 'patchstack series'")
     series = ws.load_series()
@@ -46,7 +48,17 @@ def delete(ws: Checkout, name_texts: Sequence[str], keep_file: bool = False) -> 
             for e in new_series.entries
         ]
         done = rechain(
-            ws, series, stack, engine, changes, new_series, parts, names, keep_files=keep_file
+            ws,
+            series,
+            stack,
+            engine,
+            changes,
+            new_series,
+            parts,
+            names,
+            keep_file,
+            "patchstack delete",
+            discard,
         )
     finally:
         engine.close()

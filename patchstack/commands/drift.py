@@ -9,7 +9,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..model import trailers
-from .state import read_stack
+from .state import check_base, read_stack
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def drift(ws: Checkout) -> Drift | None:
     git = ws.git
     series = ws.load_series()
     base = series.base
-    if not base or git.rev_parse(base) is None:
+    if not base or not check_base(ws, series):
         return None
     upstream = git.upstream_of_head()
     found = git.rev_parse(upstream) if upstream else None

@@ -27,7 +27,7 @@ class FoldResult:
     rewritten: tuple[str, ...]
 
 
-def fold(ws: Checkout, name_text: str, target_text: str) -> FoldResult:
+def fold(ws: Checkout, name_text: str, target_text: str, discard: bool = False) -> FoldResult:
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -67,7 +67,19 @@ def fold(ws: Checkout, name_text: str, target_text: str) -> FoldResult:
                 parts.append(Part(e, carried, (target, name), is_on, mail))
             else:
                 parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), is_on))
-        done = rechain(ws, series, stack, engine, changes, new_series, parts, (name,))
+        done = rechain(
+            ws,
+            series,
+            stack,
+            engine,
+            changes,
+            new_series,
+            parts,
+            (name,),
+            False,
+            "patchstack fold",
+            discard,
+        )
     finally:
         engine.close()
     publish(ws, Plan("fold", stack.head, done.head, done.files))

@@ -38,6 +38,7 @@ def move(
     after: str | None = None,
     top: bool = False,
     bottom: bool = False,
+    discard: bool = False,
 ) -> MoveResult:
     if sum((before is not None, after is not None, top, bottom)) != 1:
         raise PatchstackError("give one of --before X, --after X, --top, --bottom")
@@ -69,7 +70,19 @@ def move(
             Part(e, (changes[series.index(e.name)],), (e.name,), stack.find(e.name) is not None)
             for e in new_series.entries
         ]
-        done = rechain(ws, series, stack, engine, changes, new_series, parts)
+        done = rechain(
+            ws,
+            series,
+            stack,
+            engine,
+            changes,
+            new_series,
+            parts,
+            (),
+            False,
+            "patchstack move",
+            discard,
+        )
     finally:
         engine.close()
     publish(ws, Plan("move", stack.head, done.head, done.files))

@@ -14,6 +14,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
+from .proof import EDITED, Proof, prove, refuse_dropping
 from .state import make_engine, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)
@@ -48,15 +49,25 @@ def move_stack(
     onto: Oid | None,
     kind: str,
     progress: Progress = None,
+    discard: bool = False,
+    proof: Proof | None = None,
 ) -> MoveResult:
-    """Make exactly ``target`` (series order) applied, on ``onto`` or the current base."""
+    """Make exactly ``target`` (series order) applied, on ``onto`` or the current base.
+
+    Applied commits are kept where the target keeps them in place; every other one is rebuilt
+    from its patch file or dropped, which is refused for a commit that differs from its file
+    (unless ``discard``). A patch file edited since it was applied is rebuilt from the file.
+    """
+    proof = proof or prove(ws, series, stack)
     base = onto or stack.base
     keep: list[AppliedPatch] = []
     if base == stack.base:
         for have, want in zip(stack.applied, target, strict=False):
-            if have.name != want:
+            if have.name != want or proof.verdicts.get(have.name) == EDITED:
                 break
             keep.append(have)
+    if not discard:
+        refuse_dropping(proof, [ap.name for ap in stack.applied[len(keep) :]], f"patchstack {kind}")
     rest = list(target[len(keep) :])
     missing = [n for n in rest if n not in series]
     if missing:
@@ -78,13 +89,19 @@ def move_stack(
 
 
 def push(
-    ws: Checkout, sel: Selector, onto: str | None = None, progress: Progress = None
+    ws: Checkout,
+    sel: Selector,
+    onto: str | None = None,
+    progress: Progress = None,
+    discard: bool = False,
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
     require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
-    if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base):
+    proof = prove(ws, series, stack)
+    stale = proof.named(EDITED)
+    if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
         return unchanged(stack)
-    return move_stack(ws, series, stack, target, onto_oid, "push", progress)
+    return move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)

@@ -26,15 +26,24 @@ from dataclasses import dataclass
 
 from ..checkout import Checkout
 from ..engine.merging import merge
-from ..engine.replay import Placer, old_chain, real_changes, replay, steps
+from ..engine.replay import (
+    Placer,
+    Resolver,
+    merge_resolver,
+    old_chain,
+    real_changes,
+    replay,
+    steps,
+)
 from ..errors import PatchstackError, RefusedError
 from ..git import DirtyState, Git
 from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..model.series import Series
 from ..model.stack import Stack, stack_from_history
+from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .settle import RefreshResult, finish, labels_of, stop
-from .state import make_engine, read_stack, resolve_rev
+from .state import make_engine, read_stack, require_movable, resolve_rev
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
@@ -51,14 +60,19 @@ class _Target:
 def _target(git: Git, series: Series, stack: Stack, onto: str | None) -> _Target:
     real = stack
     merged_upstream = None
-    if not stack.applied:
+    if stack.on_top:
+        # ``git pull`` merged upstream into the applied stack: HEAD is a merge whose one
+        # parent carries the stack and whose other parent is the new base. Anything else on
+        # top of the patches is the user's own work, never taken for upstream.
         info = next(git.iter_first_parent(stack.head))
-        if len(info.parents) == 2:
+        if len(stack.on_top) == 1 and len(info.parents) == 2:
             sides = [stack_from_history(p, git.iter_first_parent(p)) for p in info.parents]
-            patched = [i for i, s in enumerate(sides) if s.applied]
-            if len(patched) == 1:
+            patched = [i for i, s in enumerate(sides) if s.applied and not s.on_top]
+            if len(patched) == 1 and not sides[1 - patched[0]].applied:
                 real = sides[patched[0]]
                 merged_upstream = info.parents[1 - patched[0]]
+        if merged_upstream is None:
+            require_movable(stack)
     if onto:
         new = resolve_rev(git, onto)
         ref = None if _HEX_RE.match(onto) else onto
@@ -75,6 +89,7 @@ def refresh(
     onto: str | None = None,
     drop_merged: bool = False,
     patch: str | None = None,
+    discard: bool = False,
 ) -> RefreshResult:
     git = ws.git
     series = ws.load_series()
@@ -92,15 +107,21 @@ def refresh(
         raise RefusedError(
             "unmerged files: " + ", ".join(dirty.unmerged), "finish or abort the git merge first"
         )
+    moved = target.new_base != target.stack.base
+    proof = prove(ws, series, target.stack)
+    if moved and not discard:
+        refuse_dropping(proof, proof.named(DIFFERS), "patchstack refresh")
+    # A patch file edited by hand wins over its old commit (a refresh never reverts it); a
+    # commit changed by hand wins over its file (it is adopted), unless --discard-changes.
+    ignore = set(proof.named(EDITED)) | (set(proof.named(DIFFERS)) if discard else set())
     engine = make_engine(ws, series, target.stack)
     try:
         chain = old_chain(git, engine, series)
-        real = real_changes(target.stack)
+        real = {n: c for n, c in real_changes(target.stack).items() if n not in ignore}
         head = stack.head
         src: tuple[Oid, tuple[str, ...]] = (git.tree_of(head), ())
         fold_into: str | None = None
         folded: tuple[str, ...] = ()
-        moved = target.new_base != target.stack.base
         if patch and moved:
             raise PatchstackError(
                 "--patch folds uncommitted edits, and the base moved",
@@ -124,19 +145,39 @@ def refresh(
             steps=steps(series, chain, real),
             fold_into=fold_into,
             folded=folded,
+            resolution=git.tree_of(stack.head) if target.route == "merge" else None,
         )
         git.prepare_merges(
             [(s.before, s.after, s.name) for s in state.steps if s.before != s.after]
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         done, conflicts = replay(
-            git, state.steps, 0, git.tree_of(target.new_base), labels_of(state), placer=placer
+            git,
+            state.steps,
+            0,
+            git.tree_of(target.new_base),
+            labels_of(state),
+            placer=placer,
+            resolve=resolver(ws, series, state),
         )
         if conflicts:
             return stop(ws, state, engine, series, done, conflicts[0], src, head)
         return finish(ws, state, engine, series, done, src, head)
     finally:
         engine.close()
+
+
+def resolver(ws: Checkout, series: Series, state: State) -> Resolver | None:
+    """After ``git pull`` merged upstream into the stack: the user's merge resolution, for the
+    conflicts whose file the conflicting patch is the last applied one to change."""
+    if not state.resolution:
+        return None
+    owners: dict[str, str] = {}
+    for entry in series.entries:
+        if entry.name in state.applied_before:
+            for path in ws.read_patch(entry)[1].paths:
+                owners[path] = entry.name
+    return merge_resolver(ws.git, Oid(state.resolution), owners)
 
 
 def _fold_plan(

@@ -27,7 +27,7 @@ from ..engine.loaded import LoadedPatch
 from ..engine.merging import conflict_hunks, merge
 from ..engine.replay import old_chain
 from ..engine.verdicts import format_chain
-from ..errors import ConflictError, PatchstackError, RefusedError
+from ..errors import ConflictError, PatchstackError
 from ..git import CommitMeta, Git
 from ..model import message, trailers
 from ..model.conflict import Conflict
@@ -36,7 +36,7 @@ from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import FileWrite
-from .status import verify_applied
+from .proof import EDITED, prove, refuse_dropping
 
 Change = tuple[Oid, Oid]  # (before, after) trees of the old canonical chain
 
@@ -142,11 +142,14 @@ def rechain(
     parts: Sequence[Part],
     removed: Sequence[str] = (),
     keep_files: bool = False,
+    verb: str = "this command",
+    discard: bool = False,
 ) -> Rechained:
     """Carry ``parts`` in their order from the series base (``changes``: `old_changes`); the
     new HEAD and the files to write. ``removed``: old patches no longer in the series (their
     files go unless ``keep_files``). Raises ConflictError (nothing written) when a change does
-    not merge."""
+    not merge; refuses to rebuild an applied commit that differs from its patch file unless
+    ``discard`` (``verb`` is the command the refusal names)."""
     git = ws.git
     if stack.applied and any(n not in series for n in stack.names):
         missing = next(n for n in stack.names if n not in series)
@@ -175,8 +178,11 @@ def rechain(
             tree = part.changes[0][1]
         trees.append(tree)
     target = [p.entry.name for p in parts if p.applied]
-    keep = _kept(stack, target, {p.entry.name for p in parts[:same]})
-    _require_matching(ws, series, stack, [ap.name for ap in stack.applied[len(keep) :]])
+    proof = prove(ws, series, stack)
+    unchanged = {p.entry.name for p in parts[:same]} - set(proof.named(EDITED))
+    keep = _kept(stack, target, unchanged)
+    if not discard:
+        refuse_dropping(proof, [ap.name for ap in stack.applied[len(keep) :]], verb)
     datas = {p.entry.name: _provisional(ws, series, p) for p in parts}
     originals = {n: changes[i] for i, n in enumerate(old_names)}
     fresh = _regenerate(git, engine, new_series, parts, trees, same, datas, originals)
@@ -278,17 +284,6 @@ def _crossed(
         if crossed and set(engine.patch(name).patch.paths) & set(files):
             found.append(name)
     return tuple(found)
-
-
-def _require_matching(ws: Checkout, series: Series, stack: Stack, names: Sequence[str]) -> None:
-    verdicts = verify_applied(ws, series, stack)
-    bad = [n for n in names if verdicts.get(n) == "differs"]
-    if bad:
-        raise RefusedError(
-            f"the commit of the applied patch '{bad[0]}' differs from its patch file",
-            "this command rebuilds the applied commits from the patch files; make them agree"
-            " first ('patchstack status' shows which); nothing was changed",
-        )
 
 
 def _provisional(ws: Checkout, series: Series, part: Part) -> bytes:

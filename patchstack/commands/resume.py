@@ -20,6 +20,7 @@ from ..model.conflict import marker_lines
 from ..model.ids import Oid
 from ..transaction import Plan, Restore, publish
 from . import stopped
+from .refresh import resolver
 from .settle import RefreshResult, finish, labels_of, stop
 from .state import make_engine, read_stack
 
@@ -73,7 +74,14 @@ def continue_(ws: Checkout) -> RefreshResult:
     try:
         k = [s.name for s in state.steps].index(state.stopped_at)
         done = [*state.done, Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)]
-        more, conflicts = replay(git, state.steps, k + 1, resolved_tree, labels_of(state))
+        more, conflicts = replay(
+            git,
+            state.steps,
+            k + 1,
+            resolved_tree,
+            labels_of(state),
+            resolve=resolver(ws, series, state),
+        )
         done += more
         src = (resolved_tree, state.touched)
         if conflicts:

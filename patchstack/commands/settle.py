@@ -163,6 +163,17 @@ def _final_head(
     return built[-1][1]
 
 
+def _later_owners(
+    ws: Checkout, series: Series, state: State, name: str, paths: Sequence[str]
+) -> list[str]:
+    after = series.names[series.index(name) + 1 :]
+    return [
+        n
+        for n in after
+        if n in state.applied_before and set(ws.read_patch(series.entry(n))[1].paths) & set(paths)
+    ]
+
+
 def stop(
     ws: Checkout,
     state: State,
@@ -195,6 +206,14 @@ def stop(
     plan = Plan("refresh", current_head, stop_head, (), overlay, store(ws, state), before=before)
     publish(ws, plan)
     report = blame(git, name, merged, state.old_base, state.new_base)
+    if state.resolution:
+        later = _later_owners(ws, series, state, name, merged.conflicted)
+        report = replace(
+            report,
+            note=f"the merge commit's version of {', '.join(merged.conflicted)} also holds the"
+            f" changes of {', '.join(later)} (applied after {name}), so it cannot be taken"
+            " for this patch: resolve it here",
+        )
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}

@@ -49,6 +49,7 @@ def split(
     interactive: bool = False,
     text: str | None = None,
     answers: bytes | None = None,
+    discard: bool = False,
 ) -> SplitResult:
     git = ws.git
     if not paths and not interactive:
@@ -100,7 +101,19 @@ def split(
                 parts.append(Part(new_series.entry(new), ((middle, after),), (name,), on, mail))
             elif e.name != new:
                 parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), on))
-        done = rechain(ws, series, stack, engine, changes, new_series, parts)
+        done = rechain(
+            ws,
+            series,
+            stack,
+            engine,
+            changes,
+            new_series,
+            parts,
+            (),
+            False,
+            "patchstack split",
+            discard,
+        )
     finally:
         engine.close()
     publish(ws, Plan("split", stack.head, done.head, done.files))

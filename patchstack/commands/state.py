@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..checkout import Checkout
-from ..errors import PatchstackError, RefusedError
+from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
 from ..model.ids import Oid
 from ..model.series import Entry, Series
@@ -27,16 +27,26 @@ def read_stack(git: Git) -> Stack:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
 
 
+def on_top_problem(stack: Stack) -> tuple[str, str] | None:
+    """(what, what to do) when plain commits sit on top of the applied patches; every command
+    and ``status`` say the same."""
+    if not stack.on_top:
+        return None
+    n = len(stack.on_top)
+    shown = ", ".join(c[:12] for c in stack.on_top[:3]) + (" ..." if n > 3 else "")
+    return (
+        f"HEAD has {n} commit(s) on top of the applied patches that are not patches ({shown})",
+        "make each a patch ('patchstack new NAME --tag T --from-commit REV', or 'patchstack"
+        " import commits'), or move them off ('git reset --keep', 'git rebase'); they are"
+        " never taken for upstream",
+    )
+
+
 def require_movable(stack: Stack) -> None:
     """Refuse to build on HEAD when plain commits cover applied patch commits."""
-    if stack.buried:
-        n = len(stack.covered_by)
-        raise RefusedError(
-            f"HEAD has {n} commit(s) on top of the applied patch '{stack.buried}'"
-            f" ({', '.join(c[:12] for c in stack.covered_by[:3])})",
-            "make them patches ('patchstack import commits'), or move them off with"
-            " 'git rebase'/'git reset'; nothing was changed",
-        )
+    problem = on_top_problem(stack)
+    if problem:
+        raise RefusedError(problem[0], problem[1] + "; nothing was changed")
 
 
 def require_base(series: Series, stack: Stack) -> None:
@@ -55,13 +65,33 @@ def resolve_rev(git: Git, rev: str) -> Oid:
     return found
 
 
+def check_base(ws: Checkout, series: Series) -> bool:
+    """Is the series base a commit of this repository? False when it is missing (fetch it);
+    an error naming the series file and line when it names a tree, a blob or a tag of one."""
+    base = series.base
+    if not base:
+        return True
+    kind = ws.git.object_type(base)
+    if kind is None:
+        return False
+    if kind != "commit" and ws.git.rev_parse(base) is None:
+        lineno = series.base_lineno or 0
+        raise InputError(
+            ws.display(ws.series_path),
+            lineno,
+            f"the base {base[:12]} names a {kind}, not a commit",
+            "write '# base: <commit id>' (or run 'patchstack refresh --onto REV')",
+        )
+    return True
+
+
 def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
     from ..engine.chain import Engine, no_base_error
     from ..engine.loaded import LoadedPatch
 
     git = ws.git
     base = series.base
-    if base and git.rev_parse(base) is None and stack.base != base:
+    if base and not check_base(ws, series) and stack.base != base:
         raise no_base_error(base)
     canonical = Oid(base) if base else stack.base
 

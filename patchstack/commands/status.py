@@ -6,13 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checkout import Checkout
-from ..errors import PatchstackError
-from ..git import RawDiff
-from ..model.ids import ObjectFormat, Oid
-from ..model.patchfile import Patch, parse_patch
-from ..model.series import Series
-from ..model.stack import Stack
-from .state import read_stack
+from ..model.ids import Oid
+from .proof import DIFFERS, EDITED, prove
+from .state import on_top_problem, read_stack
 
 
 @dataclass(frozen=True)
@@ -21,7 +17,7 @@ class PatchState:
     tag: str | None
     applied: bool
     commit: Oid | None
-    matches: str | None  # "exact", "carried", "differs", or None when not applied
+    matches: str | None  # see `proof`: exact, carried, edited, differs; None when not applied
     labels: tuple[str, ...] = ()
     commit_tag: str | None = None  # the tag its applied commit's trailer says
 
@@ -38,11 +34,15 @@ class StatusResult:
     edits: tuple[str, ...]  # uncommitted edits that belong to no patch
     edits_in_patches: dict[str, tuple[str, ...]]  # path -> applied patches touching it
     untracked: tuple[str, ...]
+    operation: tuple[str, str] | None = None  # a git operation in progress: (name, its file)
+    on_top: tuple[Oid, ...] = ()  # plain commits on top of the applied patches
+    on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     stack_order: tuple[str, ...] = ()  # the applied patches, in the order of their commits
 
     @property
     def differs(self) -> list[str]:
-        return [p.name for p in self.patches if p.matches == "differs"]
+        """Applied patches whose commit is not exactly their patch file (edited or changed)."""
+        return [p.name for p in self.patches if p.matches in (EDITED, DIFFERS)]
 
     @property
     def order_differs(self) -> bool:
@@ -60,7 +60,7 @@ def status(ws: Checkout) -> StatusResult:
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
-    verdicts = verify_applied(ws, series, stack)
+    verdicts = prove(ws, series, stack).verdicts
     states = []
     for e in series.entries:
         ap = stack.find(e.name)
@@ -70,6 +70,7 @@ def status(ws: Checkout) -> StatusResult:
             PatchState(e.name, e.tag, ap is not None, commit, verdicts.get(e.name), e.labels, tag)
         )
     dirty = git.dirty(exclude=ws.in_tree)
+    operation = git.operation_in_progress()
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
         if ap.name in series:
@@ -88,61 +89,8 @@ def status(ws: Checkout) -> StatusResult:
         edits,
         in_patches,
         dirty.untracked,
+        operation,
+        stack.on_top,
+        on_top_problem(stack),
         stack.names,
     )
-
-
-def verify_applied(ws: Checkout, series: Series, stack: Stack) -> dict[str, str]:
-    """For each applied patch: does its commit still carry exactly its patch file's change?
-
-    "exact": the commit's blobs are the ones the patch file's index lines name (proven by ids);
-    "carried": the same lines added and removed, at another place (a merge carried it);
-    "differs": the commit and the patch file disagree.
-    """
-    git = ws.git
-    parent_tree = dict(
-        zip(
-            (ap.commit for ap in stack.applied),
-            (stack.base_tree, *(ap.tree for ap in stack.applied)),
-            strict=False,
-        )
-    )
-    applied = [ap for ap in stack.applied if ap.name in series]
-    raws = git.raw_diffs([(parent_tree[ap.commit], ap.tree) for ap in applied])
-    result: dict[str, str] = {}
-    pending = []
-    for ap, raw in zip(applied, raws, strict=False):
-        patch = ws.read_patch(series.entry(ap.name))[1]
-        if _ids_match(patch, raw, git.fmt):
-            result[ap.name] = "exact"
-        else:
-            pending.append((ap, patch))
-    for ap, patch in pending:
-        diff = git.diff_patch(parent_tree[ap.commit], ap.tree)
-        try:
-            actual = parse_patch(diff, ap.name) if diff.strip() else None
-        except PatchstackError:
-            actual = None
-        result[ap.name] = "carried" if actual and _same_change(patch, actual) else "differs"
-    return result
-
-
-def _ids_match(patch: Patch, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
-    """True when the commit's blobs are exactly those the patch's full index lines name."""
-    got = {path: (new_mode, new) for _om, new_mode, _old, new, path in raw}
-    want = {}
-    for f in patch.files:
-        if f.renamed or f.copied or not fmt.is_full(f.new_id):
-            return False
-        want[f.path] = f.new_id
-    return set(want) == set(got) and all(got[p][1] == want[p] for p in want)
-
-
-def _same_change(a: Patch, b: Patch) -> bool:
-    def key(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
-        return sorted(
-            (f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
-            for f in patch.files
-        )
-
-    return key(a) == key(b)

@@ -30,6 +30,7 @@ class State:
     drop_merged: bool
     steps: tuple[Step, ...]
     before: Snapshot | None = None  # the state before the refresh started
+    resolution: str | None = None  # the tree of the merge commit a 'git pull' made
     fold_into: str | None = None
     folded: tuple[str, ...] = ()
     done: tuple[Done, ...] = ()

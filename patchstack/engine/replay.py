@@ -11,7 +11,7 @@ merge at all (`Placer`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import ConflictError
@@ -22,6 +22,8 @@ from ..model.stack import Stack
 from .chain import Engine
 from .fastpath import Known, ProvenStream
 from .merging import merge
+
+Resolver = Callable[[str, MergeResult], Oid | None]
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,14 @@ def replay(
     keep_going: bool = False,
     skip: frozenset[str] = frozenset(),
     placer: Placer | None = None,
+    resolve: Resolver | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
     (name, the tree it was carried onto, merge result).
+
+    ``resolve(name, merge result)``: a tree that settles a conflict the user already resolved
+    elsewhere (the merge commit of a ``git pull``), or None.
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream, proven by its blob ids, with no merge at all; the
@@ -125,6 +131,7 @@ def replay(
                 continue
         if placer is not None and not tree:
             tree = placer.resolve(done, tree)
+        settled: Oid | None = None
         if step.real and step.real[0] == tree:
             new = step.real[1]
         elif tree == step.before:
@@ -135,14 +142,16 @@ def replay(
             merged = merge(
                 git, step.before, tree, step.after, (labels[0], step.name), base_label=labels[1]
             )
-            if not merged.clean:
+            if resolve is not None and not merged.clean:
+                settled = resolve(step.name, merged)
+            if not merged.clean and settled is None:
                 conflicts.append((step.name, tree, merged))
                 if keep_going:
                     continue
                 break
-            new = merged.tree
+            new = settled or merged.tree
         commit = placer.commit(step.name, tree, new) if placer is not None and new != tree else None
-        done.append(Done(step.name, tree, new, commit=commit))
+        done.append(Done(step.name, tree, new, resolved=settled is not None, commit=commit))
         tree = new
     if placer is not None:
         placer.resolve(done, tree)
@@ -198,6 +207,30 @@ class Placer:
             if not d.parent:  # carried onto the result of the patch before it
                 done[i] = replace(d, parent=done[i - 1].tree)
         return done[-1].tree
+
+
+def merge_resolver(git: Git, resolution: Oid, owners: dict[str, str]) -> Resolver:
+    """Take the user's resolution from ``resolution`` (the tree of the merge commit ``git pull``
+    made) for conflicted paths whose last applied patch is the one being carried: that commit
+    holds upstream plus every applied patch's change to such a path, as the user settled it.
+    Where a later patch also changes the path, the merge commit's version is not this patch's:
+    the conflict stands (truly ambiguous)."""
+
+    def resolve(name: str, merged: MergeResult) -> Oid | None:
+        paths = list(merged.conflicted)
+        if not paths or any(owners.get(p) != name for p in paths):
+            return None
+        listing = git.ls_tree_paths(resolution, paths)
+        records = [
+            (listing[p][0], listing[p][1], p) if p in listing else ("0", git.fmt.null, p)
+            for p in paths
+        ]
+        with git.temp_index() as idx:
+            idx.read_tree(merged.tree)
+            idx.set_entries(records)
+            return idx.write_tree()
+
+    return resolve
 
 
 def commit_chain(engine: Engine, base: Oid, done: Sequence[Done]) -> tuple[Oid, dict[str, Oid]]:

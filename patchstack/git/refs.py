@@ -122,6 +122,32 @@ class Refs(GitBase):
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
+    def operation_in_progress(self) -> tuple[str, str] | None:
+        """A git operation stopped half way in this work tree, as (name, the file that shows
+        it): merge, rebase, cherry-pick, revert, am or bisect; None when there is none."""
+        import os
+
+        marks = (
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("MERGE_HEAD", "merge"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+            ("REVERT_HEAD", "revert"),
+            ("BISECT_LOG", "bisect"),
+        )
+        for name, op in marks:
+            path = os.path.join(self.git_dir, name)
+            if os.path.lexists(path):
+                if name == "rebase-apply" and os.path.exists(os.path.join(path, "applying")):
+                    op = "am"
+                return op, path
+        todo = os.path.join(self.git_dir, "sequencer", "todo")
+        if os.path.exists(todo):
+            with open(todo, encoding="utf-8", errors="replace") as f:
+                first = f.readline().split()
+            return ("revert" if first[:1] == ["revert"] else "cherry-pick"), todo
+        return None
+
     def messages(self, ref: str, limit: int | None = None) -> list[tuple[Oid, str]]:
         """(commit, message) along the first-parent chain of ``ref``, newest first; [] when
         there is no such ref."""

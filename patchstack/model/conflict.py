@@ -44,6 +44,7 @@ class Conflict:
     culprits: tuple[str, ...] = ()  # unselected patches that touch the same lines
     detail: str = ""  # git's own words, when there are no hunks to show
     merged_tree: Oid | None = None  # the merge result, conflict markers included
+    note: str = ""  # why it stops, when patchstack could not take a resolution it knows of
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class Conflict:
             ],
             "culprits": list(self.culprits),
             "detail": self.detail,
+            "note": self.note,
         }
 
 

@@ -23,6 +23,7 @@ TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=~-]*\Z")
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
+_BASE_START_RE = re.compile(r"#\s*base\s*:")
 _SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 
 
@@ -92,6 +93,11 @@ class Series:
     def base(self) -> str | None:
         found = self._base_line()
         return found[1] if found else None
+
+    @property
+    def base_lineno(self) -> int | None:
+        found = self._base_line()
+        return self.lines[found[0]].lineno if found else None
 
     @property
     def base_ref(self) -> str | None:
@@ -271,6 +277,13 @@ def parse_series(text: str, path: str = "series") -> Series:
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):
             m = _BASE_RE.match(stripped)
+            if m is None and _BASE_START_RE.match(stripped):
+                raise InputError(
+                    path,
+                    lineno,
+                    f"malformed base line '{stripped[:60]}'",
+                    "write '# base: <full commit id> [ref]' (one id, one optional ref name)",
+                )
             if m and not _SHA_RE.match(m.group(1)):
                 raise InputError(
                     path,

@@ -8,7 +8,7 @@ such commits at the top of HEAD's first-parent history; the base is the commit j
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from . import trailers
@@ -43,14 +43,18 @@ class Stack:
     base: Oid
     base_tree: Oid
     applied: tuple[AppliedPatch, ...]  # bottom to top
-    # When HEAD is not a patch commit: the plain commits on top of patch commits found just
-    # below, (commit ids, first buried patch name); a stack cannot be moved under them.
-    covered_by: tuple[Oid, ...] = ()
-    buried: str | None = None
+    # Plain commits on top of the applied patches (newest first): made by hand, or a merge
+    # of upstream into the stack (``git pull``). Nothing can be built on HEAD under them.
+    on_top: tuple[Oid, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.applied)
+
+    @property
+    def top(self) -> Oid:
+        """The commit the applied patches end with (HEAD, unless commits are on top)."""
+        return self.applied[-1].commit if self.applied else self.base
 
     @property
     def top_tree(self) -> Oid:
@@ -64,24 +68,28 @@ LOOK_BELOW = 50  # plain commits to look through for patch commits covered by th
 
 
 def stack_from_history(head: Oid, history: Iterable[HistoryCommit]) -> Stack:
-    """Build the stack from HEAD's first-parent history, newest first."""
+    """Build the stack from HEAD's first-parent history, newest first: the run of patch
+    commits at the top, or, when up to `LOOK_BELOW` plain commits cover such a run, that run
+    with the covering commits as ``on_top``."""
+    first: HistoryCommit | None = None
+    on_top: list[Oid] = []
     applied: list[AppliedPatch] = []
-    commits = iter(history)
-    for info in commits:
+    for info in history:
+        first = first or info
         found = trailers.read(info.message)
-        if found.patch is None or len(info.parents) != 1:
+        if found.patch is not None and len(info.parents) == 1:
+            applied.append(
+                AppliedPatch(found.patch, found.tag, info.oid, info.tree, info.parents[0])
+            )
+            continue
+        if applied:
             applied.reverse()
-            stack = Stack(head, info.oid, info.tree, tuple(applied))
-            if applied or found.patch is not None:
-                return stack
-            covering = [info.oid]
-            for below in commits:
-                below_patch = trailers.read(below.message).patch
-                if below_patch is not None:
-                    return replace(stack, covered_by=tuple(covering), buried=below_patch)
-                covering.append(below.oid)
-                if len(covering) > LOOK_BELOW:
-                    break
-            return stack
-        applied.append(AppliedPatch(found.patch, found.tag, info.oid, info.tree, info.parents[0]))
-    raise ValueError("every commit down to the root is a patch commit")
+            return Stack(head, info.oid, info.tree, tuple(applied), tuple(on_top))
+        on_top.append(info.oid)
+        if len(on_top) > LOOK_BELOW:
+            break
+    if applied:
+        raise ValueError("every commit down to the root is a patch commit")
+    if first is None:
+        raise ValueError("no commits")
+    return Stack(head, first.oid, first.tree, ())

@@ -1,0 +1,192 @@
+"""Is each applied commit still exactly its patch file? Proven by content, never assumed.
+
+For every applied patch the commit's change (its parent tree to its tree) is compared with the
+patch file:
+
+- ``exact``: the file's ``index`` lines name the commit's blobs, *and* its hunks applied to the
+  preimage blob give that very blob (so a hand edit of a ``+`` line with stale index lines is
+  caught: it no longer hashes to the id the line names);
+- ``carried``: the same lines added and removed, at another place (a merge carried it);
+- ``edited``: the patch file was edited by hand since the commit was made: the operation log's
+  last record of the file proves the commit, the file on disk is another text. ``push``, ``pop``
+  and ``refresh`` apply the new version;
+- ``differs``: the commit was changed (``git commit --amend``, ``rebase -i``): nothing the log
+  recorded proves it. ``pop``, ``push`` and a ``refresh`` that moves the base refuse to drop it;
+  ``refresh`` with no base move adopts it into the patch file, ``--discard-changes`` drops it.
+
+Whether a patch file's hunks give its index lines is cached by the file's digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..checkout import Checkout
+from ..engine.fastpath import proven_postimage
+from ..errors import PatchstackError, RefusedError
+from ..files import write_atomic
+from ..git import Git, RawDiff, TempIndex
+from ..journal.oplog import newest
+from ..model.ids import ObjectFormat
+from ..model.patchfile import Patch, parse_patch
+from ..model.series import Series
+from ..model.stack import Stack
+
+EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
+
+
+@dataclass(frozen=True)
+class Proof:
+    verdicts: dict[str, str]  # applied patch name -> one of the four
+
+    def named(self, verdict: str) -> list[str]:
+        return [n for n, v in self.verdicts.items() if v == verdict]
+
+
+def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
+    git = ws.git
+    applied = [ap for ap in stack.applied if ap.name in series]
+    parents = _parent_trees(stack)
+    raws = git.raw_diffs([(parents[ap.commit], ap.tree) for ap in applied])
+    consistent = _ConsistencyCache(git)
+    verdicts: dict[str, str] = {}
+    pending = []
+    for ap, raw in zip(applied, raws, strict=True):
+        data, patch = ws.read_patch(series.entry(ap.name))
+        if _ids_match(patch, raw, git.fmt) and consistent.check(data, patch):
+            verdicts[ap.name] = EXACT
+        else:
+            pending.append((ap, data, patch))
+    recorded = _recorded_files(ws, [ap.name for ap, _d, _p in pending])
+    with git.temp_index() as idx:
+        for ap, data, patch in pending:
+            strip = series.entry(ap.name).strip_level
+            if _applies_to(idx, parents[ap.commit], data, strip) == ap.tree:
+                verdicts[ap.name] = EXACT  # no full index lines, or renames: git apply says
+                continue
+            actual = _actual(git, parents[ap.commit], ap.tree, ap.name)
+            if actual is not None and _same_change(patch, actual):
+                verdicts[ap.name] = CARRIED
+                continue
+            old = recorded.get(ap.name)
+            proves_old = (
+                old is not None
+                and old != data
+                and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
+            )
+            verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    consistent.save()
+    return Proof(verdicts)
+
+
+def _applies_to(idx: TempIndex, tree: str, data: bytes, strip: int) -> str | None:
+    """The tree ``data`` makes of ``tree`` with ``git apply`` (None when it does not apply)."""
+    idx.read_tree(tree)
+    ok, _err = idx.apply(data, strip)
+    return idx.write_tree() if ok else None
+
+
+def refuse_dropping(proof: Proof, names: Sequence[str], verb: str) -> None:
+    """Refuse (exit 2) when a commit that differs from its patch file would be replaced."""
+    lost = [n for n in names if proof.verdicts.get(n) == DIFFERS]
+    if lost:
+        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        raise RefusedError(
+            f"the commit of {shown} differs from its patch file (amended, or edited by a"
+            f" rebase); {verb} would lose what the commit changed",
+            f"adopt the commit into the patch file with 'patchstack refresh --patch {lost[0]}',"
+            f" or drop its changes with '{verb} --discard-changes'; nothing was changed",
+        )
+
+
+def _parent_trees(stack: Stack) -> dict[str, str]:
+    trees = (stack.base_tree, *(ap.tree for ap in stack.applied))
+    return {ap.commit: trees[i] for i, ap in enumerate(stack.applied)}
+
+
+def _ids_match(patch: Patch, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
+    """True when the commit's blobs are exactly those the patch's full index lines name."""
+    got = {path: (old, new) for _om, _nm, old, new, path in raw}
+    want = {}
+    for f in patch.files:
+        if f.renamed or f.copied or not fmt.is_full(f.new_id) or not fmt.is_full(f.old_id):
+            return False
+        want[f.path] = (f.old_id, f.new_id)
+    return want == got
+
+
+class _ConsistencyCache:
+    """Does a patch file's every hunk, applied to the blob its index line names, give the blob
+    its index line names? Keyed by the file's digest (``patchstack/proven``)."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.path = os.path.join(git.common_dir, "patchstack", "proven")
+        try:
+            with open(self.path, encoding="ascii") as f:
+                self.known = {line.strip() for line in f}
+        except (OSError, UnicodeDecodeError):
+            self.known = set()
+        self.added: set[str] = set()
+
+    def check(self, data: bytes, patch: Patch) -> bool:
+        key = hashlib.sha256(data).hexdigest()
+        if key in self.known:
+            return True
+        fmt = self.git.fmt
+        for fd in patch.files:
+            if fd.binary:
+                continue  # the data is the blob: its id was compared with the commit's
+            old_id = fd.old_id or ""
+            if fmt.is_null(old_id):
+                old: bytes | None = None
+            else:
+                found = self.git.read_object(old_id)
+                if found is None:
+                    return False
+                old = found[1]
+            if proven_postimage(fd, old, fmt) is None:
+                return False
+        self.added.add(key)
+        return True
+
+    def save(self) -> None:
+        if self.added:
+            with contextlib.suppress(OSError):
+                text = "".join(f"{k}\n" for k in sorted(self.known | self.added))
+                write_atomic(self.path, text.encode(), sync=False)
+
+
+def _actual(git: Git, parent: str, tree: str, name: str) -> Patch | None:
+    diff = git.diff_patch(parent, tree)
+    if not diff.strip():
+        return None
+    try:
+        return parse_patch(diff, name)
+    except PatchstackError:
+        return None
+
+
+def _same_change(a: Patch, b: Patch) -> bool:
+    def key(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
+        return sorted(
+            (f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
+            for f in patch.files
+        )
+
+    return key(a) == key(b)
+
+
+def _recorded_files(ws: Checkout, names: Sequence[str]) -> dict[str, bytes]:
+    """The bytes of these patch files as the operation log last recorded them."""
+    if not names:
+        return {}
+    last = newest(ws.git)
+    if last is None:
+        return {}
+    listing = ws.git.ls_tree_paths(last.state.series, list(names))
+    return {n: ws.git.read_blob(oid) for n, (_mode, oid) in listing.items()}
