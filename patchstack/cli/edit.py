@@ -1,4 +1,4 @@
-"""Editing the series: edit, rename, tag, delete (drop), move, fold, split."""
+"""Editing the series: new, edit, rename, tag, delete (drop), move, fold, split."""
 
 from __future__ import annotations
 
@@ -20,6 +20,86 @@ def answers() -> bytes | None:
     if sys.stdin.isatty():
         return None
     return sys.stdin.buffer.read()
+
+
+# -- new ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option(
+    "--tag",
+    "-t",
+    shell_complete=complete_tags,
+    required=True,
+    metavar="TAG[,LABEL...]",
+    help="essential, diagnostic or optimization; free labels may follow.",
+)
+@click.option("-m", "--message", help="Subject (first line) and description of the patch.")
+@click.option(
+    "-p", "--interactive", is_flag=True, help="Choose the hunks to capture in git's selector."
+)
+@click.option(
+    "--from-commit",
+    "rev",
+    metavar="REV",
+    help="Turn REV, a commit made on top of the applied patches, into the patch.",
+)
+@click.pass_obj
+def new(
+    opts: Options,
+    name: str,
+    paths: tuple[str, ...],
+    tag: str,
+    message: str | None,
+    interactive: bool,
+    rev: str | None,
+) -> None:
+    """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
+
+    The new patch goes right after the topmost applied patch in the series, and is applied
+    as a commit. Edits outside PATHs stay uncommitted and untouched. New (untracked) files are
+    captured only when named as PATHs. With -p, git's hunk selector ('git add -p') chooses
+    the hunks to capture, so one file's edits can go to different patches; scripted answers
+    can come on standard input. With --from-commit, a commit made by hand on top of the
+    applied patches becomes the patch, at its place (its tree, author and date kept).
+
+    \b
+    Example:
+      patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
+      patchstack new nccl-logging --tag diagnostic -p srt/managers/scheduler.py
+      patchstack new hotfix --tag essential --from-commit HEAD
+    """
+    from ..commands.new import new as do_new
+
+    ws = opts.checkout()
+    if rev is not None:
+        from ..commands.adopt import adopt
+
+        if paths or interactive:
+            raise click.UsageError("--from-commit takes no PATH and no -p")
+        result = adopt(ws, name, tag, rev, message)
+        click.echo(
+            f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}"
+        )
+        return
+    scripted = answers() if interactive else None
+    result = do_new(ws, name, tag, message, paths, interactive, scripted)
+    if result.selector_output:
+        click.echo(result.selector_output.rstrip("\n"))
+    click.echo(
+        f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
+        f" commit {result.commit[:12]}"
+    )
+    if result.base_moved_to:
+        click.echo(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
+    if result.untracked_left:
+        click.echo(
+            "untracked files left out (name them to capture): "
+            + ", ".join(result.untracked_left[:10]),
+            err=True,
+        )
 
 
 # -- edit, rename, tag ---------------------------------------------------------------------------

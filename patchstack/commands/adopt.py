@@ -81,7 +81,7 @@ def _plain_line(git: Git, head: Oid, commit: Oid, rev: str) -> list[Oid]:
 
 
 def _require_on_top(base: str | None, below: Stack, rev: str) -> None:
-    if below.applied or below.head == base:
+    if (below.applied and not below.on_top) or (not below.applied and below.head == base):
         return
     raise PatchstackError(
         f"'{rev}' is not right above the top applied patch or the series base",
