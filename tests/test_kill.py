@@ -273,6 +273,18 @@ def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> Non
     assert fig.kills == fig.restored + fig.before + fig.after
 
 
+def test_kill_delete_at_every_point(tmp_path) -> None:
+    """delete, the series edit with the most steps: a work-tree move, a file removed, the
+    series rewritten, the stack rebuilt above the deleted patch."""
+    fig = Figures()
+    repo = build(tmp_path, 4)
+    repo.ps("push", "--all")
+    kill_everywhere(repo, ["delete", "p001"], fig, tmp_path)
+    print(fig.line("delete kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+    assert fig.restored
+
+
 @pytest.mark.soak
 def test_soak_random_kills(tmp_path) -> None:
     """150 patches; SIGKILL after random delays within each command's window of points."""
