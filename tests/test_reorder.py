@@ -152,7 +152,7 @@ def test_split_by_file_then_fold_back_gives_the_original_bytes(fork: Repo) -> No
     before, top = full(fork), fork.tree()
     original = fork.read("patches/three.patch")
     result = fork.ps("split", "three", "c.py", "--as", "three-c", "--tag", "optimization,moe")
-    assert "split three-c.patch [optimization] off three.patch: c.py" in result.stdout
+    assert "split three-c.patch [optimization, moe] off three.patch: c.py" in result.stdout
     assert fork.tree() == top
     assert names(fork) == ["one.patch", "two.patch", "three.patch", "three-c.patch", "four.patch"]
     assert "c.py" not in fork.read("patches/three.patch")

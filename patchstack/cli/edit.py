@@ -334,4 +334,5 @@ def split(
     result = do_split(ws, name, new, tag, paths, interactive, message, scripted, discard)
     if result.selector_output:
         click.echo(result.selector_output.rstrip("\n"))
-    echo(ctx, f"split {result.new} [{result.tag}] off {result.name}: {', '.join(result.moved)}")
+    tags = ", ".join((result.tag, *result.labels))
+    echo(ctx, f"split {result.new} [{tags}] off {result.name}: {', '.join(result.moved)}")

@@ -81,7 +81,8 @@ def edit(ws: Checkout, name_text: str, text: str | None, author: str | None) -> 
     if not who or not when:
         ident, now = git.ident()
         who, when = who or ident, when or now
-    mail = mail_of(git, text or patch.message(fallback), who, when)
+    text = _with_fields(text or patch.message(fallback), patch)
+    mail = mail_of(git, text, who, when)
     new_data = message.splice(mail, data, message.line_offset(data, patch.diff_lineno))
     fresh = parse_patch(new_data, ws.display(ws.patch_path(name)), entry.strip_level)
     applied = stack.find(name) is not None
@@ -94,3 +95,11 @@ def edit(ws: Checkout, name_text: str, text: str | None, author: str | None) -> 
         head = reword(git, stack, {name: change})
     publish(ws, Plan("edit", stack.head, head, (FileWrite(ws.patch_path(name), new_data),)))
     return EditResult(name, fresh.subject or fallback, True, applied, head)
+
+
+def _with_fields(text: str, patch: Patch) -> str:
+    """DEP-3 fields of a patch file not in mail form (Origin, Bug, Forwarded...) have no
+    place in a mail header: they are kept as the last paragraph of the description."""
+    fields = [f"{key}: {value}" for key, value in patch.fields]
+    missing = [f for f in fields if f not in text]
+    return text.rstrip("\n") + "\n\n" + "\n".join(missing) + "\n" if missing else text

@@ -19,7 +19,7 @@ Two ways, by what the command changes:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
@@ -169,7 +169,7 @@ def rechain(
         if j >= same:
             for before, after in part.changes:
                 tree = _carry(git, engine, before, tree, after, part, parts, old_names, removed)
-            if tree == trees[-1]:
+            if tree == trees[-1] and any(b != a for b, a in part.changes):
                 raise PatchstackError(
                     f"patch '{part.entry.name}' would change nothing at its new place",
                     "nothing was changed",
@@ -187,6 +187,10 @@ def rechain(
     originals = {n: changes[i] for i, n in enumerate(old_names)}
     fresh = _regenerate(git, engine, new_series, parts, trees, same, datas, originals)
     final = {**datas, **fresh}
+    for name in fresh:  # format-patch writes a/ b/ prefixes: the entry's -pN becomes quilt's -p1
+        entry = new_series.entry(name)
+        if entry.strip not in (None, 1):
+            new_series = new_series.replace_entry(name, replace(entry, strip=None))
     files = _file_writes(ws, series, parts, final, removed, keep_files)
     text = new_series.format().encode("utf-8", "surrogateescape")
     if new_series.format() != series.format():

@@ -34,6 +34,7 @@ class SplitResult:
     name: str
     new: str
     tag: str
+    labels: tuple[str, ...]
     moved: tuple[str, ...]  # the files NEW changes
     applied: bool
     head: Oid
@@ -118,7 +119,7 @@ def split(
         engine.close()
     publish(ws, Plan("split", stack.head, done.head, done.files))
     moved = tuple(git.changed_paths(middle, after))
-    return SplitResult(name, new, tag, moved, applied, done.head, out)
+    return SplitResult(name, new, tag, labels, moved, applied, done.head, out)
 
 
 def _whole(name: str, new: str) -> str:
