@@ -151,12 +151,14 @@ def _changes(before: _Side, after: _Side, old_name: str | None, name: str) -> li
 
 
 def _moved(before: _Side, after: _Side, old: str, new: str) -> str | None:
-    """Where the patch went, when its order among the patches of both series changed."""
-    both = set(before.order) & set(after.order)
+    """Where the patch went, when it (and not the others around it) changed places among the
+    patches of both series."""
+    both = set(before.order) & set(after.order) - {old, new}
     was = [n for n in before.order if n in both or n == old]
     now = [n for n in after.order if n in both or n == new]
     i, j = was.index(old), now.index(new)
-    if was[:i] == now[:j]:
+    others_kept = [n for n in was if n != old] == [n for n in now if n != new]
+    if was[:i] == now[:j] or not others_kept:
         return None
     return f"moved after {now[j - 1]}" if j else "moved to the bottom (first)"
 
