@@ -1,7 +1,8 @@
 """The checkout: a repository's work tree and its series directory, and reading the series
 and patch files in it.
 
-The series directory is chosen by ``--dir``, else ``PATCHSTACK_DIR``, else git config
+The series directory is chosen by ``--dir``, else ``PATCHSTACK_DIR``, else (in a worktree
+made by ``patchstack worktree``) the series it was made from, else git config
 ``patchstack.dir`` (relative to the top of the work tree), else ``patches/`` at the top of the
 work tree. Inside the work tree it is kept out of every patch commit and out of the
 "uncommitted edits" the commands look at.
@@ -12,6 +13,7 @@ by `transaction`.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,13 +64,24 @@ class Checkout:
         shown = self.display(self.series_path)
         with open(self.series_path, encoding="utf-8", errors="surrogateescape", newline="") as f:
             series = parse_series(f.read(), shown)
+        inside = os.path.realpath(self.series_dir)
         for entry in series.entries:
-            if not os.path.isfile(self.patch_path(entry.name)):
+            path = self.patch_path(entry.name)
+            if not os.path.isfile(path):
                 raise InputError(
                     shown,
                     entry.lineno,
                     f"patch file '{entry.name}' not found",
-                    f"add {self.display(self.patch_path(entry.name))} or remove the line",
+                    f"add {self.display(path)} or remove the line",
+                )
+            real = os.path.realpath(path)
+            if os.path.commonpath([real, inside]) != inside:
+                raise InputError(
+                    shown,
+                    entry.lineno,
+                    f"patch file '{entry.name}' is a symbolic link out of the series directory"
+                    f" (to {real})",
+                    "copy the patch into the series directory instead of linking to it",
                 )
         return series
 
@@ -94,9 +107,29 @@ def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:
     gitmod.check_version()
     repo = gitmod.find_repo(cwd)
     chosen = dir_option or os.environ.get("PATCHSTACK_DIR")
+    experiment = None if chosen else experiment_series_dir(repo)
     if chosen:
         series_dir = os.path.abspath(os.path.join(cwd, chosen))
+    elif experiment:
+        series_dir = experiment
     else:
         configured = repo.config("patchstack.dir")
         series_dir = os.path.abspath(os.path.join(repo.top, configured or DEFAULT_DIR))
     return Checkout(repo, series_dir, cwd)
+
+
+def experiment_path(git_dir: str) -> str:
+    """Where ``patchstack worktree`` notes, in a linked worktree's own git dir, the series
+    directory it was made from (so that commands run there find the series)."""
+    return os.path.join(git_dir, "patchstack", "worktree.json")
+
+
+def experiment_series_dir(git: gitmod.Git) -> str | None:
+    if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
+        return None  # the main worktree: its git dir is the common one
+    try:
+        with open(experiment_path(git.git_dir), encoding="utf-8") as f:
+            found = json.load(f).get("series_dir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) and os.path.isabs(found) else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -31,6 +32,7 @@ class Sandbox:
     upstream: str
     fork: str
     pull_patches: tuple[str, ...]
+    base: str = ""  # the upstream commit the series was made on
 
 
 def example_dir() -> str:
@@ -75,7 +77,7 @@ def build_sandbox(root: str) -> Sandbox:
     pulls = tuple(
         sorted(os.path.join(pull_dir, f) for f in os.listdir(pull_dir) if f.endswith(".patch"))
     )
-    return Sandbox(root, upstream, fork, pulls)
+    return Sandbox(root, upstream, fork, pulls, base)
 
 
 def upstream_pull(box: Sandbox) -> None:
@@ -118,7 +120,7 @@ class Step:
     expect: int = 0  # the exit status the step is expected to have
 
 
-def run_demo(root: str, run_cli, echo) -> int:
+def run_demo(root: str, run_cli: Callable[[list[str]], int], echo: Callable[..., None]) -> int:
     """Walk the story in ``root``. ``run_cli(args) -> exit status`` runs patchstack in the fork;
     ``echo(text, bold=False)`` prints. Returns 0 when every step ended as expected."""
     import difflib
@@ -205,8 +207,48 @@ def run_demo(root: str, run_cli, echo) -> int:
         "Review the refreshed series patch by patch, as a PR comment would show it:",
         "patchstack review ../patches-before patches",
     )
+    experiments(box, step, echo)
     if failures:
         echo("the demo did not go as planned: " + "; ".join(failures))
         return 1
     echo(f"Done. The sandbox stays in {os.path.relpath(root)}; try your own commands there.")
     return 0
+
+
+HOTFIX_FILE = "srt/utils.py"
+
+
+def experiments(box: Sandbox, step: Callable[..., None], echo: Callable[..., None]) -> None:
+    """The experiment commands: a side-by-side worktree, bisect with the essential patches
+    carried, and doctor before and after a hot fix made outside any patch."""
+    step(
+        "A worktree beside the fork with only the essential patches, for an A/B run (your"
+        " checkout is not touched; 'cd ../essential-only && patchstack status' works there):",
+        "patchstack worktree ../essential-only --only essential",
+    )
+    step("The experiment worktrees and what each carries:", "patchstack worktree --list")
+    step(
+        "Which upstream commit of the pull stopped the scheduler calling"
+        " init_distributed_environment, with the essential patches carried at every step?"
+        " (each step runs in a scratch worktree)",
+        f"patchstack bisect {box.base[:10]} origin/main --only essential --"
+        " grep -q init_distributed_environment srt/managers/scheduler.py",
+    )
+    step(
+        "doctor: does the interpreter import this work tree, as the series describes it?",
+        "patchstack doctor --module srt",
+    )
+    path = os.path.join(box.fork, HOTFIX_FILE)
+    with open(path, "rb") as f:
+        original = f.read()
+    echo(f"# Someone hot-fixes {HOTFIX_FILE} by hand, in no patch:")
+    echo(f"$ echo 'RETRIES = 5  # hot fix' >> {HOTFIX_FILE}", bold=True)
+    with open(path, "ab") as f:
+        f.write(b"RETRIES = 5  # hot fix\n")
+    echo("")
+    step(
+        "doctor names it, with the next step (exit status 1):", "patchstack doctor --module srt", 1
+    )
+    echo(f"# The demo takes the hot fix out again: git checkout {HOTFIX_FILE}\n")
+    with open(path, "wb") as f:
+        f.write(original)

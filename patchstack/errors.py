@@ -49,3 +49,41 @@ class ConflictError(PatchstackError):
     def __init__(self, message: str, report: object, hint: str | None = None):
         super().__init__(message, hint)
         self.report = report
+
+
+class EnvironmentFault(PatchstackError):
+    """The machine refused: a full disk, a read-only file system, a permission."""
+
+
+_FAULT_HINTS = {
+    "ENOSPC": "free some space on that file system and run the command again",
+    "EDQUOT": "free some space (a disk quota is full) and run the command again",
+    "EROFS": "the file system is mounted read-only; remount it or work in a writable copy",
+    "EACCES": "you may not write there: fix the permissions or run as the owner",
+    "EPERM": "the system does not permit this there: fix the permissions or the attributes",
+    "ENAMETOOLONG": "a file name is longer than the file system allows; shorten it",
+    "EMFILE": "too many open files: raise the limit (ulimit -n)",
+}
+
+
+def environment_fault(exc: OSError) -> EnvironmentFault:
+    """One line naming the cause and the file, and what to do."""
+    import errno as errno_names
+
+    name = errno_names.errorcode.get(exc.errno or 0, "")
+    where = exc.filename if exc.filename is not None else ""
+    message = f"{exc.strerror or exc}" + (f": {where}" if where else "")
+    hint = _FAULT_HINTS.get(name, "the operating system refused; see the message")
+    return EnvironmentFault(message, hint + "; nothing was changed")
+
+
+def git_fault_hint(message: str) -> str | None:
+    """A hint for a git failure that is the machine's, not the repository's."""
+    lowered = message.lower()
+    if "no space left on device" in lowered or "out of diskspace" in lowered:
+        return _FAULT_HINTS["ENOSPC"] + "; nothing was changed"
+    if "read-only file system" in lowered:
+        return _FAULT_HINTS["EROFS"] + "; nothing was changed"
+    if "permission denied" in lowered:
+        return _FAULT_HINTS["EACCES"] + "; nothing was changed"
+    return None

@@ -49,7 +49,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -63,6 +64,7 @@ from .model import trailers
 from .model.conflict import Conflict
 from .model.ids import Oid
 from .model.patchfile import FileDiff, Patch, decode, parse_patch
+from .model.quilt_tolerance import tolerate
 from .model.series import TAGS, Entry, Series, new_series, parse_tags, validate_name
 from .transaction import FileWrite, Plan, publish
 
@@ -119,6 +121,7 @@ class ImportResult:
     created: bool  # the series file was created by this import
     patches: tuple[Imported, ...]
     skipped: tuple[tuple[str, str], ...]  # (name or origin, why)
+    warnings: tuple[str, ...] = ()  # what was read as GNU patch reads it (quilt_tolerance)
 
     @property
     def merged(self) -> list[Imported]:
@@ -194,10 +197,11 @@ def comment_tags(comment: str, path: str, lineno: int) -> tuple[str | None, tupl
 
 def quilt_name(file: str) -> str:
     """A patchstack name for a quilt patch path: folders joined with '--', odd characters '_'."""
-    name = "--".join(part for part in file.split("/") if part)
-    name = re.sub(r"[^A-Za-z0-9._+@=~-]", "_", name)
+    name = unicodedata.normalize("NFC", "--".join(part for part in file.split("/") if part))
+    name = "".join(ch if ch.isprintable() else "_" for ch in name)
+    name = re.sub(r"[^\w.+@=~-]", "_", name)
     name = re.sub(r"\.\.+", ".", name)
-    if not re.match(r"[A-Za-z0-9_]", name):
+    if not re.match(r"[^\W]", name):
         name = "_" + name
     return name
 
@@ -350,7 +354,11 @@ def _nearest_first(want: int, lo: int, hi: int):
 # -- reading sources ----------------------------------------------------------------------------
 
 
-def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[str, str]]]:
+def read_quilt(
+    directory: str, display: str, exists: Callable[[str], bool] = lambda _p: False
+) -> tuple[list[Source], list[tuple[str, str]], list[str]]:
+    """The patches of a quilt series, read as GNU patch reads them (`tolerate`), with the
+    warnings that says; ``exists`` tells which paths the tree they start on has."""
     series_path = os.path.join(directory, "series")
     shown = os.path.join(display, "series")
     if not os.path.isfile(series_path):
@@ -361,12 +369,22 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
         lines = parse_quilt_series(f.read(), shown)
     sources: list[Source] = []
     skipped: list[tuple[str, str]] = []
+    warnings: list[str] = []
     names: dict[str, str] = {}
+    created: set[str] = set()
+    top = os.path.realpath(directory)
     for ql in lines:
         file_shown = os.path.join(display, ql.file)
         path = os.path.join(directory, ql.file)
         if not os.path.isfile(path):
             raise InputError(shown, ql.lineno, f"patch file '{ql.file}' not found")
+        if os.path.commonpath([os.path.realpath(path), top]) != top:
+            raise InputError(
+                shown,
+                ql.lineno,
+                f"patch file '{ql.file}' is a symbolic link out of the quilt directory",
+                "copy the patch into the quilt directory instead of linking to it",
+            )
         name = quilt_name(ql.file)
         problem = validate_name(name)
         if problem:
@@ -379,17 +397,27 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
                 "rename one of the patch files",
             )
         names[name] = ql.file
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb") as fh:
+            data = fh.read()
         if not _has_diff(data):
             skipped.append((ql.file, "holds no diff"))
             continue
+        tolerated = tolerate(data, file_shown, ql.strip, lambda p: p in created or exists(p))
+        warnings.extend(tolerated.warnings)
+        data = tolerated.data
+        if not _has_diff(data):
+            skipped.append((ql.file, "holds only binary changes without data"))
+            continue
         patch = parse_patch(data, file_shown, ql.strip)
+        created.update(f.new_path for f in patch.files if f.new_path and not f.old_path)
+        message = patch_message(patch, name.removesuffix(".patch").removesuffix(".diff"))
+        if tolerated.notes:
+            message = message.rstrip("\n") + "\n\n" + "\n".join(tolerated.notes) + "\n"
         sources.append(
             Source(
                 name,
                 file_shown,
-                patch_message(patch, name.removesuffix(".patch").removesuffix(".diff")),
+                message,
                 normalize_author(patch.author),
                 normalize_date(patch.date),
                 ql.tag,
@@ -399,7 +427,7 @@ def read_quilt(directory: str, display: str) -> tuple[list[Source], list[tuple[s
                 patch=patch,
             )
         )
-    return sources, skipped
+    return sources, skipped, warnings
 
 
 def _has_diff(data: bytes) -> bool:
@@ -513,8 +541,28 @@ def import_quilt(
             f"{directory} is the series directory itself; importing would overwrite its files",
             f"move it first (mv {directory} quilt-patches) and import from there",
         )
-    sources, skipped = read_quilt(full, ws.display(full))
-    return _import(ws, sources, skipped, tag, append, base, None)
+    tree = _start_tree(ws, base)
+    listing: list[dict[str, tuple[str, str]]] = []
+
+    def exists(path: str) -> bool:
+        if not listing:
+            listing.append(ws.git.ls_tree(tree))
+        return path in listing[0]
+
+    sources, skipped, warnings = read_quilt(full, ws.display(full), exists)
+    result = _import(ws, sources, skipped, tag, append, base, None)
+    return replace(result, warnings=tuple(warnings))
+
+
+def _start_tree(ws: Workspace, base: str | None) -> Oid:
+    """The tree a quilt series is imported onto (for GNU patch's "does this file exist")."""
+    if base:
+        return ws.git.tree_of(_base(ws.git, base))
+    if ws.exists():
+        series = ws.load_series()
+        if series.base:
+            return ws.git.tree_of(Oid(series.base))
+    return ws.git.tree_of(read_stack(ws.git).base)
 
 
 def import_commits(

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .review import PatchReview, Review, Version
+from .safe_text import deep_visible, mark_style, warning
 
 FORMATS = {"markdown": "md", "html": "html", "text": "txt"}
 COMMENT_LIMIT = 65536
@@ -136,7 +137,7 @@ def environment(template_dirs: Sequence[str] = (), color: bool = False):
     )
 
     def style(text: str, fg: str | None = None, bold: bool = False) -> str:
-        return click.style(text, fg=fg, bold=bold) if color and (fg or bold) else text
+        return mark_style(click.style(text, fg=fg, bold=bold)) if color and (fg or bold) else text
 
     env.filters.update(
         fence=fence,
@@ -193,11 +194,15 @@ def render_review(
 ) -> str:
     env = environment(template_dirs, color)
     template = env.get_template("review." + FORMATS[fmt])
+    review, found = deep_visible(review)  # no control or bidirectional character gets through
     items = _shown(review)
 
     def render(shown: list[Shown]) -> str:
         return template.render(
-            review=review, items=shown, truncated=any(s.cut or s.omitted for s in shown)
+            review=review,
+            items=shown,
+            truncated=any(s.cut or s.omitted for s in shown),
+            unicode_warning=warning(found),
         )
 
     def size(text: str) -> int:  # in UTF-8 bytes: never over the limit however GitHub counts
@@ -223,7 +228,10 @@ def render_show(
     version: Version, fmt: str, template_dirs: Sequence[str] = (), color: bool = False
 ) -> str:
     env = environment(template_dirs, color)
-    return env.get_template("show." + FORMATS[fmt]).render(v=version)
+    version, found = deep_visible(version)  # no control or bidirectional character gets through
+    return env.get_template("show." + FORMATS[fmt]).render(
+        v=version, unicode_warning=warning(found)
+    )
 
 
 def template_dirs(option: str | None, top: str | None) -> list[str]:

@@ -115,6 +115,10 @@ class Published:
 
 # -- the way in ----------------------------------------------------------------------------------
 
+# What this process opened and published, for the messages after a failure or an interrupt.
+_OPENED: list[tuple[Checkout, float]] = []
+_PUBLISHED: list[Published] = []
+
 
 def begin(
     ws: Checkout, write: bool, allow_interrupted: bool = False, while_stopped: bool = False
@@ -124,6 +128,7 @@ def begin(
     shows an interrupted command (``undo`` restores it) or a stopped refresh (``refresh
     --continue``/``--abort``); for one that only reads, the last two come back as warnings."""
     held = lock.acquire(ws.git.common_dir, ws.command, exclusive=write)
+    _OPENED.append((ws, time.time()))
     try:
         problems: list[PatchstackError] = []
         foreign = foreign_error(ws) if write else None  # (status shows it to readers)
@@ -240,8 +245,31 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             _roll_back(ws, before, ref, running, parent)
             raise
         lock.point("publish-ref")
+        _PUBLISHED.append(Published(before, after, done, written))
         lock.point("journal-done")
-    return Published(before, after, done, written)
+    return _PUBLISHED[-1]
+
+
+def describe_interruption() -> str:
+    """What an interrupt (SIGINT, SIGTERM) left: nothing changed, or the command finished (and
+    what is applied now), or a refresh stopped at a conflict."""
+    if not _PUBLISHED:
+        return "nothing was changed (the state is the one before the command)"
+    after = _PUBLISHED[-1].after
+    what = f"HEAD {after.head[:12]}, {len(after.stack)} patch(es) applied"
+    if after.refresh:
+        return (
+            f"the refresh stopped at a conflict ({what}); resolve it and run 'patchstack"
+            " refresh --continue', or 'patchstack refresh --abort'"
+        )
+    return f"the command had finished ({what}); 'patchstack undo' takes it back"
+
+
+def clean_up_after_failure() -> None:
+    """Remove what git leaves in a repository when it dies half way (temporary objects and
+    packs, fast-import crash reports) and that appeared while this command ran."""
+    for ws, since in _OPENED:
+        ws.git.sweep_debris(since)
 
 
 def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:

@@ -112,19 +112,19 @@ def test_symlink_made_by_an_earlier_patch_of_the_same_push_is_refused(tmp_path) 
     assert not (tmp_path / "escaped.txt").exists()
 
 
-def test_absolute_path_with_p0_is_refused(tmp_path) -> None:
+@pytest.mark.parametrize("opts", [" -p0", "", " -p2"])
+def test_absolute_traditional_path_is_refused_not_stripped_into_the_tree(tmp_path, opts) -> None:
     repo = base_repo(tmp_path)
-    add_to_series(
-        repo, "path-absolute.patch", (CORPUS / "path-absolute.patch").read_bytes(), " -p0"
-    )
+    add_to_series(repo, "path-absolute.patch", (CORPUS / "path-absolute.patch").read_bytes(), opts)
     before = everything(repo, tmp_path)
     result = repo.ps("push", "--all", code=2)
-    assert "patches/path-absolute.patch:1: refused path '/tmp/owned-absolute.txt'" in (
+    assert "patches/path-absolute.patch:2: refused path '/tmp/owned-absolute.txt'" in (
         result.stderr
     )
-    assert "an absolute path" in result.stderr
+    assert "a traditional diff naming an absolute path" in result.stderr
     assert everything(repo, tmp_path) == before
     assert not Path("/tmp/owned-absolute.txt").exists()
+    assert not (repo.path / "tmp").exists()
 
 
 def test_path_inside_a_submodule_is_refused(tmp_path) -> None:

@@ -43,6 +43,12 @@ def test_demo_tells_the_story_and_writes_only_into_its_folder(tmp_path) -> None:
     # The review.
     assert "$ patchstack review ../patches-before patches" in out
     assert "nccl-diagnostic-logging.patch" in out and "changed" in out
+    # The experiments: a worktree beside the fork, bisect with the essentials, doctor.
+    assert "made ../essential-only: 3 patch(es) on the series base" in out
+    assert "../essential-only  3 patch(es) on" in out
+    assert "first failing commit: 9d6d1af69a" in out
+    assert "import srt: srt (this work tree" in out and "everything agrees" in out
+    assert "differs uncommitted edits in no patch: srt/utils.py" in out
     assert "\x1b[" not in out  # no colour in a pipe
     fork = cwd / "sandbox" / "fork"
     log = subprocess.run(

@@ -218,8 +218,16 @@ def kill_everywhere(
         assert proc.returncode == 128 + signum, (where, proc.returncode, err)
         wait_unlocked(repo)
         now = state(repo)
-        # Before the critical section: nothing changed; inside it: the command finished.
+        # Before the critical section: nothing changed; inside it: the command finished; the
+        # message says which, and what is applied (or that a refresh stopped).
         assert now == (before if where == "publish-start" else after), err.decode()
+        message = err.decode()
+        if where == "publish-start":
+            assert "nothing was changed" in message, message
+        elif "--continue" in message:
+            assert "the refresh stopped at a conflict" in message, message
+        else:
+            assert "the command had finished" in message and "patch(es) applied" in message
         user_work_intact(repo)
         key = f"SIG{sig} at {where} -> exit {proc.returncode}"
         fig.signals[key] = fig.signals.get(key, 0) + 1

@@ -86,7 +86,7 @@ def test_git_extended_headers() -> None:
         b"+++ b/new name\n@@ -1 +1 @@\n-a\n+b\n"
         b"diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n"
         b"diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1234567\n"
-        b"GIT binary patch\nliteral 5\nMcmZQzWMO6g0000\n\nliteral 0\nHcmV?d00001\n\n"
+        b"GIT binary patch\nliteral 5\nMcmYdHVn|K_00f)?ivR!s\n\nliteral 0\nHcmV?d00001\n\n"
     )
     p = parse_patch(data, "x.patch")
     assert [f.path for f in p.files] == ["new name", "s.sh", "img.png"]
@@ -95,10 +95,18 @@ def test_git_extended_headers() -> None:
     assert p.files[2].binary and p.files[2].old_path is None
 
 
-def test_crlf_and_non_utf8_survive() -> None:
-    data = b"--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\r\n-caf\xe9\r\n+cafe\r\n"
+def test_crlf_content_and_non_utf8_survive() -> None:
+    data = b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-caf\xe9\r\n+cafe\r\n"
     p = parse_patch(data, "x.patch")
     assert p.files[0].hunks[0].removed == ("caf\udce9\r",)
+
+
+def test_an_all_crlf_patch_is_refused_and_never_names_a_path_with_cr() -> None:
+    data = b"--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\r\n-caf\xe9\r\n+cafe\r\n"
+    with pytest.raises(InputError) as info:
+        parse_patch(data, "x.patch")
+    assert str(info.value) == "x.patch:1: line ends in CR LF (a CRLF patch file)"
+    assert "'* -text'" in (info.value.hint or "")
 
 
 BAD = [

@@ -5,7 +5,11 @@ For each package: fetch its source with ``apt-get source --download-only``, unpa
 applying its patches (``dpkg-source -x --skip-patches``), commit the unpatched tree into a
 fresh git repository, ``patchstack import quilt`` its ``debian/patches`` (series kept outside
 the work tree), ``patchstack push --all``, and compare the resulting tree with what
-``quilt push -a`` makes of another copy of the unpatched tree.
+``quilt push -a`` makes of another copy of the unpatched tree, and with what ``dpkg-source -x``
+(which applies the series itself) makes of the package, as a second opinion.
+
+Files already downloaded in ``--workdir``/PACKAGE (a ``.dsc`` and its tarballs) are used as
+they are. ``--markdown FILE`` writes the results as the table of docs/debian-quilt-check.md.
 
 Needs apt sources for Debian source packages. With ``--add-deb-src`` (as root) it writes
 ``/etc/apt/sources.list.d/patchstack-deb-src.sources``: a ``deb-src`` copy of every
@@ -15,6 +19,7 @@ Everything is done in a temporary folder (``--workdir`` to choose and keep it); 
 packages is written into this project. Usage::
 
     python tools/debian_quilt_check.py --add-deb-src openssh bash nginx vim systemd
+    python tools/debian_quilt_check.py --workdir /tmp/deb --markdown results.md glibc grub2
 """
 
 from __future__ import annotations
@@ -97,17 +102,37 @@ def git_tree_of(folder: str, index: str) -> tuple[str, str]:
     return tree, env["GIT_DIR"]
 
 
+def _drop_files(folder: str) -> None:
+    """Free the disk an unpacked tree takes, keeping the object store git_tree_of made."""
+    for name in os.listdir(folder):
+        if name != ".tree-git":
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+
+
 def check_package(pkg: str, work: str) -> dict:
     result: dict = {"package": pkg}
     t0 = time.monotonic()
     pdir = os.path.join(work, pkg)
     os.makedirs(pdir, exist_ok=True)
-    # The main suite first: a snapshot mirror may lack the security pool's newest files.
-    got = run(
-        ["apt-get", "source", "--download-only", "-qq", f"{pkg}/bookworm"], cwd=pdir, check=False
-    )
-    if got.returncode != 0:
-        run(["apt-get", "source", "--download-only", "-qq", pkg], cwd=pdir)
+    for old in ("src", "quilt", "repo", "series", "dpkg", "quilt.index", "dpkg.index"):
+        path = os.path.join(pdir, old)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.unlink(path)
+    if not glob.glob(os.path.join(pdir, "*.dsc")):
+        # The main suite first: a snapshot mirror may lack the security pool's newest files.
+        got = run(
+            ["apt-get", "source", "--download-only", "-qq", f"{pkg}/bookworm"],
+            cwd=pdir,
+            check=False,
+        )
+        if got.returncode != 0:
+            run(["apt-get", "source", "--download-only", "-qq", pkg], cwd=pdir)
     dsc = sorted(glob.glob(os.path.join(pdir, "*.dsc")))[0]
     result["version"] = os.path.basename(dsc)[len(pkg) + 1 : -4]
     result["download_s"] = round(time.monotonic() - t0, 1)
@@ -135,6 +160,19 @@ def check_package(pkg: str, work: str) -> dict:
         ln.strip() for ln in proc.stdout.splitlines() if "fuzz" in ln and "Hunk" in ln
     ]
     quilt_tree, quilt_git = git_tree_of(quilt_dir, os.path.join(pdir, "quilt.index"))
+    _drop_files(quilt_dir)  # its objects stay in quilt_git
+
+    # The second opinion: dpkg-source applies the series itself.
+    dpkg_dir = os.path.join(pdir, "dpkg")
+    proc = run(["dpkg-source", "-x", dsc, dpkg_dir], cwd=pdir, check=False)
+    result["dpkg_exit"] = proc.returncode
+    if proc.returncode == 0:
+        dpkg_tree, dpkg_git = git_tree_of(dpkg_dir, os.path.join(pdir, "dpkg.index"))
+        _drop_files(dpkg_dir)
+        result["dpkg_vs_quilt"] = "identical" if dpkg_tree == quilt_tree else "differ"
+    else:
+        dpkg_tree = dpkg_git = None
+        result["dpkg_vs_quilt"] = "dpkg-source failed: " + proc.stderr.strip()[-300:]
 
     # patchstack: the unpatched tree committed, the quilt series imported and pushed.
     repo = os.path.join(pdir, "repo")
@@ -159,6 +197,7 @@ def check_package(pkg: str, work: str) -> dict:
         for ln in imp.stdout.splitlines()
         if not ln.startswith("imported ") or "(" in ln.split(" from ", 1)[-1]
     ] + imp.stderr.splitlines()
+    result["import_warnings"] = [ln for ln in imp.stderr.splitlines() if "warning:" in ln]
     if imp.returncode != 0:
         result["result"] = "import failed"
         return result
@@ -174,6 +213,8 @@ def check_package(pkg: str, work: str) -> dict:
     alt = os.path.join(repo, ".git", "objects", "info", "alternates")
     with open(alt, "a") as f:
         f.write(os.path.join(quilt_git, "objects") + "\n")
+        if dpkg_git:
+            f.write(os.path.join(dpkg_git, "objects") + "\n")
     diff = run(["git", "diff-tree", "-r", "--name-status", ours, quilt_tree], cwd=repo).stdout
     result["tree_patchstack"] = ours
     result["tree_quilt"] = quilt_tree
@@ -182,9 +223,45 @@ def check_package(pkg: str, work: str) -> dict:
     else:
         result["result"] = "trees differ"
         result["differences"] = diff.splitlines()[:20]
+    if dpkg_tree:
+        result["vs_dpkg_source"] = "identical" if ours == dpkg_tree else "differ"
+        if ours != dpkg_tree:
+            result["differences_dpkg"] = run(
+                ["git", "diff-tree", "-r", "--name-status", ours, dpkg_tree], cwd=repo
+            ).stdout.splitlines()[:20]
     merged = [ln for ln in imp.stdout.splitlines() if "three-way merge" in ln]
     result["merged_three_way"] = len(merged)
+    result["total_s"] = round(time.monotonic() - t0, 1)
     return result
+
+
+def markdown(results: list[dict]) -> str:
+    """One table row per package, then the differences and warnings named."""
+    rows = [
+        "| package | version | patches | quilt push -a | dpkg-source -x | import + push (s) |",
+        "|---|---|--:|---|---|--:|",
+    ]
+    for r in results:
+        seconds = round(r.get("import_s", 0) + r.get("push_s", 0), 1)
+        rows.append(
+            f"| {r['package']} | {r.get('version', '')} | {r.get('patches', '')} |"
+            f" {r.get('result', '')} | {r.get('vs_dpkg_source', r.get('dpkg_vs_quilt', ''))} |"
+            f" {seconds} |"
+        )
+    notes = []
+    for r in results:
+        extra = (
+            r.get("differences", [])
+            + r.get("differences_dpkg", [])
+            + r.get("import_warnings", [])
+            + [f"quilt: {ln}" for ln in r.get("quilt_fuzz", [])]
+        )
+        if r.get("merged_three_way"):
+            extra.append(f"{r['merged_three_way']} patch(es) merged three-way (quilt used fuzz)")
+        if extra:
+            notes.append(f"\n**{r['package']}**\n")
+            notes += [f"- `{ln.strip()}`" for ln in extra[:30]]
+    return "\n".join(rows) + "\n" + "\n".join(notes) + "\n"
 
 
 def main() -> int:
@@ -195,6 +272,7 @@ def main() -> int:
     parser.add_argument("--workdir", help="keep everything here (default: a temporary folder)")
     parser.add_argument("--add-deb-src", action="store_true", help="configure deb-src (root)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--markdown", metavar="FILE", help="write the results as a Markdown table")
     args = parser.parse_args()
     if args.add_deb_src:
         add_deb_src()
@@ -221,6 +299,9 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(results))
     ok = all(r.get("result") == "identical trees" for r in results)
     return 0 if ok else 1
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
+from .output import out, render_conflict
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
@@ -51,9 +52,9 @@ class Options:
         )
         ctx.call_on_close(held.release)
         for error in problems:
-            click.echo(f"patchstack: warning: {error.message}", err=True)
+            out(f"patchstack: warning: {error.message}", err=True)
             if error.hint:
-                click.echo(f"hint: {error.hint}", err=True)
+                out(f"hint: {error.hint}", err=True)
         return ws
 
 
@@ -106,27 +107,55 @@ def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
 
 
 def _run(invoke: Callable[[], Any]) -> int:
-    """Run the command; every domain error becomes its message and exit status here."""
-    from ..errors import ConflictError, PatchstackError
+    """Run the command; every domain error becomes its message and exit status here; what
+    was made visible in the output (`safe_text`) is said once, at the end."""
+    from ..safe_text import warning
+    from .output import REPLACED
+
+    REPLACED.clear()
+    try:
+        return _run_command(invoke)
+    finally:
+        said = warning(tuple(REPLACED))
+        if said:
+            click.echo(f"patchstack: warning: {said}", err=True)
+
+
+def _run_command(invoke: Callable[[], Any]) -> int:
+    from ..errors import (
+        ConflictError,
+        GitFailure,
+        PatchstackError,
+        environment_fault,
+        git_fault_hint,
+    )
     from ..lock import Interrupted
-    from .output import render_conflict
 
     try:
         code = invoke()
     except Interrupted as exc:
-        click.echo(f"patchstack: interrupted ({exc}); the state is consistent", err=True)
+        _clean_up()
+        out(f"patchstack: interrupted ({exc}): {_where_it_stopped()}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        _clean_up()
+        fault = environment_fault(exc)
+        out(f"patchstack: error: {fault.message}", err=True)
+        out(f"hint: {fault.hint}", err=True)
+        return fault.exit_code
     except ConflictError as exc:
-        click.echo(f"patchstack: {exc.message}", err=True)
+        out(f"patchstack: {exc.message}", err=True)
         for line in render_conflict(exc.report):
-            click.echo(line, err=True)
+            out(line, err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            out(f"hint: {exc.hint}", err=True)
         return exc.exit_code
     except PatchstackError as exc:
-        click.echo(f"patchstack: error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+        _clean_up()
+        hint = exc.hint or (git_fault_hint(exc.message) if isinstance(exc, GitFailure) else None)
+        out(f"patchstack: error: {exc.message}", err=True)
+        if hint:
+            out(f"hint: {hint}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -134,9 +163,22 @@ def _run(invoke: Callable[[], Any]) -> int:
         exc.show()
         return 2
     except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo("patchstack: interrupted", err=True)
+        out("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _clean_up() -> None:
+    """After a failure: what git left behind in the repositories this command opened."""
+    from ..transaction import clean_up_after_failure
+
+    clean_up_after_failure()
+
+
+def _where_it_stopped() -> str:
+    from ..transaction import describe_interruption
+
+    return describe_interruption()
 
 
 def main(argv: list[str] | None = None) -> None:

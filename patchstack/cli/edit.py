@@ -7,7 +7,7 @@ import sys
 import click
 
 from .app import Options, cli
-from .output import complete_patch_names, complete_tags, echo
+from .output import complete_patch_names, complete_tags, echo, out
 
 DISCARD_HELP = (
     "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
@@ -80,22 +80,20 @@ def new(
         if paths or interactive:
             raise click.UsageError("--from-commit takes no PATH and no -p")
         result = adopt(ws, name, tag, rev, message)
-        click.echo(
-            f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}"
-        )
+        out(f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}")
         return
     scripted = answers() if interactive else None
     result = do_new(ws, name, tag, message, paths, interactive, scripted)
     if result.selector_output:
-        click.echo(result.selector_output.rstrip("\n"))
-    click.echo(
+        out(result.selector_output.rstrip("\n"))
+    out(
         f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
         f" commit {result.commit[:12]}"
     )
     if result.base_moved_to:
-        click.echo(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
+        out(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
     if result.untracked_left:
-        click.echo(
+        out(
             "untracked files left out (name them to capture): "
             + ", ".join(result.untracked_left[:10]),
             err=True,
@@ -130,10 +128,10 @@ def edit(opts: Options, name: str, message: str | None, author: str | None) -> N
         message = ask_message(ws, name)
     result = do_edit(ws, name, message, author)
     if not result.changed:
-        click.echo(f"{result.name}: unchanged")
+        out(f"{result.name}: unchanged")
         return
     where = " (applied: commits rewritten, same trees)" if result.applied else ""
-    click.echo(f"edited {result.name}: {result.subject}{where}")
+    out(f"edited {result.name}: {result.subject}{where}")
 
 
 @cli.command()
@@ -151,7 +149,7 @@ def rename(opts: Options, old: str, new: str) -> None:
 
     result = do_rename(opts.checkout(), old, new)
     where = " (applied: commits rewritten, same trees)" if result.applied else ""
-    click.echo(f"renamed {result.old} to {result.new}{where}")
+    out(f"renamed {result.old} to {result.new}{where}")
 
 
 @cli.command("tag")
@@ -178,7 +176,7 @@ def tag_cmd(
     result = retag(opts.checkout(), name, tag, add, remove)
     shown = ", ".join((result.tag, *result.labels))
     note = " (applied commit rewritten, same tree)" if result.commits_rewritten else ""
-    click.echo(f"{result.name}: [{shown}]{note}")
+    out(f"{result.name}: [{shown}]{note}")
 
 
 # -- delete, move, fold, split ---------------------------------------------------------------
@@ -333,6 +331,6 @@ def split(
     scripted = answers() if interactive else None
     result = do_split(ws, name, new, tag, paths, interactive, message, scripted, discard)
     if result.selector_output:
-        click.echo(result.selector_output.rstrip("\n"))
+        out(result.selector_output.rstrip("\n"))
     tags = ", ".join((result.tag, *result.labels))
     echo(ctx, f"split {result.new} [{tags}] off {result.name}: {', '.join(result.moved)}")

@@ -44,6 +44,8 @@ def _print_import(ctx: click.Context, result: ImportResult) -> None:
         echo(ctx, f"imported {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
     for what, why in result.skipped:
         echo(ctx, f"skipped {what}: {why}")
+    for warning in getattr(result, "warnings", ()):
+        echo(ctx, f"patchstack: warning: {warning}", err=True)
     if result.merged:
         echo(
             ctx,

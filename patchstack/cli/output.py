@@ -26,12 +26,28 @@ def color_enabled(ctx: click.Context) -> bool | None:
     return None  # click decides: colour on a TTY only
 
 
+# The characters made visible in this command's output, for one warning at its end.
+REPLACED: dict[str, None] = {}
+
+
+def out(text: str = "", err: bool = False, color: bool | None = None, nl: bool = True) -> None:
+    """Write to the terminal: every control and invisible character that came from a patch,
+    a commit or a file is made visible (`safe_text`); patchstack's own colour is kept."""
+    from ..safe_text import safe_terminal
+
+    safe, found = safe_terminal(text)
+    REPLACED.update(dict.fromkeys(found))
+    click.echo(safe, err=err, color=color, nl=nl)
+
+
 def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
-    click.echo(text, err=err, color=color_enabled(ctx))
+    out(text, err, color_enabled(ctx))
 
 
 def style(text: str, **kw: Any) -> str:
-    return click.style(text, **kw)
+    from ..safe_text import mark_style
+
+    return mark_style(click.style(text, **kw))
 
 
 def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:

@@ -140,11 +140,21 @@ def check(
       git fetch && patchstack check --onto origin/main --except diagnostic
     """
     from ..commands.check import check as do_check
+    from ..model.series import case_clashes
 
-    result = do_check(ctx.obj.checkout(write=False), onto, selector(None, False, only, except_))
+    ws = ctx.obj.checkout(write=False)
+    result = do_check(ws, onto, selector(None, False, only, except_))
+    series = ws.load_series()
+    warnings = [
+        f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
+        " case: one file on macOS and Windows, so the series is not portable there"
+        for a, b in case_clashes(series)
+    ]
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
     else:
+        for warning in warnings:
+            echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
             echo(ctx, f"  {verdict(v)} {v.name}")

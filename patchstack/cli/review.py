@@ -37,10 +37,16 @@ def _render_options(f: F) -> F:
 def _emit(ctx: click.Context, text: str, output: str | None) -> None:
     if output:
         from ..files import write_atomic
+        from ..safe_text import safe_terminal
+        from .output import REPLACED
 
-        write_atomic(output, text.encode("utf-8", "surrogateescape"))
+        safe, found = safe_terminal(text)
+        REPLACED.update(dict.fromkeys(found))
+        write_atomic(output, safe.encode("utf-8", "surrogateescape"))
     else:
-        click.echo(text, nl=False, color=color_enabled(ctx))
+        from .output import out
+
+        out(text, nl=False, color=color_enabled(ctx))
 
 
 def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:

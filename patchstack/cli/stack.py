@@ -14,6 +14,7 @@ from .output import (
     complete_patch_names,
     complete_tags,
     echo,
+    out,
     selector,
     style,
     tag_text,
@@ -43,7 +44,7 @@ def init(opts: Options, base: str | None) -> None:
 
     ws = opts.checkout()
     result = do_init(ws, base)
-    click.echo(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
+    out(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
 
 
 # -- series ---------------------------------------------------------------------------------
@@ -63,7 +64,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
 
     series, stack, rows = list_series(ctx.obj.checkout(write=False))
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "base": series.base,
@@ -116,7 +117,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     st = do_status(ws)
     drift = do_drift(ws)
     if as_json:
-        click.echo(
+        out(
             json.dumps(
                 {
                     "drift": drift.to_json() if drift else None,
@@ -164,6 +165,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         echo(ctx, f"branch: {branch} at {st.head[:12]}")
         base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
         echo(ctx, f"series base: {base}")
+        if not st.series_base:
+            echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
         if st.series_base and st.stack_base != st.series_base:
             echo(
                 ctx,
@@ -336,13 +339,23 @@ def push(
     """
     from ..commands.push import push as do_push
 
+    ws = ctx.obj.checkout()
     bar = ProgressBar("pushing")
     try:
         sel = selector(name, all_, only, except_)
-        result = do_push(ctx.obj.checkout(), sel, onto, bar, discard)
+        result = do_push(ws, sel, onto, bar, discard)
     finally:
         bar.close()
     _print_move(ctx, result, "push")
+    if ws.load_series().base is None:
+        echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
+
+
+NO_BASE = (
+    "the series file has no '# base:' line, so the patches were applied on HEAD (below any"
+    " applied patches); record that commit as the base with 'patchstack refresh', or start"
+    " a series on a chosen commit with 'patchstack init --base REV'"
+)
 
 
 @cli.command()

@@ -17,7 +17,7 @@ class Cache:
         self.added: dict[str, str] = {}
         sizes = (git.fmt.hexsz,)
         try:
-            with open(self.path, encoding="ascii") as f:
+            with open(self.path, encoding="utf-8", errors="surrogateescape") as f:
                 for line in f:
                     key, _, value = line.rstrip("\n").rpartition(" ")
                     if len(value) in sizes and not value.strip("0123456789abcdef"):
@@ -40,6 +40,6 @@ class Cache:
         if not self.added:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with open(self.path, "a", encoding="ascii") as f:
+        with open(self.path, "a", encoding="utf-8", errors="surrogateescape") as f:
             f.writelines(f"{k} {v}\n" for k, v in self.added.items())
         self.added.clear()

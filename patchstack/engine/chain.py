@@ -28,6 +28,7 @@ from ..git import Git, TempIndex
 from ..model import paths
 from ..model.conflict import Conflict
 from ..model.ids import Oid
+from ..model.line_endings import crlf_mismatch
 from ..model.series import Entry, Series
 from ..model.stack import AppliedPatch
 from . import fastpath
@@ -158,16 +159,28 @@ class Engine:
         ok, err = self._index.apply(lp.data, lp.entry.strip_level)
         if not ok:
             self._index_tree = None
+            notes = self._line_ending_notes(tree, lp)
             raise ConflictError(
                 f"patch '{lp.entry.name}' does not apply where it was made"
                 " (the series base plus the patches before it)",
-                Conflict(lp.entry.name, lp.patch.paths, detail=err.strip()),
+                Conflict(lp.entry.name, lp.patch.paths, detail="\n".join([*notes, err.strip()])),
                 "the patch file no longer matches the series: fix it, or run 'patchstack refresh'",
             )
         result = self._index.write_tree()
         self._index_tree = result
         self.cache.put(key, result)
         return result
+
+    def _line_ending_notes(self, tree: Oid, lp: LoadedPatch) -> list[str]:
+        files = [f for f in lp.patch.files if f.old_path and f.hunks]
+        listing = self.git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
+        notes = []
+        for f in files:
+            if f.old_path in listing:
+                note = crlf_mismatch(f, self.git.read_blob(listing[f.old_path][1]))
+                if note:
+                    notes.append(note)
+        return notes
 
     # -- placing patches -----------------------------------------------------------------------
 

@@ -93,7 +93,10 @@ def apply_hunks(old: bytes, hunks: Sequence[Hunk]) -> bytes | None:
 def _find(lines: list[bytes], pre: list[bytes], want: int, floor: int) -> int | None:
     n = len(pre)
     limit = len(lines) - n
-    for delta in range(0, max(limit, want) + 1):
+    if limit < floor:
+        return None
+    want = min(max(want, floor), limit)  # a line number past the end starts at the end
+    for delta in range(0, limit - floor + 1):
         for at in (want + delta, want - delta) if delta else (want,):
             if floor <= at <= limit and lines[at : at + n] == pre:
                 return at

@@ -15,13 +15,15 @@ This package holds no domain logic: no trailers, no series, no conflict-marker r
 
 Parts: `process` (running git), `objects` (reading and writing objects), `listings` (trees,
 diffs, status, history), `refs` (refs, configuration, transactions), `worktree` (the real index
-and work tree), `index` (temporary indexes), `merge` (merge-tree), `fastimport`, `mail`
-(format-patch, mailsplit, mailinfo), `repo` (the `Git` class that joins them).
+and work tree), `linked` (linked worktrees), `index` (temporary indexes), `merge`
+(merge-tree), `fastimport`, `mail` (format-patch, mailsplit, mailinfo), `repo` (the `Git` class
+that joins them).
 """
 
 from ..model.ids import Oid
 from .fastimport import FastImport
 from .index import TempIndex
+from .linked import WorktreeInfo
 from .listings import CommitMeta, CommitRecord, DirtyState, RawDiff
 from .merge import MergeResult
 from .process import check_version
@@ -40,6 +42,7 @@ __all__ = [
     "RefTransactionFailed",
     "RefUpdate",
     "TempIndex",
+    "WorktreeInfo",
     "check_version",
     "clone",
     "find_repo",

@@ -6,9 +6,9 @@ import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from ..errors import GitFailure
 from ..model.ids import Oid
 from .base import encode_path
+from .process import failure
 
 if TYPE_CHECKING:
     from .objects import Objects
@@ -57,7 +57,7 @@ class FastImport:
             self.proc.kill()
             err = self.proc.stderr.read()
         self.proc.wait()
-        raise GitFailure("git fast-import failed: " + err.decode("utf-8", "replace").strip())
+        raise failure(["fast-import"], self.proc.returncode or 1, err)
 
     def blob(self, data: bytes) -> str:
         self.mark += 1
@@ -118,4 +118,4 @@ class FastImport:
         self.proc.stdout.close()
         err = self.proc.stderr.read() if self.proc.stderr is not None else b""
         if self.proc.wait() != 0:
-            raise GitFailure("git fast-import failed: " + err.decode("utf-8", "replace").strip())
+            raise failure(["fast-import"], self.proc.returncode, err)

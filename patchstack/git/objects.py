@@ -155,6 +155,31 @@ class Objects(GitBase):
         """The id of the tree at ``path`` inside ``commit``'s tree."""
         return self.oid("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}:{path}")
 
+    def sweep_debris(self, since: float) -> list[str]:
+        """Delete git's temporary object and pack files and fast-import crash reports made
+        after ``since`` (a failed write leaves them: a full disk, a killed stream)."""
+        import glob
+        import os
+
+        objects = os.path.join(self.common_dir, "objects")
+        patterns = [
+            os.path.join(objects, "??", "tmp_obj_*"),
+            os.path.join(objects, "pack", "tmp_*"),
+            os.path.join(objects, "tmp_obj_*"),
+            os.path.join(self.git_dir, "fast_import_crash_*"),
+            os.path.join(self.common_dir, "fast_import_crash_*"),
+        ]
+        removed = []
+        for pattern in patterns:
+            for path in glob.glob(pattern):
+                try:
+                    if os.lstat(path).st_mtime >= since - 1:
+                        os.unlink(path)
+                        removed.append(path)
+                except OSError:
+                    continue
+        return removed
+
     def ident(self) -> tuple[str, str]:
         """The user's author identity as ("Name <email>", "<epoch> <tz>")."""
         proc = self.run("var", "GIT_AUTHOR_IDENT", check=False)

@@ -101,8 +101,12 @@ def run_git(
 
 
 def failure(args: Sequence[str], code: int, stderr: bytes) -> GitFailure:
-    err = stderr.decode("utf-8", "replace").strip()
-    return GitFailure(f"{describe(args)} failed: {err or f'exit status {code}'}")
+    """The failure in one line: git's first ``fatal:`` or ``error:`` line (the cause), else its
+    first line."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    cause = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
+    err = cause or (lines[0] if lines else f"exit status {code}")
+    return GitFailure(f"{describe(args)} failed: {err}")
 
 
 def spawn(

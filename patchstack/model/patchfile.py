@@ -21,12 +21,22 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .binary_data import check_binary
 
 _HUNK_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)\Z")
 _MBOX_FROM_RE = re.compile(r"From [0-9a-f]{40} ")
 _HEADER_RE = re.compile(r"([A-Za-z][A-Za-z0-9-]*):(?: |\Z)")
 _INDEX_RE = re.compile(r"index ([0-9a-f]+)\.\.([0-9a-f]+)(?: ([0-7]{6}))?\Z")
 _SUBJECT_PREFIX_RE = re.compile(r"^(\s*\[[^\]]*\])+\s*")
+# What git writes and applies: a regular file, an executable, a symbolic link, a submodule.
+VALID_MODES = ("100644", "100755", "120000", "160000")
+MAX_LINE_NUMBER = 2**31 - 1  # git's and GNU patch's line numbers are C ints
+_CRLF_HINT = (
+    "the patch file has Windows (CR LF) line endings in its own lines, as a checkout with"
+    " text conversion makes them: add '* -text' to a .gitattributes file in the series folder"
+    " and check the file out again, or strip the CR from the patch's own lines (diff, index,"
+    " ---, +++, @@) and keep those of the changed content"
+)
 _GIT_HEADER_PREFIXES = (
     "old mode ",
     "new mode ",
@@ -149,7 +159,7 @@ def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
 
 def _is_file_start(lines: list[str], i: int) -> bool:
     line = lines[i]
-    if line.startswith("diff --git "):
+    if line.startswith("diff --git ") or line.rstrip("\r") == "diff --git":
         return True
     return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
 
@@ -334,11 +344,19 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
     old_path = new_path = None
     info: dict[str, str | bool | None] = {}
     binary = False
-    if lines[i].startswith("diff --git "):
+    git_names: tuple[str, str] | None = None
+    if lines[i].startswith("diff --git"):
+        _no_cr(lines, i, path)
+        if not lines[i][len("diff --git") :].strip():
+            raise InputError(
+                path, lineno, "'diff --git' line names no file", "regenerate the patch"
+            )
         # An unquoted rename with spaces is ambiguous here; "rename from/to" or "---/+++" say.
-        old_path, new_path = _git_line_paths(lines[i]) or (None, None)
+        git_names = _git_line_paths(lines[i])
+        old_path, new_path = git_names or (None, None)
         i += 1
         while i < n and lines[i].startswith(_GIT_HEADER_PREFIXES):
+            _no_cr(lines, i, path)
             h = lines[i].rstrip("\r")
             if h.startswith("index "):
                 m = _INDEX_RE.match(h)
@@ -346,13 +364,14 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
                     raise InputError(path, i + 1, f"malformed index line '{h}'")
                 info["old_id"], info["new_id"] = m.group(1), m.group(2)
                 if m.group(3):
+                    _check_mode(m.group(3), path, i)
                     info["old_mode"] = info["new_mode"] = m.group(3)
             elif h.startswith(("old mode ", "deleted file mode ")):
-                info["old_mode"] = h.rsplit(" ", 1)[1]
+                info["old_mode"] = _check_mode(h.rsplit(" ", 1)[1], path, i)
                 if h.startswith("deleted"):
                     new_path = "/dev/null"
             elif h.startswith(("new mode ", "new file mode ")):
-                info["new_mode"] = h.rsplit(" ", 1)[1]
+                info["new_mode"] = _check_mode(h.rsplit(" ", 1)[1], path, i)
                 if h.startswith("new file"):
                     old_path = "/dev/null"
             elif h.startswith(("rename from ", "copy from ")):
@@ -370,12 +389,24 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
             )
         if i < n and lines[i].rstrip("\r") == "GIT binary patch":
             binary = True
-            i = _skip_binary(lines, i + 1)
+            i = check_binary(lines, i + 1, path)
     if i < n and lines[i].startswith("--- "):
         if not (i + 1 < n and lines[i + 1].startswith("+++ ")):
             raise InputError(path, i + 1, "'---' line without a following '+++' line")
+        _no_cr(lines, i, path)
+        _no_cr(lines, i + 1, path)
         old_path = _header_path(lines[i], "--- ")
         new_path = _header_path(lines[i + 1], "+++ ")
+        for k, name in ((i, old_path), (i + 1, new_path)):
+            if name.startswith("/") and name != "/dev/null":
+                raise InputError(
+                    path,
+                    k + 1,
+                    f"refused path '{name}': a traditional diff naming an absolute path",
+                    "a patch names files relative to the top of the tree; fix the patch",
+                )
+        if git_names and not info.get("renamed") and not info.get("copied"):
+            _check_agree(git_names, old_path, new_path, path, i)
         i += 2
         if not (i < n and lines[i].startswith("@@")):
             raise InputError(path, i + 1, "file header without a hunk")
@@ -396,20 +427,30 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
             "hunk has more lines than its header says",
             "fix the line counts in the '@@' header, or regenerate the patch",
         )
+    renamed_or_copied = bool(info.get("renamed") or info.get("copied"))
+    mode_line = "old_mode" in info and info.get("old_mode") != info.get("new_mode")
     where = (path, lineno)
     old = None if old_path in (None, "/dev/null") else _strip_components(old_path, strip, where)
     new = None if new_path in (None, "/dev/null") else _strip_components(new_path, strip, where)
     if old is None and new is None:
         raise InputError(path, lineno, "file diff names no file")
+    headers_change = old_path == "/dev/null" or new_path == "/dev/null" or mode_line
+    if git_names is not None and not (hunks or binary or headers_change or renamed_or_copied):
+        raise InputError(
+            path,
+            lineno,
+            "file diff without a change (no hunk, mode, rename or binary data)",
+            "regenerate the patch",
+        )
     return (
         FileDiff(
             old,
             new,
-            info.get("old_mode"),
-            info.get("new_mode"),  # type: ignore[arg-type]
-            info.get("old_id"),
-            info.get("new_id"),
-            binary,  # type: ignore[arg-type]
+            _text(info.get("old_mode")),
+            _text(info.get("new_mode")),
+            _text(info.get("old_id")),
+            _text(info.get("new_id")),
+            binary,
             bool(info.get("renamed")),
             bool(info.get("copied")),
             tuple(hunks),
@@ -419,16 +460,54 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
     )
 
 
-def _skip_binary(lines: list[str], i: int) -> int:
-    n = len(lines)
-    for _ in range(2):  # forward and reverse blocks
-        if i < n and lines[i].startswith(("literal ", "delta ")):
-            i += 1
-            while i < n and lines[i].strip():
-                i += 1
-            while i < n and not lines[i].strip():
-                i += 1
-    return i
+def _text(value: str | bool | None) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _no_cr(lines: list[str], i: int, path: str) -> None:
+    """The patch's own lines (not the content it changes) must not end in CR."""
+    if lines[i].endswith("\r"):
+        raise InputError(path, i + 1, "line ends in CR LF (a CRLF patch file)", _CRLF_HINT)
+
+
+def _check_mode(mode: str, path: str, i: int) -> str:
+    if mode not in VALID_MODES:
+        what = "a folder's mode" if mode == "040000" else "not a file mode git writes"
+        raise InputError(
+            path,
+            i + 1,
+            f"invalid mode '{mode}' ({what})",
+            "a file's mode is one of " + ", ".join(VALID_MODES) + "; regenerate the patch",
+        )
+    return mode
+
+
+def _check_agree(git_names: tuple[str, str], old: str, new: str, path: str, i: int) -> None:
+    """Without a rename, '---'/'+++' name the file the 'diff --git' line names."""
+    for k, (side, name, want) in enumerate(
+        (("---", old, git_names[0]), ("+++", new, git_names[1]))
+    ):
+        if name != "/dev/null" and name.partition("/")[2] != want.partition("/")[2]:
+            raise InputError(
+                path,
+                i + k + 1,
+                f"the '{side}' name '{name}' disagrees with the 'diff --git' name '{want}'"
+                " (and there is no rename)",
+                "make the names agree, or regenerate the patch with git",
+            )
+
+
+def _line_number(text: str | None, default: int, path: str, i: int) -> int:
+    if text is None:
+        return default
+    if len(text) > 10 or int(text) > MAX_LINE_NUMBER:
+        raise InputError(
+            path,
+            i + 1,
+            f"hunk line number {text[:24]}{'...' if len(text) > 24 else ''} is out of range",
+            f"line numbers and counts are at most {MAX_LINE_NUMBER}; regenerate the patch",
+        )
+    return int(text)
 
 
 def _parse_hunk(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
@@ -441,14 +520,20 @@ def _parse_hunk(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
             f"malformed hunk header '{header[:60]}'",
             "a hunk starts with '@@ -OLD[,COUNT] +NEW[,COUNT] @@'",
         )
-    old_start, new_start = int(m.group(1)), int(m.group(3))
-    old_len = int(m.group(2)) if m.group(2) is not None else 1
-    new_len = int(m.group(4)) if m.group(4) is not None else 1
+    if m.group(5) == "" and lines[i].endswith("\r"):
+        _no_cr(lines, i, path)
+    old_start = _line_number(m.group(1), 0, path, i)
+    old_len = _line_number(m.group(2), 1, path, i)
+    new_start = _line_number(m.group(3), 0, path, i)
+    new_len = _line_number(m.group(4), 1, path, i)
+    if old_start + old_len > MAX_LINE_NUMBER or new_start + new_len > MAX_LINE_NUMBER:
+        raise InputError(path, i + 1, "hunk line numbers overflow", "regenerate the patch")
     lineno = i + 1
     i += 1
     old_left, new_left = old_len, new_len
     body: list[str] = []
     n = len(lines)
+    ended = ""  # the sides ("-", "+") a "\\ No newline" line closed
     while old_left > 0 or new_left > 0:
         if i >= n:
             raise InputError(
@@ -460,9 +545,17 @@ def _parse_hunk(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
         line = lines[i]
         kind = line[:1]
         if kind == "\\":
+            ended = _no_newline(body, ended, path, i)
             body.append(line)
             i += 1
             continue
+        if (kind in (" ", "", "-") and "-" in ended) or (kind in (" ", "", "+") and "+" in ended):
+            raise InputError(
+                path,
+                i,
+                "'\\ No newline at end of file' in the middle of a hunk",
+                "it may only follow the last line of the old or the new side; regenerate the patch",
+            )
         if kind in (" ", ""):
             old_left -= 1
             new_left -= 1
@@ -487,6 +580,20 @@ def _parse_hunk(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
         body.append(line if kind else " ")
         i += 1
     while i < n and lines[i].startswith("\\"):
+        ended = _no_newline(body, ended, path, i)
         body.append(lines[i])
         i += 1
     return Hunk(old_start, old_len, new_start, new_len, m.group(5), tuple(body), lineno), i
+
+
+def _no_newline(body: list[str], ended: str, path: str, i: int) -> str:
+    """The sides closed after a "\\ No newline" line at ``i`` that follows ``body``."""
+    prev = body[-1][:1] if body else "\\"
+    if prev == "\\":
+        raise InputError(
+            path,
+            i + 1,
+            "'\\ No newline at end of file' does not follow a line of the hunk",
+            "regenerate the patch",
+        )
+    return ended + {" ": "-+", "-": "-", "+": "+"}[prev]

@@ -7,6 +7,9 @@ A patch may only write inside the work tree and never into git's own directory. 
   and spaces (``.git.``, ``.git ``, folded by Windows), code points that HFS+ ignores
   (``.g\\u200cit``), compatibility forms (fullwidth ``．ｇｉｔ``), and NTFS's short name ``git~1``;
 - a backslash that would make such a component on Windows (``..\\x``, ``.git\\config``);
+- a component longer than 255 bytes or a path longer than 4095 (the file system would fail
+  half-way through writing the tree: ENAMETOOLONG);
+- ``.gitmodules`` (and ``.gitattributes``, ``.gitignore``, ``.mailmap``) as a symbolic link;
 - a path inside the series directory (the patch would overwrite the series itself);
 - a path that goes through a symbolic link, a file or a submodule of the tree it is applied
   to (`through_problem`, given what the leading folders are), or through a symbolic link that
@@ -32,6 +35,11 @@ _HFS_IGNORED = dict.fromkeys(
     + list(range(0x206A, 0x2070))
     + [0xFEFF]
 )
+# Names git refuses as symbolic links (CVE-2018-11235 and its family): a link there would make
+# git read its own configuration from outside the tree.
+_NO_LINK_NAMES = (".gitmodules", ".gitattributes", ".gitignore", ".mailmap")
+NAME_MAX = 255  # bytes in one path component (Linux, macOS, Windows)
+PATH_MAX = 4095  # bytes in a path below the top of the work tree (Linux's 4096 with its NUL)
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 TREE_MODE = "040000"
@@ -48,6 +56,8 @@ def component_problem(component: str) -> str | None:
         return "an empty or '.' path component"
     if component == "..":
         return "a '..' component (outside the work tree)"
+    if len(component.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        return f"a component longer than {NAME_MAX} bytes (the file system's limit)"
     folded = _folded(component)
     if folded == ".git" or folded.startswith("git~"):
         return f"'{component}' names git's own directory"
@@ -64,6 +74,8 @@ def path_problem(path: str) -> str | None:
         return "an absolute path"
     if "\0" in path:
         return "a NUL byte in the path"
+    if len(path.encode("utf-8", "surrogateescape")) > PATH_MAX:
+        return f"the path is longer than {PATH_MAX} bytes (the file system's limit)"
     for part in path.split("/"):
         problem = component_problem(part)
         if problem:
@@ -99,6 +111,15 @@ def through_problem(path: str, modes: Mapping[str, str | None]) -> str | None:
     return None
 
 
+def link_problem(path: str) -> str | None:
+    """Why ``path`` may not be a symbolic link, or None."""
+    last = _folded(path.rsplit("/", 1)[-1])
+    for name in _NO_LINK_NAMES:
+        if last == name or last.startswith(name[1:7] + "~"):  # NTFS short name: gitmod~1
+            return f"'{path}' may not be a symbolic link (git reads it; CVE-2018-11235)"
+    return None
+
+
 def check_patch(patch: Patch, shown: str, series_dir: str | None = None) -> None:
     """Raise `InputError` (file and line) when the patch touches a path it may not."""
     links = {f.new_path for f in patch.files if f.new_mode == SYMLINK_MODE and f.new_path}
@@ -106,6 +127,8 @@ def check_patch(patch: Patch, shown: str, series_dir: str | None = None) -> None
     for f in patch.files:
         for p in f.paths:
             problem = path_problem(p)
+            if problem is None and p == f.new_path and f.new_mode == SYMLINK_MODE:
+                problem = link_problem(p)
             if problem is None and prefix and (p + "/").startswith(prefix):
                 problem = f"it is inside the series directory '{series_dir}'"
             if problem is None:

@@ -12,6 +12,7 @@ and a rewrite (new base, an added entry) touches only the lines it must.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -20,7 +21,7 @@ from ..errors import InputError
 
 TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=~-]*\Z")
+_NAME_RE = re.compile(r"[^\W][\w.+@=~-]*\Z")
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
 _BASE_START_RE = re.compile(r"#\s*base\s*:")
@@ -217,20 +218,27 @@ def _header_end(lines: list[Line]) -> int:
     return i
 
 
-def validate_name(name: str) -> str | None:
-    """Why ``name`` is not a safe patch name, or None when it is."""
+def validate_name(name: str, folders: bool = False) -> str | None:
+    """Why ``name`` is not a safe patch name, or None when it is.
+
+    Letters and digits of any script are allowed (in NFC, the form macOS and most tools
+    write), with ``._+@=~-``; with ``folders``, '/' separates subfolders of the series
+    directory, as quilt allows (``debian/fix.patch``).
+    """
     if not name:
         return "empty patch name"
-    if "/" in name or "\\" in name:
+    if "\\" in name or ("/" in name and not folders):
         return f"patch name '{name}' contains a path separator"
     if ".." in name:
         return f"patch name '{name}' contains '..'"
     if any(ch.isspace() for ch in name):
         return f"patch name '{name}' contains whitespace"
-    if not _NAME_RE.match(name):
+    if unicodedata.normalize("NFC", name) != name:
+        return f"patch name '{name}' is not in Unicode NFC form (write it composed)"
+    if not all(_NAME_RE.match(part) and part.isprintable() for part in name.split("/")):
         return (
             f"patch name '{name}' contains characters other than letters, digits and ._+@=~-"
-            " (or starts with one of ._+@=~-)"
+            " (or a part of it starts with one of ._+@=~-)"
         )
     return None
 
@@ -272,6 +280,7 @@ def parse_series(text: str, path: str = "series") -> Series:
     """Parse a series file. Raises InputError naming ``path`` and the line."""
     lines: list[Line] = []
     seen: dict[str, int] = {}
+    base_line = 0
     for lineno, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+\Z", text), start=1):
         body = raw.rstrip("\r\n")
         stripped = body.strip()
@@ -291,12 +300,20 @@ def parse_series(text: str, path: str = "series") -> Series:
                     f"base '{m.group(1)}' is not a full commit id (40 or 64 hex digits)",
                     "write '# base: <full commit id> [ref]'",
                 )
+            if m and base_line:
+                raise InputError(
+                    path,
+                    lineno,
+                    f"a second '# base:' line (the first is line {base_line})",
+                    "a series has one base: keep one of the two lines",
+                )
+            base_line = base_line or (lineno if m else 0)
             lines.append(Other(raw, lineno))
             continue
         entry_part, _, comment = body.partition("#")
         words = entry_part.split()
         name = words[0]
-        problem = validate_name(name)
+        problem = validate_name(name, folders=True)
         if problem:
             raise InputError(path, lineno, problem)
         strip = None
@@ -343,3 +360,17 @@ def new_series(base: str, ref: str | None = None) -> Series:
 def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
     wanted = set(tags)
     return [e for e in entries if e.tag in wanted]
+
+
+def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
+    """Pairs of entries whose names differ only by case (or Unicode normalization): one file
+    on the case-insensitive file systems of macOS and Windows."""
+    first: dict[str, Entry] = {}
+    clashes = []
+    for e in series.entries:
+        key = unicodedata.normalize("NFC", e.name).casefold()
+        if key in first:
+            clashes.append((first[key], e))
+        else:
+            first[key] = e
+    return tuple(clashes)

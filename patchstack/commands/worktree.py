@@ -1,0 +1,300 @@
+"""Experiment worktrees, and the scratch worktrees bisect tests in.
+
+``patchstack worktree DIR`` builds "REV + the selected patches" in the object database exactly
+as ``push --onto`` does (the engine: the canonical chain, then three-way placement), and adds a
+linked git worktree at DIR whose HEAD is detached at the top patch commit. The patches there are
+ordinary patch commits, so ``status``, ``push`` and ``pop`` work in DIR; a note in DIR's own git
+dir (`checkout.experiment_path`) points the commands run there at the series DIR was made
+from. The user's worktree, index, HEAD and branch are never touched.
+
+Bisect tests in a scratch worktree in the temporary folder: locked with its owner's process id
+as the reason (so ``git worktree prune`` leaves it alone while it runs), removed when the bisect
+ends however it ends (`scratch`), and removed by the next bisect when its owner was killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import lock
+from ..checkout import Checkout, experiment_path
+from ..errors import PatchstackError, RefusedError
+from ..files import write_atomic
+from ..git import Git, WorktreeInfo, find_repo
+from ..journal.oplog import oplog_ref
+from ..model import selection
+from ..model.ids import Oid
+from ..model.selection import Selector
+from ..model.series import Series
+from ..model.stack import stack_from_history
+from ..model.trailers import PATCH_COMMIT_GREP
+from ..transaction import Plan, publish
+from .state import make_engine, read_stack, resolve_rev
+
+if TYPE_CHECKING:
+    from ..engine.chain import Engine
+
+SCRATCH_PREFIX = "patchstack-bisect-"
+_SCRATCH_REASON = "patchstack bisect scratch (pid {pid})"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    path: str
+    head: Oid
+    base: Oid  # the commit below the applied patches now
+    made_on: Oid  # the commit it was made on
+    onto: str | None  # --onto as given, None for the series base
+    patches: tuple[str, ...]  # applied now
+    selection: tuple[str, ...]  # the selector options it was made with, as given
+    missing: bool  # its folder is gone
+
+
+def selected_names(series: Series, sel: Selector) -> list[str]:
+    """The patches a --only/--except selection carries, in series order (no filter: all)."""
+    return selection.push_target(series, (), Selector(None, True, sel.only, sel.except_))
+
+
+def selector_words(sel: Selector) -> tuple[str, ...]:
+    words: list[str] = []
+    if sel.only is not None:
+        words += ["--only", ",".join(sel.only)]
+    if sel.except_ is not None:
+        words += ["--except", ",".join(sel.except_)]
+    return tuple(words)
+
+
+def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
+    """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
+    (with the conflict report) when a patch does not apply there."""
+    if not names:
+        return base
+    return engine.build(base, git.tree_of(base), [], list(names))[-1][1]
+
+
+# -- experiment worktrees -------------------------------------------------------------------
+
+
+def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Experiment:
+    git = ws.git
+    path = os.path.abspath(os.path.join(ws.cwd, directory))
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        raise RefusedError(
+            f"{directory} exists and is not an empty folder", "give a new or empty folder"
+        )
+    if _inside(path, git.top):
+        raise RefusedError(
+            f"{directory} is inside the work tree {git.top}",
+            "give a folder beside it, for example ../" + os.path.basename(path),
+        )
+    series = ws.load_series()
+    stack = read_stack(git)
+    names = selected_names(series, sel)
+    if onto is not None:
+        base = resolve_rev(git, onto)
+    elif series.base:
+        base = resolve_rev(git, series.base)
+    else:
+        base = stack.base
+    engine = make_engine(ws, series, stack)
+    try:
+        head = build_on(engine, git, base, names)
+    finally:
+        engine.close()
+    note = {
+        "series_dir": ws.series_dir,
+        "made_on": base,
+        "onto": onto,
+        "patches": names,
+        "selection": list(selector_words(sel)),
+    }
+    # DIR starts at the base, with its note; then the patches arrive as the first entry of
+    # DIR's own operation log, exactly like a push there ('patchstack log' and 'undo' in DIR).
+    linked: Git | None = None
+    try:
+        with lock.critical():
+            git.worktree_add(path, base)
+            linked = find_repo(path)
+            where = experiment_path(linked.git_dir)
+            os.makedirs(os.path.dirname(where), exist_ok=True)
+            write_atomic(where, (json.dumps(note, indent=2) + "\n").encode())
+        there = Checkout(linked, ws.series_dir, path, ws.command)
+        publish(there, Plan("worktree", base, head))
+    except BaseException:
+        with lock.critical():
+            if linked is None or linked.head() != head:  # not made: take DIR away again
+                if linked is not None:
+                    linked.close()
+                if os.path.exists(path) or any(_same(wt.path, path) for wt in git.worktrees()):
+                    git.worktree_remove(path)
+        raise
+    finally:
+        if linked is not None:
+            linked.close()
+    return Experiment(path, head, base, base, onto, tuple(names), selector_words(sel), False)
+
+
+def experiments(git: Git) -> list[Experiment]:
+    """The worktrees ``patchstack worktree`` made, as they are now."""
+    found = []
+    for wt in git.worktrees()[1:]:
+        note = _note(wt)
+        if note is not None and wt.head:
+            found.append(_experiment(git, wt, note))
+    return found
+
+
+def _experiment(git: Git, wt: WorktreeInfo, note: dict[str, Any]) -> Experiment:
+    stack = stack_from_history(wt.head, git.iter_first_parent(wt.head))
+    onto = note.get("onto")
+    return Experiment(
+        wt.path,
+        wt.head,
+        stack.base,
+        Oid(str(note.get("made_on", ""))),
+        onto if isinstance(onto, str) else None,
+        stack.names,
+        tuple(str(w) for w in note.get("selection") or ()),
+        wt.prunable or not os.path.isdir(wt.path),
+    )
+
+
+def remove(ws: Checkout, directory: str, force: bool) -> Experiment:
+    """Remove an experiment worktree; refused, naming them, when it holds uncommitted edits or
+    commits that are on no branch and are not patches (unless ``force``)."""
+    git = ws.git
+    path = os.path.realpath(os.path.join(ws.cwd, directory))
+    match = [wt for wt in git.worktrees()[1:] if os.path.realpath(wt.path) == path]
+    if not match:
+        raise PatchstackError(
+            f"{directory} is not a linked worktree of this repository",
+            "see 'patchstack worktree --list'",
+        )
+    wt = match[0]
+    note = _note(wt)
+    if note is None:
+        raise RefusedError(
+            f"{directory} was not made by 'patchstack worktree'",
+            f"remove it with 'git worktree remove {directory}'; nothing was changed",
+        )
+    if _inside(os.path.realpath(ws.cwd), path):
+        raise RefusedError(f"you are inside {directory}", "run the command from another folder")
+    gone = wt.prunable or not os.path.isdir(wt.path)
+    if not force and not gone:
+        _refuse_losses(git, wt, directory)
+    removed = _experiment(git, wt, note)
+    with lock.critical():
+        git.worktree_remove(wt.path)
+        git.delete_ref(oplog_ref(Git(wt.path, wt.git_dir, git.common_dir, git.fmt)))
+    return removed
+
+
+def _refuse_losses(git: Git, wt: WorktreeInfo, directory: str) -> None:
+    other = find_repo(wt.path)
+    try:
+        dirty = other.dirty()
+    finally:
+        other.close()
+    if not dirty.clean:
+        files = list(dirty.modified + dirty.unmerged + dirty.untracked)
+        raise RefusedError(
+            f"{directory} has uncommitted edits or untracked files: " + ", ".join(files[:10]),
+            "capture them there ('patchstack new'), or give --force to drop them;"
+            " nothing was changed",
+        )
+    lost = git.rev_list(
+        "--invert-grep",
+        "--extended-regexp",
+        f"--grep={PATCH_COMMIT_GREP}",
+        wt.head,
+        "--not",
+        "--branches",
+        "--tags",
+        "--remotes",
+    )
+    if lost:
+        raise RefusedError(
+            f"{directory} has {len(lost)} commit(s) that are on no branch and are not patches:"
+            f" {', '.join(c[:12] for c in lost[:5])}",
+            f"keep them on a branch ('git -C {directory} branch NAME'), or give --force;"
+            " nothing was changed",
+        )
+
+
+def _note(wt: WorktreeInfo) -> dict[str, Any] | None:
+    if not wt.git_dir:
+        return None
+    try:
+        with open(experiment_path(wt.git_dir), encoding="utf-8") as f:
+            note = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(path: str, folder: str) -> bool:
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(folder))
+    return rel == "." or not rel.startswith("..")
+
+
+# -- bisect's scratch worktrees -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def scratch(git: Git, commit: Oid) -> Iterator[Git]:
+    """A locked scratch worktree at ``commit`` (not checked out: `Git.switch_detached` fills
+    it), removed on the way out, on error and on Ctrl-C alike."""
+    remove_stale_scratch(git)
+    parent = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    path = os.path.join(parent, os.path.basename(git.top.rstrip("/")) or "tree")
+    added = False
+    tree: Git | None = None
+    try:
+        with lock.critical():
+            git.worktree_add(path, commit, _SCRATCH_REASON.format(pid=os.getpid()))
+            added = True
+        tree = find_repo(path)
+        yield tree
+    finally:
+        with lock.critical():
+            if tree is not None:
+                tree.close()
+            if added:
+                git.worktree_remove(path)
+            shutil.rmtree(parent, ignore_errors=True)
+
+
+def remove_stale_scratch(git: Git) -> list[str]:
+    """Remove the scratch worktrees of bisects that were killed; their paths."""
+    removed = []
+    for wt in git.worktrees()[1:]:
+        m = re.fullmatch(r"patchstack bisect scratch \(pid (\d+)\)", wt.locked or "")
+        if m and not _alive(int(m.group(1))):
+            git.worktree_remove(wt.path)
+            parent = os.path.dirname(wt.path)
+            if os.path.basename(parent).startswith(SCRATCH_PREFIX):
+                shutil.rmtree(parent, ignore_errors=True)
+            removed.append(wt.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

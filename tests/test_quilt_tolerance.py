@@ -1,0 +1,137 @@
+"""import quilt reads what GNU patch (quilt) accepts, with the same tree and a warning each time.
+
+Each case is a quilt series with one quirk of real-world series; ``quilt push -a`` on the same
+base is the reference tree, and ``import quilt`` + ``push --all`` must give exactly that tree
+and say what it did, naming the file and line. The same patch in a patchstack series (where no
+leniency applies) is refused with exit status 2.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patchstack.model.quilt_tolerance import best_name, tolerate
+
+from .conftest import Repo, make_repo, numbered
+from .test_interop import needs_quilt, quilt_push, tree_of_folder
+
+HEAD = "From: A <a@example.org>\nSubject: quirk\n\nWhy.\n---\n"
+TEXT_CHANGE = "--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n a 1\n-a 2\n+a two\n a 3\n"
+CASES = {
+    "binary-without-data": (
+        HEAD
+        + "diff --git a/blob.bin b/blob.bin\nindex 1234567..89abcde 100644\n"
+        + "Binary files a/blob.bin and b/blob.bin differ\n"
+        + "diff --git a/a.py b/a.py\n"
+        + TEXT_CHANGE,
+        "8: binary change to 'blob.bin' without data",
+    ),
+    "names-disagree": (
+        HEAD
+        + "diff --git a/a.py b/a.py\n--- a/a\n+++ b/a.py\n"
+        + "@@ -1,3 +1,3 @@\n a 1\n-a 2\n+a two\n a 3\n",
+        "GNU patch (quilt) changes 'a.py'",
+    ),
+    "space-no-tab": (
+        HEAD + "--- a/a.py 2020-01-01\n+++ b/a.py 2020-01-01\n"
+        "@@ -1,3 +1,3 @@\n a 1\n-a 2\n+a two\n a 3\n",
+        "has a space and no tab: GNU patch (quilt) reads 'a/a.py'",
+    ),
+    "crlf-everywhere": (
+        (HEAD + "diff --git a/a.py b/a.py\n" + TEXT_CHANGE).replace("\n", "\r\n"),
+        "1: every line ends in CR LF; the CRs were stripped",
+    ),
+}
+
+
+def upstream(tmp_path: Path) -> Repo:
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    (repo.path / "blob.bin").write_bytes(bytes(range(256)))
+    repo.commit_all("binary")
+    return repo
+
+
+@needs_quilt
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_quirk_imports_to_quilts_tree_with_a_warning(tmp_path: Path, case: str) -> None:
+    text, warning = CASES[case]
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    (qp / "sub").mkdir(parents=True)
+    (qp / "sub" / f"{case}.patch").write_bytes(text.encode())
+    (qp / "series").write_text(f"sub/{case}.patch\n")
+    base = repo.head()
+    code, log = quilt_push(repo, base, qp, tmp_path / "quilt")
+    assert code == 0, log
+    want = tree_of_folder(tmp_path / "quilt", tmp_path)
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential")
+    assert f"qp/sub/{case}.patch:" in result.stderr and warning in result.stderr, result.stderr
+    repo.ps("push", "--all")
+    assert repo.tree() == want, "the pushed tree differs from quilt's"
+    if case == "binary-without-data":
+        message = repo.git("log", "-1", "--format=%B")
+        assert "changed the binary file 'blob.bin' without its data" in message
+    # the same patch in the series itself: refused, not guessed
+    repo.ps("pop", "--all")
+    name = "raw.patch"
+    (repo.path / "patches" / name).write_bytes(text.encode())
+    with open(repo.path / "patches" / "series", "a") as f:
+        f.write(f"{name} # essential\n")
+    if case != "space-no-tab":  # (a traditional name is read to the end of the line there)
+        repo.ps("push", "--all", code=2)
+
+
+@needs_quilt
+def test_series_in_subfolders_without_base_and_with_non_ascii_names(tmp_path: Path) -> None:
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    (qp / "any").mkdir(parents=True)
+    (qp / "any" / "local-fix.diff").write_text(TEXT_CHANGE)
+    name = "\u00fcber-caf\u00e9.patch"
+    (qp / name).write_text("--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b 1\n-b 2\n+b zwei\n b 3\n")
+    (qp / "series").write_text(f"any/local-fix.diff\n{name}\n", encoding="utf-8")
+    code, log = quilt_push(repo, repo.head(), qp, tmp_path / "quilt")
+    assert code == 0, log
+    want = tree_of_folder(tmp_path / "quilt", tmp_path)
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential")
+    assert "any--local-fix.diff" in result.stdout and name in result.stdout
+    repo.ps("push", "--all")
+    assert repo.tree() == want
+    assert name in repo.ps("series").stdout
+
+
+def test_quilt_patch_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None:
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    qp.mkdir()
+    (tmp_path / "elsewhere.patch").write_text(TEXT_CHANGE)
+    (qp / "x.patch").symlink_to(tmp_path / "elsewhere.patch")
+    (qp / "series").write_text("x.patch\n")
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential", code=2)
+    assert "qp/series:1: patch file 'x.patch' is a symbolic link out of the quilt" in (
+        result.stderr
+    )
+    assert not (repo.path / "patches").exists()
+
+
+def test_best_name_follows_gnu_patch() -> None:
+    exists = {"src/f.c"}.__contains__
+    assert best_name(["src/f", "src/f.c"], exists) == "src/f.c"  # the one that exists
+    assert best_name(["a/b/f.c", "f.c"], lambda _p: False) == "f.c"  # fewest components
+    assert best_name(["long.c", "s.c"], lambda _p: False) == "s.c"  # shortest base name
+    assert best_name(["x.c", "y.c"], lambda _p: False) == "x.c"  # the first on a tie
+
+
+def test_tolerate_leaves_a_clean_patch_alone() -> None:
+    data = ("diff --git a/a.py b/a.py\n" + TEXT_CHANGE).encode()
+    assert tolerate(data, "p", 1, lambda _p: True).data == data
+    assert tolerate(data, "p", 1, lambda _p: True).warnings == ()
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(tmp_path: Path):
+    yield
+    shutil.rmtree(tmp_path / "quilt", ignore_errors=True)
