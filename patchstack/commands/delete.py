@@ -13,7 +13,7 @@ from ..errors import PatchstackError
 from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..transaction import Plan, publish
-from .restack import Part, old_changes, rechain
+from .rechain import Part, old_changes, rechain
 from .state import make_engine, read_stack, require_movable
 
 

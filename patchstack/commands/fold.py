@@ -14,7 +14,8 @@ from ..model import message
 from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..transaction import Plan, publish
-from .restack import Part, mail_of, old_changes, rechain
+from .rechain import Part, old_changes, rechain
+from .restack import mail_of
 from .state import make_engine, read_stack, require_movable
 
 

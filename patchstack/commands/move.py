@@ -1,7 +1,7 @@
 """``move NAME (--before X | --after X | --top | --bottom)``: reorder the series.
 
 Every patch keeps its applied state. The new order is built as push places patches: each
-change carried by a three-way merge (`restack.rechain`); when it cannot be built, nothing
+change carried by a three-way merge (`rechain`); when it cannot be built, nothing
 changes and the conflict report names the two patches. A move across patches of other files
 (a move that commutes) keeps every tree and every patch file's bytes."""
 
@@ -14,7 +14,7 @@ from ..errors import PatchstackError
 from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..transaction import Plan, publish
-from .restack import Part, old_changes, rechain
+from .rechain import Part, old_changes, rechain
 from .state import make_engine, read_stack, require_movable
 
 

@@ -25,7 +25,8 @@ from ..model.selection import resolve_name
 from ..model.series import Entry, parse_tags
 from ..transaction import Plan, publish
 from .naming import covers, new_patch_name, relative_to_top, require_free
-from .restack import Part, mail_of, old_changes, rechain
+from .rechain import Part, old_changes, rechain
+from .restack import mail_of
 from .state import make_engine, read_stack, require_movable
 
 
