@@ -195,3 +195,21 @@ def test_split_interactive_with_scripted_answers(fork: Repo) -> None:
     )
     assert "nothing was chosen to move to 'x.patch'" in result.stderr
     assert full(fork) == before
+
+
+def test_reorder_with_a_subset_applied_builds_like_push(fork: Repo) -> None:
+    """Only some patches applied (not a prefix of the series): the engine places them in the
+    new order, as push would; the result equals popping everything and pushing that subset."""
+    fork.ps("pop", "--only", "diagnostic")
+    assert names(fork) == ["one.patch", "three.patch"]
+    fork.ps("move", "four", "--before", "three")
+    fork.ps("move", "two", "--bottom")
+    assert names(fork) == ["one.patch", "three.patch"]
+    assert series_names(fork) == ["two.patch", "one.patch", "four.patch", "three.patch"]
+    tree = fork.tree()
+    fork.ps("pop", "--all")
+    fork.ps("push", "--except", "diagnostic")
+    assert fork.tree() == tree
+    fork.ps("push", "--all")
+    assert all_exact(fork)
+    assert "c 5 four" in fork.read("c.py") and "a 5 one three" in fork.read("a.py")

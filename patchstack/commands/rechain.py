@@ -220,6 +220,13 @@ def _carry(
             result.tree,
         )
         with_whom = f" with '{others[0]}'" if others else ""
+        if others and others[0] in removed:
+            raise ConflictError(
+                f"patch '{name}' conflicts{with_whom}: it cannot do without it",
+                report,
+                f"it changes lines '{others[0]}' made: delete it too, or fold '{others[0]}'"
+                " into it; nothing was changed",
+            )
         raise ConflictError(
             f"patch '{name}' conflicts{with_whom} in the new order",
             report,
