@@ -236,3 +236,23 @@ def test_log_of_one_patch_follows_renames(fork: Repo) -> None:
     fork.ps("delete", "one")
     assert "taken out of the series" in fork.ps("log", "one").stdout
     assert "did you mean: deux.patch" in fork.ps("log", "dexu", code=2).stderr
+
+
+def test_completion_of_patch_names_and_labels(fork: Repo) -> None:
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = dict(os.environ, _PATCHSTACK_COMPLETE="bash_complete")
+        env.update(COMP_WORDS=words, COMP_CWORD=str(cword))
+        proc = subprocess.run(
+            [sys.executable, "-c", "from patchstack.cli import main; main()"],
+            cwd=fork.path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        return proc.stdout.split()
+
+    assert complete("patchstack fold one --into t", 4) == ["plain,two.patch", "plain,three.patch"]
+    assert complete("patchstack pop --only diagnostic,m", 3) == ["plain,diagnostic,moe"]
