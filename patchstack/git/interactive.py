@@ -10,8 +10,10 @@ returned (scripts, tests, a pipe into ``patchstack new -p``).
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ..errors import PatchstackError
 from ..lock import inherited_fds
@@ -36,15 +38,14 @@ class Interactive(GitBase):
         editor = self.editor()
         if editor == ":":
             return
-        proc = subprocess.run(
-            ["sh", "-c", editor + ' "$@"', editor, path],
-            cwd=self.top,
-            pass_fds=inherited_fds(),
+        proc = subprocess.Popen(
+            ["sh", "-c", editor + ' "$@"', editor, path], cwd=self.top, pass_fds=inherited_fds()
         )
-        if proc.returncode != 0:
+        with _interrupts_to_the_editor():
+            code = proc.wait()
+        if code != 0:
             raise PatchstackError(
-                f"the editor '{editor}' exited with status {proc.returncode}",
-                "nothing was changed",
+                f"the editor '{editor}' exited with status {code}", "nothing was changed"
             )
 
     def select_hunks(
@@ -77,6 +78,22 @@ class Interactive(GitBase):
                 "nothing was changed",
             )
         return out
+
+
+@contextlib.contextmanager
+def _interrupts_to_the_editor() -> Iterator[None]:
+    """Ctrl-C and Ctrl-\\ belong to the editor while it runs (as git does it): patchstack
+    ignores them meanwhile (main thread only; the editor, started before, keeps its own)."""
+    try:
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _tail(out: str) -> str:
