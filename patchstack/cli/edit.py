@@ -83,6 +83,8 @@ def new(
         out(f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}")
         return
     scripted = answers() if interactive else None
+    if interactive and scripted is None:
+        out(f"answer 'y' for each hunk that goes into {name}, 'n' for each that stays", err=True)
     result = do_new(ws, name, tag, message, paths, interactive, scripted)
     if result.selector_output:
         out(result.selector_output.rstrip("\n"))
@@ -329,6 +331,11 @@ def split(
 
     ws = ctx.obj.checkout()
     scripted = answers() if interactive else None
+    if interactive and scripted is None:
+        out(
+            f"answer 'y' for each hunk of {name} that moves to {new}, 'n' for each that stays",
+            err=True,
+        )
     result = do_split(ws, name, new, tag, paths, interactive, message, scripted, discard)
     if result.selector_output:
         out(result.selector_output.rstrip("\n"))
