@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import Repo, make_repo, numbered, replace_line
 
+GOLDEN = Path(__file__).parent / "golden"
+
 
 def full(repo: Repo) -> tuple:
     return (
@@ -242,16 +244,25 @@ def _move_upstream(repo: Repo) -> None:
     repo.git("checkout", "-q", "main")
 
 
-def test_git_commands_in_the_users_config_change_nothing(repo: Repo, tmp_path: Path) -> None:
-    """A hostile configuration: quoted paths, colour, signatures and mailmap in logs, other
-    diff prefixes and algorithm; the patch file and the commits are the same bytes."""
+def test_git_commands_in_the_users_config_change_nothing(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hostile configuration (quoted paths, colour, signatures and mailmap in logs, other diff
+    prefixes, algorithm, context and function headers, format options), a narrow terminal and
+    a diff driver chosen by an attribute: the patch file is the golden bytes, the commits the
+    same ids."""
     repo.ps("init")
-    repo.write("ü dir/ö file.py", numbered(30, "u"))
+    body = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(12))
+    repo.write("ü dir/ö file.py", body)
+    repo.write(".gitattributes", "*.py diff=python\n")
     repo.commit_all("more")
-    repo.git("update-ref", "refs/heads/base", "HEAD")
-    replace_line(repo, "ü dir/ö file.py", "u 5\n", "u 5 x\n")
-    repo.ps("new", "x", "--tag", "essential")
+    replace_line(repo, "ü dir/ö file.py", "return 5\n", "return 5 + 0\n")
+    repo.ps("new", "x", "--tag", "essential", "-m", "Änderung: x\n\nWhy it exists.")
     plain = (repo.path / "patches" / "x.patch").read_bytes()
+    golden = GOLDEN / "hostile-config.patch"
+    if os.environ.get("PATCHSTACK_UPDATE_GOLDEN"):
+        golden.write_bytes(plain)
+    assert plain == golden.read_bytes()
     head = repo.head()
     repo.ps("undo")
     config = tmp_path / "hostile.gitconfig"
@@ -260,17 +271,19 @@ def test_git_commands_in_the_users_config_change_nothing(repo: Repo, tmp_path: P
         "[log]\n\tshowSignature = true\n\tmailmap = true\n\tdecorate = full\n"
         "[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\talgorithm = patience\n"
         "\trenames = copies\n\tcontext = 7\n\tinterHunkContext = 5\n\tindentHeuristic = false\n"
+        "\tstatGraphWidth = 5\n\tstatNameWidth = 3\n"
+        '[diff "python"]\n\txfuncname = "^[ \\t]*return.*$"\n'
         "[format]\n\tsignOff = true\n\tsubjectPrefix = HACK\n\tnumbered = true\n"
         "\tuseAutoBase = whenAble\n\theaders = X-Hostile: 1\n\tsignature = sig\n"
-        "[i18n]\n\tlogOutputEncoding = ISO-8859-1\n"
+        "\tencodeEmailHeaders = false\n\tforceInBodyFrom = true\n"
+        "[i18n]\n\tlogOutputEncoding = ISO-8859-1\n\tcommitEncoding = ISO-8859-1\n"
     )
-    os.environ["GIT_CONFIG_GLOBAL"] = str(config)
-    try:
-        repo.ps("new", "x", "--tag", "essential")
-        assert (repo.path / "patches" / "x.patch").read_bytes() == plain
-        assert repo.head() == head
-        repo.ps("pop")
-        repo.ps("push")
-        assert repo.head() == head
-    finally:
-        os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("COLUMNS", "20")
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    repo.ps("new", "x", "--tag", "essential", "-m", "Änderung: x\n\nWhy it exists.")
+    assert (repo.path / "patches" / "x.patch").read_bytes() == plain
+    assert repo.head() == head
+    repo.ps("pop")
+    repo.ps("push")
+    assert repo.head() == head

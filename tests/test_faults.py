@@ -90,6 +90,7 @@ def test_a_full_disk_changes_nothing_and_leaves_no_debris(tmp_path: Path) -> Non
             ("refresh", "--onto", "upstream"),
             ("import", "quilt", str(quilt), "--tag", "essential", "--append"),
             ("undo",),
+            ("export", "quilt", str(disk / "exported")),
         ]
         for args in commands:
             result = repo.ps(*args, code=None)
@@ -100,6 +101,7 @@ def test_a_full_disk_changes_nothing_and_leaves_no_debris(tmp_path: Path) -> Non
             assert "hint: free some space" in err
             assert everything(repo) == before, args
             assert debris(repo) == [], (args, debris(repo))
+            assert sorted(os.listdir(disk)) == ["filler", "fork"], args
             assert "was interrupted" not in repo.ps("series", code=None).stderr
         filler.unlink()
         repo.ps("pop", "--only", "diagnostic")  # with space again, everything works

@@ -187,3 +187,21 @@ def test_after_a_pull_merge_only_an_ambiguous_resolution_stops(tmp_path) -> None
     result = repo.ps("refresh", code=1)
     assert "conflict in patch mine.patch" in result.stderr
     assert "also holds the changes of later.patch" in result.stderr
+
+
+def test_the_fold_hint_names_the_patch_that_owns_the_edited_lines(repo: Repo) -> None:
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 5\n", "a 5 from A\n")
+    repo.ps("new", "A", "--tag", "essential")
+    replace_line(repo, "a.py", "a 30\n", "a 30 from B\n")
+    repo.ps("new", "B", "--tag", "diagnostic")
+    replace_line(repo, "b.py", "b 5\n", "b 5 from T\n")
+    repo.ps("new", "T", "--tag", "optimization")
+    replace_line(repo, "a.py", "a 5 from A\n", "a 5 from A, fixed\n")
+    result = repo.ps("refresh", code=2)
+    assert "change lines of 'A.patch', not of 'T.patch'" in result.stderr
+    assert "refresh --patch A.patch" in result.stderr
+    repo.ps("refresh", "--patch", "A.patch")
+    assert "+a 5 from A, fixed" in (repo.path / "patches" / "A.patch").read_text()
+    assert "from A" not in (repo.path / "patches" / "B.patch").read_text()
+    assert json.loads(repo.ps("status", "--json").stdout)["differs"] == []

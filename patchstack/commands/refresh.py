@@ -180,6 +180,32 @@ def resolver(ws: Checkout, series: Series, state: State) -> Resolver | None:
     return merge_resolver(ws.git, Oid(state.resolution), owners)
 
 
+def _owners_of_edits(
+    ws: Checkout, series: Series, stack: Stack, dirty: DirtyState
+) -> list[tuple[str, str]]:
+    """(path, patch) for edited files of applied patches: the patch whose commit last changed
+    the edited lines (``git blame`` through the stack), else the last applied patch that
+    touches the file."""
+    git = ws.git
+    by_commit = {ap.commit: (i, ap.name) for i, ap in enumerate(stack.applied)}
+    found = []
+    for path in dirty.modified:
+        touching = [
+            ap.name
+            for ap in stack.applied
+            if ap.name in series and path in ws.read_patch(series.entry(ap.name))[1].paths
+        ]
+        if not touching:
+            continue
+        blamed = sorted(
+            by_commit[c]
+            for c in git.blame_commits(stack.head, path, git.edited_lines(path))
+            if c in by_commit
+        )
+        found.append((path, blamed[-1][1] if blamed else touching[-1]))
+    return found
+
+
 def _fold_plan(
     ws: Checkout, series: Series, stack: Stack, dirty: DirtyState, patch: str | None
 ) -> tuple[str, tuple[str, ...], tuple[Oid, Oid]] | None:
@@ -197,16 +223,11 @@ def _fold_plan(
     own = set(ws.read_patch(series.entry(name))[1].paths)
     paths = tuple(p for p in dirty.modified if p in own)
     if not paths:
-        others = [
-            (p, ap.name)
-            for ap in stack.applied
-            for p in ws.read_patch(series.entry(ap.name))[1].paths
-            if p in dirty.modified
-        ]
-        if others:
-            path, owner = others[0]
+        owners = _owners_of_edits(ws, series, stack, dirty)
+        if owners:
+            path, owner = owners[0]
             raise PatchstackError(
-                f"the uncommitted edits in {path} belong to '{owner}', not to '{name}'",
+                f"the uncommitted edits in {path} change lines of '{owner}', not of '{name}'",
                 f"fold them with 'patchstack refresh --patch {owner}'",
             )
         return None

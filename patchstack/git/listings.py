@@ -343,6 +343,38 @@ class Listings(Objects):
             )
         return result
 
+    def edited_lines(self, path: str) -> list[tuple[int, int]]:
+        """The lines of HEAD's ``path`` that the work tree's version changes, as (first, last)
+        ranges (an insertion: the line it follows, or line 1)."""
+        out = self.run(
+            "diff-index", "-p", "-U0", "--no-ext-diff", "--no-color", "HEAD", "--", path
+        ).stdout
+        ranges = []
+        for line in out.split(b"\n"):
+            if line.startswith(b"@@ -"):
+                old = line[4:].split(b" ", 1)[0]
+                start_text, _, count_text = old.partition(b",")
+                start, count = int(start_text), int(count_text or b"1")
+                ranges.append((max(start, 1), max(start + count - 1, start, 1)))
+        return ranges
+
+    def blame_commits(self, rev: str, path: str, ranges: Sequence[tuple[int, int]]) -> list[Oid]:
+        """The commits that last changed these lines of ``path`` at ``rev`` (``git blame``)."""
+        if not ranges:
+            return []
+        args = ["blame", "--porcelain"]
+        for start, end in ranges:
+            args.append(f"-L{start},{end}")
+        proc = self.run(*args, rev, "--", path, check=False)  # rev: an id (no options)
+        if proc.returncode != 0:
+            return []
+        found = []
+        for line in proc.stdout.split(b"\n"):
+            word = line.split(b" ", 1)[0]
+            if len(word) == self.fmt.hexsz and all(c in b"0123456789abcdef" for c in word):
+                found.append(Oid(word.decode()))
+        return list(dict.fromkeys(found))
+
     def commit_date(self, rev: str) -> str:
         """The author date of ``rev`` in git's raw form ("<epoch> <tz>")."""
         return self.out(
