@@ -211,13 +211,25 @@ def _carry(
     if not result.clean:
         files = result.conflicted or tuple(git.changed_paths(before, after))
         others = _crossed(engine, part, parts, old_names, removed, files)
+        gone = [n for n in others if n in removed]
+        crossed = [n for n in others if n not in removed]
+        note = "; ".join(
+            [
+                *(["deleted patches that changed these files: " + ", ".join(gone)] if gone else []),
+                *(
+                    ["patches it moves across that change these files: " + ", ".join(crossed)]
+                    if crossed
+                    else []
+                ),
+            ]
+        )
         report = Conflict(
             name,
             tuple(files),
             tuple(conflict_hunks(git, result.tree, result.conflicted)),
-            others,
-            result.messages.strip(),
-            result.tree,
+            detail=result.messages.strip(),
+            merged_tree=result.tree,
+            note=note,
         )
         with_whom = f" with '{others[0]}'" if others else ""
         if others and others[0] in removed:
