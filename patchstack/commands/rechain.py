@@ -213,23 +213,18 @@ def _carry(
         others = _crossed(engine, part, parts, old_names, removed, files)
         gone = [n for n in others if n in removed]
         crossed = [n for n in others if n not in removed]
-        note = "; ".join(
-            [
-                *(["deleted patches that changed these files: " + ", ".join(gone)] if gone else []),
-                *(
-                    ["patches it moves across that change these files: " + ", ".join(crossed)]
-                    if crossed
-                    else []
-                ),
-            ]
-        )
+        notes = []
+        if gone:
+            notes.append("deleted patches that changed these files: " + ", ".join(gone))
+        if crossed:
+            notes.append("patches it moves across that change these files: " + ", ".join(crossed))
         report = Conflict(
             name,
             tuple(files),
             tuple(conflict_hunks(git, result.tree, result.conflicted)),
             detail=result.messages.strip(),
             merged_tree=result.tree,
-            note=note,
+            note="; ".join(notes),
         )
         with_whom = f" with '{others[0]}'" if others else ""
         if others and others[0] in removed:
