@@ -49,7 +49,6 @@ def delete(
         ]
         done = rechain(
             ws,
-            series,
             stack,
             engine,
             changes,

@@ -70,16 +70,14 @@ def fold(ws: Checkout, name_text: str, target_text: str, discard: bool = False) 
                 parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), is_on))
         done = rechain(
             ws,
-            series,
             stack,
             engine,
             changes,
             new_series,
             parts,
             (name,),
-            False,
-            "patchstack fold",
-            discard,
+            verb="patchstack fold",
+            discard=discard,
         )
     finally:
         engine.close()

@@ -71,17 +71,7 @@ def move(
             for e in new_series.entries
         ]
         done = rechain(
-            ws,
-            series,
-            stack,
-            engine,
-            changes,
-            new_series,
-            parts,
-            (),
-            False,
-            "patchstack move",
-            discard,
+            ws, stack, engine, changes, new_series, parts, verb="patchstack move", discard=discard
         )
     finally:
         engine.close()

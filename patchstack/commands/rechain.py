@@ -62,13 +62,8 @@ def old_changes(ws: Checkout, series: Series, engine: Engine) -> list[Change]:
     return [(chain[k], chain[k + 1]) for k in range(len(series.entries))]
 
 
-def unchanged_part(entry: Entry, change: Change, applied: bool) -> Part:
-    return Part(entry, (change,), (entry.name,), applied)
-
-
 def rechain(
     ws: Checkout,
-    series: Series,
     stack: Stack,
     engine: Engine,
     changes: Sequence[Change],
@@ -83,8 +78,9 @@ def rechain(
     new HEAD and the files to write. ``removed``: old patches no longer in the series (their
     files go unless ``keep_files``). Raises ConflictError (nothing written) when a change does
     not merge; refuses to rebuild an applied commit that differs from its patch file unless
-    ``discard`` (``verb`` is the command the refusal names)."""
+    ``discard`` (``verb`` is the command the refusal names). ``engine`` is over the old series."""
     git = ws.git
+    series = engine.series
     if stack.applied and any(n not in series for n in stack.names):
         missing = next(n for n in stack.names if n not in series)
         raise PatchstackError(
@@ -97,32 +93,14 @@ def rechain(
         parts[same], series.entries[same], changes[same]
     ):
         same += 1
-    git.prepare_merges(  # the merges' fixed sides, in one stream
-        [(b, a, p.entry.name) for p in parts[same:] for b, a in p.changes if b != a]
-    )
-    trees = [changes[0][0] if changes else git.tree_of(engine.canonical_base)]
-    for j, part in enumerate(parts):
-        tree = trees[-1]
-        if j >= same:
-            for before, after in part.changes:
-                tree = _carry(git, engine, before, tree, after, part, parts, old_names, removed)
-            if tree == trees[-1] and any(b != a for b, a in part.changes):
-                raise PatchstackError(
-                    f"patch '{part.entry.name}' would change nothing at its new place",
-                    "nothing was changed",
-                )
-        else:
-            tree = part.changes[0][1]
-        trees.append(tree)
+    trees = _new_chain(git, engine, changes, parts, same, old_names, removed)
     target = [p.entry.name for p in parts if p.applied]
     proof = prove(ws, series, stack)
-    unchanged = {p.entry.name for p in parts[:same]} - set(proof.named(EDITED))
-    keep = _kept(stack, target, unchanged)
+    keep = _kept(stack, target, {p.entry.name for p in parts[:same]} - set(proof.named(EDITED)))
     if not discard:
         refuse_dropping(proof, [ap.name for ap in stack.applied[len(keep) :]], verb)
     datas = {p.entry.name: _provisional(ws, series, p) for p in parts}
-    originals = {n: changes[i] for i, n in enumerate(old_names)}
-    moved = _moved(git, parts, trees, same, originals)
+    moved = _moved(git, parts, trees, same, dict(zip(old_names, changes, strict=True)))
     # The applied patches are the new chain's first commits when they are a prefix of the
     # series on its base, above a kept prefix whose tree is the chain's.
     fast = (
@@ -132,17 +110,17 @@ def rechain(
     )
     last = moved[-1] + 1 if moved else 0
     start, end = (len(keep), max(len(target), last)) if fast else (moved[0] if moved else 0, last)
-    new_engine = _engine_over(git, engine, new_series, datas)
-    try:
-        chain: dict[str, Oid] = {}
-        if start < end:
-            if fast:
-                parent = keep[-1].commit if keep else stack.base
-            else:
-                parent = git.commit_tree(trees[start], [], "parent\n", *engine.default_author())
+    chain: dict[str, Oid] = {}
+    if start < end:
+        if fast:
+            parent = keep[-1].commit if keep else stack.base
+        else:
+            parent = git.commit_tree(trees[start], [], "parent\n", *engine.default_author())
+        new_engine = _engine_over(git, engine, new_series, datas)
+        try:
             chain = _commit_chain(git, new_engine, parent, parts[start:end], trees[start + 1 :])
-    finally:
-        new_engine.close()
+        finally:
+            new_engine.close()
     wanted = [parts[j].entry.name for j in moved]
     texts = format_chain(git, chain, wanted)
     fresh = {n: trailers.strip_from_mail(texts[n]) for n in wanted}
@@ -152,8 +130,8 @@ def rechain(
         if entry.strip not in (None, 1):
             new_series = new_series.replace_entry(name, replace(entry, strip=None))
     files = _file_writes(ws, series, parts, final, removed, keep_files)
-    text = new_series.format().encode("utf-8", "surrogateescape")
     if new_series.format() != series.format():
+        text = new_series.format().encode("utf-8", "surrogateescape")
         files.append(FileWrite(ws.series_path, text))
     head = stack.head
     if target != [ap.name for ap in keep] or len(keep) != len(stack.applied):
@@ -164,6 +142,36 @@ def rechain(
         else:
             head = _rebuild(ws, stack, engine, new_series, keep, target[len(keep) :], trees, final)
     return Rechained(head, tuple(files), tuple(fresh), tuple(trees))
+
+
+def _new_chain(
+    git: Git,
+    engine: Engine,
+    changes: Sequence[Change],
+    parts: Sequence[Part],
+    same: int,
+    old_names: Sequence[str],
+    removed: Sequence[str],
+) -> list[Oid]:
+    """T[0..n]: the series base, then each part's changes carried onto the tree before it."""
+    git.prepare_merges(  # the merges' fixed sides, in one stream
+        [(b, a, p.entry.name) for p in parts[same:] for b, a in p.changes if b != a]
+    )
+    trees = [changes[0][0] if changes else git.tree_of(engine.canonical_base)]
+    for j, part in enumerate(parts):
+        tree = trees[-1]
+        if j < same:
+            trees.append(part.changes[0][1])
+            continue
+        for before, after in part.changes:
+            tree = _carry(git, engine, before, tree, after, part, parts, old_names, removed)
+        if tree == trees[-1] and any(b != a for b, a in part.changes):
+            raise PatchstackError(
+                f"patch '{part.entry.name}' would change nothing at its new place",
+                "nothing was changed",
+            )
+        trees.append(tree)
+    return trees
 
 
 def _unchanged(part: Part, old: Entry, change: Change) -> bool:

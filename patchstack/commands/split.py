@@ -104,17 +104,7 @@ def split(
             elif e.name != new:
                 parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), on))
         done = rechain(
-            ws,
-            series,
-            stack,
-            engine,
-            changes,
-            new_series,
-            parts,
-            (),
-            False,
-            "patchstack split",
-            discard,
+            ws, stack, engine, changes, new_series, parts, verb="patchstack split", discard=discard
         )
     finally:
         engine.close()
