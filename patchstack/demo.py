@@ -177,6 +177,10 @@ def run_demo(root: str, run_cli: Callable[[list[str]], int], echo: Callable[...,
     echo("$ cp -r patches ../patches-before", bold=True)
     shutil.copytree(os.path.join(box.fork, "patches"), os.path.join(root, "patches-before"))
     echo("")
+    echo("# git fetch, then refresh --onto, works whatever the stack's state; a plain 'git pull'")
+    echo(
+        "# stops here (the branch and upstream have diverged): see README, 'After upstream moves'."
+    )
     step(
         "refresh replays every patch onto the new upstream; it stops at the real conflict:",
         "patchstack refresh --onto origin/main",

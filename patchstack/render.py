@@ -5,102 +5,159 @@ The output is made by jinja2 templates named ``review.md``, ``review.html``, ``r
 ``patchstack/templates/``; a project overrides any of them by putting a file of the same name
 in ``.patchstack/templates/`` at the top of its work tree, or in the folder given with
 ``--templates DIR`` (searched first). An override may ``{% extends "patchstack/review.md" %}``
-to reuse the shipped one. HTML templates are autoescaped, so a subject or diff line such as
-``<script>`` shows as text; the Markdown templates escape with the ``md`` and ``html`` filters.
+to reuse the shipped one. A pull request can bring its own templates, so they run in jinja2's
+immutable sandbox (no attribute starting with ``_``, no method that changes a value) and a
+template file that is a link out of its folder is refused. HTML templates are autoescaped;
+the Markdown templates escape with the ``md``, ``md_html`` and ``code`` filters, which also
+neutralise ``@mentions`` and issue references (see `markup`).
 
 Markdown is meant for a pull request comment, which GitHub caps at 65,536 characters. When
-the whole review is longer, the diffs are given out in order, within what fits: a diff that
-does not fit whole is cut, the ones after it are left out, and the comment says so. This
-module is the only one that imports jinja2, and only the ``review`` and ``show`` commands
-import it.
+the whole review is longer it is shortened from its least important end, never inside a
+table row or a fenced block, each step only when the one before was not enough:
+
+1. the rows of patches that are only ``unchanged`` or only ``rebased`` collapse into one
+   counted line, and the collapsed sections of rebased patches go;
+2. the largest diffs move out, largest first: first the full new versions of changed
+   patches, then the graph, then the diffs of added patches and the interdiffs of changed
+   ones; each such patch keeps its section, which says where the whole review is;
+3. only then whole sections, and last table rows, are left out from the end, counted.
+
+This module is the only one that imports jinja2, and only the commands that render import it.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
+from . import graph as graphs
+from . import markup
+from .errors import InputError, RefusedError
+from .interdiff import markdown_line
 from .review import PatchReview, Review, Version
 from .safe_text import deep_visible, mark_style, warning
 
 FORMATS = {"markdown": "md", "html": "html", "text": "txt"}
 COMMENT_LIMIT = 65536
 MARKER = "<!-- patchstack-review -->"
+GRAPH_MAX = 40  # nodes; a larger graph is left to 'patchstack graph'
 
 
 @dataclass(frozen=True)
 class Shown:
-    """A patch worth reading, and how much of its diff the output shows."""
+    """A patch with a section in the review, and how much of it the output shows."""
 
     p: PatchReview
-    lines: tuple[str, ...]
+    lines: tuple[str, ...]  # the interdiff (changed), the diff (added), the context (rebased)
+    anchor: str = ""
+    full: tuple[str, ...] = ()  # a changed patch: its whole new version, collapsed
     cut: int = 0  # lines of the diff left out
-    omitted: bool = False  # the whole diff was left out
+    omitted: bool = False  # the diff was left out (moved to the full review)
+    full_omitted: bool = False  # the whole new version was left out
+
+    def cost(self, full: bool) -> int:
+        lines = self.full if full else self.lines
+        return sum(len(ln.encode("utf-8", "surrogateescape")) + 3 for ln in lines) + 80
 
 
-# -- filters --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """What one rendering shows."""
+
+    rows: tuple[PatchReview, ...]
+    items: tuple[Shown, ...]
+    quiet: tuple[tuple[str, int], ...] = ()  # collapsed rows: (word, count)
+    graph: bool = True
+    rows_left: int = 0  # table rows left out from the end
+    items_left: int = 0  # sections left out from the end
+
+    @property
+    def truncated(self) -> bool:
+        return bool(
+            self.rows_left
+            or self.items_left
+            or not self.graph
+            or any(s.omitted or s.full_omitted for s in self.items)
+        )
 
 
-def fence(lines: Sequence[str]) -> str:
-    """A backtick fence longer than any run of backticks in ``lines`` (at least three)."""
-    longest = max((len(run) for ln in lines for run in re.findall(r"`+", ln)), default=0)
-    return "`" * max(3, longest + 1)
+# -- environment ----------------------------------------------------------------------------
 
 
-def md_inline(text: str) -> str:
-    """Text safe inside a Markdown table cell or paragraph: no markup, no HTML, no '|'."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"([\\`*_\[\]|#~!])", r"\\\1", text)
-    return text.replace("\n", " ")
+def environment(template_dirs: Sequence[str] = (), color: bool = False) -> Any:
+    import click
+    import jinja2
+    import markupsafe
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
-def html_text(text: str) -> str:
-    return (
-        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    class Loader(jinja2.FileSystemLoader):
+        """A folder of templates whose files must really be in that folder."""
+
+        def get_source(self, environment, template):  # type: ignore[no-untyped-def]
+            source, filename, uptodate = super().get_source(environment, template)
+            real = os.path.realpath(filename)
+            roots = [os.path.realpath(d) + os.sep for d in self.searchpath]
+            if not any(real.startswith(r) for r in roots):
+                raise RefusedError(
+                    f"{filename}: the template is a link out of its folder",
+                    "templates are read from the repository; replace the link by a file",
+                )
+            return source, filename, uptodate
+
+    loader = jinja2.ChoiceLoader(
+        [
+            Loader([*template_dirs, shipped]),
+            jinja2.PrefixLoader({"patchstack": Loader(shipped)}),
+        ]
+    )
+    env = ImmutableSandboxedEnvironment(
+        loader=loader,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
     )
 
+    def style(text: str, fg: str | None = None, bold: bool = False, dim: bool = False) -> str:
+        if not (color and (fg or bold or dim)):
+            return text
+        return mark_style(click.style(text, fg=fg, bold=bold or None, dim=dim or None))
 
-def line_class(line: str) -> str:
-    if line.startswith(("@@", "## ")):
-        return "hunk"
-    if line.startswith(("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file")):
-        return "meta"
-    return {"+": "add", "-": "del"}.get(line[:1], "ctx")
+    def interdiff_style(line: str) -> str:
+        if line.startswith("@@"):
+            return style(line, "cyan")
+        outer, inner, rest = line[:1], line[1:2], line[2:]
+        colour = {"+": "green", "-": "red"}
+        inner_fg = colour.get(inner, "cyan" if inner in "@#" else None)
+        return style(outer, colour.get(outer), bold=outer != " ") + style(
+            inner + rest, inner_fg, dim=outer == " "
+        )
 
-
-def status_words(p: PatchReview) -> list[str]:
-    """The status words with their details: ``moved (3 → 5)``, ``retagged (a → b)``."""
-    out = []
-    for word in p.words:
-        if word == "renamed" and p.old:
-            out.append(f"renamed (from {p.old.name})")
-        elif word == "moved" and p.old and p.new:
-            out.append(f"moved ({p.old.position} → {p.new.position})")
-        elif word == "retagged" and p.old and p.new:
-            out.append(f"retagged ({p.old.tags} → {p.new.tags})")
-        elif word == "description":
-            out.append("description changed")
-        else:
-            out.append(word)
-    return out
-
-
-def base_text(review: Review) -> str:
-    b = review.base
-    short = (b.new or b.old or "none")[:12]
-    if not b.moved:
-        return f"unchanged, {short}" + (f" ({b.new_ref})" if b.new_ref else "")
-    if not (b.old and b.new):
-        return f"set to {b.new[:12]}" if b.new else f"none (was {(b.old or '')[:12]})"
-    text = f"moved from {b.old[:12]} to {b.new[:12]}"
-    counts = []
-    if b.ahead is not None:
-        counts.append(f"{b.ahead} upstream commit{'s' if b.ahead != 1 else ''}")
-    if b.behind:
-        counts.append(f"{b.behind} no longer in the base")
-    return text + (f" ({', '.join(counts)})" if counts else "")
+    env.filters.update(
+        fence=markup.fence,
+        md=markup.md_inline,
+        md_html=markup.md_html,
+        code=markup.md_code,
+        html=markup.html_text,
+        line_class=markup.line_class,
+        status_words=markup.status_words,
+        base_text=markup.base_text,
+        counts=markup.counts_text,
+        style=style,
+        diff_style=lambda ln: style(ln, _COLORS.get(markup.line_class(ln))),
+        word_style=lambda w: style(w, _WORD_COLORS.get(w.split(" ")[0], "magenta")),
+        interdiff_md=markdown_line,
+        interdiff_html=lambda ln: markupsafe.Markup(markup.interdiff_html(ln)),
+        interdiff_style=interdiff_style,
+        pad=lambda text, width: text + " " * max(0, width - len(text)),
+    )
+    env.globals.update(marker=MARKER, limit=COMMENT_LIMIT)
+    return env
 
 
 _COLORS = {"add": "green", "del": "red", "hunk": "cyan", "meta": "yellow"}
@@ -113,76 +170,130 @@ _WORD_COLORS = {
 }
 
 
-# -- environment ----------------------------------------------------------------------------
-
-
-def environment(template_dirs: Sequence[str] = (), color: bool = False):
-    import click
+def _render(template: Any, **values: Any) -> str:
     import jinja2
 
-    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-    loader = jinja2.ChoiceLoader(
-        [
-            jinja2.FileSystemLoader([*template_dirs, shipped]),
-            jinja2.PrefixLoader({"patchstack": jinja2.FileSystemLoader(shipped)}),
-        ]
-    )
-    env = jinja2.Environment(
-        loader=loader,
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default=False),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
+    try:
+        return str(template.render(**values))
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(template.filename or template.name, line, f"template: {exc}") from exc
 
-    def style(text: str, fg: str | None = None, bold: bool = False) -> str:
-        return mark_style(click.style(text, fg=fg, bold=bold)) if color and (fg or bold) else text
 
-    env.filters.update(
-        fence=fence,
-        md=md_inline,
-        html=html_text,
-        line_class=line_class,
-        status_words=status_words,
-        base_text=base_text,
-        style=style,
-        diff_style=lambda ln: style(ln, _COLORS.get(line_class(ln))),
-        word_style=lambda w: style(w, _WORD_COLORS.get(w.split(" ")[0], "magenta")),
-        pad=lambda text, width: text + " " * max(0, width - len(text)),
-    )
-    env.globals.update(marker=MARKER, limit=COMMENT_LIMIT)
-    return env
+def _template(env: Any, name: str) -> Any:
+    import jinja2
+
+    try:
+        return env.get_template(name)
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(exc.filename or name, exc.lineno, f"template: {exc.message}") from exc
 
 
 # -- review ---------------------------------------------------------------------------------
 
 
-def _shown(review: Review) -> list[Shown]:
-    return [Shown(p, p.diff) for p in review.patches if p.worth_reading]
-
-
-def _fit(items: list[Shown], budget: int) -> list[Shown]:
-    """Give the diffs out in order within ``budget`` characters: cut one, leave out the rest."""
+def sections(review: Review) -> tuple[Shown, ...]:
+    """Every patch that has a section, with all of it shown."""
     out = []
-    for item in items:
-        cost = sum(len(ln) + 1 for ln in item.lines)
-        if cost <= budget:
-            out.append(item)
-            budget -= cost
+    for p in review.patches:
+        if not p.has_section:
             continue
-        keep: list[str] = []
-        for ln in item.lines:
-            if budget - (len(ln) + 1) < 0:
-                break
-            budget -= len(ln) + 1
-            keep.append(ln)
-        if len(keep) >= 10 and item.lines:
-            out.append(replace(item, lines=tuple(keep), cut=len(item.lines) - len(keep)))
+        lines = p.interdiff if p.change == "rebased" else p.diff
+        full = p.new.diff if p.change == "changed" and p.new else ()
+        out.append(Shown(p, lines, markup.anchor(review, p), full))
+    return tuple(out)
+
+
+def _counts(rows: Sequence[PatchReview]) -> tuple[tuple[str, int], ...]:
+    words = [p.words[0] for p in rows]
+    return tuple((w, words.count(w)) for w in ("unchanged", "rebased") if w in words)
+
+
+def collapse(review: Review, plan: Plan) -> Plan:
+    """Step 1: the rows of quiet patches as one counted line, without their sections."""
+    quiet = [p for p in review.patches if p.quiet]
+    if not quiet:
+        return plan
+    return replace(
+        plan,
+        rows=tuple(p for p in plan.rows if not p.quiet),
+        items=tuple(s for s in plan.items if not s.p.quiet),
+        quiet=_counts(quiet),
+    )
+
+
+def _move_out(plan: Plan, size: int, limit: int, render: Callable[[Plan], int]) -> Plan:
+    """Step 2: drop the largest diffs until the estimate fits, then measure; repeat."""
+    items = list(plan.items)
+    fulls = sorted((i for i, s in enumerate(items) if s.full), key=lambda i: -items[i].cost(True))
+    diffs = sorted((i for i, s in enumerate(items) if s.lines), key=lambda i: -items[i].cost(False))
+    steps: list[tuple[str, int]] = [("full", i) for i in fulls]
+    steps += [("graph", -1)] + [("diff", i) for i in diffs]
+    while steps and size >= limit:
+        while steps and size >= limit:
+            kind, i = steps.pop(0)
+            if kind == "full":
+                size -= items[i].cost(True)
+                items[i] = replace(items[i], full_omitted=True)
+            elif kind == "diff":
+                size -= items[i].cost(False)
+                items[i] = replace(items[i], omitted=True, cut=len(items[i].lines))
+            else:
+                plan = replace(plan, graph=False)
+                size -= 3000
+        plan = replace(plan, items=tuple(items))
+        size = render(plan)
+    return plan
+
+
+def _fewest_left(fits: Callable[[int], bool], most: int) -> int:
+    """The least n in 0..most with fits(n), by bisection (fits is monotonic); most if none."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
         else:
-            out.append(replace(item, lines=(), cut=len(item.lines), omitted=bool(item.lines)))
-        budget = 0
-    return out
+            lo = mid + 1
+    return lo
+
+
+def fit(review: Review, plan: Plan, limit: int, render: Callable[[Plan], str]) -> str:
+    """The Markdown of the first plan in the order of the module doc that fits in ``limit``."""
+
+    def size(text: str) -> int:  # in UTF-8 bytes: never over the limit however GitHub counts
+        return len(text.encode("utf-8", "surrogateescape"))
+
+    text = render(plan)
+    if size(text) < limit:
+        return text
+    plan = collapse(review, plan)
+    plan = _move_out(plan, size(render(plan)), limit, lambda p: size(render(p)))
+    text = render(plan)
+    if size(text) < limit:
+        return text
+
+    def without_items(n: int) -> Plan:
+        return replace(plan, items=plan.items[: len(plan.items) - n], items_left=n)
+
+    n = _fewest_left(lambda k: size(render(without_items(k))) < limit, len(plan.items))
+    plan = without_items(n)
+    text = render(plan)
+    if size(text) < limit:
+        return text
+
+    def without_rows(n: int) -> Plan:
+        return replace(plan, rows=plan.rows[: len(plan.rows) - n], rows_left=n)
+
+    n = _fewest_left(lambda k: size(render(without_rows(k))) < limit, len(plan.rows))
+    text = render(without_rows(n))
+    if size(text) < limit:
+        return text
+    stub = (
+        f"{MARKER}\n**patchstack review**: {len(review.patches)} patches; too long for a"
+        " comment. Run `patchstack review` for the whole review.\n"
+    )
+    return stub if size(stub) < limit else ""
 
 
 def render_review(
@@ -191,46 +302,54 @@ def render_review(
     template_dirs: Sequence[str] = (),
     color: bool = False,
     limit: int = COMMENT_LIMIT,
+    collapse_quiet: bool = False,
+    full_url: str | None = None,
 ) -> str:
-    env = environment(template_dirs, color)
-    template = env.get_template("review." + FORMATS[fmt])
+    """The review in ``fmt``; Markdown fits in ``limit`` bytes; ``collapse_quiet`` counts the
+    unchanged and rebased patches in one line instead of listing them (text)."""
     review, found = deep_visible(review)  # no control or bidirectional character gets through
-    items = _shown(review)
+    env = environment(template_dirs, color)
+    template = _template(env, "review." + FORMATS[fmt])
+    shown = review.graph if 0 < len(review.graph.nodes) <= GRAPH_MAX else None
 
-    def render(shown: list[Shown]) -> str:
-        return template.render(
+    def render(plan: Plan) -> str:
+        graph_text = None
+        if plan.graph and shown is not None and shown.edges:
+            graph_text = graphs.svg(shown) if fmt == "html" else graphs.mermaid(shown)
+            if fmt == "html":
+                import markupsafe
+
+                graph_text = markupsafe.Markup(graph_text)
+        return _render(
+            template,
             review=review,
-            items=shown,
-            truncated=any(s.cut or s.omitted for s in shown),
+            items=list(plan.items),
+            rows=list(plan.rows),
+            anchors={s.p.name: s.anchor for s in plan.items},
+            quiet=plan.quiet,
+            truncated=plan.truncated,
+            plan=plan,
+            graph=graph_text,
+            graph_size=len(review.graph.nodes),
+            full_url=full_url,
             unicode_warning=warning(found),
         )
 
-    def size(text: str) -> int:  # in UTF-8 bytes: never over the limit however GitHub counts
-        return len(text.encode("utf-8", "surrogateescape"))
-
-    text = render(items)
-    if fmt != "markdown" or size(text) < limit:
-        return text
-    # Over the comment limit: the skeleton (every diff left out) plus as many diff lines as fit.
-    skeleton = size(render(_fit(items, 0)))
-    budget = limit - skeleton - 200
-    for _ in range(8):
-        text = render(_fit(items, max(budget, 0)))
-        if size(text) < limit:
-            return text
-        budget -= size(text) - limit + 500
-    note = "\n\n**patchstack: the review was cut here to stay under the comment limit.**\n"
-    cut = text.encode("utf-8", "surrogateescape")[: limit - len(note) - 1]
-    return cut.decode("utf-8", "ignore") + note
+    plan = Plan(review.patches, sections(review))
+    if collapse_quiet:
+        plan = collapse(review, plan)
+    if fmt != "markdown":
+        return render(plan)
+    return fit(review, plan, limit, render)
 
 
 def render_show(
     version: Version, fmt: str, template_dirs: Sequence[str] = (), color: bool = False
 ) -> str:
-    env = environment(template_dirs, color)
     version, found = deep_visible(version)  # no control or bidirectional character gets through
-    return env.get_template("show." + FORMATS[fmt]).render(
-        v=version, unicode_warning=warning(found)
+    env = environment(template_dirs, color)
+    return _render(
+        _template(env, "show." + FORMATS[fmt]), v=version, unicode_warning=warning(found)
     )
 
 

@@ -24,14 +24,11 @@ of the change; for a binary file, the new blob id is (it is the only record of t
 - ``rebased``: the change is equal but the diff text is not: only context, line numbers or
   blob ids moved, as after ``refresh`` onto a new base. Nothing to review.
 - ``changed``: the change itself differs. The *interdiff* shows how, in the manner of
-  ``git range-diff``: both versions of the patch are written out without the things that only
-  say where it applies (``index`` lines and the line numbers of ``@@`` headers are dropped,
-  each file starts with a ``## path`` line, each hunk with ``@@`` and its section heading),
-  and those two texts are diffed with `difflib`. Every output line carries two markers: the
-  first says old (``-``) or new (``+``) version of the patch, the second is the patch's own
-  marker. So ``++x`` is a line the patch now adds, ``-+x`` one it no longer adds, ``+-x`` one
-  it now removes. git's range-diff itself needs both versions as commits on a common history;
-  here each side may come from a directory, and the patches are paired by name already.
+  ``git range-diff`` (see `interdiff`): ``++x`` is a line the patch now adds, ``-+x`` one it
+  no longer adds, ``+-x`` one it now removes. git's range-diff itself needs both versions as
+  commits on a common history; here each side may come from a directory, and the patches are
+  paired by name already. A rebased patch gets the same interdiff of its context (what it
+  now applies against) and the list of places its changes moved to (`interdiff.moves`).
 
 Why compare text rather than build both changes as trees in git (apply the old patch on its
 base, carry it onto the new base by three-way merge, diff against the new patch applied)?
@@ -47,10 +44,11 @@ free text) are compared on their own; a description change comes with a diff of 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .graph import Graph, build, subgraph
+from .interdiff import file_meta, file_title, interdiff, moves, text_diff
 from .model.patchfile import FileDiff, Patch, decode
 from .model.series import Entry, Series
 
@@ -97,8 +95,9 @@ class PatchReview:
     renamed: bool = False
     retagged: bool = False
     description_changed: bool = False
-    interdiff: tuple[str, ...] = ()
+    interdiff: tuple[str, ...] = ()  # changed: the change; rebased: the context
     description_diff: tuple[str, ...] = ()
+    moves: tuple[str, ...] = ()  # rebased: where the changes moved, one line a file
 
     @property
     def current(self) -> Version:
@@ -123,6 +122,16 @@ class PatchReview:
     @property
     def worth_reading(self) -> bool:
         return self.change in ("added", "changed") or self.description_changed
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing to review but that the patch is there: only unchanged or rebased."""
+        return self.words in (("unchanged",), ("rebased",))
+
+    @property
+    def has_section(self) -> bool:
+        """Whether a review shows a section for the patch (rebased ones collapsed)."""
+        return self.worth_reading or self.retagged or self.change == "rebased"
 
     @property
     def diff(self) -> tuple[str, ...]:
@@ -154,35 +163,21 @@ class Review:
     new_label: str
     base: BaseChange
     patches: tuple[PatchReview, ...] = field(default=())
+    # The changed and added patches, the ones they lean on and the ones leaning on them.
+    graph: Graph = field(default=Graph())
 
     def count(self, word: str) -> int:
         return sum(1 for p in self.patches if word in p.words)
 
     @property
     def summary(self) -> tuple[tuple[str, int], ...]:
-        order = ("added", "dropped", "renamed", "moved", "retagged", "changed", "rebased")
-        order += ("description", "unchanged")
+        order: tuple[str, ...] = ("added", "dropped", "renamed", "moved", "retagged")
+        order += ("changed", "rebased", "description", "unchanged")
         label = {"description": "description changed"}
         return tuple((label.get(w, w), n) for w in order if (n := self.count(w)))
 
 
 # -- the change of a patch --------------------------------------------------------------------
-
-
-def _file_header(f: FileDiff) -> tuple[str, ...]:
-    lines = []
-    if f.old_path is None:
-        lines.append(f"new file mode {f.new_mode or '100644'}")
-    elif f.new_path is None:
-        lines.append(f"deleted file mode {f.old_mode or '100644'}")
-    elif f.old_mode and f.new_mode and f.old_mode != f.new_mode:
-        lines += [f"old mode {f.old_mode}", f"new mode {f.new_mode}"]
-    if f.renamed or f.copied:
-        verb = "rename" if f.renamed else "copy"
-        lines += [f"{verb} from {f.old_path}", f"{verb} to {f.new_path}"]
-    if f.binary:
-        lines.append(f"binary content {f.new_id or '?'}")
-    return tuple(lines)
 
 
 def _blocks(f: FileDiff) -> tuple[tuple[str, ...], ...]:
@@ -201,52 +196,10 @@ def _blocks(f: FileDiff) -> tuple[tuple[str, ...], ...]:
     return tuple(blocks)
 
 
-def _file_title(f: FileDiff) -> str:
-    if f.old_path and f.new_path and f.old_path != f.new_path:
-        return f"{f.old_path} -> {f.new_path}"
-    return f.path
-
-
-def change_key(patch: Patch) -> tuple:
+def change_key(patch: Patch) -> tuple[object, ...]:
     """The patch's change, without context, line numbers or blob ids (see the module doc)."""
     files = sorted(patch.files, key=lambda f: (f.path, f.old_path or ""))
-    return tuple((_file_title(f), _file_header(f), _blocks(f)) for f in files)
-
-
-def _outline(patch: Patch) -> list[str]:
-    """The patch written out for the interdiff: no index lines, no hunk line numbers."""
-    lines: list[str] = []
-    for f in sorted(patch.files, key=lambda f: (f.path, f.old_path or "")):
-        lines.append(f"## {_file_title(f)} ##")
-        lines += _file_header(f)
-        for hunk in f.hunks:
-            lines.append(("@@ " + hunk.section.strip()).rstrip())
-            lines += hunk.lines
-    return lines
-
-
-def _diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
-    """A unified diff of two line lists, whose hunk headers name the place, not line numbers."""
-    out: list[str] = []
-    places = [ln for ln in new if ln.startswith("## ")] or [""]
-    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(3):
-        # The file of the hunk: the last "## path ##" at or before its first line.
-        j1 = group[0][3]
-        title = next(
-            (new[k] for k in range(min(j1, len(new) - 1), -1, -1) if new[k][:3] == "## "), places[0]
-        )
-        out.append(("@@ " + title.strip("# ").strip() + " @@").replace("@@  @@", "@@"))
-        for tag, i1, i2, k1, k2 in group:
-            if tag == "equal":
-                out += [" " + ln for ln in old[i1:i2]]
-                continue
-            out += ["-" + ln for ln in old[i1:i2]]
-            out += ["+" + ln for ln in new[k1:k2]]
-    return tuple(out)
-
-
-def interdiff(old: Patch, new: Patch) -> tuple[str, ...]:
-    return _diff_lines(_outline(old), _outline(new))
+    return tuple((file_title(f), file_meta(f), _blocks(f)) for f in files)
 
 
 # -- versions ---------------------------------------------------------------------------------
@@ -271,7 +224,7 @@ def make_version(entry: Entry, position: int, data: bytes, patch: Patch) -> Vers
         author=patch.author,
         added=patch.added,
         removed=patch.removed,
-        files=tuple((_file_title(f), f.added, f.removed) for f in patch.files),
+        files=tuple((file_title(f), f.added, f.removed) for f in patch.files),
         diff=diff_text(data, patch),
     )
 
@@ -310,10 +263,12 @@ def _description(v: Version) -> list[str]:
 def _compare(
     old: Version, new: Version, old_p: Patch, new_p: Patch, moved: bool, renamed: bool
 ) -> PatchReview:
+    moved_to: tuple[str, ...] = ()
+    inter: tuple[str, ...] = ()
     if old.diff == new.diff:
-        change, inter = "unchanged", ()
+        change = "unchanged"
     elif change_key(old_p) == change_key(new_p):
-        change, inter = "rebased", ()
+        change, inter, moved_to = "rebased", interdiff(old_p, new_p), moves(old_p, new_p)
     else:
         change, inter = "changed", interdiff(old_p, new_p)
     described = (old.subject, old.description) != (new.subject, new.description)
@@ -326,7 +281,8 @@ def _compare(
         retagged=(old.tag, old.labels) != (new.tag, new.labels),
         description_changed=described,
         interdiff=inter,
-        description_diff=_diff_lines(_description(old), _description(new)) if described else (),
+        description_diff=text_diff(_description(old), _description(new)) if described else (),
+        moves=moved_to,
     )
 
 
@@ -340,7 +296,7 @@ def review(old: SeriesState, new: SeriesState, base: BaseChange | None = None) -
         e.name: make_version(e, i, *new.patches[e.name])
         for i, e in enumerate(new.series.entries, 1)
     }
-    keys = {}
+    keys: dict[tuple[str, str], tuple[object, ...]] = {}
     # Pairs: same name, then renames (equal change under a name that is only on one side).
     pairs: dict[str, str] = {n: n for n in new_v if n in old_v}  # new name -> old name
     gone = [n for n in old_v if n not in new_v]
@@ -389,4 +345,9 @@ def review(old: SeriesState, new: SeriesState, base: BaseChange | None = None) -
         base = BaseChange(
             old.series.base, new.series.base, old.series.base_ref, new.series.base_ref
         )
-    return Review(old.label, new.label, base, tuple(rows))
+    reported = [r.name for r in rows if r.change in ("changed", "added")]
+    graph = Graph()
+    if reported:
+        whole = build([(e, new.patches[e.name][1]) for e in new.series.entries])
+        graph = subgraph(whole, reported)
+    return Review(old.label, new.label, base, tuple(rows), graph)

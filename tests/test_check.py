@@ -83,10 +83,11 @@ def test_status_names_the_upstream_commit_that_collides(tmp_path) -> None:
     repo.git("merge", "-q", "--ff-only", "upstream")  # a pull that moved the base unnoticed
     culprit = repo.git("log", "-1", "--format=%H", "--grep=rework line 11").strip()
     text = repo.ps("status").stdout
-    assert "upstream moved: 4 commit(s) from the series base to HEAD" in text
-    assert f"{culprit[:10]} a: rework line 11 next to the patch" in text
-    assert "files: a.py; patches: near.patch" in text
-    assert "docs and e.py" not in text  # touches no file of the series
+    assert "upstream moved: 4 commits since the series base, to HEAD" in text
+    assert f"{culprit[:10]} a: rework line 11 next to the patch  (a.py: near.patch)" in text
+    assert "docs and e.py" not in text  # touches no file of the series...
+    assert "docs and e.py" in repo.ps("status", "--verbose").stdout  # ...listed with --verbose
+    assert text.endswith("next: 'patchstack check', then 'patchstack refresh'\n")
     drift = json.loads(repo.ps("status", "--json").stdout)["drift"]
     assert drift["commits"] == 4
     touching = {c["subject"]: (c["files"], c["patches"]) for c in drift["touching"]}

@@ -28,7 +28,7 @@ def test_demo_tells_the_story_and_writes_only_into_its_folder(tmp_path) -> None:
     assert "$ patchstack series" in out
     assert "oea-routing.patch  [optimization, moe]" in out
     assert "$ patchstack pop --only diagnostic,optimization" in out
-    assert "popped nccl-env-propagation.patch" in out
+    assert "popped 4 patch(es): nccl-env-propagation.patch, nccl-diagnostic-logging.patch" in out
     assert "now applied: 3 patch(es)" in out
     # The upstream pull, seen by status and check.
     assert "9d6d1af69a scheduler: initialize the TP group through init_tp_group" in out

@@ -152,7 +152,7 @@ def test_rename_applied_and_unapplied_keeps_bytes_and_trees(fork: Repo) -> None:
 def test_rename_and_edit_refuse_unknown_and_taken_names(fork: Repo) -> None:
     before = full(fork)
     result = fork.ps("rename", "tow", "x", code=2)
-    assert "no patch named 'tow'" in result.stderr and "did you mean: two.patch" in result.stderr
+    assert "no patch named 'tow'" in result.stderr and "did you mean 'two'?" in result.stderr
     result = fork.ps("rename", "one", "two", code=2)
     assert "already in the series" in result.stderr
     result = fork.ps("rename", "one", "bad/name", code=2)
@@ -185,25 +185,27 @@ def test_tag_and_labels_applied_and_unapplied(fork: Repo) -> None:
 
 def test_series_and_status_show_labels_and_disagreements(fork: Repo) -> None:
     assert "+ three.patch  [optimization, moe]" in fork.ps("series").stdout
-    status = fork.ps("status").stdout
-    assert "+ three.patch [optimization, moe]" in status
-    # The series edited by hand: two swapped lines and a tag.
+    assert "+ three.patch [optimization, moe]" in fork.ps("status").stdout
+    # The series edited by hand: a tag, then two swapped lines.
     series = fork.read("patches/series")
-    swapped = series.replace("two.patch # diagnostic\n", "").replace(
-        "three.patch # optimization, moe\n",
-        "three.patch # optimization, moe\ntwo.patch # essential\n",
-    )
-    fork.write("patches/series", swapped)
+    fork.write("patches/series", series.replace("two.patch # diagnostic", "two.patch # essential"))
     result = fork.ps("status", code=1)
-    assert "another order than the series" in result.stdout
-    assert "run 'patchstack refresh'" in result.stdout
     assert "the commit of two.patch says tag diagnostic, the series essential" in result.stdout
+    assert "next: 'patchstack tag two.patch essential'" in result.stdout
     data = json.loads(fork.ps("status", "--json", code=1).stdout)
-    assert data["order_differs"] and data["tags_differ"] == ["two.patch"]
-    assert data["patches"][2]["labels"] == [] and data["patches"][1]["labels"] == ["moe"]
+    assert [p["commit_tag"] for p in data["patches"]] == ["essential", "diagnostic", "optimization"]
+    assert data["patches"][2]["labels"] == ["moe"] and data["patches"][1]["labels"] == []
     fork.ps("tag", "two", "essential")
+    assert json.loads(fork.ps("status", "--json").stdout)["disagreements"] == []
+    swapped = fork.read("patches/series").replace("two.patch # essential\n", "")
+    fork.write("patches/series", swapped + "two.patch # essential\n")
+    result = fork.ps("status", code=1)
+    assert "applied in another order than the series" in result.stdout
+    assert "next: 'patchstack refresh' rebuilds the applied commits in the series order" in (
+        result.stdout
+    )
     fork.ps("refresh")
-    assert fork.ps("status").stdout.count("run '") == 0
+    assert json.loads(fork.ps("status", "--json").stdout)["disagreements"] == []
     assert names(fork) == ["one.patch", "three.patch", "two.patch"]
 
 
@@ -212,7 +214,7 @@ def test_only_selects_by_label(fork: Repo) -> None:
     fork.ps("push", "--only", "moe")
     assert names(fork) == ["three.patch"]
     result = fork.ps("push", "--only", "mo", code=2)
-    assert "unknown tag 'mo'" in result.stderr and "did you mean: moe" in result.stderr
+    assert "unknown tag 'mo'" in result.stderr and "did you mean 'moe'?" in result.stderr
 
 
 def test_log_of_one_patch_follows_renames(fork: Repo) -> None:
@@ -235,7 +237,7 @@ def test_log_of_one_patch_follows_renames(fork: Repo) -> None:
     assert data["patch"] == "deux.patch" and len(data["history"]) == 6
     fork.ps("delete", "one")
     assert "taken out of the series" in fork.ps("log", "one").stdout
-    assert "did you mean: deux.patch" in fork.ps("log", "dexu", code=2).stderr
+    assert "did you mean 'deux'?" in fork.ps("log", "dexu", code=2).stderr
 
 
 def test_completion_of_patch_names_and_labels(fork: Repo) -> None:

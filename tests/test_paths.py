@@ -185,7 +185,7 @@ def test_review_and_export_keep_every_name(fork: Repo, tmp_path: Path) -> None:
     fork.ps("export", "quilt", str(old))
     move_upstream(fork, 99)  # no conflict
     fork.ps("refresh", "--onto", "upstream")
-    review = fork.ps("review", str(old), str(fork.path / "patches")).stdout
+    review = fork.ps("review", str(old), str(fork.path / "patches"), "--verbose").stdout
     for i in range(len(NAMES)):
         assert patch_name(i) in review
     mbox = tmp_path / "series.mbox"

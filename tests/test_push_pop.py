@@ -93,7 +93,7 @@ def test_push_all_when_everything_is_applied_exits_0(repo: Repo) -> None:
     result = repo.ps("push", "--all")
     assert "nothing to push" in result.stdout
     result = repo.ps("pop", "--all")
-    assert "popped p.patch" in result.stdout
+    assert "popped 1 patch(es): p.patch" in result.stdout
     assert "nothing to pop" in repo.ps("pop").stdout
 
 
@@ -257,7 +257,7 @@ def test_plain_commits_on_top_of_the_stack_are_never_buried(repo: Repo) -> None:
         assert repo.state() == before
     # status agrees: the patch is applied, the commit is on top of it, upstream did not move.
     status = repo.ps("status", code=None)
-    assert "applied (1):" in status.stdout and "p.patch" in status.stdout
+    assert "applied: 1 of 1" in status.stdout and "p.patch" in status.stdout
     assert "HEAD has 1 commit(s) on top of the applied patches" in status.stdout
     assert "upstream moved" not in status.stdout
     data = json.loads(repo.ps("status", "--json", code=None).stdout)

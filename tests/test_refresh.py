@@ -336,7 +336,7 @@ def test_edits_in_a_lower_patch_file_need_patch_name(tmp_path) -> None:
     replace_line(repo, "b.py", "b 2\n", "b 2 edited\n")
     before = snapshot(repo)
     result = repo.ps("refresh", code=2)
-    assert "the uncommitted edits in b.py belong to 'far.patch', not to 'known.patch'" in (
+    assert "the uncommitted edits in b.py change lines of 'far.patch', not of 'known.patch'" in (
         result.stderr
     )
     assert "refresh --patch far.patch" in result.stderr

@@ -59,7 +59,7 @@ def test_tags_are_exact() -> None:
     assert parse_tag_list("essential, diagnostic", "--only") == ("essential", "diagnostic")
     with pytest.raises(PatchstackError, match="unknown tag 'opt'") as info:
         push_target(SERIES, [], Selector(only=("opt",)))
-    assert info.value.hint and "did you mean: optimization" in info.value.hint
+    assert info.value.hint and "did you mean 'optimization'?" in info.value.hint
     with pytest.raises(PatchstackError, match="no patch named"):
         push_target(SERIES, [], Selector(name="nope"))
 
@@ -81,7 +81,7 @@ def test_labels_select_like_tags_exactly() -> None:
     assert pop_target(LABELLED, applied, Selector(except_=("moe",))) == ["o1.patch", "d1.patch"]
     with pytest.raises(PatchstackError, match="unknown tag 'mo' in --only") as info:
         push_target(LABELLED, [], Selector(only=("mo",)))
-    assert info.value.hint and info.value.hint.startswith("did you mean: moe")
+    assert info.value.hint and info.value.hint.startswith("did you mean 'moe'?")
     with pytest.raises(PatchstackError, match="unknown tag 'nvidia' in --except"):
         push_target(SERIES, [], Selector(except_=("nvidia",)))  # no patch has the label
 
@@ -89,4 +89,4 @@ def test_labels_select_like_tags_exactly() -> None:
 def test_unknown_names_suggest_close_ones() -> None:
     with pytest.raises(PatchstackError, match="no patch named 'o1x'") as info:
         push_target(LABELLED, [], Selector(name="o1x"))
-    assert info.value.hint and "o1.patch" in info.value.hint
+    assert info.value.hint and "'o1'" in info.value.hint

@@ -11,6 +11,7 @@ committed pages differ from what this script generates.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
@@ -33,9 +34,34 @@ def _roff(text: str) -> str:
     return "\n".join(out)
 
 
-def _help_text(cmd: click.Command) -> str:
-    text = (cmd.help or "").replace("\b\n", "")
-    return "\n".join(ln[2:] if ln.startswith("  ") else ln for ln in text.splitlines())
+def _help_parts(cmd: click.Command) -> tuple[list[list[str]], list[str]]:
+    """A command's help as paragraphs (lists of lines) and its example lines."""
+    lines = [ln for ln in inspect.cleandoc(cmd.help or "").splitlines() if ln.strip() != "\b"]
+    examples: list[str] = []
+    at = next((i for i, ln in enumerate(lines) if ln.strip() == "Example:"), None)
+    if at is not None:
+        examples = [ln.strip() for ln in lines[at + 1 :] if ln.strip()]
+        lines = lines[:at]
+    paragraphs: list[list[str]] = [[]]
+    for ln in lines:
+        if ln.strip():
+            paragraphs[-1].append(ln.strip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [p for p in paragraphs if p], examples
+
+
+def _describe(cmd: click.Command) -> list[str]:
+    """Paragraphs as filled text, then the examples as an indented example block."""
+    paragraphs, examples = _help_parts(cmd)
+    out: list[str] = []
+    for i, para in enumerate(paragraphs):
+        if i:
+            out.append(".PP")
+        out.append(_roff(" ".join(para)))
+    if examples:
+        out += [".PP", "Example:", ".RS 4", ".EX", *map(_roff, examples), ".EE", ".RE"]
+    return out
 
 
 def _options(ctx: click.Context, cmd: click.Command) -> list[str]:
@@ -55,17 +81,81 @@ def _walk(ctx: click.Context, group: click.Group, prefix: str) -> list[str]:
             continue
         sub = click.Context(cmd, info_name=name, parent=ctx)
         usage = " ".join(cmd.collect_usage_pieces(sub))
-        lines += [
-            ".SS",
-            f"\\fB{prefix} {name}\\fR {_roff(usage)}",
-            ".nf",
-            _roff(_help_text(cmd)),
-            ".fi",
-        ]
+        lines += [".SS", f"\\fB{prefix} {name}\\fR {_roff(usage)}", *_describe(cmd)]
         lines += _options(sub, cmd)
         if isinstance(cmd, click.Group):
             lines += _walk(sub, cmd, f"{prefix} {name}")
     return lines
+
+
+def _items(pairs: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for term, text in pairs:
+        out += [".TP", f"\\fB{_roff(term)}\\fR", _roff(text)]
+    return out
+
+
+EXIT_STATUS = [
+    ("0", "Done."),
+    (
+        "1",
+        "A conflict: a patch does not apply or merge (push changes nothing; refresh stops at"
+        " a reported point), check found a conflict, or status found that the stack"
+        " disagrees with the series.",
+    ),
+    ("2", "Bad input or usage, or refused to overwrite or lose something; nothing changed."),
+    ("130, 143", "Interrupted by Ctrl-C or SIGTERM, after finishing or rolling back the step."),
+]
+
+ENVIRONMENT = [
+    ("PATCHSTACK_DIR", "The series directory, when --dir is not given."),
+    ("NO_COLOR", "When set, no colour (as --color=never)."),
+    (
+        "GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE",
+        "As for git: patchstack runs git and finds the repository as git does.",
+    ),
+    ("_PATCHSTACK_COMPLETE", "Set by the shell completion scripts (patchstack completion)."),
+]
+
+FILES = [
+    (
+        "patches/series",
+        "The series file: one patch a line, 'name.patch [-pN] # tag[, label...]', and the"
+        " '# base:' header. The folder is patches/ at the top of the work tree, or --dir,"
+        " PATCHSTACK_DIR, or git config patchstack.dir.",
+    ),
+    ("patches/*.patch", "The patch files, in git format-patch form."),
+    (
+        ".patchstack/templates/",
+        "Templates (review.md, review.html, review.txt, show.*) that replace the shipped"
+        " ones for review and show.",
+    ),
+    (
+        "$GIT_COMMON_DIR/patchstack/lock",
+        "The lock every command takes; a second command is refused at once.",
+    ),
+    (
+        "refs/patchstack/oplog",
+        "The operation log (one commit per command) that log, undo and redo walk.",
+    ),
+    (
+        "git config patchstack.dir, patchstack.snapshotMaxSize",
+        "The series directory; the largest untracked file the operation log keeps.",
+    ),
+]
+
+EXAMPLES = [
+    "# upstream moved: fetch it, see what collides, then rebase the series onto it",
+    "git fetch",
+    "patchstack status",
+    "patchstack check --onto origin/main",
+    "patchstack refresh --onto origin/main",
+    "# a baseline without the diagnostics and optimizations, then everything back",
+    "patchstack pop --only diagnostic,optimization",
+    "patchstack push --all",
+    "# review a pull request that changes the series",
+    "patchstack review origin/main HEAD --format markdown -o review.md",
+]
 
 
 def render(name: str) -> str:
@@ -77,18 +167,25 @@ def render(name: str) -> str:
         ".SH SYNOPSIS",
         f"\\fB{name}\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]...",
         ".SH DESCRIPTION",
-        ".nf",
-        _roff(_help_text(cli)),
-        ".fi",
+        *_describe(cli),
         ".SH OPTIONS",
         *_options(ctx, cli),
         ".SH COMMANDS",
         *_walk(ctx, cli, "patchstack"),
         ".SH EXIT STATUS",
-        "0 done; 1 conflict (a patch does not apply or merge, or a check found one);",
-        "2 bad input, usage, or a refusal that changed nothing; 130 interrupted.",
+        *_items(EXIT_STATUS),
+        ".SH ENVIRONMENT",
+        *_items(ENVIRONMENT),
+        ".SH FILES",
+        *_items(FILES),
+        ".SH EXAMPLES",
+        ".RS 4",
+        ".EX",
+        *map(_roff, EXAMPLES),
+        ".EE",
+        ".RE",
         ".SH SEE ALSO",
-        "\\fBquilt\\fR(1), \\fBgit-am\\fR(1), \\fBgit-rebase\\fR(1)",
+        "\\fBquilt\\fR(1), \\fBgit-am\\fR(1), \\fBgit-rebase\\fR(1), \\fBgit-range-diff\\fR(1)",
     ]
     return "\n".join(lines) + "\n"
 

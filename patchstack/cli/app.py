@@ -159,6 +159,13 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except click.UsageError as exc:
+        from .usage import usage_error
+
+        message, hint = usage_error(exc)
+        click.echo(f"patchstack: error: {message}", err=True)
+        click.echo(f"hint: {hint}", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return 2

@@ -142,6 +142,26 @@ def verdict(v: Any) -> str:
     return style(f"{v.verdict:<9}", fg=_VERDICT_COLOURS.get(v.verdict))
 
 
+def verdict_counts(verdicts: Any) -> str:
+    """``7 patches: 4 unchanged, 2 offset, 1 merged`` (in the order of the verdicts' words)."""
+    words = [v.verdict for v in verdicts]
+    parts = [f"{words.count(w)} {w}" for w in _VERDICT_COLOURS if w in words]
+    n = len(words)
+    return f"{n} patch{'es' if n != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
+
+
+def names_line(verb: str, names: Any, verbose: bool, shown: int = 10, where: str = "") -> str:
+    """``popped 200 patch(es): a, b, ... and 190 more`` (all of them with --verbose)."""
+    names = list(names)
+    listed = names if verbose or len(names) <= shown else names[:shown]
+    more = (
+        f" and {len(names) - len(listed)} more (--verbose lists them)"
+        if len(listed) < len(names)
+        else ""
+    )
+    return f"{verb} {len(names)} patch(es){where}: {', '.join(listed)}{more}"
+
+
 def render_conflict(c: Any) -> list[str]:
     """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk
     where, what the patch expected, what is there now, what it wants, and the upstream commits
@@ -164,6 +184,7 @@ def render_conflict(c: Any) -> list[str]:
             lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
     if c.culprits:
         lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
+        lines.append("  ('patchstack graph' shows which patch leans on which)")
     if c.detail and not c.hunks:
         lines += ["  " + ln for ln in c.detail.splitlines()]
     if c.note:

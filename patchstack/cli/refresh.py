@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 import click
 
 from .app import cli
-from .output import echo, render_conflict, selector, verdict
+from .output import (
+    ProgressBar,
+    complete_patch_names,
+    complete_tags,
+    echo,
+    render_conflict,
+    selector,
+    verdict,
+    verdict_counts,
+)
 
 if TYPE_CHECKING:
     from ..commands.settle import RefreshResult
@@ -19,7 +28,11 @@ if TYPE_CHECKING:
 @cli.command()
 @click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
 @click.option(
-    "--patch", "patch_name", metavar="NAME", help="Fold edits into NAME (default: the top one)."
+    "--patch",
+    "patch_name",
+    metavar="NAME",
+    shell_complete=complete_patch_names,
+    help="Fold edits into NAME (default: the top one).",
 )
 @click.option(
     "--drop-merged", is_flag=True, help="Remove patches already contained in the new base."
@@ -32,7 +45,8 @@ if TYPE_CHECKING:
 )
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
 def refresh(
     ctx: click.Context,
@@ -43,6 +57,7 @@ def refresh(
     continue_: bool,
     abort_: bool,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
@@ -68,21 +83,25 @@ def refresh(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
-    if abort_:
-        result = abort(ws)
-    elif continue_:
-        result = do_continue(ws)
-    else:
-        result = do_refresh(ws, onto, drop_merged, patch_name, discard)
+    bar = ProgressBar("refreshing")
+    try:
+        if abort_:
+            result = abort(ws)
+        elif continue_:
+            result = do_continue(ws, bar)
+        else:
+            result = do_refresh(ws, onto, drop_merged, patch_name, discard, bar)
+    finally:
+        bar.close()
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
-        _print_refresh(ctx, result)
+        _print_refresh(ctx, result, verbose)
     if result.stopped:
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result: RefreshResult) -> None:
+def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -93,6 +112,8 @@ def _print_refresh(ctx: click.Context, result: RefreshResult) -> None:
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     for v in result.verdicts:
+        if v.verdict == "unchanged" and not (verbose or v.resolved):
+            continue
         notes = []
         if v.resolved:
             notes.append("resolved")
@@ -117,19 +138,33 @@ def _print_refresh(ctx: click.Context, result: RefreshResult) -> None:
     rewritten = sum(v.rewritten for v in result.verdicts)
     echo(
         ctx,
-        f"rewrote {rewritten} patch file(s); applied: {len(result.applied)} patch(es),"
-        f" HEAD {result.head[:12]}",
+        f"{verdict_counts(result.verdicts)}; rewrote {rewritten} patch file(s);"
+        f" applied: {len(result.applied)} patch(es), HEAD {result.head[:12]}",
     )
 
 
 @cli.command()
 @click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
-@click.option("--only", metavar="TAGS", help="Only patches with these tags.")
-@click.option("--except", "except_", metavar="TAGS", help="Leave out patches with these tags.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--only", metavar="TAGS", shell_complete=complete_tags, help="Only patches with these tags."
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Leave out patches with these tags.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
 @click.pass_context
 def check(
-    ctx: click.Context, onto: str | None, only: str | None, except_: str | None, as_json: bool
+    ctx: click.Context,
+    onto: str | None,
+    only: str | None,
+    except_: str | None,
+    as_json: bool,
+    verbose: bool,
 ) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
@@ -143,7 +178,11 @@ def check(
     from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
-    result = do_check(ws, onto, selector(None, False, only, except_))
+    bar = ProgressBar("checking")
+    try:
+        result = do_check(ws, onto, selector(None, False, only, except_), bar)
+    finally:
+        bar.close()
     series = ws.load_series()
     warnings = [
         f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
@@ -157,10 +196,13 @@ def check(
             echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         for v in result.verdicts:
-            echo(ctx, f"  {verdict(v)} {v.name}")
+            if verbose or v.verdict != "unchanged":
+                echo(ctx, f"  {verdict(v)} {v.name}")
         for c in result.conflicts:
             for line in render_conflict(c):
                 echo(ctx, line)
-        echo(ctx, "all patches apply" if result.ok else f"{len(result.conflicts)} conflict(s)")
+        counts = verdict_counts(result.verdicts)
+        n = len(result.conflicts)
+        echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))
     if not result.ok:
         ctx.exit(1)

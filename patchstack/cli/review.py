@@ -8,7 +8,15 @@ from typing import Any, TypeVar
 import click
 
 from .app import Options, cli
-from .output import color_enabled, color_mode, echo, style
+from .output import (
+    color_enabled,
+    color_mode,
+    complete_patch_names,
+    complete_tags,
+    echo,
+    selector,
+    style,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,6 +75,13 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     help="The series directory (its place in the work tree is its path in OLD and NEW).",
 )
 @_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="Text: list unchanged and rebased patches.")
+@click.option(
+    "--full-url",
+    metavar="URL",
+    help="Where the whole review is, named by a Markdown comment that had to be shortened.",
+)
 @click.pass_context
 def review(
     ctx: click.Context,
@@ -76,6 +91,9 @@ def review(
     fmt: str,
     output: str | None,
     templates: str | None,
+    as_json: bool,
+    verbose: bool,
+    full_url: str | None,
 ) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
@@ -109,14 +127,26 @@ def review(
             "give --dir as a folder inside the repository, or give two directories",
         )
     result = load_review(old, new, git, folder)
+    if as_json:
+        import json
+
+        from ..reviewjson import review_json
+
+        _emit(ctx, json.dumps(review_json(result), indent=2) + "\n", output)
+        return
     dirs = template_dirs(templates, git.top if git else None)
-    _emit(ctx, render_review(result, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+    color = _wants_color(ctx, fmt, output)
+    text = render_review(
+        result, fmt, dirs, color, collapse_quiet=fmt == "text" and not verbose, full_url=full_url
+    )
+    _emit(ctx, text, output)
 
 
 @cli.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch_names)
 @click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
 @_render_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def show(
     ctx: click.Context,
@@ -125,6 +155,7 @@ def show(
     fmt: str,
     output: str | None,
     templates: str | None,
+    as_json: bool,
 ) -> None:
     """Show one patch: its header, tag, place, line counts and diff.
 
@@ -150,8 +181,65 @@ def show(
     found = resolve_name(state.series, name)
     entry = state.series.entry(found)
     version = make_version(entry, state.series.index(found) + 1, *state.patches[found])
+    if as_json:
+        import json
+
+        from ..reviewjson import show_json
+
+        _emit(ctx, json.dumps(show_json(version), indent=2) + "\n", output)
+        return
     dirs = template_dirs(templates, ws.git.top)
     _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+
+
+@cli.command()
+@click.option(
+    "--only",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Only patches with these tags, and the ones they lean on.",
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Leave out patches with these tags (unless a shown one leans on them).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "mermaid", "dot", "json"]),
+    default="text",
+    show_default=True,
+    help="mermaid for GitHub Markdown, dot for Graphviz.",
+)
+@click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.pass_context
+def graph(
+    ctx: click.Context, only: str | None, except_: str | None, fmt: str, output: str | None
+) -> None:
+    """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
+
+    Computed from the patches' hunks along the series (each patch is made on the base plus
+    the patches before it). With --only/--except, the patches that a shown one leans on are
+    drawn too, dashed: what 'push --only' would have to carry across.
+
+    \b
+    Example:
+      patchstack graph --only essential
+      patchstack graph --format mermaid -o graph.mmd
+      patchstack graph --format dot | dot -Tsvg > graph.svg
+    """
+    from ..graph import FORMATS, build, subgraph
+
+    ws = ctx.obj.checkout(write=False)
+    series = ws.load_series()
+    whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
+    sel = selector(None, False, only, except_)
+    if sel.filtered:
+        whole = subgraph(whole, [e.name for e in series.entries if sel.keeps_tag(e.tag)])
+    _emit(ctx, FORMATS[fmt](whole), output)
 
 
 # -- demo -------------------------------------------------------------------------------------

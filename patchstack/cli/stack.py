@@ -14,6 +14,7 @@ from .output import (
     complete_patch_names,
     complete_tags,
     echo,
+    names_line,
     out,
     selector,
     style,
@@ -21,9 +22,7 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from ..commands.drift import Drift
     from ..commands.push import MoveResult
-    from ..commands.status import StatusResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,17 +97,21 @@ cli.add_command(series_cmd, "list")
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
+@click.option("--verbose", "-v", is_flag=True, help="List every patch and upstream commit.")
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
-    """Base, applied and unapplied patches, uncommitted edits, and mismatches.
+def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
+    """Base, upstream drift, applied and unapplied patches, edits, and the next step.
 
-    Exits 1 when an applied commit no longer matches its patch file, when commits that are not
-    patches sit on top of the applied ones, or when a git operation is in progress.
+    Exits 1 when the stack disagrees with the series: an applied commit no longer matches its
+    patch file, a patch is applied that is not in the series or out of its order, commits
+    that are not patches sit on top of the applied ones, or a refresh or a git operation is
+    stopped in the middle. A stack on another base (push --onto) is reported, not counted.
 
     \b
     Example:
       patchstack status
+      patchstack status --verbose
     """
     from ..commands.drift import drift as do_drift
     from ..commands.status import status as do_status
@@ -147,120 +150,27 @@ def status(ctx: click.Context, as_json: bool) -> None:
                     "differs": st.differs,
                     "operation": st.operation[0] if st.operation else None,
                     "on_top": list(st.on_top),
-                    "stack_order": list(st.stack_order),
-                    "order_differs": st.order_differs,
-                    "tags_differ": [p.name for p in st.tags_differ],
+                    "out_of_order": list(st.out_of_order),
+                    "disagreements": list(st.disagreements),
                 },
                 indent=2,
             )
         )
     else:
+        from .statustext import status_lines
+
+        problem = None
         if st.operation:
             from ..transaction import foreign_error
 
-            problem = foreign_error(ws)
-            if problem:
-                echo(ctx, style(f"{problem.message}: {problem.hint}", fg="red"))
-        branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
-        echo(ctx, f"branch: {branch} at {st.head[:12]}")
-        base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
-        echo(ctx, f"series base: {base}")
+            found = foreign_error(ws)
+            problem = f"{found.message}: {found.hint}" if found else None
+        for line in status_lines(st, drift, verbose, problem):
+            echo(ctx, line)
         if not st.series_base:
             echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
-        if st.series_base and st.stack_base != st.series_base:
-            echo(
-                ctx,
-                style(
-                    f"stack base:  {st.stack_base[:12]} differs from the series base"
-                    " (run 'patchstack refresh')",
-                    fg="yellow",
-                ),
-            )
-        if drift and drift.commits:
-            _print_drift(ctx, drift)
-        applied = [p for p in st.patches if p.applied]
-        echo(ctx, f"applied ({len(applied)}):")
-        for p in applied:
-            note = ""
-            if p.matches == "differs":
-                note = style(
-                    "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
-                    f" {p.name}'; drop: '--discard-changes')",
-                    fg="red",
-                )
-            elif p.matches == "edited":
-                note = style(
-                    "  patch file edited since it was applied (push, pop and refresh apply"
-                    " the new version)",
-                    fg="yellow",
-                )
-            elif p.matches == "carried":
-                note = "  (carried by a merge)"
-            echo(ctx, f"  + {p.name} [{_tags(p.tag, p.labels)}]{note}")
-        if st.on_top_problem:
-            what, todo = st.on_top_problem
-            echo(ctx, style(f"{what}: {todo}", fg="red"))
-        unapplied = [p for p in st.patches if not p.applied]
-        echo(ctx, f"unapplied ({len(unapplied)}):")
-        for p in unapplied:
-            echo(ctx, f"  - {p.name} [{_tags(p.tag, p.labels)}]")
-        for line in _disagreements(st):
-            echo(ctx, style(line, fg="yellow"))
-        for name in st.unknown_applied:
-            echo(ctx, style(f"  ! {name} is applied but not in the series", fg="red"))
-        if st.edits_in_patches:
-            echo(ctx, "uncommitted edits in files of applied patches (refresh folds them):")
-            for path, names in st.edits_in_patches.items():
-                echo(ctx, f"  {path}  ({', '.join(names)})")
-        if st.edits and st.operation:
-            echo(ctx, f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
-        elif st.edits:
-            echo(ctx, "uncommitted edits in no patch:")
-            for path in st.edits:
-                echo(ctx, f"  {path}")
-        if st.untracked:
-            echo(ctx, f"untracked files: {len(st.untracked)}")
-    if st.differs or st.on_top or st.operation or st.order_differs or st.tags_differ:
+    if st.disagreements:
         ctx.exit(1)
-
-
-def _tags(tag: str | None, labels: tuple[str, ...]) -> str:
-    return tag_text(tag) + "".join(f", {label}" for label in labels)
-
-
-def _disagreements(st: StatusResult) -> list[str]:
-    """Where the applied commits disagree with the series, and the command that reconciles."""
-    lines = []
-    if st.order_differs:
-        lines.append(
-            "the applied commits are in another order than the series ("
-            + ", ".join(st.stack_order)
-            + "): run 'patchstack refresh' to rebuild them in the series order"
-        )
-    for p in st.tags_differ:
-        lines.append(
-            f"the commit of {p.name} says tag {p.commit_tag or '(none)'}, the series {p.tag}:"
-            f" run 'patchstack tag {p.name} {p.tag}'"
-        )
-    return lines
-
-
-def _print_drift(ctx: click.Context, drift: Drift) -> None:
-    echo(
-        ctx,
-        style(
-            f"upstream moved: {drift.commits} commit(s) from the series base to"
-            f" {drift.target_name} ({drift.target[:12]})",
-            fg="yellow",
-        ),
-    )
-    if drift.touching:
-        echo(ctx, f"  {len(drift.touching)} touch files of the series:")
-        for c in drift.touching:
-            echo(ctx, f"  {c.oid[:10]} {c.subject}")
-            echo(ctx, f"    files: {', '.join(c.files)}; patches: {', '.join(c.patches)}")
-    else:
-        echo(ctx, "  none of them touches a file of the series")
 
 
 # -- push / pop -----------------------------------------------------------------------------
@@ -281,6 +191,7 @@ def _selector_options(f: F) -> F:
         help="Only patches with these tags (comma-separated, exact).",
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
+    f = click.option("--verbose", "-v", is_flag=True, help="Name every patch moved.")(f)
     return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
 
 
@@ -294,21 +205,22 @@ def _discard_option(f: F) -> F:
     )(f)
 
 
-def _print_move(ctx: click.Context, result: MoveResult, verb: str) -> None:
+def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
+    """What moved, then one line of counts; long lists only with --verbose."""
     if verb == "push":
-        for name in result.added:
-            echo(ctx, f"applied {name}")
+        if result.added:
+            echo(ctx, names_line("applied", result.added, verbose))
         skipped = [n for n in result.before if n in result.after]
         if skipped and not result.added:
             echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
     else:
-        for name in result.removed:
-            echo(ctx, f"popped {name}")
-        if not result.removed:
+        if result.removed:
+            echo(ctx, names_line("popped", result.removed, verbose))
+        else:
             echo(ctx, "nothing to pop")
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
-        echo(ctx, f"re-applied above: {', '.join(reapplied)}")
+        echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
@@ -323,6 +235,7 @@ def push(
     all_: bool,
     only: str | None,
     except_: str | None,
+    verbose: bool,
     onto: str | None,
     discard: bool,
 ) -> None:
@@ -346,7 +259,7 @@ def push(
         result = do_push(ws, sel, onto, bar, discard)
     finally:
         bar.close()
-    _print_move(ctx, result, "push")
+    _print_move(ctx, result, "push", verbose)
     if ws.load_series().base is None:
         echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
 
@@ -368,6 +281,7 @@ def pop(
     all_: bool,
     only: str | None,
     except_: str | None,
+    verbose: bool,
     discard: bool,
 ) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
@@ -385,4 +299,4 @@ def pop(
         result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
     finally:
         bar.close()
-    _print_move(ctx, result, "pop")
+    _print_move(ctx, result, "pop", verbose)

@@ -5,6 +5,7 @@ patch is left out and the replay goes on, so one run lists every conflict."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,12 @@ class CheckResult:
         }
 
 
-def check(ws: Checkout, onto: str | None, sel: Selector) -> CheckResult:
+def check(
+    ws: Checkout,
+    onto: str | None,
+    sel: Selector,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckResult:
     """Would the series apply on ``onto``? Objects only: no file, ref or index is written.
     Refused while a refresh is stopped: the series is half rewritten then."""
     git = ws.git
@@ -86,6 +92,7 @@ def check(ws: Checkout, onto: str | None, sel: Selector) -> CheckResult:
             keep_going=True,
             skip=skip,
             placer=placer,
+            progress=progress,
         )
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)

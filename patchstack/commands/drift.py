@@ -27,6 +27,7 @@ class Drift:
     target_name: str
     commits: int
     touching: tuple[DriftCommit, ...]
+    every: tuple[tuple[str, str], ...] = ()  # every upstream commit (id, subject), oldest first
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +36,7 @@ class Drift:
             "target_name": self.target_name,
             "commits": self.commits,
             "touching": [asdict(c) for c in self.touching],
+            "all": [{"oid": oid, "subject": subject} for oid, subject in self.every],
         }
 
 
@@ -56,7 +58,8 @@ def drift(ws: Checkout) -> Drift | None:
             owners.setdefault(p, []).append(e.name)
     rng = f"{base}..{target}"
     grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's
-    count = len(git.log_commits(rng, exclude_grep=grep))
+    listed = git.log_commits(rng, exclude_grep=grep)
+    count = len(listed)
     touching = []
     if owners:
         commits = git.log_commits(rng, sorted(owners), exclude_grep=grep)
@@ -65,4 +68,5 @@ def drift(ws: Checkout) -> Drift | None:
             hit = [f for f in changed if f in owners]
             patches = tuple(dict.fromkeys(n for f in hit for n in owners[f]))
             touching.append(DriftCommit(oid, subject, tuple(hit), patches))
-    return Drift(base, target, name, count, tuple(touching))
+    every = tuple((oid, subject) for oid, _parents, subject in listed)
+    return Drift(base, target, name, count, tuple(touching), every)

@@ -22,6 +22,7 @@ the new base) are kept, unapplied, unless ``--drop-merged``; their files are nev
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..checkout import Checkout
@@ -90,6 +91,7 @@ def refresh(
     drop_merged: bool = False,
     patch: str | None = None,
     discard: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
     git = ws.git
     series = ws.load_series()
@@ -158,6 +160,7 @@ def refresh(
             git.tree_of(target.new_base),
             labels_of(state),
             placer=placer,
+            progress=progress,
             resolve=resolver(ws, series, state),
         )
         if conflicts:

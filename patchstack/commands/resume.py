@@ -10,6 +10,7 @@ byte for byte). Both are one transaction each; ``undo`` of either gives the stop
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ..checkout import Checkout
 from ..engine.replay import Done, replay
@@ -37,7 +38,7 @@ def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
     return found
 
 
-def continue_(ws: Checkout) -> RefreshResult:
+def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
     git = ws.git
     state = stopped.load(ws)
     assert state.stop_head and state.stop_tree and state.stopped_at
@@ -81,6 +82,7 @@ def continue_(ws: Checkout) -> RefreshResult:
             resolved_tree,
             labels_of(state),
             resolve=resolver(ws, series, state),
+            progress=progress,
         )
         done += more
         src = (resolved_tree, state.touched)

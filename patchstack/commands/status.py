@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checkout import Checkout
+from ..journal.oplog import current_refresh
 from ..model.ids import Oid
+from ..model.series import Series
 from .proof import DIFFERS, EDITED, prove
 from .state import on_top_problem, read_stack
 
@@ -37,7 +39,8 @@ class StatusResult:
     operation: tuple[str, str] | None = None  # a git operation in progress: (name, its file)
     on_top: tuple[Oid, ...] = ()  # plain commits on top of the applied patches
     on_top_problem: tuple[str, str] | None = None  # what they are, what to do
-    stack_order: tuple[str, ...] = ()  # the applied patches, in the order of their commits
+    out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
+    refresh_stopped: bool = False  # a refresh is stopped at a conflict
 
     @property
     def differs(self) -> list[str]:
@@ -45,15 +48,35 @@ class StatusResult:
         return [p.name for p in self.patches if p.matches in (EDITED, DIFFERS)]
 
     @property
-    def order_differs(self) -> bool:
-        """The applied commits are not in the series order."""
-        in_series = [p.name for p in self.patches if p.applied]
-        return [n for n in self.stack_order if n in in_series] != in_series
+    def tags_differ(self) -> list[PatchState]:
+        """Applied patches whose commit's trailer says another tag than the series."""
+        return [p for p in self.patches if p.applied and p.commit_tag != p.tag]
 
     @property
-    def tags_differ(self) -> list[PatchState]:
-        """Applied patches whose commit says another tag than the series."""
-        return [p for p in self.patches if p.applied and p.commit_tag != p.tag]
+    def disagreements(self) -> tuple[str, ...]:
+        """How the applied stack disagrees with the series, one sentence each (status exits
+        1 when there is any: the pre-commit hook ``patchstack-status`` relies on it)."""
+        out = []
+        for p in self.patches:
+            if p.matches == DIFFERS:
+                out.append(f"the commit of {p.name} differs from its patch file")
+            elif p.matches == EDITED:
+                out.append(f"the patch file of {p.name} was edited since it was applied")
+        out += [f"{n} is applied but not in the series" for n in self.unknown_applied]
+        if self.out_of_order:
+            out.append("applied in another order than the series: " + ", ".join(self.out_of_order))
+        for p in self.tags_differ:
+            out.append(f"the commit of {p.name} says tag {p.commit_tag}, the series {p.tag}")
+        if self.on_top:
+            what = self.on_top_problem[0] if self.on_top_problem else "commits on top"
+            out.append(f"{len(self.on_top)} commit(s) that are not patches cover the stack: {what}")
+        if self.operation:
+            out.append(f"a git {self.operation[0]} is in progress")
+        if self.refresh_stopped:
+            out.append("a refresh is stopped at a conflict")
+        # A stack on another base than the series is not counted: 'push --onto' and
+        # 'worktree --onto' make one on purpose; status says so and what to run.
+        return tuple(out)
 
 
 def status(ws: Checkout) -> StatusResult:
@@ -92,5 +115,12 @@ def status(ws: Checkout) -> StatusResult:
         operation,
         stack.on_top,
         on_top_problem(stack),
-        stack.names,
+        _out_of_order(series, stack.names),
+        current_refresh(git) is not None,
     )
+
+
+def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:
+    known = [n for n in applied if n in series]
+    ranked = sorted(known, key=series.index)
+    return tuple(n for n, want in zip(known, ranked, strict=True) if n != want)

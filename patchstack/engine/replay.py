@@ -104,6 +104,7 @@ def replay(
     keep_going: bool = False,
     skip: frozenset[str] = frozenset(),
     placer: Placer | None = None,
+    progress: Callable[[int, int], None] | None = None,
     resolve: Resolver | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
@@ -115,11 +116,14 @@ def replay(
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream, proven by its blob ids, with no merge at all; the
-    others are merged with git's merge-ort, as without one.
+    others are merged with git's merge-ort, as without one. ``progress(done, total)`` is
+    called after each step.
     """
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
-    for step in steps[start:]:
+    for i, step in enumerate(steps[start:], start + 1):
+        if progress is not None:
+            progress(i - 1, len(steps))
         if step.name in skip:
             continue
         reuse = step.real is not None and step.real[0] == tree  # its applied commit fits

@@ -7,12 +7,12 @@ applied afterwards.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from .series import TAGS, Series
+from .suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,13 @@ def check_words(series: Series, sel: Selector) -> None:
         for word in words or ():
             if word in TAGS or word in labels:
                 continue
-            close = difflib.get_close_matches(word, [*TAGS, *labels], n=3, cutoff=0.5)
-            close += [w for w in (*TAGS, *labels) if word in w and w not in close]
-            known = (
-                "tags: " + ", ".join(TAGS) + ("; labels: " + ", ".join(labels) if labels else "")
-            )
-            hint = f"did you mean: {', '.join(close[:3])}? ({known})" if close else known
+            known = "tags are exact: " + ", ".join(TAGS)
+            if labels:
+                known += "; labels: " + ", ".join(labels)
+            close = did_you_mean(word, [*TAGS, *labels])
             raise PatchstackError(
-                f"unknown tag '{word}' in {option} (no patch has that label either)", hint
+                f"unknown tag '{word}' in {option} (no patch has that label either)",
+                f"{close} ({known})" if close else known,
             )
 
 
@@ -68,12 +67,8 @@ def resolve_name(series: Series, name: str) -> str:
     for candidate in (name, name + ".patch"):
         if candidate in names:
             return candidate
-    close = [n for n in names if name in n]
-    close += [n for n in difflib.get_close_matches(name, names, n=5, cutoff=0.6) if n not in close]
-    bare = {n.removesuffix(".patch"): n for n in names}
-    close += [bare[n] for n in difflib.get_close_matches(name, list(bare), n=3, cutoff=0.6)]
-    close = list(dict.fromkeys(close))
-    hint = ("did you mean: " + ", ".join(close[:5])) if close else "see 'patchstack series'"
+    close = did_you_mean(name.removesuffix(".patch"), [n.removesuffix(".patch") for n in names])
+    hint = f"{close} (see 'patchstack series')" if close else "see 'patchstack series'"
     raise PatchstackError(f"no patch named '{name}' in the series", hint)
 
 

@@ -262,18 +262,25 @@ def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]
         raise InputError(path, lineno, "missing tag", _tag_hint())
     category = [w for w in words if w in TAGS]
     if not category:
-        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint())
+        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint(words[0], path))
     if len(category) > 1:
         raise InputError(
             path, lineno, f"more than one category tag: {', '.join(category)}", _tag_hint()
         )
     if words[0] != category[0]:
-        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint())
+        raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint(words[0], path))
     return category[0], tuple(words[1:])
 
 
-def _tag_hint() -> str:
-    return "write one of " + ", ".join(TAGS) + " after '#', e.g. 'fix.patch # essential'"
+def _tag_hint(word: str | None = None, path: str = "") -> str:
+    from .suggest import did_you_mean
+
+    if path.startswith("--"):  # an option on the command line
+        how = f"{path} takes one of " + ", ".join(TAGS) + ", then labels: 'optimization,nvidia'"
+    else:
+        how = "write one of " + ", ".join(TAGS) + " after '#', e.g. 'fix.patch # essential'"
+    close = did_you_mean(word, TAGS) if word else None
+    return f"{close} ({how})" if close else how
 
 
 def parse_series(text: str, path: str = "series") -> Series:

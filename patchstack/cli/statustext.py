@@ -1,0 +1,173 @@
+"""What ``status`` prints: the state in lines that scale with the series, and the next step.
+
+Pure: takes the status and drift values and returns lines; the command prints them. A long
+list (applied patches, upstream commits) shows its first entries and a count; ``--verbose``
+shows everything (``--json`` is always complete).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .output import style, tag_text
+
+SHOWN = 10  # entries of a long list shown without --verbose
+
+
+def _capped(lines: list[str], verbose: bool, what: str) -> list[str]:
+    if verbose or len(lines) <= SHOWN:
+        return lines
+    return [*lines[:SHOWN], f"  ... and {len(lines) - SHOWN} more {what} (--verbose lists them)"]
+
+
+def drift_lines(drift: Any, verbose: bool) -> list[str]:
+    s = "s" if drift.commits != 1 else ""
+    head = (
+        f"upstream moved: {drift.commits} commit{s} since the series base, to"
+        f" {drift.target_name} ({drift.target[:12]})"
+    )
+    n = len(drift.touching)
+    if n:
+        head += f"; {n} touch{'es' if n == 1 else ''} files of the series:"
+    else:
+        head += "; none touches a file of the series" + (":" if verbose else "")
+    out = [style(head, fg="yellow")]
+    touching = {c.oid for c in drift.touching}
+    rows = [
+        f"  {c.oid[:10]} {c.subject}  ({', '.join(c.files)}: {', '.join(c.patches)})"
+        for c in drift.touching
+    ]
+    out += _capped(rows, verbose, "commit(s) touching the series")
+    if verbose:
+        out += [f"  {oid[:10]} {subj}" for oid, subj in drift.every if oid not in touching]
+    return out
+
+
+def next_step(st: Any, drift: Any) -> str:
+    """The one thing to do next, as a command where there is one."""
+    if st.operation:
+        return f"finish or abort the git {st.operation[0]} first"
+    if st.refresh_stopped:
+        return (
+            "resolve the conflict markers, then 'patchstack refresh --continue'"
+            " (or 'patchstack refresh --abort' to go back)"
+        )
+    applied = [p for p in st.patches if p.applied]
+    if st.on_top:
+        if st.on_top_problem:
+            return str(st.on_top_problem[1])
+        return (
+            "make the commits on top patches ('patchstack import commits'), or move them off"
+            " ('git reset --keep')"
+        )
+    if applied and st.series_base and st.stack_base != st.series_base:
+        return "'patchstack refresh' rewrites the series for the stack's new base"
+    differs = [p.name for p in st.patches if p.matches == "differs"]
+    if differs:
+        return (
+            f"adopt the commit's change with 'patchstack refresh --patch {differs[0]}', or drop"
+            " it with '--discard-changes'"
+        )
+    if st.differs:  # only edited patch files
+        return "'patchstack push', 'pop' and 'refresh' apply the edited patch files"
+    if st.out_of_order and not st.unknown_applied:
+        return (
+            "'patchstack refresh' rebuilds the applied commits in the series order"
+            " ('patchstack undo' takes back a series edit)"
+        )
+    if st.unknown_applied:
+        return "'patchstack log' shows what changed the stack; 'patchstack undo' goes back"
+    if st.tags_differ:
+        p = st.tags_differ[0]
+        return f"'patchstack tag {p.name} {p.tag}' makes its commit say the series' tag"
+    if drift is not None and drift.commits:
+        if drift.target_name == "HEAD":  # the series is popped and upstream is checked out
+            return "'patchstack check', then 'patchstack refresh'"
+        onto = drift.target_name
+        return f"'patchstack check --onto {onto}', then 'patchstack refresh --onto {onto}'"
+    if st.edits_in_patches:
+        return "'patchstack refresh' folds the edits into the top patch (or --patch NAME)"
+    if st.edits:
+        return "'patchstack new NAME --tag TAG PATH...' makes the edits a patch"
+    unapplied = len(st.patches) - len(applied)
+    if unapplied:
+        return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"
+    return "nothing to do: the stack agrees with the series"
+
+
+def status_lines(st: Any, drift: Any, verbose: bool, problem: str | None = None) -> list[str]:
+    """``problem``: what a git operation in progress means for patchstack, when there is one."""
+    stopped = st.refresh_stopped
+    out = [style(problem, fg="red")] if problem else []
+    branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
+    out.append(f"branch: {branch} at {st.head[:12]}")
+    base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
+    out.append(f"series base: {base}")
+    if st.series_base and st.stack_base != st.series_base and not stopped:
+        out.append(
+            style(f"stack base:  {st.stack_base[:12]} differs from the series base", fg="yellow")
+        )
+    if drift and drift.commits:
+        out += drift_lines(drift, verbose)
+    applied = [p for p in st.patches if p.applied]
+    rows = []
+    for p in applied:
+        note = ""
+        if p.matches == "differs":
+            note = style(
+                "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
+                f" {p.name}'; drop: '--discard-changes')",
+                fg="red",
+            )
+        elif p.matches == "edited":
+            note = style(
+                "  patch file edited since it was applied (push, pop and refresh apply"
+                " the new version)",
+                fg="yellow",
+            )
+        elif p.matches == "carried":
+            note = "  (carried by a merge)"
+        rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
+    out.append(f"applied: {len(applied)} of {len(st.patches)}")
+    out += _list(rows, verbose, "applied")
+    unapplied = [(False, f"  - {p.name} [{_tags(p)}]") for p in st.patches if not p.applied]
+    if unapplied:
+        out.append(f"unapplied: {len(unapplied)}")
+        out += _list(unapplied, verbose, "unapplied")
+    for problem in st.disagreements:
+        out.append(style(f"  ! {problem}", fg="red"))
+    if st.edits_in_patches:
+        out.append("uncommitted edits in files of applied patches (refresh folds them):")
+        out += _capped(
+            [f"  {path}  ({', '.join(n)})" for path, n in st.edits_in_patches.items()],
+            verbose,
+            "file(s)",
+        )
+    if st.edits and st.operation:
+        out.append(f"uncommitted edits: {len(st.edits)} file(s), the {st.operation[0]}'s")
+    elif st.edits:
+        out.append("uncommitted edits in no patch:")
+        out += _capped([f"  {path}" for path in st.edits], verbose, "file(s)")
+    if st.untracked:
+        out.append(f"untracked files: {len(st.untracked)}")
+    out.append(style("next: " + next_step(st, drift), bold=True))
+    return out
+
+
+def _tags(p: Any) -> str:
+    """A patch's tag (coloured) and labels."""
+    return tag_text(p.tag) + "".join(f", {label}" for label in p.labels)
+
+
+def _list(rows: Sequence[tuple[bool, str]], verbose: bool, what: str) -> list[str]:
+    """Every row with a note, and the others up to the cap."""
+    if verbose or len(rows) <= SHOWN:
+        return [text for _n, text in rows]
+    noted = [text for n, text in rows if n]
+    plain = [text for n, text in rows if not n]
+    room = max(0, SHOWN - len(noted))
+    out = noted + plain[:room]
+    if len(plain) > room:
+        out.append(f"  ... and {len(plain) - room} more {what} (--verbose lists them)")
+    return out

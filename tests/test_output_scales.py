@@ -1,0 +1,82 @@
+"""Output that scales with the series: what changed and one line of counts; every patch
+only with --verbose (and in --json, always)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import Repo, make_repo, numbered
+
+
+@pytest.fixture
+def thirty(tmp_path) -> Repo:
+    """30 patches, one a file, every third one diagnostic; all applied."""
+    repo = make_repo(tmp_path / "fork", {f"m{i:02}.py": numbered(12, f"m{i}") for i in range(30)})
+    base = repo.head()
+    for i in range(30):
+        tag = "diagnostic" if i % 3 == 0 else "essential"
+        repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"patched {i}\n"))
+        repo.git("commit", "-q", "-a", "-m", f"Patch {i}\n\nPatchstack-Tag: {tag}")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    return repo
+
+
+def test_pop_only_names_ten_and_counts_the_rest(thirty: Repo) -> None:
+    out = thirty.ps("pop", "--only", "diagnostic").stdout.splitlines()
+    assert out[0].startswith("popped 10 patch(es): Patch-0.patch, Patch-3.patch")
+    assert out[1].startswith("re-applied 20 patch(es) above them: Patch-1.patch, Patch-2.patch")
+    assert out[1].endswith(" and 15 more (--verbose lists them)")
+    assert out[2].startswith("now applied: 20 patch(es)") and len(out) == 3
+    verbose = thirty.ps("push", "--all", "--verbose").stdout
+    assert verbose.startswith("applied 10 patch(es): ") and "Patch-27.patch" in verbose
+
+
+def test_refresh_and_check_print_what_changed_and_counts(thirty: Repo) -> None:
+    thirty.write("m04.py", thirty.read("m04.py").replace("m4 1\n", "m4 one\n"))
+    out = thirty.ps("refresh", "--patch", "Patch-4").stdout
+    assert "unchanged" not in out.split("30 patches")[0]  # no line per unchanged patch
+    assert "30 patches: " in out and "29 unchanged" in out
+    assert len(out.splitlines()) <= 4
+    verbose = thirty.ps("check", "--verbose").stdout
+    assert verbose.count("unchanged ") == 30
+    out = thirty.ps("check").stdout.splitlines()
+    assert out == [out[0], "30 patches: 30 unchanged: all patches apply"]
+    data = json.loads(thirty.ps("check", "--json").stdout)
+    assert len(data["patches"]) == 30  # --json is always complete
+    status = thirty.ps("status").stdout
+    assert "applied: 30 of 30" in status and "... and 20 more applied (--verbose" in status
+
+
+def test_check_and_refresh_report_progress(thirty: Repo) -> None:
+    """The replay reports (done, total) as it goes; the CLI shows it as a bar on a terminal
+    once the work lasts over a second (ProgressBar, as for push and pop)."""
+    import os
+
+    from patchstack.checkout import open_checkout
+    from patchstack.commands.check import check
+    from patchstack.commands.refresh import refresh
+    from patchstack.model.selection import Selector
+    from patchstack.transaction import begin
+
+    def run(command: str, write: bool, fn) -> list[tuple[int, int]]:
+        seen: list[tuple[int, int]] = []
+        ws = open_checkout(None, str(thirty.path))
+        ws.command = command
+        held, _problems = begin(ws, write=write)
+        try:
+            fn(ws, lambda done, total: seen.append((done, total)))
+        finally:
+            ws.git.close()
+            held.release()
+        return seen
+
+    seen = run("patchstack check", False, lambda ws, p: check(ws, None, Selector(), p))
+    assert seen == [(i, 30) for i in range(30)]
+    thirty.write("m04.py", thirty.read("m04.py").replace("m4 1\n", "m4 one\n"))
+    seen = run("patchstack refresh", True, lambda ws, p: refresh(ws, patch="Patch-4", progress=p))
+    assert seen[0] == (0, 30) and seen[-1] == (29, 30)
+    assert os.path.exists(thirty.path / "patches" / "Patch-4.patch")
