@@ -92,12 +92,15 @@ class Repo:
     def tree(self, rev: str = "HEAD") -> str:
         return self.git("rev-parse", f"{rev}^{{tree}}").strip()
 
-    def ps(self, *args: str, code: int | None = 0, cwd: Path | None = None):
-        """Run the patchstack CLI in-process; assert the exit status unless code is None."""
+    def ps(
+        self, *args: str, code: int | None = 0, cwd: Path | None = None, input: str | None = None
+    ):
+        """Run the patchstack CLI in-process; assert the exit status unless code is None.
+        ``input``: standard input (not a terminal), as scripted answers."""
         old = os.getcwd()
         os.chdir(cwd or self.path)
         try:
-            result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+            result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
         finally:
             os.chdir(old)
         if code is not None:

@@ -60,7 +60,15 @@ def test_json_shapes_are_stable(fork: Repo) -> None:
         "differs",
         "drift",
     } <= set(status)
-    assert set(status["patches"][0]) == {"name", "tag", "applied", "commit", "matches"}
+    assert set(status["patches"][0]) == {
+        "name",
+        "tag",
+        "labels",
+        "applied",
+        "commit",
+        "matches",
+        "commit_tag",
+    }
     assert set(status["drift"]) >= {"base", "target", "commits", "touching"}
     check = json.loads(fork.ps("check", "--json").stdout)
     assert {"target", "base", "ok", "patches"} <= set(check)

@@ -285,6 +285,44 @@ def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> Non
     assert fig.kills == fig.restored + fig.before + fig.after
 
 
+def test_kill_delete_at_every_point(tmp_path) -> None:
+    """delete, the series edit with the most steps: a work-tree move, a file removed, the
+    series rewritten, the stack rebuilt above the deleted patch."""
+    fig = Figures()
+    repo = build(tmp_path, 4)
+    repo.ps("push", "--all")
+    kill_everywhere(repo, ["delete", "p001"], fig, tmp_path)
+    print(fig.line("delete kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+    assert fig.restored
+
+
+@pytest.mark.soak
+def test_kill_every_editing_command_at_every_point(tmp_path) -> None:
+    """rename, tag, edit, move, fold and split: the same transaction, the same guarantees
+    (in the soak run: each takes the full round of kills)."""
+    fig = Figures()
+    repo = build(tmp_path, 5)
+    repo.ps("push", "--all")
+    for args in (
+        ["rename", "p000", "q000"],
+        ["tag", "p001", "optimization"],
+        ["edit", "p002", "-m", "A new subject\n\nAnd why."],
+        ["move", "p004", "--bottom"],
+        ["fold", "p001", "--into", "p002"],
+    ):
+        kill_everywhere(repo, args, fig, tmp_path)
+    repo.ps("fold", "p001", "--into", "p002")
+    kill_everywhere(
+        repo,
+        ["split", "p002", "--as", "p001b", "--tag", "essential", "src/f001.txt"],
+        fig,
+        tmp_path,
+    )
+    print(fig.line("editing commands kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+
+
 @pytest.mark.soak
 def test_soak_random_kills(tmp_path) -> None:
     """150 patches; SIGKILL after random delays within each command's window of points."""

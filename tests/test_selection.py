@@ -57,7 +57,36 @@ def test_pop_top_all_name_and_tags() -> None:
 
 def test_tags_are_exact() -> None:
     assert parse_tag_list("essential, diagnostic", "--only") == ("essential", "diagnostic")
-    with pytest.raises(PatchstackError, match="unknown tag 'opt'"):
-        parse_tag_list("opt", "--only")
+    with pytest.raises(PatchstackError, match="unknown tag 'opt'") as info:
+        push_target(SERIES, [], Selector(only=("opt",)))
+    assert info.value.hint and "did you mean 'optimization'?" in info.value.hint
     with pytest.raises(PatchstackError, match="no patch named"):
         push_target(SERIES, [], Selector(name="nope"))
+
+
+LABELLED = parse_series(
+    "e1.patch # essential\no1.patch # optimization, moe\no2.patch # optimization, nvidia\n"
+    "d1.patch # diagnostic, moe\n"
+)
+
+
+def test_labels_select_like_tags_exactly() -> None:
+    assert push_target(LABELLED, [], Selector(only=("moe",))) == ["o1.patch", "d1.patch"]
+    assert push_target(LABELLED, [], Selector(only=("essential", "nvidia"))) == [
+        "e1.patch",
+        "o2.patch",
+    ]
+    applied = list(LABELLED.names)
+    assert pop_target(LABELLED, applied, Selector(only=("moe",))) == ["e1.patch", "o2.patch"]
+    assert pop_target(LABELLED, applied, Selector(except_=("moe",))) == ["o1.patch", "d1.patch"]
+    with pytest.raises(PatchstackError, match="unknown tag 'mo' in --only") as info:
+        push_target(LABELLED, [], Selector(only=("mo",)))
+    assert info.value.hint and info.value.hint.startswith("did you mean 'moe'?")
+    with pytest.raises(PatchstackError, match="unknown tag 'nvidia' in --except"):
+        push_target(SERIES, [], Selector(except_=("nvidia",)))  # no patch has the label
+
+
+def test_unknown_names_suggest_close_ones() -> None:
+    with pytest.raises(PatchstackError, match="no patch named 'o1x'") as info:
+        push_target(LABELLED, [], Selector(name="o1x"))
+    assert info.value.hint and "'o1'" in info.value.hint

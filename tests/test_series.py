@@ -140,3 +140,58 @@ def test_missing_patch_file_is_named(repo: Repo) -> None:
     repo.write("patches/series", "# x\ngone.patch # essential\n")
     result = repo.ps("push", "--all", code=2)
     assert "patches/series:2: patch file 'gone.patch' not found" in result.stderr
+
+
+def test_renamed_retagged_and_moved_keep_every_other_line() -> None:
+    s = parse_series(SAMPLE)
+    renamed = s.renamed("b.patch", "bee.patch")
+    assert renamed.format() == SAMPLE.replace("b.patch -p0", "bee.patch -p0")
+    assert renamed.entry("bee.patch").strip == 0 and renamed.names[1] == "bee.patch"
+    retagged = s.retagged("c.patch", "essential", ("moe",))
+    assert retagged.format() == SAMPLE.replace(
+        "c.patch #optimization,nvidia , moe\n", "c.patch # essential, moe\n"
+    )
+    assert retagged.entry("c.patch").labels == ("moe",)
+    assert s.retagged("b.patch", "diagnostic", ()).format() == SAMPLE.replace(", nccl", "")
+    moved = s.moved("c.patch", before="a.patch")
+    assert moved.names == ("c.patch", "a.patch", "b.patch")
+    assert moved.format() == (
+        "# fork of upstream\n"
+        "# base: 0123456789abcdef0123456789abcdef01234567 upstream/main\n"
+        "\n"
+        "c.patch #optimization,nvidia , moe\n"
+        "a.patch # essential\n"
+        "b.patch -p0 # diagnostic, nccl\n"
+        "  # a comment in the middle\n"
+    )
+    assert moved.moved("c.patch", after="b.patch").names == s.names
+    # A last line without a newline, and CRLF files.
+    crlf = parse_series("a.patch # essential\r\nb.patch # diagnostic")
+    assert crlf.moved("b.patch", before="a.patch").format() == (
+        "b.patch # diagnostic\r\na.patch # essential\r\n"
+    )
+    assert crlf.retagged("b.patch", "essential", ()).format().endswith("b.patch # essential\n")
+    for text in (renamed, retagged, moved):
+        assert parse_series(text.format()).format() == text.format()
+
+
+@given(st.permutations(["a.patch", "b.patch", "c.patch", "d.patch"]), st.integers(0, 3))
+def test_moved_is_a_permutation_that_keeps_comments(order, where) -> None:
+    text = "# head\n" + "".join(f"{n} # essential\n# after {n}\n" for n in order)
+    s = parse_series(text)
+    name, anchor = order[0], order[where]
+    if name == anchor:
+        return
+    t = s.moved(name, after=anchor)
+    assert sorted(t.names) == sorted(s.names)
+    assert t.names.index(name) == t.names.index(anchor) + 1
+    comments = [ln for ln in t.format().splitlines() if ln.startswith("#")]
+    assert comments == [ln for ln in text.splitlines() if ln.startswith("#")]
+
+
+def test_labels_are_single_words_and_never_tags() -> None:
+    from patchstack.model.series import validate_label
+
+    assert validate_label("moe") is None
+    assert "is a tag" in (validate_label("essential") or "")
+    assert validate_label("two words") and validate_label("a,b") and validate_label("")

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .output import echo
+from .output import complete_patch_names, echo
 
 if TYPE_CHECKING:
+    from ..checkout import Checkout
     from ..commands.undo import RestoreResult
     from ..journal.oplog import Entry
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 
 @cli.command("log")
+@click.argument("name", required=False, shell_complete=complete_patch_names)
 @click.option(
     "-n",
     "limit",
@@ -28,8 +30,10 @@ if TYPE_CHECKING:
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
-    """The operation log: every command that changed state, newest first.
+def log_cmd(ctx: click.Context, name: str | None, limit: int, as_json: bool) -> None:
+    """The operation log: every command that changed state, newest first; with NAME, the
+    history of one patch (the commands that changed its file, its series line or whether it
+    is applied, and what they changed).
 
     Each entry records the state before and after (branch, HEAD, applied patches, the series
     files, uncommitted edits and untracked files), kept under refs/patchstack/ so that
@@ -38,10 +42,14 @@ def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
     \b
     Example:
       patchstack log -n 5
+      patchstack log oea-routing
     """
     from ..journal import oplog as journal
 
     ws = ctx.obj.checkout(write=False)
+    if name is not None:
+        _patch_log(ctx, ws, name, limit, as_json)
+        return
     full = journal.entries(ws.git)
     shown = full[:limit]
     live = {e.seq for e in journal.effective(full)}
@@ -52,6 +60,27 @@ def log_cmd(ctx: click.Context, limit: int, as_json: bool) -> None:
         echo(ctx, "the operation log is empty")
     for e in shown:
         echo(ctx, _entry_line(e, e.seq in live))
+
+
+def _patch_log(ctx: click.Context, ws: Checkout, name: str, limit: int, as_json: bool) -> None:
+    import time
+
+    from ..commands.history import history
+    from ..journal.oplog import one_line
+
+    found, events = history(ws, name)
+    shown = events[:limit]
+    if as_json:
+        click.echo(json.dumps({"patch": found, "history": [e.to_json() for e in shown]}, indent=2))
+        return
+    if not shown:
+        echo(ctx, f"the operation log holds no change of {found}")
+    for e in shown:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+        state = "" if e.live else "  [undone]"
+        echo(ctx, f"#{e.seq:<4} {when}  {one_line(e.command)}{state}")
+        for change in e.changes:
+            echo(ctx, f"      {change}")
 
 
 def _entry_state(e: Entry, live: bool) -> str:

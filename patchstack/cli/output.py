@@ -50,10 +50,8 @@ def style(text: str, **kw: Any) -> str:
     return mark_style(click.style(text, **kw))
 
 
-def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of patch names from the series file (silent on any error)."""
-    from click.shell_completion import CompletionItem
-
+def _series_for_completion(ctx: click.Context) -> Any:
+    """The series file of the checkout, or None (completion is silent on any error)."""
     try:
         root = ctx.find_root()
         series_dir = root.params.get("series_dir") if root else None
@@ -61,10 +59,19 @@ def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete:
 
         ws = open_checkout(series_dir)
         try:
-            series = ws.load_series()
+            return ws.load_series()
         finally:
             ws.git.close()
     except Exception:
+        return None
+
+
+def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of patch names from the series file (silent on any error)."""
+    from click.shell_completion import CompletionItem
+
+    series = _series_for_completion(ctx)
+    if series is None:
         return []
     return [
         CompletionItem(e.name, help=e.tag) for e in series.entries if e.name.startswith(incomplete)
@@ -80,7 +87,12 @@ def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -
     head, _, last = incomplete.rpartition(",")
     prefix = head + "," if head else ""
     done = set(head.split(","))
-    return [CompletionItem(prefix + t) for t in TAGS if t.startswith(last) and t not in done]
+    words = list(TAGS)
+    if param.name in ("only", "except_"):  # selectors take the series' labels too
+        series = _series_for_completion(ctx)
+        labels = {label for e in series.entries for label in e.labels} if series else set()
+        words += sorted(labels)
+    return [CompletionItem(prefix + t) for t in words if t.startswith(last) and t not in done]
 
 
 def tag_text(tag: str | None) -> str:

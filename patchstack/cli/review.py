@@ -238,7 +238,11 @@ def graph(
     whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
     sel = selector(None, False, only, except_)
     if sel.filtered:
-        whole = subgraph(whole, [e.name for e in series.entries if sel.keeps_tag(e.tag)])
+        from ..model.selection import check_words
+
+        check_words(series, sel)
+        kept = [e.name for e in series.entries if sel.keeps_tag(e.tag, e.labels)]
+        whole = subgraph(whole, kept)
     _emit(ctx, FORMATS[fmt](whole), output)
 
 

@@ -46,51 +46,6 @@ def init(opts: Options, base: str | None) -> None:
     out(f"created {ws.display(result.series_path)} (base {result.base[:12]})")
 
 
-# -- new ------------------------------------------------------------------------------------
-
-
-@cli.command()
-@click.argument("name")
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option(
-    "--tag",
-    "-t",
-    shell_complete=complete_tags,
-    required=True,
-    metavar="TAG[,LABEL...]",
-    help="essential, diagnostic or optimization; free labels may follow.",
-)
-@click.option("-m", "--message", help="Subject (first line) and description of the patch.")
-@click.pass_obj
-def new(opts: Options, name: str, paths: tuple[str, ...], tag: str, message: str | None) -> None:
-    """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
-
-    The new patch goes right after the topmost applied patch in the series, and is applied
-    as a commit. Edits outside PATHs stay uncommitted and untouched. New (untracked) files are
-    captured only when named as PATHs.
-
-    \b
-    Example:
-      patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
-    """
-    from ..commands.new import new as do_new
-
-    ws = opts.checkout()
-    result = do_new(ws, name, tag, message, paths)
-    out(
-        f"new patch {result.name} [{result.tag}]: {len(result.paths)} file(s),"
-        f" commit {result.commit[:12]}"
-    )
-    if result.base_moved_to:
-        out(f"the series base is now {result.base_moved_to[:12]} (HEAD below the patch)")
-    if result.untracked_left:
-        out(
-            "untracked files left out (name them to capture): "
-            + ", ".join(result.untracked_left[:10]),
-            err=True,
-        )
-
-
 # -- series ---------------------------------------------------------------------------------
 
 
@@ -183,6 +138,8 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                             "applied": p.applied,
                             "commit": p.commit,
                             "matches": p.matches,
+                            "labels": list(p.labels),
+                            "commit_tag": p.commit_tag,
                         }
                         for p in st.patches
                     ],

@@ -71,8 +71,16 @@ def next_step(st: Any, drift: Any) -> str:
         )
     if st.differs:  # only edited patch files
         return "'patchstack push', 'pop' and 'refresh' apply the edited patch files"
-    if st.unknown_applied or st.out_of_order:
+    if st.out_of_order and not st.unknown_applied:
+        return (
+            "'patchstack refresh' rebuilds the applied commits in the series order"
+            " ('patchstack undo' takes back a series edit)"
+        )
+    if st.unknown_applied:
         return "'patchstack log' shows what changed the stack; 'patchstack undo' goes back"
+    if st.tags_differ:
+        p = st.tags_differ[0]
+        return f"'patchstack tag {p.name} {p.tag}' makes its commit say the series' tag"
     if drift is not None and drift.commits:
         if drift.target_name == "HEAD":  # the series is popped and upstream is checked out
             return "'patchstack check', then 'patchstack refresh'"
@@ -120,10 +128,10 @@ def status_lines(st: Any, drift: Any, verbose: bool, problem: str | None = None)
             )
         elif p.matches == "carried":
             note = "  (carried by a merge)"
-        rows.append((bool(note), f"  + {p.name} [{tag_text(p.tag)}]{note}"))
+        rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
     out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
-    unapplied = [(False, f"  - {p.name} [{tag_text(p.tag)}]") for p in st.patches if not p.applied]
+    unapplied = [(False, f"  - {p.name} [{_tags(p)}]") for p in st.patches if not p.applied]
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")
@@ -145,6 +153,11 @@ def status_lines(st: Any, drift: Any, verbose: bool, problem: str | None = None)
         out.append(f"untracked files: {len(st.untracked)}")
     out.append(style("next: " + next_step(st, drift), bold=True))
     return out
+
+
+def _tags(p: Any) -> str:
+    """A patch's tag (coloured) and labels."""
+    return tag_text(p.tag) + "".join(f", {label}" for label in p.labels)
 
 
 def _list(rows: Sequence[tuple[bool, str]], verbose: bool, what: str) -> list[str]:

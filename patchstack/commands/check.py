@@ -16,7 +16,7 @@ from ..engine.replay import commit_chain, labels, old_chain, replay, steps
 from ..engine.verdicts import classify
 from ..model.conflict import Conflict
 from ..model.ids import Oid
-from ..model.selection import Selector
+from ..model.selection import Selector, check_words
 from ..transaction import refresh_error
 from .settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -70,7 +70,8 @@ def check(
             target, name = stack.base, "HEAD" if not stack.applied else "HEAD (below the stack)"
         else:
             target, name = found, upstream or "HEAD"
-    skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag))
+    check_words(series, sel)
+    skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag, e.labels))
     engine = make_engine(ws, series, stack)
     try:
         chain = old_chain(git, engine, series)

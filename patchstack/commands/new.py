@@ -11,8 +11,9 @@ from ..errors import PatchstackError, RefusedError
 from ..model import trailers
 from ..model.ids import Oid
 from ..model.patchfile import parse_patch
-from ..model.series import Entry, parse_tags, validate_name
+from ..model.series import Entry, parse_tags
 from ..transaction import Captured, FileWrite, Plan, publish
+from .naming import covers, new_patch_name, relative_to_top, require_free
 from .state import read_stack, require_base, require_movable
 
 
@@ -25,6 +26,7 @@ class NewResult:
     untracked_left: tuple[str, ...]
     patch_path: str
     base_moved_to: Oid | None = None  # an empty series takes the base the patch is made on
+    selector_output: str = ""  # what git's hunk selector printed, when it read scripted answers
 
 
 def split_message(message: str | None, fallback: str) -> str:
@@ -35,29 +37,24 @@ def split_message(message: str | None, fallback: str) -> str:
     return subject + ("\n\n" + body if body else "") + "\n"
 
 
-def _covers(path: str, wanted: str) -> bool:
-    return wanted == "." or path == wanted or path.startswith(wanted.rstrip("/") + "/")
-
-
 def new(
-    ws: Checkout, name: str, tag_text: str, message: str | None, paths: Sequence[str]
+    ws: Checkout,
+    name: str,
+    tag_text: str,
+    message: str | None,
+    paths: Sequence[str],
+    interactive: bool = False,
+    answers: bytes | None = None,
 ) -> NewResult:
+    """``interactive``: the hunks to capture are chosen in git's ``add -p`` (on a temporary
+    index holding HEAD), reading ``answers`` when given; the rest stays uncommitted."""
     git = ws.git
-    if not name.endswith((".patch", ".diff")):
-        name += ".patch"
-    problem = validate_name(name)
-    if problem:
-        raise PatchstackError(problem, "use letters, digits and ._+@=~- only")
+    name = new_patch_name(name)
     tag, labels = parse_tags(tag_text, "--tag", 0) if tag_text else ("", ())
     if not tag:
         raise PatchstackError("--tag is required", "one of: essential, diagnostic, optimization")
     series = ws.load_series()
-    if name in series:
-        raise PatchstackError(f"patch '{name}' is already in the series", "choose another name")
-    if os.path.lexists(ws.patch_path(name)):
-        raise RefusedError(
-            f"{ws.display(ws.patch_path(name))} already exists", "remove it or choose another name"
-        )
+    require_free(ws, series, name)
     stack = read_stack(git)
     require_movable(stack)
     require_base(series, stack)
@@ -67,7 +64,7 @@ def new(
         raise RefusedError(
             "unmerged files: " + ", ".join(dirty.unmerged), "resolve the merge first"
         )
-    rel = [_relative_to_top(ws, p) for p in paths]
+    rel = [relative_to_top(ws, p) for p in paths]
     if rel:
         inside = ws.in_tree
         for p in rel:
@@ -77,8 +74,8 @@ def new(
                     "the series directory is never captured",
                 )
         candidates = dirty.modified + dirty.untracked
-        chosen = [p for p in candidates if any(_covers(p, r) for r in rel)]
-        unknown = [r for r in rel if not any(_covers(c, r) for c in chosen)]
+        chosen = [p for p in candidates if any(covers(p, r) for r in rel)]
+        unknown = [r for r in rel if not any(covers(c, r) for c in chosen)]
         if unknown:
             raise PatchstackError(
                 "no uncommitted edits in: " + ", ".join(unknown), "see 'git status'"
@@ -96,14 +93,27 @@ def new(
             "staged changes differ from the work tree in: " + ", ".join(partly),
             "stage or unstage them fully (git add / git restore --staged), then try again",
         )
-    untracked_left = tuple(p for p in dirty.untracked if p not in chosen)
     author, date = git.ident()
+    out = ""
     with git.temp_index() as idx:
-        idx.read_tree(stack.head)
-        idx.add_paths(chosen)
+        if interactive:
+            # The real index's stat data spares git a hash of every file; the edited paths
+            # start from HEAD, so that only what is chosen goes in.
+            idx.copy_from(os.path.join(git.git_dir, "index"))
+            git.set_index_entries(stack.head, list(dirty.modified), env=idx.env)
+            offered = [p for p in chosen if p in dirty.modified]
+            out = git.select_hunks(idx, ["add", "-p"], offered, answers)
+        else:
+            idx.read_tree(stack.head)
+            idx.add_paths(chosen)
         tree = idx.write_tree()
     if tree == stack.top_tree:
+        if interactive:
+            raise PatchstackError("no hunk was chosen", "nothing was changed")
         raise PatchstackError("the edits change nothing", "nothing to capture")
+    if interactive:
+        chosen = git.changed_paths(stack.top_tree, tree)
+    untracked_left = tuple(p for p in dirty.untracked if p not in chosen)
     text = trailers.write(split_message(message, name.removesuffix(".patch")), name, tag)
     commit = git.commit_tree(tree, [stack.head], text, author, date)
     data = trailers.strip_from_mail(git.format_patch(commit))
@@ -121,12 +131,6 @@ def new(
         FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
     )
     publish(ws, Plan("new", stack.head, commit, files, Captured(tuple(chosen))))
-    return NewResult(name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name), moved)
-
-
-def _relative_to_top(ws: Checkout, path: str) -> str:
-    full = os.path.normpath(os.path.join(ws.cwd, path))
-    rel = os.path.relpath(full, ws.git.top)
-    if rel.startswith(".."):
-        raise PatchstackError(f"'{path}' is outside the work tree", "name files inside it")
-    return rel.replace(os.sep, "/")
+    return NewResult(
+        name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name), moved, out
+    )

@@ -20,6 +20,8 @@ class PatchState:
     applied: bool
     commit: Oid | None
     matches: str | None  # see `proof`: exact, carried, edited, differs; None when not applied
+    labels: tuple[str, ...] = ()
+    commit_tag: str | None = None  # the tag its applied commit's trailer says
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,11 @@ class StatusResult:
         return [p.name for p in self.patches if p.matches in (EDITED, DIFFERS)]
 
     @property
+    def tags_differ(self) -> list[PatchState]:
+        """Applied patches whose commit's trailer says another tag than the series."""
+        return [p for p in self.patches if p.applied and p.commit_tag != p.tag]
+
+    @property
     def disagreements(self) -> tuple[str, ...]:
         """How the applied stack disagrees with the series, one sentence each (status exits
         1 when there is any: the pre-commit hook ``patchstack-status`` relies on it)."""
@@ -58,6 +65,8 @@ class StatusResult:
         out += [f"{n} is applied but not in the series" for n in self.unknown_applied]
         if self.out_of_order:
             out.append("applied in another order than the series: " + ", ".join(self.out_of_order))
+        for p in self.tags_differ:
+            out.append(f"the commit of {p.name} says tag {p.commit_tag}, the series {p.tag}")
         if self.on_top:
             what = self.on_top_problem[0] if self.on_top_problem else "commits on top"
             out.append(f"{len(self.on_top)} commit(s) that are not patches cover the stack: {what}")
@@ -78,10 +87,10 @@ def status(ws: Checkout) -> StatusResult:
     states = []
     for e in series.entries:
         ap = stack.find(e.name)
+        commit = ap.commit if ap else None
+        tag = ap.tag if ap else None
         states.append(
-            PatchState(
-                e.name, e.tag, ap is not None, ap.commit if ap else None, verdicts.get(e.name)
-            )
+            PatchState(e.name, e.tag, ap is not None, commit, verdicts.get(e.name), e.labels, tag)
         )
     dirty = git.dirty(exclude=ws.in_tree)
     operation = git.operation_in_progress()

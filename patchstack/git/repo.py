@@ -8,6 +8,7 @@ from ..errors import PatchstackError
 from ..model.ids import ObjectFormat
 from .fastimport import FastImport
 from .index import TempIndex
+from .interactive import Interactive
 from .linked import Linked
 from .mail import Mail
 from .merge import Merges
@@ -16,7 +17,7 @@ from .refs import Refs
 from .worktree import Worktree
 
 
-class Git(Worktree, Linked, Merges, Refs, Mail):
+class Git(Worktree, Linked, Merges, Refs, Mail, Interactive):
     """A repository: runs git there and returns values (ids, paths, listings)."""
 
     def temp_index(self) -> TempIndex:

@@ -26,24 +26,39 @@ class Selector:
     def filtered(self) -> bool:
         return self.only is not None or self.except_ is not None
 
-    def keeps_tag(self, tag: str) -> bool:
-        if self.only is not None and tag not in self.only:
+    def keeps_tag(self, tag: str, labels: Sequence[str] = ()) -> bool:
+        """Does a patch with this tag and labels pass --only/--except? (A word matches the
+        tag or a label, exactly.)"""
+        words = {tag, *labels}
+        if self.only is not None and not words & set(self.only):
             return False
-        return not (self.except_ is not None and tag in self.except_)
+        return not (self.except_ is not None and words & set(self.except_))
 
 
 def parse_tag_list(text: str, option: str) -> tuple[str, ...]:
+    """The comma-separated words of --only/--except (`check_words` checks them against the
+    series)."""
     tags = tuple(t.strip() for t in text.split(",") if t.strip())
     if not tags:
         raise PatchstackError(f"{option} needs at least one tag", "tags: " + ", ".join(TAGS))
-    for tag in tags:
-        if tag not in TAGS:
-            exact = "tags are exact: " + ", ".join(TAGS)
-            close = did_you_mean(tag, TAGS)
-            raise PatchstackError(
-                f"unknown tag '{tag}' in {option}", f"{close} ({exact})" if close else exact
-            )
     return tags
+
+
+def check_words(series: Series, sel: Selector) -> None:
+    """Every word of --only/--except is a tag or a label of the series (exact match)."""
+    labels = sorted({label for e in series.entries for label in e.labels})
+    for option, words in (("--only", sel.only), ("--except", sel.except_)):
+        for word in words or ():
+            if word in TAGS or word in labels:
+                continue
+            known = "tags are exact: " + ", ".join(TAGS)
+            if labels:
+                known += "; labels: " + ", ".join(labels)
+            close = did_you_mean(word, [*TAGS, *labels])
+            raise PatchstackError(
+                f"unknown tag '{word}' in {option} (no patch has that label either)",
+                f"{close} ({known})" if close else known,
+            )
 
 
 def resolve_name(series: Series, name: str) -> str:
@@ -69,8 +84,8 @@ def push_target(series: Series, applied: Sequence[str], sel: Selector) -> list[s
     else:  # the next unapplied patch
         nxt = next((n for n in names if n not in have), None)
         candidates = [nxt] if nxt else []
-    tags = {e.name: e.tag for e in series.entries}
-    chosen = {n for n in candidates if sel.keeps_tag(tags[n])}
+    check_words(series, sel)
+    chosen = {n for n in candidates if _keeps(series, sel, n)}
     return [n for n in names if n in have or n in chosen]
 
 
@@ -80,7 +95,7 @@ def pop_target(series: Series, applied: Sequence[str], sel: Selector) -> list[st
     ``pop NAME`` unapplies NAME and every applied patch above it, so that ``push NAME`` and
     ``pop NAME`` undo each other; without a name or --all/--only/--except, the top patch goes.
     """
-    tags = {e.name: e.tag for e in series.entries}
+    check_words(series, sel)
     applied = list(applied)
     if sel.name is not None:
         name = resolve_name(series, sel.name)
@@ -91,5 +106,12 @@ def pop_target(series: Series, applied: Sequence[str], sel: Selector) -> list[st
         candidates = applied
     else:
         candidates = applied[-1:]
-    dropped = {n for n in candidates if sel.keeps_tag(tags.get(n, ""))}
+    dropped = {n for n in candidates if _keeps(series, sel, n)}
     return [n for n in applied if n not in dropped]
+
+
+def _keeps(series: Series, sel: Selector, name: str) -> bool:
+    if name not in series:
+        return sel.keeps_tag("")
+    entry = series.entry(name)
+    return sel.keeps_tag(entry.tag, entry.labels)

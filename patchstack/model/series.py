@@ -162,6 +162,53 @@ class Series:
             ),
         )
 
+    def _edited(self, name: str, entry: Entry) -> Series:
+        return replace(
+            self,
+            lines=tuple(
+                entry if isinstance(ln, Entry) and ln.name == name else ln for ln in self.lines
+            ),
+        )
+
+    def renamed(self, name: str, new_name: str) -> Series:
+        """Entry ``name`` called ``new_name``; the rest of its line (options, tag, labels,
+        spacing) keeps its bytes."""
+        old = self.entry(name)
+        raw = old.raw or old.render()
+        return self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
+
+    def retagged(self, name: str, tag: str, labels: tuple[str, ...]) -> Series:
+        """Entry ``name`` with a new tag and labels; the part before ``#`` keeps its bytes."""
+        old = self.entry(name)
+        raw = old.raw or old.render()
+        body = raw.rstrip("\r\n")
+        eol = raw[len(body) :] or "\n"
+        before = body.partition("#")[0]
+        if not before.endswith((" ", "\t")):
+            before += " "
+        text = before + "# " + ", ".join((tag, *labels)) + eol
+        return self._edited(name, replace(old, tag=tag, labels=labels, raw=text))
+
+    def moved(self, name: str, before: str | None = None, after: str | None = None) -> Series:
+        """Entry ``name``'s line moved right before the entry ``before`` or right after the
+        entry ``after``; every other line stays where it is."""
+        if (before is None) == (after is None):
+            raise ValueError("give exactly one of before and after")
+        line = self.entry(name)
+        lines = [ln for ln in self.lines if ln is not line]
+        anchor = before if before is not None else after
+        pos = next(i for i, ln in enumerate(lines) if isinstance(ln, Entry) and ln.name == anchor)
+        if after is not None:
+            pos += 1
+        raw = line.raw or line.render()
+        if not raw.endswith("\n"):
+            raw += "\r\n" if any(ln.raw.endswith("\r\n") for ln in lines) else "\n"
+        if pos > 0 and not lines[pos - 1].raw.endswith("\n"):
+            prev = lines[pos - 1]
+            lines[pos - 1] = replace(prev, raw=prev.raw + "\n")
+        lines.insert(pos, replace(line, raw=raw))
+        return replace(self, lines=tuple(lines))
+
 
 def _header_end(lines: list[Line]) -> int:
     """Index just after the leading run of comment lines (where metadata belongs)."""
@@ -193,6 +240,17 @@ def validate_name(name: str, folders: bool = False) -> str | None:
             f"patch name '{name}' contains characters other than letters, digits and ._+@=~-"
             " (or a part of it starts with one of ._+@=~-)"
         )
+    return None
+
+
+def validate_label(label: str) -> str | None:
+    """Why ``label`` cannot be a free label of an entry, or None when it can."""
+    if not label.strip():
+        return "empty label"
+    if label in TAGS:
+        return f"'{label}' is a tag, not a label (an entry has exactly one tag)"
+    if any(ch in label for ch in "#,") or any(ch.isspace() for ch in label):
+        return f"label '{label}' contains whitespace, '#' or ','"
     return None
 
 

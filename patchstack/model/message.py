@@ -1,0 +1,114 @@
+"""A patch's message (subject and description) and its place in a patch file.
+
+A patch file in patchstack's form is a mail: a header (``From:``, ``Date:``, ``Subject:``), the
+description, a line ``---``, then the diffstat and the diff. Editing the message of a patch
+changes the mail part only: `splice` puts a new mail part (made by ``git format-patch``, so
+encoding, folding and quoting are git's) in front of the old diff part, byte for byte.
+
+The editing rules are git's (``commit.cleanup=strip``): lines starting with ``#`` are dropped,
+trailing whitespace is removed, runs of blank lines become one, and an empty message aborts.
+"""
+
+from __future__ import annotations
+
+import re
+
+_AUTHOR_RE = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>\Z")
+
+
+def split(message: str) -> tuple[str, str]:
+    """(subject, description) of a message whose first paragraph is the subject."""
+    text = message.strip("\n")
+    subject, _, rest = text.partition("\n\n")
+    return " ".join(subject.split()), rest.strip("\n")
+
+
+def join(subject: str, description: str) -> str:
+    """The commit message of a subject and a description (one newline at the end)."""
+    return subject + ("\n\n" + description.strip("\n") if description.strip() else "") + "\n"
+
+
+def cleanup(text: str) -> str:
+    """git's ``strip`` cleanup of an edited message: comments and trailing whitespace go,
+    blank runs collapse; "" when nothing is left."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        line = line.rstrip()
+        if not line and (not out or not out[-1]):
+            continue
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n" if out else ""
+
+
+def template(name: str, message: str, author: str | None) -> str:
+    """What the editor shows: the message, then comment lines that say what to do."""
+    return (
+        message.rstrip("\n")
+        + "\n\n"
+        + f"# The message of patch {name}: the first line is the subject, the rest the\n"
+        + "# description. Lines starting with '#' are ignored; an empty message aborts.\n"
+        + (f"# Author: {author}\n" if author else "")
+    )
+
+
+def combined(target: str, other: str) -> str:
+    """The message of a patch folded from ``target`` and ``other``: target's, then each
+    paragraph of ``other`` (its subject first) that target does not already hold."""
+    have = {_norm(p) for p in _paragraphs(target)}
+    extra = [p for p in _paragraphs(other) if _norm(p) not in have]
+    return target.rstrip("\n") + "".join("\n\n" + p for p in extra) + "\n"
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p.strip("\n") for p in re.split(r"\n\s*\n", text.strip("\n")) if p.strip()]
+
+
+def _norm(paragraph: str) -> str:
+    return " ".join(paragraph.split())
+
+
+def author_problem(author: str) -> str | None:
+    """Why ``author`` is not "Name <email>", or None."""
+    if _AUTHOR_RE.match(author):
+        return None
+    return f"author '{author}' is not in the form 'Name <email>'"
+
+
+def _separator(data: bytes) -> int | None:
+    """Offset of the ``---`` line that ends the mail part (the last one before the first
+    ``diff --git`` line), or None."""
+    first_diff = data.find(b"\ndiff --git ")
+    limit = len(data) if first_diff < 0 else first_diff + 1
+    cut = data.rfind(b"\n---\n", 0, limit)
+    return None if cut < 0 else cut + 1
+
+
+def mail_part(mail: bytes) -> bytes:
+    """The header and description of a ``format-patch`` mail, up to its ``---`` line."""
+    cut = _separator(mail)
+    if cut is None:
+        raise ValueError("not a format-patch mail: no '---' line before the diff")
+    return mail[:cut]
+
+
+def splice(head: bytes, old: bytes, diff_offset: int) -> bytes:
+    """A header and description (`mail_part`) in front of ``old``'s diff part (from its
+    ``---`` line, or from ``diff_offset`` when ``old`` is a plain diff)."""
+    cut = _separator(old)
+    rest = old[cut:] if cut is not None and cut <= diff_offset else b"---\n" + old[diff_offset:]
+    return head + rest
+
+
+def line_offset(data: bytes, lineno: int) -> int:
+    """Byte offset of 1-based line ``lineno``."""
+    pos = 0
+    for _ in range(max(0, lineno - 1)):
+        nxt = data.find(b"\n", pos)
+        if nxt < 0:
+            return len(data)
+        pos = nxt + 1
+    return pos
