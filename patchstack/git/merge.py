@@ -2,13 +2,16 @@
 no index, no work tree.
 
 git < 2.40 has no ``merge-tree --merge-base``; two throwaway commits sharing a parent whose tree
-is the wanted base make git find exactly that merge base. Their ids then label the conflict
-markers inside merged files; `MergeResult.sides` maps them to the caller's labels, and putting
-readable labels into the markers is the caller's business (see `engine.merging`).
+is the wanted base make git find exactly that merge base. They are written as loose objects
+(`throwaway_commit`), in a graph of their own: no process, and no history to walk. Their ids
+then label the conflict markers inside merged files; `MergeResult.sides` maps them to the
+caller's labels, and putting readable labels into the markers is the caller's business (see
+`engine.merging`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import GitFailure
@@ -35,10 +38,15 @@ class Merges(Objects):
         self, base: str, ours: str, theirs: str, labels: tuple[str, str]
     ) -> MergeResult:
         """Merge ``base -> theirs`` into ``ours``; ``labels`` name ours and theirs."""
-        ident, date = SYNTHETIC
         b, t = self.synthetic_pair(base, theirs, labels[1])
-        o = self.commit_tree(ours, [b], labels[0] + "\n", ident, date)
+        o = self.throwaway_commit(ours, b, labels[0])
         return self.merge_commits(o, t, labels)
+
+    def prepare_merges(self, sides: Sequence[tuple[str, str, str]]) -> None:
+        """Make the throwaway base and "theirs" commits of future `merge_trees` calls,
+        (base tree, theirs tree, theirs label) each (written loose: no process)."""
+        for base, theirs, label in sides:
+            self.synthetic_pair(base, theirs, label)
 
     def merge_commits(self, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
         """merge-tree of two commits whose one merge base has the wanted base tree (the
@@ -98,11 +106,10 @@ class Merges(Objects):
 
     def synthetic_pair(self, base: str, theirs: str, label: str) -> tuple[Oid, Oid]:
         """Throwaway commits of ``base`` and, on it, ``theirs`` (made once per command)."""
-        ident, date = SYNTHETIC
-        b = self._memo.get(("synthetic", base)) or self.commit_tree(base, [], "base\n", ident, date)
+        b = self._memo.get(("synthetic", base)) or self.throwaway_commit(base, None, "base")
         self._memo[("synthetic", base)] = b
-        t = self._memo.get(("synthetic", theirs, b, label)) or self.commit_tree(
-            theirs, [b], label + "\n", ident, date
+        t = self._memo.get(("synthetic", theirs, b, label)) or self.throwaway_commit(
+            theirs, b, label
         )
         self._memo[("synthetic", theirs, b, label)] = t
         return Oid(b), Oid(t)
