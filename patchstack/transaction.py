@@ -120,6 +120,13 @@ _OPENED: list[tuple[Checkout, float]] = []
 _PUBLISHED: list[Published] = []
 
 
+def start_command() -> None:
+    """Forget what an earlier command in this process opened (tests and the completion
+    shell run many commands in one interpreter; the after-failure sweep is per command)."""
+    _OPENED.clear()
+    _PUBLISHED.clear()
+
+
 def begin(
     ws: Checkout, write: bool, allow_interrupted: bool = False, while_stopped: bool = False
 ) -> tuple[lock.Lock, list[PatchstackError]]:

@@ -148,3 +148,16 @@ def test_a_refusing_hook_is_named_and_changes_nothing(repo: Repo) -> None:
         assert everything(repo) == before
     os.unlink(hook)
     repo.ps("pop")
+
+
+def test_the_sweep_after_a_failure_covers_only_this_command(repo: Repo) -> None:
+    """Many commands in one interpreter (CliRunner, shell completion): each failure sweeps the
+    repositories its own command opened, not every one an earlier command opened."""
+    from patchstack import transaction
+
+    repo.ps("init")
+    for _ in range(3):
+        repo.ps("status")
+    repo.write("patches/series", "a b.patch # essential\n")
+    repo.ps("push", "--all", code=2)
+    assert len(transaction._OPENED) <= 1

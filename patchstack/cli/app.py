@@ -115,6 +115,9 @@ def _run(invoke: Callable[[], Any]) -> int:
     from .output import REPLACED
 
     REPLACED.clear()
+    opened = sys.modules.get("patchstack.transaction")  # not imported yet: nothing opened
+    if opened is not None:
+        opened.start_command()
     try:
         return _run_command(invoke)
     finally:
