@@ -104,6 +104,14 @@ GENERATED = {
         6,
         "malformed base85 line",
     ),
+    "nul-in-the-date-header.patch": (
+        lambda: (
+            b"From: A <a@example.org>\nDate: Thu, 1 Jan 2026\x00 00:00:00 +0000\nSubject: x\n\n"
+            b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a 1\n+a one\n"
+        ),
+        2,
+        "the Date: header holds a control character",
+    ),
     "hunk-10-mb-line-with-wrong-count.patch": (
         lambda: (
             "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,4 @@\n a 1\n-a 2\n+"

@@ -139,3 +139,19 @@ def test_bad_patches_name_file_and_line(data: bytes, lineno: int, message: str) 
         parse_patch(data, "patches/x.patch")
     assert exc.value.message.startswith(f"patches/x.patch:{lineno}: "), exc.value.message
     assert message in exc.value.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "lineno", "header"),
+    [
+        (b"Date: Mon, 5", b"Date: Mon,\x005", 3, "Date"),
+        (b"From: =?UTF-8?q?J=C3=B6rg", b"From: J\x01rg =?UTF-8?q?J=C3=B6rg", 2, "From"),
+        (b"From: =?UTF-8?q?J=C3=B6rg", b"From: =?UTF-8?q?J=00=0Arg", 2, "From"),
+    ],
+)
+def test_a_control_character_in_the_identity_is_named(old, new, lineno, header) -> None:
+    """Found by the fuzz soak: a NUL in From: or Date: reached git's environment (a traceback)."""
+    with pytest.raises(InputError) as exc:
+        parse_patch(FORMAT_PATCH.replace(old, new), "patches/x.patch")
+    assert exc.value.line == lineno
+    assert f"the {header}: header holds a control character" in exc.value.message

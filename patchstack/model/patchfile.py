@@ -41,7 +41,7 @@ def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
     start = _find_diff_start(lines)
     if start is None:
         raise InputError(path, 1, "no diff found in the patch", "a patch needs a unified diff")
-    author, date, subject, description, fields = _parse_head(lines[:start])
+    author, date, subject, description, fields = _parse_head(lines[:start], path)
     files = parse_diff(lines, start, path, strip)
     if not files:
         raise InputError(path, start + 1, "no file diff found", "a patch needs a unified diff")
@@ -79,13 +79,14 @@ def _is_dep3_field(key: str) -> bool:
 
 
 def _parse_head(
-    head: list[str],
+    head: list[str], path: str
 ) -> tuple[str | None, str | None, str | None, str, tuple[tuple[str, str], ...]]:
     i = 0
     if head and head[0].startswith("From ") and not head[0].startswith("From: "):
         i = 1  # the mbox separator line
     headers: dict[str, str] = {}
     spelled: dict[str, str] = {}
+    where: dict[str, int] = {}
     if i < len(head) and _HEADER_RE.match(head[i]):
         key = None
         while i < len(head) and head[i].strip():
@@ -103,6 +104,7 @@ def _parse_head(
                 if key not in headers:
                     headers[key] = line[m.end() :].strip()
                     spelled[key] = m.group(1)
+                    where[key] = i + 1
             else:
                 break
             i += 1
@@ -123,7 +125,19 @@ def _parse_head(
     if author is not None:
         author = _decode_header(author)
     fields = tuple((spelled[k], v) for k, v in headers.items() if _is_dep3_field(k))
-    return author, headers.get("date"), subject, description, fields
+    date = headers.get("date")
+    for key, value in (("from" if headers.get("from") else "author", author), ("date", date)):
+        if value is not None and _CONTROL_RE.search(value):
+            raise InputError(
+                path,
+                where[key],
+                f"the {spelled[key]}: header holds a control character",
+                "the author and the date become a commit's identity; correct the header",
+            )
+    return author, date, subject, description, fields
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def _decode_header(value: str) -> str:
