@@ -117,6 +117,35 @@ def test_quilt_patch_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None
     assert not (repo.path / "patches").exists()
 
 
+@needs_quilt
+def test_a_hunk_creating_a_file_that_exists_is_refused_and_named(tmp_path: Path) -> None:
+    """zsh 5.9's completion-dscverify.diff: ``--- a/x`` with ``@@ -0,0 +1,N @@`` on a file
+    upstream already has. quilt puts the lines on top of the file (the content twice); the
+    import and a push refuse it, saying why and what to do, and change nothing."""
+    repo = upstream(tmp_path)
+    text = "--- a/b.py\n+++ b/b.py\n@@ -0,0 +1,2 @@\n+b 1\n+b 2\n"
+    qp = tmp_path / "qp"
+    qp.mkdir()
+    (qp / "created.diff").write_text(text)
+    (qp / "series").write_text("created.diff\n")
+    code, log = quilt_push(repo, repo.head(), qp, tmp_path / "quilt")
+    assert code == 0, log
+    quilts = (tmp_path / "quilt" / "b.py").read_text()
+    assert quilts == "b 1\nb 2\n" + numbered(20, "b")  # GNU patch's duplicate
+    note = "b.py: the hunk on line 3 of the patch is written as creating the file (@@ -0,0 @@)"
+    before = repo.state()
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential", code=1)
+    assert note in result.stderr and "drop the patch" in result.stderr, result.stderr
+    assert repo.state() == before and not (repo.path / "patches").exists()
+    repo.ps("init")
+    (repo.path / "patches" / "created.diff").write_text(text)
+    with open(repo.path / "patches" / "series", "a") as f:
+        f.write("created.diff # essential\n")
+    before = repo.state()
+    assert note in repo.ps("push", "--all", code=1).stderr
+    assert repo.state() == before
+
+
 def test_best_name_follows_gnu_patch() -> None:
     exists = {"src/f.c"}.__contains__
     assert best_name(["src/f", "src/f.c"], exists) == "src/f.c"  # the one that exists

@@ -28,14 +28,13 @@ from ..git import Git, TempIndex
 from ..model import paths
 from ..model.conflict import Conflict
 from ..model.ids import Oid
-from ..model.line_endings import crlf_mismatch
 from ..model.series import Entry, Series
 from ..model.stack import AppliedPatch
 from . import fastpath
 from .cache import Cache
 from .fastpath import ProvenStream
 from .loaded import LoadedPatch, commit_message
-from .merging import conflict_hunks, merge
+from .merging import conflict_hunks, merge, misfit_notes
 
 
 @dataclass
@@ -178,7 +177,7 @@ class Engine:
         ok, err = self._index.apply(lp.data, lp.entry.strip_level)
         if not ok:
             self._index_tree = None
-            notes = self._line_ending_notes(tree, lp)
+            notes = misfit_notes(self.git, tree, lp.patch)
             raise ConflictError(
                 f"patch '{lp.entry.name}' does not apply where it was made"
                 " (the series base plus the patches before it)",
@@ -189,17 +188,6 @@ class Engine:
         self._index_tree = result
         self.cache.put(key, result)
         return result
-
-    def _line_ending_notes(self, tree: Oid, lp: LoadedPatch) -> list[str]:
-        files = [f for f in lp.patch.files if f.old_path and f.hunks]
-        listing = self.git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
-        notes = []
-        for f in files:
-            if f.old_path in listing:
-                note = crlf_mismatch(f, self.git.read_blob(listing[f.old_path][1]))
-                if note:
-                    notes.append(note)
-        return notes
 
     # -- placing patches -----------------------------------------------------------------------
 

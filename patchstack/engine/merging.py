@@ -16,7 +16,9 @@ from dataclasses import replace
 from ..git import Git, MergeResult
 from ..model import trailers
 from ..model.conflict import Conflict, ConflictHunk, UpstreamCommit, parse_markers, relabel
+from ..model.diff import Patch
 from ..model.ids import Oid
+from ..model.misfits import notes_for
 
 
 def merge(
@@ -118,3 +120,14 @@ def blame(
             upstream = tuple(UpstreamCommit(c, s) for c, s in commits)
             hunks.append(replace(h, upstream=upstream, traced=traced))
     return Conflict(name, files, tuple(hunks), (), merged.messages.strip(), merged.tree)
+
+
+def misfit_notes(git: Git, tree: Oid, patch: Patch) -> list[str]:
+    """Why ``patch`` does not apply to the files of ``tree``, where a reason can be named."""
+    files = [f for f in patch.files if f.old_path and f.hunks]
+    listing = git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
+    notes = []
+    for f in files:
+        found = listing.get(f.old_path or "")
+        notes += notes_for(f, git.read_blob(found[1]) if found else None)
+    return notes

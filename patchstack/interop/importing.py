@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from ..checkout import Checkout as Workspace
 from ..commands.state import make_engine, read_stack
-from ..engine.merging import conflict_hunks, merge
+from ..engine.merging import conflict_hunks, merge, misfit_notes
 from ..errors import ConflictError, GitFailure, PatchstackError, RefusedError
 from ..git import Git, TempIndex
 from ..model import trailers
@@ -289,7 +289,11 @@ def _place(
     raise ConflictError(
         f"{src.origin} does not apply, not even by a three-way merge, on the base plus the"
         " patches before it",
-        Conflict(src.name, src.patch.paths, detail=err.strip()),
+        Conflict(
+            src.name,
+            src.patch.paths,
+            detail="\n".join([*misfit_notes(git, tree, src.patch), err.strip()]),
+        ),
         "fix the patch (or the --base); nothing was changed",
     )
 

@@ -1,0 +1,52 @@
+"""Why a file diff does not fit the file it applies to, named for the user instead of guessed:
+line endings that differ, a hunk written as creating a file that exists."""
+
+from __future__ import annotations
+
+from .diff import FileDiff
+
+
+def crlf_mismatch(fd: FileDiff, old: bytes) -> str | None:
+    """Why ``fd`` cannot match ``old`` when the only difference is CR LF against LF."""
+    pre = [ln[1:] for h in fd.hunks for ln in h.lines if ln[:1] in (" ", "-")]
+    if not pre:
+        return None
+    patch_cr = sum(ln.endswith("\r") for ln in pre)
+    lines = old.split(b"\n")[:-1] if old.endswith(b"\n") else old.split(b"\n")
+    file_cr = sum(ln.endswith(b"\r") for ln in lines)
+    if patch_cr == len(pre) and lines and file_cr == 0:
+        return (
+            f"{fd.old_path}: the patch's lines end in CR LF (bytes 0d 0a, shown as <U+000D>)"
+            " but the file's lines end in LF (0a)"
+        )
+    if patch_cr == 0 and lines and file_cr == len(lines):
+        return (
+            f"{fd.old_path}: the file's lines end in CR LF (bytes 0d 0a) but the patch's"
+            " lines end in LF (0a)"
+        )
+    return None
+
+
+def notes_for(fd: FileDiff, old: bytes | None) -> list[str]:
+    """What ``fd`` cannot match in ``old`` (the file's bytes, None when it does not exist)."""
+    if old is None:
+        return []
+    found = [crlf_mismatch(fd, old), creates_an_existing_file(fd)]
+    return [note for note in found if note]
+
+
+def creates_an_existing_file(fd: FileDiff) -> str | None:
+    """A hunk ``@@ -0,0 +1,N @@`` under ``--- a/x`` (not ``/dev/null``) on a file that exists:
+    GNU patch inserts the lines at the top of the file (zsh 5.9's ``completion-dscverify.diff``,
+    already upstream, defines its function twice under quilt); git refuses, and so do we."""
+    if fd.old_path is None or not fd.hunks:
+        return None
+    first = fd.hunks[0]
+    if first.old_start != 0 or first.old_len != 0:
+        return None
+    return (
+        f"{fd.old_path}: the hunk on line {first.lineno} of the patch is written as creating"
+        " the file (@@ -0,0 @@) but the file exists; GNU patch (quilt) would put its lines"
+        " at the top of the file. If the file already has the change (upstream took it), drop"
+        " the patch; else regenerate it against the file"
+    )
