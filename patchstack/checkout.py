@@ -39,6 +39,7 @@ class Checkout:
     command: str = ""  # the command line, as the operation log records it
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
+    _summaries: dict[Any, tuple[bytes, PatchSummary]] = field(default_factory=dict, repr=False)
     _proven: ProvenPatches | None = field(default=None, repr=False)
     _where: tuple[tuple[str, str], str | None] | None = field(default=None, repr=False)
 
@@ -86,6 +87,8 @@ class Checkout:
                     f"patch file '{entry.name}' not found",
                     f"add {self.display(path)} or remove the line",
                 )
+            if "/" not in entry.name and not os.path.islink(path):
+                continue  # a file of the series directory itself (whose real path is known)
             real = os.path.realpath(path)
             if os.path.commonpath([real, inside]) != inside:
                 raise InputError(
@@ -120,12 +123,17 @@ class Checkout:
         `read_patch` does) by this command or, for the very same bytes, an earlier one
         (`ProvenPatches`): a long series is not parsed again by every command."""
         with open(self.patch_path(entry.name), "rb") as f:
+            st = os.fstat(f.fileno())
+            key = (entry.name, entry.strip_level, st.st_size, st.st_mtime_ns, st.st_ino)
+            if key in self._summaries:
+                return self._summaries[key]
             data = f.read()
         found = self._proofs().get(self._proof_key(entry, data))
-        if found is not None:
-            return data, found
-        data, patch = self.read_patch(entry)
-        return data, summary_of(patch)
+        if found is None:
+            data, patch = self.read_patch(entry)
+            found = summary_of(patch)
+        self._summaries[key] = (data, found)
+        return data, found
 
     def _proof_key(self, entry: Entry, data: bytes) -> str:
         where = (self.series_dir, self.git.top)

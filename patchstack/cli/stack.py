@@ -118,7 +118,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
-    drift = do_drift(ws)
+    drift = do_drift(ws, st.stack_base)
     if as_json:
         out(
             json.dumps(

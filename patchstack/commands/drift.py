@@ -9,6 +9,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..model import trailers
+from ..model.ids import Oid
 from .state import check_base, read_stack
 
 
@@ -40,7 +41,8 @@ class Drift:
         }
 
 
-def drift(ws: Checkout) -> Drift | None:
+def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
+    """``stack_base``: the applied stack's base, when the caller has read the stack."""
     git = ws.git
     series = ws.load_series()
     base = series.base
@@ -49,7 +51,7 @@ def drift(ws: Checkout) -> Drift | None:
     upstream = git.upstream_of_head()
     found = git.rev_parse(upstream) if upstream else None
     name = upstream or "HEAD"
-    target = found if found is not None else read_stack(git).base
+    target = found if found is not None else (stack_base or read_stack(git).base)
     if target == base or not git.is_ancestor(base, target):
         return Drift(base, target, name, 0, ())
     owners: dict[str, list[str]] = {}

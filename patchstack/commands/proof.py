@@ -94,6 +94,14 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     return Proof(verdicts)
 
 
+def remember_consistent(git: Git, digests: Iterable[str]) -> None:
+    """Record patch files (by SHA-256) whose hunks a command proved to give the blobs their
+    index lines name, so that the next ``status`` need not read the preimages again."""
+    cache = _ConsistencyCache(git)
+    cache.added.update(d for d in digests if d not in cache.known)
+    cache.save()
+
+
 def _applies_to(idx: TempIndex, tree: str, data: bytes, strip: int) -> str | None:
     """The tree ``data`` makes of ``tree`` with ``git apply`` (None when it does not apply)."""
     idx.read_tree(tree)

@@ -50,6 +50,9 @@ class Engine:
     _loaded: dict[str, LoadedPatch] = field(default_factory=dict, init=False)
     _index: TempIndex | None = field(default=None, init=False)
     _index_tree: Oid | None = field(default=None, init=False)
+    # SHA-256 of the patch files the fast path proved (each file diff's hunks give the blob
+    # its index line names): what `commands.proof` would check again, told to it instead.
+    consistent: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.cache = Cache(self.git)
@@ -105,6 +108,8 @@ class Engine:
                         p for e in entries[j - 1 : k] for p in self.patch(e.name).patch.paths
                     )
                 commit = session.commit(parent, lp, self)
+                if commit is not None:
+                    self.consistent.add(hashlib.sha256(lp.data).hexdigest())
             if commit is None:
                 if session is not None:
                     session.close()

@@ -218,6 +218,11 @@ def _header_end(lines: list[Line]) -> int:
     return i
 
 
+_PLAIN = r"[A-Za-z0-9][A-Za-z0-9._+@=~-]*"
+_PLAIN_RE = re.compile(_PLAIN)
+_PLAIN_FOLDERS_RE = re.compile(rf"{_PLAIN}(?:/{_PLAIN})*")
+
+
 def validate_name(name: str, folders: bool = False) -> str | None:
     """Why ``name`` is not a safe patch name, or None when it is.
 
@@ -225,6 +230,8 @@ def validate_name(name: str, folders: bool = False) -> str | None:
     write), with ``._+@=~-``; with ``folders``, '/' separates subfolders of the series
     directory, as quilt allows (``debian/fix.patch``).
     """
+    if ".." not in name and (_PLAIN_FOLDERS_RE if folders else _PLAIN_RE).fullmatch(name):
+        return None  # the common case, decided without the checks below
     if not name:
         return "empty patch name"
     if "\\" in name or ("/" in name and not folders):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from . import trailers
@@ -61,7 +62,14 @@ class Stack:
         return self.applied[-1].tree if self.applied else self.base_tree
 
     def find(self, name: str) -> AppliedPatch | None:
-        return next((p for p in self.applied if p.name == name), None)
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, AppliedPatch]:
+        found: dict[str, AppliedPatch] = {}
+        for p in self.applied:
+            found.setdefault(p.name, p)  # the lowest, as a scan from the bottom finds it
+        return found
 
 
 LOOK_BELOW = 50  # plain commits to look through for patch commits covered by them
