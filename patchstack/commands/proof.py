@@ -14,7 +14,8 @@ patch file:
   recorded proves it. ``pop``, ``push`` and a ``refresh`` that moves the base refuse to drop it;
   ``refresh`` with no base move adopts it into the patch file, ``--discard-changes`` drops it.
 
-Whether a patch file's hunks give its index lines is cached by the file's digest.
+Whether a patch file's hunks give its index lines is cached by the file's digest, and the
+verdicts ``exact`` and ``carried`` by the commit and that digest (`_ConsistencyCache`).
 """
 
 from __future__ import annotations
@@ -49,16 +50,24 @@ class Proof:
 
 def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     git = ws.git
-    applied = [ap for ap in stack.applied if ap.name in series]
     parents = _parent_trees(stack)
-    raws = git.raw_diffs([(parents[ap.commit], ap.tree) for ap in applied])
     consistent = _ConsistencyCache(git)
     verdicts: dict[str, str] = {}
-    pending = []
-    matched = []
-    for ap, raw in zip(applied, raws, strict=True):
+    applied = []
+    for ap in stack.applied:
+        if ap.name not in series:
+            continue
         entry = series.entry(ap.name)
         data, summary = ws.proven_bytes(entry)  # parsed only when its bytes are new
+        known = consistent.verdict(ap.commit, data, entry.strip_level)
+        if known:
+            verdicts[ap.name] = known
+        else:
+            applied.append((ap, entry, data, summary))
+    raws = git.raw_diffs([(parents[ap.commit], ap.tree) for ap, *_rest in applied])
+    pending = []
+    matched = []
+    for (ap, entry, data, summary), raw in zip(applied, raws, strict=True):
         if _ids_match(summary, raw, git.fmt):
             matched.append((ap, entry, data))
         else:
@@ -90,6 +99,9 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
                 and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
             )
             verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    for ap, entry, data, _summary in applied:
+        if verdicts[ap.name] in (EXACT, CARRIED):  # (the other two depend on the log)
+            consistent.remember(ap.commit, data, entry.strip_level, verdicts[ap.name])
     consistent.save()
     return Proof(verdicts)
 
@@ -140,7 +152,11 @@ def _ids_match(patch: PatchSummary, raw: list[RawDiff], fmt: ObjectFormat) -> bo
 
 class _ConsistencyCache:
     """Does a patch file's every hunk, applied to the blob its index line names, give the blob
-    its index line names? Keyed by the file's digest (``patchstack/proven``)."""
+    its index line names? Keyed by the file's digest (``patchstack/proven``).
+
+    The same file keeps the verdicts ``exact`` and ``carried`` of (commit, patch file) pairs:
+    a commit id fixes its parent and its tree, so the verdict cannot change. Those lines are
+    kept only while a command uses them (the file stays the size of the stack)."""
 
     def __init__(self, git: Git) -> None:
         self.git = git
@@ -151,10 +167,22 @@ class _ConsistencyCache:
         except (OSError, UnicodeDecodeError):
             self.known = set()
         self.added: set[str] = set()
+        self.used: set[str] = set()  # verdict lines read or made by this command
         self.blobs: dict[str, bytes] = {}  # read ahead, by id
 
     def knows(self, data: bytes) -> bool:
         return hashlib.sha256(data).hexdigest() in self.known
+
+    def verdict(self, commit: str, data: bytes, strip: int) -> str | None:
+        key = f"{commit} {hashlib.sha256(data).hexdigest()} p{strip}"
+        for verdict in (EXACT, CARRIED):
+            if f"{key} {verdict}" in self.known:
+                self.used.add(f"{key} {verdict}")
+                return verdict
+        return None
+
+    def remember(self, commit: str, data: bytes, strip: int, verdict: str) -> None:
+        self.used.add(f"{commit} {hashlib.sha256(data).hexdigest()} p{strip} {verdict}")
 
     def read_ahead(self, oids: Iterable[str]) -> None:
         """Read the preimages the checks will want in pipelined batches, not one by one."""
@@ -188,9 +216,11 @@ class _ConsistencyCache:
         return True
 
     def save(self) -> None:
-        if self.added:
+        digests = {k for k in self.known if " " not in k} | self.added
+        lines = digests | self.used
+        if lines != self.known:
             with contextlib.suppress(OSError):
-                text = "".join(f"{k}\n" for k in sorted(self.known | self.added))
+                text = "".join(f"{k}\n" for k in sorted(lines))
                 write_atomic(self.path, text.encode(), sync=False)
 
 
