@@ -99,30 +99,38 @@ def test_a_push_tells_the_proof_what_its_fast_path_proved(repo: Repo) -> None:
     assert repo.ps("status").exit_code == 0
 
 
-def test_verdicts_are_kept_by_commit_and_patch_bytes_while_in_use(repo: Repo) -> None:
+def test_verdicts_are_kept_by_commit_and_patch_bytes(repo: Repo, monkeypatch) -> None:
     """``status``, ``pop`` and ``push`` prove the applied commits once for the same (commit,
-    patch file) pair; a changed file or another commit is proven again; the lines go when the
-    stack no longer holds the commit."""
+    patch file) pair (a push says which commits its fast path proved); a changed file or
+    another commit is proven again; past the bound, only the lines in use are kept."""
     import hashlib
 
+    from patchstack.commands import proof
+
     stack_of_three(repo)
+    repo.ps("pop", "--all")
     proven = repo.path / ".git" / "patchstack" / "proven"
+    for name in ("proven", "cache"):
+        (repo.path / ".git" / "patchstack" / name).unlink(missing_ok=True)
+    repo.ps("push", "--all")
 
     def verdict_lines() -> set[str]:
         return {ln for ln in proven.read_text().splitlines() if " " in ln}
 
-    assert repo.ps("status").exit_code == 0
     commits = repo.git("log", "--format=%H", "-3").split()[::-1]
     want = set()
     for i, commit in enumerate(commits):
         digest = hashlib.sha256((repo.path / "patches" / f"p{i}.patch").read_bytes()).hexdigest()
         want.add(f"{commit} {digest} p1 exact")
+    assert verdict_lines() == want  # written by the push
+    assert repo.ps("status").exit_code == 0
     assert verdict_lines() == want
     replace_line(repo, "a.py", "a 1\n", "a 1 amended\n")
     repo.git("commit", "--amend", "-q", "--no-edit", "-a")  # another commit, another change
     result = repo.ps("status", code=1)
     assert "the commit of p2.patch differs from its patch file" in result.stdout
-    assert len(verdict_lines()) == 2
+    assert len(verdict_lines()) == 3  # the amended-away commit's line stays, under the bound
+    monkeypatch.setattr(proof, "VERDICTS_KEPT", 0)
     repo.ps("pop", "--all", "--discard-changes")
     repo.ps("status")
     assert verdict_lines() == set()

@@ -38,6 +38,7 @@ from ..model.series import Series
 from ..model.stack import Stack
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
+VERDICTS_KEPT = 5000  # (commit, patch file) verdicts kept in the cache: a few stacks' worth
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,15 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     return Proof(verdicts)
 
 
-def remember_consistent(git: Git, digests: Iterable[str]) -> None:
-    """Record patch files (by SHA-256) whose hunks a command proved to give the blobs their
-    index lines name, so that the next ``status`` need not read the preimages again."""
+def remember_exact(git: Git, made: Iterable[tuple[str, str, int]]) -> None:
+    """Record commits a push made by its fast path, as (commit, SHA-256 of the patch file,
+    strip level): each file diff's hunks gave the blob its index line names, at the parent of
+    the commit, so the commit is ``exact`` and the file consistent; the next ``status`` need
+    not prove them again."""
     cache = _ConsistencyCache(git)
-    cache.added.update(d for d in digests if d not in cache.known)
+    for commit, digest, strip in made:
+        cache.added.add(digest)
+        cache.used.add(f"{commit} {digest} p{strip} {EXACT}")
     cache.save()
 
 
@@ -155,8 +160,8 @@ class _ConsistencyCache:
     its index line names? Keyed by the file's digest (``patchstack/proven``).
 
     The same file keeps the verdicts ``exact`` and ``carried`` of (commit, patch file) pairs:
-    a commit id fixes its parent and its tree, so the verdict cannot change. Those lines are
-    kept only while a command uses them (the file stays the size of the stack)."""
+    a commit id fixes its parent and its tree, so the verdict cannot change. When there are
+    more than `VERDICTS_KEPT` of them, only those this command used are kept."""
 
     def __init__(self, git: Git) -> None:
         self.git = git
@@ -216,8 +221,10 @@ class _ConsistencyCache:
         return True
 
     def save(self) -> None:
-        digests = {k for k in self.known if " " not in k} | self.added
-        lines = digests | self.used
+        lines = self.known | self.added | self.used
+        verdicts = {k for k in lines if " " in k}
+        if len(verdicts) > VERDICTS_KEPT:
+            lines = (lines - verdicts) | self.used
         if lines != self.known:
             with contextlib.suppress(OSError):
                 text = "".join(f"{k}\n" for k in sorted(lines))

@@ -14,7 +14,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
-from .proof import EDITED, Proof, prove, refuse_dropping, remember_consistent
+from .proof import EDITED, Proof, prove, refuse_dropping, remember_exact
 from .state import make_engine, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)
@@ -86,7 +86,7 @@ def move_stack(
     head = built[-1][1] if built else (keep[-1].commit if keep else base)
     publish(ws, Plan(kind, stack.head, head))
     if rest:
-        remember_consistent(ws.git, engine.consistent)
+        remember_exact(ws.git, engine.proven)
     return MoveResult(stack.names, tuple(target), head, base, tuple(rest))
 
 

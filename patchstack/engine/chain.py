@@ -50,9 +50,10 @@ class Engine:
     _loaded: dict[str, LoadedPatch] = field(default_factory=dict, init=False)
     _index: TempIndex | None = field(default=None, init=False)
     _index_tree: Oid | None = field(default=None, init=False)
-    # SHA-256 of the patch files the fast path proved (each file diff's hunks give the blob
-    # its index line names): what `commands.proof` would check again, told to it instead.
-    consistent: set[str] = field(default_factory=set, init=False)
+    # Commits the fast path made, with the SHA-256 of their patch file and its strip level:
+    # each file diff's hunks gave the blob its index line names, on the commit's parent, so
+    # `commands.proof` would find them exact; it is told instead (`proof.remember_exact`).
+    proven: list[tuple[Oid, str, int]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.cache = Cache(self.git)
@@ -109,7 +110,8 @@ class Engine:
                     )
                 commit = session.commit(parent, lp, self)
                 if commit is not None:
-                    self.consistent.add(hashlib.sha256(lp.data).hexdigest())
+                    digest = hashlib.sha256(lp.data).hexdigest()
+                    self.proven.append((commit, digest, lp.entry.strip_level))
             if commit is None:
                 if session is not None:
                     session.close()
