@@ -270,6 +270,7 @@ class Engine:
         self._extend(last, tick)
         built: list[tuple[str, Oid, Oid]] = []
         session: ProvenStream | None = None  # off the canonical chain: blob-proven commits
+        pending: list[int] = []  # entries of `built` made by the stream, trees not known yet
 
         def settle() -> Oid:
             """Close the stream and fill in the trees of its commits; the current tree."""
@@ -277,11 +278,11 @@ class Engine:
             if session is not None:
                 session.close()
                 session = None
-            pending = [i for i, b in enumerate(built) if not b[2]]
             for i, t in zip(
                 pending, self.git.trees_of([built[i][1] for i in pending]), strict=True
             ):
                 built[i] = (built[i][0], built[i][1], t)
+            pending.clear()
             return built[-1][2] if built else tree
 
         for name in names:
@@ -299,6 +300,7 @@ class Engine:
                     commit = session.commit(parent, self.patch(name), self)
                 if commit is not None:
                     parent, tree = commit, Oid("")
+                    pending.append(len(built))
                 else:
                     tree = settle()
                     tree = self.place(tree, name, selected)

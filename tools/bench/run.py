@@ -12,6 +12,7 @@ commands fail (with the first line of the error).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -71,6 +72,11 @@ class Env:
         for k in list(self.vars):
             if k.startswith(("GIT_", "QUILT_", "PATCHSTACK_")):
                 del self.vars[k]
+        # Run patchstack as an installed copy runs: from bytecode (pip compiles it at install,
+        # as Debian does for StGit). With PYTHONDONTWRITEBYTECODE set, a checkout would
+        # compile every module at every start (0.05-0.1 s per command on this machine).
+        self.vars.pop("PYTHONDONTWRITEBYTECODE", None)
+        compileall.compile_dir(os.path.join(PROJECT, "patchstack"), quiet=1)
         self.vars.update(
             {
                 "GIT_CONFIG_GLOBAL": cfg,
