@@ -20,11 +20,11 @@ from ..checkout import Checkout
 from ..engine.chain import Engine
 from ..engine.fastpath import raw_date
 from ..engine.loaded import LoadedPatch, commit_message
-from ..engine.merging import conflict_hunks, merge
+from ..engine.merging import conflict_hunks
 from ..engine.replay import old_chain
 from ..engine.verdicts import format_chain
 from ..errors import ConflictError, PatchstackError
-from ..git import Git
+from ..git import Git, MergeResult
 from ..model import message, trailers
 from ..model.conflict import Conflict
 from ..model.ids import Oid
@@ -206,17 +206,9 @@ def _carry(
     removed: Sequence[str],
 ) -> Oid:
     """``before -> after`` carried onto ``tree`` (push's placement), or a ConflictError."""
-    if tree == before:
-        return after
-    if before == after:
-        return tree
-    key = f"merge {before} {tree} {after}"
-    cached = engine.cache.get(key)
-    if cached:
-        return cached
     name = part.entry.name
-    result = merge(git, before, tree, after, ("current", name))
-    if not result.clean:
+    result = engine.carry(before, tree, after, name)
+    if isinstance(result, MergeResult):
         files = result.conflicted or tuple(git.changed_paths(before, after))
         others = _crossed(engine, part, parts, old_names, removed, files)
         gone = [n for n in others if n in removed]
@@ -248,8 +240,7 @@ def _carry(
             "they change the same lines: keep their order, or fold one into the other;"
             " nothing was changed",
         )
-    engine.cache.put(key, result.tree)
-    return result.tree
+    return result
 
 
 def _crossed(

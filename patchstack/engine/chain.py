@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConflictError, InputError, PatchstackError
-from ..git import Git, TempIndex
+from ..git import Git, MergeResult, TempIndex
 from ..model import paths
 from ..model.conflict import Conflict
 from ..model.ids import Oid
@@ -206,6 +206,22 @@ class Engine:
         if tree == before:
             return after
         self.check_through(tree, self.patch(name))
+        result = self.carry(before, tree, after, name)
+        if isinstance(result, MergeResult):
+            raise ConflictError(
+                f"patch '{name}' conflicts with the tree it is pushed onto",
+                self.conflict_report(
+                    name, result.tree, result.conflicted, result.messages, selected
+                ),
+                "push the patches it depends on too, or resolve with 'patchstack refresh'",
+            )
+        return result
+
+    def carry(self, before: Oid, tree: Oid, after: Oid, name: str) -> Oid | MergeResult:
+        """The change ``before -> after`` (patch ``name``) carried onto ``tree`` by a three-way
+        merge, remembered in the cache; the merge itself when it does not merge cleanly."""
+        if tree == before:
+            return after
         if before == after:
             return tree
         key = f"merge {before} {tree} {after}"
@@ -214,13 +230,7 @@ class Engine:
             return cached
         result = merge(self.git, before, tree, after, ("current", name))
         if not result.clean:
-            raise ConflictError(
-                f"patch '{name}' conflicts with the tree it is pushed onto",
-                self.conflict_report(
-                    name, result.tree, result.conflicted, result.messages, selected
-                ),
-                "push the patches it depends on too, or resolve with 'patchstack refresh'",
-            )
+            return result
         self.cache.put(key, result.tree)
         return result.tree
 
