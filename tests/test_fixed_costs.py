@@ -172,3 +172,40 @@ def test_in_process_tree_reads_and_loose_writes_agree_with_git(repo: Repo) -> No
         git.close()
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_tree_changes_are_what_diff_tree_lists(repo: Repo) -> None:
+    """What a replay re-reads after a merge (`tree_changes`): exactly the entries ``git
+    diff-tree -r -t`` lists between the two trees, found or gone, and only within the paths
+    asked for."""
+    for path in ("keep/x.py", "mod/deep/y.py", "gone/z.py", "flip", "same/s.py"):
+        repo.write(path, path + "\n")
+    repo.git("add", "-A")
+    old = repo.git("write-tree").strip()
+    repo.write("mod/deep/y.py", "changed\n")
+    repo.git("rm", "-rqf", "gone", "flip")
+    repo.write("flip/now-a-folder.py", "f\n")
+    repo.write("new/n.py", "n\n")
+    repo.git("add", "-A")
+    new = repo.git("write-tree").strip()
+    listed = repo.git("diff-tree", "-r", "-t", "-z", old, new).split("\0")
+    expected: dict[str, tuple[str, str] | None] = {}
+    for meta, path in zip(listed[0::2], listed[1::2], strict=False):
+        if meta.startswith(":"):
+            _, new_mode, _, new_id, _status = meta[1:].split(" ")
+            expected[path] = None if set(new_id) == {"0"} else (new_mode, new_id)
+    everything = {
+        p
+        for t in (old, new)
+        for p in repo.git("ls-tree", "-r", "-t", "--name-only", "-z", t).split("\0")
+        if p
+    }
+    git = find_repo(str(repo.path))
+    try:
+        assert git.tree_changes(old, new, everything) == expected
+        assert "gone/z.py" in expected and "flip/now-a-folder.py" in expected
+        only = {"mod", "mod/deep", "mod/deep/y.py", "keep", "keep/x.py"}
+        assert git.tree_changes(old, new, only) == {p: e for p, e in expected.items() if p in only}
+        assert git.tree_changes(new, new, everything) == {}
+    finally:
+        git.close()

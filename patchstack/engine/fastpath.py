@@ -147,10 +147,14 @@ class ProvenStream:
 
     def moved(self, tree: Oid) -> None:
         """The tree is now ``tree`` (readable by git): a commit made outside the proven path,
-        such as a merge's result."""
+        such as a merge's result. What was looked up stays known: only the entries that
+        differ between the two trees are read again (a merge changes a few paths)."""
+        for path, entry in self.git.tree_changes(self.root, tree, self.listed).items():
+            if entry is None:
+                self.base.pop(path, None)
+            else:
+                self.base[path] = entry
         self.root = tree
-        self.base = {}
-        self.listed = set()
         self.overlay.clear()
 
     def prefetch(self, wanted: Iterable[str]) -> None:

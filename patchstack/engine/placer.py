@@ -134,7 +134,6 @@ class Placer:
             session.stream.checkpoint()
             commit = self.engine.commit(self.parent, tree, name)
         session.moved(tree)
-        self.fetched = 0
         self.parent = commit
         self.anchor = (i + 1, tree)
         self.followed = True

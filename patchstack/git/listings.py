@@ -1,5 +1,5 @@
-"""Listings: trees, differences, the work tree's state and history, every one read with ``-z``
-(paths as bytes, decoded one way, see `base.decode_path`)."""
+"""Listings: differences, the work tree's state and history, every one read with ``-z`` (paths
+as bytes, decoded one way, see `base.decode_path`); trees are read in `trees`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from ..model.ids import Oid
-from .base import decode_path, encode_path
-from .objects import Objects, tree_records
+from .base import decode_path
 from .process import failure
+from .trees import Trees
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
@@ -48,40 +48,7 @@ class DirtyState:
         return not (self.modified or self.untracked or self.unmerged)
 
 
-def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
-    result = {}
-    for rec in out.split(b"\0"):
-        if rec:
-            meta, name = rec.split(b"\t", 1)
-            mode, _kind, oid = meta.decode().split()
-            result[decode_path(name)] = (mode, oid)
-    return result
-
-
-class Listings(Objects):
-    # -- trees ---------------------------------------------------------------------------------
-
-    def ls_tree(self, tree: str, path: str | None = None) -> dict[str, tuple[str, str]]:
-        """path -> (mode, id) for the files of a tree (recursively), or of one folder of it."""
-        args = ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree]
-        if path:
-            args += ["--", path]
-        return _ls_records(self.run(*args).stdout)
-
-    def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
-        if not paths:
-            return {}
-        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", tree, "--", *paths)
-        return _ls_records(out.stdout)
-
-    def show_file(self, rev: str, path: str) -> bytes | None:
-        """The bytes of ``path`` in ``rev``, or None when it has no such file."""
-        found = self.ls_tree_paths(rev, [path]).get(path)
-        if found is None or found[0] == "040000" or found[0] == "160000":
-            return None
-        return self.read_blob(found[1])
-
+class Listings(Trees):
     # -- differences -----------------------------------------------------------------------------
 
     def changed_paths(self, a: str, b: str) -> list[str]:
@@ -123,44 +90,6 @@ class Listings(Objects):
         if len(result) != len(pairs):
             raise PatchstackError(f"git diff-tree answered {len(result)} of {len(pairs)} pairs")
         return result
-
-    def entries_at(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),
-        read through the persistent ``cat-file``, one pipelined batch of trees per depth."""
-        found: dict[str, tuple[str, str]] = {}
-        memo = self._memo
-        pending = [(p, encode_path(p).split(b"/"), 0, tree) for p in paths]
-        while pending:
-            self._read_trees([t for *_, t in pending])
-            deeper = []
-            for path, parts, i, at in pending:
-                entry = memo[("tree-records", at)].get(parts[i])
-                if entry is None:
-                    continue
-                if i == len(parts) - 1:
-                    found[path] = entry
-                elif entry[0] == "040000":
-                    deeper.append((path, parts, i + 1, entry[1]))
-            pending = deeper
-        return found
-
-    def _read_trees(self, trees: Sequence[str]) -> None:
-        """Read and remember the entries of these trees (a tree's entries never change)."""
-        memo = self._memo
-        wanted = [t for t in dict.fromkeys(trees) if ("tree-records", t) not in memo]
-        if not wanted:
-            return
-        for tree, found in zip(wanted, self.read_objects(wanted), strict=True):
-            if found is None or found[0] != "tree":
-                raise PatchstackError(f"not a tree: {tree}")
-            self._memo[("tree-records", tree)] = tree_records(found[1], self.fmt.hexsz // 2)
-
-    def _tree_records(self, tree: str | None) -> dict[bytes, tuple[str, str]]:
-        if tree is None:
-            return {}
-        self._read_trees([tree])
-        records: dict[bytes, tuple[str, str]] = self._memo[("tree-records", tree)]
-        return records
 
     def diff_patch(self, a: str, b: str) -> bytes:
         """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""

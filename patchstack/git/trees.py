@@ -1,0 +1,110 @@
+"""Trees: listed by ``ls-tree -z``, or read through the persistent ``cat-file`` and parsed here
+(a tree's entries never change, so what one command read once it does not read again)."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+
+from ..errors import PatchstackError
+from .base import decode_path, encode_path
+from .objects import Objects, tree_records
+
+
+def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
+    result = {}
+    for rec in out.split(b"\0"):
+        if rec:
+            meta, name = rec.split(b"\t", 1)
+            mode, _kind, oid = meta.decode().split()
+            result[decode_path(name)] = (mode, oid)
+    return result
+
+
+class Trees(Objects):
+    def ls_tree(self, tree: str, path: str | None = None) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) for the files of a tree (recursively), or of one folder of it."""
+        args = ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree]
+        if path:
+            args += ["--", path]
+        return _ls_records(self.run(*args).stdout)
+
+    def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
+        if not paths:
+            return {}
+        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", tree, "--", *paths)
+        return _ls_records(out.stdout)
+
+    def show_file(self, rev: str, path: str) -> bytes | None:
+        """The bytes of ``path`` in ``rev``, or None when it has no such file."""
+        found = self.ls_tree_paths(rev, [path]).get(path)
+        if found is None or found[0] == "040000" or found[0] == "160000":
+            return None
+        return self.read_blob(found[1])
+
+    def entries_at(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),
+        read through the persistent ``cat-file``, one pipelined batch of trees per depth."""
+        found: dict[str, tuple[str, str]] = {}
+        memo = self._memo
+        pending = [(p, encode_path(p).split(b"/"), 0, tree) for p in paths]
+        while pending:
+            self._read_trees([t for *_, t in pending])
+            deeper = []
+            for path, parts, i, at in pending:
+                entry = memo[("tree-records", at)].get(parts[i])
+                if entry is None:
+                    continue
+                if i == len(parts) - 1:
+                    found[path] = entry
+                elif entry[0] == "040000":
+                    deeper.append((path, parts, i + 1, entry[1]))
+            pending = deeper
+        return found
+
+    def tree_changes(
+        self, old: str, new: str, within: Container[str]
+    ) -> dict[str, tuple[str, str] | None]:
+        """path -> its entry in ``new`` (None: absent) for the paths of ``within`` whose entry
+        differs between the trees ``old`` and ``new``. ``within`` must hold every folder of
+        each of its paths (as `entries_at`'s callers keep them): only folders it holds are
+        entered, and only where the two trees differ, so the cost is that of the change."""
+        changed: dict[str, tuple[str, str] | None] = {}
+        pending: list[tuple[str, str | None, str | None]] = [("", old, new)]
+        while pending:
+            self._read_trees([t for _, a, b in pending for t in (a, b) if t is not None])
+            deeper: list[tuple[str, str | None, str | None]] = []
+            for prefix, a, b in pending:
+                left, right = self._tree_records(a), self._tree_records(b)
+                for name in left.keys() | right.keys():
+                    was, now = left.get(name), right.get(name)
+                    if was == now:
+                        continue
+                    path = prefix + decode_path(name)
+                    if path not in within:
+                        continue
+                    changed[path] = now
+                    sub_a = was[1] if was is not None and was[0] == "040000" else None
+                    sub_b = now[1] if now is not None and now[0] == "040000" else None
+                    if sub_a is not None or sub_b is not None:
+                        deeper.append((path + "/", sub_a, sub_b))
+            pending = deeper
+        return changed
+
+    def _read_trees(self, trees: Sequence[str]) -> None:
+        """Read and remember the entries of these trees (a tree's entries never change)."""
+        memo = self._memo
+        wanted = [t for t in dict.fromkeys(trees) if ("tree-records", t) not in memo]
+        if not wanted:
+            return
+        for tree, found in zip(wanted, self.read_objects(wanted), strict=True):
+            if found is None or found[0] != "tree":
+                raise PatchstackError(f"not a tree: {tree}")
+            self._memo[("tree-records", tree)] = tree_records(found[1], self.fmt.hexsz // 2)
+
+    def _tree_records(self, tree: str | None) -> dict[bytes, tuple[str, str]]:
+        if tree is None:
+            return {}
+        self._read_trees([tree])
+        records: dict[bytes, tuple[str, str]] = self._memo[("tree-records", tree)]
+        return records
