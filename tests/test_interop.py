@@ -478,6 +478,22 @@ def test_format_patches_in_one_process_equals_format_patch_per_commit(tmp_path: 
     assert len(mails) == 3 and mails == singles
 
 
+def test_format_commits_gives_each_commit_as_format_patch_does(tmp_path: Path) -> None:
+    """The mails of commits picked out of a chain, in the order asked (refresh rewrites only
+    the patch files that changed): what format-patch gives for each alone."""
+    from patchstack.git import find_repo
+
+    repo, base, top = commits_repo(tmp_path)
+    git = find_repo(str(repo.path))
+    try:
+        chain = git.rev_list("--reverse", f"{base}..{top}")
+        picked = [chain[2], chain[0]]
+        assert git.format_commits(picked) == [git.format_patch(c) for c in picked]
+        assert git.format_commits([chain[1]]) == [git.format_patch(chain[1])]
+    finally:
+        git.close()
+
+
 def test_importing_the_series_directory_into_itself_is_refused(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(10, "a")})
     repo.write("patches/series", "fix.patch\n")

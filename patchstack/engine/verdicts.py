@@ -78,13 +78,9 @@ def classify(
 
 
 def format_chain(git: Git, commits: dict[str, Oid], wanted: Sequence[str]) -> dict[str, bytes]:
-    """format-patch output of the commits of ``wanted``: one process over the linear chain
-    ``commits`` (in order) when several are wanted, else one each."""
+    """format-patch output of the commits of ``wanted`` (of ``commits``): one process for
+    them all when several are wanted."""
     if len(wanted) < 2:
         return {n: git.format_patch(commits[n]) for n in wanted}
-    names = list(commits)
-    texts = git.format_patches(commits[names[0]] + "^", commits[names[-1]])
-    if len(texts) != len(names):  # not the linear chain it should be: one by one
-        return {n: git.format_patch(commits[n]) for n in wanted}
-    by_name = dict(zip(names, texts, strict=True))
-    return {n: by_name[n] for n in wanted}
+    texts = git.format_commits([commits[n] for n in wanted])
+    return dict(zip(wanted, texts, strict=True))

@@ -13,9 +13,11 @@ with the global and system configuration switched off. No work tree means no
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
-from ..errors import PatchstackError
+from ..errors import GitFailure, PatchstackError
 from .base import GitBase
+from .objects import ARG_BUDGET
 from .process import run_git
 
 FORMAT_PATCH_ARGS = (
@@ -100,7 +102,27 @@ class Mail(GitBase):
     def format_patches(self, base: str, top: str) -> list[bytes]:
         """``format_patch`` of every commit of ``base..top`` (first-parent, oldest first), in
         one process; each element is byte for byte what ``format_patch`` gives for that commit."""
-        out = self._format_patch(f"{self._commit_id(base)}..{self._commit_id(top)}")
+        return self._mails(self._format_patch(f"{self._commit_id(base)}..{self._commit_id(top)}"))
+
+    def format_commits(self, commits: Sequence[str]) -> list[bytes]:
+        """``format_patch`` of each of these commits (full ids), in one process per 2,000 or
+        so, without walking between them. format-patch prints the commits it is given in
+        reverse, so it is given them reversed; the count is checked."""
+        mails: list[bytes] = []
+        chunk = max(1, ARG_BUDGET // (self.fmt.hexsz + 1))
+        for at in range(0, len(commits), chunk):
+            ids = list(commits[at : at + chunk])
+            if not all(self.fmt.is_full(c) for c in ids):
+                raise GitFailure(f"not full commit ids: {ids!r}")
+            # (one commit alone would be read as "since": every commit after it)
+            walk = ["-1"] if len(ids) == 1 else ["--no-walk=unsorted"]
+            found = self._mails(self._format_patch(*walk, *reversed(ids)))
+            if len(found) != len(ids):
+                raise GitFailure(f"git format-patch gave {len(found)} mails for {len(ids)} commits")
+            mails.extend(found)
+        return mails
+
+    def _mails(self, out: bytes) -> list[bytes]:
         # --zero-commit makes every mail start with this exact line; a diff or message line
         # cannot (diff lines start with ' ', '+', '-'; git prefixes a body "From " line).
         sep = b"From " + self.fmt.null.encode() + b" Mon Sep 17 00:00:00 2001\n"

@@ -14,7 +14,7 @@ from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
 from .base import GitBase, encode_path
 
-_ARG_BUDGET = 100_000  # bytes of paths per command line
+ARG_BUDGET = 100_000  # bytes of paths per command line
 
 
 class Objects(GitBase):
@@ -187,7 +187,7 @@ class Objects(GitBase):
         batch: list[str] = []
         size = 0
         for path in [*paths, None]:
-            if path is None or (batch and size + len(encode_path(path)) > _ARG_BUDGET):
+            if path is None or (batch and size + len(encode_path(path)) > ARG_BUDGET):
                 if batch:
                     out = self.out("hash-object", "-w", "--no-filters", "--", *batch)
                     result += [Oid(x) for x in out.split()]
