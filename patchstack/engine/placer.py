@@ -113,12 +113,12 @@ class Placer:
         git = self.git
         if self.followed:
             m, anchor = self.anchor
-            base = git.throwaway_commit(self.steps_before[m], None, "base")
-            theirs = git.throwaway_commit(step.after, base, labels[1])
-            ours = git.throwaway_commit(anchor, base, labels[0])
-            result = git.merge_commits(ours, theirs, labels)
+            result = git.merge_trees(self.steps_before[m], anchor, step.after, labels)
             if result.clean:
                 return readable(git, result)
+        if git.batch_merges():  # trees merged as they are: ``tree`` must be visible to git
+            self.stream.checkpoint()
+            return readable(git, git.merge_trees(step.before, tree, step.after, labels), base_label)
         base = git.throwaway_commit(step.before, None, "base")
         theirs = git.throwaway_commit(step.after, base, labels[1])
         ours = git.stream_commit(self.stream, tree, base, labels[0])

@@ -23,6 +23,7 @@ expected answer ("is this an ancestor?").
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -131,7 +132,12 @@ def spawn(
 
 
 def version() -> tuple[tuple[int, int], str]:
-    """((major, minor), what ``git version`` printed)."""
+    """((major, minor), what ``git version`` printed): asked once per git found on ``PATH``."""
+    return _version(os.environ.get("PATH", ""), os.environ.get("GIT_EXEC_PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: str, exec_path: str) -> tuple[tuple[int, int], str]:
     out = run_git(["version"]).stdout.decode("utf-8", "replace").strip()
     m = re.search(r"(\d+)\.(\d+)", out)
     return ((int(m.group(1)), int(m.group(2))) if m else (0, 0)), out
