@@ -209,3 +209,25 @@ def test_tree_changes_are_what_diff_tree_lists(repo: Repo) -> None:
         assert git.tree_changes(new, new, everything) == {}
     finally:
         git.close()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="parallel checkout needs two cores")
+def test_a_large_move_writes_files_with_parallel_workers_unless_the_user_chose(
+    repo: Repo, tmp_path, monkeypatch
+) -> None:
+    for i in range(120):
+        repo.write(f"many/f{i}.py", f"f{i}\n")
+    repo.commit_all("many files")
+    repo.ps("init")
+    for i in range(120):
+        repo.write(f"many/f{i}.py", f"f{i} patched\n")
+    repo.ps("new", "wide", "--tag", "essential")
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    repo.ps("pop", "--all")
+    assert "checkout--worker" in trace.read_text()
+    trace.unlink()
+    repo.git("config", "checkout.workers", "1")
+    repo.ps("push", "--all")
+    assert "checkout--worker" not in trace.read_text()
+    assert repo.read("many/f7.py") == "f7 patched\n"

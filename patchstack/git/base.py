@@ -56,6 +56,19 @@ class GitBase:
         """The one object id a git command prints."""
         return Oid(self.out(*args, input=input, env=env).strip())
 
+    def config(self, key: str) -> str | None:
+        """A configuration value as git reads it (memoized for the command), or None."""
+        if ("config", key) not in self._memo:
+            proc = self.run("config", "--get", key, check=False)
+            value = (
+                proc.stdout.decode("utf-8", "surrogateescape").strip()
+                if proc.returncode == 0
+                else None
+            )
+            self._memo[("config", key)] = value
+        found: str | None = self._memo[("config", key)]
+        return found
+
     def spawn(
         self,
         args: Sequence[str],

@@ -6,15 +6,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from ..model.ids import Oid
 from .base import decode_path, encode_path
+from .process import failure
 
 if TYPE_CHECKING:
     from .repo import Git
+
+T = TypeVar("T")
 
 
 class TempIndex:
@@ -71,22 +75,25 @@ class TempIndex:
         proc = self.git.run("write-tree", env=self.env, check=False)
         return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
-    def stat_dirty(self) -> list[tuple[str, str]]:
-        """(index mode, path) of tracked entries whose file may differ (stat data, no refresh)."""
-        out = self.git.run("diff-files", "-z", "--no-renames", env=self.env).stdout
-        recs = out.split(b"\0")
-        result = []
-        for meta, path in zip(recs[0::2], recs[1::2], strict=False):
-            if meta.startswith(b":"):
-                result.append((meta[1:].split()[0].decode(), decode_path(path)))
-        return list(dict.fromkeys(result))
-
-    def untracked(self, exclude: str | None) -> list[str]:
-        """Untracked, not ignored files (folders of nested repositories end in '/')."""
-        out = self.git.run("ls-files", "-z", "--others", "--exclude-standard", env=self.env).stdout
-        prefix = exclude.rstrip("/") + "/" if exclude else None
-        found = (decode_path(p) for p in out.split(b"\0") if p)
-        return [p for p in found if not (prefix and (p + "/").startswith(prefix))]
+    def scan(
+        self, exclude: str | None, meanwhile: Callable[[], T]
+    ) -> tuple[list[tuple[str, str]], list[str], T]:
+        """(index mode, path) of the tracked entries whose file may differ (stat data, no
+        refresh), and the untracked, not ignored files (folders of nested repositories end in
+        '/'), from two git processes running at once while ``meanwhile`` runs here: the work
+        tree is read three ways at the same time."""
+        procs = [
+            self.git.spawn(args, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
+            for args in (_DIFF_FILES, _OTHERS)
+        ]
+        try:
+            done = meanwhile()
+        finally:
+            outs = [proc.communicate() for proc in procs]
+        for args, proc, (_out, err) in zip((_DIFF_FILES, _OTHERS), procs, outs, strict=True):
+            if proc.returncode != 0:
+                raise failure(args, proc.returncode, err)
+        return _stat_dirty(outs[0][0]), _untracked(outs[1][0], exclude), done
 
     def set_entries(self, records: Sequence[tuple[str, str, str]]) -> None:
         """(mode, oid, path) records; mode "0" removes the path."""
@@ -96,3 +103,22 @@ class TempIndex:
                 for mode, oid, path in records
             )
             self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)
+
+
+_DIFF_FILES = ("diff-files", "-z", "--no-renames")
+_OTHERS = ("ls-files", "-z", "--others", "--exclude-standard")
+
+
+def _stat_dirty(out: bytes) -> list[tuple[str, str]]:
+    recs = out.split(b"\0")
+    result = []
+    for meta, path in zip(recs[0::2], recs[1::2], strict=False):
+        if meta.startswith(b":"):
+            result.append((meta[1:].split()[0].decode(), decode_path(path)))
+    return list(dict.fromkeys(result))
+
+
+def _untracked(out: bytes, exclude: str | None) -> list[str]:
+    prefix = exclude.rstrip("/") + "/" if exclude else None
+    found = (decode_path(p) for p in out.split(b"\0") if p)
+    return [p for p in found if not (prefix and (p + "/").startswith(prefix))]

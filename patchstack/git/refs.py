@@ -63,18 +63,6 @@ class Refs(GitBase):
             return None
         return proc.stdout.decode("utf-8", "surrogateescape").strip() or None
 
-    def config(self, key: str) -> str | None:
-        if ("config", key) not in self._memo:
-            proc = self.run("config", "--get", key, check=False)
-            value = (
-                proc.stdout.decode("utf-8", "surrogateescape").strip()
-                if proc.returncode == 0
-                else None
-            )
-            self._memo[("config", key)] = value
-        found: str | None = self._memo[("config", key)]
-        return found
-
     def ref_transaction(self, updates: Sequence[RefUpdate], message: str = "") -> None:
         """Move every ref of ``updates`` at once, or none (`RefTransactionFailed`)."""
         if not updates:

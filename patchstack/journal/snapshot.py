@@ -241,18 +241,27 @@ def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = N
     exclude = ws.in_tree
     left_out: list[str] = []
     null = git.fmt.null
+
+    def meanwhile() -> tuple[tuple[Oid, bool], tuple[str, ...]]:
+        try:
+            names = stack_from_history(head, git.iter_first_parent(head)).names
+        except ValueError:
+            names = ()
+        return series_tree(ws), names
+
     with git.temp_index() as idx:
         idx.copy_from(os.path.join(git.git_dir, "index"))
         index_tree = idx.try_write_tree()
         records: list[tuple[str, str, str]] = []
         candidates: list[str] = []
-        for mode, path in idx.stat_dirty():
+        dirty, untracked, ((series, exists), names) = idx.scan(exclude, meanwhile)
+        for mode, path in dirty:
             if mode == "160000" or inside(path, exclude):
                 continue
             candidates.append(path)
             records.append(("0", null, path))  # removed unless it is there (set below)
         limit = max_untracked(git)
-        for path in idx.untracked(exclude):
+        for path in untracked:
             if path.endswith("/"):
                 continue  # a nested repository: never touched, not ours to snapshot
             with contextlib.suppress(FileNotFoundError):
@@ -266,12 +275,7 @@ def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = N
         records += [(mode, oid, p) for p, (mode, oid) in hashed.items()]
         idx.set_entries(records)
         worktree = idx.write_tree()
-    series, exists = series_tree(ws)
     branch = git.head_ref()
-    try:
-        names = stack_from_history(head, git.iter_first_parent(head)).names
-    except ValueError:
-        names = ()
     return Snapshot(
         branch,
         head,
