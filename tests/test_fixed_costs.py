@@ -231,3 +231,45 @@ def test_a_large_move_writes_files_with_parallel_workers_unless_the_user_chose(
     repo.ps("push", "--all")
     assert "checkout--worker" not in trace.read_text()
     assert repo.read("many/f7.py") == "f7 patched\n"
+
+
+def test_trees_edited_in_process_are_the_trees_git_writes(repo: Repo) -> None:
+    """`edit_tree` (conflict markers relabelled, a pull's resolution taken) writes the very
+    trees a temporary index gives: entries replaced, added in new folders, removed (an
+    emptied folder goes), modes and awkward names kept, and `write_blob` stores bytes as
+    ``hash-object -w --stdin`` does."""
+    for path in ("a.py", "dir/b.py", "dir/only/c.py", "x y/ü.txt", "tool.sh"):
+        repo.write(path, path + "\n")
+    os.chmod(repo.path / "tool.sh", 0o755)
+    os.symlink("a.py", repo.path / "link")
+    repo.git("add", "-A")
+    tree = repo.git("write-tree").strip()
+    git = find_repo(str(repo.path))
+    try:
+        blob = git.write_blob(b"new\r\ncontent\n")
+        assert blob == repo.git("hash-object", "--stdin", input="new\r\ncontent\n").strip()
+        changes = {
+            "a.py": ("100755", blob),
+            "dir/only/c.py": None,
+            "new/deeper/n.py": ("100644", blob),
+            "x y/ü.txt": ("100644", blob),
+            "link": None,
+        }
+        edited = git.edit_tree(tree, changes)
+        with git.temp_index() as idx:
+            idx.read_tree(tree)
+            idx.set_entries(
+                [(e[0], e[1], p) if e else ("0", git.fmt.null, p) for p, e in changes.items()]
+            )
+            assert edited == idx.write_tree()
+        assert git.edit_tree(tree, {}) == tree
+        assert (
+            git.edit_tree(
+                tree, {"dir/b.py": ("100644", git.entries_at(tree, ["dir/b.py"])["dir/b.py"][1])}
+            )
+            == tree
+        )
+    finally:
+        git.close()
+    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr

@@ -49,20 +49,14 @@ def readable(git: Git, result: MergeResult, base_label: str | None = None) -> Me
 def _relabel_tree(
     git: Git, tree: Oid, paths: Sequence[str], names: dict[str, str], base_label: str
 ) -> Oid:
-    listing = git.ls_tree_paths(tree, list(paths))
-    records = []
+    listing = git.entries_at(tree, list(paths))
+    changes: dict[str, tuple[str, str] | None] = {}
     for path in paths:
-        if path not in listing:
+        if path not in listing or listing[path][0] in ("040000", "160000"):
             continue
         mode, oid = listing[path]
-        new = git.write_blob(relabel(git.read_blob(oid), names, base_label))
-        records.append((mode, new, path))
-    if not records:
-        return tree
-    with git.temp_index() as idx:
-        idx.read_tree(tree)
-        idx.set_entries(records)
-        return idx.write_tree()
+        changes[path] = (mode, git.write_blob(relabel(git.read_blob(oid), names, base_label)))
+    return git.edit_tree(tree, changes) if changes else tree
 
 
 def conflict_hunks(git: Git, merged: Oid, files: Sequence[str]) -> list[ConflictHunk]:

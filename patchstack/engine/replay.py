@@ -190,15 +190,8 @@ def merge_resolver(git: Git, resolution: Oid, owners: dict[str, str]) -> Resolve
         paths = list(merged.conflicted)
         if not paths or any(owners.get(p) != name for p in paths):
             return None
-        listing = git.ls_tree_paths(resolution, paths)
-        records = [
-            (listing[p][0], listing[p][1], p) if p in listing else ("0", git.fmt.null, p)
-            for p in paths
-        ]
-        with git.temp_index() as idx:
-            idx.read_tree(merged.tree)
-            idx.set_entries(records)
-            return idx.write_tree()
+        listing = git.entries_at(resolution, paths)
+        return git.edit_tree(merged.tree, {p: listing.get(p) for p in paths})
 
     return resolve
 

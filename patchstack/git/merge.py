@@ -184,13 +184,6 @@ class Merges(Objects):
         self._memo[("synthetic", theirs, b, label)] = t
         return Oid(b), Oid(t)
 
-    def _compat_format(self) -> bool:
-        key = ("compat-format",)
-        if key not in self._memo:
-            proc = self.run("config", "--get", "extensions.compatObjectFormat", check=False)
-            self._memo[key] = bool(proc.stdout.strip())
-        return bool(self._memo[key])
-
 
 def parse_merge_tree(out: bytes) -> tuple[Oid, tuple[str, ...], str]:
     """(tree, conflicted paths, messages) of ``merge-tree --write-tree --messages --name-only

@@ -175,8 +175,20 @@ class Objects(GitBase):
             raise
         return oid
 
+    def _compat_format(self) -> bool:
+        """Whether the repository keeps a second object format (whose ids a loose write made
+        here would not record: such repositories get their objects from git's plumbing)."""
+        key = ("compat-format",)
+        if key not in self._memo:
+            proc = self.run("config", "--get", "extensions.compatObjectFormat", check=False)
+            self._memo[key] = bool(proc.stdout.strip())
+        return bool(self._memo[key])
+
     def write_blob(self, data: bytes) -> Oid:
-        return self.oid("hash-object", "-w", "--stdin", input=data)
+        """Store ``data`` as it is (``hash-object -w --stdin`` applies no filter either)."""
+        if self._compat_format():
+            return self.oid("hash-object", "-w", "--stdin", input=data)
+        return self.write_loose("blob", data)
 
     def hash_files(self, paths: Sequence[str]) -> list[Oid]:
         """Store files' bytes as blobs exactly as they are (no clean filters, no eol changes).

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 from ..errors import PatchstackError
+from ..model.ids import Oid
 from .base import decode_path, encode_path
+from .index import TempIndex
 from .objects import Objects, tree_records
 
 
@@ -108,3 +110,49 @@ class Trees(Objects):
         self._read_trees([tree])
         records: dict[bytes, tuple[str, str]] = self._memo[("tree-records", tree)]
         return records
+
+    def edit_tree(self, tree: str, changes: Mapping[str, tuple[str, str] | None]) -> Oid:
+        """``tree`` with each path of ``changes`` set to its (mode, id), or removed (None);
+        folders are made as needed and a folder left empty goes. Written in process, as
+        loose objects, from the trees already read (no temporary index, no process)."""
+        edits = {tuple(encode_path(p).split(b"/")): e for p, e in changes.items()}
+        if self._compat_format():
+            return self._edit_with_index(tree, changes)
+        return Oid(self._edit(tree, edits) or self.write_loose("tree", b""))
+
+    def _edit(
+        self, tree: str | None, edits: Mapping[tuple[bytes, ...], tuple[str, str] | None]
+    ) -> str | None:
+        records = dict(self._tree_records(tree))
+        deeper: dict[bytes, dict[tuple[bytes, ...], tuple[str, str] | None]] = {}
+        for parts, entry in edits.items():
+            if len(parts) > 1:
+                deeper.setdefault(parts[0], {})[parts[1:]] = entry
+            elif entry is None:
+                records.pop(parts[0], None)
+            else:
+                records[parts[0]] = entry
+        for name, sub in deeper.items():
+            now = records.get(name)
+            made = self._edit(now[1] if now is not None and now[0] == "040000" else None, sub)
+            if made is None:
+                records.pop(name, None)
+            else:
+                records[name] = ("040000", made)
+        if not records:
+            return None
+        ordered = sorted(
+            records.items(), key=lambda r: r[0] + (b"/" if r[1][0] == "040000" else b"")
+        )
+        data = b"".join(
+            mode.lstrip("0").encode() + b" " + name + b"\0" + bytes.fromhex(oid)
+            for name, (mode, oid) in ordered
+        )
+        return self.write_loose("tree", data)
+
+    def _edit_with_index(self, tree: str, changes: Mapping[str, tuple[str, str] | None]) -> Oid:
+        records = [(e[0], e[1], p) if e else ("0", self.fmt.null, p) for p, e in changes.items()]
+        with TempIndex(self) as idx:  # type: ignore[arg-type]
+            idx.read_tree(tree)
+            idx.set_entries(records)
+            return idx.write_tree()
