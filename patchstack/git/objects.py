@@ -242,10 +242,19 @@ class Objects(GitBase):
         return self.oid("rev-parse", "--verify", "--end-of-options", commit + "^{tree}")
 
     def trees_of(self, commits: Sequence[str]) -> list[Oid]:
-        if not commits:
-            return []
-        out = self.out("rev-parse", *(c + "^{tree}" for c in commits))  # ids: no options
-        return [Oid(x) for x in out.split()]
+        """The tree of each commit (ids), asked of the persistent ``cat-file`` (``rev-parse``
+        would look for a ref of each id's name first: six stat calls an id)."""
+        trees: list[Oid] = []
+        for at in range(0, len(commits), 256):
+            chunk = [c + "^{tree}" for c in commits[at : at + 256]]
+            for name, header in zip(
+                chunk, self._batch_headers("--batch-check", chunk), strict=True
+            ):
+                words = header.split(b" ")
+                if len(words) != 3 or words[1] != b"tree":
+                    raise GitFailure(f"not a commit: {name[: -len('^{tree}')]}")
+                trees.append(Oid(words[0].decode()))
+        return trees
 
     def subtree(self, commit: str, path: str) -> Oid:
         """The id of the tree at ``path`` inside ``commit``'s tree."""
