@@ -124,3 +124,31 @@ def test_a_merge_git_refuses_is_an_error_naming_git_and_the_process_recovers(rep
         assert git.merge_trees(base, base, base, ("a", "b")).tree == base
     finally:
         git.close()
+
+
+def test_an_answer_cut_short_is_not_taken_for_the_next_one(repo: Repo, monkeypatch) -> None:
+    """An interrupt while an answer is being read (Ctrl-C, a signal) ends the process: the
+    next merge is asked of a new one, never answered with the rest of the old answer."""
+    from patchstack.git import merge as merge_module
+
+    triples = cases(repo)
+    git = find_repo(str(repo.path))
+    try:
+        _, b, o, t = triples[1]  # a conflict: an answer of several fields
+        expected = git.merge_trees(b, o, t, ("x", "y"))
+        real = merge_module._Answers.field
+        calls = {"n": 0}
+
+        def cut(self: merge_module._Answers) -> bytes:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return real(self)
+
+        monkeypatch.setattr(merge_module._Answers, "field", cut)
+        with pytest.raises(KeyboardInterrupt):
+            git.merge_trees(b, o, t, ("x", "y"))
+        monkeypatch.setattr(merge_module._Answers, "field", real)
+        assert git.merge_trees(b, o, t, ("x", "y")) == expected
+    finally:
+        git.close()

@@ -114,19 +114,24 @@ class Merges(Objects):
         if any(not n or any(c.isspace() for c in n) for n in names):
             raise GitFailure(f"not an object name for git merge-tree --stdin: {names!r}")
         answer = self._merge_process()
-        answer.ask(f"{base} -- {ours} {theirs}\n".encode())
-        clean = answer.field()
-        tree = Oid(answer.field().decode())
-        conflicted: list[str] = []
-        while field := answer.field():
-            conflicted.append(decode_path(field))
-        messages: list[str] = []
-        # Records of <n> NUL <n paths> <type> NUL <message> NUL, then an empty field. (Text
-        # about conflicted submodules, printed without NULs, comes last in a field of its own.)
-        while (field := answer.field()).isdigit():
-            for _ in range(int(field) + 1):
-                answer.field()
-            messages.append(answer.field().decode("utf-8", "surrogateescape").rstrip("\n"))
+        try:
+            answer.ask(f"{base} -- {ours} {theirs}\n".encode())
+            clean = answer.field()
+            tree = Oid(answer.field().decode())
+            conflicted: list[str] = []
+            while field := answer.field():
+                conflicted.append(decode_path(field))
+            messages: list[str] = []
+            # Records of <n> NUL <n paths> <type> NUL <message> NUL, then an empty field.
+            # (Text about conflicted submodules, printed without NULs, comes last in a field
+            # of its own.)
+            while (field := answer.field()).isdigit():
+                for _ in range(int(field) + 1):
+                    answer.field()
+                messages.append(answer.field().decode("utf-8", "surrogateescape").rstrip("\n"))
+        except BaseException:
+            answer.stop()  # an answer read halfway would be taken for the next one's
+            raise
         if clean not in (b"0", b"1"):
             raise GitFailure(f"git merge-tree --stdin answered {clean!r}")
         return MergeResult(
@@ -226,6 +231,11 @@ class _Answers:
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise self._failure() from None
+
+    def stop(self) -> None:
+        """End the process (the next merge starts another)."""
+        self.proc.kill()
+        self.proc.wait()
 
     def field(self) -> bytes:
         assert self.proc.stdout is not None
