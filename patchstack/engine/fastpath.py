@@ -145,10 +145,15 @@ class ProvenStream:
     def close(self) -> None:
         self.stream.close()
 
-    def moved(self, tree: Oid) -> None:
+    def moved(self, tree: Oid, upcoming: Iterable[str]) -> None:
         """The tree is now ``tree`` (readable by git): a commit made outside the proven path,
-        such as a merge's result. What was looked up stays known: only the entries that
-        differ between the two trees are read again (a merge changes a few paths)."""
+        such as a merge's result. What was looked up for the ``upcoming`` paths (the next
+        patches') stays known: only their entries that differ between the two trees are read
+        again (a merge changes a few paths); the rest is forgotten, and looked up again if a
+        later patch needs it."""
+        keep = {q for p in upcoming for q in (p, *paths.leading_dirs(p))}
+        self.listed &= keep  # still closed under leading folders, as `tree_changes` needs
+        self.base = {p: e for p, e in self.base.items() if p in self.listed}
         for path, entry in self.git.tree_changes(self.root, tree, self.listed).items():
             if entry is None:
                 self.base.pop(path, None)

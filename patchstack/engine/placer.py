@@ -59,6 +59,7 @@ class Placer:
         self.session: ProvenStream | None = None
         self.index = {n: i for i, n in enumerate(self.names)}
         self.fetched = 0  # the stream has looked up what the patches before this one change
+        self.paths: dict[str, Sequence[str]] = {}  # what each patch changes, once read
         self.steps_before: list[Oid] = []
         self.anchor: tuple[int, Oid] = (0, Oid(""))  # (m, T[m]), T[m] readable by git
         self.followed = False  # every patch since the anchor was proven and changed files only
@@ -81,9 +82,15 @@ class Placer:
         """Have the stream look up what the next patches change, at once (a window of them:
         after a merge the tree is another, and it is looked up again)."""
         end = start + PREFETCH_WINDOW
-        paths = [p for n in self.names[start:end] for p in self.engine.patch(n).patch.paths]
-        self._open().prefetch(paths)
+        self._open().prefetch(self._paths(start, end))
         self.fetched = end
+
+    def _paths(self, start: int, end: int) -> list[str]:
+        """The paths patches ``start`` to ``end - 1`` change."""
+        for name in self.names[start:end]:
+            if name not in self.paths:
+                self.paths[name] = self.engine.patch(name).patch.paths
+        return [p for n in self.names[start:end] for p in self.paths[n]]
 
     @property
     def stream(self) -> FastImport:
@@ -133,7 +140,7 @@ class Placer:
         if commit is None:
             session.stream.checkpoint()
             commit = self.engine.commit(self.parent, tree, name)
-        session.moved(tree)
+        session.moved(tree, self._paths(i + 1, self.fetched))
         self.parent = commit
         self.anchor = (i + 1, tree)
         self.followed = True
