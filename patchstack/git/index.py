@@ -9,20 +9,17 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from ..model.ids import Oid
-from .base import decode_path, encode_path
+from .base import GitBase, decode_path, encode_path
 from .process import failure
-
-if TYPE_CHECKING:
-    from .repo import Git
 
 T = TypeVar("T")
 
 
 class TempIndex:
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: GitBase) -> None:
         self.git = git
         fd, self.path = tempfile.mkstemp(prefix="patchstack-index-", dir=git.git_dir)
         os.close(fd)

@@ -8,7 +8,7 @@ import re
 import tempfile
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
@@ -18,56 +18,29 @@ ARG_BUDGET = 100_000  # bytes of paths per command line
 
 
 class Objects(GitBase):
-    def _batch_header(self, which: str, name: str) -> bytes:
-        if "\n" in name:
-            raise GitFailure(f"an object name cannot hold a newline: {name!r}")
-        proc = self.persistent(which, ["cat-file", which])
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(encode_path(name) + b"\n")
-        proc.stdin.flush()
-        header = proc.stdout.readline()
-        if not header:
-            raise GitFailure(f"git cat-file {which} ended unexpectedly")
-        return header.rstrip(b"\n")
-
     def read_object(self, name: str) -> tuple[str, bytes] | None:
         """(type, content) of an object (an id or ``<rev>:<path>``), or None when missing.
 
         A missing object is answered ``<name> missing`` (the name as given, spaces and all), a
         found one ``<id> <type> <size>``, so "missing" is recognised at the end of the line.
         """
-        header = self._batch_header("--batch", name)
-        if header.endswith((b" missing", b" ambiguous")) or header == b"missing":
-            return None
-        words = header.split(b" ")
-        if len(words) != 3 or not words[2].isdigit():
-            raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
-        proc = self._procs["--batch"]
-        assert proc.stdout is not None
-        data = proc.stdout.read(int(words[2]) + 1)[:-1]
-        return words[1].decode(), data
+        found: tuple[str, bytes] | None = self._batch_headers("--batch", [name], True)[0]
+        return found
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
-        """`read_object` of many names, pipelined: a batch of names written at once (small
-        enough to fit in the pipe), then their answers read."""
-        result: list[tuple[str, bytes] | None] = []
-        for at in range(0, len(names), 256):
-            chunk = names[at : at + 256]
-            headers = self._batch_headers("--batch", chunk, read_content=True)
-            result.extend(headers)
-        return result
+        """`read_object` of many names, pipelined (see `_batch_headers`)."""
+        found: list[tuple[str, bytes] | None] = self._batch_headers(
+            "--batch", names, read_content=True
+        )
+        return found
 
     def object_sizes(self, names: Sequence[str]) -> dict[str, int | None]:
         """The size of each object (None when missing), in pipelined batches."""
         result: dict[str, int | None] = {}
-        for at in range(0, len(names), 256):
-            chunk = names[at : at + 256]
-            for name, header in zip(
-                chunk, self._batch_headers("--batch-check", chunk), strict=True
-            ):
-                words = header.split(b" ")
-                ok = len(words) == 3 and words[2].isdigit()
-                result[name] = int(words[2]) if ok else None
+        for name, header in zip(names, self._batch_headers("--batch-check", names), strict=True):
+            words = header.split(b" ")
+            ok = len(words) == 3 and words[2].isdigit()
+            result[name] = int(words[2]) if ok else None
         return result
 
     def read_blob(self, oid: str) -> bytes:
@@ -77,59 +50,61 @@ class Objects(GitBase):
         return found[1]
 
     def has_objects(self, oids: Iterable[str]) -> dict[str, bool]:
-        """Which objects exist, asked of the persistent ``cat-file --batch-check`` in
-        pipelined batches (many names written, then their answers read)."""
+        """Which objects exist, asked of the persistent ``cat-file --batch-check``."""
         names = list(dict.fromkeys(oids))
-        result = {}
-        for at in range(0, len(names), 256):  # the answers of a batch fit in the pipe
-            chunk = names[at : at + 256]
-            for name, header in zip(
-                chunk, self._batch_headers("--batch-check", chunk), strict=True
-            ):
-                result[name] = not header.endswith((b" missing", b" ambiguous"))
-        return result
+        headers = self._batch_headers("--batch-check", names)
+        return {
+            name: not header.endswith((b" missing", b" ambiguous"))
+            for name, header in zip(names, headers, strict=True)
+        }
 
     def _batch_headers(
         self, which: str, names: Sequence[str], read_content: bool = False
     ) -> list[Any]:
-        """The answers of ``cat-file`` to these names, written at once: header lines, or
-        with ``read_content`` (``--batch``) (type, content) or None for a missing object."""
+        """The answers of ``cat-file`` to these names, pipelined: 256 names written at once
+        (their answers fit in the pipe), then their answers read. Header lines, or with
+        ``read_content`` (``--batch``) (type, content) or None for a missing object."""
         if any("\n" in name for name in names):
             raise GitFailure(f"an object name cannot hold a newline: {names!r}")
         proc = self.persistent(which, ["cat-file", which])
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in names))
-        proc.stdin.flush()
         answers: list[Any] = []
-        for _name in names:
-            header = proc.stdout.readline()
-            if not header:
-                raise GitFailure(f"git cat-file {which} ended unexpectedly")
-            header = header.rstrip(b"\n")
-            if not read_content:
-                answers.append(header)
-            elif header.endswith((b" missing", b" ambiguous")) or header == b"missing":
-                answers.append(None)
-            else:
-                words = header.split(b" ")
-                if len(words) != 3 or not words[2].isdigit():
-                    raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
-                data = proc.stdout.read(int(words[2]) + 1)[:-1]
-                answers.append((words[1].decode(), data))
+        for at in range(0, len(names), 256):
+            chunk = names[at : at + 256]
+            proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in chunk))
+            proc.stdin.flush()
+            for _name in chunk:
+                answers.append(self._answer(which, proc.stdout, read_content))
         return answers
+
+    @staticmethod
+    def _answer(which: str, stdout: IO[bytes], read_content: bool) -> Any:
+        header = stdout.readline()
+        if not header:
+            raise GitFailure(f"git cat-file {which} ended unexpectedly")
+        header = header.rstrip(b"\n")
+        if not read_content:
+            return header
+        if header.endswith((b" missing", b" ambiguous")) or header == b"missing":
+            return None
+        words = header.split(b" ")
+        if len(words) != 3 or not words[2].isdigit():
+            raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
+        return words[1].decode(), stdout.read(int(words[2]) + 1)[:-1]
 
     def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
         """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
+        wanted = list(dict.fromkeys(names))
         result: dict[str, Oid | None] = {}
-        for name in names:
-            words = self._batch_header("--batch-check", name).split(b" ")
+        for name, header in zip(wanted, self._batch_headers("--batch-check", wanted), strict=True):
+            words = header.split(b" ")
             ok = len(words) == 3 and words[1] == b"blob"
             result[name] = Oid(words[0].decode()) if ok else None
         return result
 
     def object_type(self, name: str) -> str | None:
         """ "commit", "tree", "blob", "tag", or None when there is no such object."""
-        words = self._batch_header("--batch-check", name).split(b" ")
+        words = self._batch_headers("--batch-check", [name])[0].split(b" ")
         return words[1].decode() if len(words) == 3 and words[2].isdigit() else None
 
     def entry_modes(self, tree: str, paths: Iterable[str]) -> dict[str, str | None]:
@@ -178,11 +153,7 @@ class Objects(GitBase):
     def _compat_format(self) -> bool:
         """Whether the repository keeps a second object format (whose ids a loose write made
         here would not record: such repositories get their objects from git's plumbing)."""
-        key = ("compat-format",)
-        if key not in self._memo:
-            proc = self.run("config", "--get", "extensions.compatObjectFormat", check=False)
-            self._memo[key] = bool(proc.stdout.strip())
-        return bool(self._memo[key])
+        return bool(self.config("extensions.compatObjectFormat"))
 
     def write_blob(self, data: bytes) -> Oid:
         """Store ``data`` as it is (``hash-object -w --stdin`` applies no filter either)."""
@@ -245,15 +216,13 @@ class Objects(GitBase):
         """The tree of each commit (ids), asked of the persistent ``cat-file`` (``rev-parse``
         would look for a ref of each id's name first: six stat calls an id)."""
         trees: list[Oid] = []
-        for at in range(0, len(commits), 256):
-            chunk = [c + "^{tree}" for c in commits[at : at + 256]]
-            for name, header in zip(
-                chunk, self._batch_headers("--batch-check", chunk), strict=True
-            ):
-                words = header.split(b" ")
-                if len(words) != 3 or words[1] != b"tree":
-                    raise GitFailure(f"not a commit: {name[: -len('^{tree}')]}")
-                trees.append(Oid(words[0].decode()))
+        names = [c + "^{tree}" for c in commits]
+        headers = self._batch_headers("--batch-check", names)
+        for commit, header in zip(commits, headers, strict=True):
+            words = header.split(b" ")
+            if len(words) != 3 or words[1] != b"tree":
+                raise GitFailure(f"not a commit: {commit}")
+            trees.append(Oid(words[0].decode()))
         return trees
 
     def subtree(self, commit: str, path: str) -> Oid:

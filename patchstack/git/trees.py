@@ -115,9 +115,9 @@ class Trees(Objects):
         """``tree`` with each path of ``changes`` set to its (mode, id), or removed (None);
         folders are made as needed and a folder left empty goes. Written in process, as
         loose objects, from the trees already read (no temporary index, no process)."""
-        edits = {tuple(encode_path(p).split(b"/")): e for p, e in changes.items()}
         if self._compat_format():
             return self._edit_with_index(tree, changes)
+        edits = {tuple(encode_path(p).split(b"/")): e for p, e in changes.items()}
         return Oid(self._edit(tree, edits) or self.write_loose("tree", b""))
 
     def _edit(
@@ -152,7 +152,7 @@ class Trees(Objects):
 
     def _edit_with_index(self, tree: str, changes: Mapping[str, tuple[str, str] | None]) -> Oid:
         records = [(e[0], e[1], p) if e else ("0", self.fmt.null, p) for p, e in changes.items()]
-        with TempIndex(self) as idx:  # type: ignore[arg-type]
+        with TempIndex(self) as idx:
             idx.read_tree(tree)
             idx.set_entries(records)
             return idx.write_tree()

@@ -19,14 +19,9 @@ class Worktree(Listings):
         (the caller reads the refusal from the result). Files are written by parallel workers
         (git's parallel checkout, for moves of 100 files or more) unless the user chose how
         many: a pop of 1,000 patches writes 760 files in 0.22 s instead of 0.34 s on 2 cores."""
-        workers = (
-            []
-            if self.config("checkout.workers") is not None
-            else [
-                "-c",
-                f"checkout.workers={min(CHECKOUT_WORKERS, os.cpu_count() or 1)}",
-            ]
-        )
+        chosen = self.config("checkout.workers") is not None  # the user's choice stands
+        count = min(CHECKOUT_WORKERS, os.cpu_count() or 1)
+        workers = [] if chosen else ["-c", f"checkout.workers={count}"]
         return self.run(*workers, "read-tree", "-m", "-u", old, new, check=False)
 
     def reset_worktree(self, tree: str) -> None:
