@@ -80,3 +80,28 @@ def test_check_and_refresh_report_progress(thirty: Repo) -> None:
     seen = run("patchstack refresh", True, lambda ws, p: refresh(ws, patch="Patch-4", progress=p))
     assert seen[0] == (0, 30) and seen[-1] == (29, 30)
     assert os.path.exists(thirty.path / "patches" / "Patch-4.patch")
+
+
+def test_refresh_and_check_name_ten_offset_patches_and_every_merged_one(thirty: Repo) -> None:
+    """Offset patches (only line numbers moved) are named ten at a time, so that a merged
+    patch at the end of a long series stays in sight; --verbose names them all."""
+    stack_top = thirty.head()
+    base = thirty.git("rev-list", "--max-parents=0", "HEAD").strip()
+    thirty.git("checkout", "-q", "-b", "upstream", base)
+    for i in range(30):
+        thirty.write(f"m{i:02}.py", "# header\n" + thirty.read(f"m{i:02}.py"))
+    thirty.write("m29.py", thirty.read("m29.py").replace("m29 3\n", "m29 three\n"))
+    upstream = thirty.commit_all("upstream moves")
+    thirty.git("checkout", "-q", "main")
+    assert thirty.head() == stack_top
+    out = thirty.ps("check", "--onto", upstream).stdout.splitlines()
+    assert sum(line.startswith("  offset    Patch-") for line in out) == 10
+    assert "  offset    ... and 19 more (--verbose lists them)" in out
+    assert "  merged    Patch-29.patch" in out
+    assert out[-1] == "30 patches: 29 offset, 1 merged: all patches apply"
+    verbose = thirty.ps("check", "--onto", upstream, "--verbose").stdout
+    assert verbose.count("offset    Patch-") == 29
+    out = thirty.ps("refresh", "--onto", upstream).stdout.splitlines()
+    assert sum(line.startswith("  offset    Patch-") for line in out) == 10
+    assert "  offset    ... and 19 more (--verbose lists them)" in out
+    assert "  merged    Patch-29.patch" in out

@@ -139,7 +139,34 @@ _VERDICT_COLOURS = {
 
 
 def verdict(v: Any) -> str:
-    return style(f"{v.verdict:<9}", fg=_VERDICT_COLOURS.get(v.verdict))
+    return verdict_word(v.verdict)
+
+
+def verdict_word(word: str) -> str:
+    return style(f"{word:<9}", fg=_VERDICT_COLOURS.get(word))
+
+
+OFFSETS_SHOWN = 10  # "offset" lines listed without --verbose: only line numbers moved
+
+
+def listed_verdicts(verdicts: Any, verbose: bool) -> tuple[list[Any], str | None]:
+    """The verdicts worth a line each: not ``unchanged`` (unless resolved), and of the
+    ``offset`` ones (only line numbers moved) the first `OFFSETS_SHOWN`, so that the merged,
+    conflicting and upstream patches of a long series stay in sight (all with ``verbose``);
+    and the line that stands for the offset ones left out, if any."""
+    shown: list[Any] = []
+    offsets = 0
+    for v in verdicts:
+        if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
+            continue
+        if v.verdict == "offset" and not verbose:
+            offsets += 1
+            if offsets > OFFSETS_SHOWN:
+                continue
+        shown.append(v)
+    left_out = offsets - OFFSETS_SHOWN
+    more = f"  {verdict_word('offset')} ... and {left_out} more (--verbose lists them)"
+    return shown, more if left_out > 0 else None
 
 
 def verdict_counts(verdicts: Any) -> str:

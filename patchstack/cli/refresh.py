@@ -13,6 +13,7 @@ from .output import (
     complete_patch_names,
     complete_tags,
     echo,
+    listed_verdicts,
     render_conflict,
     selector,
     verdict,
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
-@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
+@click.option(
+    "--verbose", "-v", is_flag=True, help="List the unchanged patches, and every offset one, too."
+)
 @click.pass_context
 def refresh(
     ctx: click.Context,
@@ -111,9 +114,8 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
         echo(ctx, f"base {old} -> {new}")
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
-    for v in result.verdicts:
-        if v.verdict == "unchanged" and not (verbose or v.resolved):
-            continue
+    shown, more = listed_verdicts(result.verdicts, verbose)
+    for v in shown:
         notes = []
         if v.resolved:
             notes.append("resolved")
@@ -124,6 +126,8 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
                 else "already in the new base; not applied ('--drop-merged' removes it)"
             )
         echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    if more:
+        echo(ctx, more)
     if result.stopped:
         for line in render_conflict(result.stopped):
             echo(ctx, line, err=True)
@@ -156,7 +160,9 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
     help="Leave out patches with these tags.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
-@click.option("--verbose", "-v", is_flag=True, help="List the unchanged patches too.")
+@click.option(
+    "--verbose", "-v", is_flag=True, help="List the unchanged patches, and every offset one, too."
+)
 @click.pass_context
 def check(
     ctx: click.Context,
@@ -195,9 +201,11 @@ def check(
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
-        for v in result.verdicts:
-            if verbose or v.verdict != "unchanged":
-                echo(ctx, f"  {verdict(v)} {v.name}")
+        shown, more = listed_verdicts(result.verdicts, verbose)
+        for v in shown:
+            echo(ctx, f"  {verdict(v)} {v.name}")
+        if more:
+            echo(ctx, more)
         for c in result.conflicts:
             for line in render_conflict(c):
                 echo(ctx, line)
