@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from patchstack.checkout import open_checkout
+from patchstack.commands.state import make_engine, read_stack
 from patchstack.demo import build_sandbox, upstream_pull
+from patchstack.engine.placer import Placer
+from patchstack.engine.replay import old_chain, replay, steps
 
 from .conftest import Repo
 
@@ -104,6 +108,42 @@ def test_refresh_gives_merge_ort_trees_patch_by_patch(fixture, tmp_path, monkeyp
     assert commands.count("fast-import") <= 2
     assert commands.count("commit-tree") == 2  # the operation log's running and done entries
     assert 0 < merges <= rewritten
+
+
+def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch) -> None:
+    """Patches merged in runs (engine/placer.py) get, one by one, the trees and conflicts of
+    merging each alone with merge-ort, past conflicts too (as `check` goes on), in fewer
+    merge-tree processes."""
+    repo = fork(fixture, tmp_path / "fork")
+    ws = open_checkout(str(repo.path / "patches"), str(repo.path))
+    git = ws.git
+    series = ws.load_series()
+    engine = make_engine(ws, series, read_stack(git))
+    plan = steps(series, old_chain(git, engine, series), {})
+    target = fixture["moved"]
+    monkeypatch.setenv("PATCHSTACK_NO_MERGE_BATCH", "1")  # a process per merge, on every git
+
+    def run(placer: Placer | None, trace: Path) -> tuple[list, list, int]:
+        monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+        done, conflicts = replay(
+            git, plan, 0, git.tree_of(target), ("new", "old"), keep_going=True, placer=placer
+        )
+        monkeypatch.delenv("GIT_TRACE2_EVENT")
+        trees = [(d.name, d.parent, d.tree) for d in done]
+        return trees, [(n, t, m.tree, m.conflicted) for n, t, m in conflicts], trace
+
+    try:
+        alone, alone_conflicts, trace_alone = run(None, tmp_path / "alone.json")
+        placer = Placer(engine, target, [s.name for s in plan])
+        runs, runs_conflicts, trace_runs = run(placer, tmp_path / "runs.json")
+    finally:
+        engine.close(save_cache=False)
+    assert len(alone_conflicts) >= 2
+    assert runs_conflicts == alone_conflicts
+    assert runs == alone
+    merged_alone = git_commands(trace_alone).count("merge-tree")
+    merged_in_runs = git_commands(trace_runs).count("merge-tree")
+    assert merged_in_runs * 2 < merged_alone, (merged_in_runs, merged_alone)
 
 
 def test_check_lists_merge_ort_conflicts(fixture, tmp_path) -> None:

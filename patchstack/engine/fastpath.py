@@ -217,14 +217,25 @@ class ProvenStream:
         """The commit of ``lp`` with the whole tree ``tree`` (a merge's result) on ``parent``,
         the same commit `Engine.commit` makes; None when fast-import cannot write its identity.
         The caller tells the stream what moved (`moved`)."""
-        who = _identity(lp, engine)
+        who = identity(lp, engine)
         if who is None:
             return None
         message = commit_message(lp).encode("utf-8", "surrogateescape")
         return self.stream.commit(parent, who[0], who[1], message, [("040000", tree, "")])
 
+    def commit_entries(
+        self, parent: Oid, lp: LoadedPatch, engine: Engine, entries: Sequence[tuple[str, str, str]]
+    ) -> Oid:
+        """The commit of ``lp`` on ``parent`` that sets each (mode, id, path) of ``entries``
+        (files a merge wrote, already in the object database); the caller made sure fast-import
+        can write its identity, and tells the stream what moved (`moved`)."""
+        who = identity(lp, engine)
+        assert who is not None
+        message = commit_message(lp).encode("utf-8", "surrogateescape")
+        return self.stream.commit(parent, who[0], who[1], message, entries)
+
     def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
-        who = _identity(lp, engine)
+        who = identity(lp, engine)
         if who is None:
             return None
         author, when = who
@@ -267,7 +278,7 @@ class ProvenStream:
         return commit
 
 
-def _identity(lp: LoadedPatch, engine: Engine) -> tuple[str, str] | None:
+def identity(lp: LoadedPatch, engine: Engine) -> tuple[str, str] | None:
     """(author, raw date) of the commit of ``lp``, when fast-import can write them as
     ``commit-tree`` would."""
     author, date = lp.patch.author, lp.patch.date

@@ -31,6 +31,23 @@ deleted a file, was skipped, conflicted, or was already upstream), or the merge 
 out clean (the report must be the one of patch k alone), the merge is made exactly as
 described: "ours" is a commit of ``T[k]`` made in the stream, which is checkpointed so that
 ``merge-tree`` sees it.
+
+**Merge runs.** A merge costs a process on git < 2.49 (Debian 12's 2.39: 7-15 ms each, most
+of a replay), so the patches k..j that follow a patch needing a merge are merged with it in
+one: ``C[m] -> C[j+1]`` into the anchor ``T[m]`` (or ``C[k] -> C[j+1]`` into ``T[k]`` when the
+anchor does not hold), when each of them only modifies files that exist in ``T[m]`` (no file
+added, deleted or renamed, no ``.gitattributes``), no two of them change the same path, and
+none is skipped, empty or applied on another base than its own. Then, for every path p of
+patch q in the run, the merge sees the very three versions the merge of patch q alone
+would: its base ``C[m][p] = C[q][p]`` or, where the proven patches since the anchor changed
+p, ``T[m][p] = C[m][p]`` (their proof) so that both merges take the C side; no other patch of
+the run touches p, and with no file added or deleted on the C side there are no renames or
+directory renames to find, so each file is merged on its own, as merge-ort does when nothing
+is renamed. ``T[q+1]`` is then ``T[q]`` with q's paths as the merge left them: patch q's
+commit is made in the stream from those entries alone. A run whose merge conflicts keeps the
+patches before the first conflicting one (their files merged cleanly, on their own) and
+leaves that one to be merged alone, for its own report. `tests/test_replay_exact.py` checks
+the trees patch by patch against ``git rebase``.
 """
 
 from __future__ import annotations
@@ -41,11 +58,13 @@ from dataclasses import replace
 from ..git import FastImport, MergeResult
 from ..model.ids import Oid
 from .chain import Engine
-from .fastpath import ProvenStream
+from .fastpath import ProvenStream, identity
 from .merging import readable
 from .replay import Done, Step
 
 PREFETCH_WINDOW = 64  # patches
+MERGE_RUN = 32  # patches merged in one merge-tree, at most
+REGULAR = ("100644", "100755")
 
 
 class Placer:
@@ -60,12 +79,20 @@ class Placer:
         self.index = {n: i for i, n in enumerate(self.names)}
         self.fetched = 0  # the stream has looked up what the patches before this one change
         self.paths: dict[str, Sequence[str]] = {}  # what each patch changes, once read
+        self.steps: Sequence[Step] = ()
         self.steps_before: list[Oid] = []
+        self.skip: frozenset[str] = frozenset()
         self.anchor: tuple[int, Oid] = (0, Oid(""))  # (m, T[m]), T[m] readable by git
         self.followed = False  # every patch since the anchor was proven and changed files only
+        self.ahead: dict[int, Done] = {}  # patches a merge run placed, by index
+        self.conflicting: set[int] = set()  # patches a merge run found conflicting
 
-    def begin(self, steps: Sequence[Step], start: int, tree: Oid) -> None:
+    def begin(
+        self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
+    ) -> None:
+        self.steps = steps
         self.steps_before = [s.before for s in steps]  # C[0..n-1]
+        self.skip = skip
         self.anchor = (start, tree)
         self.followed = True
 
@@ -130,6 +157,108 @@ class Placer:
         theirs = git.throwaway_commit(step.after, base, labels[1])
         ours = git.stream_commit(self.stream, tree, base, labels[0])
         return readable(git, git.merge_commits(ours, theirs, labels), base_label)
+
+    def placed(self, i: int) -> Done | None:
+        """Patch i, when a merge run placed it already."""
+        return self.ahead.pop(i, None)
+
+    def merge_run(self, i: int, tree: Oid, labels: tuple[str, str]) -> Done | None:
+        """Patch i (``tree`` = T[i]) and the patches after it merged at once, when they can be
+        (see "Merge runs" in the module docstring): patch i's result, the others' kept for
+        `placed`. None: patch i is to be merged alone."""
+        if i in self.conflicting:
+            return None
+        run = self._run(i)
+        if len(run) < 2:
+            return None
+        git = self.git
+        if self.followed:
+            m, anchor = self.anchor
+        else:
+            self.stream.checkpoint()  # T[i] made readable: it is the anchor
+            m, anchor = i, tree
+        paths = {q: self._paths(q, q + 1) for q in run}
+        every = [p for q in run for p in paths[q]]
+        ours = git.entries_at(anchor, every)
+        for n, q in enumerate(run):  # each file there, and a regular one
+            if any(ours.get(p, ("",))[0] not in REGULAR for p in paths[q]):
+                run = run[:n]
+                break
+        if len(run) < 2:
+            return None
+        result = git.merge_trees(self.steps_before[m], anchor, self.steps[run[-1]].after, labels)
+        end = len(run)
+        if not result.clean:
+            owner = {p: n for n, q in enumerate(run) for p in paths[q]}
+            end = min((owner.get(p, 0) for p in result.conflicted), default=0)
+            self.conflicting.add(run[end])
+            if end == 0:
+                return None
+        # What each path was before its patch (T[q] = T[i] there): the C side where the proven
+        # patches since the anchor changed it, else the anchor's.
+        base = git.entries_at(self.steps_before[m], every)
+        before: dict[str, tuple[str, str] | None] = {}
+        for q in run:
+            own = git.entries_at(self.steps_before[q], paths[q]) if q != m else base
+            for p in paths[q]:
+                before[p] = own.get(p) if own.get(p) != base.get(p) else ours.get(p)
+        merged = git.entries_at(result.tree, [p for q in run[:end] for p in paths[q]])
+        session = self._open()
+        for n, q in enumerate(run[:end]):
+            if any(merged.get(p) is None for p in paths[q]):  # not a file any more: stop here
+                end = n
+                break
+            lp = self.engine.patch(self.steps[q].name)
+            changes = [(*merged[p], p) for p in paths[q] if merged[p] != before[p]]
+            commit = None
+            if changes:
+                commit = session.commit_entries(self.parent, lp, self.engine, changes)
+                self.parent = commit
+            if n == 0:
+                first = Done(lp.entry.name, tree, Oid("") if commit else tree, commit=commit)
+            else:  # both trees filled in at the end (`resolve`): the tree of the last commit
+                # made (its own, or the one before it when upstream has the patch already)
+                # and the tree of the patch before it
+                self.ahead[q] = Done(lp.entry.name, Oid(""), Oid(""), commit=self.parent)
+        if end == 0:
+            return None
+        later = {p: before[p] for q in run[end:] for p in paths[q]}
+        reached = git.edit_tree(result.tree, later) if later else result.tree
+        self.anchor = (run[end - 1] + 1, reached)
+        self.followed = True
+        session.moved(reached, self._paths(run[end - 1] + 1, self.fetched))
+        return first
+
+    def _run(self, i: int) -> list[int]:
+        """Patch i and the patches after it that may be merged with it (by what they are;
+        whether their files are in the tree is for the caller to see)."""
+        run: list[int] = []
+        seen: set[str] = set()
+        for q in range(i, min(i + MERGE_RUN, len(self.steps))):
+            step = self.steps[q]
+            if (
+                step.name in self.skip
+                or step.before == step.after
+                or (q != i and q in self.conflicting)
+            ):
+                break
+            if step.real is not None and step.real != (step.before, step.after):
+                break  # applied elsewhere: its applied commit may be taken as it is
+            lp = self.engine.patch(step.name)
+            files = lp.patch.files
+            if not files or identity(lp, self.engine) is None:
+                break
+            if any(
+                f.old_path is None or f.old_path != f.new_path or f.renamed or f.copied
+                for f in files
+            ):
+                break
+            names = set(lp.patch.paths)
+            if names & seen or any(p.rsplit("/", 1)[-1] == ".gitattributes" for p in names):
+                break
+            seen |= names
+            run.append(q)
+        return run
 
     def commit(self, i: int, name: str, tree: Oid) -> Oid:
         """The commit of patch i whose tree is ``tree`` (readable by git: a merge's result,

@@ -125,10 +125,14 @@ def replay(
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
-        placer.begin(steps, start, tree)
+        placer.begin(steps, start, tree, skip)
     for i, step in enumerate(steps[start:], start):
         if progress is not None:
             progress(i, len(steps))
+        if placer is not None and (placed := placer.placed(i)) is not None:
+            done.append(placed)  # merged with a patch before it
+            tree = Oid("")
+            continue
         if step.name in skip:
             if placer is not None:
                 placer.broken()
@@ -151,6 +155,11 @@ def replay(
             new = tree
         else:
             name_labels = (labels[0], step.name)
+            run = placer.merge_run(i, tree, name_labels) if placer is not None else None
+            if run is not None:  # merged with the patches after it, committed in the stream
+                done.append(run)
+                tree = Oid("")
+                continue
             merged = (
                 placer.merge(i, step, tree, name_labels, labels[1])
                 if placer is not None
