@@ -33,7 +33,12 @@ SERIES = [
     ("p7-file-deleted", "g", 10),  # upstream deletes g.py: modify/delete
     ("p8-merge", "h", 10),
     ("p9-again-a", "a", 12),  # a.py again: a run holds one patch per file
-    ("p10-merge", "b", 14),
+    ("p10-y-again", "y", 14),
+    ("p11-proven", "y", 20),  # y.py again: after p8's run, by the proven path
+    ("p12-upstream-has-it-too", "d", 30),  # the first of a run, after a proven patch
+    ("p13-merge", "h", 20),
+    ("p14-adds-a-file", "z", 0),  # a new file: no run goes through it
+    ("p15-merge", "b", 20),
 ]
 
 
@@ -42,7 +47,10 @@ def fork(path: Path) -> tuple[Repo, str]:
     repo.git("branch", "upstream")
     repo.ps("init")
     for name, f, line in SERIES:
-        replace_line(repo, f"{f}.py", f"{f} {line}\n", f"{f} {line} {name}\n")
+        if line:
+            replace_line(repo, f"{f}.py", f"{f} {line}\n", f"{f} {line} {name}\n")
+        else:
+            repo.write(f"{f}.py", f"{name}\n")
         repo.ps("new", name, "-t", "essential", "-m", f"{name}\n", f"{f}.py")
     wt = path.parent / "upstream"
     repo.git("worktree", "add", "-q", str(wt), "upstream")
@@ -50,6 +58,7 @@ def fork(path: Path) -> tuple[Repo, str]:
     for f in "abh":
         replace_line(up, f"{f}.py", f"{f} 35\n", f"{f} 35 upstream\n")
     replace_line(up, "d.py", "d 20\n", "d 20 p3-upstream-has-it\n")
+    replace_line(up, "d.py", "d 30\n", "d 30 p12-upstream-has-it-too\n")
     replace_line(up, "c.py", "c 11\n", "c 11 upstream\n")
     (wt / "g.py").unlink()
     return repo, up.commit_all("Upstream moves")
@@ -85,9 +94,10 @@ def test_each_patch_of_a_run_gets_its_own_merge(tmp_path, monkeypatch, batch) ->
     assert runs_conflicts == alone_conflicts
     assert runs == alone
     upstream = [name for name, parent, tree in alone if parent == tree]
-    assert upstream == ["p3-upstream-has-it.patch"]
-    if batch:  # p1..p4, p5 alone, p7 alone, p8..p10
-        assert commands.count("merge-tree") < 8
+    assert upstream == ["p3-upstream-has-it.patch", "p12-upstream-has-it-too.patch"]
+    if batch:  # runs p1..p4, p8..p10 and p12..p13; p5 (twice: from the anchor, then
+        # exactly), p7 and p15 alone; one by one, the eleven merged patches take a merge each
+        assert commands.count("merge-tree") <= 7
 
 
 def test_refresh_and_check_through_runs(tmp_path) -> None:

@@ -133,8 +133,10 @@ class ProvenStream:
     ones ``git apply`` plus ``commit-tree`` would make.
     """
 
-    def __init__(self, git: Git, start: Oid) -> None:
+    def __init__(self, git: Git, start: Oid, named: bool = True) -> None:
+        """``named=False``: commits are returned as the stream's marks (`FastImport.commit`)."""
         self.git = git
+        self.named = named
         self.root = f"{start}^{{tree}}"  # the tree the stream last knew from outside
         self.base: dict[str, tuple[str, str]] = {}  # path -> (mode, id) in ``root``
         self.listed: set[str] = set()  # paths looked up in ``root`` (found or not)
@@ -221,7 +223,9 @@ class ProvenStream:
         if who is None:
             return None
         message = commit_message(lp).encode("utf-8", "surrogateescape")
-        return self.stream.commit(parent, who[0], who[1], message, [("040000", tree, "")])
+        return self.stream.commit(
+            parent, who[0], who[1], message, [("040000", tree, "")], self.named
+        )
 
     def commit_entries(
         self, parent: Oid, lp: LoadedPatch, engine: Engine, entries: Sequence[tuple[str, str, str]]
@@ -232,7 +236,7 @@ class ProvenStream:
         who = identity(lp, engine)
         assert who is not None
         message = commit_message(lp).encode("utf-8", "surrogateescape")
-        return self.stream.commit(parent, who[0], who[1], message, entries)
+        return self.stream.commit(parent, who[0], who[1], message, entries, self.named)
 
     def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
         who = identity(lp, engine)
@@ -273,7 +277,7 @@ class ProvenStream:
             changes.append((mode, ref, path))
             staged[path] = (mode, fd.new_id or "", new)
         message = commit_message(lp).encode("utf-8", "surrogateescape")
-        commit = self.stream.commit(parent, author, when, message, changes)
+        commit = self.stream.commit(parent, author, when, message, changes, self.named)
         self.overlay.update(staged)
         return commit
 

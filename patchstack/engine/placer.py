@@ -102,7 +102,7 @@ class Placer:
 
     def _open(self) -> ProvenStream:
         if self.session is None:
-            self.session = ProvenStream(self.git, self.parent)
+            self.session = ProvenStream(self.git, self.parent, named=False)
         return self.session
 
     def _prefetch(self, start: int) -> None:
@@ -163,9 +163,10 @@ class Placer:
         return self.ahead.pop(i, None)
 
     def merge_run(self, i: int, tree: Oid, labels: tuple[str, str]) -> Done | None:
-        """Patch i (``tree`` = T[i]) and the patches after it merged at once, when they can be
-        (see "Merge runs" in the module docstring): patch i's result, the others' kept for
-        `placed`. None: patch i is to be merged alone."""
+        """Patch i (``tree`` = T[i], or "" when only the stream knows it) and the patches
+        after it merged at once, when they can be (see "Merge runs" in the module docstring):
+        patch i's result, the others' kept for `placed`. None: patch i is to be merged alone
+        (or is not to be merged)."""
         if i in self.conflicting:
             return None
         run = self._run(i)
@@ -175,6 +176,7 @@ class Placer:
         if self.followed:
             m, anchor = self.anchor
         else:
+            tree = tree or self.tree()
             self.stream.checkpoint()  # T[i] made readable: it is the anchor
             m, anchor = i, tree
         paths = {q: self._paths(q, q + 1) for q in run}
@@ -214,8 +216,10 @@ class Placer:
             if changes:
                 commit = session.commit_entries(self.parent, lp, self.engine, changes)
                 self.parent = commit
-            if n == 0:
-                first = Done(lp.entry.name, tree, Oid("") if commit else tree, commit=commit)
+            if n == 0 and tree and not commit:  # upstream has it already
+                first = Done(lp.entry.name, tree, tree)
+            elif n == 0:
+                first = Done(lp.entry.name, tree, Oid(""), commit=self.parent)
             else:  # both trees filled in at the end (`resolve`): the tree of the last commit
                 # made (its own, or the one before it when upstream has the patch already)
                 # and the tree of the patch before it
@@ -268,7 +272,7 @@ class Placer:
         commit = session.commit_tree(self.parent, lp, self.engine, tree)
         if commit is None:
             session.stream.checkpoint()
-            commit = self.engine.commit(self.parent, tree, name)
+            commit = self.engine.commit(session.stream.ids([self.parent])[0], tree, name)
         session.moved(tree, self._paths(i + 1, self.fetched))
         self.parent = commit
         self.anchor = (i + 1, tree)
@@ -276,8 +280,13 @@ class Placer:
         return commit
 
     def resolve(self, done: list[Done]) -> None:
-        """Close the stream and fill in the trees of the commits it made."""
+        """Name the commits the stream made (by their marks until now), close it, and fill in
+        their trees."""
         if self.session is not None:
+            ids = self.session.stream.ids([d.commit or "" for d in done])
+            for i, (d, commit) in enumerate(zip(done, ids, strict=True)):
+                if d.commit:
+                    done[i] = replace(d, commit=commit)
             self.session.close()
             self.session = None
         pending = [i for i, d in enumerate(done) if not d.tree]

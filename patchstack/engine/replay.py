@@ -144,6 +144,11 @@ def replay(
                 done.append(Done(step.name, tree, Oid(""), commit=commit))
                 tree = Oid("")
                 continue
+            run = placer.merge_run(i, tree, (labels[0], step.name))
+            if run is not None:  # merged with the patches after it, committed in the stream
+                done.append(run)
+                tree = Oid("")
+                continue
         if placer is not None and not tree:
             tree = placer.tree()
         settled: Oid | None = None
@@ -155,11 +160,6 @@ def replay(
             new = tree
         else:
             name_labels = (labels[0], step.name)
-            run = placer.merge_run(i, tree, name_labels) if placer is not None else None
-            if run is not None:  # merged with the patches after it, committed in the stream
-                done.append(run)
-                tree = Oid("")
-                continue
             merged = (
                 placer.merge(i, step, tree, name_labels, labels[1])
                 if placer is not None

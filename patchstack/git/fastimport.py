@@ -72,9 +72,14 @@ class FastImport:
         raw_date: str,
         message: bytes,
         changes: Sequence[Change],
+        named: bool = True,
     ) -> Oid:
         """``changes``: (mode, blob id or mark, path) to set, ("D", path) to delete; a tree
-        for the path "" sets the whole tree. An empty ``parent`` makes a root commit."""
+        for the path "" sets the whole tree. An empty ``parent`` makes a root commit.
+
+        ``named=False``: the commit is returned as its mark (":<n>"), which this stream takes
+        wherever it takes a commit, and `ids` names later, many at once: no round trip per
+        commit (fast-import builds it while the caller goes on)."""
         self.mark += 1
         if parent in self.marks:
             parent = f":{self.marks[parent]}"
@@ -93,12 +98,32 @@ class FastImport:
             else:
                 mode, ref, path = change  # type: ignore[misc]
                 out.append(f"M {mode} {ref} ".encode() + (quote_path(path) or b'""') + b"\n")
-        out.append(b"\nget-mark :%d\n" % self.mark)
+        out.append(b"\n")
+        if not named:
+            self._write(b"".join(out))
+            return Oid(f":{self.mark}")
+        out.append(b"get-mark :%d\n" % self.mark)
         line = self._answer(b"".join(out)).decode()
         if len(line) != self.hexsz:
             self._fail()
         self.marks[line] = self.mark
         return Oid(line)
+
+    def ids(self, commits: Sequence[str]) -> list[Oid]:
+        """Commits named by their ids: the marks of this stream asked together (in chunks
+        whose answers fit a pipe's buffer), the others as they are."""
+        marks = list(dict.fromkeys(c for c in commits if c.startswith(":")))
+        known: dict[str, Oid] = {}
+        for at in range(0, len(marks), 256):
+            chunk = marks[at : at + 256]
+            self._write(b"".join(b"get-mark %s\n" % m.encode() for m in chunk))
+            for m in chunk:
+                line = self._answer(b"").decode()
+                if len(line) != self.hexsz:
+                    self._fail()
+                known[m] = Oid(line)
+                self.marks[line] = int(m[1:])
+        return [known.get(c, Oid(c)) for c in commits]
 
     def _answer(self, request: bytes) -> bytes:
         """Send ``request`` and read the one line fast-import answers on its cat-blob stream."""
