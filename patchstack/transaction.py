@@ -199,6 +199,8 @@ def publish(ws: Checkout, plan: Plan) -> Published:
     git = ws.git
     ref = oplog_ref(git)
     lock.point("publish-start")  # planned, nothing written yet: a Ctrl-C here changes nothing
+    git.keep_scratch()  # the objects planned in the scratch store, into the repository
+    lock.point("scratch-kept")
     with lock.critical():
         found = git.messages(ref, 1)
         parent = found[0][0] if found else None

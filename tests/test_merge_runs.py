@@ -52,7 +52,7 @@ def fork(path: Path) -> tuple[Repo, str]:
         else:
             repo.write(f"{f}.py", f"{name}\n")
         repo.ps("new", name, "-t", "essential", "-m", f"{name}\n", f"{f}.py")
-    wt = path.parent / "upstream"
+    wt = path.parent / f"{path.name}-upstream"
     repo.git("worktree", "add", "-q", str(wt), "upstream")
     up = Repo(wt)
     for f in "abh":
@@ -90,6 +90,7 @@ def test_each_patch_of_a_run_gets_its_own_merge(tmp_path, monkeypatch, batch) ->
         runs, runs_conflicts, commands = run(placer, tmp_path / "runs.json")
     finally:
         engine.close(save_cache=False)
+        git.close()  # and its scratch store
     assert [c[0] for c in alone_conflicts] == ["p5-conflict.patch", "p7-file-deleted.patch"]
     assert runs_conflicts == alone_conflicts
     assert runs == alone

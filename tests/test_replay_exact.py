@@ -138,6 +138,7 @@ def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch
         runs, runs_conflicts, trace_runs = run(placer, tmp_path / "runs.json")
     finally:
         engine.close(save_cache=False)
+        git.close()  # and its scratch store
     assert len(alone_conflicts) >= 2
     assert runs_conflicts == alone_conflicts
     assert runs == alone

@@ -134,7 +134,8 @@ class ProvenStream:
     """
 
     def __init__(self, git: Git, start: Oid, named: bool = True) -> None:
-        """``named=False``: commits are returned as the stream's marks (`FastImport.commit`)."""
+        """``named=False``: commits are returned as the stream's marks (`FastImport.commit`),
+        and the stream's objects are throwaway ones until published (`git.scratch`)."""
         self.git = git
         self.named = named
         self.root = f"{start}^{{tree}}"  # the tree the stream last knew from outside
@@ -142,7 +143,7 @@ class ProvenStream:
         self.listed: set[str] = set()  # paths looked up in ``root`` (found or not)
         self.blobs: dict[str, bytes] = {}  # contents read ahead, by blob id
         self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
-        self.stream = FastImport(git)
+        self.stream = FastImport(git, throwaway=not named)
 
     def close(self) -> None:
         self.stream.close()

@@ -73,6 +73,7 @@ class Placer:
     def __init__(self, engine: Engine, parent: Oid, names: Sequence[str]) -> None:
         self.engine = engine
         self.git = engine.git
+        self.git.use_scratch()  # what the replay writes is throwaway until published
         self.parent = parent
         self.names = list(names)
         self.session: ProvenStream | None = None
@@ -196,14 +197,14 @@ class Placer:
             self.conflicting.add(run[end])
             if end == 0:
                 return None
-        # What each path was before its patch (T[q] = T[i] there): the C side where the proven
-        # patches since the anchor changed it, else the anchor's.
-        base = git.entries_at(self.steps_before[m], every)
-        before: dict[str, tuple[str, str] | None] = {}
-        for q in run:
-            own = git.entries_at(self.steps_before[q], paths[q]) if q != m else base
-            for p in paths[q]:
-                before[p] = own.get(p) if own.get(p) != base.get(p) else ours.get(p)
+        # What each path was before its patch (T[q] = T[i] there): where the proven patches
+        # since the anchor changed it, what they left (T[i] = C[i] there: their proof), else
+        # the anchor's.
+        proven = set(self._paths(m, i)).intersection(every)
+        before: dict[str, tuple[str, str] | None] = {p: ours.get(p) for p in every}
+        if proven:
+            left = git.entries_at(self.steps_before[i], sorted(proven))
+            before.update({p: left.get(p) for p in proven})
         merged = git.entries_at(result.tree, [p for q in run[:end] for p in paths[q]])
         session = self._open()
         for n, q in enumerate(run[:end]):

@@ -13,7 +13,8 @@ escapes, `base.decode_path`); pathspecs are literal; the user's configuration ca
 plumbing prints (`process`); the object format (SHA-1 or SHA-256) is read from the repository.
 This package holds no domain logic: no trailers, no series, no conflict-marker rules.
 
-Parts: `process` (running git), `objects` (reading and writing objects), `trees` (listing and
+Parts: `process` (running git), `objects` (reading and writing objects), `scratch` (a store for
+throwaway objects), `trees` (listing and
 reading trees), `listings` (diffs, status, history), `refs` (refs, configuration, transactions),
 `worktree` (the real index and work tree), `linked` (linked worktrees), `index` (temporary
 indexes), `merge` (merge-tree), `fastimport`, `mail` (format-patch, mailsplit, mailinfo), `repo`

@@ -3,11 +3,14 @@ running git there, and answers memoized for the length of one command."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from ..model.ids import ObjectFormat, Oid
+from . import scratch
 from .process import run_git, spawn
 
 
@@ -32,6 +35,7 @@ class GitBase:
         # Answers that cannot change while one command holds the repository lock.
         self._memo: dict[Any, Any] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.scratch: str | None = None  # the scratch object directory in use (`git.scratch`)
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -42,8 +46,12 @@ class GitBase:
         input: bytes | None = None,
         env: Mapping[str, str] | None = None,
         check: bool = True,
+        throwaway: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
-        return run_git(args, cwd=self.top, input=input, env=env, check=check)
+        """``throwaway``: the objects the command writes go to the scratch store, if any."""
+        return run_git(
+            args, cwd=self.top, input=input, env=self._objects_env(env, throwaway), check=check
+        )
 
     def out(
         self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
@@ -75,8 +83,55 @@ class GitBase:
         stdin: int | IO[bytes] | None = None,
         stderr: int | IO[bytes] | None = None,
         env: Mapping[str, str] | None = None,
+        throwaway: bool = False,
     ) -> subprocess.Popen[bytes]:
+        env = self._objects_env(env, throwaway)
         return spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+
+    def _objects_env(
+        self, env: Mapping[str, str] | None, throwaway: bool
+    ) -> Mapping[str, str] | None:
+        """With a scratch store, every process reads it as an alternate; the ``throwaway`` ones
+        write into it, reading the repository's objects as their alternate."""
+        if self.scratch is None:
+            return env
+        theirs = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        real = os.path.join(self.common_dir, "objects")
+        first = real if throwaway else self.scratch
+        alternates = os.pathsep.join([scratch.alternate(first), *([theirs] if theirs else [])])
+        extra = {**(env or {}), "GIT_ALTERNATE_OBJECT_DIRECTORIES": alternates}
+        if throwaway:
+            extra["GIT_OBJECT_DIRECTORY"] = self.scratch
+        return extra
+
+    def use_scratch(self) -> None:
+        """From now on, throwaway objects go to a scratch store (see `git.scratch`), where
+        there is one; the batch processes already running are restarted to read it."""
+        if self.scratch is None:
+            self.scratch = scratch.make()
+            if self.scratch is not None:
+                self._stop_processes()
+
+    def keep_scratch(self) -> None:
+        """Move every object of the scratch store into the repository (one new pack), before
+        anything can point at them; then drop the store."""
+        path = self.scratch
+        if path is None:
+            return
+        self._stop_processes()
+        ids = scratch.loose_objects(path) + scratch.packed_objects(path, self.fmt.hexsz // 2)
+        if ids:
+            data = "".join(f"{oid}\n" for oid in dict.fromkeys(ids)).encode()
+            pack = os.path.join(self.common_dir, "objects", "pack", "pack")
+            self.run("pack-objects", "--quiet", pack, input=data)
+        self.drop_scratch()
+
+    def drop_scratch(self) -> None:
+        """Forget the scratch store and what is in it (nothing may point at it)."""
+        path, self.scratch = self.scratch, None
+        if path is not None:
+            self._stop_processes()
+            shutil.rmtree(path, ignore_errors=True)
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
         """A batch process kept for the whole command (closed by `close`)."""
@@ -87,6 +142,10 @@ class GitBase:
         return proc
 
     def close(self) -> None:
+        self._stop_processes()
+        self.drop_scratch()
+
+    def _stop_processes(self) -> None:
         for proc in self._procs.values():
             if proc.stdin is not None:
                 proc.stdin.close()

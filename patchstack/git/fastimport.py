@@ -32,13 +32,15 @@ class FastImport:
 
     SCRATCH = "refs/patchstack/scratch"
 
-    def __init__(self, git: Objects) -> None:
+    def __init__(self, git: Objects, throwaway: bool = False) -> None:
+        """``throwaway``: the pack goes to the scratch store, if any (`git.scratch`)."""
         self.null = git.fmt.null
         self.hexsz = git.fmt.hexsz
         self.proc = git.spawn(
             ["fast-import", "--quiet", "--force", "--done", "--cat-blob-fd=1"],
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            throwaway=throwaway,
         )
         self.mark = 0
         self.closed = False

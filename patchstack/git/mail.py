@@ -88,9 +88,8 @@ class Mail(GitBase):
     def _format_patch(self, *args: str) -> bytes:
         folder = self._format_dir()
         config = [x for k, v in FORMAT_CONFIG for x in ("-c", f"{k}={v}")]
-        return run_git(
-            [*config, *FORMAT_PATCH_ARGS, *args], cwd=folder, env=_isolated(folder)
-        ).stdout
+        env = self._objects_env(_isolated(folder), throwaway=False)  # it reads the scratch store
+        return run_git([*config, *FORMAT_PATCH_ARGS, *args], cwd=folder, env=env).stdout
 
     def _commit_id(self, rev: str) -> str:
         """Names are resolved here: the isolated repository has no refs of the user's."""

@@ -86,7 +86,7 @@ class Merges(Objects):
     def merge_commits(self, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
         """merge-tree of two commits whose one merge base has the wanted base tree (the
         caller made sure); ``labels`` name ours and theirs."""
-        proc = self.run(*MERGE_ARGS, ours, theirs, check=False)
+        proc = self.run(*MERGE_ARGS, ours, theirs, check=False, throwaway=True)
         if proc.returncode not in (0, 1):
             err = proc.stderr.decode("utf-8", "replace").strip()
             raise GitFailure(f"git merge-tree failed: {err}")
@@ -146,7 +146,9 @@ class Merges(Objects):
         answers: _Answers | None = self._memo.get(("merge-process",))
         if answers is None or answers.proc.poll() is not None:
             errors = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
-            proc = self.spawn([*MERGE_ARGS, "--stdin"], stdin=subprocess.PIPE, stderr=errors)
+            proc = self.spawn(
+                [*MERGE_ARGS, "--stdin"], stdin=subprocess.PIPE, stderr=errors, throwaway=True
+            )
             self._procs["merge-tree"] = proc  # closed with the others
             answers = _Answers(proc, errors)
             self._memo[("merge-process",)] = answers

@@ -131,9 +131,10 @@ class Objects(GitBase):
 
     def write_loose(self, kind: str, data: bytes) -> Oid:
         """Store one object as git stores a loose one (zlib of ``<kind> <size>NUL<data>``,
-        read-only, moved into place whole); an object that is already there is left alone."""
+        read-only, moved into place whole); an object that is already there is left alone.
+        While a scratch store is in use (`git.scratch`), it goes there."""
         oid = self.fmt.hash(kind, data)
-        folder = os.path.join(self.common_dir, "objects", oid[:2])
+        folder = os.path.join(self.scratch or os.path.join(self.common_dir, "objects"), oid[:2])
         path = os.path.join(folder, oid[2:])
         if os.path.exists(path):
             return oid

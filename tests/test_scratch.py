@@ -1,0 +1,84 @@
+"""The scratch object store (git/scratch.py): a replay's throwaway objects stay out of the
+repository until published. `check` leaves the object database as it was; a refresh keeps
+every object its result needs (fsck, and the same commits as without the store) in one pack;
+no scratch folder outlives its command, and a killed command's folder is removed by the next."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchstack.git import scratch
+
+from .test_merge_runs import fork
+
+needs_scratch = pytest.mark.skipif(
+    not scratch.room(), reason="no room for a scratch store in /dev/shm"
+)
+
+
+def objects(repo) -> tuple[int, list[str]]:
+    """(loose objects, pack files) of the repository."""
+    root = repo.path / ".git" / "objects"
+    loose = sum(len(os.listdir(d)) for d in root.iterdir() if len(d.name) == 2)
+    return loose, sorted(os.listdir(root / "pack"))
+
+
+def ours() -> list[str]:
+    return [
+        n for n in os.listdir(scratch.PARENT) if n.startswith(f"{scratch.PREFIX}{os.getpid()}-")
+    ]
+
+
+def fsck(repo) -> None:
+    proc = subprocess.run(
+        ["git", "fsck", "--strict", "--no-dangling", "--no-progress"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+@needs_scratch
+def test_check_writes_no_object(tmp_path) -> None:
+    repo, target = fork(tmp_path / "fork")
+    before = objects(repo)
+    out = repo.ps("check", "--onto", target, code=1).stdout
+    assert "p5-conflict" in out  # the replay ran: merges, runs, a conflict
+    assert objects(repo) == before
+    assert ours() == []
+
+
+@needs_scratch
+def test_refresh_keeps_what_it_publishes_in_one_pack(tmp_path, monkeypatch) -> None:
+    repo, target = fork(tmp_path / "fork")
+    plain, _ = fork(tmp_path / "plain")
+    loose, packs = objects(repo)
+    repo.ps("refresh", "--onto", target, code=1)  # stops at p5's conflict, in the work tree
+    assert ours() == []
+    fsck(repo)
+    new_loose, new_packs = objects(repo)
+    assert len(set(new_packs) - set(packs)) == 2  # one pack and its index
+    assert new_loose - loose < 20  # the operation log's few objects, not the replay's
+    assert "<<<<<<<" in repo.read("c.py")
+    monkeypatch.setenv("PATCHSTACK_NO_SCRATCH", "1")
+    plain.ps("refresh", "--onto", target, code=1)
+    assert plain.head() == repo.head()
+    assert plain.git("status", "--porcelain") == repo.git("status", "--porcelain")
+    assert plain.read("c.py") == repo.read("c.py")
+
+
+@needs_scratch
+def test_a_killed_commands_scratch_folder_is_removed(tmp_path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = Path(scratch.PARENT) / f"{scratch.PREFIX}{gone.pid}-left"
+    (stale / "ab").mkdir(parents=True)
+    (stale / "ab" / "cdef").write_bytes(b"an object nothing points at")
+    repo, target = fork(tmp_path / "fork")
+    repo.ps("check", "--onto", target, code=1)
+    assert not stale.exists()
