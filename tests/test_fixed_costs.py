@@ -14,7 +14,7 @@ import pytest
 from patchstack.checkout import open_checkout
 from patchstack.git import find_repo
 from patchstack.journal.oplog import newest
-from patchstack.journal.snapshot import take_snapshot
+from patchstack.journal.snapshot import series_tree, take_snapshot
 
 from .conftest import Repo, names, numbered, replace_line
 
@@ -273,3 +273,41 @@ def test_trees_edited_in_process_are_the_trees_git_writes(repo: Repo) -> None:
         git.close()
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_the_series_tree_is_the_folder_whether_cached_or_not(repo: Repo, tmp_path) -> None:
+    """The snapshot's tree of the series folder, taken from the stat cache (whole, when no file
+    changed) or made again, is what git makes of the folder."""
+    stack_of_three(repo)
+    folder = repo.path / "patches"
+
+    def age() -> None:  # the cache trusts only files older than two seconds
+        for f in folder.iterdir():
+            os.utime(f, (1_000_000_000, 1_000_000_000))
+
+    def git_tree() -> str:
+        env = {
+            **os.environ,
+            "GIT_INDEX_FILE": str(tmp_path / "index"),
+            "GIT_WORK_TREE": str(folder),
+        }
+        (tmp_path / "index").unlink(missing_ok=True)
+        subprocess.run(["git", "add", "-A", "."], cwd=folder, env=env, check=True)
+        out = subprocess.run(["git", "write-tree"], cwd=folder, env=env, capture_output=True)
+        return out.stdout.decode().strip()
+
+    ws = open_checkout(None, str(repo.path))
+    try:
+        age()
+        for change in (
+            lambda: None,  # made
+            lambda: None,  # the cached tree
+            lambda: (folder / "p1.patch").unlink(),
+            lambda: (folder / "p0.patch").rename(folder / "p0-renamed.patch"),
+            lambda: (folder / "p2.patch").write_text("a hand edit\n"),
+        ):
+            change()
+            age()
+            assert series_tree(ws) == (git_tree(), True)
+    finally:
+        ws.git.close()

@@ -211,6 +211,11 @@ def series_tree(ws: Checkout) -> tuple[Oid, bool]:
             found[name] = (str(key[3]), hit[1])
         else:
             todo.append(name)
+    # Nothing changed since the tree was last made: that tree, if it is still there (a tree
+    # the operation log points at keeps its blobs).
+    known = cache.get("tree")
+    if not todo and len(found) == len(cache["files"]) and known and git.has_objects([known])[known]:
+        return Oid(known), True
     present = git.has_objects([oid for _m, oid in found.values()])
     for name, (_m, oid) in list(found.items()):
         if not present.get(oid):
@@ -218,14 +223,12 @@ def series_tree(ws: Checkout) -> tuple[Oid, bool]:
             todo.append(name)
     found.update(hash_paths(git, folder, todo))
     files = {n: [stats[n], found[n][1]] for n in found if n in stats}
-    if files != cache["files"]:
+    tree = _tree_of_files(git, found)
+    if files != cache["files"] or tree != known:
         with contextlib.suppress(OSError):
-            write_atomic(
-                cache_path,
-                json.dumps({"folder": folder, "format": git.fmt.name, "files": files}).encode(),
-                sync=False,
-            )
-    return _tree_of_files(git, found), True
+            data = {"folder": folder, "format": git.fmt.name, "files": files, "tree": tree}
+            write_atomic(cache_path, json.dumps(data).encode(), sync=False)
+    return tree, True
 
 
 def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = None) -> Snapshot:
