@@ -79,9 +79,14 @@ def test_a_killed_commands_scratch_folder_is_removed(tmp_path) -> None:
     stale = Path(scratch.PARENT) / f"{scratch.PREFIX}{gone.pid}-left"
     (stale / "ab").mkdir(parents=True)
     (stale / "ab" / "cdef").write_bytes(b"an object nothing points at")
+    recent = Path(scratch.PARENT) / f"{scratch.PREFIX}{gone.pid}-recent"
+    recent.mkdir()
+    os.utime(stale, (1_000_000_000, 1_000_000_000))  # nothing written there for long
     repo, target = fork(tmp_path / "fork")
     repo.ps("check", "--onto", target, code=1)
     assert not stale.exists()
+    assert recent.exists()  # maybe another PID namespace's: left for later
+    recent.rmdir()
 
 
 @needs_scratch

@@ -19,16 +19,19 @@ folder left by a killed process holds nothing anything points at; the next repla
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
 import tempfile
+import time
 
 from ..errors import GitFailure
 
 PARENT = "/dev/shm"
 PREFIX = "patchstack-objects-"
-MIN_FREE = 256 << 20  # bytes free in PARENT to use it
+MIN_FREE = 256 << 20  # bytes free in PARENT to use it (a 1,000-patch replay uses about 25 MB)
+STALE_AFTER = 600  # seconds
 
 
 def room() -> bool:
@@ -56,11 +59,18 @@ def make() -> str | None:
 
 
 def _remove_stale() -> None:
-    """Remove the scratch folders of processes that are gone (killed before they dropped them)."""
+    """Remove the scratch folders of processes that are gone (killed before they dropped them)
+    and that nothing wrote to for a while (a process of another PID namespace sharing the
+    folder would look gone)."""
+    now = time.time()
     for name in os.listdir(PARENT):
         pid = name[len(PREFIX) :].split("-")[0] if name.startswith(PREFIX) else ""
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(os.path.join(PARENT, name), ignore_errors=True)
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(PARENT, name)
+        with contextlib.suppress(OSError):
+            if now - os.stat(path).st_mtime > STALE_AFTER:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
