@@ -455,6 +455,12 @@ def write_fixture(
         buf.clear()
 
     when = EPOCH
+    if base_ref is not None:
+        # After the real base, as a `git pull` brings them: commits dated before their parent
+        # make every walk of a range (`git log A..B`, merge-base) read the whole history
+        # (Megatron-LM's 9,632 commits: 65 ms a walk instead of 8 ms).
+        stamp = run(["git", "log", "-1", "--format=%ct", base_ref], cwd=repo).decode().strip()
+        when = max(when, int(stamp))
     if base_ref is None:  # generated upstream: a short history that adds the files
         paths = sorted(fx.base_files)
         step = math.ceil(len(paths) / base_chunks)
