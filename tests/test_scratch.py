@@ -14,6 +14,7 @@ import pytest
 from patchstack.git import scratch
 
 from .test_merge_runs import fork
+from .test_replay_exact import git_commands
 
 needs_scratch = pytest.mark.skipif(
     not scratch.room(), reason="no room for a scratch store in /dev/shm"
@@ -44,13 +45,25 @@ def fsck(repo) -> None:
 
 
 @needs_scratch
-def test_check_writes_no_object(tmp_path) -> None:
+def test_check_writes_no_object(tmp_path, monkeypatch) -> None:
     repo, target = fork(tmp_path / "fork")
     before = objects(repo)
     out = repo.ps("check", "--onto", target, code=1).stdout
     assert "p5-conflict" in out  # the replay ran: merges, runs, a conflict
     assert objects(repo) == before
     assert ours() == []
+    # The replay stream's checkpoints (before merges) stay packs in the store: no process
+    # starts to loosen them. (With the series' chain cached, as a push leaves it: otherwise
+    # check makes it first, in the repository.)
+    repo.ps("pop", "--all")
+    repo.ps("push", "--all")
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert repo.ps("check", "--onto", target, code=1).stdout == out
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    commands = git_commands(trace)
+    assert "fast-import" in commands and "merge-tree" in commands
+    assert "unpack-objects" not in commands
 
 
 @needs_scratch

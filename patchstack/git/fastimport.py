@@ -36,8 +36,12 @@ class FastImport:
         """``throwaway``: the pack goes to the scratch store, if any (`git.scratch`)."""
         self.null = git.fmt.null
         self.hexsz = git.fmt.hexsz
+        # In the scratch store a checkpoint's pack stays a pack: under fastimport.unpackLimit
+        # (100 objects) fast-import would start unpack-objects to make them loose objects, one
+        # process per checkpoint, and publishing packs the store whole anyway.
+        packed = ["-c", "fastimport.unpackLimit=0"] if throwaway and git.scratch else []
         self.proc = git.spawn(
-            ["fast-import", "--quiet", "--force", "--done", "--cat-blob-fd=1"],
+            [*packed, "fast-import", "--quiet", "--force", "--done", "--cat-blob-fd=1"],
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
             throwaway=throwaway,
