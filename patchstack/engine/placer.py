@@ -146,7 +146,7 @@ class Placer:
     ) -> MergeResult:
         """Patch i (``step``) merged onto ``tree`` (= T[i]), as `merging.merge` would."""
         git = self.git
-        if self.followed:
+        if self.followed and i not in self.conflicting:  # (a run saw it conflict: so would this)
             m, anchor = self.anchor
             result = git.merge_trees(self.steps_before[m], anchor, step.after, labels)
             if result.clean:
