@@ -17,10 +17,10 @@ from __future__ import annotations
 import email.utils
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..git import FastImport, Git
+from ..git import FastImport, Git, RawDiff
 from ..git.fastimport import Change
 from ..model import paths
 from ..model.ids import ObjectFormat, Oid
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 FAST_PATH = os.environ.get("PATCHSTACK_NO_FAST_PATH") is None
 PREFETCH_BYTES = 64 << 20  # file contents a stream reads ahead, at most
+PREFETCH_WINDOW = 64  # patches a stream reads ahead for, at once
+REGULAR = ("100644", "100755")
 
 
 def _split(data: bytes) -> list[bytes]:
@@ -142,7 +144,8 @@ class ProvenStream:
         self.base: dict[str, tuple[str, str]] = {}  # path -> (mode, id) in ``root``
         self.listed: set[str] = set()  # paths looked up in ``root`` (found or not)
         self.blobs: dict[str, bytes] = {}  # contents read ahead, by blob id
-        self.overlay: dict[str, tuple[str, str, bytes] | None] = {}
+        # path -> (mode, id, contents when read) the stream's commits left; None: deleted
+        self.overlay: dict[str, tuple[str, str, bytes | None] | None] = {}
         self.stream = FastImport(git, throwaway=not named)
 
     def close(self) -> None:
@@ -186,6 +189,10 @@ class ProvenStream:
             if found is not None and found[0] == "blob":
                 self.blobs[oid] = found[1]
 
+    def look_up(self, wanted: Iterable[str]) -> None:
+        """Look the paths the coming patches change up at once (and not their files)."""
+        self._look_up(sorted(set(wanted)))
+
     def _look_up(self, wanted: Sequence[str]) -> None:
         """Look paths (and their folders) up in ``root``, the ones not known yet, at once."""
         todo = {q for p in wanted for q in (p, *paths.leading_dirs(p))}
@@ -200,7 +207,7 @@ class ProvenStream:
         return found if found is not None else self.git.read_blob(oid)
 
     def _through_non_tree(
-        self, path: str, staged: dict[str, tuple[str, str, bytes] | None]
+        self, path: str, staged: Mapping[str, tuple[str, str, bytes | None] | None]
     ) -> bool:
         modes: dict[str, str | None] = {}
         for d in paths.leading_dirs(path):
@@ -238,6 +245,44 @@ class ProvenStream:
         assert who is not None
         message = commit_message(lp).encode("utf-8", "surrogateescape")
         return self.stream.commit(parent, who[0], who[1], message, entries, self.named)
+
+    def carry(
+        self, parent: Oid, lp: LoadedPatch, engine: Engine, diff: Sequence[RawDiff]
+    ) -> Oid | None:
+        """The commit of ``lp`` on ``parent`` when each file it changes is, in the stream's
+        tree, what it was before it in the old chain (``diff``: the raw diff of ``lp`` there,
+        ``C[k] -> C[k+1]``); None otherwise. Then the three-way merge of ``lp`` sees "ours" equal
+        to "base" on every path ``lp`` changes and takes ``lp``'s side, and on every other path
+        ``lp`` changes nothing: the new entries are the old chain's, with no file read, no hunk
+        applied (so a patch without full index lines needs no merge either). Renames, copies
+        and anything but regular files are left to the merge, as `commit` leaves them."""
+        who = identity(lp, engine)
+        if who is None or not diff or any(f.renamed or f.copied for f in lp.patch.files):
+            return None
+        self._look_up([d[4] for d in diff])
+        changes: list[Change] = []
+        staged: dict[str, tuple[str, str, bytes | None] | None] = {}
+        for old_mode, new_mode, old_id, new_id, path in diff:
+            if self._through_non_tree(path, staged):
+                return None
+            cur = self._current(path)
+            if old_mode == "000000":
+                if cur is not None:
+                    return None
+            elif cur is None or (cur[0], cur[1]) != (old_mode, old_id) or cur[0] not in REGULAR:
+                return None
+            if new_mode == "000000":
+                changes.append(("D", path))
+                staged[path] = None
+            elif new_mode in REGULAR:
+                changes.append((new_mode, new_id, path))
+                staged[path] = (new_mode, new_id, None)
+            else:
+                return None
+        message = commit_message(lp).encode("utf-8", "surrogateescape")
+        commit = self.stream.commit(parent, who[0], who[1], message, changes, self.named)
+        self.overlay.update(staged)
+        return commit
 
     def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
         who = identity(lp, engine)

@@ -55,16 +55,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..git import FastImport, MergeResult
+from ..git import FastImport, MergeResult, RawDiff
 from ..model.ids import Oid
 from .chain import Engine
-from .fastpath import ProvenStream, identity
+from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream, identity
 from .merging import readable
 from .replay import Done, Step
 
-PREFETCH_WINDOW = 64  # patches
 MERGE_RUN = 32  # patches merged in one merge-tree, at most
-REGULAR = ("100644", "100755")
 
 
 class Placer:
@@ -87,6 +85,7 @@ class Placer:
         self.followed = False  # every patch since the anchor was proven and changed files only
         self.ahead: dict[int, Done] = {}  # patches a merge run placed, by index
         self.conflicting: set[int] = set()  # patches a merge run found conflicting
+        self.diffs: dict[int, list[RawDiff]] = {}  # C[k] -> C[k+1], read ahead by `_prefetch`
 
     def begin(
         self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
@@ -107,10 +106,14 @@ class Placer:
         return self.session
 
     def _prefetch(self, start: int) -> None:
-        """Have the stream look up what the next patches change, at once (a window of them:
-        after a merge the tree is another, and it is looked up again)."""
-        end = start + PREFETCH_WINDOW
-        self._open().prefetch(self._paths(start, end))
+        """Have the stream look up what the next patches change, and the old chain's raw diff
+        of each, at once (a window of them: after a merge the tree is another, and it is
+        looked up again)."""
+        end = min(start + PREFETCH_WINDOW, len(self.steps))
+        self._open().look_up(self._paths(start, end))
+        todo = [q for q in range(start, end) if q not in self.diffs]
+        pairs = [(self.steps[q].before, self.steps[q].after) for q in todo]
+        self.diffs.update(zip(todo, self.git.raw_diffs(pairs), strict=True))
         self.fetched = end
 
     def _paths(self, start: int, end: int) -> list[str]:
@@ -125,14 +128,20 @@ class Placer:
         return self._open().stream
 
     def place(self, name: str) -> Oid | None:
-        """Patch ``name`` on the current parent by the proven path, or None."""
+        """Patch ``name`` on the current parent, when upstream left its files as the old
+        chain had them before it (`ProvenStream.carry`), or None."""
         lp = self.engine.patch(name)
-        if self.index[name] >= self.fetched:
-            self._prefetch(self.index[name])
-        commit = self._open().commit(self.parent, lp, self.engine)
+        i = self.index[name]
+        if i >= self.fetched:
+            self._prefetch(i)
+        diff = self.diffs.pop(i, None)
+        if diff is None:  # (not read ahead: a window starts at the patch that needs it)
+            step = self.steps[i]
+            diff = self.git.raw_diffs([(step.before, step.after)])[0]
+        commit = self._open().carry(self.parent, lp, self.engine, diff)
         if commit is None:
             return None
-        if any(f.old_path is None or f.new_path is None for f in lp.patch.files):
+        if any(d[0] == "000000" or d[1] == "000000" for d in diff):
             self.followed = False  # a file added or deleted
         self.parent = commit
         return commit
