@@ -107,14 +107,16 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     return Proof(verdicts)
 
 
-def remember_exact(git: Git, made: Iterable[tuple[str, str, int]]) -> None:
-    """Record commits a push made by its fast path, as (commit, SHA-256 of the patch file,
-    strip level): each file diff's hunks gave the blob its index line names, at the parent of
-    the commit, so the commit is ``exact`` and the file consistent; the next ``status`` need
-    not prove them again."""
+def remember_exact(git: Git, made: Iterable[tuple[str, str, int, bool]]) -> None:
+    """Record commits a push made from their patch file, as (commit, SHA-256 of the patch
+    file, strip level, by the fast path): the commit's tree is the file applied to its parent's
+    (``git apply``, or each file diff's hunks gave the blob its index line names: then the
+    file is consistent too), so the commit is ``exact``; the next command need not prove it
+    again."""
     cache = _ConsistencyCache(git)
-    for commit, digest, strip in made:
-        cache.added.add(digest)
+    for commit, digest, strip, by_ids in made:
+        if by_ids:
+            cache.added.add(digest)
         cache.used.add(f"{commit} {digest} p{strip} {EXACT}")
     cache.save()
 

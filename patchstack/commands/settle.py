@@ -9,6 +9,7 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -26,6 +27,7 @@ from ..model.ids import Oid
 from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series
 from ..transaction import FileWrite, Overlay, Plan, publish
+from .proof import remember_exact
 from .stopped import State, store
 
 
@@ -106,6 +108,7 @@ def finish(
         files.append(FileWrite(ws.series_path, text))
     overlay = Overlay(src[0], tuple(src[1]))
     publish(ws, Plan("refresh", current_head, head, tuple(files), overlay))
+    _remember(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
         Verdict(
             e.name,
@@ -129,6 +132,38 @@ def finish(
         state.folded,
         state.fold_into,
     )
+
+
+def _remember(
+    ws: Checkout,
+    engine: Engine,
+    series: Series,
+    base: Oid,
+    commits: dict[str, Oid],
+    classified: Classified,
+) -> None:
+    """Tell the next commands what this refresh proved: each commit it made is its patch
+    file applied to its parent (an unchanged file: the commit has the blobs of the old one,
+    which the file made; a rewritten file is the commit's own diff), so the commit is exact
+    (`proof.remember_exact`) and, from the new base on, the series' canonical chain
+    (`Engine.learn_chain`). Otherwise a series whose files have no full index lines (quilt's)
+    was proven and applied again by ``git apply`` patch by patch: 20 s for the next ``status``
+    and 37 s for the next ``push --all`` of 1,000 patches."""
+    made = []
+    chain: list[tuple[Entry, bytes, Oid]] = []
+    on_chain = True
+    for e in series.entries:
+        commit = commits.get(e.name)
+        if commit is None:
+            on_chain = False
+            continue
+        data = classified.data.get(e.name) or engine.patch(e.name).data
+        digest = hashlib.sha256(data).hexdigest()
+        made.append((commit, digest, e.strip_level, e.name in classified.data))
+        if on_chain:
+            chain.append((e, data, commit))
+    remember_exact(ws.git, made)
+    engine.learn_chain(base, chain)
 
 
 def _final_head(
