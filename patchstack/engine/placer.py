@@ -2,15 +2,17 @@
 one process (``merge-tree``) for each patch that needs a three-way merge.
 
 The replay carries patch k from the old canonical chain (``C[k] -> C[k+1]``) onto the new tree
-``T[k]``. A patch whose files upstream did not touch is committed in the stream, proven by blob
-ids (`fastpath.ProvenStream`), and its tree exists only inside the stream until it ends. A
+``T[k]``. A patch whose files are in ``T[k]`` what they were in ``C[k]`` is committed in the
+stream with its entries of ``C[k+1]`` (`fastpath.ProvenStream.carry`: the merge would take
+them, ours being the base on each of its paths), and its tree exists only inside the stream
+until it ends. A
 patch that needs a merge needs ``merge-tree`` (git < 2.40 has no ``--merge-base``) to see an
 "ours" commit of ``T[k]`` and a "theirs" commit of ``C[k+1]`` whose one merge base has the
 tree ``C[k]``.
 
 **The anchor.** The last tree the replay knows outside the stream is the anchor ``A = T[m]``
 (the new base, a merge's result, an applied commit's tree, a canonical tree). When every patch
-from m to k-1 was committed by the proven path and only changed files that existed (no file
+from m to k-1 was carried that way and only changed files that existed (no file
 added or deleted), merging ``C[m] -> C[k+1]`` into ``T[m]`` gives exactly ``T[k+1]``, the tree
 the merge of patch k alone onto ``T[k]`` gives:
 

@@ -5,8 +5,8 @@ patch, exactly, as in `chain`). Each patch k is the change ``C[k-1] -> C[k]``; i
 onto the new tree ``T[k-1]`` by a three-way merge (``merge-tree``), giving ``T[k]``. Reality
 wins where it exists: when an applied commit's parent tree is already ``T[k-1]`` (the rebase
 route, a stack that did not move, a folded patch), its tree is ``T[k]``. A patch whose files
-upstream did not touch is committed in one fast-import stream, proven by its blob ids, with no
-merge at all (`Placer`).
+upstream did not touch is committed in one fast-import stream with the old chain's blob ids,
+with no merge at all (`Placer`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def replay(
     elsewhere (the merge commit of a ``git pull``), or None.
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
-    committed in one fast-import stream, proven by its blob ids, with no merge at all; the
+    committed in one fast-import stream with the old chain's blob ids, with no merge; the
     others are merged with git's merge-ort, as without one. ``progress(done, total)`` is
     called after each step.
     """
