@@ -25,6 +25,7 @@ from . import git as gitmod
 from .errors import InputError, PatchstackError
 from .files import write_atomic
 from .model import paths
+from .model.diff import commit_text
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
 
@@ -161,16 +162,28 @@ class FileSummary(NamedTuple):
 
 
 class PatchSummary(NamedTuple):
-    """What ``status`` and a re-push need of a patch file without parsing it."""
+    """What ``status``, a re-push and a replay's carried patches need of a patch file without
+    parsing it: its paths, its file diffs' ids, and the header its commit is made from."""
 
     paths: tuple[str, ...]
     files: tuple[FileSummary, ...]
+    subject: str | None
+    description: str
+    author: str | None
+    date: str | None
+
+    def message(self, fallback_subject: str) -> str:
+        return commit_text(self.subject, self.description, fallback_subject)
 
 
 def summary_of(patch: Patch) -> PatchSummary:
     return PatchSummary(
         patch.paths,
         tuple(FileSummary(f.path, f.renamed, f.copied, f.old_id, f.new_id) for f in patch.files),
+        patch.subject,
+        patch.description,
+        patch.author,
+        patch.date,
     )
 
 
@@ -181,7 +194,7 @@ class ProvenPatches:
     values, no code); a file that cannot be read is an empty cache. It keeps the entries the
     last command used and the ones it added."""
 
-    FORMAT = "patchstack-parsed 1"
+    FORMAT = "patchstack-parsed 2"
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -201,7 +214,15 @@ class ProvenPatches:
         if found is None:
             return None
         try:
-            summary = PatchSummary(tuple(found[0]), tuple(FileSummary(*f) for f in found[1]))
+            paths, files, subject, description, author, date = found
+            summary = PatchSummary(
+                tuple(paths),
+                tuple(FileSummary(*f) for f in files),
+                subject,
+                description,
+                author,
+                date,
+            )
         except (TypeError, ValueError, IndexError):
             return None
         self.used[key] = found
@@ -209,7 +230,7 @@ class ProvenPatches:
 
     def put(self, key: str, summary: PatchSummary) -> None:
         if key not in self.used:
-            self.used[key] = (summary.paths, tuple(tuple(f) for f in summary.files))
+            self.used[key] = (summary.paths, tuple(tuple(f) for f in summary.files), *summary[2:])
             self.added = self.added or key not in self.known
 
     def save(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -311,3 +312,35 @@ def test_the_series_tree_is_the_folder_whether_cached_or_not(repo: Repo, tmp_pat
             assert series_tree(ws) == (git_tree(), True)
     finally:
         ws.git.close()
+
+
+def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> None:
+    """The patches a refresh carries without a merge are committed from the header their
+    proven summary keeps (author, date, message): their files are not parsed again, and the
+    commits are the ones a parse gives (the same ids as with the cache gone)."""
+    from patchstack import checkout
+
+    stack_of_three(repo)
+    base = repo.git("rev-parse", "HEAD~3").strip()
+    blob = repo.git("hash-object", "-w", "--stdin", input="upstream\n").strip()
+    listing = repo.git("ls-tree", base) + f"100644 blob {blob}\tc.py\n"  # a file no patch has
+    tree = repo.git("mktree", input=listing).strip()
+    moved = repo.git("commit-tree", tree, "-p", base, "-m", "upstream adds c.py").strip()
+    repo.ps("pop", "--all")  # proves the three files, kept for the next command
+    repo.ps("push", "--all")
+    parsed: list[bytes] = []
+    real = checkout.parse_patch
+
+    def counting(data: bytes, *args, **kwargs):
+        parsed.append(data)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(checkout, "parse_patch", counting)
+    copy = repo.path.parent / "copy"
+    shutil.copytree(repo.path, copy, symlinks=True)
+    repo.ps("refresh", "--onto", moved)
+    assert parsed == []
+    (copy / ".git" / "patchstack" / "parsed").unlink()  # no summaries: every file parsed
+    Repo(copy).ps("refresh", "--onto", moved)
+    assert len(parsed) == 3
+    assert Repo(copy).head() == repo.head()

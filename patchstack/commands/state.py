@@ -96,9 +96,9 @@ def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
     canonical = Oid(base) if base else stack.base
 
     def load(entry: Entry) -> LoadedPatch:
-        data, _summary = ws.proven_bytes(entry)
+        data, summary = ws.proven_bytes(entry)
         shown = ws.display(ws.patch_path(entry.name))
-        return LoadedPatch(entry, data, None, shown, lambda: ws.read_patch(entry)[1])
+        return LoadedPatch(entry, data, None, shown, lambda: ws.read_patch(entry)[1], summary)
 
     default: list[tuple[str, str]] = []
 

@@ -257,7 +257,7 @@ class ProvenStream:
         applied (so a patch without full index lines needs no merge either). Renames, copies
         and anything but regular files are left to the merge, as `commit` leaves them."""
         who = identity(lp, engine)
-        if who is None or not diff or any(f.renamed or f.copied for f in lp.patch.files):
+        if who is None or not diff or any(f.renamed or f.copied for f in lp.head.files):
             return None
         self._look_up([d[4] for d in diff])
         changes: list[Change] = []
@@ -331,7 +331,7 @@ class ProvenStream:
 def identity(lp: LoadedPatch, engine: Engine) -> tuple[str, str] | None:
     """(author, raw date) of the commit of ``lp``, when fast-import can write them as
     ``commit-tree`` would."""
-    author, date = lp.patch.author, lp.patch.date
+    author, date = lp.head.author, lp.head.date
     if not author or not date:
         default_author, default_date = engine.default_author()
         author, date = author or default_author, date or default_date

@@ -87,7 +87,7 @@ class Placer:
         self.followed = False  # every patch since the anchor was proven and changed files only
         self.ahead: dict[int, Done] = {}  # patches a merge run placed, by index
         self.conflicting: set[int] = set()  # patches a merge run found conflicting
-        self.diffs: dict[int, list[RawDiff]] = {}  # C[k] -> C[k+1], read ahead by `_prefetch`
+        self.diffs: dict[int, list[RawDiff]] = {}  # C[k] -> C[k+1], by `_diff`
 
     def begin(
         self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
@@ -122,8 +122,18 @@ class Placer:
         """The paths patches ``start`` to ``end - 1`` change."""
         for name in self.names[start:end]:
             if name not in self.paths:
-                self.paths[name] = self.engine.patch(name).patch.paths
+                self.paths[name] = self.engine.patch(name).head.paths
         return [p for n in self.names[start:end] for p in self.paths[n]]
+
+    def _diff(self, q: int) -> list[RawDiff]:
+        """The old chain's raw diff of patch q, ``C[q] -> C[q+1]`` (read ahead by `_prefetch`)."""
+        if q not in self.diffs:
+            if q >= self.fetched:
+                self._prefetch(q)
+            else:
+                step = self.steps[q]
+                self.diffs[q] = self.git.raw_diffs([(step.before, step.after)])[0]
+        return self.diffs[q]
 
     @property
     def stream(self) -> FastImport:
@@ -136,10 +146,7 @@ class Placer:
         i = self.index[name]
         if i >= self.fetched:
             self._prefetch(i)
-        diff = self.diffs.pop(i, None)
-        if diff is None:  # (not read ahead: a window starts at the patch that needs it)
-            step = self.steps[i]
-            diff = self.git.raw_diffs([(step.before, step.after)])[0]
+        diff = self._diff(i)
         commit = self._open().carry(self.parent, lp, self.engine, diff)
         if commit is None:
             return None
@@ -261,15 +268,14 @@ class Placer:
             if step.real is not None and step.real != (step.before, step.after):
                 break  # applied elsewhere: its applied commit may be taken as it is
             lp = self.engine.patch(step.name)
-            files = lp.patch.files
+            files = lp.head.files
             if not files or identity(lp, self.engine) is None:
                 break
-            if any(
-                f.old_path is None or f.old_path != f.new_path or f.renamed or f.copied
-                for f in files
+            if any(f.renamed or f.copied for f in files) or any(
+                "000000" in (d[0], d[1]) for d in self._diff(q)
             ):
-                break
-            names = set(lp.patch.paths)
+                break  # a file added, deleted or renamed
+            names = set(lp.head.paths)
             if names & seen or any(p.rsplit("/", 1)[-1] == ".gitattributes" for p in names):
                 break
             seen |= names

@@ -85,9 +85,12 @@ class Patch:
         return sum(f.removed for f in self.files)
 
     def message(self, fallback_subject: str) -> str:
-        """The commit message: subject, blank line, description."""
-        subject = self.subject or fallback_subject
-        return subject + ("\n\n" + self.description if self.description else "") + "\n"
+        return commit_text(self.subject, self.description, fallback_subject)
+
+
+def commit_text(subject: str | None, description: str, fallback_subject: str) -> str:
+    """The commit message of a patch: subject, blank line, description."""
+    return (subject or fallback_subject) + ("\n\n" + description if description else "") + "\n"
 
 
 def decode(data: bytes) -> str:
