@@ -64,6 +64,8 @@ def test_check_writes_no_object(tmp_path, monkeypatch) -> None:
     commands = git_commands(trace)
     assert "fast-import" in commands and "merge-tree" in commands
     assert "unpack-objects" not in commands
+    # and the conflict reports read their files through the persistent cat-file
+    assert "ls-tree" not in commands
 
 
 @needs_scratch
