@@ -62,7 +62,7 @@ def _relabel_tree(
 def conflict_hunks(git: Git, merged: Oid, files: Sequence[str]) -> list[ConflictHunk]:
     """The conflicting regions of ``files`` in the merged tree."""
     hunks: list[ConflictHunk] = []
-    listing = git.entries_at(merged, list(files))
+    listing = git.ls_tree_paths(merged, list(files))
     for path in files:
         if path in listing and listing[path][0] not in ("040000", "160000"):
             text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
@@ -85,18 +85,14 @@ def blame(
     upstream commits (``old_base..new_base``) that changed its lines or touched its file."""
     hunks: list[ConflictHunk] = []
     files = merged.conflicted
-    # (read through the persistent cat-file: an ls-tree process each cost 5 ms a conflict)
-    listing = git.entries_at(merged.tree, list(files))
-    at_base = git.entries_at(git.trees_of([new_base])[0], list(files)) if files else {}
+    listing = git.ls_tree_paths(merged.tree, list(files))
     rng = f"{old_base}..{new_base}" if old_base and old_base != new_base else None
     for path in files:
         if path not in listing or listing[path][0] in ("040000", "160000"):
             continue
         text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
         merged_lines = text.split("\n")
-        entry = at_base.get(path)
-        regular = entry is not None and entry[0] not in ("040000", "160000")
-        base_blob = git.read_blob(entry[1]) if entry is not None and regular else None
+        base_blob = git.show_file(new_base, path)
         base_lines = base_blob.decode("utf-8", "surrogateescape").split("\n") if base_blob else []
         for h in parse_markers(path, text):
             commits: list[tuple[str, str]] = []
@@ -123,7 +119,7 @@ def blame(
 def misfit_notes(git: Git, tree: Oid, patch: Patch) -> list[str]:
     """Why ``patch`` does not apply to the files of ``tree``, where a reason can be named."""
     files = [f for f in patch.files if f.old_path and f.hunks]
-    listing = git.entries_at(tree, [f.old_path for f in files if f.old_path])
+    listing = git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
     notes = []
     for f in files:
         found = listing.get(f.old_path or "")

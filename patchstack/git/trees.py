@@ -31,11 +31,11 @@ class Trees(Objects):
         return _ls_records(self.run(*args).stdout)
 
     def ls_tree_paths(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """path -> (mode, object id) for exactly these paths of a tree (missing ones left out)."""
+        """path -> (mode, object id) for exactly these paths of a tree or commit (missing ones
+        left out), read through the persistent ``cat-file`` (`entries_at`), not a process."""
         if not paths:
             return {}
-        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", tree, "--", *paths)
-        return _ls_records(out.stdout)
+        return self.entries_at(self.trees_of([tree])[0], list(paths))
 
     def show_file(self, rev: str, path: str) -> bytes | None:
         """The bytes of ``path`` in ``rev``, or None when it has no such file."""
