@@ -99,23 +99,19 @@ class Engine:
         session: ProvenStream | None = None
         unresolved: list[int] = []
         self._check_cached(k)
-        # The stream read ahead what the patches before ``fetched`` change: all of them at
-        # first, a window after ``git apply`` took a patch (a series that mixes the two would
-        # otherwise read ahead for every remaining patch at each switch).
-        fetched = 0
-        window = k + 1
+        ahead = fastpath.ReadAhead(k)  # over entries[0:k]: patch j is entries[j - 1]
         for j in range(len(self._commits), k + 1):
             lp = self.patch(entries[j - 1].name)
             parent = self._commits[j - 1]
             key = self._chain_key(parent, lp)
             commit = self.cache.get(key)
             if commit is None and fastpath.FAST_PATH and self._provable(lp):
-                if session is None or j >= fetched:
-                    session = session or ProvenStream(self.git, parent)
-                    fetched = min(j + window, k + 1)
+                session = session or ProvenStream(self.git, parent)
+                due = ahead.due(j - 1)
+                if due is not None:
                     session.prefetch(
                         p
-                        for e in entries[j - 1 : fetched - 1]
+                        for e in entries[due.start : due.stop]
                         for p in self.patch(e.name).patch.paths
                     )
                 commit = session.commit(parent, lp, self)
@@ -126,7 +122,7 @@ class Engine:
                 if session is not None:
                     session.close()
                     session = None
-                window = fastpath.PREFETCH_WINDOW
+                ahead.closed()
                 self._resolve(unresolved)
                 tree = self.apply_exact(self._chain[j - 1], lp)
                 commit = self.commit(parent, tree, lp.entry.name)
@@ -147,13 +143,7 @@ class Engine:
     def _provable(self, lp: LoadedPatch) -> bool:
         """Can the fast path prove this patch at all (full index lines, text, no renames)?
         Others go to ``git apply`` without opening a stream that reads ahead for them."""
-        fmt = self.git.fmt
-        return all(
-            not (f.binary or f.renamed or f.copied)
-            and fmt.is_full(f.old_id or "")
-            and fmt.is_full(f.new_id or "")
-            for f in lp.patch.files
-        )
+        return all(fastpath.provable(f, self.git.fmt) for f in lp.patch.files)
 
     def _chain_key(self, parent: Oid, lp: LoadedPatch) -> str:
         entry = lp.entry
@@ -318,12 +308,15 @@ class Engine:
         session: ProvenStream | None = None  # off the canonical chain: blob-proven commits
         pending: list[int] = []  # entries of `built` made by the stream, trees not known yet
 
+        ahead = fastpath.ReadAhead(len(names))
+
         def settle() -> Oid:
             """Close the stream and fill in the trees of its commits; the current tree."""
             nonlocal session
             if session is not None:
                 session.close()
                 session = None
+                ahead.closed()
             for i, t in zip(
                 pending, self.git.trees_of([built[i][1] for i in pending]), strict=True
             ):
@@ -331,7 +324,7 @@ class Engine:
             pending.clear()
             return built[-1][2] if built else tree
 
-        for name in names:
+        for at, name in enumerate(names):
             k = self.series.index(name) + 1
             if parent == self.canonical_commit(k - 1):
                 settle()
@@ -339,10 +332,10 @@ class Engine:
             else:
                 commit = None
                 if fastpath.FAST_PATH and self._provable(self.patch(name)):
-                    if session is None:
-                        session = ProvenStream(self.git, parent)
-                        at = names.index(name)
-                        rest = names[at : at + fastpath.PREFETCH_WINDOW]
+                    session = session or ProvenStream(self.git, parent)
+                    due = ahead.due(at)
+                    if due is not None:
+                        rest = names[due.start : due.stop]
                         session.prefetch(p for n in rest for p in self.patch(n).patch.paths)
                     commit = session.commit(parent, self.patch(name), self)
                 if commit is not None:

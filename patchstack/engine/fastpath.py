@@ -107,11 +107,16 @@ def _find(lines: list[bytes], pre: list[bytes], want: int, floor: int) -> int | 
     return None
 
 
+def provable(fd: FileDiff, fmt: ObjectFormat) -> bool:
+    """Whether blob ids can prove what ``fd`` makes: text, no rename or copy, full index line."""
+    return not (fd.binary or fd.renamed or fd.copied) and bool(
+        fmt.is_full(fd.old_id) and fmt.is_full(fd.new_id)
+    )
+
+
 def proven_postimage(fd: FileDiff, old: bytes | None, fmt: ObjectFormat) -> bytes | None:
     """The new content of ``fd`` applied to ``old`` (None: absent), when the ids prove it."""
-    if fd.binary or fd.renamed or fd.copied or not fd.old_id or not fd.new_id:
-        return None
-    if not (fmt.is_full(fd.old_id) and fmt.is_full(fd.new_id)):
+    if not provable(fd, fmt) or not fd.old_id or not fd.new_id:
         return None
     if fmt.is_null(fd.old_id):
         if old is not None:
@@ -125,6 +130,30 @@ def proven_postimage(fd: FileDiff, old: bytes | None, fmt: ObjectFormat) -> byte
     if fmt.is_null(fd.new_id):
         return b"" if not new else None
     return new if fmt.blob_id(new) == fd.new_id else None
+
+
+class ReadAhead:
+    """How far a stream has read ahead over a list of patches: when it first opens, for every
+    remaining patch; once a patch went another way (the stream closed), a window at a time, read
+    again as the patches pass its end (a series mixing the two ways would otherwise read ahead
+    for every remaining patch at each switch)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.end = 0
+        self.window = total
+
+    def due(self, at: int) -> range | None:
+        """The patches to read ahead for now that patch ``at`` is next, or None."""
+        if at < self.end:
+            return None
+        self.end = min(at + self.window, self.total)
+        return range(at, self.end)
+
+    def closed(self) -> None:
+        """The stream closed: what it read is gone, and from now on a window at a time."""
+        self.end = 0
+        self.window = PREFETCH_WINDOW
 
 
 class ProvenStream:

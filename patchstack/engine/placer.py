@@ -116,7 +116,7 @@ class Placer:
         todo = [q for q in range(start, end) if q not in self.diffs]
         pairs = [(self.steps[q].before, self.steps[q].after) for q in todo]
         self.diffs.update(zip(todo, self.git.raw_diffs(pairs), strict=True))
-        self.fetched = end
+        self.fetched = max(self.fetched, end)
 
     def _paths(self, start: int, end: int) -> list[str]:
         """The paths patches ``start`` to ``end - 1`` change."""
@@ -128,11 +128,7 @@ class Placer:
     def _diff(self, q: int) -> list[RawDiff]:
         """The old chain's raw diff of patch q, ``C[q] -> C[q+1]`` (read ahead by `_prefetch`)."""
         if q not in self.diffs:
-            if q >= self.fetched:
-                self._prefetch(q)
-            else:
-                step = self.steps[q]
-                self.diffs[q] = self.git.raw_diffs([(step.before, step.after)])[0]
+            self._prefetch(q)
         return self.diffs[q]
 
     @property
