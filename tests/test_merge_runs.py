@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.checkout import open_checkout
-from patchstack.commands.state import make_engine, read_stack
-from patchstack.engine.placer import Placer
-from patchstack.engine.replay import old_chain, replay, steps
-
 from .conftest import Repo, make_repo, numbered, replace_line
-from .test_replay_exact import git_commands
+from .test_replay_exact import alone_and_in_runs
 
 FILES = ["a", "b", "c", "d", "g", "h", "x", "y"]
 
@@ -69,28 +64,8 @@ def test_each_patch_of_a_run_gets_its_own_merge(tmp_path, monkeypatch, batch) ->
     repo, target = fork(tmp_path / "fork")
     if batch:
         monkeypatch.setenv("PATCHSTACK_NO_MERGE_BATCH", batch)
-    ws = open_checkout(str(repo.path / "patches"), str(repo.path))
-    git = ws.git
-    series = ws.load_series()
-    engine = make_engine(ws, series, read_stack(git))
-    plan = steps(series, old_chain(git, engine, series), {})
-
-    def run(placer: Placer | None, trace: Path) -> tuple[list, list, list[str]]:
-        monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
-        done, conflicts = replay(
-            git, plan, 0, git.tree_of(target), ("new", "old"), keep_going=True, placer=placer
-        )
-        monkeypatch.delenv("GIT_TRACE2_EVENT")
-        trees = [(d.name, d.parent, d.tree) for d in done]
-        return trees, [(n, t, m.tree, m.conflicted) for n, t, m in conflicts], git_commands(trace)
-
-    try:
-        alone, alone_conflicts, _ = run(None, tmp_path / "alone.json")
-        placer = Placer(engine, target, [s.name for s in plan])
-        runs, runs_conflicts, commands = run(placer, tmp_path / "runs.json")
-    finally:
-        engine.close(save_cache=False)
-        git.close()  # and its scratch store
+    replayed = alone_and_in_runs(repo, target, tmp_path, monkeypatch)
+    (alone, alone_conflicts, _), (runs, runs_conflicts, commands) = replayed
     assert [c[0] for c in alone_conflicts] == ["p5-conflict.patch", "p7-file-deleted.patch"]
     assert runs_conflicts == alone_conflicts
     assert runs == alone

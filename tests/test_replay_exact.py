@@ -90,6 +90,38 @@ def git_commands(trace: Path) -> list[str]:
     return names
 
 
+Replayed = tuple[list, list, list[str]]  # trees patch by patch, conflicts, git commands run
+
+
+def alone_and_in_runs(
+    repo: Repo, target: str, tmp_path: Path, monkeypatch
+) -> tuple[Replayed, Replayed]:
+    """The series of ``repo`` replayed onto ``target`` (going on past conflicts, as `check`
+    does), first with each patch merged alone (no Placer), then by the Placer (merge runs)."""
+    ws = open_checkout(str(repo.path / "patches"), str(repo.path))
+    git = ws.git
+    series = ws.load_series()
+    engine = make_engine(ws, series, read_stack(git))
+    plan = steps(series, old_chain(git, engine, series), {})
+
+    def run(placer: Placer | None, trace: Path) -> Replayed:
+        monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+        done, conflicts = replay(
+            git, plan, 0, git.tree_of(target), ("new", "old"), keep_going=True, placer=placer
+        )
+        monkeypatch.delenv("GIT_TRACE2_EVENT")
+        trees = [(d.name, d.parent, d.tree) for d in done]
+        return trees, [(n, t, m.tree, m.conflicted) for n, t, m in conflicts], git_commands(trace)
+
+    try:
+        alone = run(None, tmp_path / "alone.json")
+        in_runs = run(Placer(engine, target, [s.name for s in plan]), tmp_path / "runs.json")
+    finally:
+        engine.close(save_cache=False)
+        git.close()  # and its scratch store
+    return alone, in_runs
+
+
 def test_refresh_gives_merge_ort_trees_patch_by_patch(fixture, tmp_path, monkeypatch) -> None:
     reference, skipped = rebase(fixture, tmp_path / "rebase", fixture["moved_clean"])
     assert skipped == []
@@ -115,35 +147,14 @@ def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch
     merging each alone with merge-ort, past conflicts too (as `check` goes on), in fewer
     merge-tree processes."""
     repo = fork(fixture, tmp_path / "fork")
-    ws = open_checkout(str(repo.path / "patches"), str(repo.path))
-    git = ws.git
-    series = ws.load_series()
-    engine = make_engine(ws, series, read_stack(git))
-    plan = steps(series, old_chain(git, engine, series), {})
-    target = fixture["moved"]
     monkeypatch.setenv("PATCHSTACK_NO_MERGE_BATCH", "1")  # a process per merge, on every git
-
-    def run(placer: Placer | None, trace: Path) -> tuple[list, list, int]:
-        monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
-        done, conflicts = replay(
-            git, plan, 0, git.tree_of(target), ("new", "old"), keep_going=True, placer=placer
-        )
-        monkeypatch.delenv("GIT_TRACE2_EVENT")
-        trees = [(d.name, d.parent, d.tree) for d in done]
-        return trees, [(n, t, m.tree, m.conflicted) for n, t, m in conflicts], trace
-
-    try:
-        alone, alone_conflicts, trace_alone = run(None, tmp_path / "alone.json")
-        placer = Placer(engine, target, [s.name for s in plan])
-        runs, runs_conflicts, trace_runs = run(placer, tmp_path / "runs.json")
-    finally:
-        engine.close(save_cache=False)
-        git.close()  # and its scratch store
+    replayed = alone_and_in_runs(repo, fixture["moved"], tmp_path, monkeypatch)
+    (alone, alone_conflicts, commands_alone), (runs, runs_conflicts, commands_runs) = replayed
     assert len(alone_conflicts) >= 2
     assert runs_conflicts == alone_conflicts
     assert runs == alone
-    merged_alone = git_commands(trace_alone).count("merge-tree")
-    merged_in_runs = git_commands(trace_runs).count("merge-tree")
+    merged_alone = commands_alone.count("merge-tree")
+    merged_in_runs = commands_runs.count("merge-tree")
     assert merged_in_runs * 2 < merged_alone, (merged_in_runs, merged_alone)
 
 
