@@ -88,7 +88,7 @@ def test_the_release_workflow_publishes_with_trusted_publishing() -> None:
 
 
 def test_the_action_finds_the_comment_review_writes() -> None:
-    from patchstack.render import MARKER
+    from patchstack.review.render import MARKER
 
     text = (ROOT / "action" / "ghaction.py").read_text()
     assert f'MARKER = "{MARKER}"' in text

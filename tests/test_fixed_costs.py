@@ -106,7 +106,7 @@ def test_verdicts_are_kept_by_commit_and_patch_bytes(repo: Repo, monkeypatch) ->
     another commit is proven again; past the bound, only the lines in use are kept."""
     import hashlib
 
-    from patchstack.commands import proof
+    from patchstack.commands.refresh import proof
 
     stack_of_three(repo)
     repo.ps("pop", "--all")

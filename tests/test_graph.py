@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import random
 
-from patchstack.graph import build, subgraph
 from patchstack.model.patchfile import parse_patch
 from patchstack.model.series import Entry
+from patchstack.review.graph import build, subgraph
 
 from .conftest import Repo, make_repo, numbered, replace_line
 

@@ -58,7 +58,7 @@ def test_check_and_refresh_report_progress(thirty: Repo) -> None:
 
     from patchstack.checkout import open_checkout
     from patchstack.commands.check import check
-    from patchstack.commands.refresh import refresh
+    from patchstack.commands.refresh.start import refresh
     from patchstack.model.selection import Selector
     from patchstack.transaction import begin
 

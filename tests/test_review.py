@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from patchstack.git import find_repo
-from patchstack.render import COMMENT_LIMIT, render_review
-from patchstack.review import lcs
-from patchstack.snapshot import load_review
+from patchstack.review.compare import lcs
+from patchstack.review.render import COMMENT_LIMIT, render_review
+from patchstack.review.side import load_review
 
 from .conftest import Repo, make_repo, numbered
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.render import COMMENT_LIMIT, MARKER
+from patchstack.review.render import COMMENT_LIMIT, MARKER
 
 from .conftest import SEALED, Repo, make_repo, numbered
 from .test_review import FILES, P, check_golden, commit_series, series_files, sub, upstream
@@ -199,8 +199,8 @@ def test_the_largest_diffs_move_out_first_and_every_section_stays(tmp_path) -> N
 
 def test_every_limit_is_kept_without_cutting_a_fence_or_a_row(six_hundred) -> None:
     from patchstack.git import find_repo
-    from patchstack.render import render_review
-    from patchstack.snapshot import load_review
+    from patchstack.review.render import render_review
+    from patchstack.review.side import load_review
 
     repo, old, new = six_hundred
     rv = load_review(str(old), str(new), None, None)

@@ -75,7 +75,7 @@ def new(
 
     ws = opts.checkout()
     if rev is not None:
-        from ..commands.adopt import adopt
+        from ..commands.refresh.adopt import adopt
 
         if paths or interactive:
             raise click.UsageError("--from-commit takes no PATH and no -p")

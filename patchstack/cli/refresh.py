@@ -21,7 +21,7 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from ..commands.settle import RefreshResult
+    from ..commands.refresh.settle import RefreshResult
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -76,9 +76,9 @@ def refresh(
       patchstack refresh --continue     # after editing the conflict markers away
       patchstack refresh --abort        # back to exactly the state before
     """
-    from ..commands.refresh import refresh as do_refresh
-    from ..commands.resume import abort
-    from ..commands.resume import continue_ as do_continue
+    from ..commands.refresh.resume import abort
+    from ..commands.refresh.resume import continue_ as do_continue
+    from ..commands.refresh.start import refresh as do_refresh
     from ..errors import PatchstackError
 
     if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:

@@ -109,8 +109,8 @@ def review(
     import os
 
     from ..errors import PatchstackError
-    from ..render import render_review, template_dirs
-    from ..snapshot import load_review
+    from ..review.render import render_review, template_dirs
+    from ..review.side import load_review
 
     opts = ctx.find_object(Options)
     assert opts is not None
@@ -130,7 +130,7 @@ def review(
     if as_json:
         import json
 
-        from ..reviewjson import review_json
+        from ..review.jsondoc import review_json
 
         _emit(ctx, json.dumps(review_json(result), indent=2) + "\n", output)
         return
@@ -166,9 +166,9 @@ def show(
     """
     from ..errors import PatchstackError
     from ..model.selection import resolve_name
-    from ..render import render_show, template_dirs
-    from ..review import make_version
-    from ..snapshot import from_directory, from_revision
+    from ..review.compare import make_version
+    from ..review.render import render_show, template_dirs
+    from ..review.side import from_directory, from_revision
 
     ws = ctx.obj.checkout(write=False)
     if rev:
@@ -184,7 +184,7 @@ def show(
     if as_json:
         import json
 
-        from ..reviewjson import show_json
+        from ..review.jsondoc import show_json
 
         _emit(ctx, json.dumps(show_json(version), indent=2) + "\n", output)
         return
@@ -231,7 +231,7 @@ def graph(
       patchstack graph --format mermaid -o graph.mmd
       patchstack graph --format dot | dot -Tsvg > graph.svg
     """
-    from ..graph import FORMATS, build, subgraph
+    from ..review.graph import FORMATS, build, subgraph
 
     ws = ctx.obj.checkout(write=False)
     series = ws.load_series()

@@ -113,7 +113,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
       patchstack status
       patchstack status --verbose
     """
-    from ..commands.drift import drift as do_drift
+    from ..commands.refresh.drift import drift as do_drift
     from ..commands.status import status as do_status
 
     ws = ctx.obj.checkout(write=False)

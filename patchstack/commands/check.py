@@ -18,7 +18,7 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..transaction import refresh_error
-from .settle import Verdict
+from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
 
 

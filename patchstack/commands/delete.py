@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..checkout import Checkout
+from ..engine.chain import Engine
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from ..model.selection import resolve_name
-from ..transaction import Plan, publish
-from .rechain import Part, old_changes, rechain
-from .state import make_engine, read_stack, require_movable
+from ..model.series import Series
+from .reorder import Change, Part, parts_in_order, publish_reorder
+from .state import read_stack
 
 
 @dataclass(frozen=True)
@@ -35,31 +36,12 @@ def delete(
     stack = read_stack(ws.git)
     names = tuple(dict.fromkeys(resolve_name(series, t) for t in name_texts))
     popped = tuple(n for n in stack.names if n in names)
-    if stack.applied:
-        require_movable(stack)
     new_series = series
     for name in names:
         new_series = new_series.remove(name)
-    engine = make_engine(ws, series, stack)
-    try:
-        changes = old_changes(ws, series, engine)
-        parts = [
-            Part(e, (changes[series.index(e.name)],), (e.name,), stack.find(e.name) is not None)
-            for e in new_series.entries
-        ]
-        done = rechain(
-            ws,
-            stack,
-            engine,
-            changes,
-            new_series,
-            parts,
-            names,
-            keep_file,
-            "patchstack delete",
-            discard,
-        )
-    finally:
-        engine.close()
-    publish(ws, Plan("delete", stack.head, done.head, done.files))
+
+    def plan(_engine: Engine, changes: Sequence[Change]) -> tuple[Series, list[Part]]:
+        return new_series, parts_in_order(series, new_series, changes, stack)
+
+    done = publish_reorder(ws, "delete", series, stack, plan, names, keep_file, discard)
     return DeleteResult(names, popped, keep_file, done.head, done.rewritten)

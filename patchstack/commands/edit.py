@@ -20,7 +20,7 @@ from ..model.patchfile import Patch, parse_patch
 from ..model.selection import resolve_name
 from ..model.series import Series
 from ..transaction import FileWrite, Plan, publish
-from .restack import Reword, mail_of, reword
+from .reword import Reword, mail_of, reword
 from .state import read_stack, require_movable
 
 

@@ -6,17 +6,19 @@ three-way merge first, as ``move`` would; NAME's file is removed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..checkout import Checkout
+from ..engine.chain import Engine
 from ..errors import PatchstackError, RefusedError
 from ..model import message
 from ..model.ids import Oid
 from ..model.selection import resolve_name
-from ..transaction import Plan, publish
-from .rechain import Part, old_changes, rechain
-from .restack import mail_of
-from .state import make_engine, read_stack, require_movable
+from ..model.series import Series
+from .reorder import Change, Part, parts_in_order, publish_reorder
+from .reword import mail_of
+from .state import read_stack
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,6 @@ def fold(ws: Checkout, name_text: str, target_text: str, discard: bool = False) 
             f"'{up}' is applied and '{down}' is not",
             f"push '{down}' or pop '{up}' first, so that the fold changes no tree",
         )
-    if stack.applied:
-        require_movable(stack)
     _tdata, tpatch = ws.read_patch(series.entry(target))
     _ndata, npatch = ws.read_patch(series.entry(name))
     text = message.combined(
@@ -56,30 +56,13 @@ def fold(ws: Checkout, name_text: str, target_text: str, discard: bool = False) 
         who, when = who or ident, when or now
     mail = mail_of(git, text, who, when)
     new_series = series.remove(name)
-    engine = make_engine(ws, series, stack)
-    try:
-        changes = old_changes(ws, series, engine)
-        both = sorted((target, name), key=series.index)
-        parts = []
-        for e in new_series.entries:
-            is_on = stack.find(e.name) is not None
-            if e.name == target:
-                carried = tuple(changes[series.index(n)] for n in both)
-                parts.append(Part(e, carried, (target, name), is_on, mail))
-            else:
-                parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), is_on))
-        done = rechain(
-            ws,
-            stack,
-            engine,
-            changes,
-            new_series,
-            parts,
-            (name,),
-            verb="patchstack fold",
-            discard=discard,
-        )
-    finally:
-        engine.close()
-    publish(ws, Plan("fold", stack.head, done.head, done.files))
+    both = sorted((target, name), key=series.index)
+
+    def plan(_engine: Engine, changes: Sequence[Change]) -> tuple[Series, list[Part]]:
+        carried = tuple(changes[series.index(n)] for n in both)
+        on = stack.find(target) is not None
+        merged = Part(new_series.entry(target), carried, (target, name), on, mail)
+        return new_series, parts_in_order(series, new_series, changes, stack, {target: [merged]})
+
+    done = publish_reorder(ws, "fold", series, stack, plan, (name,), discard=discard)
     return FoldResult(name, target, applied[name], done.head, done.rewritten)

@@ -1,21 +1,23 @@
 """``move NAME (--before X | --after X | --top | --bottom)``: reorder the series.
 
 Every patch keeps its applied state. The new order is built as push places patches: each
-change carried by a three-way merge (`rechain`); when it cannot be built, nothing
+change carried by a three-way merge (`reorder`); when it cannot be built, nothing
 changes and the conflict report names the two patches. A move across patches of other files
 (a move that commutes) keeps every tree and every patch file's bytes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..checkout import Checkout
+from ..engine.chain import Engine
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from ..model.selection import resolve_name
-from ..transaction import Plan, publish
-from .rechain import Part, old_changes, rechain
-from .state import make_engine, read_stack, require_movable
+from ..model.series import Series
+from .reorder import Change, Part, parts_in_order, publish_reorder
+from .state import read_stack
 
 
 @dataclass(frozen=True)
@@ -61,19 +63,9 @@ def move(
         new_series = series.moved(name, after=anchor)
     if new_series.names == names:
         return MoveResult(name, names, names, stack.head, ())
-    if stack.applied:
-        require_movable(stack)
-    engine = make_engine(ws, series, stack)
-    try:
-        changes = old_changes(ws, series, engine)
-        parts = [
-            Part(e, (changes[series.index(e.name)],), (e.name,), stack.find(e.name) is not None)
-            for e in new_series.entries
-        ]
-        done = rechain(
-            ws, stack, engine, changes, new_series, parts, verb="patchstack move", discard=discard
-        )
-    finally:
-        engine.close()
-    publish(ws, Plan("move", stack.head, done.head, done.files))
+
+    def plan(_engine: Engine, changes: Sequence[Change]) -> tuple[Series, list[Part]]:
+        return new_series, parts_in_order(series, new_series, changes, stack)
+
+    done = publish_reorder(ws, "move", series, stack, plan, discard=discard)
     return MoveResult(name, names, new_series.names, done.head, done.rewritten)

@@ -11,7 +11,8 @@ from ..errors import PatchstackError, RefusedError
 from ..model import trailers
 from ..model.ids import Oid
 from ..model.patchfile import parse_patch
-from ..model.series import Entry, parse_tags
+from ..model.series import Entry, Series, parse_tags
+from ..model.stack import Stack
 from ..transaction import Captured, FileWrite, Plan, publish
 from .naming import covers, new_patch_name, relative_to_top, require_free
 from .state import read_stack, require_base, require_movable
@@ -118,19 +119,28 @@ def new(
     commit = git.commit_tree(tree, [stack.head], text, author, date)
     data = trailers.strip_from_mail(git.format_patch(commit))
     parse_patch(data, name)  # what we write must read back
-    after = stack.applied[-1].name if stack.applied else None
-    if after is not None and after not in series:
-        after = None
-    new_series = series.insert(Entry(name, tag, labels), after)
-    moved = None
-    if not series.entries and series.base != stack.base:
-        moved = stack.base
-        new_series = new_series.with_base(stack.base)
-    files = (
-        FileWrite(ws.patch_path(name), data),
-        FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
-    )
+    files, moved = patch_files(ws, series, stack, Entry(name, tag, labels), data)
     publish(ws, Plan("new", stack.head, commit, files, Captured(tuple(chosen))))
     return NewResult(
         name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name), moved, out
     )
+
+
+def patch_files(
+    ws: Checkout, series: Series, below: Stack, entry: Entry, data: bytes
+) -> tuple[tuple[FileWrite, ...], Oid | None]:
+    """The writes that add a new patch (``entry``, its file ``data``) right above the applied
+    patches of ``below``, and the base an empty series takes from it (None: unchanged)."""
+    after = below.applied[-1].name if below.applied else None
+    if after is not None and after not in series:
+        after = None
+    new_series = series.insert(entry, after)
+    moved = None
+    if not series.entries and series.base != below.base:
+        moved = below.base
+        new_series = new_series.with_base(below.base)
+    files = (
+        FileWrite(ws.patch_path(entry.name), data),
+        FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
+    )
+    return files, moved

@@ -14,7 +14,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
-from .proof import EDITED, Proof, prove, refuse_dropping, remember_exact
+from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
 from .state import make_engine, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)

@@ -11,7 +11,7 @@ from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..transaction import FileWrite, Plan, publish
 from .naming import new_patch_name, require_free
-from .restack import Reword, reword
+from .reword import Reword, reword
 from .state import read_stack, require_movable
 
 

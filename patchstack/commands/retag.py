@@ -16,7 +16,7 @@ from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..model.series import parse_tags, validate_label
 from ..transaction import FileWrite, Plan, publish
-from .restack import Reword, reword
+from .reword import Reword, reword
 from .state import read_stack, require_movable
 
 

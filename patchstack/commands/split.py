@@ -16,18 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..checkout import Checkout
+from ..engine.chain import Engine
 from ..engine.merging import merge
 from ..errors import PatchstackError, RefusedError
 from ..git import Git
 from ..model import message
 from ..model.ids import Oid
 from ..model.selection import resolve_name
-from ..model.series import Entry, parse_tags
-from ..transaction import Plan, publish
+from ..model.series import Entry, Series, parse_tags
 from .naming import covers, new_patch_name, relative_to_top, require_free
-from .rechain import Part, old_changes, rechain
-from .restack import mail_of
-from .state import make_engine, read_stack, require_movable
+from .reorder import Change, Part, parts_in_order, publish_reorder
+from .reword import mail_of
+from .state import read_stack
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,9 @@ def split(
         )
     chosen = [p for p in patch.paths if any(covers(p, w) for w in wanted)]
     applied = stack.find(name) is not None
-    if stack.applied:
-        require_movable(stack)
-    engine = make_engine(ws, series, stack)
-    try:
-        changes = old_changes(ws, series, engine)
+    made: dict[str, Oid | str] = {}
+
+    def plan(_engine: Engine, changes: Sequence[Change]) -> tuple[Series, list[Part]]:
         before, after = changes[series.index(name)]
         out = ""
         if interactive:
@@ -93,22 +91,18 @@ def split(
             who, when = who or ident, when or now
         own = message.join(*message.split(text)) if text else patch.message(fallback)
         mail = mail_of(git, own, who, when)
-        entry = Entry(new, tag, labels)
-        new_series = series.insert(entry, after=name)
-        parts = []
-        for e in new_series.entries:
-            on = stack.find(e.name) is not None
-            if e.name == name:
-                parts.append(Part(e, ((before, middle),), (name,), on))
-                parts.append(Part(new_series.entry(new), ((middle, after),), (name,), on, mail))
-            elif e.name != new:
-                parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), on))
-        done = rechain(
-            ws, stack, engine, changes, new_series, parts, verb="patchstack split", discard=discard
+        new_series = series.insert(Entry(new, tag, labels), after=name)
+        halves = [
+            Part(new_series.entry(name), ((before, middle),), (name,), applied),
+            Part(new_series.entry(new), ((middle, after),), (name,), applied, mail),
+        ]
+        made.update(middle=middle, after=after, out=out)
+        return new_series, parts_in_order(
+            series, new_series, changes, stack, {name: halves, new: []}
         )
-    finally:
-        engine.close()
-    publish(ws, Plan("split", stack.head, done.head, done.files))
+
+    done = publish_reorder(ws, "split", series, stack, plan, discard=discard)
+    middle, after, out = Oid(made["middle"]), Oid(made["after"]), str(made["out"])
     moved = tuple(git.changed_paths(middle, after))
     return SplitResult(name, new, tag, labels, moved, applied, done.head, out)
 

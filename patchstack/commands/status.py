@@ -9,7 +9,7 @@ from ..checkout import Checkout
 from ..journal.oplog import current_refresh
 from ..model.ids import Oid
 from ..model.series import Series
-from .proof import DIFFERS, EDITED, prove
+from .refresh.proof import DIFFERS, EDITED, prove
 from .state import on_top_problem, read_stack
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .compare import PatchReview, Review, Version
 from .graph import to_json
-from .review import PatchReview, Review, Version
 
 VERSION = 1
 

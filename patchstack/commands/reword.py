@@ -1,5 +1,5 @@
 """Rewriting applied commits without changing a tree, for the commands that edit the series'
-metadata (edit, rename, tag, new --from-commit); `rechain` is the other way, for the commands
+metadata (edit, rename, tag, new --from-commit); `reorder` is the other way, for the commands
 that move changes.
 
 Each applied commit from the first one concerned upward is made again on its new parent with

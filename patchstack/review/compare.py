@@ -47,10 +47,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..model.patchfile import FileDiff, Patch, decode
+from ..model.series import Entry, Series
 from .graph import Graph, build, subgraph
 from .interdiff import file_meta, file_title, interdiff, moves, text_diff
-from .model.patchfile import FileDiff, Patch, decode
-from .model.series import Entry, Series
 
 CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
 

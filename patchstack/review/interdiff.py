@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from .model.patchfile import FileDiff, Hunk, Patch
+from ..model.patchfile import FileDiff, Hunk, Patch
 
 Outline = dict[str, tuple[str, ...]]
 

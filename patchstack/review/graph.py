@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .model.patchfile import FileDiff, Hunk, Patch
-from .model.series import Entry
+from ..model.patchfile import FileDiff, Hunk, Patch
+from ..model.series import Entry
 
 WHOLE = 1 << 40  # the end of an interval that covers a whole (binary) file
 

@@ -26,16 +26,16 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..checkout import Checkout, PatchSummary
-from ..engine.fastpath import proven_postimage
-from ..errors import PatchstackError, RefusedError
-from ..files import write_atomic
-from ..git import Git, RawDiff, TempIndex
-from ..journal.oplog import newest
-from ..model.ids import ObjectFormat
-from ..model.patchfile import Patch, parse_patch
-from ..model.series import Series
-from ..model.stack import Stack
+from ...checkout import Checkout, PatchSummary
+from ...engine.fastpath import proven_postimage
+from ...errors import PatchstackError, RefusedError
+from ...files import write_atomic
+from ...git import Git, RawDiff, TempIndex
+from ...journal.oplog import newest
+from ...model.ids import ObjectFormat
+from ...model.patchfile import Patch, parse_patch
+from ...model.series import Series
+from ...model.stack import Stack
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
 VERDICTS_KEPT = 5000  # (commit, patch file) verdicts kept in the cache: a few stacks' worth

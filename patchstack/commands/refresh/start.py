@@ -25,10 +25,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..checkout import Checkout
-from ..engine.merging import merge
-from ..engine.placer import Placer
-from ..engine.replay import (
+from ...checkout import Checkout
+from ...engine.merging import merge
+from ...engine.placer import Placer
+from ...engine.replay import (
     Resolver,
     merge_resolver,
     old_chain,
@@ -36,15 +36,15 @@ from ..engine.replay import (
     replay,
     steps,
 )
-from ..errors import PatchstackError, RefusedError
-from ..git import DirtyState, Git
-from ..model.ids import Oid
-from ..model.selection import resolve_name
-from ..model.series import Series
-from ..model.stack import Stack, stack_from_history
+from ...errors import PatchstackError, RefusedError
+from ...git import DirtyState, Git
+from ...model.ids import Oid
+from ...model.selection import resolve_name
+from ...model.series import Series
+from ...model.stack import Stack, stack_from_history
+from ..state import make_engine, read_stack, require_movable, resolve_rev
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .settle import RefreshResult, finish, labels_of, stop
-from .state import make_engine, read_stack, require_movable, resolve_rev
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..checkout import Checkout
-from ..model import trailers
-from ..model.ids import Oid
-from .state import check_base, read_stack
+from ...checkout import Checkout
+from ...model import trailers
+from ...model.ids import Oid
+from ..state import check_base, read_stack
 
 
 @dataclass(frozen=True)

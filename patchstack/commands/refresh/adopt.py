@@ -5,19 +5,19 @@ work tree does not change. Commits on top are adopted from the bottom up, one at
 
 from __future__ import annotations
 
-from ..checkout import Checkout
-from ..errors import PatchstackError
-from ..git import Git
-from ..model import message, trailers
-from ..model.ids import Oid
-from ..model.patchfile import parse_patch
-from ..model.series import Entry, parse_tags
-from ..model.stack import Stack, stack_from_history
-from ..transaction import FileWrite, Plan, publish
-from .naming import new_patch_name, require_free
-from .new import NewResult
-from .restack import reparent
-from .state import read_stack, require_base, resolve_rev
+from ...checkout import Checkout
+from ...errors import PatchstackError
+from ...git import Git
+from ...model import message, trailers
+from ...model.ids import Oid
+from ...model.patchfile import parse_patch
+from ...model.series import Entry, parse_tags
+from ...model.stack import Stack, stack_from_history
+from ...transaction import Plan, publish
+from ..naming import new_patch_name, require_free
+from ..new import NewResult, patch_files
+from ..reword import reparent
+from ..state import read_stack, require_base, resolve_rev
 
 
 def adopt(ws: Checkout, name: str, tag_text: str, rev: str, text: str | None) -> NewResult:
@@ -43,18 +43,7 @@ def adopt(ws: Checkout, name: str, tag_text: str, rev: str, text: str | None) ->
     new_head = reparent(git, patch_commit, rest, {}) if rest else patch_commit
     data = trailers.strip_from_mail(git.format_patch(patch_commit))
     patch = parse_patch(data, name)  # what we write must read back
-    after = below.applied[-1].name if below.applied else None
-    if after is not None and after not in series:
-        after = None
-    new_series = series.insert(Entry(name, tag, labels), after)
-    moved = None
-    if not series.entries and series.base != below.base:
-        moved = below.base
-        new_series = new_series.with_base(below.base)
-    files = (
-        FileWrite(ws.patch_path(name), data),
-        FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
-    )
+    files, moved = patch_files(ws, series, below, Entry(name, tag, labels), data)
     publish(ws, Plan("new", head, new_head, files))
     return NewResult(name, tag, patch_commit, patch.paths, (), ws.patch_path(name), moved)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
-from .errors import InputError, PatchstackError
-from .git import Git
-from .model.patchfile import parse_patch
-from .model.series import Series, parse_series
-from .review import BaseChange, Review, SeriesState, review
+from ..errors import InputError, PatchstackError
+from ..git import Git
+from ..model.patchfile import parse_patch
+from ..model.series import Series, parse_series
+from .compare import BaseChange, Review, SeriesState, review
 
 
 class NoSeries(PatchstackError):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from .compare import PatchReview, Review
 from .interdiff import effect
-from .review import PatchReview, Review
 
 _REFERENCE = re.compile(
     r"(?<![\w@])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?"  # @user, @org/team

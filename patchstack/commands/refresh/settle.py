@@ -14,19 +14,19 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..checkout import Checkout
-from ..engine.chain import Engine
-from ..engine.loaded import LoadedPatch
-from ..engine.merging import blame
-from ..engine.replay import Done, commit_chain
-from ..engine.verdicts import Classified, classify
-from ..git import Git, MergeResult
-from ..journal.snapshot import take_snapshot
-from ..model.conflict import Conflict
-from ..model.ids import Oid
-from ..model.patchfile import parse_patch
-from ..model.series import Entry, Series
-from ..transaction import FileWrite, Overlay, Plan, publish
+from ...checkout import Checkout
+from ...engine.chain import Engine
+from ...engine.loaded import LoadedPatch
+from ...engine.merging import blame
+from ...engine.replay import Done, commit_chain
+from ...engine.verdicts import Classified, classify
+from ...git import Git, MergeResult
+from ...journal.snapshot import take_snapshot
+from ...model.conflict import Conflict
+from ...model.ids import Oid
+from ...model.patchfile import parse_patch
+from ...model.series import Entry, Series
+from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
 
@@ -73,7 +73,7 @@ class RefreshResult:
 
 
 def labels_of(state: State) -> tuple[str, str]:
-    from ..engine.replay import labels
+    from ...engine.replay import labels
 
     return labels(state.old_base, state.new_base, state.new_ref)
 

@@ -13,11 +13,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..checkout import Checkout
-from ..engine.replay import Done, Step
-from ..errors import PatchstackError
-from ..journal.oplog import current_refresh
-from ..journal.snapshot import Snapshot
+from ...checkout import Checkout
+from ...engine.replay import Done, Step
+from ...errors import PatchstackError
+from ...journal.oplog import current_refresh
+from ...journal.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..checkout import Checkout
-from ..engine.replay import Done, replay
-from ..errors import PatchstackError, RefusedError
-from ..journal.oplog import newest
-from ..journal.snapshot import series_tree
-from ..model.conflict import marker_lines
-from ..model.ids import Oid
-from ..transaction import Plan, Restore, publish
+from ...checkout import Checkout
+from ...engine.replay import Done, replay
+from ...errors import PatchstackError, RefusedError
+from ...journal.oplog import newest
+from ...journal.snapshot import series_tree
+from ...model.conflict import marker_lines
+from ...model.ids import Oid
+from ...transaction import Plan, Restore, publish
+from ..state import make_engine, read_stack
 from . import stopped
-from .refresh import resolver
 from .settle import RefreshResult, finish, labels_of, stop
-from .state import make_engine, read_stack
+from .start import resolver
 
 
 def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:

@@ -1,4 +1,5 @@
-"""Changes in a new order, for the commands that move them (delete, move, fold, split).
+"""Changes in a new order, for the commands that move them (delete, move, fold, split);
+`reword` is the other way, for the commands that change messages and keep every tree.
 
 Each patch of the new series is a list of changes of the old canonical chain (``C[k-1] ->
 C[k]``, see `engine.chain`), carried in the new order from the series base with git's
@@ -13,7 +14,7 @@ engine builds them (three-way placement) on top of the unchanged applied prefix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
@@ -31,8 +32,9 @@ from ..model.ids import Oid
 from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series
 from ..model.stack import AppliedPatch, Stack
-from ..transaction import FileWrite
-from .proof import EDITED, prove, refuse_dropping
+from ..transaction import FileWrite, Plan, publish
+from .refresh.proof import EDITED, prove, refuse_dropping
+from .state import make_engine, require_movable
 
 Change = tuple[Oid, Oid]  # (before, after) trees of the old canonical chain
 
@@ -49,7 +51,7 @@ class Part:
 
 
 @dataclass(frozen=True)
-class Rechained:
+class Reordered:
     head: Oid
     files: tuple[FileWrite, ...]
     rewritten: tuple[str, ...]  # patch files written again because their change moved
@@ -62,7 +64,63 @@ def old_changes(ws: Checkout, series: Series, engine: Engine) -> list[Change]:
     return [(chain[k], chain[k + 1]) for k in range(len(series.entries))]
 
 
-def rechain(
+def parts_in_order(
+    series: Series,
+    new_series: Series,
+    changes: Sequence[Change],
+    stack: Stack,
+    special: Mapping[str, Sequence[Part]] | None = None,
+) -> list[Part]:
+    """The parts of ``new_series``: each patch with its own old change and applied state,
+    except the names in ``special``, which become the parts given there (none: left out)."""
+    parts: list[Part] = []
+    for e in new_series.entries:
+        if special and e.name in special:
+            parts.extend(special[e.name])
+        else:
+            on = stack.find(e.name) is not None
+            parts.append(Part(e, (changes[series.index(e.name)],), (e.name,), on))
+    return parts
+
+
+def publish_reorder(
+    ws: Checkout,
+    verb: str,
+    series: Series,
+    stack: Stack,
+    plan: Callable[[Engine, Sequence[Change]], tuple[Series, Sequence[Part]]],
+    removed: Sequence[str] = (),
+    keep_files: bool = False,
+    discard: bool = False,
+) -> Reordered:
+    """The one way delete, move, fold and split change the series: ``plan`` gives the new
+    series and its parts from the old changes; they are carried (`reorder`) and published as
+    one ``verb`` entry of the operation log."""
+    if stack.applied:
+        require_movable(stack)
+    engine = make_engine(ws, series, stack)
+    try:
+        changes = old_changes(ws, series, engine)
+        new_series, parts = plan(engine, changes)
+        done = reorder(
+            ws,
+            stack,
+            engine,
+            changes,
+            new_series,
+            parts,
+            removed,
+            keep_files,
+            f"patchstack {verb}",
+            discard,
+        )
+    finally:
+        engine.close()
+    publish(ws, Plan(verb, stack.head, done.head, done.files))
+    return done
+
+
+def reorder(
     ws: Checkout,
     stack: Stack,
     engine: Engine,
@@ -73,7 +131,7 @@ def rechain(
     keep_files: bool = False,
     verb: str = "this command",
     discard: bool = False,
-) -> Rechained:
+) -> Reordered:
     """Carry ``parts`` in their order from the series base (``changes``: `old_changes`); the
     new HEAD and the files to write. ``removed``: old patches no longer in the series (their
     files go unless ``keep_files``). Raises ConflictError (nothing written) when a change does
@@ -141,7 +199,7 @@ def rechain(
             head = chain[target[-1]]
         else:
             head = _rebuild(ws, stack, engine, new_series, keep, target[len(keep) :], trees, final)
-    return Rechained(head, tuple(files), tuple(fresh), tuple(trees))
+    return Reordered(head, tuple(files), tuple(fresh), tuple(trees))
 
 
 def _new_chain(

@@ -32,12 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..errors import InputError, RefusedError
+from ..safe_text import deep_visible, mark_style, warning
 from . import graph as graphs
 from . import markup
-from .errors import InputError, RefusedError
+from .compare import PatchReview, Review, Version
 from .interdiff import markdown_line
-from .review import PatchReview, Review, Version
-from .safe_text import deep_visible, mark_style, warning
 
 FORMATS = {"markdown": "md", "html": "html", "text": "txt"}
 COMMENT_LIMIT = 65536
@@ -92,7 +92,7 @@ def environment(template_dirs: Sequence[str] = (), color: bool = False) -> Any:
     import markupsafe
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+    shipped = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 
     class Loader(jinja2.FileSystemLoader):
         """A folder of templates whose files must really be in that folder."""

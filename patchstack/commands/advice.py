@@ -1,0 +1,59 @@
+"""The one next step ``status`` advises, from the status and the drift: a command that works in
+that state wherever there is one."""
+
+from __future__ import annotations
+
+from .refresh.drift import Drift
+from .status import StatusResult
+
+
+def next_step(st: StatusResult, drift: Drift | None) -> str:
+    """The one thing to do next, as a command where there is one."""
+    if st.operation:
+        return f"finish or abort the git {st.operation[0]} first"
+    if st.refresh_stopped:
+        return (
+            "resolve the conflict markers, then 'patchstack refresh --continue'"
+            " (or 'patchstack refresh --abort' to go back)"
+        )
+    applied = [p for p in st.patches if p.applied]
+    if st.on_top:
+        if st.on_top_problem:
+            return str(st.on_top_problem[1])
+        return (
+            "make the commits on top patches ('patchstack import commits'), or move them off"
+            " ('git reset --keep')"
+        )
+    if applied and st.series_base and st.stack_base != st.series_base:
+        return "'patchstack refresh' rewrites the series for the stack's new base"
+    differs = [p.name for p in st.patches if p.matches == "differs"]
+    if differs:
+        return (
+            f"adopt the commit's change with 'patchstack refresh --patch {differs[0]}', or drop"
+            " it with '--discard-changes'"
+        )
+    if st.differs:  # only edited patch files
+        return "'patchstack push', 'pop' and 'refresh' apply the edited patch files"
+    if st.out_of_order and not st.unknown_applied:
+        return (
+            "'patchstack refresh' rebuilds the applied commits in the series order"
+            " ('patchstack undo' takes back a series edit)"
+        )
+    if st.unknown_applied:
+        return "'patchstack log' shows what changed the stack; 'patchstack undo' goes back"
+    if st.tags_differ:
+        p = st.tags_differ[0]
+        return f"'patchstack tag {p.name} {p.tag}' makes its commit say the series' tag"
+    if drift is not None and drift.commits:
+        if drift.target_name == "HEAD":  # the series is popped and upstream is checked out
+            return "'patchstack check', then 'patchstack refresh'"
+        onto = drift.target_name
+        return f"'patchstack check --onto {onto}', then 'patchstack refresh --onto {onto}'"
+    if st.edits_in_patches:
+        return "'patchstack refresh' folds the edits into the top patch (or --patch NAME)"
+    if st.edits:
+        return "'patchstack new NAME --tag TAG PATH...' makes the edits a patch"
+    unapplied = len(st.patches) - len(applied)
+    if unapplied:
+        return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"
+    return "nothing to do: the stack agrees with the series"
