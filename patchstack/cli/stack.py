@@ -221,6 +221,13 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
         echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
+    if result.upstream:
+        echo(ctx, names_line("already in the tree (not applied)", result.upstream, verbose))
+        echo(
+            ctx,
+            "  upstream has their change: 'patchstack refresh --drop-merged' takes them out of"
+            " the series",
+        )
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 

@@ -27,6 +27,7 @@ class MoveResult:
     head: Oid
     base: Oid
     rebuilt: tuple[str, ...]
+    upstream: tuple[str, ...] = ()  # asked for, but the tree holds them already: not applied
 
     @property
     def added(self) -> list[str]:
@@ -75,19 +76,24 @@ def move_stack(
             f"applied patch '{missing[0]}' is not in the series",
             "put it back into the series file, or pop it first",
         )
-    built = []
+    head = keep[-1].commit if keep else base
+    upstream: tuple[str, ...] = ()
     if rest:
+        from ..engine.build import build
+
         engine = make_engine(ws, series, stack)
         try:
             base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
-            built = engine.build(base, base_tree, keep, rest, progress)
+            built = build(engine, base, base_tree, keep, rest, progress)
         finally:
             engine.close()
-    head = built[-1][1] if built else (keep[-1].commit if keep else base)
+        head, upstream = built.head, built.upstream
     publish(ws, Plan(kind, stack.head, head))
     if rest:
         remember_exact(ws.git, engine.proven)
-    return MoveResult(stack.names, tuple(target), head, base, tuple(rest))
+    after = tuple(n for n in target if n not in upstream)
+    rebuilt = tuple(n for n in rest if n not in upstream)
+    return MoveResult(stack.names, after, head, base, rebuilt, upstream)
 
 
 def push(

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ...checkout import Checkout
+from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
@@ -192,10 +193,10 @@ def _final_head(
         chain.append(trees.get(e.name, chain[-1]))
     new_engine.seed(chain)
     try:
-        built = new_engine.build(new_base, chain[0], [], applied_after)
+        built = build(new_engine, new_base, chain[0], [], applied_after)
     finally:
         new_engine.close()
-    return built[-1][1]
+    return built.head
 
 
 def _later_owners(
