@@ -91,7 +91,7 @@ def check(
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
     finally:
-        engine.close(save_cache=False)
+        engine.close()
     bad = {c[0] for c in conflicts}
     verdicts = tuple(
         Verdict(e.name, e.tag, "conflict" if e.name in bad else classified.verdicts[e.name])

@@ -90,7 +90,7 @@ def move_stack(
         head, upstream = built.head, built.upstream
     publish(ws, Plan(kind, stack.head, head))
     if rest:
-        remember_exact(ws.git, engine.proven)
+        remember_exact(ws, engine.proven)
     after = tuple(n for n in target if n not in upstream)
     rebuilt = tuple(n for n in rest if n not in upstream)
     return MoveResult(stack.names, after, head, base, rebuilt, upstream)

@@ -343,7 +343,7 @@ def _engine_over(
         data = datas[entry.name]
         return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
 
-    return Engine(git, new_series, load, engine.canonical_base, engine.default_author)
+    return Engine(git, new_series, load, engine.canonical_base, engine.default_author, engine.store)
 
 
 def _moved(

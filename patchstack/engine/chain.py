@@ -29,6 +29,7 @@ from ..model import paths
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.series import Entry, Series
+from ..store import Store
 from . import contract, fastpath
 from .cache import Cache
 from .committer import Committer
@@ -44,6 +45,7 @@ class Engine:
     load: Callable[[Entry], LoadedPatch]
     canonical_base: Oid  # the commit the patch files were made against
     default_author: Callable[[], tuple[str, str]]
+    store: Store
     cache: Cache = field(init=False)
     committer: Committer = field(init=False)
     shortcuts: bool = field(init=False)  # `contract.enabled` when the engine was made
@@ -60,18 +62,17 @@ class Engine:
     proven: list[tuple[Oid, str, int, bool]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.cache = Cache(self.git)
+        self.cache = Cache(self.git, self.store)
         self.committer = Committer(self.git, self.cache, self.default_author)
         self.shortcuts = contract.enabled()
         self._chain = [self.git.tree_of(self.canonical_base)]
         self._commits = [self.canonical_base]
 
-    def close(self, save_cache: bool = True) -> None:
+    def close(self) -> None:
+        """Let go of the temporary index (the results are saved with the checkout's cache)."""
         if self._index is not None:
             self._index.__exit__()
             self._index = None
-        if save_cache:
-            self.cache.save()
 
     def seed(self, chain: Sequence[Oid]) -> None:
         """Take C[0..n] as known (a refresh computed them) instead of applying the files."""
@@ -200,7 +201,7 @@ class Engine:
         parent = self._commits[-1]
         found = []
         for j in range(len(self._commits), k + 1):
-            value = self.cache.entries.get(
+            value = self.cache.peek(
                 self._chain_key(parent, self.patch(self.series.entries[j - 1].name))
             )
             if value is None:

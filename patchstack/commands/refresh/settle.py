@@ -163,7 +163,7 @@ def _remember(
         made.append((commit, digest, e.strip_level, e.name in classified.data))
         if on_chain:
             chain.append((e, data, commit))
-    remember_exact(ws.git, made)
+    remember_exact(ws, made)
     engine.learn_chain(base, chain)
 
 
@@ -187,7 +187,7 @@ def _final_head(
         return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
 
     trees = {d.name: d.tree for d in done}
-    new_engine = Engine(git, new_series, load, new_base, engine.default_author)
+    new_engine = Engine(git, new_series, load, new_base, engine.default_author, engine.store)
     chain = [git.tree_of(new_base)]
     for e in new_series.entries:
         chain.append(trees.get(e.name, chain[-1]))
