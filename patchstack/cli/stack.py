@@ -118,7 +118,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
-    drift = do_drift(ws, st.stack_base)
+    drift = do_drift(ws, st.real_base)
     if as_json:
         out(
             json.dumps(
@@ -129,6 +129,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "base": st.series_base,
                     "base_ref": st.base_ref,
                     "stack_base": st.stack_base,
+                    "plain_series": st.plain_series,
                     "applied": [p.name for p in st.patches if p.applied],
                     "unapplied": [p.name for p in st.patches if not p.applied],
                     "patches": [
@@ -210,6 +211,12 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool
     if verb == "push":
         if result.added:
             echo(ctx, names_line("applied", result.added, verbose))
+        if result.replaced:
+            echo(
+                ctx,
+                f"in place of the {result.replaced} plain commit(s) that carried them (the same"
+                " tree; 'patchstack undo' brings them back)",
+            )
         skipped = [n for n in result.before if n in result.after]
         if skipped and not result.added:
             echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")

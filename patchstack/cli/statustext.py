@@ -56,7 +56,15 @@ def status_lines(
     out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
-    if st.series_base and st.stack_base != st.series_base and not stopped:
+    if st.plain_series:
+        out.append(
+            style(
+                f"HEAD carries the series as {st.plain_series} plain commit(s) above its base"
+                " (not patch commits yet)",
+                fg="yellow",
+            )
+        )
+    elif st.series_base and st.stack_base != st.series_base and not stopped:
         out.append(
             style(f"stack base:  {st.stack_base[:12]} differs from the series base", fg="yellow")
         )

@@ -24,6 +24,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             "make the commits on top patches ('patchstack import commits'), or move them off"
             " ('git reset --keep')"
         )
+    if st.plain_series:
+        return (
+            f"'patchstack push --all' makes HEAD's {st.plain_series} plain commit(s) the applied"
+            " patches (the same tree: the work tree does not change)"
+        )
     if applied and st.series_base and st.stack_base != st.series_base:
         return "'patchstack refresh' rewrites the series for the stack's new base"
     differs = [p.name for p in st.patches if p.matches == "differs"]

@@ -4,7 +4,7 @@ move every command that changes which patches are applied shares (`move_stack`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
 from ..errors import PatchstackError
@@ -15,7 +15,7 @@ from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
-from .state import make_engine, read_stack, require_movable, resolve_rev
+from .state import make_engine, plain_commits, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)
 
@@ -27,6 +27,7 @@ class MoveResult:
     head: Oid
     base: Oid
     rebuilt: tuple[str, ...]
+    replaced: int = 0  # plain commits that carried the series, now patch commits (same tree)
 
     @property
     def added(self) -> list[str]:
@@ -102,8 +103,12 @@ def push(
     require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
+    plain = plain_commits(ws, series, stack) if onto_oid is None and series.base else 0
+    if plain:  # ``import commits`` of HEAD's own history: patch commits in their place
+        onto_oid = Oid(series.base or "")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
         return unchanged(stack)
-    return move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+    result = move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+    return replace(result, replaced=plain)

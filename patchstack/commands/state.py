@@ -3,6 +3,7 @@ builds on HEAD makes, and the engine over the series."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..checkout import Checkout
@@ -40,6 +41,38 @@ def on_top_problem(stack: Stack) -> tuple[str, str] | None:
         " import commits'), or move them off ('git reset --keep', 'git rebase'); they are"
         " never taken for upstream",
     )
+
+
+def plain_series(git: Git, base: str | None, stack: Stack, full_tree: Callable[[], Oid]) -> int:
+    """How many plain commits carry the whole series, when HEAD is the series base plus
+    commits that are not patches (no patch applied) and its tree is the series applied
+    (``full_tree``): what ``import commits`` of the branch's own history leaves. ``push``
+    puts the patch commits in their place, with the same tree. 0 in any other state."""
+    if stack.applied or not base or stack.head == base:
+        return 0
+    if not git.is_ancestor(base, stack.head) or git.tree_of(stack.head) != full_tree():
+        return 0
+    return git.count_commits(f"{base}..{stack.head}")
+
+
+def plain_commits(ws: Checkout, series: Series, stack: Stack, save: bool = True) -> int:
+    """`plain_series` against the series' own canonical chain (built only when the cheap
+    tests pass; ``save``: keep what it computed in the cache)."""
+    if not series.entries:
+        return 0
+    engines: list[Engine] = []
+
+    def full_tree() -> Oid:
+        engines.append(make_engine(ws, series, stack))
+        return engines[0].canonical(len(series.entries))
+
+    try:
+        return plain_series(ws.git, series.base, stack, full_tree)
+    except PatchstackError:  # a patch file that does not apply: not the series, then
+        return 0
+    finally:
+        for engine in engines:
+            engine.close(save_cache=save)
 
 
 def require_movable(stack: Stack) -> None:

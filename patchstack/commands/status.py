@@ -10,7 +10,7 @@ from ..journal.oplog import current_refresh
 from ..model.ids import Oid
 from ..model.series import Series
 from .refresh.proof import DIFFERS, EDITED, prove
-from .state import on_top_problem, read_stack
+from .state import on_top_problem, plain_commits, read_stack
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,13 @@ class StatusResult:
     on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
+    plain_series: int = 0  # HEAD carries the series as this many plain commits (imported)
+
+    @property
+    def real_base(self) -> Oid:
+        """The commit below the fork's own work: the stack's base, or the series base when
+        HEAD carries the series as plain commits (they are not upstream's)."""
+        return Oid(self.series_base) if self.plain_series and self.series_base else self.stack_base
 
     @property
     def differs(self) -> list[str]:
@@ -117,6 +124,7 @@ def status(ws: Checkout) -> StatusResult:
         on_top_problem(stack),
         _out_of_order(series, stack.names),
         current_refresh(git) is not None,
+        plain_commits(ws, series, stack, save=False),
     )
 
 
