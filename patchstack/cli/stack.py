@@ -130,6 +130,17 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "base_ref": st.base_ref,
                     "stack_base": st.stack_base,
                     "plain_series": st.plain_series,
+                    "built_on": st.built_on,
+                    "fold_into": st.fold_into,
+                    "stopped": (
+                        {
+                            "patch": st.stopped.patch,
+                            "files": list(st.stopped.files),
+                            "onto": st.stopped.onto,
+                        }
+                        if st.stopped
+                        else None
+                    ),
                     "applied": [p.name for p in st.patches if p.applied],
                     "unapplied": [p.name for p in st.patches if not p.applied],
                     "patches": [

@@ -30,6 +30,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             " patches (the same tree: the work tree does not change)"
         )
     if applied and st.series_base and st.stack_base != st.series_base:
+        if st.built_on:  # a refresh here would rewrite the series everyone shares
+            return (
+                f"nothing to do: this worktree carries the patches on {st.built_on} on purpose;"
+                " the series keeps its own base (edit and refresh it in the main checkout)"
+            )
         return "'patchstack refresh' rewrites the series for the stack's new base"
     differs = [p.name for p in st.patches if p.matches == "differs"]
     if differs:
@@ -54,6 +59,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             return "'patchstack check', then 'patchstack refresh'"
         onto = drift.target_name
         return f"'patchstack check --onto {onto}', then 'patchstack refresh --onto {onto}'"
+    if st.edits_in_patches and st.fold_into:
+        return (
+            f"'patchstack refresh --patch {st.fold_into}' folds the edits into the patch whose"
+            " lines they change (a plain refresh folds only the top patch's files)"
+        )
     if st.edits_in_patches:
         return "'patchstack refresh' folds the edits into the top patch (or --patch NAME)"
     if st.edits:

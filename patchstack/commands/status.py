@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checkout import Checkout
+from ..checkout import Checkout, experiment_note
 from ..journal.oplog import current_refresh
 from ..model.ids import Oid
 from ..model.series import Series
+from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
+from .refresh.start import owners_of_edits
 from .state import on_top_problem, plain_commits, read_stack
 
 
@@ -22,6 +24,18 @@ class PatchState:
     matches: str | None  # see `proof`: exact, carried, edited, differs; None when not applied
     labels: tuple[str, ...] = ()
     commit_tag: str | None = None  # the tag its applied commit's trailer says
+
+
+@dataclass(frozen=True)
+class StoppedAt:
+    """A refresh stopped at a conflict: the patch, the files its merge wrote (markers and
+    all: the user resolves them, they are not edits in no patch), and where it goes."""
+
+    patch: str
+    files: tuple[str, ...]
+    onto: str  # the new base, with its ref when there is one
+    done: int  # patches carried before it
+    total: int
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,9 @@ class StatusResult:
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
     plain_series: int = 0  # HEAD carries the series as this many plain commits (imported)
+    built_on: str | None = None  # 'worktree --onto REV' made this stack on REV, on purpose
+    fold_into: str | None = None  # the patch 'refresh --patch' must name for the edits
+    stopped: StoppedAt | None = None  # where the stopped refresh is (refresh_stopped)
 
     @property
     def real_base(self) -> Oid:
@@ -106,8 +123,22 @@ def status(ws: Checkout) -> StatusResult:
         if ap.name in series:
             for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
-    in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
-    edits = tuple(p for p in dirty.modified + dirty.unmerged if p not in touched)
+    stopped = _stopped(ws) if current_refresh(git) is not None else None
+    # The conflicting patch's files hold its merge, being resolved: not edits of anyone's.
+    resolving = set(stopped.files) if stopped else set()
+    in_patches = {
+        p: tuple(touched[p]) for p in dirty.modified if p in touched and p not in resolving
+    }
+    fold_into = None
+    top = stack.applied[-1].name if stack.applied else None
+    if in_patches and not any(top in owners for owners in in_patches.values()):
+        # A plain refresh folds only edits in the top patch's files: name the patch whose
+        # lines the edits change, as refresh itself does when it refuses.
+        found = owners_of_edits(ws, series, stack, dirty)
+        fold_into = found[0][1] if found else None
+    edits = tuple(
+        p for p in dirty.modified + dirty.unmerged if p not in touched and p not in resolving
+    )
     return StatusResult(
         git.head_ref(),
         stack.head,
@@ -123,9 +154,36 @@ def status(ws: Checkout) -> StatusResult:
         stack.on_top,
         on_top_problem(stack),
         _out_of_order(series, stack.names),
-        current_refresh(git) is not None,
+        stopped is not None,
         plain_commits(ws, series, stack, save=False),
+        _built_on(ws, stack),
+        fold_into if not stopped else None,
+        stopped,
     )
+
+
+def _stopped(ws: Checkout) -> StoppedAt | None:
+    from ..errors import PatchstackError
+    from .refresh.stopped import load
+
+    try:
+        state = load(ws)
+    except PatchstackError:
+        return None  # status says the refresh is stopped; the commands name the problem
+    onto = state.new_base[:12] + (f" ({state.new_ref})" if state.new_ref else "")
+    return StoppedAt(
+        state.stopped_at or "?", state.touched, onto, len(state.done), len(state.steps)
+    )
+
+
+def _built_on(ws: Checkout, stack: Stack) -> str | None:
+    """The REV of ``worktree DIR --onto REV`` when this is DIR and its stack is still on the
+    commit it was made on: a stack on another base than the series', on purpose."""
+    note = experiment_note(ws.git) or {}
+    onto, made_on = note.get("onto"), note.get("made_on")
+    if isinstance(onto, str) and made_on == stack.base and stack.applied:
+        return onto
+    return None
 
 
 def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:
