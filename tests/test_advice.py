@@ -119,7 +119,7 @@ def test_a_stopped_refresh_comes_first_and_its_files_are_its_own(tmp_path: Path)
     repo.ps("refresh", "--onto", "upstream", code=1)
     out = repo.ps("status", code=1).stdout.splitlines()
     assert out[0].startswith("refresh stopped at a conflict in near.patch (patch 2 of 4")
-    assert out[1] == "  a.py" and "uncommitted edits in no patch:" not in out
+    assert out[1] == "  conflict: a.py" and "uncommitted edits in no patch:" not in out
     assert "upstream moved" not in "\n".join(out)
     assert "[stopped at a conflict]" in repo.ps("log", "-n", "1").stdout.splitlines()[0]
     assert "<<<<<<<" in repo.read("a.py")

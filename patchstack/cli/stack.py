@@ -136,6 +136,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                         {
                             "patch": st.stopped.patch,
                             "files": list(st.stopped.files),
+                            "conflicted": list(st.stopped.conflicted),
                             "onto": st.stopped.onto,
                         }
                         if st.stopped

@@ -65,7 +65,7 @@ def status_lines(
                 fg="red",
             )
         )
-        out += _capped([f"  {path}" for path in at.files], verbose, "file(s)")
+        out += _capped([f"  conflict: {path}" for path in at.conflicted], verbose, "file(s)")
     elif stopped:
         out.append(style("a refresh is stopped at a conflict", fg="red"))
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"

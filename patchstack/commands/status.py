@@ -33,6 +33,7 @@ class StoppedAt:
 
     patch: str
     files: tuple[str, ...]
+    conflicted: tuple[str, ...]  # of those, the ones with conflict markers to resolve
     onto: str  # the new base, with its ref when there is one
     done: int  # patches carried before it
     total: int
@@ -149,7 +150,7 @@ def status(ws: Checkout) -> StatusResult:
         tuple(n for n in stack.names if n not in series),
         edits,
         in_patches,
-        dirty.untracked,
+        tuple(p for p in dirty.untracked if p not in resolving),
         operation,
         stack.on_top,
         on_top_problem(stack),
@@ -172,7 +173,12 @@ def _stopped(ws: Checkout) -> StoppedAt | None:
         return None  # status says the refresh is stopped; the commands name the problem
     onto = state.new_base[:12] + (f" ({state.new_ref})" if state.new_ref else "")
     return StoppedAt(
-        state.stopped_at or "?", state.touched, onto, len(state.done), len(state.steps)
+        state.stopped_at or "?",
+        state.touched,
+        state.conflicted,
+        onto,
+        len(state.done),
+        len(state.steps),
     )
 
 

@@ -239,7 +239,8 @@ class Engine:
                 self.conflict_report(
                     name, result.tree, result.conflicted, result.messages, selected
                 ),
-                "push the patches it depends on too, or resolve with 'patchstack refresh'",
+                "carry the patches it leans on too: 'push --with-deps' and 'pop --keep-deps'"
+                " add them (nothing was changed)",
             )
         return result
 
