@@ -23,7 +23,7 @@ from patchstack.interop import (
 )
 from patchstack.model.patchfile import parse_patch
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, make_repo, names, numbered
 
 needs_quilt = pytest.mark.skipif(shutil.which("quilt") is None, reason="quilt is not installed")
 
@@ -481,9 +481,9 @@ def test_names_are_numbered_on_append_and_never_differ_only_by_case(tmp_path: Pa
     repo.git("commit", "-qam", "Clean up")
     out = repo.ps("import", "commits", "HEAD~2..HEAD", "--append", "-t", "diagnostic").stdout
     assert "CLEAN-UP-3.patch [diagnostic]" in out and "Clean-up-4.patch [diagnostic]" in out
-    names = [ln.split()[0] for ln in repo.read("patches/series").splitlines() if ln[:1] != "#"]
-    assert len({n.casefold() for n in names}) == len(names) == 4
-    assert sorted(os.listdir(repo.path / "patches")) == sorted([*names, "series"])
+    listed = [ln.split()[0] for ln in repo.read("patches/series").splitlines() if ln[:1] != "#"]
+    assert len({n.casefold() for n in listed}) == len(listed) == 4
+    assert sorted(os.listdir(repo.path / "patches")) == sorted([*listed, "series"])
     # A patch of its own gets no name that differs from one in the series only by case.
     repo.write("a.py", repo.read("a.py") + "more\n")
     result = repo.ps("new", "clean-UP", "--tag", "essential", code=2)
@@ -501,6 +501,18 @@ def test_names_are_numbered_on_append_and_never_differ_only_by_case(tmp_path: Pa
     assert repo.ps("status").stdout.endswith(
         "next: nothing to do: the stack agrees with the series\n"
     )
+    # Commits made on top of the applied patches, imported as status advises, too.
+    for k in (25, 28):
+        repo.write("a.py", sub(repo.read("a.py"), f"a {k}\n", f"a {k} z\n"))
+        repo.git("commit", "-qam", "Clean up")
+    assert "'patchstack import commits'" in repo.ps("status", code=1).stdout
+    out = repo.ps("import", "commits", "HEAD~2..HEAD", "--append", "-t", "diagnostic").stdout
+    assert "next: HEAD already carries them as 2 plain commit(s)" in out
+    tree = repo.tree()
+    assert "'patchstack push --all' makes HEAD's 2 plain" in repo.ps("status", code=1).stdout
+    repo.ps("push", "--all")
+    assert repo.tree() == tree and len(names(repo)) == 6
+    assert repo.ps("status").stdout.endswith("nothing to do: the stack agrees with the series\n")
 
 
 def test_format_patches_in_one_process_equals_format_patch_per_commit(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> No
     echo(ctx, f"written to {ws_dir}; {verb} the series (base {result.base[:12]})")
     if result.plain_head:
         step = (
-            f"HEAD already carries the series as {result.plain_head} plain commit(s):"
+            f"HEAD already carries them as {result.plain_head} plain commit(s):"
             " 'patchstack push --all' makes them the applied patches (the same tree: the"
             " work tree does not change)"
         )

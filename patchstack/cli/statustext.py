@@ -75,8 +75,8 @@ def status_lines(
     if st.plain_series:
         out.append(
             style(
-                f"HEAD carries the series as {st.plain_series} plain commit(s) above its base"
-                " (not patch commits yet)",
+                f"HEAD carries the {'rest of the ' if st.on_top else ''}series as"
+                f" {st.plain_series} plain commit(s) (not patch commits yet)",
                 fg="yellow",
             )
         )

@@ -17,17 +17,17 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             " (or 'patchstack refresh --abort' to go back)"
         )
     applied = [p for p in st.patches if p.applied]
+    if st.plain_series:
+        return (
+            f"'patchstack push --all' makes HEAD's {st.plain_series} plain commit(s) the applied"
+            " patches (the same tree: the work tree does not change)"
+        )
     if st.on_top:
         if st.on_top_problem:
             return str(st.on_top_problem[1])
         return (
             "make the commits on top patches ('patchstack import commits'), or move them off"
             " ('git reset --keep')"
-        )
-    if st.plain_series:
-        return (
-            f"'patchstack push --all' makes HEAD's {st.plain_series} plain commit(s) the applied"
-            " patches (the same tree: the work tree does not change)"
         )
     if applied and st.series_base and st.stack_base != st.series_base:
         if st.built_on:  # a refresh here would rewrite the series everyone shares

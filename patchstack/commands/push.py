@@ -104,15 +104,17 @@ def push(
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
-    require_movable(stack)
+    # ``import commits`` of HEAD's own history: the patch commits go in their place.
+    plain = plain_commits(ws, series, stack) if onto is None else 0
+    if not plain:
+        require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     deps: Deps = ()
     if with_deps:
         deps = leaned_on(ws, series, target, (n for n in series.names if n not in target))
         target = add_deps(series.names, target, deps)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
-    plain = plain_commits(ws, series, stack) if onto_oid is None and series.base else 0
-    if plain:  # ``import commits`` of HEAD's own history: patch commits in their place
+    if plain and not stack.applied:
         onto_oid = Oid(series.base or "")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)

@@ -3,7 +3,7 @@ builds on HEAD makes, and the engine over the series."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -68,13 +68,21 @@ def on_top_problem(stack: Stack) -> tuple[str, str] | None:
     )
 
 
-def plain_series(git: Git, base: str | None, stack: Stack, full_tree: Callable[[], Oid]) -> int:
-    """How many plain commits carry the whole series, when HEAD is the series base plus
-    commits that are not patches (no patch applied) and its tree is the series applied
-    (``full_tree``): what ``import commits`` of the branch's own history leaves. ``push``
-    puts the patch commits in their place, with the same tree. 0 in any other state."""
-    if stack.applied or not base or stack.head == base:
+def plain_series(
+    git: Git, base: str | None, names: Sequence[str], stack: Stack, full_tree: Callable[[], Oid]
+) -> int:
+    """How many plain commits carry the rest of the series (``names``), when HEAD's tree is
+    the whole series applied (``full_tree``) and HEAD is the series base plus commits that
+    are not patches, or the first patches applied plus such commits on top: what ``import
+    commits`` of the branch's own history leaves. ``push`` puts the patch commits in their
+    place, with the same tree. 0 in any other state."""
+    if not base or stack.pulled or stack.head == base:
         return 0
+    if stack.applied:  # the plain commits on top carry the patches after the applied ones
+        ahead = len(names) > len(stack.applied) and stack.on_top and stack.base == base
+        if not ahead or stack.names != tuple(names[: len(stack.applied)]):
+            return 0
+        return len(stack.on_top) if git.tree_of(stack.head) == full_tree() else 0
     if not git.is_ancestor(base, stack.head) or git.tree_of(stack.head) != full_tree():
         return 0
     return git.count_commits(f"{base}..{stack.head}")
@@ -92,7 +100,7 @@ def plain_commits(ws: Checkout, series: Series, stack: Stack, save: bool = True)
         return engines[0].canonical(len(series.entries))
 
     try:
-        return plain_series(ws.git, series.base, stack, full_tree)
+        return plain_series(ws.git, series.base, series.names, stack, full_tree)
     except PatchstackError:  # a patch file that does not apply: not the series, then
         return 0
     finally:

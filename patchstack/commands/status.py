@@ -124,6 +124,7 @@ def status(ws: Checkout) -> StatusResult:
         if ap.name in series:
             for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
+    plain = plain_commits(ws, series, stack, save=False)
     stopped = _stopped(ws) if current_refresh(git) is not None else None
     # The conflicting patch's files hold its merge, being resolved: not edits of anyone's.
     resolving = set(stopped.files) if stopped else set()
@@ -153,10 +154,10 @@ def status(ws: Checkout) -> StatusResult:
         tuple(p for p in dirty.untracked if p not in resolving),
         operation,
         stack.on_top,
-        on_top_problem(stack),
+        _plain_problem(plain) if plain and stack.on_top else on_top_problem(stack),
         _out_of_order(series, stack.names),
         stopped is not None,
-        plain_commits(ws, series, stack, save=False),
+        plain,
         _built_on(ws, stack),
         fold_into if not stopped else None,
         stopped,
@@ -179,6 +180,14 @@ def _stopped(ws: Checkout) -> StoppedAt | None:
         onto,
         len(state.done),
         len(state.steps),
+    )
+
+
+def _plain_problem(count: int) -> tuple[str, str]:
+    return (
+        f"HEAD has {count} plain commit(s) on top of the applied patches that carry the rest"
+        " of the series (imported)",
+        "'patchstack push --all' makes them the applied patches (the same tree)",
     )
 
 

@@ -189,7 +189,7 @@ def _import(
             for s, _d, method, notes in built
         ),
         tuple(skipped + more_skipped),
-        plain_head=plain_series(git, series.base, stack, lambda: full_tree),
+        plain_head=plain_series(git, series.base, series.names, stack, lambda: full_tree),
     )
 
 
