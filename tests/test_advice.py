@@ -67,7 +67,13 @@ def test_after_a_pull_that_merged_upstream_refresh_is_advised_and_works(fork: Re
     assert fork.git("rev-list", "--merges", "HEAD~2..HEAD") == ""
     assert fork.read("c.py").count("upstream") == 1
     assert names(fork) == ["low.patch"]  # top.patch is upstream now, kept unapplied
-    assert advice(fork).startswith("next: nothing")
+    assert "  - top.patch [diagnostic]  (the base holds it)" in fork.ps("status").stdout
+    assert follow(fork, advice(fork)) == ["refresh --drop-merged"]  # not 'push --all'
+    assert (
+        "top.patch" not in fork.read("patches/series")
+        and (fork.path / "patches/top.patch").exists()
+    )
+    assert advice(fork).startswith("next: nothing to do")
 
 
 def test_a_worktree_onto_another_base_is_on_purpose(fork: Repo, tmp_path: Path) -> None:
@@ -127,7 +133,8 @@ def test_a_stopped_refresh_comes_first_and_its_files_are_its_own(tmp_path: Path)
     repo.write("a.py", resolved.replace("a 11\n", "a 11 upstream\n"))
     assert follow(repo, advice(repo)) == ["refresh --continue"]
     assert "[stopped at a conflict]" not in repo.ps("log", "-n", "1").stdout
-    assert advice(repo).startswith("next: nothing")
+    assert follow(repo, advice(repo)) == ["refresh --drop-merged"]  # known.patch is upstream's
+    assert advice(repo).startswith("next: nothing to do")
 
 
 def test_undo_after_a_refused_command_says_what_it_undoes(fork: Repo) -> None:

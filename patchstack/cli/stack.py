@@ -132,6 +132,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "plain_series": st.plain_series,
                     "built_on": st.built_on,
                     "fold_into": st.fold_into,
+                    "in_base": list(st.in_base),
                     "stopped": (
                         {
                             "patch": st.stopped.patch,

@@ -112,7 +112,15 @@ def status_lines(
         rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
     out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
-    unapplied = [(False, f"  - {p.name} [{_tags(p)}]") for p in st.patches if not p.applied]
+    held = set(st.in_base)
+    unapplied = [
+        (
+            p.name in held,
+            f"  - {p.name} [{_tags(p)}]" + ("  (the base holds it)" if p.name in held else ""),
+        )
+        for p in st.patches
+        if not p.applied
+    ]
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")

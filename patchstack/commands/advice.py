@@ -68,6 +68,12 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
         return "'patchstack refresh' folds the edits into the top patch (or --patch NAME)"
     if st.edits:
         return "'patchstack new NAME --tag TAG PATH...' makes the edits a patch"
+    if st.in_base:
+        shown = ", ".join(st.in_base[:3]) + (" ..." if len(st.in_base) > 3 else "")
+        return (
+            f"'patchstack refresh --drop-merged' drops the {len(st.in_base)} patch(es) the base"
+            f" already holds from the series ({shown}; their files stay)"
+        )
     unapplied = len(st.patches) - len(applied)
     if unapplied:
         return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"

@@ -60,6 +60,7 @@ class StatusResult:
     built_on: str | None = None  # 'worktree --onto REV' made this stack on REV, on purpose
     fold_into: str | None = None  # the patch 'refresh --patch' must name for the edits
     stopped: StoppedAt | None = None  # where the stopped refresh is (refresh_stopped)
+    in_base: tuple[str, ...] = ()  # unapplied patches the series base already holds
 
     @property
     def real_base(self) -> Oid:
@@ -161,7 +162,37 @@ def status(ws: Checkout) -> StatusResult:
         _built_on(ws, stack),
         fold_into if not stopped else None,
         stopped,
+        _in_base(ws, series, stack) if not stopped else (),
     )
+
+
+def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:
+    """The unapplied patches whose every file the series base already holds as the patch
+    makes it (the blob its index line names): what ``refresh`` reports as ``upstream`` and
+    keeps in the series. ``push`` cannot apply them; ``refresh --drop-merged`` drops them."""
+    base = series.base
+    if not base or stack.base != base:
+        return ()
+    fmt = ws.git.fmt
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for e in series.entries:
+        if stack.find(e.name) is not None:
+            continue
+        files = ws.proven_bytes(e)[1].files
+        if files and all(
+            not f.renamed and not f.copied and fmt.is_full(f.new_id) and f.new_id != f.old_id
+            for f in files
+        ):
+            wanted[e.name] = [(f.path, f.new_id or "") for f in files]
+    if not wanted:
+        return ()
+    paths = sorted({path for pairs in wanted.values() for path, _id in pairs})
+    have = ws.git.ls_tree_paths(base, paths)
+
+    def held(path: str, oid: str) -> bool:
+        return have[path][1] == oid if path in have else fmt.is_null(oid)
+
+    return tuple(n for n, pairs in wanted.items() if all(held(p, o) for p, o in pairs))
 
 
 def _stopped(ws: Checkout) -> StoppedAt | None:
