@@ -126,7 +126,8 @@ def status(ws: Checkout) -> StatusResult:
             for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
     plain = plain_commits(ws, series, stack, save=False)
-    stopped = _stopped(ws) if current_refresh(git) is not None else None
+    is_stopped = current_refresh(git) is not None
+    stopped = _stopped(ws) if is_stopped else None
     # The conflicting patch's files hold its merge, being resolved: not edits of anyone's.
     resolving = set(stopped.files) if stopped else set()
     in_patches = {
@@ -157,12 +158,12 @@ def status(ws: Checkout) -> StatusResult:
         stack.on_top,
         _plain_problem(plain) if plain and stack.on_top else on_top_problem(stack),
         _out_of_order(series, stack.names),
-        stopped is not None,
+        is_stopped,
         plain,
         _built_on(ws, stack),
-        fold_into if not stopped else None,
+        fold_into if not is_stopped else None,
         stopped,
-        _in_base(ws, series, stack) if not stopped else (),
+        _in_base(ws, series, stack) if not is_stopped else (),
     )
 
 
