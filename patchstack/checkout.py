@@ -263,12 +263,18 @@ def experiment_path(git_dir: str) -> str:
     return os.path.join(git_dir, "patchstack", "worktree.json")
 
 
-def experiment_series_dir(git: gitmod.Git) -> str | None:
+def experiment_note(git: gitmod.Git) -> dict[str, Any] | None:
+    """What ``patchstack worktree`` noted in this linked worktree (None elsewhere)."""
     if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
         return None  # the main worktree: its git dir is the common one
     try:
         with open(experiment_path(git.git_dir), encoding="utf-8") as f:
-            found = json.load(f).get("series_dir")
-    except (OSError, ValueError, AttributeError):
+            note = json.load(f)
+    except (OSError, ValueError):
         return None
+    return note if isinstance(note, dict) else None
+
+
+def experiment_series_dir(git: gitmod.Git) -> str | None:
+    found = (experiment_note(git) or {}).get("series_dir")
     return found if isinstance(found, str) and os.path.isabs(found) else None

@@ -4,7 +4,7 @@ move every command that changes which patches are applied shares (`move_stack`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
 from ..errors import PatchstackError
@@ -14,8 +14,10 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
+from .deps import Deps, leaned_on
+from .deps import with_deps as add_deps
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
-from .state import make_engine, read_stack, require_movable, resolve_rev
+from .state import make_engine, plain_commits, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)
 
@@ -28,6 +30,8 @@ class MoveResult:
     base: Oid
     rebuilt: tuple[str, ...]
     upstream: tuple[str, ...] = ()  # asked for, but the tree holds them already: not applied
+    replaced: int = 0  # plain commits that carried the series, now patch commits (same tree)
+    deps: Deps = ()  # unselected patches carried along (--with-deps, --keep-deps), and why
 
     @property
     def added(self) -> list[str]:
@@ -102,14 +106,25 @@ def push(
     onto: str | None = None,
     progress: Progress = None,
     discard: bool = False,
+    with_deps: bool = False,
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
-    require_movable(stack)
+    # ``import commits`` of HEAD's own history: the patch commits go in their place.
+    plain = plain_commits(ws, series, stack) if onto is None else 0
+    if not plain:
+        require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
+    deps: Deps = ()
+    if with_deps:
+        deps = leaned_on(ws, series, target, (n for n in series.names if n not in target))
+        target = add_deps(series.names, target, deps)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
+    if plain and not stack.applied:
+        onto_oid = Oid(series.base or "")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
-        return unchanged(stack)
-    return move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+        return replace(unchanged(stack), deps=deps)
+    result = move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+    return replace(result, replaced=plain, deps=deps)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ..errors import ConflictError, InputError, PatchstackError
 from ..git import Git, MergeResult, TempIndex
 from ..model import paths
-from ..model.conflict import Conflict
+from ..model.conflict import Conflict, ConflictHunk
 from ..model.ids import Oid
 from ..model.series import Entry, Series
 from ..store import Store
@@ -275,7 +275,8 @@ class Engine:
                 self.conflict_report(
                     name, result.tree, result.conflicted, result.messages, selected
                 ),
-                "push the patches it depends on too, or resolve with 'patchstack refresh'",
+                "carry the patches it leans on too: 'push --with-deps' and 'pop --keep-deps'"
+                " add them (nothing was changed)",
             )
         return result
 
@@ -308,19 +309,32 @@ class Engine:
         """The hunks of a failed placement, and the unselected patches before ``name`` that
         added lines the patch expected (pushing them too would likely help)."""
         hunks = conflict_hunks(self.git, merged, files)
+        culprits = self.culprits(name, hunks, files, selected)
+        return Conflict(name, tuple(files), tuple(hunks), culprits, detail, merged)
+
+    def culprits(
+        self,
+        name: str,
+        hunks: Sequence[ConflictHunk],
+        files: Sequence[str],
+        selected: Sequence[str],
+    ) -> tuple[str, ...]:
+        """The patches before ``name``, not in ``selected``, that touch ``files`` and added
+        lines the conflicting hunks expected (every one touching them, when no hunk says)."""
         k = self.series.index(name)
-        culprits = []
+        found = []
+        chosen = set(selected)
         expected = {ln.strip() for h in hunks for ln in h.expected if ln.strip()}
         for entry in self.series.entries[:k]:
-            if entry.name in selected:
+            if entry.name in chosen:
                 continue
             lp = self.patch(entry.name)
             if not set(lp.patch.paths) & set(files):
                 continue
             added = {ln.strip() for f in lp.patch.files for h in f.hunks for ln in h.added}
             if not expected or added & expected:
-                culprits.append(entry.name)
-        return Conflict(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
+                found.append(entry.name)
+        return tuple(found)
 
 
 def no_base_error(base: str) -> PatchstackError:

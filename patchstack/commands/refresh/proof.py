@@ -6,7 +6,9 @@ patch file:
 - ``exact``: the file's ``index`` lines name the commit's blobs, *and* its hunks applied to the
   preimage blob give that very blob (so a hand edit of a ``+`` line with stale index lines is
   caught: it no longer hashes to the id the line names);
-- ``carried``: the same lines added and removed, at another place (a merge carried it);
+- ``carried``: the same lines added and removed, at another place (a merge carried it), or
+  exactly what the three-way merge of the patch file onto its parent's tree gives (upstream
+  already had part of it, or all: an empty commit), as ``push --onto`` makes it;
 - ``edited``: the patch file was edited by hand since the commit was made: the operation log's
   last record of the file proves the commit, the file on disk is another text. ``push``, ``pop``
   and ``refresh`` apply the new version;
@@ -23,17 +25,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...checkout import Checkout, PatchSummary
 from ...engine.fastpath import proven_postimage
 from ...errors import PatchstackError, RefusedError
 from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
-from ...model.ids import ObjectFormat
+from ...model.ids import ObjectFormat, Oid
 from ...model.patchfile import FileDiff, Patch, parse_patch
 from ...model.series import Series
 from ...model.stack import Stack
 from ...store import Store
+
+if TYPE_CHECKING:
+    from ...engine.chain import Engine
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
 
@@ -80,27 +86,63 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
         else:
             pending.append((ap, data, ws.read_patch(entry)[1]))
     recorded = _recorded_files(ws, [ap.name for ap, _d, _p in pending])
-    with git.temp_index() as idx:
-        for ap, data, patch in pending:
-            strip = series.entry(ap.name).strip_level
-            if _applies_to(idx, parents[ap.commit], data, strip) == ap.tree:
-                verdicts[ap.name] = EXACT  # no full index lines, or renames: git apply says
-                continue
-            actual = _actual(git, parents[ap.commit], ap.tree, ap.name)
-            if actual is not None and _same_change(patch, actual):
-                verdicts[ap.name] = CARRIED
-                continue
-            old = recorded.get(ap.name)
-            proves_old = (
-                old is not None
-                and old != data
-                and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
-            )
-            verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    placed = _Placement(ws, series, stack)
+    try:
+        with git.temp_index() as idx:
+            for ap, data, patch in pending:
+                strip = series.entry(ap.name).strip_level
+                if _applies_to(idx, parents[ap.commit], data, strip) == ap.tree:
+                    verdicts[ap.name] = EXACT  # no full index lines, or renames: git apply says
+                    continue
+                actual = _actual(git, parents[ap.commit], ap.tree, ap.name)
+                if actual is not None and _same_change(patch, actual):
+                    verdicts[ap.name] = CARRIED
+                    continue
+                if placed.gives(ap.name, parents[ap.commit], ap.tree):
+                    verdicts[ap.name] = CARRIED  # the merge put only part of it, or nothing, there
+                    continue
+                old = recorded.get(ap.name)
+                proves_old = (
+                    old is not None
+                    and old != data
+                    and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
+                )
+                verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    finally:
+        placed.close()
     for ap, entry, data, _summary in applied:
         if verdicts[ap.name] in (EXACT, CARRIED):  # (the other two depend on the log)
             consistent.remember(ap.commit, data, entry.strip_level, verdicts[ap.name])
     return Proof(verdicts)
+
+
+class _Placement:
+    """Is a commit exactly what placing its patch file on its parent's tree gives, the way
+    ``push`` places it (the canonical chain's change merged three-way, `Engine.carry`)? Then
+    the commit is the patch file's, carried: ``push --onto`` and ``worktree --onto`` make such
+    commits where upstream already holds part of a patch, or all of it (an empty commit). The
+    engine is made only when a commit needs this proof."""
+
+    def __init__(self, ws: Checkout, series: Series, stack: Stack) -> None:
+        self.ws, self.series, self.stack = ws, series, stack
+        self.engine: Engine | None = None
+
+    def gives(self, name: str, parent_tree: str, tree: str) -> bool:
+        from ..state import make_engine
+
+        try:
+            if self.engine is None:
+                self.engine = make_engine(self.ws, self.series, self.stack)
+            k = self.series.index(name) + 1
+            before, after = self.engine.canonical(k - 1), self.engine.canonical(k)
+            carried = self.engine.carry(before, Oid(parent_tree), after, name)
+        except PatchstackError:  # the file does not apply where it was made: not proven
+            return False
+        return carried == tree
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
 
 
 def remember_exact(ws: Checkout, made: Iterable[tuple[str, str, int, bool]]) -> None:
