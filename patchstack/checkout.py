@@ -171,6 +171,7 @@ class PatchSummary(NamedTuple):
     description: str
     author: str | None
     date: str | None
+    fields: tuple[tuple[str, str], ...] = ()  # those of the header block (`Patch.fields`)
 
     def message(self, fallback_subject: str) -> str:
         return commit_text(self.subject, self.description, fallback_subject)
@@ -184,6 +185,7 @@ def summary_of(patch: Patch) -> PatchSummary:
         patch.description,
         patch.author,
         patch.date,
+        patch.fields,
     )
 
 
@@ -194,7 +196,7 @@ class ProvenPatches:
     values, no code); a file that cannot be read is an empty cache. It keeps the entries the
     last command used and the ones it added."""
 
-    FORMAT = "patchstack-parsed 2"
+    FORMAT = "patchstack-parsed 3"
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -214,7 +216,7 @@ class ProvenPatches:
         if found is None:
             return None
         try:
-            paths, files, subject, description, author, date = found
+            paths, files, subject, description, author, date, header = found
             summary = PatchSummary(
                 tuple(paths),
                 tuple(FileSummary(*f) for f in files),
@@ -222,6 +224,7 @@ class ProvenPatches:
                 description,
                 author,
                 date,
+                tuple((str(k), str(v)) for k, v in header),
             )
         except (TypeError, ValueError, IndexError):
             return None
@@ -230,7 +233,8 @@ class ProvenPatches:
 
     def put(self, key: str, summary: PatchSummary) -> None:
         if key not in self.used:
-            self.used[key] = (summary.paths, tuple(tuple(f) for f in summary.files), *summary[2:])
+            files = tuple(tuple(f) for f in summary.files)
+            self.used[key] = (summary.paths, files, *summary[2:6], tuple(summary.fields))
             self.added = self.added or key not in self.known
 
     def save(self) -> None:
