@@ -9,6 +9,10 @@ import click
 from .app import Options, cli
 from .output import complete_patch_names, complete_tags, echo, out
 
+PROBE_HELP = (
+    "A command (run by sh at the top of the tree) that passes with the patch and fails"
+    " without it; kept in the patch file's header ('Patchstack-Probe:')."
+)
 DISCARD_HELP = (
     "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
     " refusing."
@@ -46,6 +50,7 @@ def answers() -> bytes | None:
     metavar="REV",
     help="Turn REV, a commit made on top of the applied patches, into the patch.",
 )
+@click.option("--probe", metavar="CMD", help=PROBE_HELP)
 @click.pass_obj
 def new(
     opts: Options,
@@ -55,6 +60,7 @@ def new(
     message: str | None,
     interactive: bool,
     rev: str | None,
+    probe: str | None,
 ) -> None:
     """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
 
@@ -63,13 +69,16 @@ def new(
     captured only when named as PATHs. With -p, git's hunk selector ('git add -p') chooses
     the hunks to capture, so one file's edits can go to different patches; scripted answers
     can come on standard input. With --from-commit, a commit made by hand on top of the
-    applied patches becomes the patch, at its place (its tree, author and date kept).
+    applied patches becomes the patch, at its place (its tree, author and date kept). With
+    --probe, the patch carries a command that passes with it and fails without it
+    ('patchstack check --probes' runs it).
 
     \b
     Example:
       patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
       patchstack new nccl-logging --tag diagnostic -p srt/managers/scheduler.py
       patchstack new hotfix --tag essential --from-commit HEAD
+      patchstack new sm120 --tag essential --probe 'python3 -m pytest tests/test_sm120.py'
     """
     from ..commands.new import new as do_new
 
@@ -77,15 +86,18 @@ def new(
     if rev is not None:
         from ..commands.refresh.adopt import adopt
 
-        if paths or interactive:
-            raise click.UsageError("--from-commit takes no PATH and no -p")
+        if paths or interactive or probe is not None:
+            raise click.UsageError(
+                "--from-commit takes no PATH, no -p and no --probe (add it with"
+                " 'patchstack edit NAME --probe CMD')"
+            )
         result = adopt(ws, name, tag, rev, message)
         out(f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}")
         return
     scripted = answers() if interactive else None
     if interactive and scripted is None:
         out(f"answer 'y' for each hunk that goes into {name}, 'n' for each that stays", err=True)
-    result = do_new(ws, name, tag, message, paths, interactive, scripted)
+    result = do_new(ws, name, tag, message, paths, interactive, scripted, probe)
     if result.selector_output:
         out(result.selector_output.rstrip("\n"))
     out(
@@ -109,31 +121,85 @@ def new(
 @click.argument("name", shell_complete=complete_patch_names)
 @click.option("-m", "--message", help="The new subject (first line) and description.")
 @click.option("--author", metavar="'NAME <EMAIL>'", help="The new author.")
+@click.option("--probe", metavar="CMD", help=PROBE_HELP + " '' removes it.")
 @click.pass_obj
-def edit(opts: Options, name: str, message: str | None, author: str | None) -> None:
-    """Change a patch's subject and description (and author), applied or not.
+def edit(
+    opts: Options, name: str, message: str | None, author: str | None, probe: str | None
+) -> None:
+    """Change a patch's subject and description (and author, and probe), applied or not.
 
-    Without -m the message opens in git's editor (GIT_EDITOR, core.editor, VISUAL, EDITOR);
-    lines starting with '#' are dropped and an empty message aborts. The diff keeps its bytes
-    and an applied patch keeps its tree; its commit gets the new message.
+    Without -m (and --author, --probe) the message opens in git's editor (GIT_EDITOR,
+    core.editor, VISUAL, EDITOR); lines starting with '#' are dropped and an empty message
+    aborts. -m keeps the patch's fields (its probe, its upstream status). The diff keeps its
+    bytes and an applied patch keeps its tree; its commit gets the new message.
 
     \b
     Example:
       patchstack edit oea-routing -m "Opportunistic expert activation"
       patchstack edit nccl-logging --author "Ada Lovelace <ada@example.org>"
+      patchstack edit communicator-sm120 --probe 'python3 -m pytest -q tests/test_sm120.py'
     """
     from ..commands.edit import ask_message
     from ..commands.edit import edit as do_edit
 
     ws = opts.checkout()
-    if message is None and author is None:
+    keep = message is not None
+    if message is None and author is None and probe is None:
         message = ask_message(ws, name)
-    result = do_edit(ws, name, message, author)
+    result = do_edit(ws, name, message, author, probe, keep_fields=keep)
     if not result.changed:
         out(f"{result.name}: unchanged")
         return
     where = " (applied: commits rewritten, same trees)" if result.applied else ""
     out(f"edited {result.name}: {result.subject}{where}")
+
+
+@cli.command()
+@click.argument("name", shell_complete=complete_patch_names)
+@click.argument(
+    "state",
+    type=click.Choice(["submitted", "applied", "not-needed", "pending"]),
+    metavar="STATE",
+)
+@click.argument("detail", nargs=-1, metavar="[URL|COMMIT|REASON]")
+@click.pass_obj
+def upstream(opts: Options, name: str, state: str, detail: tuple[str, ...]) -> None:
+    """Record where a patch stands upstream, in DEP-3 fields of its header.
+
+    submitted URL writes 'Forwarded: URL'; applied COMMIT 'Applied-Upstream: commit:ID'
+    (checked against the series base: is the commit in its history?); not-needed REASON
+    'Forwarded: not-needed (REASON)'; pending 'Forwarded: no'. Each sets 'Last-Update:' to
+    today, and a Yocto Upstream-Status: or SUSE Patch-mainline: already there is made to
+    agree. Applied, the patch's commit gets the new message (same tree); 'patchstack undo'
+    takes it back. 'status' and 'series' sum the states up; 'check --require-status' fails
+    for a patch with none.
+
+    \b
+    Example:
+      patchstack upstream kimi-k25-eagle3 submitted https://github.com/ORG/REPO/pull/812
+      patchstack upstream communicator-sm120 applied origin/main~2
+      patchstack upstream nccl-diagnostic-logging not-needed fork-only diagnostics
+      patchstack upstream oea-routing pending
+    """
+    from ..commands.upstream import IN_BASE, NOT_IN_BASE, set_upstream, standings
+
+    ws = opts.checkout()
+    result = set_upstream(ws, name, state, " ".join(detail) or None)
+    where = " (applied: commits rewritten, same trees)" if result.applied else ""
+    if not result.changed:
+        out(f"{result.name}: unchanged")
+        return
+    out(f"{result.name}: {state}{where}")
+    series = ws.load_series()
+    mine = [s for s in standings(ws, series, series.base) if s.name == result.name]
+    check = mine[0].applied_check if mine else None
+    if check == IN_BASE:
+        out(
+            "the series base contains that commit: the patch is upstream already"
+            f" ('patchstack delete {result.name}', or 'refresh --drop-merged')"
+        )
+    elif check == NOT_IN_BASE:
+        out("the series base does not contain that commit yet (a refresh onto it will)")
 
 
 @cli.command()

@@ -1,9 +1,11 @@
-"""``status``: the base, the applied and unapplied patches, uncommitted edits, and whether each
-applied commit still carries exactly its patch file's change."""
+"""``status``: the base, the applied and unapplied patches, uncommitted edits, whether each
+applied commit still carries exactly its patch file's change, and what each patch's header
+says of its probe and its upstream status."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from ..checkout import Checkout
 from ..journal.oplog import current_refresh
@@ -11,6 +13,7 @@ from ..model.ids import Oid
 from ..model.series import Series
 from .refresh.proof import DIFFERS, EDITED, prove
 from .state import on_top_problem, read_stack
+from .upstream import Standing, standings, today
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,12 @@ class StatusResult:
     on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
+    standings: tuple[Standing, ...] = ()  # each patch's probe and upstream status
+    today: date | None = None  # when a submission's age is told
+
+    @property
+    def without_probe(self) -> list[str]:
+        return [s.name for s in self.standings if s.probe is None]
 
     @property
     def differs(self) -> list[str]:
@@ -101,6 +110,7 @@ def status(ws: Checkout) -> StatusResult:
                 touched.setdefault(p, []).append(ap.name)
     in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
     edits = tuple(p for p in dirty.modified + dirty.unmerged if p not in touched)
+    found = standings(ws, series, series.base or stack.base)
     return StatusResult(
         git.head_ref(),
         stack.head,
@@ -117,6 +127,8 @@ def status(ws: Checkout) -> StatusResult:
         on_top_problem(stack),
         _out_of_order(series, stack.names),
         current_refresh(git) is not None,
+        tuple(found),
+        today(ws) if any(s.upstream.updated for s in found) else None,
     )
 
 

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from ..errors import PatchstackError
+
 PROBE = "Patchstack-Probe"
 FORWARDED = "Forwarded"
 APPLIED = "Applied-Upstream"
@@ -134,6 +136,15 @@ def value(fields: Iterable[Field], key: str) -> str | None:
 
 def probe_of(fields: Iterable[Field]) -> str | None:
     return value(fields, PROBE) or None
+
+
+def clean_probe(probe: str | None) -> str | None:
+    """A probe as ``--probe`` gives it: one line, stripped ("": none)."""
+    if probe is not None and "\n" in probe.strip():
+        raise PatchstackError(
+            "--probe: a probe is one line", "join the commands with '&&', or run a script"
+        )
+    return probe.strip() if probe is not None else None
 
 
 # -- where a patch stands upstream -----------------------------------------------------------
