@@ -152,3 +152,10 @@ def test_bad_probes_are_refused(tmp_path: Path) -> None:
     result = repo.ps("new", "p", "--tag", "essential", "--probe", "true\nfalse", code=2)
     assert "--probe: a probe is one line" in result.stderr
     assert repo.state() == before
+
+
+def test_fold_keeps_the_target_probe(fork) -> None:
+    repo, _log = fork
+    repo.ps("fold", "hook", "--into", "fast")
+    text = repo.read("patches/fast.patch")
+    assert text.count("Patchstack-Probe:") == 1 and f"; {FAST}\n" in text
