@@ -185,3 +185,17 @@ def test_suse_and_yocto_headers(tmp_path: Path) -> None:
     assert "\nUpstream-Status: Submitted [https://lists.example.org/1]\n" in yocto
     assert "\nForwarded: https://lists.example.org/1\n" in yocto
     assert "1 submitted (oldest 0 days), 1 applied upstream" in repo.ps("series").stdout
+
+
+def test_the_hook_refresh_can_record_upstream_evidence_with() -> None:
+    """`applied_upstream` is the message change for a patch found upstream (for refresh,
+    once it has the evidence); a Yocto status is kept in agreement."""
+    from datetime import date
+
+    from patchstack.commands.upstream import applied_upstream
+
+    text = "Subject\n\nWhy.\n\nUpstream-Status: Submitted [https://lists/1]\n"
+    assert applied_upstream(text, "0be30d4aa1", date(2026, 2, 12)) == (
+        "Subject\n\nWhy.\n\nUpstream-Status: Backport [commit:0be30d4aa1]\n"
+        "Applied-Upstream: commit:0be30d4aa1\nLast-Update: 2026-02-12\n"
+    )
