@@ -180,6 +180,7 @@ class PatchSummary(NamedTuple):
     description: str
     author: str | None
     date: str | None
+    fields: tuple[tuple[str, str], ...] = ()  # those of the header block (`Patch.fields`)
 
     def message(self, fallback_subject: str) -> str:
         return commit_text(self.subject, self.description, fallback_subject)
@@ -204,6 +205,7 @@ def summary_of(patch: Patch) -> PatchSummary:
         patch.description,
         patch.author,
         patch.date,
+        patch.fields,
     )
 
 
@@ -223,7 +225,7 @@ class ProvenPatches:
         if found is None:
             return None
         try:
-            paths, files, subject, description, author, date = found
+            paths, files, subject, description, author, date, header = found
             return PatchSummary(
                 tuple(paths),
                 tuple(FileSummary(*f) for f in files),
@@ -231,13 +233,15 @@ class ProvenPatches:
                 description,
                 author,
                 date,
+                tuple((str(k), str(v)) for k, v in header),
             )
         except (TypeError, ValueError, IndexError):
             self.store.forget(self.SECTION, key)
             return None
 
     def put(self, key: str, summary: PatchSummary) -> None:
-        value = (summary.paths, tuple(tuple(f) for f in summary.files), *summary[2:])
+        files = tuple(tuple(f) for f in summary.files)
+        value = (summary.paths, files, *summary[2:6], tuple(summary.fields))
         self.store.put(self.SECTION, key, value)
 
 

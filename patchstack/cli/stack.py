@@ -60,8 +60,10 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
       patchstack series --json | jq '.patches[] | select(.applied) | .name'
     """
     from ..commands.listing import list_series
+    from .statustext import standing_json, standing_lines
 
-    series, stack, rows = list_series(ctx.obj.checkout(write=False))
+    listing = list_series(ctx.obj.checkout(write=False))
+    series, stack, rows = listing.series, listing.stack, listing.rows
     if as_json:
         out(
             json.dumps(
@@ -76,6 +78,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
                             "labels": list(r.labels),
                             "applied": r.applied,
                             "commit": r.commit,
+                            **standing_json(r.standing),
                         }
                         for r in rows
                     ],
@@ -88,6 +91,8 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
         mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
         labels = (", " + ", ".join(r.labels)) if r.labels else ""
         echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]")
+    for line in standing_lines([r.standing for r in rows], listing.today, False):
+        echo(ctx, line)
 
 
 cli.add_command(series_cmd, "list")
@@ -120,6 +125,9 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     st = do_status(ws)
     drift = do_drift(ws, st.real_base)
     if as_json:
+        from .statustext import standing_json
+
+        by_name = {s.name: s for s in st.standings}
         out(
             json.dumps(
                 {
@@ -154,9 +162,11 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                             "matches": p.matches,
                             "labels": list(p.labels),
                             "commit_tag": p.commit_tag,
+                            **(standing_json(by_name[p.name]) if p.name in by_name else {}),
                         }
                         for p in st.patches
                     ],
+                    "without_probe": st.without_probe,
                     "unknown_applied": list(st.unknown_applied),
                     "edits": list(st.edits),
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},

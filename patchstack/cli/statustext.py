@@ -8,10 +8,14 @@ shows everything (``--json`` is always complete).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
+from typing import Any
 
 from ..commands.advice import next_step
 from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
+from ..commands.upstream import IN_BASE, NOT_IN_BASE, UNKNOWN, Standing
+from ..model.fields import NONE, summary
 from .output import style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
@@ -126,6 +130,7 @@ def status_lines(
         out += _list(unapplied, verbose, "unapplied")
     for problem in st.disagreements:
         out.append(style(f"  ! {problem}", fg="red"))
+    out += standing_lines(st.standings, st.today, verbose)
     if st.edits_in_patches:
         out.append("uncommitted edits in files of applied patches (refresh folds them):")
         out += _capped(
@@ -160,3 +165,39 @@ def _list(rows: Sequence[tuple[bool, str]], verbose: bool, what: str) -> list[st
     if len(plain) > room:
         out.append(f"  ... and {len(plain) - room} more {what} (--verbose lists them)")
     return out
+
+
+def standing_lines(found: Sequence[Standing], today: date | None, verbose: bool) -> list[str]:
+    """Which patches have no probe, and where the patches stand upstream; nothing when no
+    patch of the series has a probe, nor any upstream field."""
+    out = []
+    probed = [s for s in found if s.probe]
+    if probed:
+        line = f"probes: {len(probed)} of {len(found)} patch(es)"
+        missing = [s.name for s in found if not s.probe]
+        if missing:
+            shown = missing if verbose or len(missing) <= SHOWN else missing[:SHOWN]
+            more = f" and {len(missing) - len(shown)} more" if len(shown) < len(missing) else ""
+            line += "; none: " + ", ".join(shown) + more
+        out.append(line)
+    if any(s.upstream.state != NONE for s in found):
+        out.append("upstream: " + summary([s.upstream for s in found], today or date.today()))
+    notes = {
+        IN_BASE: "which the series base contains: it is upstream already (delete it, or"
+        " 'refresh --drop-merged')",
+        NOT_IN_BASE: "which the series base does not contain yet",
+        UNKNOWN: "unknown to this repository ('git fetch' the upstream that has it)",
+    }
+    for s in found:
+        if s.applied_check is not None:
+            commit = (s.upstream.commit or "")[:10]
+            text = f"  {s.name}: applied upstream as {commit}, {notes[s.applied_check]}"
+            out.append(style(text, fg="yellow") if s.applied_check != NOT_IN_BASE else text)
+    return out
+
+
+def standing_json(s: Standing) -> dict[str, Any]:
+    return {
+        "probe": s.probe,
+        "upstream": {**s.upstream.to_json(), "applied_check": s.applied_check},
+    }

@@ -1,9 +1,11 @@
-"""``status``: the base, the applied and unapplied patches, uncommitted edits, and whether each
-applied commit still carries exactly its patch file's change."""
+"""``status``: the base, the applied and unapplied patches, uncommitted edits, whether each
+applied commit still carries exactly its patch file's change, and what each patch's header
+says of its probe and its upstream status."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from ..checkout import Checkout, experiment_note
 from ..journal.oplog import current_refresh
@@ -13,6 +15,7 @@ from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
 from .refresh.start import owners_of_edits
 from .state import on_top_problem, plain_commits, read_stack
+from .upstream import Standing, standings, today
 
 
 @dataclass(frozen=True)
@@ -61,12 +64,18 @@ class StatusResult:
     fold_into: str | None = None  # the patch 'refresh --patch' must name for the edits
     stopped: StoppedAt | None = None  # where the stopped refresh is (refresh_stopped)
     in_base: tuple[str, ...] = ()  # unapplied patches the series base already holds
+    standings: tuple[Standing, ...] = ()  # each patch's probe and upstream status
+    today: date | None = None  # when a submission's age is told
 
     @property
     def real_base(self) -> Oid:
         """The commit below the fork's own work: the stack's base, or the series base when
         HEAD carries the series as plain commits (they are not upstream's)."""
         return Oid(self.series_base) if self.plain_series and self.series_base else self.stack_base
+
+    @property
+    def without_probe(self) -> list[str]:
+        return [s.name for s in self.standings if s.probe is None]
 
     @property
     def differs(self) -> list[str]:
@@ -143,6 +152,7 @@ def status(ws: Checkout) -> StatusResult:
     edits = tuple(
         p for p in dirty.modified + dirty.unmerged if p not in touched and p not in resolving
     )
+    standing = standings(ws, series, series.base or stack.base)
     return StatusResult(
         git.head_ref(),
         stack.head,
@@ -164,6 +174,8 @@ def status(ws: Checkout) -> StatusResult:
         fold_into if not is_stopped else None,
         stopped,
         _in_base(ws, series, stack) if not is_stopped else (),
+        tuple(standing),
+        today(ws) if any(s.upstream.updated for s in standing) else None,
     )
 
 
