@@ -26,6 +26,7 @@ says what it is after the command (none, for every command but ``refresh`` itsel
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -184,12 +185,19 @@ def refresh_error(ws: Checkout) -> RefusedError | None:
     """The refusal every other command meets while a refresh is stopped at a conflict."""
     from .journal.oplog import current_refresh
 
-    if current_refresh(ws.git) is None:
+    blob = current_refresh(ws.git)
+    if blob is None:
         return None
+    verb, command = "a refresh", "patchstack refresh"
+    try:
+        if json.loads(ws.git.read_blob(blob)).get("route") == "import":
+            verb, command = "an import", "patchstack import branch"
+    except (ValueError, AttributeError, PatchstackError):
+        pass  # unreadable: the refresh's own commands say why
     return RefusedError(
-        "a refresh is stopped at a conflict",
-        "resolve the conflict markers and run 'patchstack refresh --continue',"
-        " or run 'patchstack refresh --abort' to go back to the state before it",
+        f"{verb} is stopped at a conflict",
+        f"resolve the conflict markers and run '{command} --continue',"
+        f" or run '{command} --abort' to go back to the state before it",
     )
 
 

@@ -51,7 +51,6 @@ def _capped(rows: list[str], verbose: bool, what: str) -> list[str]:
 def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> None:
     """A summary that does not grow with the import: counts, the first few names, and every
     name with --verbose; then where the files went and the next step."""
-    ws_dir = result.series_path.rsplit("/", 1)[0]
     merged = result.merged
     n = len(result.patches)
     counts = f" ({n - len(merged)} exact, {len(merged)} merged three-way)" if merged else ""
@@ -63,6 +62,16 @@ def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> No
         rows.append(f"  {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
     for line in _capped(rows, verbose, "patch(es)"):
         echo(ctx, line)
+    _print_tail(ctx, result, verbose)
+
+
+def _print_tail(
+    ctx: click.Context, result: ImportResult, verbose: bool, elsewhere: bool = False
+) -> None:
+    """What was skipped or merged, where the files went, and the next step; ``elsewhere``:
+    HEAD is neither the series base nor the imported history (check out the base first)."""
+    ws_dir = result.series_path.rsplit("/", 1)[0]
+    merged = result.merged
     if result.skipped:
         echo(ctx, f"skipped {len(result.skipped)}:")
         skipped = [f"  {what}: {why}" for what, why in result.skipped]
@@ -90,6 +99,12 @@ def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> No
             " 'patchstack push --all' makes them the applied patches (the same tree: the"
             " work tree does not change)"
         )
+    elif elsewhere:
+        base = result.base[:12]
+        step = (
+            f"check out the series base ('git switch -c NAME {base}', or 'git switch --detach"
+            f" {base}'), then 'patchstack push --all' applies them"
+        )
     else:
         step = "'patchstack push --all' applies them"
     echo(ctx, style("next: " + step, bold=True))
@@ -97,7 +112,7 @@ def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> No
 
 @cli.group("import")
 def import_cmd() -> None:
-    """Import patches from a quilt series, a range of commits or an mbox.
+    """Import patches from a quilt series, a range of commits, a branch or an mbox.
 
     Only the series directory is written: the work tree and the branch are not touched
     ('patchstack push --all' applies the patches). A series that already has patches is
@@ -109,6 +124,7 @@ def import_cmd() -> None:
     Example:
       patchstack import quilt debian/patches --tag essential
       patchstack import commits origin/main..my-fixes --tag optimization
+      patchstack import branch origin/my-fork --upstream origin/main --tag essential
     """
 
 
@@ -158,6 +174,119 @@ def import_commits_cmd(
     from ..interop import import_commits
 
     _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base), verbose)
+
+
+@import_cmd.command("branch")
+@click.argument("rev", metavar="REV", required=False)
+@click.option(
+    "--upstream",
+    "-u",
+    metavar="REF",
+    help="The upstream branch REV merges (default: the current branch's upstream).",
+)
+@click.option(
+    "--tag",
+    "-t",
+    metavar="TAG[,LABEL...]",
+    help="Tag for every patch whose commit carries no 'Patchstack-Tag:' trailer.",
+)
+@click.option("--append", is_flag=True, help="Add the patches after those already in the series.")
+@click.option(
+    "--take-merge",
+    is_flag=True,
+    help="Where the merge's tree does not say how a conflicted file splits among the patches,"
+    " give the conflicting patch the merge's version instead of stopping.",
+)
+@click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option("--abort", "abort_", is_flag=True, help="Go back to the state before the import.")
+@click.option("--verbose", "-v", is_flag=True, help="List every merge, fixup and patch.")
+@click.pass_context
+def import_branch_cmd(
+    ctx: click.Context,
+    rev: str | None,
+    upstream: str | None,
+    tag: str | None,
+    append: bool,
+    take_merge: bool,
+    continue_: bool,
+    abort_: bool,
+    verbose: bool,
+) -> None:
+    """Import a branch, upstream merges and all, as a series whose 'push --all' gives REV's tree.
+
+    REV's first-parent history since it left REF's becomes the series: each commit of a
+    linear segment a patch (message, author, date, trailers kept); at a merge of upstream the
+    patches so far are carried onto that upstream commit as 'refresh' carries them, with the
+    merge's own resolution settling the conflicts, and what the merge changed beyond them
+    becomes a fixup patch; a merge of a side branch becomes one patch. The series base is the
+    last upstream commit REV merged (its merge base with REF). The patch files are proven to
+    give REV's tree before anything is written; the branch is not moved. A conflict the
+    merge's tree cannot settle stops, as a refresh does: --continue or --abort.
+
+    \b
+    Example:
+      patchstack import branch origin/dflash --upstream origin/main --tag essential
+      patchstack import branch --continue     # after editing the conflict markers away
+    """
+    from ..errors import PatchstackError
+    from ..interop.branch import import_branch
+    from ..interop.ending import abort_import, continue_import
+    from .branchtext import STOP_HINT, branch_lines, stop_lines
+    from .output import ProgressBar, render_conflict
+
+    if continue_ or abort_:
+        if continue_ and abort_ or rev or upstream or tag or append or abort_ and take_merge:
+            raise PatchstackError(
+                "--continue and --abort take no other argument",
+                "see 'patchstack import branch --help'",
+            )
+    elif not rev:
+        raise PatchstackError(
+            "import branch needs REV, the branch to import",
+            "e.g. 'patchstack import branch origin/my-fork --upstream origin/main'",
+        )
+    ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
+    bar = ProgressBar("importing")
+    try:
+        if abort_:
+            result = abort_import(ws)
+        elif continue_:
+            result = continue_import(ws, bar, take_merge)
+        else:
+            assert rev is not None
+            result = import_branch(ws, rev, upstream, tag, append, bar, take_merge)
+    finally:
+        bar.close()
+    if result.aborted:
+        echo(ctx, "import aborted: everything is as before it")
+        return
+    if result.stopped is not None:
+        for line in stop_lines(result) + branch_lines(result, verbose):
+            echo(ctx, line)
+        for line in render_conflict(result.stopped):
+            echo(ctx, line, err=True)
+        echo(ctx, STOP_HINT, err=True)
+        ctx.exit(1)
+    assert result.imported is not None
+    for line in branch_lines(result, verbose):
+        echo(ctx, line)
+    if result.walk.append:
+        echo(ctx, "appended after the patches already in the series")
+    else:
+        echo(
+            ctx,
+            f"checked: the patch files applied on the base give exactly {result.walk.rev_name}'s"
+            " tree",
+        )
+    elsewhere = not result.at_base and not result.imported.plain_head
+    _print_tail(ctx, result.imported, verbose, elsewhere)
+    if result.tracking and not elsewhere:
+        ref = result.walk.ref_name
+        echo(
+            ctx,
+            f"note: this branch's upstream is {result.tracking}, so 'patchstack status' counts"
+            f" the drift against it; 'git branch --set-upstream-to {ref}' compares with {ref}",
+        )
 
 
 @import_cmd.command("mbox")

@@ -63,9 +63,9 @@ def status_lines(
         at = st.stopped
         out.append(
             style(
-                f"refresh stopped at a conflict in {at.patch} (patch {at.done + 1} of"
-                f" {at.total}, onto {at.onto}): resolve the markers, then 'patchstack refresh"
-                " --continue' (or 'patchstack refresh --abort')",
+                f"{at.verb} stopped at a conflict in {at.patch} (patch"
+                f" {at.done + 1} of {at.total}, onto {at.onto}): resolve the markers, then"
+                f" '{at.command} --continue' (or '{at.command} --abort')",
                 fg="red",
             )
         )

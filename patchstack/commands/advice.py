@@ -12,9 +12,10 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
     if st.operation:
         return f"finish or abort the git {st.operation[0]} first"
     if st.refresh_stopped:
+        command = st.stopped.command if st.stopped else "patchstack refresh"
         return (
-            "resolve the conflict markers, then 'patchstack refresh --continue'"
-            " (or 'patchstack refresh --abort' to go back)"
+            f"resolve the conflict markers, then '{command} --continue'"
+            f" (or '{command} --abort' to go back)"
         )
     applied = [p for p in st.patches if p.applied]
     if st.plain_series:

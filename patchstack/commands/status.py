@@ -10,7 +10,7 @@ from datetime import date
 from ..checkout import Checkout, experiment_note
 from ..journal.oplog import current_refresh
 from ..model.ids import Oid
-from ..model.series import Series
+from ..model.series import Series, new_series
 from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
 from .refresh.start import owners_of_edits
@@ -40,6 +40,11 @@ class StoppedAt:
     onto: str  # the new base, with its ref when there is one
     done: int  # patches carried before it
     total: int
+    command: str = "patchstack refresh"  # what goes on or back: refresh, or import branch
+
+    @property
+    def verb(self) -> str:
+        return "import" if self.command.endswith("import branch") else "refresh"
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,10 @@ class StatusResult:
 
 def status(ws: Checkout) -> StatusResult:
     git = ws.git
-    series = ws.load_series()
+    if not ws.exists() and current_refresh(git) is not None:
+        series = new_series(read_stack(git).base)  # a first 'import branch' stopped
+    else:
+        series = ws.load_series()
     stack = read_stack(git)
     verdicts = prove(ws, series, stack).verdicts
     states = []
@@ -224,6 +232,7 @@ def _stopped(ws: Checkout) -> StoppedAt | None:
         onto,
         len(state.done),
         len(state.steps),
+        state.command,
     )
 
 

@@ -210,6 +210,14 @@ class Listings(Trees):
             raise failure(["merge-base"], proc.returncode, proc.stderr)
         return proc.returncode == 0
 
+    def merge_base(self, a: str, b: str) -> Oid | None:
+        """The best common ancestor of two commits (git's choice among several), or None."""
+        proc = self.run("merge-base", "--end-of-options", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise failure(["merge-base"], proc.returncode, proc.stderr)
+        out = proc.stdout.decode().strip()
+        return Oid(out) if proc.returncode == 0 and out else None
+
     def log_commits(
         self,
         rng: str,
@@ -270,13 +278,15 @@ class Listings(Trees):
                 result.append((Oid(oid), subject))
         return result
 
-    def commit_range(self, rng: str) -> list[CommitMeta]:
-        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message."""
+    def commit_range(self, rng: str, first_parent: bool = False) -> list[CommitMeta]:
+        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message;
+        ``first_parent``: only B's first-parent history (a merge stands for its side)."""
         fmt = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ad%x01%B"
         proc = self.run(
             "log",
             "--reverse",
             "--topo-order",
+            *(["--first-parent"] if first_parent else []),
             "-z",
             "--date=raw",
             "--encoding=UTF-8",

@@ -1,28 +1,22 @@
-"""Importing: every source made a commit on a throwaway chain from the series base, exactly
-or by a three-way merge (never with fuzz); the patch files regenerated from the chain with one
-``format-patch``; the series directory written through the transaction."""
+"""Importing: the sources read (`sources`), made a chain from the series base and patch files
+(`building`), the names and tags checked, and the series directory written through the
+transaction."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..checkout import Checkout as Workspace
 from ..commands.state import make_engine, plain_series, read_stack
-from ..engine.merging import conflict_hunks, merge, misfit_notes
-from ..errors import ConflictError, GitFailure, PatchstackError, RefusedError
-from ..git import Git, TempIndex
-from ..model import trailers
-from ..model.conflict import Conflict
+from ..errors import PatchstackError, RefusedError
+from ..git import Git
 from ..model.ids import Oid
-from ..model.imported import locate_preimage
-from ..model.patchfile import parse_patch
-from ..model.series import TAGS, Entry, name_key, new_series, parse_tags
-from ..transaction import FileWrite, Plan, publish
+from ..model.series import TAGS, Entry, Series, name_key, new_series, parse_tags
+from ..transaction import FileWrite, Plan, Worktree, publish
+from .building import Built, build_chain
 from .sources import Source, read_commits, read_mbox, read_quilt
-
-_ANCHOR_IDENT = ("patchstack <patchstack@invalid>", "1000000000 +0000")
 
 
 @dataclass(frozen=True)
@@ -48,6 +42,22 @@ class ImportResult:
     @property
     def merged(self) -> list[Imported]:
         return [p for p in self.patches if p.method != "exact"]
+
+
+# What the caller proves before anything is written: the series as it will be, and each new
+# patch (its file and the tree its commit on the import's chain has): `import branch`, that
+# the files give the branch's tree.
+Check = Callable[[Series, Mapping[str, Built]], None]
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where an import that moved HEAD on its way ends (``import branch`` after a stop): the
+    HEAD it moved to, the HEAD to go back to, and how the work tree goes there."""
+
+    old_head: Oid
+    new_head: Oid
+    worktree: Worktree
 
 
 def import_quilt(
@@ -112,6 +122,9 @@ def _import(
     append: bool,
     base_rev: str | None,
     natural_base: Oid | None,
+    check: Check | None = None,
+    landing: Landing | None = None,
+    rebase_empty: bool = False,
 ) -> ImportResult:
     git = ws.git
     if not sources:
@@ -135,7 +148,9 @@ def _import(
                 " series directory (--dir)",
             )
         stack = read_stack(git)
-        if series.base is None:
+        if rebase_empty and natural_base and not series.entries:
+            series = series.with_base(natural_base)  # nothing to carry: the import's own base
+        elif series.base is None:
             series = series.with_base(stack.base)
         base = Oid(series.base or stack.base)
         if base_rev and _base(git, base_rev) != base:
@@ -154,7 +169,7 @@ def _import(
         raise PatchstackError(
             "already in the series: " + ", ".join(clash), "rename the patches, or drop them"
         )
-    built, more_skipped, full_tree = _build(git, base, start_tree, sources)
+    built, more_skipped, full_tree = build_chain(git, base, start_tree, sources)
     if not built:
         what, why = more_skipped[0]
         raise PatchstackError(
@@ -162,7 +177,7 @@ def _import(
             "the series already holds these changes; nothing was changed",
         )
     writes = []
-    for src, data, _method, _notes in built:
+    for src, data, *_rest in built:
         target = ws.patch_path(src.name)
         if os.path.exists(target):
             with open(target, "rb") as f:
@@ -173,20 +188,34 @@ def _import(
                     )
         writes.append((target, data))
     last = series.names[-1] if series.names else None
-    for src, _data, _m, _n in built:
+    for src, *_rest in built:
         series = series.insert(Entry(src.name, src.tag or "", src.labels), last)
         last = src.name
+    if check is not None:
+        check(series, {b.source.name: b for b in built})
     files = [FileWrite(target, data) for target, data in writes]
     files.append(FileWrite(ws.series_path, series.format().encode("utf-8", "surrogateescape")))
     stack = read_stack(git)
-    publish(ws, Plan("import", stack.head, stack.head, tuple(files)))
+    if landing is None:
+        publish(ws, Plan("import", stack.head, stack.head, tuple(files)))
+    else:
+        plan = Plan("import", landing.old_head, landing.new_head, tuple(files), landing.worktree)
+        publish(ws, plan)
+        stack = read_stack(git)
     return ImportResult(
         ws.series_path,
         base,
         created,
         tuple(
-            Imported(s.name, s.tag or "", s.labels, s.origin, method, notes)
-            for s, _d, method, notes in built
+            Imported(
+                b.source.name,
+                b.source.tag or "",
+                b.source.labels,
+                b.source.origin,
+                b.method,
+                b.notes,
+            )
+            for b in built
         ),
         tuple(skipped + more_skipped),
         plain_head=plain_series(git, series.base, series.names, stack, lambda: full_tree),
@@ -223,155 +252,3 @@ def _resolve_tags(sources: list[Source], tag_text: str | None) -> list[Source]:
             " quilt series, a 'Patchstack-Tag:' trailer); nothing was changed",
         )
     return result
-
-
-def _build(
-    git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source]
-) -> tuple[list[tuple[Source, bytes, str, tuple[str, ...]]], list[tuple[str, str]], Oid]:
-    """Apply each source on the chain; regenerate every patch file from the chain's commits.
-    Also returns the tree the chain ends with."""
-    default: list[tuple[str, str]] = []
-
-    def default_ident() -> tuple[str, str]:
-        if not default:
-            date = git.commit_date(base)
-            default.append((git.ident()[0], date))
-        return default[0]
-
-    anchor = git.commit_tree(start_tree, [], "patchstack import\n", *_ANCHOR_IDENT)
-    parent, tree = anchor, start_tree
-    done: list[tuple[Source, str, tuple[str, ...]]] = []
-    skipped: list[tuple[str, str]] = []
-    held: list[Oid | None] = [None]  # the tree the temporary index holds, when known
-    with git.temp_index() as idx:
-        for src in sources:
-            new_tree, method, notes = _place(git, idx, tree, src, held)
-            if new_tree == tree:
-                skipped.append((src.name, "changes nothing on top of the patches before it"))
-                continue
-            author = src.author or default_ident()[0]
-            date = src.date or default_ident()[1]
-            message = src.message.rstrip("\n") + "\n"
-            message = trailers.write(message, src.name, src.tag or "")
-            parent = git.commit_tree(new_tree, [parent], message, author, date)
-            tree = new_tree
-            done.append((src, method, notes))
-    mails = git.format_patches(anchor, parent) if done else []
-    if len(mails) != len(done):
-        raise GitFailure(f"format-patch gave {len(mails)} patches for {len(done)} commits")
-    built = []
-    for (src, method, notes), mail in zip(done, mails, strict=True):
-        data = trailers.strip_from_mail(mail)
-        parse_patch(data, src.name)  # what we write must read back
-        built.append((src, data, method, notes))
-    return built, skipped, tree
-
-
-def _place(
-    git: Git, idx: TempIndex, tree: Oid, src: Source, held: list[Oid | None]
-) -> tuple[Oid, str, tuple[str, ...]]:
-    """The tree after ``src`` on ``tree``: exact, or by a three-way merge; never with fuzz."""
-    if src.trees is not None:
-        parent_tree, commit_tree = src.trees
-        if parent_tree == tree:
-            return commit_tree, "exact", ()
-        merged = merge(git, parent_tree, tree, commit_tree, ("imported so far", src.name))
-        if not merged.clean:
-            _conflict(git, src, merged.tree, merged.conflicted, merged.messages)
-        return merged.tree, "three-way merge", ("its parent differs from the patches before it",)
-    assert src.diff is not None and src.patch is not None
-    if held[0] != tree:
-        idx.read_tree(tree)
-    held[0] = None
-    ok, err = idx.apply(src.diff, src.strip)
-    if ok:
-        written = idx.write_tree()
-        held[0] = written
-        return written, "exact", ()
-    for preimage in (_preimage_from_ids, _preimage_from_hunks):
-        found = preimage(git, idx, tree, src)
-        if found is None:
-            continue
-        pre_tree, notes = found
-        idx.read_tree(pre_tree)
-        ok2, _ = idx.apply(src.diff, src.strip)
-        if not ok2:
-            continue
-        post_tree = idx.write_tree()
-        merged = merge(git, pre_tree, tree, post_tree, ("imported so far", src.name))
-        if merged.clean:
-            return merged.tree, "three-way merge", notes
-        _conflict(git, src, merged.tree, merged.conflicted, merged.messages)
-    raise ConflictError(
-        f"{src.origin} does not apply, not even by a three-way merge, on the base plus the"
-        " patches before it",
-        Conflict(
-            src.name,
-            src.patch.paths,
-            detail="\n".join([*misfit_notes(git, tree, src.patch), err.strip()]),
-        ),
-        "fix the patch (or the --base); nothing was changed",
-    )
-
-
-def _preimage_from_ids(
-    git: Git, idx: TempIndex, tree: Oid, src: Source
-) -> tuple[Oid, tuple[str, ...]] | None:
-    """The tree with each file as the patch's index lines name it, when git has those blobs."""
-    assert src.patch is not None
-    files = [
-        (f, f.old_path, f.old_id)
-        for f in src.patch.files
-        if f.old_path and f.old_id and set(f.old_id) != {"0"}
-    ]
-    if not files:
-        return None
-    found = git.resolve_blobs(old_id for _f, _p, old_id in files)
-    if not all(found.values()):
-        return None
-    listing = git.ls_tree(tree)
-    entries: list[tuple[str, str, str]] = []
-    for f, old_path, old_id in files:
-        mode = f.old_mode or listing.get(old_path, ("100644", ""))[0]
-        entries.append((mode, found[old_id] or "", old_path))
-    idx.read_tree(tree)
-    idx.set_entries(entries)
-    notes = tuple(f"{p}: merged from the blob its index line names" for _f, p, _o in files)
-    return idx.write_tree(), notes
-
-
-def _preimage_from_hunks(
-    git: Git, idx: TempIndex, tree: Oid, src: Source
-) -> tuple[Oid, tuple[str, ...]] | None:
-    """The tree with each hunk's own context where ``patch --fuzz`` would have put it."""
-    assert src.patch is not None
-    listing = git.ls_tree(tree)
-    entries, notes = [], []
-    for f in src.patch.files:
-        if f.old_path is None or f.binary or f.renamed or f.copied:
-            continue
-        if f.old_path not in listing:
-            return None
-        mode, blob = listing[f.old_path]
-        located = locate_preimage(git.read_blob(blob), f)
-        if located is None:
-            return None
-        text, fuzzes = located
-        for h, fuzz in zip(f.hunks, fuzzes, strict=True):
-            if fuzz:
-                notes.append(f"{f.old_path}: hunk at line {h.old_start} needed fuzz {fuzz}")
-        entries.append((mode, git.write_blob(text), f.old_path))
-    if not notes:
-        return None
-    idx.read_tree(tree)
-    idx.set_entries(entries)
-    return idx.write_tree(), tuple(notes)
-
-
-def _conflict(git: Git, src: Source, merged: Oid, files: Sequence[str], detail: str) -> None:
-    hunks = conflict_hunks(git, merged, files)
-    raise ConflictError(
-        f"{src.origin} conflicts with the base plus the patches before it",
-        Conflict(src.name, tuple(files), tuple(hunks), (), detail, merged),
-        "fix the patch (or choose another --base); nothing was changed",
-    )

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import InputError, PatchstackError
-from ..git import Git
+from ..git import CommitMeta, Git
 from ..model import trailers
 from ..model.ids import Oid
 from ..model.imported import (
@@ -153,25 +153,31 @@ def read_commits(
             if not c.parents
             else trees.get(c.parents[0]) or git.tree_of(c.parents[0])
         )
-        message, _tag, _name = split_own_trailers(c.message)
         if parent_tree == c.tree:
             skipped.append((f"commit {c.oid[:12]}", "changes nothing"))
             continue
-        name = _chosen_name(_name, message, names)
-        sources.append(
-            Source(
-                name,
-                f"commit {c.oid[:12]}",
-                message,
-                c.author,
-                c.date,
-                _tag,
-                (),
-                trees=(parent_tree, c.tree),
-            )
-        )
+        sources.append(commit_source(c, parent_tree, c.tree, names))
     first = commits[0]
     return sources, skipped, (first.parents[0] if first.parents else None)
+
+
+def commit_source(
+    c: CommitMeta, before: Oid, after: Oid, taken: set[str], origin: str | None = None
+) -> Source:
+    """The patch a commit becomes: its message (without patchstack trailers), author and
+    date, the tag and name its trailers ask for (the name numbered when ``taken`` has it, by
+    case too), and the change ``before -> after``."""
+    message, tag, wanted = split_own_trailers(c.message)
+    return Source(
+        _chosen_name(wanted, message, taken),
+        origin or f"commit {c.oid[:12]}",
+        message,
+        c.author,
+        c.date,
+        tag,
+        (),
+        trees=(before, after),
+    )
 
 
 def _chosen_name(wanted: str | None, message: str, taken: set[str]) -> str:

@@ -42,34 +42,13 @@ def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) 
     git = ws.git
     state = stopped.load(ws)
     assert state.stop_head and state.stop_tree and state.stopped_at
-    left = find_markers(ws, state.conflicted)
-    if left:
+    if state.route == "import":
         raise RefusedError(
-            "conflict markers remain: " + ", ".join(f"{p}:{n}" for p, n in left[:10]),
-            "edit the files to resolve them, then run 'patchstack refresh --continue' again",
+            "the command stopped at a conflict is 'import branch', not a refresh",
+            "resolve the markers and run 'patchstack import branch --continue' (or --abort)",
         )
-    head = git.head()
-    if head != state.stop_head:
-        raise RefusedError(
-            f"HEAD moved since the refresh stopped (it was {state.stop_head[:12]})",
-            f"'git reset --soft {state.stop_head[:12]}' and continue, or"
-            " 'patchstack refresh --abort'",
-        )
-    last = newest(git)
-    if last is not None and series_tree(ws)[0] != last.state.series:
-        changed = git.changed_paths(last.state.series, series_tree(ws)[0])
-        raise RefusedError(
-            "series files changed while the refresh was stopped: " + ", ".join(changed),
-            "put them back, or run 'patchstack refresh --abort'",
-        )
+    head, resolved_tree = resolution(ws, state)
     series = ws.load_series()
-    # A file the patch creates and the user deleted while resolving is in neither place.
-    had = git.ls_tree_paths(state.stop_tree, list(state.touched))
-    paths = [p for p in state.touched if p in had or os.path.lexists(os.path.join(git.top, p))]
-    with git.temp_index() as idx:
-        idx.read_tree(state.stop_tree)
-        idx.add_paths(paths)
-        resolved_tree = idx.write_tree()
     stack = read_stack(git)
     engine = make_engine(ws, series, stack)
     try:
@@ -93,7 +72,41 @@ def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) 
         engine.close()
 
 
-def abort(ws: Checkout) -> RefreshResult:
+def resolution(ws: Checkout, state: stopped.State) -> tuple[Oid, Oid]:
+    """(HEAD, the tree the user resolved the stopped patch to): the files it touches taken
+    from the work tree, no ``git add``; refused while markers remain, when HEAD moved or the
+    series files changed since the stop."""
+    git = ws.git
+    assert state.stop_head and state.stop_tree
+    left = find_markers(ws, state.conflicted)
+    if left:
+        raise RefusedError(
+            "conflict markers remain: " + ", ".join(f"{p}:{n}" for p, n in left[:10]),
+            f"edit the files to resolve them, then run '{state.command} --continue' again",
+        )
+    head = git.head()
+    if head != state.stop_head:
+        raise RefusedError(
+            f"HEAD moved since the {state.verb} stopped (it was {state.stop_head[:12]})",
+            f"'git reset --soft {state.stop_head[:12]}' and continue, or '{state.command} --abort'",
+        )
+    last = newest(git)
+    if last is not None and series_tree(ws)[0] != last.state.series:
+        changed = git.changed_paths(last.state.series, series_tree(ws)[0])
+        raise RefusedError(
+            f"series files changed while the {state.verb} was stopped: " + ", ".join(changed),
+            f"put them back, or run '{state.command} --abort'",
+        )
+    # A file the patch creates and the user deleted while resolving is in neither place.
+    had = git.ls_tree_paths(state.stop_tree, list(state.touched))
+    paths = [p for p in state.touched if p in had or os.path.lexists(os.path.join(git.top, p))]
+    with git.temp_index() as idx:
+        idx.read_tree(state.stop_tree)
+        idx.add_paths(paths)
+        return head, idx.write_tree()
+
+
+def abort(ws: Checkout, kind: str = "refresh") -> RefreshResult:
     git = ws.git
     state = stopped.load(ws)
     if state.before is None:
@@ -104,7 +117,7 @@ def abort(ws: Checkout) -> RefreshResult:
     head = git.head()
     assert head is not None
     target = state.before
-    publish(ws, Plan("refresh", head, Oid(target.head), worktree=Restore(target)))
+    publish(ws, Plan(kind, head, Oid(target.head), worktree=Restore(target)))
     return RefreshResult(
         state.route,
         state.old_base,

@@ -223,7 +223,9 @@ def stop(
     git = ws.git
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
-    touched = tuple(git.changed_paths(parent_tree, merged.tree))
+    # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
+    changed = git.changed_paths(parent_tree, merged.tree)
+    touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
     before = None
     if state.before is None:  # the refresh starts here: --abort goes back to this state
         before = take_snapshot(ws)

@@ -40,6 +40,18 @@ class State:
     merged_tree: str | None = None
     touched: tuple[str, ...] = ()
     conflicted: tuple[str, ...] = ()
+    # The command that stopped goes on with this after the replay (route "import": the
+    # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
+    then: str | None = None
+
+    @property
+    def verb(self) -> str:
+        return "import" if self.route == "import" else "refresh"
+
+    @property
+    def command(self) -> str:
+        """What goes on (``--continue``) or back (``--abort``)."""
+        return "patchstack import branch" if self.route == "import" else "patchstack refresh"
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"version": 2, **asdict(self)}
