@@ -76,7 +76,10 @@ class Walk:
         data: dict[str, Any] = json.loads(text)
         data.pop("version", None)
         data["pieces"] = tuple(Piece(**p) for p in data["pieces"])
-        data["taken"] = tuple(Taken(**{**t, "dropped": tuple(t["dropped"])}) for t in data["taken"])
+        data["taken"] = tuple(
+            Taken(**{**t, "dropped": tuple(t["dropped"]), "whole": tuple(t["whole"])})
+            for t in data["taken"]
+        )
         data["skipped"] = tuple((a, b) for a, b in data["skipped"])
         for key in ("trees", "names", "by_hand", "whole"):
             data[key] = tuple(data[key])

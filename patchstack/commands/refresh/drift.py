@@ -47,6 +47,8 @@ class Drift:
 def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     """``stack_base``: the applied stack's base, when the caller has read the stack."""
     git = ws.git
+    if not ws.exists():
+        return None  # a first 'import branch' stopped at a conflict: no series yet
     series = ws.load_series()
     base = series.base
     if not base or not check_base(ws, series):
