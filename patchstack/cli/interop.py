@@ -177,7 +177,7 @@ def import_commits_cmd(
 
 
 @import_cmd.command("branch")
-@click.argument("rev", metavar="REV", required=False)
+@click.argument("rev", metavar="[REV]", required=False)
 @click.option(
     "--upstream",
     "-u",
