@@ -129,6 +129,26 @@ class GitBase:
             self.run("pack-objects", "--quiet", "--window=0", pack, input=data)
         self.drop_scratch()
 
+    def keep_reachable(self, roots: Sequence[str], known: Sequence[str] = ()) -> None:
+        """Move into the repository only the objects of the scratch store that ``roots``
+        (trees or commits) reach and the commits ``known`` do not, in one pack; then drop the
+        store. A long replay leaves mostly throwaway objects (every merge's, every
+        checkpoint's pack): packing them all costs more than the replay's own merges."""
+        path = self.scratch
+        if path is None:
+            return
+        self._stop_processes()
+        held = set(scratch.loose_objects(path) + scratch.packed_objects(path, self.fmt.hexsz // 2))
+        lines = "".join(f"{r}\n" for r in roots) + "".join(f"^{k}\n" for k in known)
+        out = self.run("rev-list", "--objects", "--stdin", input=lines.encode()).stdout
+        found = (line.split(b" ", 1)[0].decode() for line in out.splitlines())
+        wanted = [oid for oid in dict.fromkeys(found) if oid in held]
+        if wanted:
+            pack = os.path.join(self.common_dir, "objects", "pack", "pack")
+            data = "".join(f"{oid}\n" for oid in wanted).encode()
+            self.run("pack-objects", "--quiet", "--window=0", pack, input=data)
+        self.drop_scratch()
+
     def drop_scratch(self) -> None:
         """Forget the scratch store and what is in it (nothing may point at it): the
         throwaway commits remembered for the merges (`Merges.synthetic_pair`) too."""

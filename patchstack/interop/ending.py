@@ -51,6 +51,7 @@ from .sources import Source
 def finish(ws: Checkout, walk: Walk, last: CommitMeta, landing: Landing | None) -> ImportResult:
     """Write the series: the patch files from the chain (`importing._import`), proven first."""
     git = ws.git
+    git.keep_reachable(walk.trees, [walk.base])  # the replays' other objects are throwaway
     if walk.trees[-1] != last.tree:  # the chain ends with the last commit's tree, always
         files = git.changed_paths(walk.trees[-1], last.tree)
         raise PatchstackError(
@@ -178,6 +179,8 @@ def stop(
         then=walk.to_json(),
     )
     overlay = Overlay(place.src, place.overlaid, merged.tree)
+    steps = [t for s in carrier.steps for t in (s.before, s.after)]
+    git.keep_reachable([stop_head, merged.tree, *steps, *(d.tree for d in done)], [onto])
     blob = stopped.store(ws, state)
     plan = Plan(
         "import", place.head, stop_head, (), overlay, blob, before=before if first else None
