@@ -223,8 +223,11 @@ def worktree_cmd(
 
     The patches in DIR are ordinary patch commits on a detached HEAD, so 'patchstack status',
     'push' and 'pop' work there, on the series this worktree uses. --list shows them all;
-    --remove removes one, refusing when it holds edits or commits on no branch (unless
-    --force).
+    --remove removes one, refusing when it holds what the series does not (edits, commits
+    that differ from their patch files, patches not in the series, commits on no branch that
+    are not patches) unless --force. Making and removing a worktree are entries of this
+    checkout's operation log: 'patchstack undo' here removes the worktree it made, or makes
+    the removed one again, commits, files and log included.
 
     \b
     Example:
@@ -261,6 +264,7 @@ def worktree_cmd(
     if remove:
         gone = worktree.remove(ws, directory, force)
         click.echo(f"removed {directory} ({len(gone.patches)} patch(es) on {_short(gone.base)})")
+        click.echo("'patchstack undo' makes it again, with its commits and files")
         return
     made = worktree.create(ws, directory, onto, _selector(only, except_))
     on = f"{onto} ({_short(made.base)})" if onto else f"the series base {_short(made.base)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -138,6 +139,13 @@ def _print_restore(ctx: click.Context, verb: str, result: RestoreResult) -> None
     before, target = result.before, result.target
     if before.head != target.head:
         echo(ctx, f"HEAD {before.head[:12]} -> {target.head[:12]}")
+    for c in result.trees:
+        rel = os.path.relpath(c.path)
+        shown = c.path if rel.startswith("../..") else rel
+        if c.after is None:
+            echo(ctx, f"removed the worktree {shown}")
+        else:
+            echo(ctx, f"made the worktree {shown} again (HEAD {c.after.head[:12]})")
     echo(ctx, f"now applied: {len(target.stack)} patch(es); {len(result.files)} file(s) restored")
 
 

@@ -21,6 +21,7 @@ from ..errors import RefusedError
 from ..git import Git
 from ..model.ids import Oid
 from .snapshot import Snapshot
+from .trees import TreeChange, describe_planned, log_ref
 
 IDENT = "patchstack <patchstack@invalid>"
 RESTORING = ("undo", "redo")  # kinds whose entries are written even when nothing changed
@@ -29,7 +30,7 @@ RESTORING = ("undo", "redo")  # kinds whose entries are written even when nothin
 def oplog_ref(git: Git) -> str:
     if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
         return "refs/patchstack/oplog"
-    return f"refs/patchstack/worktrees/{os.path.basename(git.git_dir.rstrip('/'))}/oplog"
+    return log_ref(git.git_dir)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Entry:
     planned_head: str | None = None
     undoes: tuple[int, ...] = ()
     redoes: int | None = None
+    trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
 
     @property
     def is_undo(self) -> bool:
@@ -74,6 +76,7 @@ class Entry:
             "redoes": self.redoes,
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
+            **({"trees": [c.to_json() for c in self.trees]} if self.trees else {}),
         }
 
 
@@ -94,6 +97,7 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             data.get("planned_head"),
             tuple(data.get("undoes", ())),
             data.get("redoes"),
+            tuple(TreeChange.from_json(c) for c in data.get("trees") or ()),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -138,8 +142,14 @@ def write_entry(git: Git, parent: str | None, entry: Entry) -> Oid:
     items = [("040000", _snapshot_tree(git, entry.before), "before")]
     if entry.after:
         items.append(("040000", _snapshot_tree(git, entry.after), "after"))
+    # An experiment tree's HEAD, log and files are kept by the entry that made or removed it.
+    kept = [s for c in entry.trees for s in c.states()]
+    for i, state in enumerate(kept):
+        if state.snapshot:
+            items.append(("040000", _snapshot_tree(git, state.snapshot), f"tree-{i}"))
     tree = git.mktree(items)
-    heads = (entry.before.head, entry.after.head if entry.after else None)
+    heads: tuple[str | None, ...] = (entry.before.head, entry.after.head if entry.after else None)
+    heads += tuple(h for s in kept for h in (s.head, s.log))
     parents = list(dict.fromkeys(p for p in (parent, *heads) if p))
     body = json.dumps(entry.meta(), indent=1, sort_keys=True)
     message = f"patchstack: {one_line(entry.command)}\n\n{body}\n"
@@ -154,9 +164,10 @@ def interrupted(git: Git) -> Entry | None:
 
 def interrupted_error(entry: Entry) -> RefusedError:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    doing = f" ({describe_planned(entry.trees)})" if entry.trees else ""
     return RefusedError(
         f"'{entry.command}' (#{entry.seq}, pid {entry.pid}, started {when}) was interrupted"
-        " before it finished",
+        f" before it finished{doing}",
         "run 'patchstack undo' to restore the state before it exactly (uncommitted edits and"
         " untracked files included); 'patchstack log' shows it",
     )
