@@ -135,6 +135,22 @@ def signals_handled() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def also_handled(*signums: int) -> Iterator[None]:
+    """Handle ``signums`` as SIGINT and SIGTERM are, for the duration (bisect: SIGHUP, a closed
+    terminal, must end COMMAND and remove the scratch worktree as they do)."""
+    try:
+        old = {s: signal.signal(s, _handler) for s in signums}
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
 def critical() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back until the section ends, then raise the first one."""
     global _depth

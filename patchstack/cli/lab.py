@@ -319,8 +319,11 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
     Reports, one line per finding with the next step: an installed copy instead of this work
     tree (and which patched files differ, which installed files carry edits in no patch),
     compiled files shadowing changed sources, uncommitted edits in no patch, commits that no
-    longer match their patch files, a base that moved. The interpreter runs in a subprocess
-    from the current folder (as 'python -m NAME' would) and the package is found, not imported.
+    longer match their patch files, a base that moved. The interpreter runs isolated ('python
+    -I', started outside the repository, so no file of the repository runs) and is asked what
+    a service started in the current folder would import (that folder, PYTHONPATH, the user
+    site, then its own path, as 'python -m NAME' would see them); the package is found, not
+    imported.
 
     Exits 0 when everything agrees, 1 when something differs.
 

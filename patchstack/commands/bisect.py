@@ -223,7 +223,7 @@ def bisect(
     verdicts: dict[int, str] = {}
     steps: list[Step] = []
     try:
-        with scratch(git, g) as tree:
+        with lock.also_handled(signal.SIGHUP), scratch(git, g) as tree:
             run = _Run(engine, git, tree, os.path.relpath(ws.cwd, git.top), names, command, judge)
             while True:
                 kind, which = plan(n, verdicts)
