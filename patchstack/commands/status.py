@@ -41,6 +41,7 @@ class StatusResult:
     on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
+    submodules: tuple[str, ...] = ()  # submodules with changes to their own files (no patch's)
 
     @property
     def differs(self) -> list[str]:
@@ -117,6 +118,7 @@ def status(ws: Checkout) -> StatusResult:
         on_top_problem(stack),
         _out_of_order(series, stack.names),
         current_refresh(git) is not None,
+        dirty.submodules,
     )
 
 
