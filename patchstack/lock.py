@@ -172,8 +172,8 @@ def point(name: str) -> None:
     """A named point where tests stop the process deterministically.
 
     ``PATCHSTACK_TEST_KILL_AT=<point>[#<n>]`` sends SIGKILL at the n-th time (default the
-    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM>`` sends
-    that signal instead, which the command handles as a Ctrl-C. With
+    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM|HUP>``
+    sends that signal instead, which the command handles as a Ctrl-C. With
     ``PATCHSTACK_TEST_POINT_LOG`` set, each point reached and its time are appended to that
     file (the soak tests aim random kills at the window between the first and the last)."""
     _reached[name] = _reached.get(name, 0) + 1
@@ -189,4 +189,4 @@ def point(name: str) -> None:
     if sig:
         where, _, which = sig.rpartition(":")
         if where == here or (where == name and _reached[name] == 1):
-            os.kill(os.getpid(), signal.SIGINT if which == "INT" else signal.SIGTERM)
+            os.kill(os.getpid(), getattr(signal, f"SIG{which}", signal.SIGTERM))

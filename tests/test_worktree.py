@@ -319,6 +319,11 @@ def test_interrupted_making_and_removing_say_what_happened(fork: Repo, tmp_path:
     assert not exp.exists()
     fork.ps("undo")
     assert (exp / "a.py").exists()
+    got = run(fork, "worktree", "--remove", "../exp", PATCHSTACK_TEST_KILL_AT="tree-removed")
+    assert got.returncode == -signal.SIGKILL and not exp.exists()
+    assert "it was removing the worktree ../exp" in fork.ps("status", code=None).stderr
+    assert "made the worktree ../exp again" in fork.ps("undo").stdout
+    assert (exp / "a.py").exists()
     fork.ps("worktree", "--remove", "../exp")
     got = run(fork, "worktree", "../exp", PATCHSTACK_TEST_KILL_AT="tree-added")
     assert got.returncode == -signal.SIGKILL
