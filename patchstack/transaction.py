@@ -114,6 +114,7 @@ class Published:
     entry: Oid | None  # None: nothing changed, nothing recorded
     written: tuple[str, ...] = ()  # files a restore wrote or removed
     trees: tuple[TreeChange, ...] = ()
+    kind: str = ""
 
 
 # -- the way in ----------------------------------------------------------------------------------
@@ -259,7 +260,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             _roll_back(ws, before, ref, running, parent, plan.trees)
             raise
         lock.point("publish-ref")
-        _PUBLISHED.append(Published(before, after, done, written, trees))
+        _PUBLISHED.append(Published(before, after, done, written, trees, plan.kind))
         lock.point("journal-done")
     return _PUBLISHED[-1]
 
@@ -271,7 +272,7 @@ def describe_interruption() -> str:
         return "nothing was changed (the state is the one before the command)"
     after = _PUBLISHED[-1].after
     if _PUBLISHED[-1].trees:
-        return describe(_PUBLISHED[-1].trees)
+        return describe(_PUBLISHED[-1].trees, "redo" if _PUBLISHED[-1].kind == "undo" else "undo")
     what = f"HEAD {after.head[:12]}, {len(after.stack)} patch(es) applied"
     if after.refresh:
         return (

@@ -310,7 +310,10 @@ def test_interrupted_making_and_removing_say_what_happened(fork: Repo, tmp_path:
     assert got.returncode == 130, got.stderr
     assert "the worktree ../exp was made (HEAD" in got.stderr
     assert "'patchstack undo' removes it" in got.stderr and "nothing was changed" not in got.stderr
-    fork.ps("undo")
+    got = run(fork, "undo", PATCHSTACK_TEST_SIGNAL_AT="tree-removed:TERM")  # undo, interrupted
+    assert (
+        got.returncode == 143 and "the worktree ../exp was removed; 'patchstack redo'" in got.stderr
+    )
     assert not exp.exists() and user_state(fork) == popped
     fork.ps("worktree", "../exp")
     got = run(fork, "worktree", "--remove", "../exp", PATCHSTACK_TEST_SIGNAL_AT="tree-removed:INT")

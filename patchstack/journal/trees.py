@@ -184,17 +184,17 @@ def roll_back(git: Git, changes: Sequence[TreeChange], series_dir: str) -> None:
             _make(git, change.before, series_dir)
 
 
-def describe(changes: Sequence[TreeChange]) -> str:
-    """What the changes did and how ``undo`` takes it back, for the message after an
-    interrupt."""
+def describe(changes: Sequence[TreeChange], back: str = "undo") -> str:
+    """What the changes did and how ``back`` (undo, or redo after an undo) takes it back, for
+    the message after an interrupt."""
     said = []
     for c in changes:
         shown = _shown(c.path)
         if c.after is None:
-            said.append(f"the worktree {shown} was removed; 'patchstack undo' makes it again")
+            said.append(f"the worktree {shown} was removed; 'patchstack {back}' makes it again")
         else:
             said.append(
-                f"the worktree {shown} was made (HEAD {c.after.head[:12]}); 'patchstack undo'"
+                f"the worktree {shown} was made (HEAD {c.after.head[:12]}); 'patchstack {back}'"
                 " removes it"
             )
     return "; ".join(said)
