@@ -116,6 +116,15 @@ def _entry_line(e: Entry, live: bool) -> str:
                 line += " +" + " +".join(came[:5]) + (" ..." if len(came) > 5 else "")
             if gone:
                 line += " -" + " -".join(gone[:5]) + (" ..." if len(gone) > 5 else "")
+    for c in e.trees:
+        rel = os.path.relpath(c.path)
+        shown = c.path if rel.startswith("../..") else rel
+        if c.after is None:
+            line += f"\n      worktree {shown} removed"
+        elif c.before is None:
+            line += f"\n      worktree {shown} made (HEAD {c.after.head[:12]})"
+        else:
+            line += f"\n      worktree {shown} made again (HEAD {c.after.head[:12]})"
     return line
 
 
@@ -130,6 +139,7 @@ def _entry_json(e: Entry, live: bool) -> dict[str, Any]:
         "entry": e.oid,
         "before": e.before.to_json(),
         "after": e.after.to_json() if e.after else None,
+        "trees": [c.to_json() for c in e.trees],
     }
 
 
