@@ -39,6 +39,7 @@ from .git import RefTransactionFailed, RefUpdate
 from .journal.oplog import (
     RESTORING,
     Entry,
+    half_made_error,
     interrupted,
     interrupted_error,
     oplog_ref,
@@ -146,7 +147,10 @@ def begin(
         if foreign:
             problems.append(foreign)
         pending = interrupted(ws.git)
-        if pending and not allow_interrupted:
+        half_made = half_made_error(ws.git)
+        if half_made:
+            problems.append(half_made)
+        elif pending and not allow_interrupted:
             problems.append(interrupted_error(pending))
         elif not while_stopped:
             stopped = refresh_error(ws)

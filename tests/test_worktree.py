@@ -335,6 +335,10 @@ def test_interrupted_making_and_removing_say_what_happened(fork: Repo, tmp_path:
     assert "'patchstack worktree ../exp'" in status and "was interrupted" in status
     assert "it was making the worktree ../exp, which may be half-made" in status
     assert "run 'patchstack undo'" in status
+    inside = fork.ps("status", cwd=exp, code=None).stderr  # in the half-made tree itself
+    assert "this worktree is half-made: 'patchstack worktree ../exp'" in inside
+    assert f"run 'patchstack undo' in {fork.path}" in inside
+    assert "half-made" in fork.ps("push", cwd=exp, code=2).stderr  # refused there
     assert "removed the worktree ../exp" in fork.ps("undo").stdout
     assert not exp.exists() and fork.git("worktree", "list").count("\n") == 1
     assert user_state(fork) == popped

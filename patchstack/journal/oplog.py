@@ -162,6 +162,37 @@ def interrupted(git: Git) -> Entry | None:
     return last if last and last.status == "running" else None
 
 
+def half_made_error(git: Git) -> RefusedError | None:
+    """In a linked worktree that an interrupted command was making or removing (its entry is
+    in the log of the checkout it ran in): what happened, and where ``undo`` takes it back."""
+    if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
+        return None
+    here = os.path.realpath(git.top)
+    for ref, oid, message in git.tips_under("refs/patchstack/"):
+        entry = parse_entry(oid, message) if ref.endswith("/oplog") else None
+        if entry is None or entry.status != "running":
+            continue
+        for c in entry.trees:
+            if os.path.realpath(c.path) != here:
+                continue
+            where = next(
+                (wt.path for wt in git.worktrees() if _log_of(git, wt.git_dir) == ref), "?"
+            )
+            doing = ("removed", "removing") if c.after is None else ("made", "making")
+            return RefusedError(
+                f"this worktree is half-{doing[0]}: '{entry.command}' (#{entry.seq}) was"
+                f" interrupted while {doing[1]} it",
+                f"run 'patchstack undo' in {where}: it puts the worktree back as it was"
+                + (" (removes it)" if c.before is None else ""),
+            )
+    return None
+
+
+def _log_of(git: Git, git_dir: str) -> str:
+    main = os.path.realpath(git_dir) == os.path.realpath(git.common_dir)
+    return "refs/patchstack/oplog" if main else log_ref(git_dir)
+
+
 def interrupted_error(entry: Entry) -> RefusedError:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
     doing = f" ({describe_planned(entry.trees)})" if entry.trees else ""
