@@ -42,6 +42,7 @@ from .journal.oplog import (
     half_made_error,
     interrupted,
     interrupted_error,
+    note_refused,
     oplog_ref,
     parse_entry,
     write_entry,
@@ -284,6 +285,13 @@ def describe_interruption() -> str:
             " refresh --continue', or 'patchstack refresh --abort'"
         )
     return f"the command had finished ({what}); 'patchstack undo' takes it back"
+
+
+def note_refusal() -> None:
+    """The command was refused: say so beside the log of each repository it opened (for
+    ``undo`` right after it, `journal.oplog.note_refused`)."""
+    for ws, _since in _OPENED:
+        note_refused(ws.git, ws.command)
 
 
 def clean_up_after_failure() -> None:

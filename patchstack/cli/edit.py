@@ -7,7 +7,7 @@ import sys
 import click
 
 from .app import Options, cli
-from .output import complete_patch_names, complete_tags, echo, out
+from .output import complete_patch_names, complete_tags, echo, out, selector
 
 DISCARD_HELP = (
     "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
@@ -155,30 +155,87 @@ def rename(opts: Options, old: str, new: str) -> None:
 
 
 @cli.command("tag")
-@click.argument("name", shell_complete=complete_patch_names)
+@click.argument("name", required=False, shell_complete=complete_patch_names)
 @click.argument("tag", required=False, metavar="[TAG[,LABEL...]]", shell_complete=complete_tags)
 @click.option("--add-label", "add", multiple=True, metavar="LABEL", help="Add a label.")
 @click.option("--remove-label", "remove", multiple=True, metavar="LABEL", help="Remove a label.")
+@click.option(
+    "--names",
+    "names",
+    metavar="A,B,...",
+    shell_complete=complete_patch_names,
+    help="Several patches at once (then give only the TAG).",
+)
+@click.option(
+    "--only",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Every patch with these tags or labels (then give only the TAG).",
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Every patch without these tags or labels (then give only the TAG).",
+)
 @click.pass_obj
 def tag_cmd(
-    opts: Options, name: str, tag: str | None, add: tuple[str, ...], remove: tuple[str, ...]
+    opts: Options,
+    name: str | None,
+    tag: str | None,
+    add: tuple[str, ...],
+    remove: tuple[str, ...],
+    names: str | None,
+    only: str | None,
+    except_: str | None,
 ) -> None:
-    """Set a patch's tag (and labels), or add and remove labels.
+    """Set a patch's tag (and labels), or add and remove labels; --names or --only/--except
+    do it for several patches in one step (one 'patchstack undo' takes it back).
 
-    Applied, its commit's Patchstack-Tag trailer follows, with the very same tree. Given the
-    tag the series already has, it makes the applied commit agree with the series.
+    TAG[,LABEL...] sets the tag and the labels (the labels it does not name are removed);
+    --add-label and --remove-label keep the others. Applied, a patch's commit's
+    Patchstack-Tag trailer follows, with the very same tree. Given the tag the series
+    already has, it makes the applied commit agree with the series.
 
     \b
     Example:
       patchstack tag oea-routing optimization,moe
       patchstack tag oea-routing --add-label nvidia --remove-label moe
+      patchstack tag --names mla-kv-gather,oea-routing diagnostic
+      patchstack tag --only diagnostic optimization
     """
     from ..commands.retag import retag
+    from ..errors import PatchstackError
 
-    result = retag(opts.checkout(), name, tag, add, remove)
-    shown = ", ".join((result.tag, *result.labels))
-    note = " (applied commit rewritten, same tree)" if result.commits_rewritten else ""
-    out(f"{result.name}: [{shown}]{note}")
+    several = names is not None or only is not None or except_ is not None
+    if several:
+        if tag is not None:
+            raise PatchstackError(
+                "with --names, --only or --except give only the TAG, not a patch NAME",
+                "e.g. 'patchstack tag --only diagnostic optimization'",
+            )
+        if names is not None and (only is not None or except_ is not None):
+            raise PatchstackError("give --names or --only/--except, not both")
+        chosen = (
+            [n.strip() for n in names.split(",") if n.strip()]
+            if names is not None
+            else selector(None, False, only, except_)
+        )
+        result = retag(opts.checkout(), chosen, name, add, remove)
+    elif name is None:
+        raise PatchstackError(
+            "give a patch NAME (or --names A,B or --only TAGS)", "see 'patchstack tag --help'"
+        )
+    else:
+        result = retag(opts.checkout(), [name], tag, add, remove)
+    for p in result.patches:
+        shown = ", ".join((p.tag, *p.labels))
+        note = " (applied commit rewritten, same tree)" if p.rewritten else ""
+        out(f"{p.name}: [{shown}]{note}" + ("" if p.changed or not several else " (unchanged)"))
+    if several:
+        changed = sum(p.changed for p in result.patches)
+        out(f"tagged {changed} of {len(result.patches)} patch(es) in one step")
 
 
 # -- delete, move, fold, split ---------------------------------------------------------------

@@ -118,7 +118,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
-    drift = do_drift(ws, st.stack_base)
+    drift = do_drift(ws, st.real_base)
     if as_json:
         out(
             json.dumps(
@@ -129,6 +129,20 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "base": st.series_base,
                     "base_ref": st.base_ref,
                     "stack_base": st.stack_base,
+                    "plain_series": st.plain_series,
+                    "built_on": st.built_on,
+                    "fold_into": st.fold_into,
+                    "in_base": list(st.in_base),
+                    "stopped": (
+                        {
+                            "patch": st.stopped.patch,
+                            "files": list(st.stopped.files),
+                            "conflicted": list(st.stopped.conflicted),
+                            "onto": st.stopped.onto,
+                        }
+                        if st.stopped
+                        else None
+                    ),
                     "applied": [p.name for p in st.patches if p.applied],
                     "unapplied": [p.name for p in st.patches if not p.applied],
                     "patches": [
@@ -206,11 +220,38 @@ def _discard_option(f: F) -> F:
     )(f)
 
 
-def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
+def _print_deps(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
+    """The unselected patches --with-deps added or --keep-deps kept, each with a patch that
+    leans on it."""
+    deps = [f"{n} ({by} leans on it)" for n, by in result.deps]
+    if not deps:
+        none = "leans on no unselected patch" if verb == "push" else "lean on none of them"
+        echo(ctx, f"dependencies: the {'selection' if verb == 'push' else 'patches left'} {none}")
+        return
+    if verb == "push":
+        head = f"added {len(deps)} unselected patch(es) the selection leans on"
+    else:
+        head = f"kept {len(deps)} selected patch(es) applied, the patches left lean on them"
+    shown = deps if verbose or len(deps) <= 10 else deps[:10]
+    more = f" and {len(deps) - len(shown)} more (--verbose lists them)" if deps[10:] else ""
+    echo(ctx, f"{head}: {', '.join(shown)}{more}")
+
+
+def _print_move(
+    ctx: click.Context, result: MoveResult, verb: str, verbose: bool, deps: bool = False
+) -> None:
     """What moved, then one line of counts; long lists only with --verbose."""
+    if deps:
+        _print_deps(ctx, result, verb, verbose)
     if verb == "push":
         if result.added:
             echo(ctx, names_line("applied", result.added, verbose))
+        if result.replaced:
+            echo(
+                ctx,
+                f"in place of the {result.replaced} plain commit(s) that carried them (the same"
+                " tree; 'patchstack undo' brings them back)",
+            )
         skipped = [n for n in result.before if n in result.after]
         if skipped and not result.added:
             echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
@@ -222,12 +263,24 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
         echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
+    if result.upstream:
+        echo(ctx, names_line("already in the tree (not applied)", result.upstream, verbose))
+        echo(
+            ctx,
+            "  upstream has their change: 'patchstack refresh --drop-merged' takes them out of"
+            " the series",
+        )
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@click.option(
+    "--with-deps",
+    is_flag=True,
+    help="Also apply the unselected patches the selected ones lean on ('patchstack graph').",
+)
 @_discard_option
 @click.pass_context
 def push(
@@ -238,6 +291,7 @@ def push(
     except_: str | None,
     verbose: bool,
     onto: str | None,
+    with_deps: bool,
     discard: bool,
 ) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
@@ -245,10 +299,13 @@ def push(
     Each patch applies exactly where it was made and is carried to its place by a three-way
     merge, never with fuzz. Nothing changes when a patch conflicts: the report names the
     patch, the file, the hunk, and the unselected patches that touch the same lines.
+    --with-deps applies those too, before it comes to that: the smallest set of unselected
+    patches the selection leans on (the edges of 'patchstack graph'), and says which.
 
     \b
     Example:
       patchstack push --only essential
+      patchstack push --only essential --with-deps
       patchstack push --all
     """
     from ..commands.push import push as do_push
@@ -257,10 +314,10 @@ def push(
     bar = ProgressBar("pushing")
     try:
         sel = selector(name, all_, only, except_)
-        result = do_push(ws, sel, onto, bar, discard)
+        result = do_push(ws, sel, onto, bar, discard, with_deps)
     finally:
         bar.close()
-    _print_move(ctx, result, "push", verbose)
+    _print_move(ctx, result, "push", verbose, with_deps)
     if ws.load_series().base is None:
         echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
 
@@ -274,6 +331,12 @@ NO_BASE = (
 
 @cli.command()
 @_selector_options
+@click.option("--alone", is_flag=True, help="Only NAME: the patches above it stay applied.")
+@click.option(
+    "--keep-deps",
+    is_flag=True,
+    help="Keep the selected patches that patches staying applied lean on ('patchstack graph').",
+)
 @_discard_option
 @click.pass_context
 def pop(
@@ -283,21 +346,29 @@ def pop(
     only: str | None,
     except_: str | None,
     verbose: bool,
+    alone: bool,
+    keep_deps: bool,
     discard: bool,
 ) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
-    --only/--except remove patches from anywhere in the stack and keep the rest applied.
+    --only/--except remove patches from anywhere in the stack and keep the rest applied;
+    NAME --alone removes that one patch from the middle. --keep-deps keeps applied the
+    selected patches that a patch staying applied leans on (the smallest such set, the edges
+    of 'patchstack graph'), and says which, instead of stopping at the first conflict.
 
     \b
     Example:
       patchstack pop --only diagnostic,optimization
+      patchstack pop --only diagnostic,optimization --keep-deps
+      patchstack pop nccl-logging --alone
     """
     from ..commands.pop import pop as do_pop
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
+        sel = selector(name, all_, only, except_)
+        result = do_pop(ctx.obj.checkout(), sel, bar, discard, alone, keep_deps)
     finally:
         bar.close()
-    _print_move(ctx, result, "pop", verbose)
+    _print_move(ctx, result, "pop", verbose, keep_deps)

@@ -23,7 +23,7 @@ def _capped(lines: list[str], verbose: bool, what: str) -> list[str]:
     return [*lines[:SHOWN], f"  ... and {len(lines) - SHOWN} more {what} (--verbose lists them)"]
 
 
-def drift_lines(drift: Drift, verbose: bool) -> list[str]:
+def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str]:
     s = "s" if drift.commits != 1 else ""
     head = (
         f"upstream moved: {drift.commits} commit{s} since the series base, to"
@@ -35,6 +35,9 @@ def drift_lines(drift: Drift, verbose: bool) -> list[str]:
     else:
         head += "; none touches a file of the series" + (":" if verbose else "")
     out = [style(head, fg="yellow")]
+    if drift.guessed:
+        track = f"; 'git branch -u {drift.target_name}' makes it the upstream" if on_branch else ""
+        out.append(f"  (HEAD has no @{{upstream}}: {drift.target_name} is {drift.guessed}{track})")
     touching = {c.oid for c in drift.touching}
     rows = [
         f"  {c.oid[:10]} {c.subject}  ({', '.join(c.files)}: {', '.join(c.patches)})"
@@ -52,16 +55,42 @@ def status_lines(
     """``problem``: what a git operation in progress means for patchstack, when there is one."""
     stopped = st.refresh_stopped
     out = [style(problem, fg="red")] if problem else []
+    if st.stopped:
+        at = st.stopped
+        out.append(
+            style(
+                f"refresh stopped at a conflict in {at.patch} (patch {at.done + 1} of"
+                f" {at.total}, onto {at.onto}): resolve the markers, then 'patchstack refresh"
+                " --continue' (or 'patchstack refresh --abort')",
+                fg="red",
+            )
+        )
+        out += _capped([f"  conflict: {path}" for path in at.conflicted], verbose, "file(s)")
+    elif stopped:
+        out.append(style("a refresh is stopped at a conflict", fg="red"))
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
     out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
-    if st.series_base and st.stack_base != st.series_base and not stopped:
+    if st.plain_series:
+        out.append(
+            style(
+                f"HEAD carries the {'rest of the ' if st.on_top else ''}series as"
+                f" {st.plain_series} plain commit(s) (not patch commits yet)",
+                fg="yellow",
+            )
+        )
+    elif st.built_on and st.stack_base != st.series_base:
+        out.append(
+            f"stack base:  {st.stack_base[:12]} ({st.built_on}), on purpose: 'patchstack"
+            " worktree --onto' made this worktree there; the series keeps its base"
+        )
+    elif st.series_base and st.stack_base != st.series_base and not stopped:
         out.append(
             style(f"stack base:  {st.stack_base[:12]} differs from the series base", fg="yellow")
         )
-    if drift and drift.commits:
-        out += drift_lines(drift, verbose)
+    if drift and drift.commits and not st.built_on and not stopped:
+        out += drift_lines(drift, verbose, st.branch is not None)
     applied = [p for p in st.patches if p.applied]
     rows = []
     for p in applied:
@@ -83,7 +112,15 @@ def status_lines(
         rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
     out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
-    unapplied = [(False, f"  - {p.name} [{_tags(p)}]") for p in st.patches if not p.applied]
+    held = set(st.in_base)
+    unapplied = [
+        (
+            p.name in held,
+            f"  - {p.name} [{_tags(p)}]" + ("  (the base holds it)" if p.name in held else ""),
+        )
+        for p in st.patches
+        if not p.applied
+    ]
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")

@@ -25,6 +25,7 @@ from ..journal.oplog import (
     interrupted_error,
     oplog_ref,
     redo_target,
+    refused_since,
     write_entry,
 )
 from ..journal.restore import check_restorable
@@ -40,6 +41,7 @@ class RestoreResult:
     before: Snapshot  # the state the restore replaced
     target: Snapshot  # the state restored
     files: tuple[str, ...]  # work tree and series files written or removed
+    refused: str | None = None  # the command refused right before, which changed nothing
     trees: tuple[TreeChange, ...] = ()  # experiment trees removed or made again
 
 
@@ -68,6 +70,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
         )
     ws = _logged_dir(ws, log[0])
     newest = log[0]
+    refused = refused_since(git, newest.oid)
     if newest.status == "running":
         if steps != 1:
             raise PatchstackError(
@@ -94,7 +97,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
     target = targets[-1].before
     undoes = tuple(t.seq for t in targets)
     files = _restore(ws, "undo", target, current, undoes=undoes, trees=trees)
-    return RestoreResult(tuple(targets), current, target, files, trees)
+    return RestoreResult(tuple(targets), current, target, files, refused, trees)
 
 
 def redo(ws: Checkout, force: bool = False) -> RestoreResult:
@@ -112,7 +115,7 @@ def redo(ws: Checkout, force: bool = False) -> RestoreResult:
     current = _check_unchanged(ws, log[0], force)
     trees = _tree_changes(ws, [target], force)
     files = _restore(ws, "redo", target.before, current, redoes=target.seq, trees=trees)
-    return RestoreResult((target,), current, target.before, files, trees)
+    return RestoreResult((target,), current, target.before, files, trees=trees)
 
 
 def _restore(
