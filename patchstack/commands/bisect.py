@@ -221,7 +221,8 @@ def bisect(
     verdicts: dict[int, str] = {}
     steps: list[Step] = []
     try:
-        with scratch(git, g) as tree:
+        with lock.also_handled(signal.SIGHUP), scratch(git, g) as tree:
+            lock.point("bisect-scratch")
             run = _Run(engine, git, tree, os.path.relpath(ws.cwd, git.top), names, command, judge)
             while True:
                 kind, which = plan(n, verdicts)
@@ -285,7 +286,9 @@ class _Run:
         cwd = os.path.join(self.tree.top, self.rel)
         env = dict(os.environ, PATCHSTACK_BISECT_COMMIT=commit, PATCHSTACK_BISECT_TESTED=tested)
         cwd = cwd if os.path.isdir(cwd) else self.tree.top
+        lock.point("bisect-step")
         status, figure, seconds = run_command(self.command, cwd, env, self.judge, output)
+        lock.point("bisect-tested")
         verdict, why = self.judge.verdict(status, figure)
         return Step(i, commit, subject, verdict, why, status, self.names, tested, seconds, figure)
 
