@@ -107,6 +107,7 @@ class Plan:
     redoes: int | None = None
     before: Snapshot | None = None  # the state before, when the caller took it under the lock
     trees: tuple[TreeChange, ...] = ()  # experiment trees to make or remove (`journal.trees`)
+    keep: tuple[Oid, ...] = ()  # commits the new state names only by id: kept by the log
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             plan.undoes,
             plan.redoes,
             plan.trees,
+            plan.keep,
         )
         running = write_entry(git, parent, entry)
         try:

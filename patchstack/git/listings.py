@@ -244,6 +244,31 @@ class Listings(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
+    def log_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
+    ) -> list[tuple[Oid, str, tuple[str, ...]]]:
+        """(commit, subject, the ``paths`` it changed) of each commit of ``rng`` that touched
+        any of ``paths``, oldest first: one walk of the range (``--name-only``)."""
+        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--format=%x02%H%x01%s"]
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        result: list[tuple[Oid, str, tuple[str, ...]]] = []
+        current: tuple[Oid, str] | None = None
+        changed: list[str] = []
+        for token in out.split(b"\0"):
+            token = token.lstrip(b"\n")
+            if token.startswith(b"\x02"):
+                if current:
+                    result.append((*current, tuple(changed)))
+                oid, _, subject = token[1:].decode("utf-8", "surrogateescape").partition("\x01")
+                current, changed = (Oid(oid), subject), []
+            elif token:
+                changed.append(decode_path(token))
+        if current:
+            result.append((*current, tuple(changed)))
+        return result
+
     def commit_files(self, commits: Sequence[tuple[Oid, tuple[Oid, ...]]]) -> list[list[str]]:
         """The paths each commit changed against its first parent (all paths of a root)."""
         # raw_diffs takes trees: for a pair of commits diff-tree --stdin echoes nothing.

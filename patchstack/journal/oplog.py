@@ -49,6 +49,7 @@ class Entry:
     undoes: tuple[int, ...] = ()
     redoes: int | None = None
     trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
+    keep: tuple[str, ...] = ()  # commits the state names by id only (a deferred patch's)
 
     @property
     def is_undo(self) -> bool:
@@ -181,6 +182,7 @@ def write_entry(git: Git, parent: str | None, entry: Entry) -> Oid:
     tree = git.mktree(items)
     heads: tuple[str | None, ...] = (entry.before.head, entry.after.head if entry.after else None)
     heads += tuple(h for s in kept for h in (s.head, s.log))
+    heads += entry.keep  # the entry's parents keep them reachable
     parents = list(dict.fromkeys(p for p in (parent, *heads) if p))
     body = json.dumps(entry.meta(), indent=1, sort_keys=True)
     message = f"patchstack: {one_line(entry.command)}\n\n{body}\n"
