@@ -7,7 +7,7 @@ the other modules the commands, by topic. Heavy modules are imported inside the 
 ``--help`` and ``--version`` start fast.
 """
 
-from . import completion, edit, interop, lab, oplog, refresh, review, stack  # noqa: F401
+from . import completion, edit, interop, lab, manual, oplog, refresh, review, stack  # noqa: F401
 from .app import cli, main
 
 __all__ = ["cli", "main"]
