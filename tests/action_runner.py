@@ -297,7 +297,10 @@ def run_job(
         if "if" in step and not truthy(evaluate(_condition(step["if"]), ctx)):
             continue
         uses = step.get("uses", "")
-        given = {k: substitute(str(v), ctx) for k, v in (step.get("with") or {}).items()}
+        given = {  # GitHub hands every input over as a string: true, not True
+            k: str(v).lower() if isinstance(v, bool) else substitute(str(v), ctx)
+            for k, v in (step.get("with") or {}).items()
+        }
         run.steps.append((uses, given))
         if re.fullmatch(r"[\w.-]+/patchstack@[\w.-]+", uses):
             assert run.action is None, "one patchstack step per job"
