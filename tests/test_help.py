@@ -59,10 +59,12 @@ def test_the_text_has_every_word_man_shows(tmp_path) -> None:
     env = dict(os.environ, MANWIDTH="80", MANPAGER="cat", PAGER="cat")
     path = tmp_path / "patchstack.1"
     path.write_text(page)
-    shown = subprocess.run(
+    proc = subprocess.run(
         ["man", "--nh", "--nj", "-l", str(path)], env=env, capture_output=True, text=True
-    ).stdout
-    words = re.sub(r".\x08", "", shown).split()
+    )
+    if proc.returncode != 0 and not os.environ.get("CI"):
+        pytest.skip(f"this man is not man-db's: {proc.stderr.strip()}")
+    words = re.sub(r".\x08", "", proc.stdout).split()
     assert words[-3:] == ["patchstack", words[-2], "PATCHSTACK(1)"]
     assert manpage.to_text(page, 80).split() == words[:-3]
 
