@@ -28,7 +28,16 @@ def test_git_patchstack_help_finds_the_man_page_in_a_fresh_venv(tmp_path) -> Non
             pytest.fail("man is not installed (.ci/run installs man-db)")
         pytest.skip("man is not installed")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # patchstack's dependencies from this interpreter (installing them would need the index;
+    # the base interpreter's own site-packages may not have them).
+    import click
+    import jinja2
+    import markupsafe
+
+    found = {str(Path(m.__file__).resolve().parent.parent) for m in (click, jinja2, markupsafe)}
+    site = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    (venv / "lib" / site / "site-packages" / "deps.pth").write_text("\n".join(sorted(found)) + "\n")
     build = tmp_path / "src"
     shutil.copytree(
         ROOT,
