@@ -13,21 +13,19 @@ by `transaction`.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import marshal
 import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import git as gitmod
 from .errors import InputError, PatchstackError
-from .files import write_atomic
 from .model import paths
 from .model.diff import commit_text
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
+from .store import Store
 
 DEFAULT_DIR = "patches"
 
@@ -42,6 +40,7 @@ class Checkout:
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
     _summaries: dict[Any, tuple[bytes, PatchSummary]] = field(default_factory=dict, repr=False)
     _proven: ProvenPatches | None = field(default=None, repr=False)
+    _store: Store | None = field(default=None, repr=False)
     _where: tuple[tuple[str, str], str | None] | None = field(default=None, repr=False)
 
     @property
@@ -144,13 +143,21 @@ class Checkout:
 
     def _proofs(self) -> ProvenPatches:
         if self._proven is None:
-            self._proven = ProvenPatches(os.path.join(self.git.common_dir, "patchstack", "parsed"))
+            self._proven = ProvenPatches(self.store)
         return self._proven
 
+    @property
+    def store(self) -> Store:
+        """The one cache of this repository (`store`), read when first wanted."""
+        if self._store is None:
+            self._store = Store(os.path.join(self.git.common_dir, "patchstack", "cache"))
+        return self._store
+
     def save_caches(self) -> None:
-        """Keep what this command proved for the next one (see `ProvenPatches`)."""
-        if self._proven is not None:
-            self._proven.save()
+        """Keep what this command learned for the next one (a command that changes state
+        calls it at its end, under the lock)."""
+        if self._store is not None:
+            self._store.save()
 
 
 class FileSummary(NamedTuple):
@@ -159,6 +166,8 @@ class FileSummary(NamedTuple):
     copied: bool
     old_id: str | None
     new_id: str | None
+    old_mode: str | None  # "000000" for a file the patch creates; None: not said
+    new_mode: str | None  # "000000" for a file the patch deletes; None: not said
 
 
 class PatchSummary(NamedTuple):
@@ -171,6 +180,7 @@ class PatchSummary(NamedTuple):
     description: str
     author: str | None
     date: str | None
+    fields: tuple[tuple[str, str], ...] = ()  # those of the header block (`Patch.fields`)
 
     def message(self, fallback_subject: str) -> str:
         return commit_text(self.subject, self.description, fallback_subject)
@@ -179,67 +189,60 @@ class PatchSummary(NamedTuple):
 def summary_of(patch: Patch) -> PatchSummary:
     return PatchSummary(
         patch.paths,
-        tuple(FileSummary(f.path, f.renamed, f.copied, f.old_id, f.new_id) for f in patch.files),
+        tuple(
+            FileSummary(
+                f.path,
+                f.renamed,
+                f.copied,
+                f.old_id,
+                f.new_id,
+                "000000" if f.old_path is None else f.old_mode,
+                "000000" if f.new_path is None else f.new_mode,
+            )
+            for f in patch.files
+        ),
         patch.subject,
         patch.description,
         patch.author,
         patch.date,
+        patch.fields,
     )
 
 
 class ProvenPatches:
     """Patch files parsed and checked (`parse_patch`, `paths.check_patch`) by earlier
     commands, keyed by the SHA-1 of their bytes, the strip level and where the series
-    directory is, with their `PatchSummary`. One ``marshal`` file in the git directory (plain
-    values, no code); a file that cannot be read is an empty cache. It keeps the entries the
-    last command used and the ones it added."""
+    directory is, with their `PatchSummary`: the ``parsed`` section of the one cache
+    (`store`)."""
 
-    FORMAT = "patchstack-parsed 2"
+    SECTION = "parsed"
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.known: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}
-        self.added = False
-        try:
-            with open(path, "rb") as f:
-                data = marshal.load(f)
-            if isinstance(data, dict) and data.get("format") == self.FORMAT:
-                self.known = data["entries"]
-        except (OSError, EOFError, ValueError, TypeError, KeyError):
-            pass
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def get(self, key: str) -> PatchSummary | None:
-        found = self.known.get(key)
+        found = self.store.get(self.SECTION, key)
         if found is None:
             return None
         try:
-            paths, files, subject, description, author, date = found
-            summary = PatchSummary(
+            paths, files, subject, description, author, date, header = found
+            return PatchSummary(
                 tuple(paths),
                 tuple(FileSummary(*f) for f in files),
                 subject,
                 description,
                 author,
                 date,
+                tuple((str(k), str(v)) for k, v in header),
             )
         except (TypeError, ValueError, IndexError):
+            self.store.forget(self.SECTION, key)
             return None
-        self.used[key] = found
-        return summary
 
     def put(self, key: str, summary: PatchSummary) -> None:
-        if key not in self.used:
-            self.used[key] = (summary.paths, tuple(tuple(f) for f in summary.files), *summary[2:])
-            self.added = self.added or key not in self.known
-
-    def save(self) -> None:
-        if not self.added and len(self.used) == len(self.known):
-            return
-        data = marshal.dumps({"format": self.FORMAT, "entries": self.used})
-        with contextlib.suppress(OSError):
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            write_atomic(self.path, data, sync=False)
+        files = tuple(tuple(f) for f in summary.files)
+        value = (summary.paths, files, *summary[2:6], tuple(summary.fields))
+        self.store.put(self.SECTION, key, value)
 
 
 def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:
@@ -264,12 +267,18 @@ def experiment_path(git_dir: str) -> str:
     return os.path.join(git_dir, "patchstack", "worktree.json")
 
 
-def experiment_series_dir(git: gitmod.Git) -> str | None:
+def experiment_note(git: gitmod.Git) -> dict[str, Any] | None:
+    """What ``patchstack worktree`` noted in this linked worktree (None elsewhere)."""
     if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
         return None  # the main worktree: its git dir is the common one
     try:
         with open(experiment_path(git.git_dir), encoding="utf-8") as f:
-            found = json.load(f).get("series_dir")
-    except (OSError, ValueError, AttributeError):
+            note = json.load(f)
+    except (OSError, ValueError):
         return None
+    return note if isinstance(note, dict) else None
+
+
+def experiment_series_dir(git: gitmod.Git) -> str | None:
+    found = (experiment_note(git) or {}).get("series_dir")
     return found if isinstance(found, str) and os.path.isabs(found) else None

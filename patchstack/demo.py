@@ -33,6 +33,7 @@ class Sandbox:
     fork: str
     pull_patches: tuple[str, ...]
     base: str = ""  # the upstream commit the series was made on
+    later_patches: tuple[str, ...] = ()  # an upstream commit after the refresh
 
 
 def example_dir() -> str:
@@ -73,18 +74,28 @@ def build_sandbox(root: str) -> Sandbox:
         )
     gitmod.clone(upstream, fork)
     _copy_tree(os.path.join(example, "patches"), os.path.join(fork, "patches"))
-    pull_dir = os.path.join(example, "upstream-pull")
-    pulls = tuple(
-        sorted(os.path.join(pull_dir, f) for f in os.listdir(pull_dir) if f.endswith(".patch"))
+    return Sandbox(
+        root,
+        upstream,
+        fork,
+        _patches(example, "upstream-pull"),
+        base,
+        _patches(example, "upstream-later"),
     )
-    return Sandbox(root, upstream, fork, pulls, base)
 
 
-def upstream_pull(box: Sandbox) -> None:
-    """Upstream moves: the later upstream commits land in DIR/upstream."""
+def _patches(example: str, folder: str) -> tuple[str, ...]:
+    where = os.path.join(example, folder)
+    return tuple(sorted(os.path.join(where, f) for f in os.listdir(where) if f.endswith(".patch")))
+
+
+def upstream_pull(box: Sandbox, later: bool = False) -> None:
+    """Upstream moves: the upstream pull (``later``: the commit after it) lands in
+    DIR/upstream."""
     repo = gitmod.find_repo(box.upstream)
     try:
-        repo.am(box.pull_patches, {**gitmod.ident_env(*UPSTREAM_IDENT), **SEALED})
+        patches = box.later_patches if later else box.pull_patches
+        repo.am(patches, {**gitmod.ident_env(*UPSTREAM_IDENT), **SEALED})
     finally:
         repo.close()
 
@@ -211,7 +222,14 @@ def run_demo(root: str, run_cli: Callable[[list[str]], int], echo: Callable[...,
         "Review the refreshed series patch by patch, as a PR comment would show it:",
         "patchstack review ../patches-before patches",
     )
+    step(
+        "Applied is not the same as working: each essential patch carries a probe, a command"
+        " that passes with it and fails without it. check --probes runs each in scratch trees,"
+        " with and without its patch:",
+        "patchstack check --probes --only essential",
+    )
     experiments(box, step, echo)
+    absorbed(box, step, echo)
     if failures:
         echo("the demo did not go as planned: " + "; ".join(failures))
         return 1
@@ -256,3 +274,32 @@ def experiments(box: Sandbox, step: Callable[..., None], echo: Callable[..., Non
     echo(f"# The demo takes the hot fix out again: git checkout {HOTFIX_FILE}\n")
     with open(path, "wb") as f:
         f.write(original)
+
+
+def absorbed(box: Sandbox, step: Callable[..., None], echo: Callable[..., None]) -> None:
+    """A later upstream commit that merges cleanly and makes a patch needless: check still
+    says every patch applies, and only the probe notices; the patch is marked upstream."""
+    echo("# Upstream moves again: it now allows the fused all-reduce on every SM from 90 up.")
+    echo(
+        f"$ (cd {os.path.relpath(box.upstream, box.fork)} && git am ...upstream-later/*.patch)"
+        " && git fetch",
+        bold=True,
+    )
+    upstream_pull(box, later=True)
+    fork = gitmod.find_repo(box.fork)
+    try:
+        fork.fetch()
+    finally:
+        fork.close()
+    echo("")
+    step(
+        "It merges cleanly, so every patch still applies; but communicator-sm120's probe now"
+        " passes without it too: upstream absorbed it (exit status 1):",
+        "patchstack check --probes --only essential",
+        1,
+    )
+    step(
+        "Record where it stands upstream (a DEP-3 field in its header, undoable):",
+        "patchstack upstream communicator-sm120 applied origin/main",
+    )
+    step("status sums up the probes and the upstream states:", "patchstack status")

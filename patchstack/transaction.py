@@ -41,6 +41,7 @@ from .journal.oplog import (
     Entry,
     interrupted,
     interrupted_error,
+    note_refused,
     oplog_ref,
     parse_entry,
     write_entry,
@@ -272,6 +273,13 @@ def describe_interruption() -> str:
             " refresh --continue', or 'patchstack refresh --abort'"
         )
     return f"the command had finished ({what}); 'patchstack undo' takes it back"
+
+
+def note_refusal() -> None:
+    """The command was refused: say so beside the log of each repository it opened (for
+    ``undo`` right after it, `journal.oplog.note_refused`)."""
+    for ws, _since in _OPENED:
+        note_refused(ws.git, ws.command)
 
 
 def clean_up_after_failure() -> None:

@@ -10,19 +10,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "patchstack"
 
-# Each layer may import itself and the layers listed; `errors`, `files` and `lock` sit below
-# everything, and `model.ids` is the vocabulary the git package shares.
+# Each layer may import itself and the layers listed; `errors`, `files`, `lock` and `store` (the
+# one cache) sit below everything, and `model.ids` is the vocabulary the git package shares.
 ALLOWED: dict[str, set[str]] = {
     "model": {"model", "errors"},
     "git": {"git", "model.ids", "errors", "lock"},
-    "checkout": {"git", "model", "errors", "files"},
-    "engine": {"engine", "git", "model", "errors", "lock"},
+    "store": {"files"},
+    "checkout": {"git", "model", "errors", "files", "store"},
+    "engine": {"engine", "git", "model", "errors", "lock", "store"},
     "journal": {"journal", "git", "model", "checkout", "errors", "files", "lock"},
     "transaction": {"journal", "git", "model", "checkout", "errors", "files", "lock"},
 }
 BELOW_COMMANDS = {"cli"}  # what commands and feature modules may not import
-# They run the user's programs (the service's interpreter, the test command, the man viewer).
-SUBPROCESS_ALLOWED = {"commands.doctor", "commands.bisect", "manpage"}
+# They run the user's programs: doctor the service's interpreter; sessions bisect's COMMAND
+# and the probes, each in a session of its own (commands.bisect and commands.probes use it);
+# manpage the man viewer (patchstack help).
+SUBPROCESS_ALLOWED = {"commands.doctor", "commands.sessions", "manpage"}
 MAX_LINES = 430
 PENDING_SPLIT: set[str] = {"commands.reorder"}  # until its commits go to the one committer
 

@@ -43,7 +43,15 @@ def fork(tmp_path) -> Repo:
 def test_json_shapes_are_stable(fork: Repo) -> None:
     series = json.loads(fork.ps("series", "--json").stdout)
     assert set(series) == {"base", "base_ref", "head", "patches"}
-    assert set(series["patches"][0]) == {"name", "tag", "labels", "applied", "commit"}
+    assert set(series["patches"][0]) == {
+        "name",
+        "tag",
+        "labels",
+        "applied",
+        "commit",
+        "probe",
+        "upstream",
+    }
     status = json.loads(fork.ps("status", "--json").stdout)
     assert {
         "branch",
@@ -68,6 +76,8 @@ def test_json_shapes_are_stable(fork: Repo) -> None:
         "commit",
         "matches",
         "commit_tag",
+        "probe",
+        "upstream",
     }
     assert set(status["drift"]) >= {"base", "target", "commits", "touching"}
     check = json.loads(fork.ps("check", "--json").stdout)

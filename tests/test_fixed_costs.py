@@ -68,7 +68,7 @@ def test_a_patch_file_proven_before_is_read_again_when_its_bytes_change(repo: Re
     repo.ps("pop", "--all")
     repo.ps("push", "--all")
     repo.ps("pop", "--all")
-    proofs = repo.path / ".git" / "patchstack" / "parsed"
+    proofs = repo.path / ".git" / "patchstack" / "cache"
     assert proofs.exists()
     text = repo.read("patches/p1.patch")
     bad = re.sub(r"^(@@ -\d+,\d+ \+\d+,)(\d+)", lambda m: m[1] + "99", text, count=1, flags=re.M)
@@ -83,6 +83,17 @@ def test_a_patch_file_proven_before_is_read_again_when_its_bytes_change(repo: Re
     assert repo.ps("status").exit_code == 0
 
 
+def cached(repo: Repo, section: str) -> dict:
+    """One section of the repository's cache (`patchstack.store`): key -> value."""
+    import marshal
+
+    path = repo.path / ".git" / "patchstack" / "cache"
+    if not path.exists():
+        return {}
+    data = marshal.loads(path.read_bytes())
+    return {k: v for k, (_gen, v) in data["entries"].get(section, {}).items()}
+
+
 def test_a_push_tells_the_proof_what_its_fast_path_proved(repo: Repo) -> None:
     """A cold push proves each patch's hunks against its index lines' blobs; the first
     ``status`` after it (1,000 patches: 0.93 s, now 0.34 s) need not read them all again."""
@@ -90,58 +101,49 @@ def test_a_push_tells_the_proof_what_its_fast_path_proved(repo: Repo) -> None:
 
     stack_of_three(repo)
     repo.ps("pop", "--all")
-    for name in ("proven", "cache"):
-        (repo.path / ".git" / "patchstack" / name).unlink(missing_ok=True)
+    (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
     repo.ps("push", "--all")
-    known = (repo.path / ".git" / "patchstack" / "proven").read_text().split()
+    known = cached(repo, "proven")
     for i in range(3):
         data = (repo.path / "patches" / f"p{i}.patch").read_bytes()
-        assert hashlib.sha256(data).hexdigest() in known
+        assert known.get(f"c {hashlib.sha256(data).hexdigest()}") is True
     assert repo.ps("status").exit_code == 0
 
 
-def test_verdicts_are_kept_by_commit_and_patch_bytes(repo: Repo, monkeypatch) -> None:
+def test_verdicts_are_kept_by_commit_and_patch_bytes(repo: Repo) -> None:
     """``status``, ``pop`` and ``push`` prove the applied commits once for the same (commit,
     patch file) pair (a push says which commits its fast path proved); a changed file or
-    another commit is proven again; past the bound, only the lines in use are kept."""
+    another commit is proven again."""
     import hashlib
-
-    from patchstack.commands.refresh import proof
 
     stack_of_three(repo)
     repo.ps("pop", "--all")
-    proven = repo.path / ".git" / "patchstack" / "proven"
-    for name in ("proven", "cache"):
-        (repo.path / ".git" / "patchstack" / name).unlink(missing_ok=True)
+    (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
     repo.ps("push", "--all")
 
-    def verdict_lines() -> set[str]:
-        return {ln for ln in proven.read_text().splitlines() if " " in ln}
+    def verdicts() -> dict[str, str]:
+        return {k: v for k, v in cached(repo, "proven").items() if k.startswith("v ")}
 
     commits = repo.git("log", "--format=%H", "-3").split()[::-1]
-    want = set()
+    want = {}
     for i, commit in enumerate(commits):
         digest = hashlib.sha256((repo.path / "patches" / f"p{i}.patch").read_bytes()).hexdigest()
-        want.add(f"{commit} {digest} p1 exact")
-    assert verdict_lines() == want  # written by the push
+        want[f"v {commit} {digest} p1"] = "exact"
+    assert verdicts() == want  # written by the push
     assert repo.ps("status").exit_code == 0
-    assert verdict_lines() == want
+    assert verdicts() == want
     replace_line(repo, "a.py", "a 1\n", "a 1 amended\n")
     repo.git("commit", "--amend", "-q", "--no-edit", "-a")  # another commit, another change
     result = repo.ps("status", code=1)
     assert "the commit of p2.patch differs from its patch file" in result.stdout
-    assert len(verdict_lines()) == 3  # the amended-away commit's line stays, under the bound
-    monkeypatch.setattr(proof, "VERDICTS_KEPT", 0)
-    repo.ps("pop", "--all", "--discard-changes")
-    repo.ps("status")
-    assert verdict_lines() == set()
+    assert verdicts() == want  # a command that only reads writes nothing
 
 
 def test_commands_that_only_read_write_no_proofs(repo: Repo) -> None:
     stack_of_three(repo)
     repo.ps("pop", "--all")
     repo.ps("push", "--all")
-    proofs = repo.path / ".git" / "patchstack" / "parsed"
+    proofs = repo.path / ".git" / "patchstack" / "cache"
     proofs.unlink()
     repo.ps("status")
     repo.ps("check")
@@ -340,7 +342,7 @@ def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> N
     shutil.copytree(repo.path, copy, symlinks=True)
     repo.ps("refresh", "--onto", moved)
     assert parsed == []
-    (copy / ".git" / "patchstack" / "parsed").unlink()  # no summaries: every file parsed
+    (copy / ".git" / "patchstack" / "cache").unlink()  # no summaries: every file parsed
     Repo(copy).ps("refresh", "--onto", moved)
     assert len(parsed) == 3
     assert Repo(copy).head() == repo.head()

@@ -23,7 +23,7 @@ from patchstack.interop import (
 )
 from patchstack.model.patchfile import parse_patch
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, make_repo, names, numbered
 
 needs_quilt = pytest.mark.skipif(shutil.which("quilt") is None, reason="quilt is not installed")
 
@@ -236,9 +236,9 @@ def test_quilt_round_trip_preserves_the_tree_exactly(tmp_path: Path) -> None:
     assert repo.state() == before
 
     result = repo.ps("import", "quilt", str(qp), "--tag", "essential")
-    assert "imported debian--dep3.patch [essential] from" in result.stdout
-    assert "imported old-p0.diff [diagnostic, -nvidia]" in result.stdout
-    assert "imported plain.diff [optimization, moe]" in result.stdout
+    assert "  debian--dep3.patch [essential] from" in result.stdout
+    assert "  old-p0.diff [diagnostic, -nvidia]" in result.stdout
+    assert "  plain.diff [optimization, moe]" in result.stdout
     assert "three-way" not in result.stdout
     # Only the series directory was written: branch and work tree untouched.
     assert repo.head() == head
@@ -306,7 +306,7 @@ def test_patch_that_needs_fuzz_is_merged_exactly_and_reported(tmp_path: Path) ->
     want = tree_of_folder(tmp_path / "fz2", tmp_path / "q")
 
     result = repo.ps("import", "quilt", str(qp))
-    assert "imported fuzzy.patch [essential] from" in result.stdout
+    assert "  fuzzy.patch [essential] from" in result.stdout
     assert "(three-way merge)" in result.stdout
     assert "f.txt: hunk at line 12 needed fuzz 1" in result.stdout
     text = repo.read("patches/fuzzy.patch")
@@ -461,8 +461,58 @@ def test_append_builds_on_the_existing_series(tmp_path: Path) -> None:
     assert repo.read("patches/series").endswith("Log-more.patch # diagnostic\n")
     repo.ps("push", "--all")
     assert repo.tree() == repo.tree(top)
+    before = repo.state()
     result = repo.ps("import", "commits", f"{top}~1..{top}", "--append", code=2)
-    assert "already in the series: Log-more.patch" in result.stderr
+    assert "nothing to import: every patch changes nothing on top of the series" in (result.stderr)
+    assert repo.state() == before
+
+
+def test_names_are_numbered_on_append_and_never_differ_only_by_case(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(30, "a")})
+    base = repo.head()
+    for k, subject in enumerate(["Clean up", "clean up", "CLEAN UP"], start=1):
+        repo.write("a.py", sub(repo.read("a.py"), f"a {k * 3}\n", f"a {k * 3} x\n"))
+        repo.git("commit", "-qam", subject)
+    repo.ps("import", "commits", f"{base}..HEAD~1", "--tag", "essential")
+    assert repo.read("patches/series").endswith(
+        "Clean-up.patch # essential\nclean-up-2.patch # essential\n"
+    )
+    repo.write("a.py", sub(repo.read("a.py"), "a 20\n", "a 20 y\n"))
+    repo.git("commit", "-qam", "Clean up")
+    out = repo.ps("import", "commits", "HEAD~2..HEAD", "--append", "-t", "diagnostic").stdout
+    assert "CLEAN-UP-3.patch [diagnostic]" in out and "Clean-up-4.patch [diagnostic]" in out
+    listed = [ln.split()[0] for ln in repo.read("patches/series").splitlines() if ln[:1] != "#"]
+    assert len({n.casefold() for n in listed}) == len(listed) == 4
+    assert sorted(os.listdir(repo.path / "patches")) == sorted([*listed, "series"])
+    # A patch of its own gets no name that differs from one in the series only by case.
+    repo.write("a.py", repo.read("a.py") + "more\n")
+    result = repo.ps("new", "clean-UP", "--tag", "essential", code=2)
+    assert "differs from 'Clean-up.patch' of the series only by case" in result.stderr
+    # HEAD is the imported commits: the advised 'push --all' makes them patch commits.
+    repo.git("checkout", "-q", "a.py")
+    tree = repo.tree()
+    status = repo.ps("status").stdout
+    assert "upstream moved" not in status
+    assert "HEAD carries the series as 4 plain commit(s)" in status
+    assert "next: 'patchstack push --all' makes HEAD's 4 plain commit(s)" in status
+    out = repo.ps("push", "--all").stdout
+    assert "in place of the 4 plain commit(s)" in out
+    assert repo.tree() == tree and repo.git("rev-list", "--count", f"{base}..HEAD") == "4\n"
+    assert repo.ps("status").stdout.endswith(
+        "next: nothing to do: the stack agrees with the series\n"
+    )
+    # Commits made on top of the applied patches, imported as status advises, too.
+    for k in (25, 28):
+        repo.write("a.py", sub(repo.read("a.py"), f"a {k}\n", f"a {k} z\n"))
+        repo.git("commit", "-qam", "Clean up")
+    assert "'patchstack import commits'" in repo.ps("status", code=1).stdout
+    out = repo.ps("import", "commits", "HEAD~2..HEAD", "--append", "-t", "diagnostic").stdout
+    assert "next: HEAD already carries them as 2 plain commit(s)" in out
+    tree = repo.tree()
+    assert "'patchstack push --all' makes HEAD's 2 plain" in repo.ps("status", code=1).stdout
+    repo.ps("push", "--all")
+    assert repo.tree() == tree and len(names(repo)) == 6
+    assert repo.ps("status").stdout.endswith("nothing to do: the stack agrees with the series\n")
 
 
 def test_format_patches_in_one_process_equals_format_patch_per_commit(tmp_path: Path) -> None:

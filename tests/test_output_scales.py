@@ -25,6 +25,16 @@ def thirty(tmp_path) -> Repo:
     return repo
 
 
+def test_import_prints_a_summary_and_every_name_only_with_verbose(thirty: Repo) -> None:
+    rng = "HEAD~30..HEAD"
+    out = thirty.ps("--dir", "again", "import", "commits", rng).stdout.splitlines()
+    assert out[0] == "imported 30 patch(es):" and out[1].startswith("  Patch-0.patch [")
+    assert out[6] == "  ... and 25 more patch(es) (--verbose lists them)" and len(out) == 9
+    assert out[-1] == "next: 'patchstack push --all' applies them"
+    verbose = thirty.ps("--dir", "more", "import", "commits", rng, "--verbose").stdout
+    assert all(f"  Patch-{i}.patch [" in verbose for i in range(30))
+
+
 def test_pop_only_names_ten_and_counts_the_rest(thirty: Repo) -> None:
     out = thirty.ps("pop", "--only", "diagnostic").stdout.splitlines()
     assert out[0].startswith("popped 10 patch(es): Patch-0.patch, Patch-3.patch")

@@ -207,7 +207,6 @@ def test_help_and_version_need_no_repository(tmp_path, args) -> None:
 
 def test_fast_path_and_git_apply_make_identical_commits(tmp_path, monkeypatch) -> None:
     """The Python fast path (hunks proven by blob ids) must equal git apply + commit-tree."""
-    from patchstack.engine import fastpath as engine
 
     files = {f"d{i}/f{i}.py": numbered(60, f"f{i}") for i in range(4)}
     files["tail.txt"] = "no newline at end"
@@ -228,7 +227,7 @@ def test_fast_path_and_git_apply_make_identical_commits(tmp_path, monkeypatch) -
         repo.ps("new", f"p{i}", "--tag", "essential", ".")
     top = repo.head()
     for fast in (True, False):
-        monkeypatch.setattr(engine, "FAST_PATH", fast)
+        monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "" if fast else "1")
         (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
         repo.ps("pop", "--all")
         repo.ps("push", "--all")

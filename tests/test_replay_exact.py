@@ -117,7 +117,7 @@ def alone_and_in_runs(
         alone = run(None, tmp_path / "alone.json")
         in_runs = run(Placer(engine, target, [s.name for s in plan]), tmp_path / "runs.json")
     finally:
-        engine.close(save_cache=False)
+        engine.close()
         git.close()  # and its scratch store
     return alone, in_runs
 

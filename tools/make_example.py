@@ -84,10 +84,12 @@ class Change:
     edits: tuple[Edit, ...]
     tag: str = ""
     claim: str = ""
+    probe: str = ""  # a fork patch's probe: its last paragraph, 'Patchstack-Probe: <probe>'
 
     @property
     def message(self) -> str:
-        return f"{self.subject}\n\n{self.body.strip()}\n"
+        probe = f"\n\nPatchstack-Probe: {self.probe}" if self.probe else ""
+        return f"{self.subject}\n\n{self.body.strip()}{probe}\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,12 +103,30 @@ SCHEDULER = "srt/managers/scheduler.py"
 MLA = "srt/layers/attention/flashinfer_mla_backend.py"
 TOPK = "srt/layers/moe/topk.py"
 
+# The essential patches' probes: each passes with its patch and fails without it (verified
+# below). The tree has no torch and the models import modules it lacks, so the kimi probe reads
+# the class from the source, and the communicator probe imports the module with an empty torch.
+KIMI_PROBE = (
+    "python3 -c \"import ast; k = [c for c in ast.parse(open('srt/models/kimi_k25.py').read())"
+    ".body if getattr(c, 'name', '') == 'KimiK25ForConditionalGeneration'][0];"
+    " assert 'set_eagle3_layers_to_capture' in [getattr(f, 'name', '') for f in k.body]\""
+)
+DEEPSEEK_PROBE = (
+    "grep -q 'aux_hidden_states.append(hidden_states.clone())' srt/models/deepseek_v2.py"
+)
+COMMUNICATOR_PROBE = (
+    "python3 -c \"import sys, types; sys.modules['torch'] = types.ModuleType('torch');"
+    " import srt.layers.communicator as c; c.get_device_sm = lambda: 120;"
+    ' assert c.fused_allreduce_supported()"'
+)
+
 PATCHES: tuple[Change, ...] = (
     Change(
         name="kimi-k25-eagle3-delegation.patch",
         tag="essential",
         date="Tue, 6 Jan 2026 09:00:00 +0000",
         subject="kimi_k25: delegate EAGLE-3 hooks to the language model",
+        probe=KIMI_PROBE,
         body="""
 EAGLE-3 speculative decoding calls three methods on the target model:
 set_eagle3_layers_to_capture() to choose the layers whose hidden states the
@@ -153,6 +173,7 @@ Without this patch the model does not run with EAGLE-3 at all.
         tag="essential",
         date="Wed, 7 Jan 2026 09:00:00 +0000",
         subject="deepseek_v2: capture the embedding for EAGLE-3 layer 0",
+        probe=DEEPSEEK_PROBE,
         body="""
 The EAGLE-3 draft head for Kimi-K2.5 is trained on the hidden states that go
 into layers 0, 30 and 58 of the target model (the checkpoint's
@@ -198,6 +219,7 @@ layer i" is what the draft model gets.
         tag="essential",
         date="Thu, 8 Jan 2026 09:00:00 +0000",
         subject="communicator: enable the fused all-reduce on SM120",
+        probe=COMMUNICATOR_PROBE,
         body="""
 The fork runs on eight RTX PRO 6000 Blackwell cards (compute capability
 12.0) over PCIe. The fused all-reduce + residual + RMSNorm kernel is built
@@ -750,6 +772,30 @@ from srt.distributed import init_tp_group
 )
 
 
+# A later upstream commit, after the refresh: it merges cleanly with communicator-sm120.patch
+# and makes it needless (its probe passes without it), which only 'check --probes' notices.
+LATER: tuple[Change, ...] = (
+    Change(
+        name="0005-communicator-allow-the-fused-all-reduce-from-SM90-up.patch",
+        claim="absorbs",
+        date="Tue, 17 Feb 2026 10:00:00 +0000",
+        subject="communicator: allow the fused all-reduce on every SM from 90 up",
+        body="""
+The fused all-reduce + RMSNorm kernel is built for every compute capability
+from SM90 on; listing them one by one left each new GPU generation on the
+slow path until someone added it. Compare against the oldest one instead.
+""",
+        edits=(
+            Edit(
+                COMMUNICATOR,
+                "    return get_device_sm() in _FUSED_ALLREDUCE_SM_VERSIONS\n",
+                "    return get_device_sm() >= min(_FUSED_ALLREDUCE_SM_VERSIONS)\n",
+            ),
+        ),
+    ),
+)
+
+
 # --------------------------------------------------------------------------------------------
 # git plumbing
 
@@ -884,6 +930,10 @@ def generate(work: Path) -> Generated:
         commit = commit_change(git, change, UPSTREAM_IDENT)
         pull_commits.append(commit)
         files[f"upstream-pull/{change.name}"] = git.run(*FORMAT_PATCH_ARGS, commit).stdout
+    for change in LATER:
+        commit = commit_change(git, change, UPSTREAM_IDENT)
+        pull_commits.append(commit)
+        files[f"upstream-later/{change.name}"] = git.run(*FORMAT_PATCH_ARGS, commit).stdout
     return Generated(base, patch_commits, pull_commits, files)
 
 
@@ -989,7 +1039,7 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
     )
     pulled = git.out("rev-list", "--reverse", f"{base}..pulled").splitlines()
     rep.ok(
-        pulled == gen.pull_commits,
+        pulled == gen.pull_commits[: len(PULL)],
         f"git am of the 4 upstream-pull patches gives the same commits (top {pulled[-1][:12]})",
     )
     pulled_tip = pulled[-1]
@@ -1021,7 +1071,7 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
         git.run("reset", "-q", "--hard", pulled_tip)
         git.run("clean", "-qfd")
 
-    for change, commit in zip(PULL, gen.pull_commits, strict=True):
+    for change, commit in zip(PULL, gen.pull_commits[: len(PULL)], strict=True):
         touched = set(
             git.out("diff-tree", "--no-commit-id", "--name-only", "-r", commit).splitlines()
         )
@@ -1120,7 +1170,57 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
             verdict = "three-way merge" if three.returncode == 0 else "CONFLICT"
         cleanup()
         rep.ok(verdict == expected.get(change.name, "applies exactly"), f"{change.name}: {verdict}")
+    verify_probes(git, gen, series_dir, rep)
     return rep
+
+
+def run_probe(git: Git, rev: str, probe: str) -> int:
+    """The exit status of ``probe`` run by sh at the top of a clean checkout of ``rev``."""
+    git.run("checkout", "-q", "-f", "--detach", rev)
+    git.run("clean", "-qfdx")
+    proc = subprocess.run(
+        ["sh", "-c", probe], cwd=git.repo, env=sealed_env(git.home), capture_output=True
+    )
+    return proc.returncode
+
+
+def verify_probes(git: Git, gen: Generated, series_dir: Path, rep: Report) -> None:
+    """Each probe passes with its patch and fails without it; the later upstream commit
+    merges cleanly with communicator-sm120.patch and its probe then passes without it."""
+    print("probes:")
+    parents = [gen.base, *gen.patch_commits]
+    for i, change in enumerate(PATCHES):
+        if not change.probe:
+            continue
+        with_it = run_probe(git, parents[i + 1], change.probe)
+        without = run_probe(git, parents[i], change.probe)
+        rep.ok(
+            with_it == 0 and without != 0,
+            f"{change.name}'s probe passes with it (exit {with_it}) and fails without (exit"
+            f" {without})",
+        )
+    print("upstream later:")
+    git.run("checkout", "-q", "-f", "-B", "later", gen.pull_commits[len(PULL) - 1])
+    later_files = [series_dir / "upstream-later" / c.name for c in LATER]
+    git.run(
+        "am", "-q", "--committer-date-is-author-date", *map(str, later_files), ident=UPSTREAM_IDENT
+    )
+    later = git.out("rev-list", "--reverse", f"{gen.pull_commits[len(PULL) - 1]}..later")
+    rep.ok(
+        later.splitlines() == gen.pull_commits[len(PULL) :],
+        f"git am of the later upstream commit gives the same commit ({later[:12]})",
+    )
+    i = next(i for i, p in enumerate(PATCHES) if p.name == "communicator-sm120.patch")
+    pick = git.run("cherry-pick", gen.patch_commits[i], check=False, ident=FORK_IDENT)
+    rep.ok(pick.returncode == 0, "(e) cherry-pick of communicator-sm120.patch onto it is clean")
+    picked = git.out("rev-parse", "HEAD")
+    git.run("cherry-pick", "--abort", check=False)
+    with_it = run_probe(git, picked, PATCHES[i].probe)
+    without = run_probe(git, "later", PATCHES[i].probe)
+    rep.ok(
+        with_it == 0 and without == 0,
+        "(e) ... and its probe passes with it and without it: ineffective",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1129,7 +1229,7 @@ def verify(gen: Generated, series_dir: Path, work: Path, use_quilt: bool) -> Rep
 
 def committed_files() -> dict[str, bytes]:
     files = {}
-    for folder in ("patches", "upstream-pull"):
+    for folder in ("patches", "upstream-pull", "upstream-later"):
         for path in sorted((SERIES_DIR / folder).glob("*")):
             if path.is_file() and (path.suffix == ".patch" or path.name == "series"):
                 files[f"{folder}/{path.name}"] = path.read_bytes()

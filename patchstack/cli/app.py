@@ -157,6 +157,8 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         return exc.exit_code
     except PatchstackError as exc:
         _clean_up()
+        if exc.exit_code == 2:
+            _refused()
         hint = exc.hint or (git_fault_hint(exc.message) if isinstance(exc, GitFailure) else None)
         out(f"patchstack: error: {exc.message}", err=True)
         if hint:
@@ -185,6 +187,13 @@ def _clean_up() -> None:
     from ..transaction import clean_up_after_failure
 
     clean_up_after_failure()
+
+
+def _refused() -> None:
+    """A refusal changed nothing and is not in the operation log: noted for ``undo``."""
+    opened = sys.modules.get("patchstack.transaction")
+    if opened is not None:
+        opened.note_refusal()
 
 
 def _where_it_stopped() -> str:

@@ -1,4 +1,5 @@
-"""Editing the series: new, edit, rename, tag, delete (drop), move, fold, split."""
+"""Editing the series, patch by patch: new, edit, upstream, rename, tag (`reorder`: the commands
+that move changes)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import sys
 import click
 
 from .app import Options, cli
-from .output import complete_patch_names, complete_tags, echo, out
+from .output import complete_patch_names, complete_tags, echo, out, selector
 
+PROBE_HELP = (
+    "A command (run by sh at the top of the tree) that passes with the patch and fails"
+    " without it; kept in the patch file's header ('Patchstack-Probe:')."
+)
 DISCARD_HELP = (
     "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
     " refusing."
@@ -46,6 +51,7 @@ def answers() -> bytes | None:
     metavar="REV",
     help="Turn REV, a commit made on top of the applied patches, into the patch.",
 )
+@click.option("--probe", metavar="CMD", help=PROBE_HELP)
 @click.pass_obj
 def new(
     opts: Options,
@@ -55,6 +61,7 @@ def new(
     message: str | None,
     interactive: bool,
     rev: str | None,
+    probe: str | None,
 ) -> None:
     """Capture uncommitted edits (all, or those PATHs) as a new patch on top.
 
@@ -63,13 +70,16 @@ def new(
     captured only when named as PATHs. With -p, git's hunk selector ('git add -p') chooses
     the hunks to capture, so one file's edits can go to different patches; scripted answers
     can come on standard input. With --from-commit, a commit made by hand on top of the
-    applied patches becomes the patch, at its place (its tree, author and date kept).
+    applied patches becomes the patch, at its place (its tree, author and date kept). With
+    --probe, the patch carries a command that passes with it and fails without it
+    ('patchstack check --probes' runs it).
 
     \b
     Example:
       patchstack new kimi-k25-eagle3 --tag essential -m "Delegate EAGLE-3 hooks" models/kimi_k25.py
       patchstack new nccl-logging --tag diagnostic -p srt/managers/scheduler.py
       patchstack new hotfix --tag essential --from-commit HEAD
+      patchstack new sm120 --tag essential --probe 'python3 -m pytest tests/test_sm120.py'
     """
     from ..commands.new import new as do_new
 
@@ -77,15 +87,18 @@ def new(
     if rev is not None:
         from ..commands.refresh.adopt import adopt
 
-        if paths or interactive:
-            raise click.UsageError("--from-commit takes no PATH and no -p")
+        if paths or interactive or probe is not None:
+            raise click.UsageError(
+                "--from-commit takes no PATH, no -p and no --probe (add it with"
+                " 'patchstack edit NAME --probe CMD')"
+            )
         result = adopt(ws, name, tag, rev, message)
         out(f"new patch {result.name} [{result.tag}] from {rev}: commit {result.commit[:12]}")
         return
     scripted = answers() if interactive else None
     if interactive and scripted is None:
         out(f"answer 'y' for each hunk that goes into {name}, 'n' for each that stays", err=True)
-    result = do_new(ws, name, tag, message, paths, interactive, scripted)
+    result = do_new(ws, name, tag, message, paths, interactive, scripted, probe)
     if result.selector_output:
         out(result.selector_output.rstrip("\n"))
     out(
@@ -109,31 +122,85 @@ def new(
 @click.argument("name", shell_complete=complete_patch_names)
 @click.option("-m", "--message", help="The new subject (first line) and description.")
 @click.option("--author", metavar="'NAME <EMAIL>'", help="The new author.")
+@click.option("--probe", metavar="CMD", help=PROBE_HELP + " '' removes it.")
 @click.pass_obj
-def edit(opts: Options, name: str, message: str | None, author: str | None) -> None:
-    """Change a patch's subject and description (and author), applied or not.
+def edit(
+    opts: Options, name: str, message: str | None, author: str | None, probe: str | None
+) -> None:
+    """Change a patch's subject and description (and author, and probe), applied or not.
 
-    Without -m the message opens in git's editor (GIT_EDITOR, core.editor, VISUAL, EDITOR);
-    lines starting with '#' are dropped and an empty message aborts. The diff keeps its bytes
-    and an applied patch keeps its tree; its commit gets the new message.
+    Without -m (and --author, --probe) the message opens in git's editor (GIT_EDITOR,
+    core.editor, VISUAL, EDITOR); lines starting with '#' are dropped and an empty message
+    aborts. -m keeps the patch's fields (its probe, its upstream status). The diff keeps its
+    bytes and an applied patch keeps its tree; its commit gets the new message.
 
     \b
     Example:
       patchstack edit oea-routing -m "Opportunistic expert activation"
       patchstack edit nccl-logging --author "Ada Lovelace <ada@example.org>"
+      patchstack edit communicator-sm120 --probe 'python3 -m pytest -q tests/test_sm120.py'
     """
     from ..commands.edit import ask_message
     from ..commands.edit import edit as do_edit
 
     ws = opts.checkout()
-    if message is None and author is None:
+    keep = message is not None
+    if message is None and author is None and probe is None:
         message = ask_message(ws, name)
-    result = do_edit(ws, name, message, author)
+    result = do_edit(ws, name, message, author, probe, keep_fields=keep)
     if not result.changed:
         out(f"{result.name}: unchanged")
         return
     where = " (applied: commits rewritten, same trees)" if result.applied else ""
     out(f"edited {result.name}: {result.subject}{where}")
+
+
+@cli.command()
+@click.argument("name", shell_complete=complete_patch_names)
+@click.argument(
+    "state",
+    type=click.Choice(["submitted", "applied", "not-needed", "pending"]),
+    metavar="STATE",
+)
+@click.argument("detail", nargs=-1, metavar="[URL|COMMIT|REASON]")
+@click.pass_obj
+def upstream(opts: Options, name: str, state: str, detail: tuple[str, ...]) -> None:
+    """Record where a patch stands upstream, in DEP-3 fields of its header.
+
+    submitted URL writes 'Forwarded: URL'; applied COMMIT 'Applied-Upstream: commit:ID'
+    (checked against the series base: is the commit in its history?); not-needed REASON
+    'Forwarded: not-needed (REASON)'; pending 'Forwarded: no'. Each sets 'Last-Update:' to
+    today, and a Yocto Upstream-Status: or SUSE Patch-mainline: already there is made to
+    agree. Applied, the patch's commit gets the new message (same tree); 'patchstack undo'
+    takes it back. 'status' and 'series' sum the states up; 'check --require-status' fails
+    for a patch with none.
+
+    \b
+    Example:
+      patchstack upstream kimi-k25-eagle3 submitted https://github.com/ORG/REPO/pull/812
+      patchstack upstream communicator-sm120 applied origin/main~2
+      patchstack upstream nccl-diagnostic-logging not-needed fork-only diagnostics
+      patchstack upstream oea-routing pending
+    """
+    from ..commands.upstream import IN_BASE, NOT_IN_BASE, set_upstream, standings
+
+    ws = opts.checkout()
+    result = set_upstream(ws, name, state, " ".join(detail) or None)
+    where = " (applied: commits rewritten, same trees)" if result.applied else ""
+    if not result.changed:
+        out(f"{result.name}: unchanged")
+        return
+    out(f"{result.name}: {state}{where}")
+    series = ws.load_series()
+    mine = [s for s in standings(ws, series, series.base) if s.name == result.name]
+    check = mine[0].applied_check if mine else None
+    if check == IN_BASE:
+        out(
+            "the series base contains that commit: the patch is upstream already"
+            f" ('patchstack delete {result.name}', or 'refresh --drop-merged')"
+        )
+    elif check == NOT_IN_BASE:
+        out("the series base does not contain that commit yet (a refresh onto it will)")
 
 
 @cli.command()
@@ -155,189 +222,92 @@ def rename(opts: Options, old: str, new: str) -> None:
 
 
 @cli.command("tag")
-@click.argument("name", shell_complete=complete_patch_names)
+@click.argument("name", required=False, shell_complete=complete_patch_names)
 @click.argument("tag", required=False, metavar="[TAG[,LABEL...]]", shell_complete=complete_tags)
 @click.option("--add-label", "add", multiple=True, metavar="LABEL", help="Add a label.")
 @click.option("--remove-label", "remove", multiple=True, metavar="LABEL", help="Remove a label.")
+@click.option(
+    "--names",
+    "names",
+    metavar="A,B,...",
+    shell_complete=complete_patch_names,
+    help="Several patches at once (then give only the TAG).",
+)
+@click.option(
+    "--only",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Every patch with these tags or labels (then give only the TAG).",
+)
+@click.option(
+    "--except",
+    "except_",
+    metavar="TAGS",
+    shell_complete=complete_tags,
+    help="Every patch without these tags or labels (then give only the TAG).",
+)
 @click.pass_obj
 def tag_cmd(
-    opts: Options, name: str, tag: str | None, add: tuple[str, ...], remove: tuple[str, ...]
+    opts: Options,
+    name: str | None,
+    tag: str | None,
+    add: tuple[str, ...],
+    remove: tuple[str, ...],
+    names: str | None,
+    only: str | None,
+    except_: str | None,
 ) -> None:
-    """Set a patch's tag (and labels), or add and remove labels.
+    """Set a patch's tag (and labels), or add and remove labels; --names or --only/--except
+    do it for several patches in one step (one 'patchstack undo' takes it back).
 
-    Applied, its commit's Patchstack-Tag trailer follows, with the very same tree. Given the
-    tag the series already has, it makes the applied commit agree with the series.
+    TAG[,LABEL...] sets the tag and the labels (the labels it does not name are removed);
+    --add-label and --remove-label keep the others. Applied, a patch's commit's
+    Patchstack-Tag trailer follows, with the very same tree. Given the tag the series
+    already has, it makes the applied commit agree with the series.
 
     \b
     Example:
       patchstack tag oea-routing optimization,moe
       patchstack tag oea-routing --add-label nvidia --remove-label moe
+      patchstack tag --names mla-kv-gather,oea-routing diagnostic
+      patchstack tag --only diagnostic optimization
     """
     from ..commands.retag import retag
+    from ..errors import PatchstackError
 
-    result = retag(opts.checkout(), name, tag, add, remove)
-    shown = ", ".join((result.tag, *result.labels))
-    note = " (applied commit rewritten, same tree)" if result.commits_rewritten else ""
-    out(f"{result.name}: [{shown}]{note}")
+    several = names is not None or only is not None or except_ is not None
+    if several:
+        if tag is not None:
+            raise PatchstackError(
+                "with --names, --only or --except give only the TAG, not a patch NAME",
+                "e.g. 'patchstack tag --only diagnostic optimization'",
+            )
+        if names is not None and (only is not None or except_ is not None):
+            raise PatchstackError("give --names or --only/--except, not both")
+        chosen = (
+            [n.strip() for n in names.split(",") if n.strip()]
+            if names is not None
+            else selector(None, False, only, except_)
+        )
+        result = retag(opts.checkout(), chosen, name, add, remove)
+    elif name is None:
+        raise PatchstackError(
+            "give a patch NAME (or --names A,B or --only TAGS)", "see 'patchstack tag --help'"
+        )
+    else:
+        result = retag(opts.checkout(), [name], tag, add, remove)
+    for p in result.patches:
+        shown = ", ".join((p.tag, *p.labels))
+        note = " (applied commit rewritten, same tree)" if p.rewritten else ""
+        out(f"{p.name}: [{shown}]{note}" + ("" if p.changed or not several else " (unchanged)"))
+    if several:
+        changed = sum(p.changed for p in result.patches)
+        out(f"tagged {changed} of {len(result.patches)} patch(es) in one step")
 
 
 # -- delete, move, fold, split ---------------------------------------------------------------
 
 
-def _rewritten(ctx: click.Context, names: tuple[str, ...]) -> None:
+def rewritten_line(ctx: click.Context, names: tuple[str, ...]) -> None:
     if names:
         echo(ctx, "rewritten (their change moved): " + ", ".join(names))
-
-
-@cli.command()
-@click.argument("names", nargs=-1, required=True, shell_complete=complete_patch_names)
-@click.option("--keep-file", is_flag=True, help="Keep the patch files; only the series forgets.")
-@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
-@click.pass_context
-def delete(ctx: click.Context, names: tuple[str, ...], keep_file: bool, discard: bool) -> None:
-    """Delete patches: out of the stack when applied, out of the series, and their files.
-
-    Applied patches are taken out as 'pop --only' does; the patches above them are carried
-    by three-way merge. A patch that cannot do without a deleted one stops the command before
-    anything changes.
-
-    \b
-    Example:
-      patchstack delete nccl-diagnostic-logging
-      patchstack drop old-experiment --keep-file
-    """
-    from ..commands.delete import delete as do_delete
-
-    result = do_delete(ctx.obj.checkout(), names, keep_file, discard)
-    for name in result.deleted:
-        note = " (popped)" if name in result.popped else ""
-        note += " (file kept)" if result.kept_files else ""
-        echo(ctx, f"deleted {name}{note}")
-    _rewritten(ctx, result.rewritten)
-
-
-cli.add_command(delete, "drop")
-
-
-@cli.command()
-@click.argument("name", shell_complete=complete_patch_names)
-@click.option("--before", metavar="X", shell_complete=complete_patch_names, help="Right before X.")
-@click.option("--after", metavar="X", shell_complete=complete_patch_names, help="Right after X.")
-@click.option("--top", is_flag=True, help="Last in the series.")
-@click.option("--bottom", is_flag=True, help="First in the series.")
-@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
-@click.pass_context
-def move(
-    ctx: click.Context,
-    name: str,
-    before: str | None,
-    after: str | None,
-    top: bool,
-    bottom: bool,
-    discard: bool,
-) -> None:
-    """Move a patch to another place in the series, applied or not.
-
-    Applied patches are rebuilt in the new order with the same three-way placement as push;
-    when the new order cannot be built (two patches change the same lines), nothing changes
-    and the conflict report names both. A move that commutes keeps every tree and file.
-
-    \b
-    Example:
-      patchstack move nccl-diagnostic-logging --after communicator-sm120
-      patchstack move oea-routing --bottom
-    """
-    from ..commands.move import move as do_move
-
-    result = do_move(ctx.obj.checkout(), name, before, after, top, bottom, discard)
-    if not result.moved:
-        echo(ctx, f"{result.name} is already there")
-        return
-    pos = result.after.index(result.name)
-    where = f"after {result.after[pos - 1]}" if pos else "first in the series"
-    echo(ctx, f"moved {result.name} {where}")
-    _rewritten(ctx, result.rewritten)
-
-
-@cli.command()
-@click.argument("name", shell_complete=complete_patch_names)
-@click.option(
-    "--into",
-    "target",
-    required=True,
-    metavar="TARGET",
-    shell_complete=complete_patch_names,
-    help="The patch that takes NAME's change (its name, tag and place stay).",
-)
-@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
-@click.pass_context
-def fold(ctx: click.Context, name: str, target: str, discard: bool) -> None:
-    """Fold patch NAME into TARGET: one patch from two, with TARGET's name, tag and place.
-
-    TARGET's description is kept and what NAME's message adds is joined to it. Both must be
-    applied, or both unapplied; the tree does not change.
-
-    \b
-    Example:
-      patchstack fold nccl-env-fixup --into nccl-env-propagation
-    """
-    from ..commands.fold import fold as do_fold
-
-    result = do_fold(ctx.obj.checkout(), name, target, discard)
-    echo(ctx, f"folded {result.name} into {result.target}")
-    _rewritten(ctx, tuple(n for n in result.rewritten if n != result.target))
-
-
-@cli.command()
-@click.argument("name", shell_complete=complete_patch_names)
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("--as", "new", required=True, metavar="NEW", help="The new patch's name.")
-@click.option(
-    "--tag",
-    "-t",
-    required=True,
-    shell_complete=complete_tags,
-    metavar="TAG[,LABEL...]",
-    help="The new patch's tag (and labels).",
-)
-@click.option("-i", "--interactive", is_flag=True, help="Choose hunks in git's selector.")
-@click.option("-m", "--message", help="The new patch's message (default: NAME's).")
-@click.option("--discard-changes", "discard", is_flag=True, help=DISCARD_HELP)
-@click.pass_context
-def split(
-    ctx: click.Context,
-    name: str,
-    paths: tuple[str, ...],
-    new: str,
-    tag: str,
-    interactive: bool,
-    message: str | None,
-    discard: bool,
-) -> None:
-    """Move files (PATHs), or hunks chosen interactively, of NAME into a new patch NEW
-    placed right after it.
-
-    With --interactive, git's hunk selector shows NAME's hunks (of PATHs, when given):
-    answer 'y' for each hunk that moves to NEW ("Apply this hunk to index" is git's wording),
-    'n' for each that stays in NAME. Scripted answers can come on standard input.
-    The tree at the top of the stack does not change.
-
-    \b
-    Example:
-      patchstack split kimi-k25 --as kimi-k25-logging --tag diagnostic srt/log.py
-      printf 'n\\ny\\n' | patchstack split oea-routing --as oea-stats --tag diagnostic -i
-    """
-    from ..commands.split import split as do_split
-
-    ws = ctx.obj.checkout()
-    scripted = answers() if interactive else None
-    if interactive and scripted is None:
-        out(
-            f"answer 'y' for each hunk of {name} that moves to {new}, 'n' for each that stays",
-            err=True,
-        )
-    result = do_split(ws, name, new, tag, paths, interactive, message, scripted, discard)
-    if result.selector_output:
-        out(result.selector_output.rstrip("\n"))
-    tags = ", ".join((result.tag, *result.labels))
-    echo(ctx, f"split {result.new} [{tags}] off {result.name}: {', '.join(result.moved)}")

@@ -20,6 +20,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _import_options(f: F) -> F:
     f = click.option(
+        "--verbose", "-v", is_flag=True, help="List every imported and skipped patch."
+    )(f)
+    f = click.option(
         "--base",
         metavar="REV",
         help="Base of a new series (default: HEAD below any applied patches; for commits, the"
@@ -36,35 +39,60 @@ def _import_options(f: F) -> F:
     )(f)
 
 
-def _print_import(ctx: click.Context, result: ImportResult) -> None:
+SHOWN = 5  # imported, skipped or merged patches named without --verbose
+
+
+def _capped(rows: list[str], verbose: bool, what: str) -> list[str]:
+    if verbose or len(rows) <= SHOWN:
+        return rows
+    return [*rows[:SHOWN], f"  ... and {len(rows) - SHOWN} more {what} (--verbose lists them)"]
+
+
+def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> None:
+    """A summary that does not grow with the import: counts, the first few names, and every
+    name with --verbose; then where the files went and the next step."""
     ws_dir = result.series_path.rsplit("/", 1)[0]
+    merged = result.merged
+    n = len(result.patches)
+    counts = f" ({n - len(merged)} exact, {len(merged)} merged three-way)" if merged else ""
+    echo(ctx, f"imported {n} patch(es){counts}:")
+    rows = []
     for p in result.patches:
         labels = (", " + ", ".join(p.labels)) if p.labels else ""
         how = "" if p.method == "exact" else style(f"  ({p.method})", fg="yellow")
-        echo(ctx, f"imported {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
-    for what, why in result.skipped:
-        echo(ctx, f"skipped {what}: {why}")
+        rows.append(f"  {p.name} [{tag_text(p.tag)}{labels}] from {p.origin}{how}")
+    for line in _capped(rows, verbose, "patch(es)"):
+        echo(ctx, line)
+    if result.skipped:
+        echo(ctx, f"skipped {len(result.skipped)}:")
+        skipped = [f"  {what}: {why}" for what, why in result.skipped]
+        for line in _capped(skipped, verbose, "skipped"):
+            echo(ctx, line)
     for warning in getattr(result, "warnings", ()):
         echo(ctx, f"patchstack: warning: {warning}", err=True)
-    if result.merged:
+    if merged:
         echo(
             ctx,
             style(
-                f"{len(result.merged)} patch(es) did not apply exactly (quilt would need fuzz);"
+                f"{len(merged)} patch(es) did not apply exactly (quilt would need fuzz);"
                 " each was merged three-way and written in exact form:",
                 fg="yellow",
             ),
         )
-        for p in result.merged:
-            echo(ctx, f"  {p.name}")
-            for note in p.notes:
-                echo(ctx, f"    {note}")
+        notes = [f"  {p.name}" + "".join(f"\n    {note}" for note in p.notes) for p in merged]
+        for line in _capped(notes, verbose, "merged"):
+            echo(ctx, line)
     verb = "created" if result.created else "updated"
-    echo(
-        ctx,
-        f"{len(result.patches)} patch(es) written to {ws_dir}; {verb} the series"
-        f" (base {result.base[:12]}). Apply them with 'patchstack push --all'.",
-    )
+    echo(ctx, f"written to {ws_dir}; {verb} the series (base {result.base[:12]})")
+    if result.plain_head:
+        step = (
+            f"HEAD already carries them as {result.plain_head} plain commit(s):"
+            " 'patchstack push --all' makes them the applied patches (the same tree: the"
+            " work tree does not change)"
+        )
+    else:
+        step = "'patchstack push --all' applies them"
+    echo(ctx, style("next: " + step, bold=True))
 
 
 @cli.group("import")
@@ -73,7 +101,9 @@ def import_cmd() -> None:
 
     Only the series directory is written: the work tree and the branch are not touched
     ('patchstack push --all' applies the patches). A series that already has patches is
-    extended only with --append.
+    extended only with --append. A name that is taken (a repeated subject, a patch of the
+    series, or one that differs from either only by case) is numbered: fix-2.patch. The output
+    is a summary; --verbose names every patch.
 
     \b
     Example:
@@ -87,7 +117,12 @@ def import_cmd() -> None:
 @_import_options
 @click.pass_context
 def import_quilt_cmd(
-    ctx: click.Context, directory: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context,
+    directory: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    verbose: bool,
 ) -> None:
     """Import the quilt series in DIR (its 'series' file and patches).
 
@@ -100,7 +135,7 @@ def import_quilt_cmd(
     """
     from ..interop import import_quilt
 
-    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base))
+    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base), verbose)
 
 
 @import_cmd.command("commits")
@@ -108,12 +143,13 @@ def import_quilt_cmd(
 @_import_options
 @click.pass_context
 def import_commits_cmd(
-    ctx: click.Context, rng: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context, rng: str, tag: str | None, append: bool, base: str | None, verbose: bool
 ) -> None:
     """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
 
-    A 'Patchstack-Tag:' trailer sets a commit's tag. The branch is not moved: to apply
-    the series instead of the commits, 'git reset --keep BASE' then 'patchstack push --all'.
+    A 'Patchstack-Tag:' trailer sets a commit's tag. The branch is not moved. When HEAD is
+    those very commits (a branch importing its own history), 'patchstack push --all' then
+    puts the patch commits in their place, with the same tree.
 
     \b
     Example:
@@ -121,7 +157,7 @@ def import_commits_cmd(
     """
     from ..interop import import_commits
 
-    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base))
+    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base), verbose)
 
 
 @import_cmd.command("mbox")
@@ -129,7 +165,7 @@ def import_commits_cmd(
 @_import_options
 @click.pass_context
 def import_mbox_cmd(
-    ctx: click.Context, file: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context, file: str, tag: str | None, append: bool, base: str | None, verbose: bool
 ) -> None:
     """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
 
@@ -139,7 +175,7 @@ def import_mbox_cmd(
     """
     from ..interop import import_mbox
 
-    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base))
+    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base), verbose)
 
 
 @cli.group("export")

@@ -92,6 +92,8 @@ def _entry_state(e: Entry, live: bool) -> str:
         return "undoes " + ", ".join(f"#{s}" for s in e.undoes)
     if e.kind == "redo":
         return f"redoes #{e.redoes}"
+    if e.after is not None and e.after.refresh:  # it left a refresh stopped at a conflict
+        return "stopped at a conflict" if live else "stopped, undone"
     return "done" if live else "undone"
 
 
@@ -133,6 +135,12 @@ def _entry_json(e: Entry, live: bool) -> dict[str, Any]:
 
 
 def _print_restore(ctx: click.Context, verb: str, result: RestoreResult) -> None:
+    if result.refused:
+        echo(
+            ctx,
+            f"'{result.refused}' was refused and changed nothing (nothing of it to undo);"
+            " undoing the command before it:",
+        )
     for e in result.undone:
         echo(ctx, f"{verb} #{e.seq} {e.command}")
     before, target = result.before, result.target

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,9 +21,31 @@ from .output import (
 )
 
 if TYPE_CHECKING:
+    from ..checkout import Checkout
+    from ..commands.probes import ProbeReport
     from ..commands.refresh.settle import RefreshResult
+    from ..commands.upstream import Standing
+    from ..model.selection import Selector
 
 # -- refresh / check --------------------------------------------------------------------------
+
+
+def probe_options(f: Any) -> Any:
+    f = click.option(
+        "--probe-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=300.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="With --probes: a probe running longer fails.",
+    )(f)
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
+    )(f)
 
 
 @cli.command()
@@ -46,6 +68,13 @@ if TYPE_CHECKING:
 )
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
+@click.option(
+    "--probes",
+    is_flag=True,
+    help="After the replay, run each patch's probe on the new base with and without it"
+    " (exit 1 when one is ineffective or broken).",
+)
+@probe_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option(
     "--verbose", "-v", is_flag=True, help="List the unchanged patches, and every offset one, too."
@@ -59,6 +88,9 @@ def refresh(
     discard: bool,
     continue_: bool,
     abort_: bool,
+    probes: bool,
+    jobs: int | None,
+    probe_timeout: float,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -75,6 +107,7 @@ def refresh(
       git fetch && patchstack refresh --onto origin/main
       patchstack refresh --continue     # after editing the conflict markers away
       patchstack refresh --abort        # back to exactly the state before
+      patchstack refresh --onto origin/main --probes   # then: does each patch still work?
     """
     from ..commands.refresh.resume import abort
     from ..commands.refresh.resume import continue_ as do_continue
@@ -96,11 +129,26 @@ def refresh(
             result = do_refresh(ws, onto, drop_merged, patch_name, discard, bar)
     finally:
         bar.close()
+    report = None
+    if probes and not result.stopped and not result.aborted:
+        from ..model.selection import Selector
+
+        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict == "conflict"}
+        every = Selector(None, True, None, None)
+        report = _probe(ws, result.new_base, every, left_out, jobs, probe_timeout)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        data = result.to_json()
+        if report is not None:
+            data["probes"] = report.to_json()
+        click.echo(json.dumps(data, indent=2))
     else:
         _print_refresh(ctx, result, verbose)
-    if result.stopped:
+        if report is not None:
+            from .probetext import probe_lines
+
+            for line in probe_lines(report, verbose):
+                echo(ctx, line)
+    if result.stopped or (report is not None and not report.ok):
         ctx.exit(1)
 
 
@@ -159,6 +207,18 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
     shell_complete=complete_tags,
     help="Leave out patches with these tags.",
 )
+@click.option(
+    "--probes",
+    is_flag=True,
+    help="Also run each patch's probe with and without the patch: fail when one is"
+    " ineffective or broken.",
+)
+@probe_options
+@click.option(
+    "--require-status",
+    is_flag=True,
+    help="Fail when a patch has no upstream status (see 'patchstack upstream').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option(
     "--verbose", "-v", is_flag=True, help="List the unchanged patches, and every offset one, too."
@@ -169,24 +229,36 @@ def check(
     onto: str | None,
     only: str | None,
     except_: str | None,
+    probes: bool,
+    jobs: int | None,
+    probe_timeout: float,
+    require_status: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
 
-    Exits 1 when any patch conflicts (for a nightly CI job against upstream's main).
+    Exits 1 when any patch conflicts (for a nightly CI job against upstream's main). With
+    --probes, each selected patch's probe runs in scratch trees of REV plus the selection,
+    with and without the patch: 'effective' when it passes with and fails without it;
+    'ineffective' (it passes without: upstream absorbed the patch, or it no longer matters)
+    and 'broken' (it fails with it) fail the check, with the commits and trees to reproduce
+    the runs (written into the repository for that). Runs are cached by (tree, probe). With
+    --require-status, a patch with no upstream status fails it too.
 
     \b
     Example:
       git fetch && patchstack check --onto origin/main --except diagnostic
+      patchstack check --onto origin/main --probes --only essential
     """
     from ..commands.check import check as do_check
     from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
     bar = ProgressBar("checking")
+    sel = selector(None, False, only, except_)
     try:
-        result = do_check(ws, onto, selector(None, False, only, except_), bar)
+        result = do_check(ws, onto, sel, bar)
     finally:
         bar.close()
     series = ws.load_series()
@@ -195,8 +267,23 @@ def check(
         " case: one file on macOS and Windows, so the series is not portable there"
         for a, b in case_clashes(series)
     ]
+    report = None
+    if probes:
+        left_out = {
+            v.name: f"does not apply on {result.target_name}"
+            for v in result.verdicts
+            if v.verdict == "conflict"
+        }
+        report = _probe(ws, result.target, sel, left_out, jobs, probe_timeout)
+    missing = _missing_status(ws, sel) if require_status else None
+    failed = not result.ok or (report is not None and not report.ok) or bool(missing)
     if as_json:
-        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
+        extra: dict[str, object] = {"warnings": warnings}
+        if report is not None:
+            extra["probes"] = report.to_json()
+        if missing is not None:
+            extra["without_status"] = [s.name for s in missing]
+        click.echo(json.dumps({**result.to_json(), **extra, "ok": not failed}, indent=2))
     else:
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
@@ -212,5 +299,40 @@ def check(
         counts = verdict_counts(result.verdicts)
         n = len(result.conflicts)
         echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))
-    if not result.ok:
+        from .probetext import missing_status_lines, probe_lines
+
+        for line in probe_lines(report, verbose) if report is not None else []:
+            echo(ctx, line)
+        for line in missing_status_lines(missing) if missing is not None else []:
+            echo(ctx, line)
+    if failed:
         ctx.exit(1)
+
+
+def _probe(
+    ws: Checkout,
+    target: str,
+    sel: Selector,
+    left_out: dict[str, str],
+    jobs: int | None,
+    timeout: float,
+) -> ProbeReport:
+    from ..commands.probes import probe_series
+    from ..model.ids import Oid
+
+    bar = ProgressBar("probing")
+    try:
+        return probe_series(ws, Oid(target), sel, left_out, jobs, timeout, bar)
+    finally:
+        bar.close()
+
+
+def _missing_status(ws: Checkout, sel: Selector) -> list[Standing]:
+    from ..commands.upstream import standings
+    from ..commands.worktree import selected_names
+    from ..model.fields import NONE
+
+    series = ws.load_series()
+    chosen = set(selected_names(series, sel))
+    found = standings(ws, series, series.base)
+    return [s for s in found if s.name in chosen and s.upstream.state == NONE]

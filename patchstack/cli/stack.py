@@ -60,8 +60,10 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
       patchstack series --json | jq '.patches[] | select(.applied) | .name'
     """
     from ..commands.listing import list_series
+    from .statustext import standing_json, standing_lines
 
-    series, stack, rows = list_series(ctx.obj.checkout(write=False))
+    listing = list_series(ctx.obj.checkout(write=False))
+    series, stack, rows = listing.series, listing.stack, listing.rows
     if as_json:
         out(
             json.dumps(
@@ -76,6 +78,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
                             "labels": list(r.labels),
                             "applied": r.applied,
                             "commit": r.commit,
+                            **standing_json(r.standing),
                         }
                         for r in rows
                     ],
@@ -88,6 +91,8 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
         mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
         labels = (", " + ", ".join(r.labels)) if r.labels else ""
         echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]")
+    for line in standing_lines([r.standing for r in rows], listing.today, False):
+        echo(ctx, line)
 
 
 cli.add_command(series_cmd, "list")
@@ -118,8 +123,11 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
-    drift = do_drift(ws, st.stack_base)
+    drift = do_drift(ws, st.real_base)
     if as_json:
+        from .statustext import standing_json
+
+        by_name = {s.name: s for s in st.standings}
         out(
             json.dumps(
                 {
@@ -129,6 +137,20 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "base": st.series_base,
                     "base_ref": st.base_ref,
                     "stack_base": st.stack_base,
+                    "plain_series": st.plain_series,
+                    "built_on": st.built_on,
+                    "fold_into": st.fold_into,
+                    "in_base": list(st.in_base),
+                    "stopped": (
+                        {
+                            "patch": st.stopped.patch,
+                            "files": list(st.stopped.files),
+                            "conflicted": list(st.stopped.conflicted),
+                            "onto": st.stopped.onto,
+                        }
+                        if st.stopped
+                        else None
+                    ),
                     "applied": [p.name for p in st.patches if p.applied],
                     "unapplied": [p.name for p in st.patches if not p.applied],
                     "patches": [
@@ -140,9 +162,11 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                             "matches": p.matches,
                             "labels": list(p.labels),
                             "commit_tag": p.commit_tag,
+                            **(standing_json(by_name[p.name]) if p.name in by_name else {}),
                         }
                         for p in st.patches
                     ],
+                    "without_probe": st.without_probe,
                     "unknown_applied": list(st.unknown_applied),
                     "edits": list(st.edits),
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
@@ -205,11 +229,38 @@ def _discard_option(f: F) -> F:
     )(f)
 
 
-def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
+def _print_deps(ctx: click.Context, result: MoveResult, verb: str, verbose: bool) -> None:
+    """The unselected patches --with-deps added or --keep-deps kept, each with a patch that
+    leans on it."""
+    deps = [f"{n} ({by} leans on it)" for n, by in result.deps]
+    if not deps:
+        none = "leans on no unselected patch" if verb == "push" else "lean on none of them"
+        echo(ctx, f"dependencies: the {'selection' if verb == 'push' else 'patches left'} {none}")
+        return
+    if verb == "push":
+        head = f"added {len(deps)} unselected patch(es) the selection leans on"
+    else:
+        head = f"kept {len(deps)} selected patch(es) applied, the patches left lean on them"
+    shown = deps if verbose or len(deps) <= 10 else deps[:10]
+    more = f" and {len(deps) - len(shown)} more (--verbose lists them)" if deps[10:] else ""
+    echo(ctx, f"{head}: {', '.join(shown)}{more}")
+
+
+def _print_move(
+    ctx: click.Context, result: MoveResult, verb: str, verbose: bool, deps: bool = False
+) -> None:
     """What moved, then one line of counts; long lists only with --verbose."""
+    if deps:
+        _print_deps(ctx, result, verb, verbose)
     if verb == "push":
         if result.added:
             echo(ctx, names_line("applied", result.added, verbose))
+        if result.replaced:
+            echo(
+                ctx,
+                f"in place of the {result.replaced} plain commit(s) that carried them (the same"
+                " tree; 'patchstack undo' brings them back)",
+            )
         skipped = [n for n in result.before if n in result.after]
         if skipped and not result.added:
             echo(ctx, f"already applied: {len(skipped)} patch(es); nothing to push")
@@ -221,12 +272,24 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
         echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
+    if result.upstream:
+        echo(ctx, names_line("already in the tree (not applied)", result.upstream, verbose))
+        echo(
+            ctx,
+            "  upstream has their change: 'patchstack refresh --drop-merged' takes them out of"
+            " the series",
+        )
     echo(ctx, f"now applied: {len(result.after)} patch(es), HEAD {result.head[:12]}")
 
 
 @cli.command()
 @_selector_options
 @click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@click.option(
+    "--with-deps",
+    is_flag=True,
+    help="Also apply the unselected patches the selected ones lean on ('patchstack graph').",
+)
 @_discard_option
 @click.pass_context
 def push(
@@ -237,6 +300,7 @@ def push(
     except_: str | None,
     verbose: bool,
     onto: str | None,
+    with_deps: bool,
     discard: bool,
 ) -> None:
     """Apply patches in series order (NAME: up to and including it; default: the next one).
@@ -244,10 +308,13 @@ def push(
     Each patch applies exactly where it was made and is carried to its place by a three-way
     merge, never with fuzz. Nothing changes when a patch conflicts: the report names the
     patch, the file, the hunk, and the unselected patches that touch the same lines.
+    --with-deps applies those too, before it comes to that: the smallest set of unselected
+    patches the selection leans on (the edges of 'patchstack graph'), and says which.
 
     \b
     Example:
       patchstack push --only essential
+      patchstack push --only essential --with-deps
       patchstack push --all
     """
     from ..commands.push import push as do_push
@@ -256,10 +323,10 @@ def push(
     bar = ProgressBar("pushing")
     try:
         sel = selector(name, all_, only, except_)
-        result = do_push(ws, sel, onto, bar, discard)
+        result = do_push(ws, sel, onto, bar, discard, with_deps)
     finally:
         bar.close()
-    _print_move(ctx, result, "push", verbose)
+    _print_move(ctx, result, "push", verbose, with_deps)
     if ws.load_series().base is None:
         echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
 
@@ -273,6 +340,12 @@ NO_BASE = (
 
 @cli.command()
 @_selector_options
+@click.option("--alone", is_flag=True, help="Only NAME: the patches above it stay applied.")
+@click.option(
+    "--keep-deps",
+    is_flag=True,
+    help="Keep the selected patches that patches staying applied lean on ('patchstack graph').",
+)
 @_discard_option
 @click.pass_context
 def pop(
@@ -282,21 +355,29 @@ def pop(
     only: str | None,
     except_: str | None,
     verbose: bool,
+    alone: bool,
+    keep_deps: bool,
     discard: bool,
 ) -> None:
     """Unapply patches (NAME: it and every patch above it; default: the top one).
 
-    --only/--except remove patches from anywhere in the stack and keep the rest applied.
+    --only/--except remove patches from anywhere in the stack and keep the rest applied;
+    NAME --alone removes that one patch from the middle. --keep-deps keeps applied the
+    selected patches that a patch staying applied leans on (the smallest such set, the edges
+    of 'patchstack graph'), and says which, instead of stopping at the first conflict.
 
     \b
     Example:
       patchstack pop --only diagnostic,optimization
+      patchstack pop --only diagnostic,optimization --keep-deps
+      patchstack pop nccl-logging --alone
     """
     from ..commands.pop import pop as do_pop
 
     bar = ProgressBar("popping")
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
+        sel = selector(name, all_, only, except_)
+        result = do_pop(ctx.obj.checkout(), sel, bar, discard, alone, keep_deps)
     finally:
         bar.close()
-    _print_move(ctx, result, "pop", verbose)
+    _print_move(ctx, result, "pop", verbose, keep_deps)

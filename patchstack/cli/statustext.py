@@ -8,10 +8,14 @@ shows everything (``--json`` is always complete).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
+from typing import Any
 
 from ..commands.advice import next_step
 from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
+from ..commands.upstream import IN_BASE, NOT_IN_BASE, UNKNOWN, Standing
+from ..model.fields import NONE, summary
 from .output import style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
@@ -23,7 +27,7 @@ def _capped(lines: list[str], verbose: bool, what: str) -> list[str]:
     return [*lines[:SHOWN], f"  ... and {len(lines) - SHOWN} more {what} (--verbose lists them)"]
 
 
-def drift_lines(drift: Drift, verbose: bool) -> list[str]:
+def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str]:
     s = "s" if drift.commits != 1 else ""
     head = (
         f"upstream moved: {drift.commits} commit{s} since the series base, to"
@@ -35,6 +39,9 @@ def drift_lines(drift: Drift, verbose: bool) -> list[str]:
     else:
         head += "; none touches a file of the series" + (":" if verbose else "")
     out = [style(head, fg="yellow")]
+    if drift.guessed:
+        track = f"; 'git branch -u {drift.target_name}' makes it the upstream" if on_branch else ""
+        out.append(f"  (HEAD has no @{{upstream}}: {drift.target_name} is {drift.guessed}{track})")
     touching = {c.oid for c in drift.touching}
     rows = [
         f"  {c.oid[:10]} {c.subject}  ({', '.join(c.files)}: {', '.join(c.patches)})"
@@ -52,16 +59,42 @@ def status_lines(
     """``problem``: what a git operation in progress means for patchstack, when there is one."""
     stopped = st.refresh_stopped
     out = [style(problem, fg="red")] if problem else []
+    if st.stopped:
+        at = st.stopped
+        out.append(
+            style(
+                f"refresh stopped at a conflict in {at.patch} (patch {at.done + 1} of"
+                f" {at.total}, onto {at.onto}): resolve the markers, then 'patchstack refresh"
+                " --continue' (or 'patchstack refresh --abort')",
+                fg="red",
+            )
+        )
+        out += _capped([f"  conflict: {path}" for path in at.conflicted], verbose, "file(s)")
+    elif stopped:
+        out.append(style("a refresh is stopped at a conflict", fg="red"))
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
     out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
-    if st.series_base and st.stack_base != st.series_base and not stopped:
+    if st.plain_series:
+        out.append(
+            style(
+                f"HEAD carries the {'rest of the ' if st.on_top else ''}series as"
+                f" {st.plain_series} plain commit(s) (not patch commits yet)",
+                fg="yellow",
+            )
+        )
+    elif st.built_on and st.stack_base != st.series_base:
+        out.append(
+            f"stack base:  {st.stack_base[:12]} ({st.built_on}), on purpose: 'patchstack"
+            " worktree --onto' made this worktree there; the series keeps its base"
+        )
+    elif st.series_base and st.stack_base != st.series_base and not stopped:
         out.append(
             style(f"stack base:  {st.stack_base[:12]} differs from the series base", fg="yellow")
         )
-    if drift and drift.commits:
-        out += drift_lines(drift, verbose)
+    if drift and drift.commits and not st.built_on and not stopped:
+        out += drift_lines(drift, verbose, st.branch is not None)
     applied = [p for p in st.patches if p.applied]
     rows = []
     for p in applied:
@@ -83,12 +116,21 @@ def status_lines(
         rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
     out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
-    unapplied = [(False, f"  - {p.name} [{_tags(p)}]") for p in st.patches if not p.applied]
+    held = set(st.in_base)
+    unapplied = [
+        (
+            p.name in held,
+            f"  - {p.name} [{_tags(p)}]" + ("  (the base holds it)" if p.name in held else ""),
+        )
+        for p in st.patches
+        if not p.applied
+    ]
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")
     for problem in st.disagreements:
         out.append(style(f"  ! {problem}", fg="red"))
+    out += standing_lines(st.standings, st.today, verbose)
     if st.edits_in_patches:
         out.append("uncommitted edits in files of applied patches (refresh folds them):")
         out += _capped(
@@ -123,3 +165,39 @@ def _list(rows: Sequence[tuple[bool, str]], verbose: bool, what: str) -> list[st
     if len(plain) > room:
         out.append(f"  ... and {len(plain) - room} more {what} (--verbose lists them)")
     return out
+
+
+def standing_lines(found: Sequence[Standing], today: date | None, verbose: bool) -> list[str]:
+    """Which patches have no probe, and where the patches stand upstream; nothing when no
+    patch of the series has a probe, nor any upstream field."""
+    out = []
+    probed = [s for s in found if s.probe]
+    if probed:
+        line = f"probes: {len(probed)} of {len(found)} patch(es)"
+        missing = [s.name for s in found if not s.probe]
+        if missing:
+            shown = missing if verbose or len(missing) <= SHOWN else missing[:SHOWN]
+            more = f" and {len(missing) - len(shown)} more" if len(shown) < len(missing) else ""
+            line += "; none: " + ", ".join(shown) + more
+        out.append(line)
+    if any(s.upstream.state != NONE for s in found):
+        out.append("upstream: " + summary([s.upstream for s in found], today or date.today()))
+    notes = {
+        IN_BASE: "which the series base contains: it is upstream already (delete it, or"
+        " 'refresh --drop-merged')",
+        NOT_IN_BASE: "which the series base does not contain yet",
+        UNKNOWN: "unknown to this repository ('git fetch' the upstream that has it)",
+    }
+    for s in found:
+        if s.applied_check is not None:
+            commit = (s.upstream.commit or "")[:10]
+            text = f"  {s.name}: applied upstream as {commit}, {notes[s.applied_check]}"
+            out.append(style(text, fg="yellow") if s.applied_check != NOT_IN_BASE else text)
+    return out
+
+
+def standing_json(s: Standing) -> dict[str, Any]:
+    return {
+        "probe": s.probe,
+        "upstream": {**s.upstream.to_json(), "applied_check": s.applied_check},
+    }

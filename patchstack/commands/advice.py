@@ -17,6 +17,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             " (or 'patchstack refresh --abort' to go back)"
         )
     applied = [p for p in st.patches if p.applied]
+    if st.plain_series:
+        return (
+            f"'patchstack push --all' makes HEAD's {st.plain_series} plain commit(s) the applied"
+            " patches (the same tree: the work tree does not change)"
+        )
     if st.on_top:
         if st.on_top_problem:
             return str(st.on_top_problem[1])
@@ -25,6 +30,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             " ('git reset --keep')"
         )
     if applied and st.series_base and st.stack_base != st.series_base:
+        if st.built_on:  # a refresh here would rewrite the series everyone shares
+            return (
+                f"nothing to do: this worktree carries the patches on {st.built_on} on purpose;"
+                " the series keeps its own base (edit and refresh it in the main checkout)"
+            )
         return "'patchstack refresh' rewrites the series for the stack's new base"
     differs = [p.name for p in st.patches if p.matches == "differs"]
     if differs:
@@ -49,10 +59,21 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             return "'patchstack check', then 'patchstack refresh'"
         onto = drift.target_name
         return f"'patchstack check --onto {onto}', then 'patchstack refresh --onto {onto}'"
+    if st.edits_in_patches and st.fold_into:
+        return (
+            f"'patchstack refresh --patch {st.fold_into}' folds the edits into the patch whose"
+            " lines they change (a plain refresh folds only the top patch's files)"
+        )
     if st.edits_in_patches:
         return "'patchstack refresh' folds the edits into the top patch (or --patch NAME)"
     if st.edits:
         return "'patchstack new NAME --tag TAG PATH...' makes the edits a patch"
+    if st.in_base:
+        shown = ", ".join(st.in_base[:3]) + (" ..." if len(st.in_base) > 3 else "")
+        return (
+            f"'patchstack refresh --drop-merged' drops the {len(st.in_base)} patch(es) the base"
+            f" already holds from the series ({shown}; their files stay)"
+        )
     unapplied = len(st.patches) - len(applied)
     if unapplied:
         return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"

@@ -20,11 +20,9 @@ least the threshold (at most, for a figure where lower is better, such as a late
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,6 +36,7 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector
 from ..model.stack import stack_from_history
+from . import sessions
 from .state import make_engine, read_stack, resolve_rev
 from .worktree import build_on, scratch, selected_names
 
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
 
 GOOD, BAD, SKIP, ABORT = "good", "bad", "skip", "abort"
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an interrupted COMMAND
 
 
 @dataclass(frozen=True)
@@ -303,11 +301,11 @@ def run_command(
     goes to ``output`` line by line, its standard error straight through; whatever it leaves
     running is ended when it exits, and everything when the bisect is interrupted."""
     start = time.monotonic()
-    proc: subprocess.Popen[bytes] | None = None
+    proc: sessions.Process | None = None
     figure = None
     try:
         with lock.critical():  # a signal that comes while it starts waits until `proc` is set
-            proc = _start(command, cwd, env)
+            proc = sessions.start(command, cwd, env, hint=_NO_COMMAND)
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode("utf-8", "replace")
@@ -318,37 +316,11 @@ def run_command(
         status = proc.wait()
     finally:
         if proc is not None:
-            with lock.critical():
-                _end_session(proc)
+            sessions.end(proc)
     return status, figure, time.monotonic() - start
 
 
-def _start(command: Sequence[str], cwd: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise PatchstackError(
-            f"cannot run '{command[0]}': {exc.strerror}",
-            "give a command that exists after '--' (relative paths start in the scratch"
-            " worktree: use an absolute path for a script outside the repository)",
-        ) from exc
-
-
-def _end_session(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdout is not None:
-        proc.stdout.close()
-    if proc.returncode is None:  # interrupted: ask, then insist
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_GRACE)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+_NO_COMMAND = (
+    "give a command that exists after '--' (relative paths start in the scratch"
+    " worktree: use an absolute path for a script outside the repository)"
+)

@@ -6,7 +6,7 @@ patch is left out and the replay goes on, so one run lists every conflict."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
@@ -90,13 +90,20 @@ def check(
         )
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
+        reports = []
+        for n, _t, m in conflicts:
+            report = blame(git, n, m, series.base, target)
+            if skip:  # --only/--except: the unselected patches the conflict needs
+                selected = [e.name for e in series.entries if e.name not in skip]
+                needs = engine.culprits(n, report.hunks, report.files, selected)
+                report = replace(report, culprits=needs)
+            reports.append(report)
     finally:
-        engine.close(save_cache=False)
+        engine.close()
     bad = {c[0] for c in conflicts}
     verdicts = tuple(
         Verdict(e.name, e.tag, "conflict" if e.name in bad else classified.verdicts[e.name])
         for e in series.entries
         if e.name not in skip
     )
-    reports = tuple(blame(git, n, m, series.base, target) for n, _t, m in conflicts)
-    return CheckResult(target, name, series.base, verdicts, reports)
+    return CheckResult(target, name, series.base, verdicts, tuple(reports))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..checkout import Checkout
 from ..engine.chain import Engine
 from ..errors import PatchstackError, RefusedError
-from ..model import message
+from ..model import fields, message
 from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..model.series import Series
@@ -50,6 +50,10 @@ def fold(ws: Checkout, name_text: str, target_text: str, discard: bool = False) 
     text = message.combined(
         tpatch.message(target.removesuffix(".patch")), npatch.message(name.removesuffix(".patch"))
     )
+    # A field both carry (a probe, an upstream status) keeps TARGET's value, once.
+    mine = fields.read(tpatch.description, tpatch.fields)
+    theirs = {f.key.lower() for f in fields.read(npatch.description, npatch.fields)}
+    text = fields.write(text, [(f.key, f.value) for f in mine if f.key.lower() in theirs])
     who, when = tpatch.author, tpatch.date
     if not who or not when:
         ident, now = git.ident()

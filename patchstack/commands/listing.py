@@ -1,14 +1,17 @@
-"""``series`` (``list``): the patches in order, with tags, labels and applied state."""
+"""``series`` (``list``): the patches in order, with tags, labels and applied state, and what
+their headers say of their probes and their upstream status."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from ..checkout import Checkout
 from ..model.ids import Oid
 from ..model.series import Series
 from ..model.stack import Stack
 from .state import read_stack
+from .upstream import Standing, standings, today
 
 
 @dataclass(frozen=True)
@@ -18,13 +21,25 @@ class SeriesRow:
     labels: tuple[str, ...]
     applied: bool
     commit: Oid | None
+    standing: Standing
 
 
-def list_series(ws: Checkout) -> tuple[Series, Stack, list[SeriesRow]]:
+@dataclass(frozen=True)
+class Listing:
+    series: Series
+    stack: Stack
+    rows: tuple[SeriesRow, ...]
+    today: date | None  # when a submission's age is told
+
+
+def list_series(ws: Checkout) -> Listing:
     series = ws.load_series()
     stack = read_stack(ws.git)
+    found = standings(ws, series, series.base or stack.base)
     rows = []
-    for e in series.entries:
+    for e, standing in zip(series.entries, found, strict=True):
         ap = stack.find(e.name)
-        rows.append(SeriesRow(e.name, e.tag, e.labels, ap is not None, ap.commit if ap else None))
-    return series, stack, rows
+        commit = ap.commit if ap else None
+        rows.append(SeriesRow(e.name, e.tag, e.labels, ap is not None, commit, standing))
+    when = today(ws) if any(s.upstream.updated for s in found) else None
+    return Listing(series, stack, tuple(rows), when)

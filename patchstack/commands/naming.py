@@ -6,7 +6,7 @@ import os
 
 from ..checkout import Checkout
 from ..errors import PatchstackError, RefusedError
-from ..model.series import Series, validate_name
+from ..model.series import Series, name_key, validate_name
 
 
 def new_patch_name(text: str) -> str:
@@ -18,10 +18,18 @@ def new_patch_name(text: str) -> str:
     return name
 
 
-def require_free(ws: Checkout, series: Series, name: str) -> None:
-    """Refuse a name the series has, or whose file would overwrite one in the directory."""
+def require_free(ws: Checkout, series: Series, name: str, renaming: str | None = None) -> None:
+    """Refuse a name the series has (or one that differs from it only by case), or whose
+    file would overwrite one in the directory; ``renaming``: the patch that takes the name."""
     if name in series:
         raise PatchstackError(f"patch '{name}' is already in the series", "choose another name")
+    same = [n for n in series.names if name_key(n) == name_key(name) and n != renaming]
+    if same:
+        raise PatchstackError(
+            f"patch '{name}' differs from '{same[0]}' of the series only by case: one file on"
+            " macOS and Windows",
+            "choose another name",
+        )
     if os.path.lexists(ws.patch_path(name)):
         raise RefusedError(
             f"{ws.display(ws.patch_path(name))} already exists", "remove it or choose another name"

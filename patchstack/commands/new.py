@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..checkout import Checkout
 from ..errors import PatchstackError, RefusedError
-from ..model import trailers
+from ..model import fields, trailers
 from ..model.ids import Oid
 from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series, parse_tags
@@ -46,11 +46,14 @@ def new(
     paths: Sequence[str],
     interactive: bool = False,
     answers: bytes | None = None,
+    probe: str | None = None,
 ) -> NewResult:
     """``interactive``: the hunks to capture are chosen in git's ``add -p`` (on a temporary
-    index holding HEAD), reading ``answers`` when given; the rest stays uncommitted."""
+    index holding HEAD), reading ``answers`` when given; the rest stays uncommitted.
+    ``probe``: the command that shows the patch does its job (`model.fields`)."""
     git = ws.git
     name = new_patch_name(name)
+    probe = fields.clean_probe(probe)
     tag, labels = parse_tags(tag_text, "--tag", 0) if tag_text else ("", ())
     if not tag:
         raise PatchstackError("--tag is required", "one of: essential, diagnostic, optimization")
@@ -115,7 +118,10 @@ def new(
     if interactive:
         chosen = git.changed_paths(stack.top_tree, tree)
     untracked_left = tuple(p for p in dirty.untracked if p not in chosen)
-    text = trailers.write(split_message(message, name.removesuffix(".patch")), name, tag)
+    text = split_message(message, name.removesuffix(".patch"))
+    if probe:
+        text = fields.write(text, [(fields.PROBE, probe)])
+    text = trailers.write(text, name, tag)
     commit = git.commit_tree(tree, [stack.head], text, author, date)
     data = trailers.strip_from_mail(git.format_patch(commit))
     parse_patch(data, name)  # what we write must read back

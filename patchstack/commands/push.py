@@ -4,7 +4,7 @@ move every command that changes which patches are applied shares (`move_stack`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
 from ..errors import PatchstackError
@@ -14,8 +14,10 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
+from .deps import Deps, leaned_on
+from .deps import with_deps as add_deps
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
-from .state import make_engine, read_stack, require_movable, resolve_rev
+from .state import make_engine, plain_commits, read_stack, require_movable, resolve_rev
 
 Progress = Callable[[int, int], None] | None  # (done, total)
 
@@ -27,6 +29,9 @@ class MoveResult:
     head: Oid
     base: Oid
     rebuilt: tuple[str, ...]
+    upstream: tuple[str, ...] = ()  # asked for, but the tree holds them already: not applied
+    replaced: int = 0  # plain commits that carried the series, now patch commits (same tree)
+    deps: Deps = ()  # unselected patches carried along (--with-deps, --keep-deps), and why
 
     @property
     def added(self) -> list[str]:
@@ -75,19 +80,24 @@ def move_stack(
             f"applied patch '{missing[0]}' is not in the series",
             "put it back into the series file, or pop it first",
         )
-    built = []
+    head = keep[-1].commit if keep else base
+    upstream: tuple[str, ...] = ()
     if rest:
+        from ..engine.build import build
+
         engine = make_engine(ws, series, stack)
         try:
             base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
-            built = engine.build(base, base_tree, keep, rest, progress)
+            built = build(engine, base, base_tree, keep, rest, progress)
         finally:
             engine.close()
-    head = built[-1][1] if built else (keep[-1].commit if keep else base)
+        head, upstream = built.head, built.upstream
     publish(ws, Plan(kind, stack.head, head))
     if rest:
-        remember_exact(ws.git, engine.proven)
-    return MoveResult(stack.names, tuple(target), head, base, tuple(rest))
+        remember_exact(ws, engine.proven)
+    after = tuple(n for n in target if n not in upstream)
+    rebuilt = tuple(n for n in rest if n not in upstream)
+    return MoveResult(stack.names, after, head, base, rebuilt, upstream)
 
 
 def push(
@@ -96,14 +106,25 @@ def push(
     onto: str | None = None,
     progress: Progress = None,
     discard: bool = False,
+    with_deps: bool = False,
 ) -> MoveResult:
     series = ws.load_series()
     stack = read_stack(ws.git)
-    require_movable(stack)
+    # ``import commits`` of HEAD's own history: the patch commits go in their place.
+    plain = plain_commits(ws, series, stack) if onto is None else 0
+    if not plain:
+        require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
+    deps: Deps = ()
+    if with_deps:
+        deps = leaned_on(ws, series, target, (n for n in series.names if n not in target))
+        target = add_deps(series.names, target, deps)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
+    if plain and not stack.applied:
+        onto_oid = Oid(series.base or "")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
-        return unchanged(stack)
-    return move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+        return replace(unchanged(stack), deps=deps)
+    result = move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
+    return replace(result, replaced=plain, deps=deps)

@@ -28,7 +28,7 @@ def rename(ws: Checkout, old_text: str, new_text: str) -> RenameResult:
     stack = read_stack(ws.git)
     old = resolve_name(series, old_text)
     new = new_patch_name(new_text)
-    require_free(ws, series, new)
+    require_free(ws, series, new, renaming=old)
     entry = series.entry(old)
     data, _patch = ws.read_patch(entry)
     head = stack.head

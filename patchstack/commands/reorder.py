@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
+from ..engine.build import build
 from ..engine.chain import Engine
-from ..engine.fastpath import raw_date
-from ..engine.loaded import LoadedPatch, commit_message
+from ..engine.loaded import LoadedPatch
 from ..engine.merging import conflict_hunks
 from ..engine.replay import old_chain
 from ..engine.verdicts import format_chain
@@ -176,7 +176,7 @@ def reorder(
             parent = git.commit_tree(trees[start], [], "parent\n", *engine.default_author())
         new_engine = _engine_over(git, engine, new_series, datas)
         try:
-            chain = _commit_chain(git, new_engine, parent, parts[start:end], trees[start + 1 :])
+            chain = _commit_chain(new_engine, parent, parts[start:end], trees[start + 1 :])
         finally:
             new_engine.close()
     wanted = [parts[j].entry.name for j in moved]
@@ -343,7 +343,7 @@ def _engine_over(
         data = datas[entry.name]
         return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
 
-    return Engine(git, new_series, load, engine.canonical_base, engine.default_author)
+    return Engine(git, new_series, load, engine.canonical_base, engine.default_author, engine.store)
 
 
 def _moved(
@@ -369,34 +369,13 @@ def _moved(
 
 
 def _commit_chain(
-    git: Git, engine: Engine, parent: Oid, parts: Sequence[Part], trees: Sequence[Oid]
+    engine: Engine, parent: Oid, parts: Sequence[Part], trees: Sequence[Oid]
 ) -> dict[str, Oid]:
-    """Commits of ``parts`` with these trees, one on the other from ``parent``, in one
-    fast-import stream: the very commits the engine makes (its author, date and message)."""
-    commits: dict[str, Oid] = {}
-    if not parts:
-        return commits
-    stream = git.fast_import()
-    try:
-        for part, tree in zip(parts, trees, strict=False):
-            name = part.entry.name
-            lp = engine.patch(name)
-            author, date = lp.patch.author, lp.patch.date
-            if not author or not date:
-                default_author, default_date = engine.default_author()
-                author, date = author or default_author, date or default_date
-            when = raw_date(date)
-            if when is None or message.author_problem(author):
-                stream.close()  # its commits must be written before git reads them
-                parent = engine.commit(parent, tree, name)  # git parses what we cannot
-                stream = git.fast_import()
-            else:
-                text = commit_message(lp).encode("utf-8", "surrogateescape")
-                parent = stream.commit(parent, author, when, text, [("040000", tree, "")])
-            commits[name] = parent
-    finally:
-        stream.close()
-    return commits
+    """Commits of ``parts`` with these trees, one on the other from ``parent``: the very
+    commits the engine makes (`Committer.chain`)."""
+    items = [(engine.patch(p.entry.name), t) for p, t in zip(parts, trees, strict=False)]
+    made = engine.committer.chain(parent, items)
+    return {p.entry.name: c for p, c in zip(parts, made, strict=False)}
 
 
 def _file_writes(
@@ -434,7 +413,7 @@ def _rebuild(
     new_engine = _engine_over(ws.git, engine, new_series, final)
     new_engine.seed(list(trees))
     try:
-        built = new_engine.build(stack.base, stack.base_tree, keep, rest)
+        built = build(new_engine, stack.base, stack.base_tree, keep, rest)
     finally:
         new_engine.close()
-    return built[-1][1]
+    return built.head

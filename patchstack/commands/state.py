@@ -3,6 +3,8 @@ builds on HEAD makes, and the engine over the series."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..checkout import Checkout
@@ -22,9 +24,27 @@ def read_stack(git: Git) -> Stack:
     if head is None:
         raise PatchstackError("the repository has no commits yet", "commit the upstream tree first")
     try:
-        return stack_from_history(head, git.iter_first_parent(head))
+        stack = stack_from_history(head, git.iter_first_parent(head))
     except ValueError as exc:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
+    pulled = pulled_merge(git, stack)
+    return replace(stack, pulled=pulled[1]) if pulled else stack
+
+
+def pulled_merge(git: Git, stack: Stack) -> tuple[Stack, Oid] | None:
+    """When ``git pull`` merged upstream into the applied stack, HEAD is a merge whose one
+    parent carries the stack and whose other parent is the new base: (the stack of that
+    parent, the new base). Anything else on top of the patches is the user's own work."""
+    if len(stack.on_top) != 1:
+        return None
+    info = next(git.iter_first_parent(stack.head))
+    if len(info.parents) != 2:
+        return None
+    sides = [stack_from_history(p, git.iter_first_parent(p)) for p in info.parents]
+    patched = [i for i, s in enumerate(sides) if s.applied and not s.on_top]
+    if len(patched) == 1 and not sides[1 - patched[0]].applied:
+        return sides[patched[0]], info.parents[1 - patched[0]]
+    return None
 
 
 def on_top_problem(stack: Stack) -> tuple[str, str] | None:
@@ -32,6 +52,12 @@ def on_top_problem(stack: Stack) -> tuple[str, str] | None:
     and ``status`` say the same."""
     if not stack.on_top:
         return None
+    if stack.pulled:
+        return (
+            f"HEAD merges upstream {stack.pulled[:12]} into the applied patches (git pull)",
+            f"'patchstack refresh' carries the patches onto {stack.pulled[:12]} with the"
+            " merge's own resolutions: the branch becomes that commit plus the patches",
+        )
     n = len(stack.on_top)
     shown = ", ".join(c[:12] for c in stack.on_top[:3]) + (" ..." if n > 3 else "")
     return (
@@ -42,9 +68,55 @@ def on_top_problem(stack: Stack) -> tuple[str, str] | None:
     )
 
 
+def plain_series(
+    git: Git, base: str | None, names: Sequence[str], stack: Stack, full_tree: Callable[[], Oid]
+) -> int:
+    """How many plain commits carry the rest of the series (``names``), when HEAD's tree is
+    the whole series applied (``full_tree``) and HEAD is the series base plus commits that
+    are not patches, or the first patches applied plus such commits on top: what ``import
+    commits`` of the branch's own history leaves. ``push`` puts the patch commits in their
+    place, with the same tree. 0 in any other state."""
+    if not base or stack.pulled or stack.head == base:
+        return 0
+    if stack.applied:  # the plain commits on top carry the patches after the applied ones
+        ahead = len(names) > len(stack.applied) and stack.on_top and stack.base == base
+        if not ahead or stack.names != tuple(names[: len(stack.applied)]):
+            return 0
+        return len(stack.on_top) if git.tree_of(stack.head) == full_tree() else 0
+    if not git.is_ancestor(base, stack.head) or git.tree_of(stack.head) != full_tree():
+        return 0
+    return git.count_commits(f"{base}..{stack.head}")
+
+
+def plain_commits(ws: Checkout, series: Series, stack: Stack) -> int:
+    """`plain_series` against the series' own canonical chain (built only when the cheap
+    tests pass)."""
+    if not series.entries:
+        return 0
+    engines: list[Engine] = []
+
+    def full_tree() -> Oid:
+        engines.append(make_engine(ws, series, stack))
+        return engines[0].canonical(len(series.entries))
+
+    try:
+        return plain_series(ws.git, series.base, series.names, stack, full_tree)
+    except PatchstackError:  # a patch file that does not apply: not the series, then
+        return 0
+    finally:
+        for engine in engines:
+            engine.close()
+
+
 def require_movable(stack: Stack) -> None:
     """Refuse to build on HEAD when plain commits cover applied patch commits."""
     problem = on_top_problem(stack)
+    if problem and stack.pulled:
+        raise RefusedError(
+            problem[0],
+            "run 'patchstack refresh' first: it carries the patches onto the merged upstream,"
+            " with the merge's own resolutions; nothing was changed",
+        )
     if problem:
         raise RefusedError(problem[0], problem[1] + "; nothing was changed")
 
@@ -107,4 +179,4 @@ def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
             default.append((git.ident()[0], git.commit_date(canonical)))
         return default[0]
 
-    return Engine(git, series, load, canonical, default_author)
+    return Engine(git, series, load, canonical, default_author, ws.store)

@@ -1,16 +1,21 @@
-"""``status``: the base, the applied and unapplied patches, uncommitted edits, and whether each
-applied commit still carries exactly its patch file's change."""
+"""``status``: the base, the applied and unapplied patches, uncommitted edits, whether each
+applied commit still carries exactly its patch file's change, and what each patch's header
+says of its probe and its upstream status."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
-from ..checkout import Checkout
+from ..checkout import Checkout, experiment_note
 from ..journal.oplog import current_refresh
 from ..model.ids import Oid
 from ..model.series import Series
+from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
-from .state import on_top_problem, read_stack
+from .refresh.start import owners_of_edits
+from .state import on_top_problem, plain_commits, read_stack
+from .upstream import Standing, standings, today
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,19 @@ class PatchState:
     matches: str | None  # see `proof`: exact, carried, edited, differs; None when not applied
     labels: tuple[str, ...] = ()
     commit_tag: str | None = None  # the tag its applied commit's trailer says
+
+
+@dataclass(frozen=True)
+class StoppedAt:
+    """A refresh stopped at a conflict: the patch, the files its merge wrote (markers and
+    all: the user resolves them, they are not edits in no patch), and where it goes."""
+
+    patch: str
+    files: tuple[str, ...]
+    conflicted: tuple[str, ...]  # of those, the ones with conflict markers to resolve
+    onto: str  # the new base, with its ref when there is one
+    done: int  # patches carried before it
+    total: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,23 @@ class StatusResult:
     on_top_problem: tuple[str, str] | None = None  # what they are, what to do
     out_of_order: tuple[str, ...] = ()  # applied patches whose order is not the series order
     refresh_stopped: bool = False  # a refresh is stopped at a conflict
+    plain_series: int = 0  # HEAD carries the series as this many plain commits (imported)
+    built_on: str | None = None  # 'worktree --onto REV' made this stack on REV, on purpose
+    fold_into: str | None = None  # the patch 'refresh --patch' must name for the edits
+    stopped: StoppedAt | None = None  # where the stopped refresh is (refresh_stopped)
+    in_base: tuple[str, ...] = ()  # unapplied patches the series base already holds
+    standings: tuple[Standing, ...] = ()  # each patch's probe and upstream status
+    today: date | None = None  # when a submission's age is told
+
+    @property
+    def real_base(self) -> Oid:
+        """The commit below the fork's own work: the stack's base, or the series base when
+        HEAD carries the series as plain commits (they are not upstream's)."""
+        return Oid(self.series_base) if self.plain_series and self.series_base else self.stack_base
+
+    @property
+    def without_probe(self) -> list[str]:
+        return [s.name for s in self.standings if s.probe is None]
 
     @property
     def differs(self) -> list[str]:
@@ -99,8 +134,25 @@ def status(ws: Checkout) -> StatusResult:
         if ap.name in series:
             for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
-    in_patches = {p: tuple(touched[p]) for p in dirty.modified if p in touched}
-    edits = tuple(p for p in dirty.modified + dirty.unmerged if p not in touched)
+    plain = plain_commits(ws, series, stack)
+    is_stopped = current_refresh(git) is not None
+    stopped = _stopped(ws) if is_stopped else None
+    # The conflicting patch's files hold its merge, being resolved: not edits of anyone's.
+    resolving = set(stopped.files) if stopped else set()
+    in_patches = {
+        p: tuple(touched[p]) for p in dirty.modified if p in touched and p not in resolving
+    }
+    fold_into = None
+    top = stack.applied[-1].name if stack.applied else None
+    if in_patches and not any(top in owners for owners in in_patches.values()):
+        # A plain refresh folds only edits in the top patch's files: name the patch whose
+        # lines the edits change, as refresh itself does when it refuses.
+        found = owners_of_edits(ws, series, stack, dirty)
+        fold_into = found[0][1] if found else None
+    edits = tuple(
+        p for p in dirty.modified + dirty.unmerged if p not in touched and p not in resolving
+    )
+    standing = standings(ws, series, series.base or stack.base)
     return StatusResult(
         git.head_ref(),
         stack.head,
@@ -111,13 +163,86 @@ def status(ws: Checkout) -> StatusResult:
         tuple(n for n in stack.names if n not in series),
         edits,
         in_patches,
-        dirty.untracked,
+        tuple(p for p in dirty.untracked if p not in resolving),
         operation,
         stack.on_top,
-        on_top_problem(stack),
+        _plain_problem(plain) if plain and stack.on_top else on_top_problem(stack),
         _out_of_order(series, stack.names),
-        current_refresh(git) is not None,
+        is_stopped,
+        plain,
+        _built_on(ws, stack),
+        fold_into if not is_stopped else None,
+        stopped,
+        _in_base(ws, series, stack) if not is_stopped else (),
+        tuple(standing),
+        today(ws) if any(s.upstream.updated for s in standing) else None,
     )
+
+
+def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:
+    """The unapplied patches whose every file the series base already holds as the patch
+    makes it (the blob its index line names): what ``refresh`` reports as ``upstream`` and
+    keeps in the series. ``push`` cannot apply them; ``refresh --drop-merged`` drops them."""
+    base = series.base
+    if not base or stack.base != base:
+        return ()
+    fmt = ws.git.fmt
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for e in series.entries:
+        if stack.find(e.name) is not None:
+            continue
+        files = ws.proven_bytes(e)[1].files
+        if files and all(
+            not f.renamed and not f.copied and fmt.is_full(f.new_id) and f.new_id != f.old_id
+            for f in files
+        ):
+            wanted[e.name] = [(f.path, f.new_id or "") for f in files]
+    if not wanted:
+        return ()
+    paths = sorted({path for pairs in wanted.values() for path, _id in pairs})
+    have = ws.git.ls_tree_paths(base, paths)
+
+    def held(path: str, oid: str) -> bool:
+        return have[path][1] == oid if path in have else fmt.is_null(oid)
+
+    return tuple(n for n, pairs in wanted.items() if all(held(p, o) for p, o in pairs))
+
+
+def _stopped(ws: Checkout) -> StoppedAt | None:
+    from ..errors import PatchstackError
+    from .refresh.stopped import load
+
+    try:
+        state = load(ws)
+    except PatchstackError:
+        return None  # status says the refresh is stopped; the commands name the problem
+    onto = state.new_base[:12] + (f" ({state.new_ref})" if state.new_ref else "")
+    return StoppedAt(
+        state.stopped_at or "?",
+        state.touched,
+        state.conflicted,
+        onto,
+        len(state.done),
+        len(state.steps),
+    )
+
+
+def _plain_problem(count: int) -> tuple[str, str]:
+    return (
+        f"HEAD has {count} plain commit(s) on top of the applied patches that carry the rest"
+        " of the series (imported)",
+        "'patchstack push --all' makes them the applied patches (the same tree)",
+    )
+
+
+def _built_on(ws: Checkout, stack: Stack) -> str | None:
+    """The REV of ``worktree DIR --onto REV`` when this is DIR and its stack is still on the
+    commit it was made on: a stack on another base than the series', on purpose."""
+    note = experiment_note(ws.git) or {}
+    onto, made_on = note.get("onto"), note.get("made_on")
+    if isinstance(onto, str) and made_on == stack.base and stack.applied:
+        return onto
+    return None
 
 
 def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from ..journal.oplog import (
     interrupted_error,
     oplog_ref,
     redo_target,
+    refused_since,
     write_entry,
 )
 from ..journal.restore import check_restorable
@@ -39,6 +40,7 @@ class RestoreResult:
     before: Snapshot  # the state the restore replaced
     target: Snapshot  # the state restored
     files: tuple[str, ...]  # work tree and series files written or removed
+    refused: str | None = None  # the command refused right before, which changed nothing
 
 
 def _logged_dir(ws: Checkout, entry: Entry) -> Checkout:
@@ -55,6 +57,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
         raise PatchstackError("the operation log is empty: nothing to undo")
     ws = _logged_dir(ws, log[0])
     newest = log[0]
+    refused = refused_since(git, newest.oid)
     if newest.status == "running":
         if steps != 1:
             raise PatchstackError(
@@ -79,7 +82,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
         current = _check_unchanged(ws, newest, force)
     target = targets[-1].before
     files = _restore(ws, "undo", target, current, undoes=tuple(t.seq for t in targets))
-    return RestoreResult(tuple(targets), current, target, files)
+    return RestoreResult(tuple(targets), current, target, files, refused)
 
 
 def redo(ws: Checkout, force: bool = False) -> RestoreResult:

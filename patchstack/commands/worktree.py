@@ -75,9 +75,11 @@ def selector_words(sel: Selector) -> tuple[str, ...]:
 def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
     """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
     (with the conflict report) when a patch does not apply there."""
+    from ..engine.build import build
+
     if not names:
         return base
-    return engine.build(base, git.tree_of(base), [], list(names))[-1][1]
+    return build(engine, base, git.tree_of(base), [], list(names)).head
 
 
 # -- experiment worktrees -------------------------------------------------------------------

@@ -1,53 +1,46 @@
-"""A small key -> object id map in the git directory (``patchstack/cache``); entries are
-checked to exist before use, and a line torn by a crash is skipped."""
+"""The engine's results (chain commits, applied and merged trees, commits) as key -> object
+id, in the ``build`` section of the one cache (`store`); a value is checked to exist before
+use."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 from ..git import Git
 from ..model.ids import Oid
+from ..store import Store
+
+SECTION = "build"
 
 
 class Cache:
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, store: Store) -> None:
         self.git = git
-        self.path = os.path.join(git.common_dir, "patchstack", "cache")
-        self.entries: dict[str, str] = {}
-        self.added: dict[str, str] = {}
+        self.store = store
         self.present: set[str] = set()  # values known to exist
-        sizes = (git.fmt.hexsz,)
-        try:
-            with open(self.path, encoding="utf-8", errors="surrogateescape") as f:
-                for line in f:
-                    key, _, value = line.rstrip("\n").rpartition(" ")
-                    if len(value) in sizes and not value.strip("0123456789abcdef"):
-                        self.entries[key] = value
-        except (FileNotFoundError, UnicodeDecodeError):
-            pass
+        self.missing: set[str] = set()
+
+    def peek(self, key: str) -> str | None:
+        """The value of ``key`` without checking that it exists."""
+        value = self.store.get(SECTION, key)
+        return value if isinstance(value, str) else None
 
     def get(self, key: str) -> Oid | None:
-        value = self.entries.get(key)
-        if value and (value in self.present or self.git.has_objects([value])[value]):
+        value = self.peek(key)
+        if not value or value in self.missing:
+            return None
+        if value in self.present or self.git.has_objects([value])[value]:
             self.present.add(value)
             return Oid(value)
+        self.missing.add(value)
+        self.store.forget(SECTION, key)
         return None
 
     def check(self, values: Iterable[str]) -> None:
         """Ask at once whether these values exist, ahead of `get`s that will want them."""
         found = self.git.has_objects([v for v in values if v not in self.present])
         self.present.update(v for v, ok in found.items() if ok)
+        self.missing.update(v for v, ok in found.items() if not ok)
 
     def put(self, key: str, value: str) -> None:
-        if self.entries.get(key) != value:
-            self.entries[key] = value
-            self.added[key] = value
-
-    def save(self) -> None:
-        if not self.added:
-            return
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with open(self.path, "a", encoding="utf-8", errors="surrogateescape") as f:
-            f.writelines(f"{k} {v}\n" for k, v in self.added.items())
-        self.added.clear()
+        self.store.put(SECTION, key, value)

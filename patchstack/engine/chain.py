@@ -26,15 +26,16 @@ from dataclasses import dataclass, field
 from ..errors import ConflictError, InputError, PatchstackError
 from ..git import Git, MergeResult, TempIndex
 from ..model import paths
-from ..model.conflict import Conflict
+from ..model.conflict import Conflict, ConflictHunk
 from ..model.ids import Oid
 from ..model.series import Entry, Series
-from ..model.stack import AppliedPatch
-from . import fastpath
+from ..store import Store
+from . import contract, fastpath
 from .cache import Cache
+from .committer import Committer
 from .fastpath import ProvenStream
-from .loaded import LoadedPatch, commit_message
-from .merging import conflict_hunks, merge, misfit_notes
+from .loaded import LoadedPatch
+from .merging import conflict_hunks, misfit_notes
 
 
 @dataclass
@@ -44,7 +45,10 @@ class Engine:
     load: Callable[[Entry], LoadedPatch]
     canonical_base: Oid  # the commit the patch files were made against
     default_author: Callable[[], tuple[str, str]]
+    store: Store
     cache: Cache = field(init=False)
+    committer: Committer = field(init=False)
+    shortcuts: bool = field(init=False)  # `contract.enabled` when the engine was made
     _chain: list[Oid] = field(default_factory=list, init=False)  # C[k]
     _commits: list[Oid] = field(default_factory=list, init=False)  # K[k]: C[k] as a commit
     _loaded: dict[str, LoadedPatch] = field(default_factory=dict, init=False)
@@ -58,16 +62,17 @@ class Engine:
     proven: list[tuple[Oid, str, int, bool]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.cache = Cache(self.git)
+        self.cache = Cache(self.git, self.store)
+        self.committer = Committer(self.git, self.cache, self.default_author)
+        self.shortcuts = contract.enabled()
         self._chain = [self.git.tree_of(self.canonical_base)]
         self._commits = [self.canonical_base]
 
-    def close(self, save_cache: bool = True) -> None:
+    def close(self) -> None:
+        """Let go of the temporary index (the results are saved with the checkout's cache)."""
         if self._index is not None:
             self._index.__exit__()
             self._index = None
-        if save_cache:
-            self.cache.save()
 
     def seed(self, chain: Sequence[Oid]) -> None:
         """Take C[0..n] as known (a refresh computed them) instead of applying the files."""
@@ -83,18 +88,21 @@ class Engine:
     def canonical(self, k: int) -> Oid:
         """C[k]: the tree after the first k patches of the series on the canonical base."""
         if len(self._chain) <= k:
-            self._extend(k)
+            self.extend(k)
         return self._chain[k]
 
     def canonical_commit(self, k: int) -> Oid:
         """K[k]: the commit of patch k on K[k-1], K[0] being the canonical base."""
         if len(self._commits) <= k:
-            self._extend(k)
+            self.extend(k)
         return self._commits[k]
 
-    def _extend(self, k: int, tick: Callable[[], None] | None = None) -> None:
+    def extend(self, k: int, tick: Callable[[], None] | None = None) -> None:
         """Compute K[j] and C[j] up to k: from the cache, else in one fast-import stream with
-        hunks applied in Python and proven by blob ids, else with ``git apply``."""
+        hunks applied in Python and proven by blob ids, else with ``git apply``. A patch that
+        does not apply where it was made but is contained there already (it applies in
+        reverse: the base took it, and a refresh kept it as upstream's) adds nothing:
+        ``C[j] = C[j-1]`` and ``K[j] = K[j-1]``, the one rule every builder follows."""
         entries = self.series.entries
         session: ProvenStream | None = None
         unresolved: list[int] = []
@@ -105,7 +113,7 @@ class Engine:
             parent = self._commits[j - 1]
             key = self._chain_key(parent, lp)
             commit = self.cache.get(key)
-            if commit is None and fastpath.FAST_PATH and self._provable(lp):
+            if commit is None and self.shortcuts and self._provable(lp):
                 session = session or ProvenStream(self.git, parent)
                 due = ahead.due(j - 1)
                 if due is not None:
@@ -114,7 +122,7 @@ class Engine:
                         for e in entries[due.start : due.stop]
                         for p in self.patch(e.name).patch.paths
                     )
-                commit = session.commit(parent, lp, self)
+                commit = session.commit(parent, lp, self.committer)
                 if commit is not None:
                     digest = hashlib.sha256(lp.data).hexdigest()
                     self.proven.append((commit, digest, lp.entry.strip_level, True))
@@ -124,10 +132,14 @@ class Engine:
                     session = None
                 ahead.closed()
                 self._resolve(unresolved)
-                tree = self.apply_exact(self._chain[j - 1], lp)
-                commit = self.commit(parent, tree, lp.entry.name)
-                digest = hashlib.sha256(lp.data).hexdigest()
-                self.proven.append((commit, digest, lp.entry.strip_level, False))
+                tree = self._apply_or_contained(self._chain[j - 1], lp)
+                if tree is None:
+                    commit = parent
+                    tree = self._chain[j - 1]
+                else:
+                    commit = self.committer.commit(parent, tree, lp)
+                    digest = hashlib.sha256(lp.data).hexdigest()
+                    self.proven.append((commit, digest, lp.entry.strip_level, False))
                 self._chain.append(tree)
             else:
                 self._chain.append(Oid(""))
@@ -139,6 +151,29 @@ class Engine:
         if session is not None:
             session.close()
         self._resolve(unresolved)
+
+    def _apply_or_contained(self, tree: Oid, lp: LoadedPatch) -> Oid | None:
+        """The tree ``lp`` makes of ``tree`` (``git apply``), or None when ``tree`` contains it
+        already (it applies in reverse); a ConflictError when neither."""
+        key = f"contained {tree} {lp.digest} p{lp.entry.strip_level}"
+        if self.cache.get(key) == tree:
+            return None
+        try:
+            return self.apply_exact(tree, lp)
+        except ConflictError:
+            if self._index is None:
+                self._index = self.git.temp_index()
+            self._index.read_tree(tree)
+            self._index_tree = None
+            contained, _err = self._index.apply(lp.data, lp.entry.strip_level, reverse=True)
+            if not contained:
+                raise
+            self.cache.put(key, tree)
+            return None
+
+    def contained(self, k: int) -> bool:
+        """Does patch k of the series add nothing to the chain (its base holds it already)?"""
+        return self.canonical_commit(k) == self.canonical_commit(k - 1)
 
     def _provable(self, lp: LoadedPatch) -> bool:
         """Can the fast path prove this patch at all (full index lines, text, no renames)?
@@ -166,7 +201,7 @@ class Engine:
         parent = self._commits[-1]
         found = []
         for j in range(len(self._commits), k + 1):
-            value = self.cache.entries.get(
+            value = self.cache.peek(
                 self._chain_key(parent, self.patch(self.series.entries[j - 1].name))
             )
             if value is None:
@@ -181,11 +216,14 @@ class Engine:
         js.clear()
 
     def check_through(self, tree: Oid, lp: LoadedPatch) -> None:
-        """Refuse a patch whose paths go through a symlink, file or submodule of ``tree``."""
+        """Refuse a patch whose paths go through a symlink, file or submodule of ``tree`` that
+        the patch does not delete itself (a patch may turn a file into a folder)."""
         dirs = {d for f in lp.patch.files for p in f.paths for d in paths.leading_dirs(p)}
         if not dirs:
             return
+        deleted = {f.old_path for f in lp.patch.files if f.old_path and f.new_path != f.old_path}
         modes = self.git.entry_modes(tree, sorted(dirs))
+        modes = {d: (None if d in deleted else m) for d, m in modes.items()}
         for f in lp.patch.files:
             for p in f.paths:
                 problem = paths.through_problem(p, modes)
@@ -225,13 +263,11 @@ class Engine:
     # -- placing patches -----------------------------------------------------------------------
 
     def place(self, tree: Oid, name: str, selected: Sequence[str] = ()) -> Oid:
-        """The tree of patch ``name`` carried onto ``tree``; ConflictError when it cannot merge."""
+        """The tree of patch ``name`` placed on ``tree`` (`contract.place`); ConflictError when
+        it does not merge."""
         k = self.series.index(name) + 1
         before = self.canonical(k - 1)
         after = self.canonical(k)
-        if tree == before:
-            return after
-        self.check_through(tree, self.patch(name))
         result = self.carry(before, tree, after, name)
         if isinstance(result, MergeResult):
             raise ConflictError(
@@ -239,12 +275,13 @@ class Engine:
                 self.conflict_report(
                     name, result.tree, result.conflicted, result.messages, selected
                 ),
-                "push the patches it depends on too, or resolve with 'patchstack refresh'",
+                "carry the patches it leans on too: 'push --with-deps' and 'pop --keep-deps'"
+                " add them (nothing was changed)",
             )
         return result
 
     def carry(self, before: Oid, tree: Oid, after: Oid, name: str) -> Oid | MergeResult:
-        """The change ``before -> after`` (patch ``name``) carried onto ``tree`` by a three-way
+        """The change ``before -> after`` (patch ``name``) placed on ``tree`` by the contract's
         merge, remembered in the cache; the merge itself when it does not merge cleanly."""
         if tree == before:
             return after
@@ -254,101 +291,15 @@ class Engine:
         cached = self.cache.get(key)
         if cached:
             return cached
-        result = merge(self.git, before, tree, after, ("current", name))
+        result = contract.place(self.git, before, tree, after, ("current", name))
         if not result.clean:
             return result
         self.cache.put(key, result.tree)
         return result.tree
 
     def commit(self, parent: Oid, tree: Oid, name: str) -> Oid:
-        lp = self.patch(name)
-        author = lp.patch.author
-        date = lp.patch.date
-        if not author or not date:
-            default_author, default_date = self.default_author()
-            author = author or default_author
-            date = date or default_date
-        message = commit_message(lp)
-        digest = hashlib.sha1(f"{author}\0{date}\0{message}".encode("utf-8", "surrogateescape"))
-        key = f"commit {parent} {tree} {digest.hexdigest()}"
-        cached = self.cache.get(key)
-        if cached:
-            return cached
-        oid = self.git.commit_tree(tree, [parent], message, author, date)
-        self.cache.put(key, oid)
-        return oid
-
-    def build(
-        self,
-        base: Oid,
-        base_tree: Oid,
-        keep: Sequence[AppliedPatch],
-        names: Sequence[str],
-        progress: Callable[[int, int], None] | None = None,
-    ) -> list[tuple[str, Oid, Oid]]:
-        """Commits for ``names`` on top of ``keep`` (on ``base``): [(name, commit, tree)].
-
-        ``progress(done, total)`` is called as patches are made.
-        """
-        parent = keep[-1].commit if keep else base
-        tree = keep[-1].tree if keep else base_tree
-        selected = [p.name for p in keep] + list(names)
-        last = max((self.series.index(n) + 1 for n in names), default=0)
-        total = max(0, last + 1 - len(self._commits)) + len(names)
-        done = [0]
-
-        def tick() -> None:
-            done[0] += 1
-            if progress:
-                progress(done[0], total)
-
-        # Every placement needs the canonical chain up to its patch: made in one stream.
-        self._extend(last, tick)
-        built: list[tuple[str, Oid, Oid]] = []
-        session: ProvenStream | None = None  # off the canonical chain: blob-proven commits
-        pending: list[int] = []  # entries of `built` made by the stream, trees not known yet
-
-        ahead = fastpath.ReadAhead(len(names))
-
-        def settle() -> Oid:
-            """Close the stream and fill in the trees of its commits; the current tree."""
-            nonlocal session
-            if session is not None:
-                session.close()
-                session = None
-                ahead.closed()
-            for i, t in zip(
-                pending, self.git.trees_of([built[i][1] for i in pending]), strict=True
-            ):
-                built[i] = (built[i][0], built[i][1], t)
-            pending.clear()
-            return built[-1][2] if built else tree
-
-        for at, name in enumerate(names):
-            k = self.series.index(name) + 1
-            if parent == self.canonical_commit(k - 1):
-                settle()
-                parent, tree = self.canonical_commit(k), self.canonical(k)
-            else:
-                commit = None
-                if fastpath.FAST_PATH and self._provable(self.patch(name)):
-                    session = session or ProvenStream(self.git, parent)
-                    due = ahead.due(at)
-                    if due is not None:
-                        rest = names[due.start : due.stop]
-                        session.prefetch(p for n in rest for p in self.patch(n).patch.paths)
-                    commit = session.commit(parent, self.patch(name), self)
-                if commit is not None:
-                    parent, tree = commit, Oid("")
-                    pending.append(len(built))
-                else:
-                    tree = settle()
-                    tree = self.place(tree, name, selected)
-                    parent = self.commit(parent, tree, name)
-            built.append((name, parent, tree))
-            tick()
-        settle()
-        return built
+        """The commit of patch ``name`` with ``tree`` on ``parent`` (`Committer.commit`)."""
+        return self.committer.commit(parent, tree, self.patch(name))
 
     # -- reports -------------------------------------------------------------------------------
 
@@ -358,19 +309,32 @@ class Engine:
         """The hunks of a failed placement, and the unselected patches before ``name`` that
         added lines the patch expected (pushing them too would likely help)."""
         hunks = conflict_hunks(self.git, merged, files)
+        culprits = self.culprits(name, hunks, files, selected)
+        return Conflict(name, tuple(files), tuple(hunks), culprits, detail, merged)
+
+    def culprits(
+        self,
+        name: str,
+        hunks: Sequence[ConflictHunk],
+        files: Sequence[str],
+        selected: Sequence[str],
+    ) -> tuple[str, ...]:
+        """The patches before ``name``, not in ``selected``, that touch ``files`` and added
+        lines the conflicting hunks expected (every one touching them, when no hunk says)."""
         k = self.series.index(name)
-        culprits = []
+        found = []
+        chosen = set(selected)
         expected = {ln.strip() for h in hunks for ln in h.expected if ln.strip()}
         for entry in self.series.entries[:k]:
-            if entry.name in selected:
+            if entry.name in chosen:
                 continue
             lp = self.patch(entry.name)
             if not set(lp.patch.paths) & set(files):
                 continue
             added = {ln.strip() for f in lp.patch.files for h in f.hunks for ln in h.added}
             if not expected or added & expected:
-                culprits.append(entry.name)
-        return Conflict(name, tuple(files), tuple(hunks), tuple(culprits), detail, merged)
+                found.append(entry.name)
+        return tuple(found)
 
 
 def no_base_error(base: str) -> PatchstackError:

@@ -14,23 +14,17 @@ would not hash to the expected id.
 
 from __future__ import annotations
 
-import email.utils
-import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from ..git import FastImport, Git, RawDiff
 from ..git.fastimport import Change
 from ..model import paths
 from ..model.ids import ObjectFormat, Oid
 from ..model.patchfile import FileDiff, Hunk
-from .loaded import LoadedPatch, commit_message
+from .committer import Committer
+from .contract import TREE_MODE, rename_free
+from .loaded import LoadedPatch
 
-if TYPE_CHECKING:
-    from .chain import Engine
-
-FAST_PATH = os.environ.get("PATCHSTACK_NO_FAST_PATH") is None
 PREFETCH_BYTES = 64 << 20  # file contents a stream reads ahead, at most
 PREFETCH_WINDOW = 64  # patches a stream reads ahead for, at once
 REGULAR = ("100644", "100755")
@@ -252,41 +246,56 @@ class ProvenStream:
         found = self.base.get(path)
         return (found[0], found[1], None) if found else None
 
-    def commit_tree(self, parent: Oid, lp: LoadedPatch, engine: Engine, tree: Oid) -> Oid | None:
+    def commit_tree(
+        self, parent: Oid, lp: LoadedPatch, committer: Committer, tree: Oid
+    ) -> Oid | None:
         """The commit of ``lp`` with the whole tree ``tree`` (a merge's result) on ``parent``,
-        the same commit `Engine.commit` makes; None when fast-import cannot write its identity.
-        The caller tells the stream what moved (`moved`)."""
-        who = identity(lp, engine)
-        if who is None:
-            return None
-        message = commit_message(lp).encode("utf-8", "surrogateescape")
-        return self.stream.commit(
-            parent, who[0], who[1], message, [("040000", tree, "")], self.named
-        )
+        the same commit `Committer.commit` makes; None when only commit-tree may write its
+        identity. The caller tells the stream what moved (`moved`)."""
+        return committer.stream_commit(self.stream, parent, lp, [("040000", tree, "")], self.named)
 
     def commit_entries(
-        self, parent: Oid, lp: LoadedPatch, engine: Engine, entries: Sequence[tuple[str, str, str]]
+        self,
+        parent: Oid,
+        lp: LoadedPatch,
+        committer: Committer,
+        entries: Sequence[tuple[str, str, str]],
     ) -> Oid:
         """The commit of ``lp`` on ``parent`` that sets each (mode, id, path) of ``entries``
-        (files a merge wrote, already in the object database); the caller made sure fast-import
-        can write its identity, and tells the stream what moved (`moved`)."""
-        who = identity(lp, engine)
-        assert who is not None
-        message = commit_message(lp).encode("utf-8", "surrogateescape")
-        return self.stream.commit(parent, who[0], who[1], message, entries, self.named)
+        (files a merge wrote, already in the object database); the caller made sure a stream
+        may write its identity, and tells the stream what moved (`moved`)."""
+        commit = committer.stream_commit(self.stream, parent, lp, list(entries), self.named)
+        assert commit is not None
+        return commit
+
+    def _folder_mode(self, folder: str) -> str | None:
+        """The mode of ``folder`` in the stream's tree; None when absent, or when a commit of
+        the stream deleted something under it (it may be gone: not known without a read)."""
+        prefix = folder + "/"
+        if any(v is None and p.startswith(prefix) for p, v in self.overlay.items()):
+            return None
+        cur = self._current(folder)
+        return cur[0] if cur else None
 
     def carry(
-        self, parent: Oid, lp: LoadedPatch, engine: Engine, diff: Sequence[RawDiff]
+        self,
+        parent: Oid,
+        lp: LoadedPatch,
+        committer: Committer,
+        diff: Sequence[RawDiff],
+        base: Oid,
     ) -> Oid | None:
         """The commit of ``lp`` on ``parent`` when each file it changes is, in the stream's
         tree, what it was before it in the old chain (``diff``: the raw diff of ``lp`` there,
-        ``C[k] -> C[k+1]``); None otherwise. Then the three-way merge of ``lp`` sees "ours" equal
-        to "base" on every path ``lp`` changes and takes ``lp``'s side, and on every other path
-        ``lp`` changes nothing: the new entries are the old chain's, with no file read, no hunk
-        applied (so a patch without full index lines needs no merge either). Renames, copies
-        and anything but regular files are left to the merge, as `commit` leaves them."""
-        who = identity(lp, engine)
-        if who is None or not diff or any(f.renamed or f.copied for f in lp.head.files):
+        ``base = C[k] -> C[k+1]``), and no rename can reach across its paths
+        (`contract.rename_free`); None otherwise. Then the three-way merge of ``lp`` sees
+        "ours" equal to "base" on every path ``lp`` changes and takes ``lp``'s side, and on
+        every other path ``lp`` changes nothing: the new entries are the old chain's, with no
+        file read, no hunk applied (so a patch without full index lines needs no merge
+        either). Renames, copies and anything but regular files are left to the merge."""
+        if not diff or not committer.streamable(lp):
+            return None
+        if any(f.renamed or f.copied for f in lp.head.files):
             return None
         self._look_up([d[4] for d in diff])
         changes: list[Change] = []
@@ -308,16 +317,23 @@ class ProvenStream:
                 staged[path] = (new_mode, new_id, None)
             else:
                 return None
-        message = commit_message(lp).encode("utf-8", "surrogateescape")
-        commit = self.stream.commit(parent, who[0], who[1], message, changes, self.named)
+
+        def trees_in_base(folders: Iterable[str]) -> set[str]:
+            found = self.git.entries_at(base, list(folders))
+            return {f for f, (mode, _oid) in found.items() if mode == TREE_MODE}
+
+        if not rename_free(diff, self._folder_mode, trees_in_base):
+            return None
+        commit = committer.stream_commit(self.stream, parent, lp, changes, self.named)
+        assert commit is not None
         self.overlay.update(staged)
         return commit
 
-    def commit(self, parent: Oid, lp: LoadedPatch, engine: Engine) -> Oid | None:
-        who = identity(lp, engine)
-        if who is None:
+    def commit(self, parent: Oid, lp: LoadedPatch, committer: Committer) -> Oid | None:
+        """The commit of ``lp`` applied exactly where it was made (the canonical chain: the
+        stream's tree is ``C[k]``), proven by blob ids; None when they cannot prove it."""
+        if not committer.streamable(lp):
             return None
-        author, when = who
         changes: list[Change] = []
         staged: dict[str, tuple[str, str, bytes] | None] = {}
         self._look_up(lp.patch.paths)
@@ -351,34 +367,7 @@ class ProvenStream:
             ref = self.stream.blob(new) if new != old else (cur[1] if cur else "")
             changes.append((mode, ref, path))
             staged[path] = (mode, fd.new_id or "", new)
-        message = commit_message(lp).encode("utf-8", "surrogateescape")
-        commit = self.stream.commit(parent, author, when, message, changes, self.named)
+        commit = committer.stream_commit(self.stream, parent, lp, changes, self.named)
+        assert commit is not None
         self.overlay.update(staged)
         return commit
-
-
-def identity(lp: LoadedPatch, engine: Engine) -> tuple[str, str] | None:
-    """(author, raw date) of the commit of ``lp``, when fast-import can write them as
-    ``commit-tree`` would."""
-    author, date = lp.head.author, lp.head.date
-    if not author or not date:
-        default_author, default_date = engine.default_author()
-        author, date = author or default_author, date or default_date
-    when = raw_date(date)
-    if when is None or not re.fullmatch(r"[^<>\n]*[^<>\s] <[^<>\n]*>", author):
-        return None
-    return author, when
-
-
-def raw_date(text: str) -> str | None:
-    """A patch's Date header as git's raw "<epoch> <tz>", or None when unsure."""
-    text = text.strip()
-    if re.fullmatch(r"\d+ [+-]\d{4}", text):
-        return text
-    parsed = email.utils.parsedate_tz(text)
-    if parsed is None or parsed[9] is None:
-        return None
-    offset = parsed[9]
-    sign = "-" if offset < 0 else "+"
-    hours, minutes = divmod(abs(offset) // 60, 60)
-    return f"{email.utils.mktime_tz(parsed)} {sign}{hours:02d}{minutes:02d}"

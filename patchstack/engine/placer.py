@@ -60,7 +60,7 @@ from dataclasses import replace
 from ..git import FastImport, MergeResult, RawDiff
 from ..model.ids import Oid
 from .chain import Engine
-from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream, identity
+from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream
 from .merging import readable
 from .replay import Done, Step
 
@@ -138,12 +138,16 @@ class Placer:
     def place(self, name: str) -> Oid | None:
         """Patch ``name`` on the current parent, when upstream left its files as the old
         chain had them before it (`ProvenStream.carry`), or None."""
+        if not self.engine.shortcuts:
+            return None
         lp = self.engine.patch(name)
         i = self.index[name]
         if i >= self.fetched:
             self._prefetch(i)
         diff = self._diff(i)
-        commit = self._open().carry(self.parent, lp, self.engine, diff)
+        commit = self._open().carry(
+            self.parent, lp, self.engine.committer, diff, self.steps_before[i]
+        )
         if commit is None:
             return None
         if any(d[0] == "000000" or d[1] == "000000" for d in diff):
@@ -160,7 +164,7 @@ class Placer:
     ) -> MergeResult:
         """Patch i (``step``) merged onto ``tree`` (= T[i]), as `merging.merge` would."""
         git = self.git
-        if self.followed and i not in self.conflicting:  # (a run saw it conflict: so would this)
+        if self._anchored(i):
             m, anchor = self.anchor
             result = git.merge_trees(self.steps_before[m], anchor, step.after, labels)
             if result.clean:
@@ -173,6 +177,16 @@ class Placer:
         ours = git.stream_commit(self.stream, tree, base, labels[0])
         return readable(git, git.merge_commits(ours, theirs, labels), base_label)
 
+    def _anchored(self, i: int) -> bool:
+        """May patch i be merged from the anchor (see the module docstring)? Not when a merge
+        run saw it conflict (so would this), and not when it both deletes and adds files:
+        merge-ort may pair those as renames by their contents in the anchor's base, which the
+        proven patches since may have changed."""
+        if not (self.engine.shortcuts and self.followed) or i in self.conflicting:
+            return False
+        diff = self._diff(i)
+        return not (any(d[0] == "000000" for d in diff) and any(d[1] == "000000" for d in diff))
+
     def placed(self, i: int) -> Done | None:
         """Patch i, when a merge run placed it already."""
         return self.ahead.pop(i, None)
@@ -182,7 +196,7 @@ class Placer:
         after it merged at once, when they can be (see "Merge runs" in the module docstring):
         patch i's result, the others' kept for `placed`. None: patch i is to be merged alone
         (or is not to be merged)."""
-        if i in self.conflicting:
+        if i in self.conflicting or not self.engine.shortcuts:
             return None
         run = self._run(i)
         if len(run) < 2:
@@ -229,7 +243,7 @@ class Placer:
             changes = [(*merged[p], p) for p in paths[q] if merged[p] != before[p]]
             commit = None
             if changes:
-                commit = session.commit_entries(self.parent, lp, self.engine, changes)
+                commit = session.commit_entries(self.parent, lp, self.engine.committer, changes)
                 self.parent = commit
             if n == 0 and tree and not commit:  # upstream has it already
                 first = Done(lp.entry.name, tree, tree)
@@ -265,7 +279,7 @@ class Placer:
                 break  # applied elsewhere: its applied commit may be taken as it is
             lp = self.engine.patch(step.name)
             files = lp.head.files
-            if not files or identity(lp, self.engine) is None:
+            if not files or not self.engine.committer.streamable(lp):
                 break
             if any(f.renamed or f.copied for f in files) or any(
                 "000000" in (d[0], d[1]) for d in self._diff(q)
@@ -283,7 +297,7 @@ class Placer:
         an applied commit's or a canonical tree), on the current parent; it is the anchor."""
         session = self._open()
         lp = self.engine.patch(name)
-        commit = session.commit_tree(self.parent, lp, self.engine, tree)
+        commit = session.commit_tree(self.parent, lp, self.engine.committer, tree)
         if commit is None:
             session.stream.checkpoint()
             commit = self.engine.commit(session.stream.ids([self.parent])[0], tree, name)

@@ -15,13 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import ConflictError
 from ..git import Git, MergeResult
 from ..model.ids import Oid
 from ..model.series import Series
 from ..model.stack import Stack
 from .chain import Engine
-from .merging import merge
+from .contract import place
 
 if TYPE_CHECKING:
     from .placer import Placer
@@ -55,26 +54,11 @@ class Done:
 
 
 def old_chain(git: Git, engine: Engine, series: Series) -> list[Oid]:
-    """C[0..n] from the patch files; a patch already contained in its base adds nothing."""
+    """C[0..n] from the patch files: the engine's canonical chain (a patch already contained
+    in its base adds nothing, see `Engine._extend`)."""
     n = len(series.entries)
-    try:  # the engine's canonical chain: cached, or made in one stream
-        engine.canonical(n)
-        return [engine.canonical(k) for k in range(n + 1)]
-    except ConflictError:
-        pass
-    chain = [engine.canonical(0)]
-    for entry in series.entries:
-        lp = engine.patch(entry.name)
-        try:
-            chain.append(engine.apply_exact(chain[-1], lp))
-        except ConflictError:
-            with git.temp_index() as idx:
-                idx.read_tree(chain[-1])
-                contained, _ = idx.apply(lp.data, entry.strip_level, reverse=True)
-            if not contained:
-                raise
-            chain.append(chain[-1])
-    return chain
+    engine.canonical(n)
+    return [engine.canonical(k) for k in range(n + 1)]
 
 
 def steps(
@@ -163,7 +147,7 @@ def replay(
             merged = (
                 placer.merge(i, step, tree, name_labels, labels[1])
                 if placer is not None
-                else merge(git, step.before, tree, step.after, name_labels, labels[1])
+                else place(git, step.before, tree, step.after, name_labels, labels[1])
             )
             if resolve is not None and not merged.clean:
                 settled = resolve(step.name, merged)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..git import Git
-from ..model import trailers
+from ..model import message, trailers
 from ..model.ids import Oid
 from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
@@ -68,6 +68,7 @@ def classify(
             verdicts[d.name] = "unchanged"
             continue
         text = trailers.strip_from_mail(texts[d.name])
+        text = message.keep_head(lp.data, message.line_offset(lp.data, lp.patch.diff_lineno), text)
         if text == lp.data:
             verdicts[d.name] = "unchanged"
             continue

@@ -130,11 +130,14 @@ class GitBase:
         self.drop_scratch()
 
     def drop_scratch(self) -> None:
-        """Forget the scratch store and what is in it (nothing may point at it)."""
+        """Forget the scratch store and what is in it (nothing may point at it): the
+        throwaway commits remembered for the merges (`Merges.synthetic_pair`) too."""
         path, self.scratch = self.scratch, None
         if path is not None:
             self._stop_processes()
             shutil.rmtree(path, ignore_errors=True)
+            self.forget("synthetic")
+            self.forget("merge-process")
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
         """A batch process kept for the whole command (closed by `close`)."""

@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import tempfile
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -268,6 +269,13 @@ class Objects(GitBase):
         if not m:
             raise GitFailure(f"unexpected identity from git var: {text}")
         return m.group(1), m.group(2)
+
+    def now(self) -> str:
+        """Now as git dates a commit, "<epoch> <tz>" (``GIT_COMMITTER_DATE`` when it is set);
+        the clock in UTC when git knows no committer."""
+        proc = self.run("var", "GIT_COMMITTER_IDENT", check=False)
+        m = re.search(r"> (\d+ [+-]\d{4})\Z", proc.stdout.decode("utf-8", "replace").strip())
+        return m.group(1) if proc.returncode == 0 and m else f"{int(time.time())} +0000"
 
 
 def split_ident(author: str) -> tuple[str, str]:

@@ -63,6 +63,23 @@ class Refs(GitBase):
             return None
         return proc.stdout.decode("utf-8", "surrogateescape").strip() or None
 
+    def remote_default(self) -> str | None:
+        """The remote's default branch as ``origin/main``: of origin, else of the only remote;
+        its ``refs/remotes/R/HEAD`` (what ``git clone`` and ``git remote set-head`` set), else
+        ``R/main`` or ``R/master``. None without a remote or such a branch."""
+        remotes = self.out("remote").split()
+        remote = "origin" if "origin" in remotes else (remotes[0] if len(remotes) == 1 else None)
+        if remote is None:
+            return None
+        proc = self.run("symbolic-ref", "-q", f"refs/remotes/{remote}/HEAD", check=False)
+        target = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        if proc.returncode == 0 and target.startswith("refs/remotes/"):
+            return target.removeprefix("refs/remotes/")
+        for name in ("main", "master"):
+            if self.ref_exists(f"refs/remotes/{remote}/{name}"):
+                return f"{remote}/{name}"
+        return None
+
     def ref_transaction(self, updates: Sequence[RefUpdate], message: str = "") -> None:
         """Move every ref of ``updates`` at once, or none (`RefTransactionFailed`)."""
         if not updates:

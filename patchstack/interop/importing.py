@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..checkout import Checkout as Workspace
-from ..commands.state import make_engine, read_stack
+from ..commands.state import make_engine, plain_series, read_stack
 from ..engine.merging import conflict_hunks, merge, misfit_notes
 from ..errors import ConflictError, GitFailure, PatchstackError, RefusedError
 from ..git import Git, TempIndex
@@ -18,7 +18,7 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.imported import locate_preimage
 from ..model.patchfile import parse_patch
-from ..model.series import TAGS, Entry, new_series, parse_tags
+from ..model.series import TAGS, Entry, name_key, new_series, parse_tags
 from ..transaction import FileWrite, Plan, publish
 from .sources import Source, read_commits, read_mbox, read_quilt
 
@@ -43,6 +43,7 @@ class ImportResult:
     patches: tuple[Imported, ...]
     skipped: tuple[tuple[str, str], ...]  # (name or origin, why)
     warnings: tuple[str, ...] = ()  # what was read as GNU patch reads it (quilt_tolerance)
+    plain_head: int = 0  # plain commits of HEAD that carry the series (`state.plain_series`)
 
     @property
     def merged(self) -> list[Imported]:
@@ -66,7 +67,7 @@ def import_quilt(
             listing.append(ws.git.ls_tree(tree))
         return path in listing[0]
 
-    sources, skipped, warnings = read_quilt(full, ws.display(full), exists)
+    sources, skipped, warnings = read_quilt(full, ws.display(full), exists, _taken(ws, append))
     result = _import(ws, sources, skipped, tag, append, base, None)
     return replace(result, warnings=tuple(warnings))
 
@@ -85,7 +86,7 @@ def _start_tree(ws: Workspace, base: str | None) -> Oid:
 def import_commits(
     ws: Workspace, rng: str, tag: str | None, append: bool, base: str | None
 ) -> ImportResult:
-    sources, skipped, natural = read_commits(ws.git, rng)
+    sources, skipped, natural = read_commits(ws.git, rng, _taken(ws, append))
     return _import(ws, sources, skipped, tag, append, base, natural)
 
 
@@ -93,8 +94,14 @@ def import_mbox(
     ws: Workspace, path: str, tag: str | None, append: bool, base: str | None
 ) -> ImportResult:
     full = os.path.abspath(os.path.join(ws.cwd, path))
-    sources, skipped = read_mbox(ws.git, full, ws.display(full))
+    sources, skipped = read_mbox(ws.git, full, ws.display(full), _taken(ws, append))
     return _import(ws, sources, skipped, tag, append, base, None)
+
+
+def _taken(ws: Workspace, append: bool) -> tuple[str, ...]:
+    """The names an imported patch may not take: those of the series it is appended to (a
+    name that clashes, by case too, is numbered as a repeated subject is)."""
+    return ws.load_series().names if append and ws.exists() else ()
 
 
 def _import(
@@ -141,12 +148,19 @@ def _import(
             start_tree = engine.canonical(len(series.entries))
         finally:
             engine.close()
-    clash = [s.name for s in sources if s.name in series]
-    if clash:
+    keys = {name_key(n) for n in series.names}
+    clash = [s.name for s in sources if name_key(s.name) in keys]
+    if clash:  # the readers number names that clash: a name from elsewhere is a bug
         raise PatchstackError(
             "already in the series: " + ", ".join(clash), "rename the patches, or drop them"
         )
-    built, more_skipped = _build(git, base, start_tree, sources)
+    built, more_skipped, full_tree = _build(git, base, start_tree, sources)
+    if not built:
+        what, why = more_skipped[0]
+        raise PatchstackError(
+            f"nothing to import: every patch changes nothing on top of the series ({what}: {why})",
+            "the series already holds these changes; nothing was changed",
+        )
     writes = []
     for src, data, _method, _notes in built:
         target = ws.patch_path(src.name)
@@ -164,8 +178,8 @@ def _import(
         last = src.name
     files = [FileWrite(target, data) for target, data in writes]
     files.append(FileWrite(ws.series_path, series.format().encode("utf-8", "surrogateescape")))
-    head = read_stack(git).head
-    publish(ws, Plan("import", head, head, tuple(files)))
+    stack = read_stack(git)
+    publish(ws, Plan("import", stack.head, stack.head, tuple(files)))
     return ImportResult(
         ws.series_path,
         base,
@@ -175,6 +189,7 @@ def _import(
             for s, _d, method, notes in built
         ),
         tuple(skipped + more_skipped),
+        plain_head=plain_series(git, series.base, series.names, stack, lambda: full_tree),
     )
 
 
@@ -212,8 +227,9 @@ def _resolve_tags(sources: list[Source], tag_text: str | None) -> list[Source]:
 
 def _build(
     git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source]
-) -> tuple[list[tuple[Source, bytes, str, tuple[str, ...]]], list[tuple[str, str]]]:
-    """Apply each source on the chain; regenerate every patch file from the chain's commits."""
+) -> tuple[list[tuple[Source, bytes, str, tuple[str, ...]]], list[tuple[str, str]], Oid]:
+    """Apply each source on the chain; regenerate every patch file from the chain's commits.
+    Also returns the tree the chain ends with."""
     default: list[tuple[str, str]] = []
 
     def default_ident() -> tuple[str, str]:
@@ -248,7 +264,7 @@ def _build(
         data = trailers.strip_from_mail(mail)
         parse_patch(data, src.name)  # what we write must read back
         built.append((src, data, method, notes))
-    return built, skipped
+    return built, skipped, tree
 
 
 def _place(

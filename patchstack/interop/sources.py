@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import InputError, PatchstackError
@@ -24,7 +24,7 @@ from ..model.imported import (
 )
 from ..model.patchfile import Patch, decode, parse_patch
 from ..model.quilt_tolerance import tolerate
-from ..model.series import validate_name
+from ..model.series import name_key, validate_name
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,14 @@ def split_own_trailers(message: str) -> tuple[str, str | None, str | None]:
 
 
 def read_quilt(
-    directory: str, display: str, exists: Callable[[str], bool] = lambda _p: False
+    directory: str,
+    display: str,
+    exists: Callable[[str], bool] = lambda _p: False,
+    taken: Iterable[str] = (),
 ) -> tuple[list[Source], list[tuple[str, str]], list[str]]:
     """The patches of a quilt series, read as GNU patch reads them (`tolerate`), with the
-    warnings that says; ``exists`` tells which paths the tree they start on has."""
+    warnings that says; ``exists`` tells which paths the tree they start on has; ``taken``:
+    the names already in the series (a name that clashes is numbered, see `unique_name`)."""
     series_path = os.path.join(directory, "series")
     shown = os.path.join(display, "series")
     if not os.path.isfile(series_path):
@@ -66,7 +70,7 @@ def read_quilt(
     sources: list[Source] = []
     skipped: list[tuple[str, str]] = []
     warnings: list[str] = []
-    names: dict[str, str] = {}
+    names = {name_key(t) for t in taken}
     created: set[str] = set()
     top = os.path.realpath(directory)
     for ql in lines:
@@ -85,14 +89,7 @@ def read_quilt(
         problem = validate_name(name)
         if problem:
             raise InputError(shown, ql.lineno, problem)
-        if name in names:
-            raise InputError(
-                shown,
-                ql.lineno,
-                f"'{ql.file}' and '{names[name]}' both become '{name}'",
-                "rename one of the patch files",
-            )
-        names[name] = ql.file
+        name = unique_name(name, names)
         with open(path, "rb") as fh:
             data = fh.read()
         if not _has_diff(data):
@@ -130,8 +127,11 @@ def _has_diff(data: bytes) -> bool:
     return re.search(rb"^(diff --git |--- |@@ )", data, re.MULTILINE) is not None
 
 
-def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]], Oid | None]:
-    """Sources for the commits of ``rng``, and the parent of the first (the natural base)."""
+def read_commits(
+    git: Git, rng: str, taken: Iterable[str] = ()
+) -> tuple[list[Source], list[tuple[str, str]], Oid | None]:
+    """Sources for the commits of ``rng``, and the parent of the first (the natural base);
+    ``taken``: the names already in the series."""
     if ".." not in rng:
         raise PatchstackError(f"'{rng}' is not a range", "give A..B, e.g. origin/main..HEAD")
     commits = git.commit_range(rng)
@@ -146,7 +146,7 @@ def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]
     trees = {c.oid: c.tree for c in commits}
     sources: list[Source] = []
     skipped: list[tuple[str, str]] = []
-    taken: set[str] = set()
+    names = {name_key(t) for t in taken}
     for c in commits:
         parent_tree = (
             git.fmt.empty_tree
@@ -157,7 +157,7 @@ def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]
         if parent_tree == c.tree:
             skipped.append((f"commit {c.oid[:12]}", "changes nothing"))
             continue
-        name = _chosen_name(_name, message, taken)
+        name = _chosen_name(_name, message, names)
         sources.append(
             Source(
                 name,
@@ -175,21 +175,23 @@ def read_commits(git: Git, rng: str) -> tuple[list[Source], list[tuple[str, str]
 
 
 def _chosen_name(wanted: str | None, message: str, taken: set[str]) -> str:
+    """The name a trailer asks for, else the subject's slug; numbered when taken (by case
+    too)."""
     name = wanted if wanted and validate_name(wanted) is None else None
     if name is None:
         subject = " ".join(message.split("\n\n", 1)[0].split())
         name = slug(subject)
-    name = unique_name(name, taken)
-    taken.add(name)
-    return name
+    return unique_name(name, taken)
 
 
-def read_mbox(git: Git, path: str, display: str) -> tuple[list[Source], list[tuple[str, str]]]:
+def read_mbox(
+    git: Git, path: str, display: str, taken: Iterable[str] = ()
+) -> tuple[list[Source], list[tuple[str, str]]]:
     if not os.path.isfile(path):
         raise PatchstackError(f"no such file: {display}", "give an mbox file")
     sources: list[Source] = []
     skipped: list[tuple[str, str]] = []
-    taken: set[str] = set()
+    names = {name_key(t) for t in taken}
     with tempfile.TemporaryDirectory(prefix="patchstack-mbox-") as tmp:
         split_dir = os.path.join(tmp, "split")
         os.mkdir(split_dir)
@@ -210,7 +212,7 @@ def read_mbox(git: Git, path: str, display: str) -> tuple[list[Source], list[tup
                 author = normalize_author(f"{info.get('Author', '')} <{info.get('Email', '')}>")
             sources.append(
                 Source(
-                    _chosen_name(wanted, message, taken),
+                    _chosen_name(wanted, message, names),
                     where,
                     message,
                     author,

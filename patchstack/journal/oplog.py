@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RefusedError
+from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
 from .snapshot import Snapshot
@@ -112,6 +113,36 @@ def entries(git: Git, limit: int | None = None) -> list[Entry]:
 def newest(git: Git) -> Entry | None:
     found = git.messages(oplog_ref(git), 1)
     return parse_entry(*found[0]) if found else None
+
+
+def _refused_path(git: Git) -> str:
+    return os.path.join(git.git_dir, "patchstack", "refused.json")
+
+
+def note_refused(git: Git, command: str) -> None:
+    """Remember that ``command`` was refused (it changed nothing, so the log has no entry of
+    it), with the log's newest entry then: ``undo`` right after it says it undoes the command
+    before, not this one. Not a state change: a note beside the log, best effort."""
+    tip = git.rev_parse(oplog_ref(git))
+    data = json.dumps({"command": command, "after": tip}).encode()
+    try:
+        os.makedirs(os.path.dirname(_refused_path(git)), exist_ok=True)
+        write_atomic(_refused_path(git), data, sync=False)
+    except OSError:
+        pass
+
+
+def refused_since(git: Git, tip: str | None) -> str | None:
+    """The command refused after the log's entry ``tip`` (nothing logged since), if any."""
+    try:
+        with open(_refused_path(git), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("after") != tip:
+        return None
+    command = data.get("command")
+    return command if isinstance(command, str) and command else None
 
 
 def current_refresh(git: Git) -> str | None:

@@ -25,12 +25,15 @@ def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[
         for d in (git.raw_diffs([(current.worktree, target.worktree)]) or [[]])[0]
         if not inside(d[4], ws.in_tree) and d[4] not in skip and "160000" not in d[:2]
     ]
+    removed = {d[4] for d in diffs if d[1] == "000000"}
     for om, _nm, _oo, _no, path in diffs:
-        if om == "000000" and os.path.lexists(os.path.join(git.top, path)):
-            raise RefusedError(
-                f"'{path}' is in the way (an ignored file the restore would overwrite)",
-                "move it away and run the command again; nothing was changed",
-            )
+        if om == "000000":
+            blocker = _in_the_way(git.top, path, removed)
+            if blocker is not None:
+                raise RefusedError(
+                    f"'{blocker}' is in the way (an ignored file the restore would overwrite)",
+                    "move it away and run the command again; nothing was changed",
+                )
     index_lock = os.path.join(git.git_dir, "index.lock")
     if os.path.exists(index_lock):
         raise RefusedError(
@@ -38,6 +41,23 @@ def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[
             "if no git command is running, remove that file and try again; nothing was changed",
         )
     return diffs
+
+
+def _in_the_way(top: str, path: str, removed: set[str]) -> str | None:
+    """What on disk keeps the restore from writing ``path``: a file or link there, or a file
+    in a folder there that the restore does not remove itself (a patch that turned a file into
+    a folder leaves a folder the restore takes away); None when nothing does."""
+    full = os.path.join(top, path)
+    if not os.path.lexists(full):
+        return None
+    if os.path.islink(full) or not os.path.isdir(full):
+        return path
+    for root, _dirs, files in os.walk(full):
+        for name in files:
+            rel = os.path.relpath(os.path.join(root, name), top).replace(os.sep, "/")
+            if rel not in removed:
+                return rel
+    return None
 
 
 def restore_state(ws: Checkout, current: Snapshot, target: Snapshot) -> tuple[str, ...]:

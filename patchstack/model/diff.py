@@ -68,8 +68,10 @@ class Patch:
     date: str | None = None  # as written in the header (RFC 2822)
     files: tuple[FileDiff, ...] = ()
     diff_lineno: int = 1
-    # DEP-3 fields other than description and author (Origin, Bug-Debian, Forwarded,
-    # Last-Update...), as (name as written, value), in file order.
+    # The fields of the header block other than description and author (DEP-3's Origin,
+    # Bug-Debian, Forwarded, Last-Update..., SUSE's Patch-mainline, Yocto's Upstream-Status,
+    # a probe), as (name as written, value), in file order; `fields` reads them with those of
+    # the description.
     fields: tuple[tuple[str, str], ...] = ()
 
     @property

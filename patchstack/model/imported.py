@@ -14,7 +14,7 @@ from datetime import datetime
 
 from ..errors import InputError
 from .patchfile import FileDiff, Patch, decode
-from .series import TAGS, parse_tags
+from .series import TAGS, name_key, parse_tags
 
 MAX_FUZZ = 2  # quilt's (GNU patch's) default
 
@@ -111,15 +111,18 @@ def slug(subject: str, limit: int = 52) -> str:
 
 
 def unique_name(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
+    """``name``, or ``name`` numbered (``fix-2.patch``) when it is taken; ``taken`` holds the
+    `name_key` of every name handed out, so that two names never differ only by case (one
+    file on macOS and Windows). The name returned is added to ``taken``."""
     stem, dot, ext = name.rpartition(".")
     if not dot:
         stem, ext = name, ""
-    k = 2
-    while f"{stem}-{k}{dot}{ext}" in taken:
+    k = 1
+    while name_key(name) in taken:
         k += 1
-    return f"{stem}-{k}{dot}{ext}"
+        name = f"{stem}-{k}{dot}{ext}"
+    taken.add(name_key(name))
+    return name
 
 
 def patch_message(patch: Patch, fallback: str) -> str:

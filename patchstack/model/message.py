@@ -103,6 +103,19 @@ def splice(head: bytes, old: bytes, diff_offset: int) -> bytes:
     return head + rest
 
 
+def keep_head(old: bytes, diff_offset: int, new: bytes) -> bytes:
+    """A regenerated patch file (``new``, a ``format-patch`` mail) with ``old``'s header and
+    description, byte for byte: every field of the header block survives (SUSE's
+    ``Patch-mainline:`` among the mail headers, a DEP-3 quilt header), and only the diff part
+    changes. A plain diff with no header at all (``diff_offset`` 0) takes ``new`` whole."""
+    cut = _separator(old)
+    head = old[:cut] if cut is not None and cut <= diff_offset else old[:diff_offset]
+    at = _separator(new)
+    if not head.strip() or at is None:
+        return new
+    return head + new[at:]
+
+
 def line_offset(data: bytes, lineno: int) -> int:
     """Byte offset of 1-based line ``lineno``."""
     pos = 0

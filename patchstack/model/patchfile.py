@@ -20,6 +20,7 @@ import email.header
 import re
 
 from ..errors import InputError
+from . import fields
 from .diff import FileDiff, Hunk, Patch, decode
 from .diffparse import is_file_start, parse_diff
 
@@ -41,11 +42,11 @@ def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
     start = _find_diff_start(lines)
     if start is None:
         raise InputError(path, 1, "no diff found in the patch", "a patch needs a unified diff")
-    author, date, subject, description, fields = _parse_head(lines[:start], path)
+    author, date, subject, description, found = _parse_head(lines[:start], path)
     files = parse_diff(lines, start, path, strip)
     if not files:
         raise InputError(path, start + 1, "no file diff found", "a patch needs a unified diff")
-    return Patch(subject, description, author, date, tuple(files), start + 1, fields)
+    return Patch(subject, description, author, date, tuple(files), start + 1, found)
 
 
 def _find_diff_start(lines: list[str]) -> int | None:
@@ -63,19 +64,12 @@ def _find_diff_start(lines: list[str]) -> int | None:
     return None
 
 
-_DEP3_FIELDS: tuple[str, ...] = (
-    "origin",
-    "bug",
-    "forwarded",
-    "reviewed-by",
-    "acked-by",
-    "last-update",
-    "applied-upstream",
-)
+_DEP3_FIELDS: tuple[str, ...] = ("reviewed-by", "acked-by")
 
 
 def _is_dep3_field(key: str) -> bool:
-    return key in _DEP3_FIELDS or key.startswith("bug-")
+    """DEP-3's fields, SUSE's and Yocto's upstream status, and the probe (`fields`)."""
+    return key in _DEP3_FIELDS or fields.known(key)
 
 
 def _parse_head(
@@ -124,7 +118,7 @@ def _parse_head(
     author = headers.get("from") or headers.get("author")
     if author is not None:
         author = _decode_header(author)
-    fields = tuple((spelled[k], v) for k, v in headers.items() if _is_dep3_field(k))
+    found = tuple((spelled[k], v) for k, v in headers.items() if _is_dep3_field(k))
     date = headers.get("date")
     for key, value in (("from" if headers.get("from") else "author", author), ("date", date)):
         if value is not None and _CONTROL_RE.search(value):
@@ -134,7 +128,7 @@ def _parse_head(
                 f"the {spelled[key]}: header holds a control character",
                 "the author and the date become a commit's identity; correct the header",
             )
-    return author, date, subject, description, fields
+    return author, date, subject, description, found
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

@@ -89,19 +89,27 @@ def push_target(series: Series, applied: Sequence[str], sel: Selector) -> list[s
     return [n for n in names if n in have or n in chosen]
 
 
-def pop_target(series: Series, applied: Sequence[str], sel: Selector) -> list[str]:
+def pop_target(
+    series: Series, applied: Sequence[str], sel: Selector, alone: bool = False
+) -> list[str]:
     """The patches to keep applied after a pop, in series order.
 
     ``pop NAME`` unapplies NAME and every applied patch above it, so that ``push NAME`` and
-    ``pop NAME`` undo each other; without a name or --all/--only/--except, the top patch goes.
+    ``pop NAME`` undo each other; ``pop NAME --alone`` only NAME, the patches above it stay;
+    without a name or --all/--only/--except, the top patch goes.
     """
     check_words(series, sel)
     applied = list(applied)
+    if alone and (sel.name is None or sel.all or sel.filtered):
+        raise PatchstackError(
+            "--alone takes one patch NAME (and no --all, --only or --except)",
+            "e.g. 'patchstack pop nccl-logging --alone'",
+        )
     if sel.name is not None:
         name = resolve_name(series, sel.name)
         if name not in applied:
             raise PatchstackError(f"patch '{name}' is not applied", "see 'patchstack series'")
-        candidates = applied[applied.index(name) :]
+        candidates = [name] if alone else applied[applied.index(name) :]
     elif sel.all or sel.filtered:
         candidates = applied
     else:

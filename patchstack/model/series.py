@@ -376,13 +376,19 @@ def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entr
     return [e for e in entries if e.tag in wanted]
 
 
+def name_key(name: str) -> str:
+    """What a case-insensitive file system (macOS, Windows) sees of a patch name: two names
+    with the same key are one file there."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
 def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
     """Pairs of entries whose names differ only by case (or Unicode normalization): one file
     on the case-insensitive file systems of macOS and Windows."""
     first: dict[str, Entry] = {}
     clashes = []
     for e in series.entries:
-        key = unicodedata.normalize("NFC", e.name).casefold()
+        key = name_key(e.name)
         if key in first:
             clashes.append((first[key], e))
         else:

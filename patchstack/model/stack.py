@@ -47,6 +47,9 @@ class Stack:
     # Plain commits on top of the applied patches (newest first): made by hand, or a merge
     # of upstream into the stack (``git pull``). Nothing can be built on HEAD under them.
     on_top: tuple[Oid, ...] = ()
+    # HEAD is that merge: ``git pull`` merged this upstream commit into the applied stack
+    # (set by `commands.state.read_stack`; ``refresh`` carries the patches onto it).
+    pulled: Oid | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

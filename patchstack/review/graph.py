@@ -13,7 +13,8 @@ binary leans on every patch that wrote to it; a rename carries the intervals to 
 
 The graph has an edge from the earlier patch to the later one. `subgraph` keeps some
 patches and the ones they lean on or that lean on them (as *context*, drawn dashed), which
-is what `graph --only TAGS` and the review comment show. Renderers: Mermaid (GitHub draws
+is what `graph --only TAGS` and the review comment show; `closure` is what a selection must
+carry along (``push --with-deps``, ``pop --keep-deps``). Renderers: Mermaid (GitHub draws
 it in Markdown), Graphviz dot, plain text, and a self-contained SVG for the HTML review.
 """
 
@@ -180,6 +181,28 @@ def subgraph(graph: Graph, keep: Iterable[str], context: bool = True) -> Graph:
     nodes = tuple(replace(n, context=n.name not in kept) for n in graph.nodes if n.name in shown)
     edges = tuple(e for e in graph.edges if e.earlier in shown and e.later in shown)
     return Graph(nodes, edges)
+
+
+def closure(graph: Graph, start: Iterable[str], allowed: Iterable[str]) -> dict[str, str]:
+    """The patches of ``allowed`` that the patches of ``start`` lean on, directly or through
+    each other: {each one: a patch that leans on it}. Nothing else is added, so it is the
+    smallest set that leaves no patch of the result leaning on a missing one of ``allowed``
+    (what ``push --with-deps`` adds and ``pop --keep-deps`` keeps)."""
+    earlier: dict[str, list[str]] = {}
+    for e in graph.edges:
+        earlier.setdefault(e.later, []).append(e.earlier)
+    pool = set(allowed)
+    have = set(start)
+    added: dict[str, str] = {}
+    todo = list(have)
+    while todo:
+        name = todo.pop()
+        for dep in earlier.get(name, ()):
+            if dep in pool and dep not in have:
+                have.add(dep)
+                added[dep] = name
+                todo.append(dep)
+    return added
 
 
 # -- renderers --------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ patch file:
 - ``exact``: the file's ``index`` lines name the commit's blobs, *and* its hunks applied to the
   preimage blob give that very blob (so a hand edit of a ``+`` line with stale index lines is
   caught: it no longer hashes to the id the line names);
-- ``carried``: the same lines added and removed, at another place (a merge carried it);
+- ``carried``: the same lines added and removed, at another place (a merge carried it), or
+  exactly what the three-way merge of the patch file onto its parent's tree gives (upstream
+  already had part of it, or all: an empty commit), as ``push --onto`` makes it;
 - ``edited``: the patch file was edited by hand since the commit was made: the operation log's
   last record of the file proves the commit, the file on disk is another text. ``push``, ``pop``
   and ``refresh`` apply the new version;
@@ -20,25 +22,26 @@ verdicts ``exact`` and ``carried`` by the commit and that digest (`_ConsistencyC
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...checkout import Checkout, PatchSummary
 from ...engine.fastpath import proven_postimage
 from ...errors import PatchstackError, RefusedError
-from ...files import write_atomic
 from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
-from ...model.ids import ObjectFormat
-from ...model.patchfile import Patch, parse_patch
+from ...model.ids import ObjectFormat, Oid
+from ...model.patchfile import FileDiff, Patch, parse_patch
 from ...model.series import Series
 from ...model.stack import Stack
+from ...store import Store
+
+if TYPE_CHECKING:
+    from ...engine.chain import Engine
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
-VERDICTS_KEPT = 5000  # (commit, patch file) verdicts kept in the cache: a few stacks' worth
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Proof:
 def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     git = ws.git
     parents = _parent_trees(stack)
-    consistent = _ConsistencyCache(git)
+    consistent = _ConsistencyCache(git, ws.store)
     verdicts: dict[str, str] = {}
     applied = []
     for ap in stack.applied:
@@ -83,42 +86,76 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
         else:
             pending.append((ap, data, ws.read_patch(entry)[1]))
     recorded = _recorded_files(ws, [ap.name for ap, _d, _p in pending])
-    with git.temp_index() as idx:
-        for ap, data, patch in pending:
-            strip = series.entry(ap.name).strip_level
-            if _applies_to(idx, parents[ap.commit], data, strip) == ap.tree:
-                verdicts[ap.name] = EXACT  # no full index lines, or renames: git apply says
-                continue
-            actual = _actual(git, parents[ap.commit], ap.tree, ap.name)
-            if actual is not None and _same_change(patch, actual):
-                verdicts[ap.name] = CARRIED
-                continue
-            old = recorded.get(ap.name)
-            proves_old = (
-                old is not None
-                and old != data
-                and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
-            )
-            verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    placed = _Placement(ws, series, stack)
+    try:
+        with git.temp_index() as idx:
+            for ap, data, patch in pending:
+                strip = series.entry(ap.name).strip_level
+                if _applies_to(idx, parents[ap.commit], data, strip) == ap.tree:
+                    verdicts[ap.name] = EXACT  # no full index lines, or renames: git apply says
+                    continue
+                actual = _actual(git, parents[ap.commit], ap.tree, ap.name)
+                if actual is not None and _same_change(patch, actual):
+                    verdicts[ap.name] = CARRIED
+                    continue
+                if placed.gives(ap.name, parents[ap.commit], ap.tree):
+                    verdicts[ap.name] = CARRIED  # the merge put only part of it, or nothing, there
+                    continue
+                old = recorded.get(ap.name)
+                proves_old = (
+                    old is not None
+                    and old != data
+                    and _applies_to(idx, parents[ap.commit], old, strip) == ap.tree
+                )
+                verdicts[ap.name] = EDITED if proves_old else DIFFERS
+    finally:
+        placed.close()
     for ap, entry, data, _summary in applied:
         if verdicts[ap.name] in (EXACT, CARRIED):  # (the other two depend on the log)
             consistent.remember(ap.commit, data, entry.strip_level, verdicts[ap.name])
-    consistent.save()
     return Proof(verdicts)
 
 
-def remember_exact(git: Git, made: Iterable[tuple[str, str, int, bool]]) -> None:
+class _Placement:
+    """Is a commit exactly what placing its patch file on its parent's tree gives, the way
+    ``push`` places it (the canonical chain's change merged three-way, `Engine.carry`)? Then
+    the commit is the patch file's, carried: ``push --onto`` and ``worktree --onto`` make such
+    commits where upstream already holds part of a patch, or all of it (an empty commit). The
+    engine is made only when a commit needs this proof."""
+
+    def __init__(self, ws: Checkout, series: Series, stack: Stack) -> None:
+        self.ws, self.series, self.stack = ws, series, stack
+        self.engine: Engine | None = None
+
+    def gives(self, name: str, parent_tree: str, tree: str) -> bool:
+        from ..state import make_engine
+
+        try:
+            if self.engine is None:
+                self.engine = make_engine(self.ws, self.series, self.stack)
+            k = self.series.index(name) + 1
+            before, after = self.engine.canonical(k - 1), self.engine.canonical(k)
+            carried = self.engine.carry(before, Oid(parent_tree), after, name)
+        except PatchstackError:  # the file does not apply where it was made: not proven
+            return False
+        return carried == tree
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+
+
+def remember_exact(ws: Checkout, made: Iterable[tuple[str, str, int, bool]]) -> None:
     """Record commits a push made from their patch file, as (commit, SHA-256 of the patch
     file, strip level, by the fast path): the commit's tree is the file applied to its parent's
     (``git apply``, or each file diff's hunks gave the blob its index line names: then the
     file is consistent too), so the commit is ``exact``; the next command need not prove it
     again."""
-    cache = _ConsistencyCache(git)
+    store = ws.store
     for commit, digest, strip, by_ids in made:
         if by_ids:
-            cache.added.add(digest)
-        cache.used.add(f"{commit} {digest} p{strip} {EXACT}")
-    cache.save()
+            store.put(SECTION, f"c {digest}", True)
+        store.put(SECTION, f"v {commit} {digest} p{strip}", EXACT)
 
 
 def _applies_to(idx: TempIndex, tree: str, data: bytes, strip: int) -> str | None:
@@ -147,49 +184,53 @@ def _parent_trees(stack: Stack) -> dict[str, str]:
 
 
 def _ids_match(patch: PatchSummary, raw: list[RawDiff], fmt: ObjectFormat) -> bool:
-    """True when the commit's blobs are exactly those the patch's full index lines name."""
-    got = {path: (old, new) for _om, _nm, old, new, path in raw}
-    want = {}
+    """True when the commit's blobs and modes are exactly those the patch's full index lines
+    and mode lines name (a mode the patch does not state must not change)."""
+    got = {path: (old, new, om, nm) for om, nm, old, new, path in raw}
+    if len(got) != len(patch.files):
+        return False
     for f in patch.files:
         if f.renamed or f.copied or not fmt.is_full(f.new_id) or not fmt.is_full(f.old_id):
             return False
-        want[f.path] = (f.old_id, f.new_id)
-    return want == got
+        found = got.get(f.path)
+        if found is None or found[:2] != (f.old_id, f.new_id):
+            return False
+        om, nm = found[2], found[3]
+        if f.old_mode is None and f.new_mode is None:
+            if om != nm:
+                return False
+        elif (f.old_mode or om, f.new_mode or nm) != (om, nm):
+            return False
+    return True
+
+
+SECTION = "proven"  # of the one cache (`store`)
 
 
 class _ConsistencyCache:
     """Does a patch file's every hunk, applied to the blob its index line names, give the blob
-    its index line names? Keyed by the file's digest (``patchstack/proven``).
+    its index line names? Keyed by the file's digest (``c <sha256>``), in the ``proven``
+    section of the one cache.
 
-    The same file keeps the verdicts ``exact`` and ``carried`` of (commit, patch file) pairs:
-    a commit id fixes its parent and its tree, so the verdict cannot change. When there are
-    more than `VERDICTS_KEPT` of them, only those this command used are kept."""
+    The same section keeps the verdicts ``exact`` and ``carried`` of (commit, patch file)
+    pairs (``v <commit> <sha256> p<strip>``): a commit id fixes its parent and its tree, so
+    the verdict cannot change."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, store: Store) -> None:
         self.git = git
-        self.path = os.path.join(git.common_dir, "patchstack", "proven")
-        try:
-            with open(self.path, encoding="ascii") as f:
-                self.known = {line.strip() for line in f}
-        except (OSError, UnicodeDecodeError):
-            self.known = set()
-        self.added: set[str] = set()
-        self.used: set[str] = set()  # verdict lines read or made by this command
+        self.store = store
         self.blobs: dict[str, bytes] = {}  # read ahead, by id
 
     def knows(self, data: bytes) -> bool:
-        return hashlib.sha256(data).hexdigest() in self.known
+        return self.store.get(SECTION, f"c {hashlib.sha256(data).hexdigest()}") is True
 
     def verdict(self, commit: str, data: bytes, strip: int) -> str | None:
-        key = f"{commit} {hashlib.sha256(data).hexdigest()} p{strip}"
-        for verdict in (EXACT, CARRIED):
-            if f"{key} {verdict}" in self.known:
-                self.used.add(f"{key} {verdict}")
-                return verdict
-        return None
+        found = self.store.get(SECTION, f"v {commit} {hashlib.sha256(data).hexdigest()} p{strip}")
+        return found if found in (EXACT, CARRIED) else None
 
     def remember(self, commit: str, data: bytes, strip: int, verdict: str) -> None:
-        self.used.add(f"{commit} {hashlib.sha256(data).hexdigest()} p{strip} {verdict}")
+        key = f"v {commit} {hashlib.sha256(data).hexdigest()} p{strip}"
+        self.store.put(SECTION, key, verdict)
 
     def read_ahead(self, oids: Iterable[str]) -> None:
         """Read the preimages the checks will want in pipelined batches, not one by one."""
@@ -200,8 +241,7 @@ class _ConsistencyCache:
                 self.blobs[oid] = found[1]
 
     def check(self, data: bytes, patch: Patch) -> bool:
-        key = hashlib.sha256(data).hexdigest()
-        if key in self.known:
+        if self.knows(data):
             return True
         fmt = self.git.fmt
         for fd in patch.files:
@@ -219,18 +259,8 @@ class _ConsistencyCache:
                 old = found[1]
             if proven_postimage(fd, old, fmt) is None:
                 return False
-        self.added.add(key)
+        self.store.put(SECTION, f"c {hashlib.sha256(data).hexdigest()}", True)
         return True
-
-    def save(self) -> None:
-        lines = self.known | self.added | self.used
-        verdicts = {k for k in lines if " " in k}
-        if len(verdicts) > VERDICTS_KEPT:
-            lines = (lines - verdicts) | self.used
-        if lines != self.known:
-            with contextlib.suppress(OSError):
-                text = "".join(f"{k}\n" for k in sorted(lines))
-                write_atomic(self.path, text.encode(), sync=False)
 
 
 def _actual(git: Git, parent: str, tree: str, name: str) -> Patch | None:
@@ -244,9 +274,16 @@ def _actual(git: Git, parent: str, tree: str, name: str) -> Patch | None:
 
 
 def _same_change(a: Patch, b: Patch) -> bool:
-    def key(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
+    """The same lines added and removed in the same files, and the same modes."""
+
+    def mode(f: FileDiff) -> tuple[str | None, ...]:
+        if f.old_path is None or f.new_path is None:
+            return (f.old_mode if f.new_path is None else None, f.new_mode)
+        return (f.old_mode, f.new_mode) if f.old_mode != f.new_mode else ()
+
+    def key(patch: Patch) -> list[tuple[str, tuple[str | None, ...], tuple[str, ...]]]:
         return sorted(
-            (f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
+            (f.path, mode(f), tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
             for f in patch.files
         )
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ...checkout import Checkout
+from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
@@ -162,7 +163,7 @@ def _remember(
         made.append((commit, digest, e.strip_level, e.name in classified.data))
         if on_chain:
             chain.append((e, data, commit))
-    remember_exact(ws.git, made)
+    remember_exact(ws, made)
     engine.learn_chain(base, chain)
 
 
@@ -186,16 +187,16 @@ def _final_head(
         return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
 
     trees = {d.name: d.tree for d in done}
-    new_engine = Engine(git, new_series, load, new_base, engine.default_author)
+    new_engine = Engine(git, new_series, load, new_base, engine.default_author, engine.store)
     chain = [git.tree_of(new_base)]
     for e in new_series.entries:
         chain.append(trees.get(e.name, chain[-1]))
     new_engine.seed(chain)
     try:
-        built = new_engine.build(new_base, chain[0], [], applied_after)
+        built = build(new_engine, new_base, chain[0], [], applied_after)
     finally:
         new_engine.close()
-    return built[-1][1]
+    return built.head
 
 
 def _later_owners(

@@ -41,8 +41,8 @@ from ...git import DirtyState, Git
 from ...model.ids import Oid
 from ...model.selection import resolve_name
 from ...model.series import Series
-from ...model.stack import Stack, stack_from_history
-from ..state import make_engine, read_stack, require_movable, resolve_rev
+from ...model.stack import Stack
+from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .settle import RefreshResult, finish, labels_of, stop
 from .stopped import State
@@ -62,18 +62,13 @@ def _target(git: Git, series: Series, stack: Stack, onto: str | None) -> _Target
     real = stack
     merged_upstream = None
     if stack.on_top:
-        # ``git pull`` merged upstream into the applied stack: HEAD is a merge whose one
-        # parent carries the stack and whose other parent is the new base. Anything else on
-        # top of the patches is the user's own work, never taken for upstream.
-        info = next(git.iter_first_parent(stack.head))
-        if len(stack.on_top) == 1 and len(info.parents) == 2:
-            sides = [stack_from_history(p, git.iter_first_parent(p)) for p in info.parents]
-            patched = [i for i, s in enumerate(sides) if s.applied and not s.on_top]
-            if len(patched) == 1 and not sides[1 - patched[0]].applied:
-                real = sides[patched[0]]
-                merged_upstream = info.parents[1 - patched[0]]
-        if merged_upstream is None:
+        # ``git pull`` merged upstream into the applied stack (`pulled_merge`); anything else
+        # on top of the patches is the user's own work, never taken for upstream.
+        pulled = pulled_merge(git, stack)
+        if pulled is None:
             require_movable(stack)
+        else:
+            real, merged_upstream = pulled
     if onto:
         new = resolve_rev(git, onto)
         ref = None if _HEX_RE.match(onto) else onto
@@ -180,7 +175,7 @@ def resolver(ws: Checkout, series: Series, state: State) -> Resolver | None:
     return merge_resolver(ws.git, Oid(state.resolution), owners)
 
 
-def _owners_of_edits(
+def owners_of_edits(
     ws: Checkout, series: Series, stack: Stack, dirty: DirtyState
 ) -> list[tuple[str, str]]:
     """(path, patch) for edited files of applied patches: the patch whose commit last changed
@@ -223,7 +218,7 @@ def _fold_plan(
     own = set(ws.read_patch(series.entry(name))[1].paths)
     paths = tuple(p for p in dirty.modified if p in own)
     if not paths:
-        owners = _owners_of_edits(ws, series, stack, dirty)
+        owners = owners_of_edits(ws, series, stack, dirty)
         if owners:
             path, owner = owners[0]
             raise PatchstackError(

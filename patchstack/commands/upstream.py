@@ -1,0 +1,158 @@
+"""``upstream NAME STATE [DETAIL]``: where a patch stands upstream, kept in its header; and
+what every patch's header says, for ``status``, ``series`` and ``check --require-status``.
+
+The command writes DEP-3's fields (`model.fields`): ``submitted URL`` sets ``Forwarded: URL``,
+``applied COMMIT`` sets ``Applied-Upstream: commit:<id>``, ``not-needed REASON`` sets
+``Forwarded: not-needed (REASON)``, ``pending`` sets ``Forwarded: no``; each also sets
+``Last-Update:`` to today, and a Yocto ``Upstream-Status:`` or SUSE ``Patch-mainline:`` the
+patch already carries is made to say the same, so no field contradicts another. It is an edit
+of the patch's message (`edit.rewrite_message`): one journalled, undoable change.
+
+``Applied-Upstream: COMMIT`` is checked against the series base: is that commit in the base's
+history (so the patch is there already), or not yet, or unknown to this repository?
+
+`applied_upstream` is the message change that records an upstream commit: ``refresh``, once
+it has the evidence that a patch went upstream, can put it in the plan of the files it writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+from ..checkout import Checkout
+from ..errors import PatchstackError
+from ..git import Git
+from ..model import fields
+from ..model.fields import Upstream
+from ..model.patchfile import Patch
+from ..model.series import Series
+from .edit import EditResult, rewrite_message
+
+SETTABLE = ("submitted", "applied", "not-needed", "pending")
+IN_BASE, NOT_IN_BASE, UNKNOWN = "in-base", "not-in-base", "unknown"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What a patch's header says: its upstream status and its probe."""
+
+    name: str
+    tag: str
+    upstream: Upstream
+    probe: str | None
+    applied_check: str | None = None  # IN_BASE, NOT_IN_BASE, UNKNOWN; None: no commit named
+
+
+def day_of(git_date: str) -> date:
+    """The calendar day of a git date ("<epoch> <+hhmm>") in its own time zone."""
+    epoch, _, tz = git_date.partition(" ")
+    sign = -1 if tz.startswith("-") else 1
+    minutes = int(tz[1:3] or 0) * 60 + int(tz[3:5] or 0)
+    zone = timezone(sign * timedelta(minutes=minutes))
+    return datetime.fromtimestamp(int(epoch), zone).date()
+
+
+def changes_for(
+    state: str, detail: str, found: Sequence[fields.Field], today: date
+) -> list[tuple[str, str | None]]:
+    """The field changes that say ``state`` (``detail``: the URL, commit or reason)."""
+    has = {f.key.lower() for f in found}
+    out: list[tuple[str, str | None]] = []
+    yocto = mainline = None
+    if state == "submitted":
+        out = [(fields.FORWARDED, detail), (fields.APPLIED, None)]
+        yocto, mainline = f"Submitted [{detail}]", f"Submitted, {detail}"
+    elif state == "applied":
+        out = [(fields.APPLIED, detail)]
+        yocto = f"Backport [{detail}]"
+    elif state == "not-needed":
+        out = [(fields.FORWARDED, f"not-needed ({detail})"), (fields.APPLIED, None)]
+        yocto, mainline = f"Inappropriate [{detail}]", f"Never, {detail}"
+    elif state == "pending":
+        out = [(fields.FORWARDED, "no"), (fields.APPLIED, None)]
+        yocto, mainline = "Pending", "No"
+    if yocto and "upstream-status" in has:
+        out.append(("Upstream-Status", yocto))
+    if mainline and "patch-mainline" in has:
+        out.append(("Patch-mainline", mainline))
+    out.append((fields.LAST_UPDATE, today.isoformat()))
+    return out
+
+
+def set_upstream(ws: Checkout, name_text: str, state: str, detail: str | None) -> EditResult:
+    if state not in SETTABLE:
+        raise PatchstackError(
+            f"unknown upstream state '{state}'", "give one of: " + ", ".join(SETTABLE)
+        )
+    needs = {"submitted": "URL", "applied": "COMMIT", "not-needed": "REASON"}
+    if state in needs and not (detail or "").strip():
+        raise PatchstackError(
+            f"'{state}' needs a {needs[state]}",
+            f"e.g. patchstack upstream {name_text} {state} {_EXAMPLES[state]}",
+        )
+    if state == "pending" and detail:
+        raise PatchstackError("'pending' takes nothing after it", "drop the extra argument")
+    text = " ".join((detail or "").split())
+    if state == "applied":
+        text = _applied_value(ws.git, text)
+    today = day_of(ws.git.now())
+
+    def compose(current: str, patch: Patch) -> str:
+        found = fields.read(current.partition("\n\n")[2])
+        return fields.write(current, changes_for(state, text, found, today))
+
+    return rewrite_message(ws, name_text, compose, None, "upstream")
+
+
+_EXAMPLES = {
+    "submitted": "https://github.com/ORG/REPO/pull/123",
+    "applied": "0be30d4",
+    "not-needed": "'fork-only branding'",
+}
+
+
+def _applied_value(git: Git, text: str) -> str:
+    """``commit:<full id>`` for a commit of this repository; a URL or a version as given; a
+    commit id that is not here is refused (fetch it first, or give its URL)."""
+    found = git.rev_parse(text)
+    if found is not None:
+        return f"commit:{found}"
+    if re.fullmatch(r"[0-9a-fA-F]{7,64}", text):
+        raise PatchstackError(
+            f"unknown commit '{text}'",
+            "fetch the upstream that has it first (git fetch), or give its URL",
+        )
+    return text
+
+
+def applied_upstream(text: str, commit: str, today: date) -> str:
+    """The message ``text`` recording that the patch went upstream as ``commit`` (the hook
+    for ``refresh``'s evidence that a patch is upstream)."""
+    found = fields.read(text.partition("\n\n")[2])
+    return fields.write(text, changes_for("applied", f"commit:{commit}", found, today))
+
+
+def standings(ws: Checkout, series: Series, base: str | None) -> list[Standing]:
+    """What each patch's header says, with ``Applied-Upstream`` checked against ``base``."""
+    out = []
+    git = ws.git
+    for entry in series.entries:
+        summary = ws.proven_bytes(entry)[1]
+        found = fields.read(summary.description, summary.fields)
+        up = fields.upstream_of(found)
+        check = None
+        if up.commit is not None:
+            commit = git.rev_parse(up.commit)
+            if commit is None:
+                check = UNKNOWN
+            elif base:
+                check = IN_BASE if git.is_ancestor(commit, base) else NOT_IN_BASE
+        out.append(Standing(entry.name, entry.tag, up, fields.probe_of(found), check))
+    return out
+
+
+def today(ws: Checkout) -> date:
+    return day_of(ws.git.now())

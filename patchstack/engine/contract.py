@@ -1,0 +1,97 @@
+"""The placement contract: where a patch lands, and what every shortcut must prove.
+
+**The contract.** Patch k is the change ``C[k-1] -> C[k]`` of the canonical chain (`chain`:
+the series base plus each patch file applied exactly where it was made). Placed on a tree
+``T``, it gives the tree of git's merge-ort three-way merge with base ``C[k-1]``, ours ``T``
+and theirs ``C[k]`` (`place`): what ``git cherry-pick`` and ``git rebase`` give, one patch at
+a time, rename and folder-rename detection included (git's default makes a file added to a
+folder that the other side renamed a conflict naming the suggested path; with
+``merge.directoryRenames=true`` in the repository it moves there, as rebase moves it). A
+placement that changes nothing (the tree already holds the patch) makes no commit: the patch
+is left unapplied and said to be upstream's, as rebase drops a commit that becomes empty.
+
+**Shortcuts.** Everything faster is a shortcut that may take only a case it can prove gives
+the contract's tree, and each one is off when ``PATCHSTACK_NO_FAST_PATH=1`` (`enabled`):
+
+- the trivial cases: ``T == C[k-1]`` gives ``C[k]``; ``C[k-1] == C[k]`` gives ``T``;
+- carrying by ids (`fastpath.ProvenStream.carry`): every path the patch changes is in ``T``
+  what it is in ``C[k-1]`` (mode and id), so the merge takes the patch's side there and ours
+  everywhere else, *unless renames reach across paths* (`rename_free`);
+- merges of the last tree git can read (the anchor) and merge runs (`placer`): several
+  proven patches merged at once, where the docstring there shows the three versions of every
+  path are those of each patch's own merge.
+
+The canonical chain itself is not a placement: ``C[k]`` is what ``git apply`` makes of the
+patch file on ``C[k-1]``, and its shortcut (`fastpath.ProvenStream.commit`: hunks applied in
+Python, proven by the blob ids the file names) gives ``git apply``'s tree.
+
+**Proving a new shortcut.** State the condition under which its result equals `place`'s,
+put it behind `enabled`, and let the differential generator (``tests/differential.py``) find
+out: it compares ``check``, ``refresh`` and ``push --onto`` with and without shortcuts against
+``git rebase`` on random repositories whose patches and upstream moves rename files and
+folders, delete, change modes and types, and take patches verbatim or differently.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from ..git import Git, MergeResult, RawDiff
+from ..model import paths
+from .merging import merge
+
+NULL_MODE = "000000"
+TREE_MODE = "040000"
+
+
+def enabled() -> bool:
+    """Are the shortcuts on? (``PATCHSTACK_NO_FAST_PATH=1`` turns every one off; read at each
+    use, so that one process can compare both ways.)"""
+    return not os.environ.get("PATCHSTACK_NO_FAST_PATH")
+
+
+def place(
+    git: Git,
+    before: str,
+    tree: str,
+    after: str,
+    labels: tuple[str, str],
+    base_label: str | None = None,
+) -> MergeResult:
+    """The contract: the change ``before -> after`` placed on ``tree`` by merge-ort."""
+    return merge(git, before, tree, after, labels, base_label)
+
+
+def rename_free(
+    diff: Sequence[RawDiff],
+    in_ours: Callable[[str], str | None],
+    trees_in_base: Callable[[Iterable[str]], set[str]],
+) -> bool:
+    """Can no rename detection reach across the paths of ``diff`` (the patch's change, as a
+    raw diff of ``C[k-1] -> C[k]``) when it is merged into ours? Then a merge that finds every
+    path of ``diff`` in ours as it is in the base is decided path by path.
+
+    ``in_ours(folder)``: the mode of that folder's entry in ours (None: absent);
+    ``trees_in_base(folders)``: those of the folders that are folders in the base.
+
+    merge-ort finds renames on each side separately, among the files that side deleted and
+    added. On the patch's side: it renames only when the patch both deletes and adds a file,
+    and a rename out of a folder it empties carries ours' new files of that folder along;
+    such a patch is left to the merge. On ours' side: a folder of the base that ours no
+    longer has may have been renamed, and the patch's new files in it would follow; so every
+    folder leading to a file the patch adds must be in ours, or not in the base either.
+    (Files ours renamed away from a path the patch changes are caught by the caller: the path
+    is not in ours as in the base.)
+    """
+    added = [d[4] for d in diff if d[0] == NULL_MODE]
+    deleted = [d[4] for d in diff if d[1] == NULL_MODE]
+    if added and deleted:
+        return False
+    missing = {
+        folder
+        for path in added
+        for folder in paths.leading_dirs(path)
+        if in_ours(folder) != TREE_MODE
+    }
+    return not (missing and trees_in_base(sorted(missing)))

@@ -1,0 +1,134 @@
+"""The one cache: what patchstack keeps to save work (the builds' results, parsed patch files,
+proofs), in one file under the git directory (``patchstack/cache``), versioned and bounded.
+
+It is a cache, never state: every value is checked before use (object ids to exist, a parse
+by the digest of the bytes it was made from), a file that cannot be read is an empty cache,
+and losing it costs only time. Entries are grouped in sections (``build``, ``parsed``,
+``proven``); each entry records the generation of its section that last used it. A command
+that adds entries to a section starts a new generation of it, and an entry that neither the
+last `KEEP` generations nor this command used is dropped: what no longer serves the series
+(the chains of a base it left, patch versions it replaced) goes away with the second command
+that learns something new, whatever the series' history. A command that only uses entries
+refreshes them and drops nothing.
+
+The file is one ``marshal`` of plain values (no code), read once per command when first
+wanted and written at the end of a command that changes state (`Checkout.save_caches`, under
+the repository lock) by an atomic rename; commands that only read write nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+from typing import Any
+
+from .files import write_atomic
+
+FORMAT = "patchstack-cache"
+VERSION = 1
+KEEP = 2  # generations of a section whose entries are kept
+LEGACY = ("parsed", "proven")
+
+
+class Store:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._loaded = False
+        self._entries: dict[str, dict[str, tuple[int, Any]]] = {}
+        self._gens: dict[str, int] = {}
+        self._used: dict[str, set[str]] = {}
+        self._added: dict[str, dict[str, Any]] = {}
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            with open(self.path, "rb") as f:
+                data = marshal.load(f)
+            if (
+                isinstance(data, dict)
+                and data.get("format") == FORMAT
+                and data.get("version") == VERSION
+            ):
+                self._entries = dict(data["entries"])
+                self._gens = dict(data["generations"])
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            self._entries, self._gens = {}, {}
+
+    def get(self, section: str, key: str) -> Any | None:
+        """The value of ``key``, marked as used by this command; None when not known."""
+        self._load()
+        added = self._added.get(section)
+        if added is not None and key in added:
+            return added[key]
+        found = self._entries.get(section, {}).get(key)
+        if found is None:
+            return None
+        self._used.setdefault(section, set()).add(key)
+        return found[1]
+
+    def put(self, section: str, key: str, value: Any) -> None:
+        self._load()
+        old = self._entries.get(section, {}).get(key)
+        if old is not None and old[1] == value:
+            self._used.setdefault(section, set()).add(key)
+            return
+        self._added.setdefault(section, {})[key] = value
+
+    def forget(self, section: str, key: str) -> None:
+        """Drop ``key`` (a value found wrong)."""
+        self._load()
+        self._entries.get(section, {}).pop(key, None)
+        self._added.get(section, {}).pop(key, None)
+        self._used.get(section, set()).discard(key)
+        self._added.setdefault(section, {})  # a change to save
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per section (for tests and ``--verbose`` reports)."""
+        self._load()
+        return {s: len(e) for s, e in self._entries.items()}
+
+    @property
+    def changed(self) -> bool:
+        return bool(self._added) or any(
+            self._entries.get(s, {}).get(k, (self._gens.get(s, 0), None))[0] != self._gens.get(s, 0)
+            for s, keys in self._used.items()
+            for k in keys
+        )
+
+    def save(self) -> None:
+        """Write what this command used and learned (nothing when it changed nothing)."""
+        if not self._loaded or not self.changed:
+            return
+        for section in set(self._entries) | set(self._added):
+            entries = self._entries.setdefault(section, {})
+            gen = self._gens.get(section, 0)
+            added = self._added.get(section, {})
+            if added:
+                gen += 1
+                floor = gen - KEEP + 1
+                for k in [k for k, (g, _v) in entries.items() if g < floor]:
+                    if k not in self._used.get(section, set()):
+                        del entries[k]
+            for key in self._used.get(section, set()):
+                if key in entries:
+                    entries[key] = (gen, entries[key][1])
+            for key, value in added.items():
+                entries[key] = (gen, value)
+            self._gens[section] = gen
+        data = {
+            "format": FORMAT,
+            "version": VERSION,
+            "generations": self._gens,
+            "entries": self._entries,
+        }
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            write_atomic(self.path, marshal.dumps(data), sync=False)
+            for legacy in LEGACY:  # the separate caches of earlier versions
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(os.path.dirname(self.path), legacy))
+        self._used.clear()
+        self._added.clear()
