@@ -100,7 +100,13 @@ def to_text(source: str, width: int = 80) -> str:
     def flush() -> None:
         if words:
             pad = " " * (body + extra)
-            lines = textwrap.wrap(" ".join(words), max(20, width - len(pad)))
+            # Never inside a word: '--require-status' stays whole, to copy and paste.
+            lines = textwrap.wrap(
+                " ".join(words),
+                max(20, width - len(pad)),
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
             out.extend(pad + ln for ln in lines)
             words.clear()
 

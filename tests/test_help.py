@@ -64,7 +64,8 @@ def test_the_text_has_every_word_man_shows(tmp_path) -> None:
     )
     if proc.returncode != 0 and not os.environ.get("CI"):
         pytest.skip(f"this man is not man-db's: {proc.stderr.strip()}")
-    words = re.sub(r".\x08", "", proc.stdout).split()
+    # man breaks a line after a word's own hyphen ("Upstream-" / "Status:") even with --nh.
+    words = re.sub(r"(\w-)\n\s+", r"\1", re.sub(r".\x08", "", proc.stdout)).split()
     assert words[-3:] == ["patchstack", words[-2], "PATCHSTACK(1)"]
     assert manpage.to_text(page, 80).split() == words[:-3]
 
