@@ -365,22 +365,12 @@ def test_review_posts_one_comment_and_edits_it_on_every_push(
         gh.close()
 
 
-def test_a_checkout_that_kept_its_token_is_warned_about(action_copy, series_repo, tmp_path) -> None:
-    repo, before, after = series_repo
-    repo.git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eDp5")
-    fake_venv(tmp_path / "runner")
-    inputs = {"command": "review", "comment": "never"}
-    run = run_action(
-        action_copy, repo.path, tmp_path / "runner", inputs, pr_event(before, after), github_env()
-    )
-    assert not run.failed
-    assert "set persist-credentials: false" in run.step("patchstack review").stdout
-
-
 def test_a_pull_request_from_a_fork_gets_the_summary_and_no_comment(
     action_copy, series_repo, tmp_path
 ) -> None:
     repo, before, after = series_repo
+    # A checkout that kept its token (persist-credentials left true): the review warns.
+    repo.git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eDp5")
     gh = FakeGitHub("fork-owner/fork", writable=False)
     try:
         fake_venv(tmp_path / "runner")
@@ -394,6 +384,7 @@ def test_a_pull_request_from_a_fork_gets_the_summary_and_no_comment(
         )
         assert not run.failed
         assert "gamma.patch" in run.summary
+        assert "set persist-credentials: false" in run.step("patchstack review").stdout
         step = run.step("Keep the pull request comment up to date")
         assert "pull request from a fork" in step.stdout and gh.calls == []
         # A token that cannot write (same repository, read-only): a notice, not a failure;
