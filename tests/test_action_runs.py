@@ -351,6 +351,7 @@ def test_review_posts_one_comment_and_edits_it_on_every_push(
             )
             assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
             assert "gamma.patch" in run.summary and "Interdiff." in run.summary
+            assert "persist-credentials" not in run.step("patchstack review").stdout
             assert run.outputs["review-html"].endswith("review.html")
             assert Path(run.outputs["review-json"]).exists()
             upload = run.step("Keep the results as an artifact").uses
