@@ -150,7 +150,9 @@ def verdict_word(word: str) -> str:
 OFFSETS_SHOWN = 10  # "offset" lines listed without --verbose: only line numbers moved
 
 
-def listed_verdicts(verdicts: Any, verbose: bool) -> tuple[list[Any], str | None]:
+def listed_verdicts(
+    verdicts: Any, verbose: bool, summarized: bool = False
+) -> tuple[list[Any], str | None]:
     """The verdicts worth a line each: not ``unchanged`` (unless resolved), and of the
     ``offset`` ones (only line numbers moved) the first `OFFSETS_SHOWN`, so that the merged,
     conflicting and upstream patches of a long series stay in sight (all with ``verbose``);
@@ -160,7 +162,7 @@ def listed_verdicts(verdicts: Any, verbose: bool) -> tuple[list[Any], str | None
     for v in verdicts:
         if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
             continue
-        if v.verdict == "conflict" and not verbose:
+        if v.verdict == "conflict" and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
         if v.verdict == "offset" and not verbose:
             offsets += 1
@@ -256,6 +258,8 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
         commits = [u for h in c.hunks for u in h.upstream]
         upstream = f"  {commits[0].oid[:10]} {commits[0].subject}" if commits else ""
         lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
+        if c.culprits:
+            lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
         lines += _knock_on_line(c.patch, under, verbose)
         shown_roots.add(c.patch)
     for root in under:  # roots deferred earlier, or not among the conflicts shown

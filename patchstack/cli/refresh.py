@@ -332,13 +332,13 @@ def check(
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
-        shown, more = listed_verdicts(result.verdicts, verbose)
+        shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
             echo(ctx, f"  {verdict(v)} {v.name}")
         if more:
             echo(ctx, more)
         for c in result.conflicts:
-            if verbose or c.patch == patch_name:
+            if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
                 for line in render_conflict(c):
                     echo(ctx, line)
         for line in conflict_summary(result.conflicts, verbose):
