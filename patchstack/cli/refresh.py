@@ -167,7 +167,7 @@ def refresh(
             data["probes"] = report.to_json()
         click.echo(json.dumps(data, indent=2))
     else:
-        _print_refresh(ctx, result, verbose)
+        print_refresh(ctx, result, verbose)
         if report is not None:
             from .probetext import probe_lines
 
@@ -177,7 +177,7 @@ def refresh(
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -193,7 +193,9 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
         if v.name in summarized and not verbose:
             continue
         notes = []
-        if v.resolved:
+        if v.recorded:
+            notes.append("recorded resolution")
+        elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
             notes.append(
@@ -334,7 +336,8 @@ def check(
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            echo(ctx, f"  {verdict(v)} {v.name}")
+            note = "  (recorded resolution)" if v.recorded else ""
+            echo(ctx, f"  {verdict(v)} {v.name}{note}")
         if more:
             echo(ctx, more)
         for c in result.conflicts:

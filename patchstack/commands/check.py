@@ -22,6 +22,7 @@ from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
 from ..transaction import refresh_error
+from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
 
@@ -45,7 +46,8 @@ class CheckResult:
             "base": self.old_base,
             "ok": self.ok,
             "patches": [
-                {"name": v.name, "tag": v.tag, "verdict": v.verdict} for v in self.verdicts
+                {"name": v.name, "tag": v.tag, "verdict": v.verdict, "recorded": v.recorded}
+                for v in self.verdicts
             ],
             "conflicts": [c.to_json() for c in self.conflicts],
         }
@@ -86,6 +88,7 @@ def check(
         chain = old_chain(git, engine, series)
         plan = steps(series, chain, {})
         placer = Placer(engine, target, [s.name for s in plan])
+        records = Resolutions(ws)
         done, conflicts = replay(
             git,
             plan,
@@ -96,10 +99,16 @@ def check(
             skip=skip,
             placer=placer,
             progress=progress,
+            resolve=lambda step, tree, merged: records.settle(
+                step.name, step.before, tree, step.after, merged
+            ),
         )
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
         reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full)
+        reports = [
+            replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
+        ]
     finally:
         engine.close()
     bad = {c[0] for c in conflicts}
@@ -110,8 +119,11 @@ def check(
             return "conflict"
         return "deferred" if name in deferred else classified.verdicts[name]
 
+    settled = set(records.used)
     verdicts = tuple(
-        Verdict(e.name, e.tag, word(e.name)) for e in series.entries if e.name not in skip
+        Verdict(e.name, e.tag, word(e.name), recorded=e.name in settled)
+        for e in series.entries
+        if e.name not in skip
     )
     return CheckResult(target, name, series.base, verdicts, tuple(reports))
 

@@ -46,6 +46,10 @@ class Engine:
     canonical_base: Oid  # the commit the patch files were made against
     default_author: Callable[[], tuple[str, str]]
     store: Store
+    # A conflict settled without asking (a recorded resolution): (patch, base, ours, theirs,
+    # the merge) -> the settled tree, or None.
+    settle: Callable[[str, Oid, Oid, Oid, MergeResult], Oid | None] | None = None
+    settled: list[str] = field(default_factory=list, init=False)  # patches it settled
     cache: Cache = field(init=False)
     committer: Committer = field(init=False)
     shortcuts: bool = field(init=False)  # `contract.enabled` when the engine was made
@@ -278,6 +282,11 @@ class Engine:
         before = self.canonical(k - 1)
         after = self.canonical(k)
         result = self.carry(before, tree, after, name)
+        if isinstance(result, MergeResult) and self.settle is not None:
+            settled = self.settle(name, before, tree, after, result)
+            if settled is not None:
+                self.settled.append(name)
+                return settled
         if isinstance(result, MergeResult):
             raise ConflictError(
                 f"patch '{name}' conflicts with the tree it is pushed onto",

@@ -25,7 +25,8 @@ from .contract import place_fast
 if TYPE_CHECKING:
     from .placer import Placer
 
-Resolver = Callable[[str, MergeResult], Oid | None]
+# (the step, the tree it was merged onto, the merge) -> a tree that settles the conflict
+Resolver = Callable[["Step", Oid, MergeResult], Oid | None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Done:
     tree: Oid
     resolved: bool = False
     commit: str | None = None  # the commit made for it on the new base, when already made
+    recorded: bool = False  # settled by a recorded resolution
 
     @property
     def upstream(self) -> bool:
@@ -113,10 +115,10 @@ def replay(
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
     (name, the tree it was carried onto, merge result).
 
-    ``resolve(name, merge result)``: a tree that settles a conflict the user already resolved
-    elsewhere (the merge commit of a ``git pull``), or None. ``go_on(name, tree, merge)``:
-    whether to leave this conflicting patch out and go on (a knock-on of a deferred patch)
-    when not ``keep_going``.
+    ``resolve(step, tree, merge result)``: a tree that settles a conflict the user already
+    resolved elsewhere (the merge commit of a ``git pull``, a recorded resolution), or None.
+    ``go_on(name, tree, merge)``: whether to leave this conflicting patch out and go on (a
+    knock-on of a deferred patch) when not ``keep_going``.
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
@@ -167,7 +169,7 @@ def replay(
                 else place_fast(git, step.before, tree, step.after, name_labels, labels[1])
             )
             if resolve is not None and not merged.clean:
-                settled = resolve(step.name, merged)
+                settled = resolve(step, tree, merged)
             if not merged.clean and settled is None:
                 conflicts.append((step.name, tree, merged))
                 if placer is not None:
@@ -196,9 +198,9 @@ def merge_resolver(git: Git, resolution: Oid, owners: dict[str, str]) -> Resolve
     Where a later patch also changes the path, the merge commit's version is not this patch's:
     the conflict stands (truly ambiguous)."""
 
-    def resolve(name: str, merged: MergeResult) -> Oid | None:
+    def resolve(step: Step, _tree: Oid, merged: MergeResult) -> Oid | None:
         paths = list(merged.conflicted)
-        if not paths or any(owners.get(p) != name for p in paths):
+        if not paths or any(owners.get(p) != step.name for p in paths):
             return None
         listing = git.entries_at(resolution, paths)
         return git.edit_tree(merged.tree, {p: listing.get(p) for p in paths})

@@ -40,6 +40,7 @@ class Verdict:
     tag: str
     verdict: str  # one of engine.verdicts.VERDICTS
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
+    recorded: bool = False  # a conflict settled by a recorded resolution
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
@@ -179,6 +180,7 @@ def finish(
     _top, commits = commit_chain(engine, new_base, done)
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
+    recorded = {d.name for d in done if d.recorded}
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
     new_series = series.with_base(new_base, state.new_ref).with_deferred(deferrals)
@@ -211,6 +213,7 @@ def finish(
             e.tag,
             "deferred" if e.name in deferred else classified.verdicts[e.name],
             resolved=e.name in resolved,
+            recorded=e.name in recorded,
             rewritten=e.name in classified.data,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
@@ -318,6 +321,7 @@ def stop(
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
     deferred_now: Sequence[Conflict] = (),
+    note: str = "",
 ) -> RefreshResult:
     git = ws.git
     name, parent_tree, merged = conflict
@@ -345,7 +349,7 @@ def stop(
     publish(ws, plan)
     report = blame(git, name, merged, state.old_base, state.new_base)
     triage = triaged(ws, state, series, [conflict], attribute=False)[0]
-    report = replace(report, kind=triage.kind, root=triage.root)
+    report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
         report = replace(
