@@ -136,9 +136,21 @@ def test_finds_the_culprit_with_the_essential_patch_and_skips_where_it_does_not_
         }
         assert rows[history.commits[4][:10]] == ["skip", "conflict"]
         assert rows[culprit[:10]] == ["bad", "1"]
-        # The skipped commit comes with its conflict report.
+        # The skipped commit says what did not apply; --verbose gives the conflict report.
         assert "-> skip: patch raw-value.patch does not apply" in out.stderr
-        assert "conflict in patch raw-value.patch" in out.stderr and "file app.py" in out.stderr
+        assert "in app.py, 1 hunk(s) (--verbose shows the conflict)" in out.stderr
+        assert "conflict in patch raw-value.patch" not in out.stderr
+        c4 = history.commits[4][:10]
+        assert (
+            "where the carried patches do not apply:\n"
+            f"  at {c4} (settings: E is 50) only, raw-value.patch does not apply"
+            f" (it applies again at {history.commits[5][:10]})"
+        ) in out.stdout
+        verbose = history.ps(
+            "bisect", "-v", history.good, "upstream", "--only", "essential", "--", *IMPORTS
+        )
+        assert "conflict in patch raw-value.patch" in verbose.stderr
+        assert "file app.py" in verbose.stderr
         data = json.loads(
             history.ps(
                 "bisect", "--json", history.good, "upstream", "--only", "essential", "--", *IMPORTS
