@@ -239,7 +239,11 @@ def _blame(
     left_out = []
     for p in candidates:
         names = tuple(n for n in smallest.patches if n != p)
-        left_out.append(measure(f"{smallest.subset} without {p}", names))
+        found = measure(f"{smallest.subset} without {p}", names)
+        if found.fails is None:  # a later patch cannot go without it: the patches before it
+            before = smallest.patches[: smallest.patches.index(p)]
+            found = measure(f"{smallest.subset} up to {p}, without it", before)
+        left_out.append(found)
     needed = tuple(p for p, c in zip(candidates, left_out, strict=True) if c.fails is False)
     verdict = INTERACTS if needed else UNCLEAR
     return Blame(commit, subject, cells, verdict, needed or candidates, tuple(left_out))

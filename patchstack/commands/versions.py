@@ -50,7 +50,7 @@ NOW = "the series now"
 
 @dataclass(frozen=True)
 class Version:
-    label: str  # NOW, "log #5", "before log #1", "commit 1a2b3c4d5e"
+    label: str  # NOW, "the series before log #5 (refresh --continue)", "… of commit 1a2b3c4d5e"
     base: Oid
     series: Series
     blobs: tuple[tuple[str, str], ...]  # (patch, blob id) of every entry
@@ -70,7 +70,7 @@ class Version:
         return name in self.series
 
     def describe(self) -> str:
-        return f"{self.label} (base {self.base[:10]})"
+        return f"{self.label}, base {self.base[:10]}"
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class Versions:
 
         def load(entry: Entry) -> LoadedPatch:
             data = reader.read_blob(blobs[entry.name])
-            shown = f"{version.label}: {entry.name}"
+            shown = f"{entry.name} ({version.label})"
             try:
                 patch = parse_patch(data, shown, entry.strip_level)
                 paths.check_patch(patch, shown, in_tree)
@@ -281,17 +281,20 @@ def collect(ws: Checkout, engine: Engine, readers: dict[str, Git]) -> list[Versi
             found[version.key] = version
 
     log = journal.entries(git)
-    live = {e.seq for e in journal.effective(log)}
-    mine = os.path.realpath(ws.series_dir)
+    live = {e.seq for e in journal.effective(log)}  # an undone command's series is not history
     ours = [
-        e for e in log if all(_same(s.series_dir, mine) for s in (e.before, e.after) if s)
-    ]  # a log entry of another series folder (--dir) is not this series' history
+        e
+        for e in log
+        if e.seq in live and all(_same(s.series_dir, ws) for s in (e.before, e.after) if s)
+    ]  # (a log entry of another series folder, --dir, is not this series' history)
+    # Named by the command that replaced it (the newest, when it was the series twice), else
+    # by the one that made it.
     for e in ours:
-        if e.after is not None and e.status == "done" and e.seq in live and e.after.series_exists:
-            add(f"log #{e.seq}: {_what(e)}", e.after.series, e.time, "log")
+        if e.before.series_exists and (e.after is None or e.after.series != e.before.series):
+            add(f"the series before log #{e.seq} ({_what(e)})", e.before.series, e.time, "log")
     for e in ours:
-        if e.before.series_exists:
-            add(f"before log #{e.seq}: {_what(e)}", e.before.series, e.time - 0.5, "log")
+        if e.after is not None and e.status == "done" and e.after.series_exists:
+            add(f"the series of log #{e.seq} ({_what(e)})", e.after.series, e.time, "log")
     held = _holder(ws)
     if held is not None:
         holder, rel = held
@@ -299,7 +302,7 @@ def collect(ws: Checkout, engine: Engine, readers: dict[str, Git]) -> list[Versi
         for commit, tree, time in holder.path_history("HEAD", rel):
             folder = tree if rel == "." else holder.entries_at(tree, [rel]).get(rel, ("", ""))[1]
             if folder:
-                add(f"commit {commit[:10]}", folder, time, "git")
+                add(f"the series of commit {commit[:10]}", folder, time, "git")
     return list(found.values())
 
 
@@ -312,8 +315,14 @@ def _what(e: journal.Entry) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _same(where: str | None, mine: str) -> bool:
-    return where is None or os.path.realpath(where) == mine
+def _same(where: str | None, ws: Checkout) -> bool:
+    """Is ``where`` (a snapshot's series folder) this series folder? The same path, or the
+    same path inside the work tree (the repository may have moved since)."""
+    if where is None or os.path.realpath(where) == os.path.realpath(ws.series_dir):
+        return True
+    inside = ws.in_tree
+    parts = inside.split("/") if inside and inside != "." else []
+    return bool(parts) and where.replace(os.sep, "/").rstrip("/").split("/")[-len(parts) :] == parts
 
 
 def _now(ws: Checkout, engine: Engine) -> Version:
