@@ -200,6 +200,12 @@ def test_threshold_finds_the_commit_that_made_the_benchmark_slower(
     data = json.loads(history.ps(*latency, "--json", "--", *bench, cwd=sub).stdout)
     assert data["culprit"]["commit"] == history.commits[2]
     assert [s["figure"] for s in data["steps"]] == [None, 16.6, 10.6, 16.6]
+    # A relative threshold is measured from GOOD's own figure: GOOD is tested first.
+    relative = [*args[:-1], "10%", "--metric", r"tokens/s: ([0-9.]+)", "--json", "--", *bench]
+    data = json.loads(history.ps(*relative, cwd=sub).stdout)
+    assert data["culprit"]["commit"] == history.commits[2]
+    assert data["steps"][0]["index"] == 0 and data["steps"][0]["figure"] == 94.2
+    assert "60.1: 36.2 % worse than GOOD > 10 %" in [s["why"] for s in data["steps"]]
     assert os.listdir(scratch_root) == []
 
 
@@ -254,6 +260,7 @@ def test_a_killed_bisect_leaves_a_scratch_that_the_next_one_removes(
         (["{good}", "nope", "--", "true"], "unknown revision 'nope'"),
         (["{good}", "upstream", "--only", "opt", "--", "true"], "unknown tag 'opt'"),
         (["{good}", "upstream", "--metric", "x", "--", "true"], "go with --threshold"),
+        (["{good}", "upstream", "--threshold", "ten%", "--", "true"], "not a number"),
         (
             ["{good}", "upstream", "--threshold", "1", "--metric", "(", "--", "true"],
             "--metric: not",

@@ -299,7 +299,11 @@ def collect(ws: Checkout, engine: Engine, readers: dict[str, Git]) -> list[Versi
     if held is not None:
         holder, rel = held
         readers["git"] = holder
-        for commit, tree, time in holder.path_history("HEAD", rel):
+        head = holder.head()
+        tracked = head is not None and (
+            rel == "." or rel in holder.entries_at(holder.tree_of(head), [rel])
+        )  # an untracked folder has no history: no walk of a long one for nothing
+        for commit, tree, time in holder.path_history("HEAD", rel) if tracked else ():
             folder = tree if rel == "." else holder.entries_at(tree, [rel]).get(rel, ("", ""))[1]
             if folder:
                 add(f"the series of commit {commit[:10]}", folder, time, "git")
