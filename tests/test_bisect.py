@@ -138,7 +138,7 @@ def test_finds_the_culprit_with_the_essential_patch_and_skips_where_it_does_not_
         assert rows[culprit[:10]] == ["bad", "1"]
         # The skipped commit says what did not apply; --verbose gives the conflict report.
         assert "-> skip: patch raw-value.patch does not apply" in out.stderr
-        assert "in app.py, 1 hunk(s) (--verbose shows the conflict)" in out.stderr
+        assert "does not apply: app.py, 1 hunk(s) (--verbose shows the conflict)" in out.stderr
         assert "conflict in patch raw-value.patch" not in out.stderr
         c4 = history.commits[4][:10]
         assert (

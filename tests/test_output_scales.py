@@ -165,3 +165,14 @@ def test_bisect_says_from_where_a_patch_stops_applying_and_keeps_skips_to_a_line
     ]
     verbose = repo.ps("bisect", "-v", good, "HEAD", "--", *test)
     assert "the patch expected" in verbose.stderr
+    # A failure inside the run: every commit of it is tried, and the answer and the table
+    # show the run as one line each (--verbose: every one).
+    late = ["sh", "-c", 'test "$(cat c.txt 2>/dev/null || echo 0)" -lt 8']
+    result = repo.ps("bisect", good, "HEAD", "--", *late, code=1)
+    span = f"8 commits from {commits[5][:10]} (upstream 5) to {commits[12][:10]} (upstream 12)"
+    assert f"skipped commits hide which):\n  {span}\n" in result.stdout
+    assert f"{commits[5][:10]}..  skip" in result.stdout
+    assert f"8 commits to {commits[12][:10]}: p.patch does not apply" in result.stdout
+    assert len(result.stdout.splitlines()) < 15
+    every = repo.ps("bisect", "-v", good, "HEAD", "--", *late, code=1).stdout
+    assert all(f"{commits[i][:10]} upstream {i}" in every for i in range(5, 13))

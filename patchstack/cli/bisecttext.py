@@ -14,6 +14,13 @@ def short(oid: str | None) -> str:
     return (oid or "?")[:10]
 
 
+def testing_line(label: str, commit: str, subject: str, k: int, left: tuple[int, int]) -> str:
+    """The line a step starts with: the commit, and how far the bisect has come."""
+    about, doubt = left
+    where = f"step {k}, ~{about} left, {doubt} in doubt"
+    return f"bisect{label}: testing {short(commit)} {subject} ({where})"
+
+
 def step_lines(
     step: Step, seen: MutableMapping[tuple[object, ...], str], verbose: bool
 ) -> list[str]:
@@ -26,24 +33,28 @@ def step_lines(
     head = f"  -> {step.verdict}: {step.why}{timing}"
     if step.plan is not None and not step.plan.current:
         head += f"; patches as in {step.plan.label}"
-    out = [head]
     c = step.conflict
     if c is None:
-        return out
+        return [head]
     if step.tried:
-        out.append("     tried too: " + "; ".join(step.tried))
+        head += f" ({len(step.tried) + 1} versions tried)"
+    if not verbose:  # one line a skip: the patch and its files, once
+        brief = (c.patch, c.files)
+        if brief in seen:
+            return [f"{head} (as at {seen[brief]})"]
+        seen[brief] = short(step.commit)
+        files = ", ".join(c.files[:3]) + (
+            f" and {len(c.files) - 3} more" if len(c.files) > 3 else ""
+        )
+        hunks = f", {len(c.hunks)} hunk(s)" if c.hunks else ""
+        return [f"{head}: {files or 'its files'}{hunks} (--verbose shows the conflict)"]
+    out = [head, *(f"     tried: {label}" for label in step.tried)]
     key = (c.patch, c.files, c.hunks, c.detail)
     if key in seen:
         out.append(f"     (the same conflict as at {seen[key]})")
         return out
     seen[key] = short(step.commit)
-    if verbose:
-        out += ["     " + line for line in render_conflict(c)]
-        return out
-    files = ", ".join(c.files[:3]) + (f" and {len(c.files) - 3} more" if len(c.files) > 3 else "")
-    hunks = f", {len(c.hunks)} hunk(s)" if c.hunks else ""
-    out.append(f"     in {files or 'its files'}{hunks} (--verbose shows the conflict)")
-    return out
+    return out + ["     " + line for line in render_conflict(c)]
 
 
 def stop_line(stop: Stop, r: BisectResult) -> str:
@@ -68,8 +79,14 @@ def stop_line(stop: Stop, r: BisectResult) -> str:
     return f"  {span}, {stop.patch} does not apply" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def result_lines(r: BisectResult) -> list[str]:
-    carried = ", ".join(r.selected) if r.selected else "none"
+SHOWN = 10  # patch names listed before "... and N more"
+RUN = 4  # skipped steps in a row from which the table shows them as one row
+
+
+def result_lines(r: BisectResult, verbose: bool = False) -> list[str]:
+    carried = ", ".join(r.selected[: None if verbose else SHOWN]) if r.selected else "none"
+    if not verbose and len(r.selected) > SHOWN:
+        carried += f" and {len(r.selected) - SHOWN} more (--verbose lists them)"
     span = f"{r.commits} commit(s) after {short(r.good)} up to {short(r.bad)}"
     out = [f"{span}; carried patches ({len(r.selected)}): {carried}"]
     if r.outcome == "found" and r.culprit:
@@ -82,7 +99,7 @@ def result_lines(r: BisectResult) -> list[str]:
     elif r.outcome == "ambiguous":
         note = "the first failing commit is one of these (skipped commits hide which):"
         out.append(style(note, fg="yellow"))
-        out += [f"  {short(oid)} {subject}" for oid, subject in r.candidates]
+        out += _candidates(r, verbose)
     else:
         why = {
             "no-failure": f"COMMAND does not fail at BAD ({short(r.bad)}) with these patches",
@@ -93,11 +110,37 @@ def result_lines(r: BisectResult) -> list[str]:
     if r.stops:
         out.append("where the carried patches do not apply:")
         out += [stop_line(s, r) for s in r.stops]
-    out += ["", *table_lines(r)]
+    out += ["", *table_lines(r, verbose)]
     return out
 
 
-def table_lines(r: BisectResult) -> list[str]:
+def _runs(indexes: list[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted indexes, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for i in indexes:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _candidates(r: BisectResult, verbose: bool) -> list[str]:
+    index = {oid: i for i, (oid, _s) in enumerate(r.line)}
+    out = []
+    for first, last in _runs(sorted(index[c] for c, _s in r.candidates)):
+        if verbose or last - first < RUN:
+            out += [f"  {short(r.at(i)[0])} {r.at(i)[1]}" for i in range(first, last + 1)]
+        else:
+            a, b = r.at(first), r.at(last)
+            out.append(
+                f"  {last - first + 1} commits from {short(a[0])} ({a[1][:40]}) to"
+                f" {short(b[0])} ({b[1][:40]})"
+            )
+    return out
+
+
+def table_lines(r: BisectResult, verbose: bool = False) -> list[str]:
     labels = [s.plan.label for s in r.steps if s.plan is not None]
     versions = list(dict.fromkeys(labels))
     numbered = len(versions) > 1 or any(not s.plan.current for s in r.steps if s.plan)
@@ -105,9 +148,32 @@ def table_lines(r: BisectResult) -> list[str]:
         ("commit", "result", "patches", "time", "figure", *(("series",) if numbered else ()))
     ]
     subjects = ["subject"]
-    for s in sorted(r.steps, key=lambda s: s.index):
+    ordered = sorted(r.steps, key=lambda s: s.index)
+    k = 0
+    while k < len(ordered):
+        s = ordered[k]
+        j = k
+        while (
+            not verbose
+            and s.conflict is not None
+            and j + 1 < len(ordered)
+            and ordered[j + 1].index == ordered[j].index + 1
+            and ordered[j + 1].conflict is not None
+            and ordered[j + 1].conflict.patch == s.conflict.patch  # type: ignore[union-attr]
+        ):
+            j += 1
+        if j - k + 1 >= RUN:
+            assert s.conflict is not None
+            cells: tuple[str, ...] = (f"{short(s.commit)}..", "skip", "conflict", "-", "-")
+            rows.append(cells + (("-",) if numbered else ()))
+            last = ordered[j]
+            subjects.append(
+                f"{j - k + 1} commits to {short(last.commit)}: {s.conflict.patch} does not apply"
+            )
+            k = j + 1
+            continue
         patches = str(len(s.applied)) if s.conflict is None else "conflict"
-        cells: tuple[str, ...] = (
+        cells = (
             short(s.commit),
             s.verdict,
             patches,
@@ -118,6 +184,7 @@ def table_lines(r: BisectResult) -> list[str]:
             cells += (f"v{versions.index(s.plan.label) + 1}" if s.plan else "-",)
         rows.append(cells)
         subjects.append(s.subject[:60])
+        k += 1
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for row, subject in zip(rows, subjects, strict=True):

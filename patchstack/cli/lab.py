@@ -12,7 +12,7 @@ from .app import cli
 from .output import complete_tags, echo, selector, style
 
 if TYPE_CHECKING:
-    from ..commands.bisect import BisectResult, Step
+    from ..commands.bisect import Hooks, Step
     from ..commands.doctor import DoctorReport
     from ..commands.worktree import Experiment
     from ..model.selection import Selector
@@ -163,44 +163,33 @@ def bisect_cmd(
 
         run_matrix(ctx, good, bad, matrix, (only, except_), command, judge, not no_cache, as_json)
         return
+    from ..commands.bisect import bisect
+
     ws = ctx.obj.checkout(write=False)
-    result = _bisect(
-        ctx, ws, good, bad, _selector(only, except_), command, judge, verbose, no_cache
-    )
+    hooks = progress_hooks(ctx, "", verbose)
+    sel = _selector(only, except_)
+    result = bisect(ws, good, bad, sel, command, judge, hooks, not no_cache)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         from .bisecttext import result_lines
 
-        for line in result_lines(result):
+        for line in result_lines(result, verbose):
             echo(ctx, line)
     if result.outcome != "found":
         ctx.exit(1)
 
 
-def _bisect(
-    ctx: click.Context,
-    ws: Any,
-    good: str,
-    bad: str,
-    sel: Selector,
-    command: tuple[str, ...],
-    judge: Any,
-    verbose: bool,
-    no_cache: bool,
-    cache: Any = None,
-    label: str = "",
-) -> BisectResult:
-    """One bisect, its progress on stderr."""
-    from ..commands.bisect import Hooks, bisect
-    from .bisecttext import short, step_lines
+def progress_hooks(ctx: click.Context, label: str, verbose: bool) -> Hooks:
+    """What a bisect says on stderr while it runs: each step, its verdict, COMMAND's output,
+    the builds that pin where a patch stops applying."""
+    from ..commands.bisect import Hooks
+    from .bisecttext import step_lines, testing_line
 
-    seen: dict[tuple[object, ...], str] = {}  # a conflict report already shown -> where
+    seen: dict[tuple[object, ...], str] = {}  # a conflict already shown -> where
 
-    def testing(i: int, commit: str, subject: str, k: int, left: int) -> None:
-        click.echo(
-            f"bisect{label}: testing {short(commit)} {subject} (step {k}, ~{left} left)", err=True
-        )
+    def testing(i: int, commit: str, subject: str, k: int, left: tuple[int, int]) -> None:
+        click.echo(testing_line(label, commit, subject, k, left), err=True)
 
     def tested(step: Step) -> None:
         for line in step_lines(step, seen, verbose):
@@ -209,14 +198,12 @@ def _bisect(
     def locating(patch: str) -> None:
         click.echo(f"bisect{label}: finding where {patch} stops applying (builds only)", err=True)
 
-    hooks = Hooks(
+    return Hooks(
         testing=testing,
         tested=tested,
         output=lambda line: click.echo(line, nl=False, err=True),
         locating=locating,
     )
-    found: BisectResult = bisect(ws, good, bad, sel, command, judge, hooks, not no_cache, cache)
-    return found
 
 
 # -- worktree ---------------------------------------------------------------------------------

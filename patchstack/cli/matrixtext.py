@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,7 +11,7 @@ from .bisecttext import short
 from .output import echo, style
 
 if TYPE_CHECKING:
-    from ..commands.bisect import Judge
+    from ..commands.bisect import Hooks, Judge
     from ..commands.matrix import Blame, Cell, MatrixResult, Subset
 
 
@@ -26,10 +26,9 @@ def run_matrix(
     reuse: bool,
     as_json: bool,
 ) -> None:
-    from ..commands.bisect import Hooks
     from ..commands.matrix import Subset, matrix
     from ..errors import PatchstackError
-    from .bisecttext import step_lines
+    from .lab import progress_hooks
 
     if selection != (None, None):
         raise PatchstackError(
@@ -38,27 +37,9 @@ def run_matrix(
         )
     subsets = Subset.parse(text)
     ws = ctx.obj.checkout(write=False)
-    seen: dict[tuple[object, ...], str] = {}
 
     def hooks(s: Subset) -> Hooks:
-        def testing(i: int, commit: str, subject: str, k: int, left: int) -> None:
-            click.echo(
-                f"bisect [{s.text}]: testing {short(commit)} {subject} (step {k}, ~{left} left)",
-                err=True,
-            )
-
-        def tested(step: Any) -> None:
-            for line in step_lines(step, seen, False):
-                echo(ctx, line, err=True)
-
-        return Hooks(
-            testing=testing,
-            tested=tested,
-            output=lambda line: click.echo(line, nl=False, err=True),
-            locating=lambda p: click.echo(
-                f"bisect [{s.text}]: finding where {p} stops applying (builds only)", err=True
-            ),
-        )
+        return progress_hooks(ctx, f" [{s.text}]", False)
 
     def measuring(commit: str, label: str) -> None:
         click.echo(f"matrix: measuring {short(commit)} and its parent with {label}", err=True)

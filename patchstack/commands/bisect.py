@@ -194,9 +194,9 @@ class BisectResult:
 class Hooks:
     """What the caller is told while a bisect runs (only the CLI prints)."""
 
-    testing: Callable[[int, Oid, str, int, int], None] = field(
+    testing: Callable[[int, Oid, str, int, tuple[int, int]], None] = field(
         default=lambda i, c, s, k, left: None
-    )  # index, commit, subject, step number, about how many steps are left
+    )  # index, commit, subject, step number, `left`
     tested: Callable[[Step], None] = field(default=lambda step: None)
     output: Callable[[str], None] = field(default=lambda line: None)
     locating: Callable[[str], None] = field(default=lambda patch: None)
@@ -225,12 +225,13 @@ def plan(n: int, verdicts: Mapping[int, str]) -> tuple[str, tuple[int, ...]]:
     return "found", (hi,)
 
 
-def left(n: int, verdicts: Mapping[int, str]) -> int:
-    """About how many steps are left: a bisection of the range still in doubt, and its ends."""
+def left(n: int, verdicts: Mapping[int, str]) -> tuple[int, int]:
+    """(about how many steps are left, how many commits are still in doubt): a bisection of
+    the untested commits of the range in doubt, and its ends."""
     hi = min((i for i, v in verdicts.items() if v == BAD), default=n)
     lo = max((i for i, v in verdicts.items() if v == GOOD and i < hi), default=0)
-    pending = sum(1 for i in range(lo + 1, hi) if i not in verdicts)
-    return math.ceil(math.log2(pending + 1)) + (hi not in verdicts)
+    pending = sum(1 for i in range(lo + 1, hi) if i not in verdicts) + (hi not in verdicts)
+    return math.ceil(math.log2(pending + 1)), pending
 
 
 @dataclass(frozen=True)
