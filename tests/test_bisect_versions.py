@@ -170,3 +170,25 @@ def test_a_version_made_on_a_later_base_is_tried_where_the_older_one_conflicts(
     assert at_x["verdict"] == "good"
     assert at_x["series"][0]["version"] == "the series now"  # made on D: it applies at X
     assert at_x["tried"][0].startswith("the series before log #")  # made on B: conflicts
+
+
+def test_a_series_that_does_not_build_on_its_own_base_is_said_and_set_aside(
+    refreshed: Path, tmp_path: Path
+) -> None:
+    """A patch file edited by hand so that it no longer applies where it was made: the steps
+    carry the earlier versions (at BAD the refreshed one, as the log has it), and the answer
+    says why."""
+    repo = fork_copy(refreshed, tmp_path)
+    path = repo.path / "patches" / "nccl-diagnostic-logging.patch"
+    lines = path.read_text().split("\n")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("@@")) + 1
+    lines[at] = " # not what upstream has"
+    path.write_text("\n".join(lines))
+    data = bisect_json(repo)
+    assert data["culprit"]["commit"] == CULPRIT
+    assert data["notes"] == [
+        "the series now does not build on its own base (nccl-diagnostic-logging.patch does not"
+        " apply where it was made): its earlier versions were carried instead"
+    ]
+    at_bad = [s["series"][0] for s in data["steps"] if s["commit"] == CULPRIT]
+    assert at_bad[0]["version"] == "the series of log #3 (refresh --continue)"

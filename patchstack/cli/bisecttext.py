@@ -31,23 +31,25 @@ def step_lines(
     if step.status is not None:
         timing = f" ({step.seconds:.1f} s, cached)" if step.cached else f" ({step.seconds:.1f} s)"
     head = f"  -> {step.verdict}: {step.why}{timing}"
+    tail = ""
     if step.plan is not None and not step.plan.current:
-        head += f"; patches as in {step.plan.label}"
+        tail = f"; patches as in {step.plan.label}"
     c = step.conflict
     if c is None:
-        return [head]
+        return [head + tail]
     if step.tried:
-        head += f" ({len(step.tried) + 1} versions tried)"
+        tail += f" ({len(step.tried) + 1} versions tried)"
     if not verbose:  # one line a skip: the patch and its files, once
         brief = (c.patch, c.files)
         if brief in seen:
-            return [f"{head} (as at {seen[brief]})"]
+            return [f"{head} (as at {seen[brief]}){tail}"]
         seen[brief] = short(step.commit)
         files = ", ".join(c.files[:3]) + (
             f" and {len(c.files) - 3} more" if len(c.files) > 3 else ""
         )
         hunks = f", {len(c.hunks)} hunk(s)" if c.hunks else ""
-        return [f"{head}: {files or 'its files'}{hunks} (--verbose shows the conflict)"]
+        return [f"{head}: {files or 'its files'}{hunks}{tail} (--verbose shows the conflict)"]
+    head += tail
     out = [head, *(f"     tried: {label}" for label in step.tried)]
     key = (c.patch, c.files, c.hunks, c.detail)
     if key in seen:
@@ -107,6 +109,7 @@ def result_lines(r: BisectResult, verbose: bool = False) -> list[str]:
             "aborted": "COMMAND aborted the bisect (exit status 128 or above, or a signal)",
         }[r.outcome]
         out.append(style(why, fg="yellow"))
+    out += [style(note, fg="yellow") for note in r.notes]
     if r.stops:
         out.append("where the carried patches do not apply:")
         out += [stop_line(s, r) for s in r.stops]

@@ -36,10 +36,8 @@ from ..errors import PatchstackError
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector
-from ..model.stack import stack_from_history
-from .bisect_run import Session, Stop, locate, session, stops
+from .bisect_run import Session, Stop, first_parent_line, locate, session, stops
 from .runcache import RunCache
-from .state import resolve_rev
 from .versions import Plan
 from .worktree import selected_names
 
@@ -163,6 +161,7 @@ class BisectResult:
     stops: tuple[Stop, ...] = ()  # where selected patches do not apply
     line: tuple[tuple[Oid, str], ...] = ()  # GOOD, then every candidate
     versions: tuple[str, ...] = ()  # the versions of the series it could build from
+    notes: tuple[str, ...] = ()  # what the answer rests on that the user should know
 
     def at(self, i: int) -> tuple[Oid, str]:
         return self.line[i]
@@ -187,6 +186,7 @@ class BisectResult:
             "steps": [s.to_json() for s in self.steps],
             "stops": [s.to_json(self.line) for s in self.stops],
             "versions": list(self.versions),
+            "notes": list(self.notes),
         }
 
 
@@ -232,40 +232,6 @@ def left(n: int, verdicts: Mapping[int, str]) -> tuple[int, int]:
     lo = max((i for i, v in verdicts.items() if v == GOOD and i < hi), default=0)
     pending = sum(1 for i in range(lo + 1, hi) if i not in verdicts) + (hi not in verdicts)
     return math.ceil(math.log2(pending + 1)), pending
-
-
-@dataclass(frozen=True)
-class Line:
-    """The commits a bisect searches: GOOD, then the candidates up to BAD."""
-
-    good: Oid
-    bad: Oid
-    commits: tuple[tuple[Oid, str], ...]
-
-
-def first_parent_line(ws: Checkout, good: str, bad: str) -> Line:
-    git = ws.git
-    g, b = resolve_rev(git, good), resolve_rev(git, bad)
-    for rev, oid in ((good, g), (bad, b)):
-        below = stack_from_history(oid, git.iter_first_parent(oid))
-        if below.applied:
-            raise PatchstackError(
-                f"{rev} has patch commits on top ({', '.join(below.names)}): bisect needs"
-                " upstream commits",
-                f"give the commit below them, {below.base[:12]}, or the upstream branch",
-            )
-    chain = git.log_commits(f"{g}..{b}", first_parent=True)
-    if not chain:
-        raise PatchstackError(
-            f"no commits from {good} to {bad}", "give GOOD as an ancestor of BAD: GOOD BAD"
-        )
-    if chain[0][1][:1] != (g,):
-        raise PatchstackError(
-            f"{good} is not on the first-parent history of {bad}",
-            f"give GOOD from 'git log --first-parent {bad}'",
-        )
-    commits = [(oid, subject) for oid, _parents, subject in git.log_commits(f"{g}^!") + chain]
-    return Line(g, b, tuple(commits))
 
 
 def bisect(
@@ -322,6 +288,13 @@ def bisect(
             locate(build, built, n, hooks.locating)
         engine = lab.versions.engine
         versions = tuple(v.describe() for v in lab.versions.versions)
+        notes: tuple[str, ...] = ()
+        if lab.versions.broken is not None:
+            patch = lab.versions.broken[1].patch
+            notes = (
+                f"the series now does not build on its own base ({patch} does not apply"
+                " where it was made): its earlier versions were carried instead",
+            )
     culprit = commits[which[0]] if kind == "found" else None
     shared: list[tuple[str, tuple[str, ...]]] = []
     if culprit is not None:
@@ -345,6 +318,7 @@ def bisect(
         stops(built),
         commits,
         versions,
+        notes,
     )
 
 

@@ -1,4 +1,5 @@
-"""One step of a bisect, and where the selected patches stop applying.
+"""The commits a bisect searches (`first_parent_line`), one step of it, and where the selected
+patches stop applying.
 
 A step builds "candidate + selected patches" with the version of each patch that `versions`
 chooses there, checks it out in the scratch worktree, and runs COMMAND in a session of its own
@@ -25,11 +26,13 @@ from typing import Any
 
 from .. import lock
 from ..checkout import Checkout
+from ..errors import PatchstackError
 from ..git import Git
 from ..model.ids import Oid
+from ..model.stack import stack_from_history
 from . import runcache, sessions
 from .runcache import RunCache
-from .state import make_engine, read_stack
+from .state import make_engine, read_stack, resolve_rev
 from .versions import Attempt, Versions
 from .worktree import scratch
 
@@ -113,6 +116,40 @@ def session(
         if versions is not None:
             versions.close()
         engine.close()
+
+
+@dataclass(frozen=True)
+class Line:
+    """The commits a bisect searches: GOOD, then the candidates up to BAD."""
+
+    good: Oid
+    bad: Oid
+    commits: tuple[tuple[Oid, str], ...]
+
+
+def first_parent_line(ws: Checkout, good: str, bad: str) -> Line:
+    git = ws.git
+    g, b = resolve_rev(git, good), resolve_rev(git, bad)
+    for rev, oid in ((good, g), (bad, b)):
+        below = stack_from_history(oid, git.iter_first_parent(oid))
+        if below.applied:
+            raise PatchstackError(
+                f"{rev} has patch commits on top ({', '.join(below.names)}): bisect needs"
+                " upstream commits",
+                f"give the commit below them, {below.base[:12]}, or the upstream branch",
+            )
+    chain = git.log_commits(f"{g}..{b}", first_parent=True)
+    if not chain:
+        raise PatchstackError(
+            f"no commits from {good} to {bad}", "give GOOD as an ancestor of BAD: GOOD BAD"
+        )
+    if chain[0][1][:1] != (g,):
+        raise PatchstackError(
+            f"{good} is not on the first-parent history of {bad}",
+            f"give GOOD from 'git log --first-parent {bad}'",
+        )
+    commits = [(oid, subject) for oid, _parents, subject in git.log_commits(f"{g}^!") + chain]
+    return Line(g, b, tuple(commits))
 
 
 def run_command(

@@ -28,8 +28,8 @@ from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
-from .bisect import BAD, GOOD, BisectResult, Hooks, Judge, bisect, first_parent_line, run_step
-from .bisect_run import session
+from .bisect import BAD, GOOD, BisectResult, Hooks, Judge, bisect, run_step
+from .bisect_run import first_parent_line, session
 from .runcache import RunCache
 
 REFINE = 8  # patches at most tried one by one for an attribution

@@ -19,7 +19,8 @@ later base applies at a commit that already has the upstream change it resolved)
 (`worktree.build_stack`), one engine per version, consecutive patches of one version at once;
 recorded resolutions, which that path applies, need no hook of their own here. A version that
 cannot be built where it was made (a patch file that no longer parses, or does not apply on its
-own base) is set aside and the plan made again without it; the series now never is.
+own base) is set aside and the plan made again without it; so is the series now when a patch
+file does not apply on its own base (its report is shown where no other version serves).
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class Versions:
     _sides: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     _built: dict[tuple[str, tuple[str, ...]], Attempt] = field(default_factory=dict)
     _readers: dict[str, Git] = field(default_factory=dict)
+    # The series now, when it does not build on its own base (a patch file that does not
+    # apply where it was made): the plan and its report, shown where no other version serves.
+    broken: tuple[Plan, Conflict] | None = None
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -154,7 +158,9 @@ class Versions:
 
     def plans(self, commit: Oid, names: Sequence[str]) -> list[Plan]:
         """The plans to try at ``commit`` for the patches ``names`` (in the order of the series
-        now), the preferred first."""
+        now), the preferred first; none when a patch has no version left."""
+        if not self.versions or any(not any(v.has(n) for v in self.versions) for n in names):
+            return []
         if len(self.versions) == 1:
             return [self._plan(self.versions, names)]
         ranked = self.ranked(commit)
@@ -170,7 +176,7 @@ class Versions:
     def _plan(self, order: Sequence[Version], names: Sequence[str]) -> Plan:
         segments: list[tuple[Version, list[str]]] = []
         for name in names:
-            version = next(v for v in order if v.has(name))  # the series now has every one
+            version = next(v for v in order if v.has(name))
             if segments and segments[-1][0] is version:
                 segments[-1][1].append(name)
             else:
@@ -187,7 +193,8 @@ class Versions:
         while True:
             failed: list[tuple[Plan, Conflict]] = []
             try:
-                for plan in self.plans(commit, names):
+                plans = self.plans(commit, names)
+                for plan in plans:
                     try:
                         tested = self.build(commit, plan)
                     except ConflictError as exc:
@@ -199,7 +206,11 @@ class Versions:
                     attempt = Attempt(commit, tested, plan, None, tried)
                     break
                 else:
-                    plan, conflict = failed[0]
+                    if not plans:  # the series now does not build where it was made
+                        assert self.broken is not None
+                        plan, conflict = self.broken
+                    else:
+                        plan, conflict = failed[0]
                     rest = tuple(p for p, _c in failed[1:])
                     attempt = Attempt(commit, None, plan, conflict, rest)
             except _Unusable as exc:
@@ -216,11 +227,16 @@ class Versions:
         head = commit
         for version, names in plan.segments:
             engine = self._engine(version)
-            if not version.current:
-                try:  # its own chain first: a failure there is the version's, not the commit's
-                    engine.extend(max(version.series.index(n) + 1 for n in names))
-                except PatchstackError as exc:
-                    raise _Unusable(version) from exc
+            try:  # its own chain first: a failure there is the version's, not the commit's
+                engine.extend(max(version.series.index(n) + 1 for n in names))
+            except ConflictError as exc:
+                if version.current and isinstance(exc.report, Conflict):
+                    self.broken = (plan, exc.report)  # the others may still build
+                raise _Unusable(version) from exc
+            except PatchstackError as exc:
+                if version.current:
+                    raise
+                raise _Unusable(version) from exc
             built = build_stack(engine, git, commit, names, keep)
             for name, made, tree in built.commits:
                 entry = version.series.entry(name)
