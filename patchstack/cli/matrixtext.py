@@ -99,8 +99,10 @@ def matrix_lines(r: MatrixResult) -> list[str]:
     n = r.subsets[0][1].commits if r.subsets else 0
     out = [f"matrix over {n} commit(s) after {short(r.good)} up to {short(r.bad)}:"]
     width = max(len(s.text) for s, _r in r.subsets)
-    for s, res in r.subsets:
-        label = f"  {s.text.ljust(width)}  ({len(res.selected)} patch(es))"
+    counts = [f"({len(res.selected)} patch(es))" for _s, res in r.subsets]
+    wide = max(len(c) for c in counts)
+    for (s, res), count in zip(r.subsets, counts, strict=True):
+        label = f"  {s.text.ljust(width)}  {count.ljust(wide)}"
         if res.outcome == "found" and res.culprit:
             out.append(f"{label}  first failing commit {short(res.culprit[0])} {res.culprit[1]}")
         elif res.outcome == "ambiguous":
