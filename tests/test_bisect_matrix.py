@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, replace_line
+from .conftest import Repo, copy_repo, make_repo, replace_line
 
 BENCH = """\
 import lib, settings
@@ -24,8 +24,10 @@ print(f"tokens/s: {100 / cost:.1f}")
 COMMAND = [sys.executable, "bench.py"]
 
 
-@pytest.fixture
-def fork(tmp_path: Path) -> tuple[Repo, list[str]]:
+@pytest.fixture(scope="module")
+def origin(module_env: pytest.TempPathFactory) -> tuple[Repo, list[str]]:
+    """The fork, built once (the tests that run COMMAND take a copy: the runs are cached)."""
+    tmp_path = module_env.mktemp("matrix")
     files = {
         "lib.py": "FAST_COST = 1.0\nSLOW_COST = 2.0\n",
         "settings.py": 'FAST = False\nLOG = "info"\n',
@@ -52,6 +54,11 @@ def fork(tmp_path: Path) -> tuple[Repo, list[str]]:
         commits.append(repo.commit_all(message))
     repo.git("branch", "upstream")
     return repo, commits
+
+
+@pytest.fixture
+def fork(origin: tuple[Repo, list[str]], tmp_path: Path) -> tuple[Repo, list[str]]:
+    return copy_repo(origin[0].path, tmp_path / "fork"), origin[1]
 
 
 def test_matrix_attributes_the_regression_to_the_commit_and_the_patch(
@@ -111,8 +118,8 @@ def test_matrix_by_exit_status(fork: tuple[Repo, list[str]]) -> None:
     ],
 )
 def test_matrix_bad_input_exits_2(
-    fork: tuple[Repo, list[str]], args: list[str], message: str
+    origin: tuple[Repo, list[str]], args: list[str], message: str
 ) -> None:
-    repo, commits = fork
+    repo, commits = origin
     result = repo.ps("bisect", commits[0], "upstream", *args, "--", *COMMAND, code=2)
     assert message in result.stderr and "hint:" in result.stderr
