@@ -359,3 +359,22 @@ def test_judge_reads_exit_statuses_like_git_bisect_run() -> None:
     picked = Judge(80.0, metric=re.compile(r"tokens/s: ([0-9.]+)"))
     assert picked.figure("tokens/s: 94.2 (3 runs)") == 94.2
     assert picked.figure("3 runs") is None
+
+
+def test_stops_are_runs_of_one_patch_between_builds() -> None:
+    from patchstack.commands.bisect_run import Stop, locate, stops
+
+    built = {1: None, 3: "a.patch", 4: "a.patch", 6: None, 7: "b.patch", 9: "b.patch"}
+    assert stops(built) == (Stop("a.patch", 3, 4, 1, 6, 2), Stop("b.patch", 7, 9, 6, None, 2))
+    # Pinned by builds alone: a.patch stops applying at 2 and applies again at 5; b.patch
+    # does not apply from 7 on, up to BAD (10).
+    truth = {i: "a.patch" if 2 <= i <= 4 else ("b.patch" if i >= 7 else None) for i in range(11)}
+    asked: list[int] = []
+
+    def build(i: int) -> str | None:
+        asked.append(i)
+        return truth[i]
+
+    locate(build, built, 10, lambda patch: None)
+    assert stops(built) == (Stop("a.patch", 2, 4, 1, 5, 3), Stop("b.patch", 7, 10, 6, None, 3))
+    assert sorted(asked) == [2, 5, 10]
