@@ -209,7 +209,7 @@ def test_threshold_finds_the_commit_that_made_the_benchmark_slower(
     assert os.listdir(scratch_root) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupted_bisect_removes_its_scratch_and_touches_nothing(
     history: History, scratch_root: Path, signum: int
 ) -> None:

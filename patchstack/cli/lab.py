@@ -234,8 +234,11 @@ def worktree_cmd(
 
     The patches in DIR are ordinary patch commits on a detached HEAD, so 'patchstack status',
     'push' and 'pop' work there, on the series this worktree uses. --list shows them all;
-    --remove removes one, refusing when it holds edits or commits on no branch (unless
-    --force).
+    --remove removes one, refusing when it holds what the series does not (edits, commits
+    that differ from their patch files, patches not in the series, commits on no branch that
+    are not patches) unless --force. Making and removing a worktree are entries of this
+    checkout's operation log: 'patchstack undo' here removes the worktree it made, or makes
+    the removed one again, commits, files and log included.
 
     \b
     Example:
@@ -272,6 +275,7 @@ def worktree_cmd(
     if remove:
         gone = worktree.remove(ws, directory, force)
         click.echo(f"removed {directory} ({len(gone.patches)} patch(es) on {_short(gone.base)})")
+        click.echo("'patchstack undo' makes it again, with its commits and files")
         return
     made = worktree.create(ws, directory, onto, _selector(only, except_))
     on = f"{onto} ({_short(made.base)})" if onto else f"the series base {_short(made.base)}"
@@ -326,8 +330,11 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
     Reports, one line per finding with the next step: an installed copy instead of this work
     tree (and which patched files differ, which installed files carry edits in no patch),
     compiled files shadowing changed sources, uncommitted edits in no patch, commits that no
-    longer match their patch files, a base that moved. The interpreter runs in a subprocess
-    from the current folder (as 'python -m NAME' would) and the package is found, not imported.
+    longer match their patch files, a base that moved. The interpreter runs isolated ('python
+    -I', started outside the repository, so no file of the repository runs) and is asked what
+    a service started in the current folder would import (that folder, PYTHONPATH, the user
+    site, then its own path, as 'python -m NAME' would see them); the package is found, not
+    imported.
 
     Exits 0 when everything agrees, 1 when something differs.
 

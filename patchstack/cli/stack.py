@@ -171,6 +171,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "edits": list(st.edits),
                     "edits_in_patches": {k: list(v) for k, v in st.edits_in_patches.items()},
                     "untracked": list(st.untracked),
+                    "submodules": list(st.submodules),
                     "differs": st.differs,
                     "operation": st.operation[0] if st.operation else None,
                     "on_top": list(st.on_top),

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import lock
 from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..model.conflict import Conflict
@@ -261,6 +262,7 @@ def bisect(
     reference: list[float | None] = []  # GOOD's figure, for a relative threshold
     kept = cache or RunCache(git, "bisect")
     with session(ws, line.good, command, judge.reads, judge.figure, reuse, kept) as lab:
+        lock.point("bisect-scratch")
         while True:
             kind, which = plan(n, verdicts)
             if judge.relative and not reference and kind == "test":

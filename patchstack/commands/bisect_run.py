@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -71,11 +72,13 @@ class Session:
         """COMMAND in the tree of ``tested``, or its cached run there."""
         k = runcache.key(self.git.tree_of(tested), json.dumps(list(self.command)), self.rel)
         k = runcache.key(k, self.metric)
+        lock.point("bisect-step")  # (a cached run passes the same points)
         found = self.cache.get(k) if self.cache is not None else None
         if found is not None:
             try:
                 status, figure, seconds = found
                 shown = None if figure is None else float(figure)
+                lock.point("bisect-tested")
                 return Outcome(int(status), shown, float(seconds), True)
             except (TypeError, ValueError):
                 pass
@@ -84,6 +87,7 @@ class Session:
         env = dict(os.environ, PATCHSTACK_BISECT_COMMIT=commit, PATCHSTACK_BISECT_TESTED=tested)
         cwd = cwd if os.path.isdir(cwd) else self.tree.top
         status, figure, seconds = run_command(self.command, cwd, env, self.figure, output)
+        lock.point("bisect-tested")
         if 0 <= status < 128:  # it ended by itself: worth keeping
             self.keep.put(k, [status, figure, round(seconds, 3)])
         return Outcome(status, figure, seconds)
@@ -100,13 +104,13 @@ def session(
     cache: RunCache,
 ) -> Iterator[Session]:
     """A `Session` with its scratch worktree (made at ``at``), closed and removed on the way
-    out, the runs saved."""
+    out (SIGHUP, a closed terminal, ends it as SIGINT and SIGTERM do), the runs saved."""
     git = ws.git
     engine = make_engine(ws, ws.load_series(), read_stack(git))
     versions: Versions | None = None
     try:
         versions = Versions(ws, engine)
-        with scratch(git, at) as tree:
+        with lock.also_handled(signal.SIGHUP), scratch(git, at) as tree:
             rel = os.path.relpath(ws.cwd, git.top)
             yield Session(
                 versions, git, tree, rel, command, metric, figure, cache if reuse else None, cache

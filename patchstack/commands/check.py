@@ -5,18 +5,22 @@ patch is left out and the replay goes on, so one run lists every conflict."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
+from ..engine.chain import Engine
 from ..engine.merging import blame
 from ..engine.placer import Placer
 from ..engine.replay import commit_chain, labels, old_chain, replay, steps
+from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
+from ..git import MergeResult
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
+from ..model.series import Series
 from ..transaction import refresh_error
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -52,9 +56,14 @@ def check(
     onto: str | None,
     sel: Selector,
     progress: Callable[[int, int], None] | None = None,
+    full: Sequence[str] | bool = (),
 ) -> CheckResult:
     """Would the series apply on ``onto``? Objects only: no file, ref or index is written.
-    Refused while a refresh is stopped: the series is half rewritten then."""
+    Refused while a refresh is stopped: the series is half rewritten then.
+
+    The conflicts are triaged and reported at once (`engine.triage`); ``full``: the patches
+    (True: every one) whose report also traces each hunk's lines through upstream's history
+    (``git log -L``)."""
     git = ws.git
     stopped = refresh_error(ws)
     if stopped:
@@ -90,20 +99,57 @@ def check(
         )
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
-        reports = []
-        for n, _t, m in conflicts:
-            report = blame(git, n, m, series.base, target)
-            if skip:  # --only/--except: the unselected patches the conflict needs
-                selected = [e.name for e in series.entries if e.name not in skip]
-                needs = engine.culprits(n, report.hunks, report.files, selected)
-                report = replace(report, culprits=needs)
-            reports.append(report)
+        reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full)
     finally:
         engine.close()
     bad = {c[0] for c in conflicts}
+    deferred = series.deferred
+
+    def word(name: str) -> str:
+        if name in bad:
+            return "conflict"
+        return "deferred" if name in deferred else classified.verdicts[name]
+
     verdicts = tuple(
-        Verdict(e.name, e.tag, "conflict" if e.name in bad else classified.verdicts[e.name])
-        for e in series.entries
-        if e.name not in skip
+        Verdict(e.name, e.tag, word(e.name)) for e in series.entries if e.name not in skip
     )
     return CheckResult(target, name, series.base, verdicts, tuple(reports))
+
+
+def _reports(
+    ws: Checkout,
+    series: Series,
+    engine: Engine,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    skip: frozenset[str],
+    old_base: str | None,
+    target: Oid,
+    full: Sequence[str] | bool,
+) -> list[Conflict]:
+    """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
+    waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
+    git = ws.git
+    missing: list[str] = []
+    failed = []
+    for name, onto, merged in conflicts:
+        k = series.index(name)
+        before = [n for n in series.names[:k] if n in series.deferred or n in missing]
+        failed.append(Failed(name, onto, merged, tuple(before)))
+        missing.append(name)
+
+    def paths_of(name: str) -> tuple[str, ...]:
+        return ws.proven_bytes(series.entry(name))[1].paths
+
+    found = reports(git, failed, paths_of, old_base, target)
+    out = []
+    selected = [e.name for e in series.entries if e.name not in skip]
+    for report, (name, _onto, merged) in zip(found, conflicts, strict=True):
+        if full is True or (full and name in full):
+            traced = blame(git, name, merged, old_base, target)
+            report = replace(report, hunks=traced.hunks)
+        if skip:  # --only/--except: the unselected patches the conflict needs
+            report = replace(
+                report, culprits=engine.culprits(name, report.hunks, report.files, selected)
+            )
+        out.append(report)
+    return out

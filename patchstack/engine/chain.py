@@ -108,9 +108,18 @@ class Engine:
         unresolved: list[int] = []
         self._check_cached(k)
         ahead = fastpath.ReadAhead(k)  # over entries[0:k]: patch j is entries[j - 1]
+        deferred = self.series.deferred
         for j in range(len(self._commits), k + 1):
-            lp = self.patch(entries[j - 1].name)
             parent = self._commits[j - 1]
+            if entries[j - 1].name in deferred:  # not on this chain: its file is an older one
+                self._commits.append(parent)
+                self._chain.append(self._chain[j - 1])
+                if not self._chain[j - 1]:  # its parent's tree is the stream's, not known yet
+                    unresolved.append(j)
+                if tick:
+                    tick()
+                continue
+            lp = self.patch(entries[j - 1].name)
             key = self._chain_key(parent, lp)
             commit = self.cache.get(key)
             if commit is None and self.shortcuts and self._provable(lp):
@@ -291,7 +300,7 @@ class Engine:
         cached = self.cache.get(key)
         if cached:
             return cached
-        result = contract.place(self.git, before, tree, after, ("current", name))
+        result = contract.place_fast(self.git, before, tree, after, ("current", name))
         if not result.clean:
             return result
         self.cache.put(key, result.tree)

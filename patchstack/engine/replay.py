@@ -20,7 +20,7 @@ from ..model.ids import Oid
 from ..model.series import Series
 from ..model.stack import Stack
 from .chain import Engine
-from .contract import place
+from .contract import place_fast
 
 if TYPE_CHECKING:
     from .placer import Placer
@@ -30,12 +30,17 @@ Resolver = Callable[[str, MergeResult], Oid | None]
 
 @dataclass(frozen=True)
 class Step:
-    """Patch ``name``: the old change ``before -> after`` and, when applied, its real one."""
+    """Patch ``name``: the old change ``before -> after`` and, when applied, its real one;
+    ``commit``: a commit whose parent's tree is ``before`` and whose tree is ``after`` (the
+    old chain's), kept when the patch is deferred; ``deferred``: the patch is left out (a
+    refresh deferred it: its change is ``commit``'s)."""
 
     name: str
     before: Oid
     after: Oid
     real: tuple[Oid, Oid] | None = None  # (parent tree, tree) of its applied commit
+    commit: Oid | None = None
+    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,20 @@ def old_chain(git: Git, engine: Engine, series: Series) -> list[Oid]:
 
 
 def steps(
-    series: Series, chain: Sequence[Oid], real: dict[str, tuple[Oid, Oid]]
+    series: Series,
+    chain: Sequence[Oid],
+    real: dict[str, tuple[Oid, Oid]],
+    commits: Sequence[Oid] = (),
 ) -> tuple[Step, ...]:
-    return tuple(
-        Step(e.name, chain[i], chain[i + 1], real.get(e.name)) for i, e in enumerate(series.entries)
-    )
+    """The replay's steps: each patch's change on the old chain (``commits``: its commits,
+    ``K[0..n]``, when known); a deferred patch's step is left out of the replay."""
+    deferred = series.deferred
+    out = []
+    for i, e in enumerate(series.entries):
+        d = deferred.get(e.name)
+        commit = Oid(d.commit) if d else (commits[i + 1] if commits else None)
+        out.append(Step(e.name, chain[i], chain[i + 1], real.get(e.name), commit, d is not None))
+    return tuple(out)
 
 
 def real_changes(stack: Stack) -> dict[str, tuple[Oid, Oid]]:
@@ -93,13 +107,16 @@ def replay(
     placer: Placer | None = None,
     progress: Callable[[int, int], None] | None = None,
     resolve: Resolver | None = None,
+    go_on: Callable[[str, Oid, MergeResult], bool] | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
     (name, the tree it was carried onto, merge result).
 
     ``resolve(name, merge result)``: a tree that settles a conflict the user already resolved
-    elsewhere (the merge commit of a ``git pull``), or None.
+    elsewhere (the merge commit of a ``git pull``), or None. ``go_on(name, tree, merge)``:
+    whether to leave this conflicting patch out and go on (a knock-on of a deferred patch)
+    when not ``keep_going``.
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
@@ -117,7 +134,7 @@ def replay(
             done.append(placed)  # merged with a patch before it
             tree = Oid("")
             continue
-        if step.name in skip:
+        if step.name in skip or step.deferred:
             if placer is not None:
                 placer.broken()
             continue
@@ -147,7 +164,7 @@ def replay(
             merged = (
                 placer.merge(i, step, tree, name_labels, labels[1])
                 if placer is not None
-                else place(git, step.before, tree, step.after, name_labels, labels[1])
+                else place_fast(git, step.before, tree, step.after, name_labels, labels[1])
             )
             if resolve is not None and not merged.clean:
                 settled = resolve(step.name, merged)
@@ -155,7 +172,7 @@ def replay(
                 conflicts.append((step.name, tree, merged))
                 if placer is not None:
                     placer.broken()
-                if keep_going:
+                if keep_going or (go_on is not None and go_on(step.name, tree, merged)):
                     continue
                 break
             new = settled or merged.tree

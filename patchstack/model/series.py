@@ -12,20 +12,42 @@ and a rewrite (new base, an added entry) touches only the lines it must.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..errors import InputError
+from .naming import TAGS, case_clashes, name_key, validate_label, validate_name
 
-TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
+__all__ = ["TAGS", "case_clashes", "name_key", "validate_label", "validate_name"]  # `naming`
 
-_NAME_RE = re.compile(r"[^\W][\w.+@=~-]*\Z")
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
 _BASE_START_RE = re.compile(r"#\s*base\s*:")
 _SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+_DEFERRED_RE = re.compile(r"#\s*deferred:\s*(\S+)\s+(\S+)(?:\s+after\s+(\S+))?\s*\Z")
+_DEFERRED_START_RE = re.compile(r"#\s*deferred\s*:")
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """A patch a refresh left unapplied because it conflicted (``refresh --skip``,
+    ``--defer-conflicts``): its file is the one from before that refresh, and ``commit`` is the
+    commit of its change where that file was made (its parent's tree, its tree), kept by the
+    operation log. ``root``: the conflicting patch it waits for (it conflicted only because
+    that one is missing: a knock-on), or None. Written as a header line
+    ``# deferred: NAME COMMIT [after ROOT]``; quilt ignores it (and applies the patch)."""
+
+    name: str
+    commit: str
+    root: str | None = None
+
+    def render(self) -> str:
+        return (
+            f"# deferred: {self.name} {self.commit}"
+            + (f" after {self.root}" if self.root else "")
+            + "\n"
+        )
 
 
 @dataclass(frozen=True)
@@ -113,6 +135,33 @@ class Series:
                     return i, m.group(1), m.group(2)
         return None
 
+    @cached_property
+    def deferred(self) -> dict[str, Deferral]:
+        """The deferred patches, by name (`Deferral`)."""
+        found: dict[str, Deferral] = {}
+        for line in self.lines:
+            if isinstance(line, Other):
+                m = _DEFERRED_RE.match(line.raw.strip())
+                if m:
+                    found[m.group(1)] = Deferral(m.group(1), m.group(2), m.group(3))
+        return found
+
+    def with_deferred(self, deferrals: Iterable[Deferral]) -> Series:
+        """The series with exactly these deferrals (their lines after the base line)."""
+        lines = [
+            ln
+            for ln in self.lines
+            if not (isinstance(ln, Other) and _DEFERRED_RE.match(ln.raw.strip()))
+        ]
+        wanted = sorted(deferrals, key=lambda d: self.index(d.name) if d.name in self else 0)
+        at = _header_end(lines)
+        found = self._base_line()
+        if found:
+            base_line = self.lines[found[0]]
+            at = next(i for i, ln in enumerate(lines) if ln is base_line) + 1
+        lines[at:at] = [Other(d.render()) for d in wanted]
+        return replace(self, lines=tuple(lines))
+
     def format(self) -> str:
         return "".join(line.raw for line in self.lines)
 
@@ -148,10 +197,14 @@ class Series:
         return replace(self, lines=tuple(lines))
 
     def remove(self, name: str) -> Series:
-        return replace(
+        """Without entry ``name`` (and its deferral, if any)."""
+        kept = [d for n, d in self.deferred.items() if n != name]
+        kept = [replace(d, root=None) if d.root == name else d for d in kept]
+        out = replace(
             self,
             lines=tuple(ln for ln in self.lines if not (isinstance(ln, Entry) and ln.name == name)),
         )
+        return out.with_deferred(kept) if self.deferred else out
 
     def replace_entry(self, name: str, new: Entry) -> Series:
         new = replace(new, raw=new.render())
@@ -175,7 +228,18 @@ class Series:
         spacing) keeps its bytes."""
         old = self.entry(name)
         raw = old.raw or old.render()
-        return self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
+        out = self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
+        if not self.deferred:
+            return out
+        moved = [
+            replace(
+                d,
+                name=new_name if d.name == name else d.name,
+                root=new_name if d.root == name else d.root,
+            )
+            for d in self.deferred.values()
+        ]
+        return out.with_deferred(moved)
 
     def retagged(self, name: str, tag: str, labels: tuple[str, ...]) -> Series:
         """Entry ``name`` with a new tag and labels; the part before ``#`` keeps its bytes."""
@@ -216,49 +280,6 @@ def _header_end(lines: list[Line]) -> int:
     while i < len(lines) and isinstance(lines[i], Other) and lines[i].raw.lstrip().startswith("#"):
         i += 1
     return i
-
-
-_PLAIN = r"[A-Za-z0-9][A-Za-z0-9._+@=~-]*"
-_PLAIN_RE = re.compile(_PLAIN)
-_PLAIN_FOLDERS_RE = re.compile(rf"{_PLAIN}(?:/{_PLAIN})*")
-
-
-def validate_name(name: str, folders: bool = False) -> str | None:
-    """Why ``name`` is not a safe patch name, or None when it is.
-
-    Letters and digits of any script are allowed (in NFC, the form macOS and most tools
-    write), with ``._+@=~-``; with ``folders``, '/' separates subfolders of the series
-    directory, as quilt allows (``debian/fix.patch``).
-    """
-    if ".." not in name and (_PLAIN_FOLDERS_RE if folders else _PLAIN_RE).fullmatch(name):
-        return None  # the common case, decided without the checks below
-    if not name:
-        return "empty patch name"
-    if "\\" in name or ("/" in name and not folders):
-        return f"patch name '{name}' contains a path separator"
-    if ".." in name:
-        return f"patch name '{name}' contains '..'"
-    if any(ch.isspace() for ch in name):
-        return f"patch name '{name}' contains whitespace"
-    if unicodedata.normalize("NFC", name) != name:
-        return f"patch name '{name}' is not in Unicode NFC form (write it composed)"
-    if not all(_NAME_RE.match(part) and part.isprintable() for part in name.split("/")):
-        return (
-            f"patch name '{name}' contains characters other than letters, digits and ._+@=~-"
-            " (or a part of it starts with one of ._+@=~-)"
-        )
-    return None
-
-
-def validate_label(label: str) -> str | None:
-    """Why ``label`` cannot be a free label of an entry, or None when it can."""
-    if not label.strip():
-        return "empty label"
-    if label in TAGS:
-        return f"'{label}' is a tag, not a label (an entry has exactly one tag)"
-    if any(ch in label for ch in "#,") or any(ch.isspace() for ch in label):
-        return f"label '{label}' contains whitespace, '#' or ','"
-    return None
 
 
 def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]:
@@ -322,6 +343,21 @@ def parse_series(text: str, path: str = "series") -> Series:
                     "a series has one base: keep one of the two lines",
                 )
             base_line = base_line or (lineno if m else 0)
+            d = _DEFERRED_RE.match(stripped)
+            if d is None and _DEFERRED_START_RE.match(stripped):
+                raise InputError(
+                    path,
+                    lineno,
+                    f"malformed deferred line '{stripped[:60]}'",
+                    "write '# deferred: NAME <full commit id> [after ROOT]'",
+                )
+            if d and not _SHA_RE.match(d.group(2)):
+                raise InputError(
+                    path,
+                    lineno,
+                    f"deferred '{d.group(1)}': '{d.group(2)}' is not a full commit id",
+                    "write '# deferred: NAME <full commit id> [after ROOT]'",
+                )
             lines.append(Other(raw, lineno))
             continue
         entry_part, _, comment = body.partition("#")
@@ -363,7 +399,21 @@ def parse_series(text: str, path: str = "series") -> Series:
             )
         seen[name] = lineno
         lines.append(Entry(name, tag, labels, strip, lineno, raw))
-    return Series(tuple(lines), path)
+    series = Series(tuple(lines), path)
+    for line in series.lines:
+        d = _DEFERRED_RE.match(line.raw.strip()) if isinstance(line, Other) else None
+        if d and d.group(1) not in seen:
+            raise InputError(
+                path,
+                line.lineno,
+                f"deferred patch '{d.group(1)}' is not in the series",
+                "remove the line, or put the patch back into the series",
+            )
+        if d and d.group(3) and d.group(3) not in seen:
+            raise InputError(
+                path, line.lineno, f"deferred after '{d.group(3)}', which is not in the series"
+            )
+    return series
 
 
 def new_series(base: str, ref: str | None = None) -> Series:
@@ -374,23 +424,3 @@ def new_series(base: str, ref: str | None = None) -> Series:
 def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
     wanted = set(tags)
     return [e for e in entries if e.tag in wanted]
-
-
-def name_key(name: str) -> str:
-    """What a case-insensitive file system (macOS, Windows) sees of a patch name: two names
-    with the same key are one file there."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
-    """Pairs of entries whose names differ only by case (or Unicode normalization): one file
-    on the case-insensitive file systems of macOS and Windows."""
-    first: dict[str, Entry] = {}
-    clashes = []
-    for e in series.entries:
-        key = name_key(e.name)
-        if key in first:
-            clashes.append((first[key], e))
-        else:
-            first[key] = e
-    return tuple(clashes)

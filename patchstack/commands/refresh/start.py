@@ -44,7 +44,7 @@ from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
-from .settle import RefreshResult, finish, labels_of, stop
+from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
@@ -87,7 +87,10 @@ def refresh(
     patch: str | None = None,
     discard: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    defer_conflicts: bool = False,
 ) -> RefreshResult:
+    """``defer_conflicts``: leave every conflicting patch out, deferred, instead of stopping
+    at the first (each later patch placed without it, as ``git rebase --skip`` places it)."""
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -139,12 +142,15 @@ def refresh(
             route=target.route if not fold_into else "fold",
             applied_before=target.stack.names,
             drop_merged=drop_merged,
-            steps=steps(series, chain, real),
+            steps=steps(
+                series, chain, real, [engine.canonical_commit(k) for k in range(len(chain))]
+            ),
             fold_into=fold_into,
             folded=folded,
             resolution=git.tree_of(stack.head) if target.route == "merge" else None,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
+        knock_ons = KnockOns(ws, state, series)
         done, conflicts = replay(
             git,
             state.steps,
@@ -154,10 +160,14 @@ def refresh(
             placer=placer,
             progress=progress,
             resolve=resolver(ws, series, state),
+            keep_going=defer_conflicts,
+            go_on=knock_ons,
         )
-        if conflicts:
-            return stop(ws, state, engine, series, done, conflicts[0], src, head)
-        return finish(ws, state, engine, series, done, src, head)
+        left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
+        state, found = defer(ws, state, series, left)
+        if stopped is not None:
+            return stop(ws, state, engine, series, done, stopped, src, head, found)
+        return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()
 
