@@ -14,6 +14,7 @@ from .output import (
     complete_tags,
     conflict_summary,
     echo,
+    evidence_note,
     listed_verdicts,
     render_conflict,
     selector,
@@ -198,6 +199,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
+            if v.evidence:
+                notes.append(evidence_note(v))
             notes.append(
                 "dropped from the series (file kept)"
                 if v.dropped
@@ -336,8 +339,9 @@ def check(
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            note = "  (recorded resolution)" if v.recorded else ""
-            echo(ctx, f"  {verdict(v)} {v.name}{note}")
+            notes = ["recorded resolution"] if v.recorded else []
+            notes += [evidence_note(v)] if v.evidence or v.note else []
+            echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:
             echo(ctx, more)
         for c in result.conflicts:

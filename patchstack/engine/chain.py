@@ -112,10 +112,10 @@ class Engine:
         unresolved: list[int] = []
         self._check_cached(k)
         ahead = fastpath.ReadAhead(k)  # over entries[0:k]: patch j is entries[j - 1]
-        deferred = self.series.deferred
+        marked = self.series.deferred.keys() | self.series.upstream.keys()
         for j in range(len(self._commits), k + 1):
             parent = self._commits[j - 1]
-            if entries[j - 1].name in deferred:  # not on this chain: its file is an older one
+            if entries[j - 1].name in marked:  # not on this chain: its file is an older one
                 self._commits.append(parent)
                 self._chain.append(self._chain[j - 1])
                 if not self._chain[j - 1]:  # its parent's tree is the stream's, not known yet

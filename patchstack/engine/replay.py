@@ -11,7 +11,7 @@ with no merge at all (`Placer`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,16 +73,29 @@ def steps(
     chain: Sequence[Oid],
     real: dict[str, tuple[Oid, Oid]],
     commits: Sequence[Oid] = (),
+    marked: Mapping[str, tuple[Oid, Oid]] | None = None,
 ) -> tuple[Step, ...]:
     """The replay's steps: each patch's change on the old chain (``commits``: its commits,
-    ``K[0..n]``, when known); a deferred patch's step is left out of the replay."""
-    deferred = series.deferred
+    ``K[0..n]``, when known); a deferred patch's step is left out of the replay, and a patch
+    kept as upstream's (`model.marks.Upstream`) is placed again with its recorded change, which
+    ``marked`` (`marked_changes`) gives."""
+    deferred, upstream = series.deferred, series.upstream
     out = []
     for i, e in enumerate(series.entries):
-        d = deferred.get(e.name)
-        commit = Oid(d.commit) if d else (commits[i + 1] if commits else None)
-        out.append(Step(e.name, chain[i], chain[i + 1], real.get(e.name), commit, d is not None))
+        d, u = deferred.get(e.name), upstream.get(e.name)
+        mark = d or u
+        commit = Oid(mark.commit) if mark else (commits[i + 1] if commits else None)
+        before, after = (marked or {}).get(e.name, (chain[i], chain[i + 1]))
+        out.append(Step(e.name, before, after, real.get(e.name), commit, d is not None))
     return tuple(out)
+
+
+def marked_changes(git: Git, series: Series) -> dict[str, tuple[Oid, Oid]]:
+    """The recorded change (parent's tree, tree) of each patch the series keeps as
+    upstream's whose commit this repository has."""
+    wanted = [u for u in series.upstream.values() if git.has_objects([u.commit])[u.commit]]
+    trees = git.trees_of([c for u in wanted for c in (u.commit + "^", u.commit)])
+    return {u.name: (trees[2 * i], trees[2 * i + 1]) for i, u in enumerate(wanted)}
 
 
 def real_changes(stack: Stack) -> dict[str, tuple[Oid, Oid]]:

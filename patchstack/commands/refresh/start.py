@@ -32,6 +32,7 @@ from ...engine.replay import (
     Done,
     Resolver,
     Step,
+    marked_changes,
     merge_resolver,
     old_chain,
     real_changes,
@@ -146,7 +147,11 @@ def refresh(
             applied_before=target.stack.names,
             drop_merged=drop_merged,
             steps=steps(
-                series, chain, real, [engine.canonical_commit(k) for k in range(len(chain))]
+                series,
+                chain,
+                real,
+                [engine.canonical_commit(k) for k in range(len(chain))],
+                marked_changes(git, series),
             ),
             fold_into=fold_into,
             folded=folded,

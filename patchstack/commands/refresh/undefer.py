@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ...checkout import Checkout
 from ...engine.placer import Placer
-from ...engine.replay import Step, old_chain, real_changes, replay, steps
+from ...engine.replay import Step, marked_changes, old_chain, real_changes, replay, steps
 from ...errors import PatchstackError, RefusedError
 from ...git import Git
 from ...model.ids import Oid
@@ -64,7 +64,8 @@ def bring_back(
     try:
         chain = old_chain(git, engine, series)
         commits = [engine.canonical_commit(k) for k in range(len(chain))]
-        plan = list(steps(series, chain, real_changes(stack), commits))
+        kept = marked_changes(git, series)
+        plan = list(steps(series, chain, real_changes(stack), commits, kept))
         for i, s in enumerate(plan):
             if s.name in back:
                 plan[i] = _brought(git, s)
