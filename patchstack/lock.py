@@ -135,6 +135,22 @@ def signals_handled() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def also_handled(*signums: int) -> Iterator[None]:
+    """Handle ``signums`` as SIGINT and SIGTERM are, for the duration (bisect: SIGHUP, a closed
+    terminal, must end COMMAND and remove the scratch worktree as they do)."""
+    try:
+        old = {s: signal.signal(s, _handler) for s in signums}
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
 def critical() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back until the section ends, then raise the first one."""
     global _depth
@@ -156,8 +172,8 @@ def point(name: str) -> None:
     """A named point where tests stop the process deterministically.
 
     ``PATCHSTACK_TEST_KILL_AT=<point>[#<n>]`` sends SIGKILL at the n-th time (default the
-    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM>`` sends
-    that signal instead, which the command handles as a Ctrl-C. With
+    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM|HUP>``
+    sends that signal instead, which the command handles as a Ctrl-C. With
     ``PATCHSTACK_TEST_POINT_LOG`` set, each point reached and its time are appended to that
     file (the soak tests aim random kills at the window between the first and the last)."""
     _reached[name] = _reached.get(name, 0) + 1
@@ -173,4 +189,4 @@ def point(name: str) -> None:
     if sig:
         where, _, which = sig.rpartition(":")
         if where == here or (where == name and _reached[name] == 1):
-            os.kill(os.getpid(), signal.SIGINT if which == "INT" else signal.SIGTERM)
+            os.kill(os.getpid(), getattr(signal, f"SIG{which}", signal.SIGTERM))

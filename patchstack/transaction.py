@@ -26,7 +26,6 @@ says what it is after the command (none, for every command but ``refresh`` itsel
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from .git import RefTransactionFailed, RefUpdate
 from .journal.oplog import (
     RESTORING,
     Entry,
+    half_made_error,
     interrupted,
     interrupted_error,
     note_refused,
@@ -49,6 +49,7 @@ from .journal.oplog import (
 )
 from .journal.restore import restore_state
 from .journal.snapshot import Snapshot, moved_snapshot, take_snapshot
+from .journal.trees import TreeChange, describe, put, roll_back
 from .model.ids import Oid
 
 
@@ -105,6 +106,8 @@ class Plan:
     undoes: tuple[int, ...] = ()
     redoes: int | None = None
     before: Snapshot | None = None  # the state before, when the caller took it under the lock
+    trees: tuple[TreeChange, ...] = ()  # experiment trees to make or remove (`journal.trees`)
+    keep: tuple[Oid, ...] = ()  # commits the new state names only by id: kept by the log
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class Published:
     after: Snapshot
     entry: Oid | None  # None: nothing changed, nothing recorded
     written: tuple[str, ...] = ()  # files a restore wrote or removed
+    trees: tuple[TreeChange, ...] = ()
+    kind: str = ""
 
 
 # -- the way in ----------------------------------------------------------------------------------
@@ -144,7 +149,10 @@ def begin(
         if foreign:
             problems.append(foreign)
         pending = interrupted(ws.git)
-        if pending and not allow_interrupted:
+        half_made = half_made_error(ws.git)
+        if half_made:
+            problems.append(half_made)
+        elif pending and not allow_interrupted:
             problems.append(interrupted_error(pending))
         elif not while_stopped:
             stopped = refresh_error(ws)
@@ -183,19 +191,12 @@ def foreign_error(ws: Checkout) -> RefusedError | None:
 
 def refresh_error(ws: Checkout) -> RefusedError | None:
     """The refusal every other command meets while a refresh is stopped at a conflict."""
-    from .journal.oplog import current_refresh
+    from .journal.oplog import stopped_command
 
-    blob = current_refresh(ws.git)
-    if blob is None:
+    if (command := stopped_command(ws.git)) is None:
         return None
-    verb, command = "a refresh", "patchstack refresh"
-    try:
-        if json.loads(ws.git.read_blob(blob)).get("route") == "import":
-            verb, command = "an import", "patchstack import branch"
-    except (ValueError, AttributeError, PatchstackError):
-        pass  # unreadable: the refresh's own commands say why
     return RefusedError(
-        f"{verb} is stopped at a conflict",
+        f"{'an import' if 'import' in command else 'a refresh'} is stopped at a conflict",
         f"resolve the conflict markers and run '{command} --continue',"
         f" or run '{command} --abort' to go back to the state before it",
     )
@@ -233,6 +234,8 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             plan.new_head,
             plan.undoes,
             plan.redoes,
+            plan.trees,
+            plan.keep,
         )
         running = write_entry(git, parent, entry)
         try:
@@ -242,6 +245,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
         lock.point("journal-running")
         try:
             written = _apply(ws, plan, before)
+            trees = put(git, plan.trees, ws.series_dir)
             after = _after(ws, plan, before)
             lock.point("journal-finishing")
             updates = []
@@ -249,8 +253,8 @@ def publish(ws: Checkout, plan: Plan) -> Published:
                 branch = before.branch or "HEAD"
                 updates.append(RefUpdate(branch, plan.new_head, plan.old_head))
             done: Oid | None = None
-            if after.key() != before.key() or plan.kind in RESTORING:
-                finished = replace(entry, status="done", after=after)
+            if after.key() != before.key() or plan.kind in RESTORING or trees:
+                finished = replace(entry, status="done", after=after, trees=trees)
                 done = write_entry(git, parent, finished)
                 updates.append(RefUpdate(ref, done, running))
             else:
@@ -260,10 +264,10 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             except RefTransactionFailed as exc:
                 raise _ref_error(exc, "the branch") from None
         except BaseException:
-            _roll_back(ws, before, ref, running, parent)
+            _roll_back(ws, before, ref, running, parent, plan.trees)
             raise
         lock.point("publish-ref")
-        _PUBLISHED.append(Published(before, after, done, written))
+        _PUBLISHED.append(Published(before, after, done, written, trees, plan.kind))
         lock.point("journal-done")
     return _PUBLISHED[-1]
 
@@ -274,6 +278,8 @@ def describe_interruption() -> str:
     if not _PUBLISHED:
         return "nothing was changed (the state is the one before the command)"
     after = _PUBLISHED[-1].after
+    if _PUBLISHED[-1].trees:
+        return describe(_PUBLISHED[-1].trees, "redo" if _PUBLISHED[-1].kind == "undo" else "undo")
     what = f"HEAD {after.head[:12]}, {len(after.stack)} patch(es) applied"
     if after.refresh:
         return (
@@ -321,11 +327,19 @@ def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:
     )
 
 
-def _roll_back(ws: Checkout, before: Snapshot, ref: str, running: str, parent: str | None) -> None:
+def _roll_back(
+    ws: Checkout,
+    before: Snapshot,
+    ref: str,
+    running: str,
+    parent: str | None,
+    trees: tuple[TreeChange, ...],
+) -> None:
     """Put back what a failed step wrote and drop its running entry; when that fails too, the
     running entry stays, and the next command points at ``undo``."""
     git = ws.git
     try:
+        roll_back(git, trees, ws.series_dir)
         partial = take_snapshot(ws, refresh=before.refresh)
         if partial.key() != before.key():
             restore_state(ws, partial, before)

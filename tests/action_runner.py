@@ -7,8 +7,14 @@ expressions (the small part of GitHub's expression language the action uses: ``i
 with a fake ``GITHUB_*`` environment: the event file, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY,
 GITHUB_PATH, RUNNER_TEMP. Steps that use another action (``uses:``) are recorded, not run.
 
+`run_job` runs one job of a workflow file (the documented ones in docs/) the same way: its
+``if``, each step's ``if`` and ``with`` expressions over a fake ``github`` context; the step
+that uses this action runs it with `run_action`, the other actions' steps are recorded with
+their inputs.
+
 `FakeGitHub` is a small local HTTP server that answers the few REST calls the action makes
-(issue comments, pulls by head), so that the comment step is tested end to end.
+(issue comments, pull requests by head and by number), so that the comment steps are tested
+end to end.
 """
 
 from __future__ import annotations
@@ -253,6 +259,55 @@ def run_action(
     return run
 
 
+@dataclass
+class JobRun:
+    skipped: bool = False
+    steps: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (uses, with)
+    action: ActionRun | None = None
+
+
+def _condition(text: Any) -> str:
+    text = str(text).strip()
+    return text[3:-2] if text.startswith("${{") else text
+
+
+def run_job(
+    workflow: Path,
+    job: str,
+    action_path: Path,
+    workspace: Path,
+    temp: Path,
+    github: dict[str, Any],
+    env: dict[str, str],
+) -> JobRun:
+    """Run ``job`` of ``workflow`` for the event in ``github`` (event_name, event, repository):
+    the step that uses this action (``uses: OWNER/patchstack@...``) runs the action at
+    ``action_path``; every other step is recorded, with its inputs."""
+    flow = load_yaml(workflow)
+    spec = flow["jobs"][job]
+    ctx: dict[str, Any] = {
+        "github": {"token": env.get("FAKE_TOKEN", "t0ken"), "workflow": flow["name"], **github},
+        "runner": {"temp": str(temp)},
+    }
+    run = JobRun()
+    if "if" in spec and not truthy(evaluate(_condition(spec["if"]), ctx)):
+        run.skipped = True
+        return run
+    for step in spec["steps"]:
+        if "if" in step and not truthy(evaluate(_condition(step["if"]), ctx)):
+            continue
+        uses = step.get("uses", "")
+        given = {  # GitHub hands every input over as a string: true, not True
+            k: str(v).lower() if isinstance(v, bool) else substitute(str(v), ctx)
+            for k, v in (step.get("with") or {}).items()
+        }
+        run.steps.append((uses, given))
+        if re.fullmatch(r"[\w.-]+/patchstack@[\w.-]+", uses):
+            assert run.action is None, "one patchstack step per job"
+            run.action = run_action(action_path, workspace, temp, given, github["event"], env)
+    return run
+
+
 # -- a fake GitHub API ---------------------------------------------------------------------------
 
 
@@ -340,4 +395,7 @@ class FakeGitHub:
         if rest == "/pulls" and method == "GET":
             head = query.get("head", [""])[0]
             return 200, [p for p in self.pulls if p["head"]["label"] == head]
+        if (m := re.fullmatch(r"/pulls/(\d+)", rest)) and method == "GET":
+            found = [p for p in self.pulls if p["number"] == int(m.group(1))]
+            return (200, found[0]) if found else (404, {"message": "Not Found"})
         return 404, {"message": "Not Found"}

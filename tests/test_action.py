@@ -1,5 +1,6 @@
-"""The GitHub Action and the example workflows: valid against their published schemas, and
-the action's steps run here, as GitHub runs them, against real repositories.
+"""The GitHub Action, the example workflows and the release workflow: valid against their
+published schemas, pinned, and releasing the tags the docs name. (The Action's steps, run as
+GitHub runs them against a local fake of its API, are in test_action_runs.py.)
 
 The schemas are SchemaStore's ``github-action`` and ``github-workflow``, as shipped inside
 the check-jsonschema package (its ``vendor.github-actions`` / ``vendor.github-workflows``
@@ -8,23 +9,26 @@ builtin schemas): nothing is fetched at test time and nothing is copied into thi
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from patchstack.demo import build_sandbox, upstream_pull
-
-from .action_runner import ROOT, FakeGitHub, evaluate, load_yaml, run_action
+from .action_runner import ROOT, evaluate, load_yaml
 from .conftest import Repo
-from .test_review import every_classification
 
-WORKFLOWS = sorted((ROOT / "docs").glob("github-*-workflow.yml"))
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+WORKFLOWS = sorted((ROOT / "docs").glob("github-*workflow.yml"))
 OWN_WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+OWNER_REPO = PROJECT["urls"]["Repository"].removeprefix("https://github.com/")
 
 
 def schema_check(schema: str, paths: list[Path]) -> subprocess.CompletedProcess[str]:
@@ -40,7 +44,8 @@ def test_action_and_workflows_match_the_published_schemas(tmp_path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = schema_check("vendor.github-workflows", WORKFLOWS + OWN_WORKFLOWS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len(WORKFLOWS) == 3 and len(OWN_WORKFLOWS) == 1
+    assert [p.name for p in WORKFLOWS] == ["github-comment-workflow.yml", "github-workflow.yml"]
+    assert OWN_WORKFLOWS == [RELEASE]
     # The check can fail: a step without its 'runs-on' job key is refused.
     broken = tmp_path / "broken.yml"
     broken.write_text("on: push\njobs:\n  x:\n    steps:\n      - run: true\n")
@@ -56,14 +61,12 @@ def test_the_workflows_use_the_action_with_inputs_it_declares() -> None:
         assert "pip install patchstack" not in text
         for job in load_yaml(path)["jobs"].values():
             for step in job["steps"]:
-                if step.get("uses", "").startswith("OWNER/patchstack@"):
+                if step.get("uses", "").startswith(f"{OWNER_REPO}@"):
                     uses.append(path.name)
                     assert set(step.get("with", {})) <= declared, (path.name, step)
     assert sorted(uses) == [p.name for p in WORKFLOWS]
     # Every expression in the action names a declared input or a step that exists.
     text = (ROOT / "action.yml").read_text()
-    import re
-
     for name in re.findall(r"inputs\.([\w-]+)", text):
         assert name in declared, name
     ids = {s.get("id") for s in action["runs"]["steps"]}
@@ -74,23 +77,189 @@ def test_the_workflows_use_the_action_with_inputs_it_declares() -> None:
         assert "${{" not in step.get("run", ""), step["name"]
 
 
+def _uses_lines() -> list[tuple[str, str]]:
+    found = []
+    for path in [ROOT / "action.yml", *WORKFLOWS, *OWN_WORKFLOWS]:
+        for line in path.read_text().splitlines():
+            m = re.match(r"\s*(?:- )?uses:\s*(\S+)(.*)$", line)
+            if m:
+                found.append((path.name, m.group(1) + m.group(2)))
+    return found
+
+
+def test_third_party_actions_are_pinned_by_commit_with_their_tag_named() -> None:
+    """A tag can be moved by whoever controls the action; a commit cannot."""
+    lines = _uses_lines()
+    assert len(lines) >= 10
+    for where, line in lines:
+        if line.startswith(f"{OWNER_REPO}@"):
+            continue  # this action, named by the tag its release makes (below)
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), (where, line)
+    # One version of each action everywhere.
+    pins: dict[str, set[str]] = {}
+    for _where, line in lines:
+        name, _, rest = line.partition("@")
+        pins.setdefault(name, set()).add(rest)
+    assert all(len(v) == 1 for k, v in pins.items() if k != OWNER_REPO), pins
+
+
+def test_the_documented_workflow_checks_and_reviews_in_one_job_one_run_at_a_time() -> None:
+    flow = load_yaml(ROOT / "docs" / "github-workflow.yml")
+    assert set(flow["on"]) == {"pull_request", "schedule", "workflow_dispatch"}
+    group = flow["concurrency"]["group"]
+    assert "github.event.pull_request.number" in group and flow["concurrency"]["cancel-in-progress"]
+    assert flow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    (job,) = flow["jobs"].values()
+    (ours,) = [s for s in job["steps"] if s.get("uses", "").startswith(f"{OWNER_REPO}@")]
+    expr = ours["with"]["command"].strip()[3:-2]
+    for event, command in (("pull_request", "check review"), ("schedule", "check")):
+        assert evaluate(expr, {"github": {"event_name": event}}) == command
+    comment = load_yaml(ROOT / "docs" / "github-comment-workflow.yml")
+    assert comment["on"]["workflow_run"]["workflows"] == [flow["name"]]
+    assert "concurrency" in comment
+
+
+def test_no_checkout_keeps_its_credentials() -> None:
+    """The review reads a pull request: nothing after the checkout needs its token."""
+    checkouts = []
+    for path in [*WORKFLOWS, *OWN_WORKFLOWS]:
+        for name, job in load_yaml(path)["jobs"].items():
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("actions/checkout@"):
+                    checkouts.append((path.name, name, step["with"]["persist-credentials"]))
+    pushes = {(RELEASE.name, "tags")}  # the release job that pushes the floating tag
+    assert checkouts and all(keep is ((f, j) in pushes) for f, j, keep in checkouts), checkouts
+
+
+def _version() -> tuple[str, str]:
+    version = PROJECT["version"]
+    return f"v{version}", f"v{version.split('.')[0]}"
+
+
+def test_the_docs_name_the_tags_a_release_makes() -> None:
+    """`uses: ...@vX` is the floating major tag release_tags.sh moves; `rev:` and `git+...@`
+    name the release's own tag vX.Y.Z, which the maintainer pushes to release."""
+    release, major = _version()
+    texts = {p.name: p.read_text() for p in [ROOT / "README.md", *WORKFLOWS]}
+    named = set()
+    for name, text in texts.items():
+        for tag in re.findall(rf"{re.escape(OWNER_REPO)}@(v[\w.]+)", text):
+            assert tag in (release, major), (name, tag)
+            named.add(tag)
+        for tag in re.findall(r"\brev: ([\w.-]*\w)", text):
+            assert tag == release, (name, tag)
+            named.add(tag)
+    assert named == {release, major}
+    flow = load_yaml(RELEASE)
+    steps = "\n".join(s.get("run", "") for s in flow["jobs"]["tags"]["steps"])
+    assert 'bash tools/release_tags.sh "$TAG"' in steps
+    assert flow["jobs"]["tags"]["permissions"] == {"contents": "write"}
+
+
 def test_the_release_workflow_publishes_with_trusted_publishing() -> None:
-    flow = load_yaml(ROOT / ".github" / "workflows" / "release.yml")
-    assert flow["on"] == {"push": {"tags": ["v*"]}}
+    flow = load_yaml(RELEASE)
+    assert flow["on"] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
     publish = flow["jobs"]["publish"]
     assert publish["permissions"] == {"id-token": "write"} and publish["needs"] == "build"
-    assert publish["steps"][-1]["uses"] == "pypa/gh-action-pypi-publish@release/v1"
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
     assert "with" not in publish["steps"][-1]  # no password: OpenID Connect
     build = "\n".join(s.get("run", "") for s in flow["jobs"]["build"]["steps"])
     assert "python -m build" in build and "twine check --strict" in build
+    assert flow["jobs"]["tags"]["needs"] == "publish"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python -m build" in ci and "twine check --strict" in ci
+
+
+def _release_repo(tmp_path: Path) -> tuple[Repo, Path]:
+    remote = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo = Repo(tmp_path / "work")
+    repo.path.mkdir()
+    repo.git("init", "-q", "-b", "main")
+    repo.git("remote", "add", "origin", str(remote))
+    return repo, remote
+
+
+def _release(repo: Repo, version: str) -> subprocess.CompletedProcess[str]:
+    repo.write("pyproject.toml", f'[project]\nname = "patchstack"\nversion = "{version}"\n')
+    repo.git("add", "pyproject.toml")
+    repo.git("commit", "-q", "-m", f"release {version}")
+    repo.git("tag", f"v{version}")
+    return subprocess.run(
+        ["bash", str(ROOT / "tools" / "release_tags.sh"), f"v{version}"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _remote_tags(remote: Path) -> dict[str, str]:
+    out = subprocess.run(
+        ["git", "ls-remote", "--tags", str(remote)], capture_output=True, text=True
+    ).stdout
+    pairs = (ln.split() for ln in out.splitlines())
+    return {ref.removeprefix("refs/tags/"): sha for sha, ref in pairs}
+
+
+def test_a_release_moves_the_floating_major_tag(tmp_path) -> None:
+    repo, remote = _release_repo(tmp_path)
+    proc = _release(repo, "0.1.0")
+    assert proc.returncode == 0 and "v0 -> v0.1.0" in proc.stdout, proc.stderr
+    assert _remote_tags(remote) == {"v0": repo.head()}
+    assert _release(repo, "0.2.0").returncode == 0
+    second = repo.head()
+    assert _remote_tags(remote)["v0"] == second
+    # A fix for an older minor version leaves v0 at the newest release.
+    repo.git("checkout", "-q", "-b", "maint", "v0.1.0")
+    proc = _release(repo, "0.1.1")
+    assert proc.returncode == 0 and "v0.2.0 is newer" in proc.stdout
+    assert _remote_tags(remote)["v0"] == second
+    # A new major version gets its own tag; the old one stays.
+    repo.git("checkout", "-q", "main")
+    assert _release(repo, "1.0.0").returncode == 0
+    assert _remote_tags(remote) == {"v0": second, "v1": repo.head()}
+    # Not a release (a pre-release, a tag that is not the version): nothing moves.
+    repo.git("tag", "v1.1.0rc1")
+    run = ["bash", str(ROOT / "tools" / "release_tags.sh")]
+    proc = subprocess.run([*run, "v1.1.0rc1"], cwd=repo.path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "not a release tag" in proc.stderr
+    repo.git("tag", "v1.2.0")
+    proc = subprocess.run([*run, "v1.2.0"], cwd=repo.path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "not the version in pyproject.toml" in proc.stderr
+    assert _remote_tags(remote) == {"v0": second, "v1": repo.head()}
+
+
+def test_the_install_pins_every_runtime_dependency_and_runs_nothing_of_the_workspace() -> None:
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in (ROOT / "action" / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version and re.fullmatch(r"[\d.]+", version), line
+            pins[name.lower()] = version
+    for dep in PROJECT["dependencies"]:
+        req = Requirement(dep)
+        assert req.name.lower() in pins, dep
+        assert req.specifier.contains(pins[req.name.lower()]), (dep, pins[req.name.lower()])
+    assert "setuptools" in pins  # builds patchstack without fetching another version
+    install = (ROOT / "action" / "install.sh").read_text()
+    assert "--requirement" in install and "--only-binary :all:" in install
+    assert "--no-deps --no-build-isolation" in install
+    # Every interpreter the Action starts runs isolated: the workspace is a pull request's.
+    runs = install + "\n".join(
+        s.get("run", "") for s in load_yaml(ROOT / "action.yml")["runs"]["steps"]
+    )
+    starts = re.findall(r'(?:python"?|\$python"?)\s+(-\S+)?', runs)
+    assert starts and all(flag == "-I" for flag in starts), starts
+    assert not list((ROOT / "action").glob("*.sh"))[1:], "only install.sh is shell"
 
 
 def test_the_action_finds_the_comment_review_writes() -> None:
     from patchstack.review.render import MARKER
 
-    text = (ROOT / "action" / "ghaction.py").read_text()
+    text = (ROOT / "action" / "ghcomment.py").read_text()
     assert f'MARKER = "{MARKER}"' in text
 
 
@@ -99,229 +268,3 @@ def test_expression_evaluator() -> None:
     assert evaluate("contains(inputs.command, 'check')", ctx) is True
     assert evaluate("!cancelled() && inputs.comment != 'never'", ctx) is True
     assert evaluate("inputs.command == 'comment' || steps.x.outcome == 'success'", ctx) is False
-
-
-# -- running the steps ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def action_copy(tmp_path_factory) -> Path:
-    """The action's checkout (a copy: installing writes build files next to the sources)."""
-    where = tmp_path_factory.mktemp("action") / "patchstack"
-    shutil.copytree(
-        ROOT,
-        where,
-        ignore=shutil.ignore_patterns(".git", "*.egg-info", "build", "__pycache__", ".*cache"),
-    )
-    return where
-
-
-def fake_venv(temp: Path) -> None:
-    """The install step's virtual environment, already made: the patchstack under test."""
-    bin_dir = temp / "patchstack-venv" / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("patchstack", "python"):
-        target = Path(sys.executable).parent / name
-        (bin_dir / name).symlink_to(target)
-
-
-def github_env(repo: str = "fork-owner/fork", api: str = "") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    env.update(
-        GITHUB_REPOSITORY=repo,
-        GITHUB_SERVER_URL="https://github.example",
-        GITHUB_RUN_ID="42",
-        GITHUB_API_URL=api,
-    )
-    return env
-
-
-def pr_event(base: str, head: str, number: int = 7, fork: bool = False) -> dict:
-    head_repo = "someone/fork" if fork else "fork-owner/fork"
-    return {
-        "pull_request": {
-            "number": number,
-            "base": {"sha": base, "repo": {"full_name": "fork-owner/fork"}},
-            "head": {"sha": head, "repo": {"full_name": head_repo}},
-        }
-    }
-
-
-@pytest.fixture
-def series_repo(tmp_path) -> tuple[Repo, str, str]:
-    repo, _old, _new = every_classification(tmp_path)
-    return repo, repo.git("rev-parse", "fork~1").strip(), repo.head()
-
-
-def test_review_posts_one_comment_and_edits_it_on_every_push(
-    action_copy, series_repo, tmp_path
-) -> None:
-    repo, before, after = series_repo
-    gh = FakeGitHub("fork-owner/fork")
-    try:
-        someone = gh.add_comment(7, "<!-- patchstack-review -->\nnot ours", "mallory")
-        for attempt in (1, 2):
-            temp = tmp_path / f"runner{attempt}"
-            fake_venv(temp)
-            run = run_action(
-                action_copy,
-                repo.path,
-                temp,
-                {"command": "review", "series-dir": "patches"},
-                pr_event(before, after),
-                github_env(api=gh.url),
-            )
-            assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
-            assert "gamma.patch" in run.summary and "Interdiff." in run.summary
-            assert run.outputs["review-html"].endswith("review.html")
-            assert Path(run.outputs["review-json"]).exists()
-            assert run.step("Keep the results as an artifact").uses == "actions/upload-artifact@v4"
-        ours = [c for c in gh.on(7) if c["login"] == "github-actions[bot]"]
-        assert len(ours) == 1  # posted once, then edited
-        assert ours[0]["body"].startswith("<!-- patchstack-review -->\n### patchstack review")
-        assert "https://github.example/fork-owner/fork/actions/runs/42" not in ours[0]["body"]
-        assert gh.comments[someone]["body"].endswith("not ours")
-        assert [m for m, _p in gh.calls].count("POST") == 1
-        assert [m for m, _p in gh.calls].count("PATCH") == 1
-    finally:
-        gh.close()
-
-
-def test_a_pull_request_from_a_fork_gets_the_summary_and_no_comment(
-    action_copy, series_repo, tmp_path
-) -> None:
-    repo, before, after = series_repo
-    gh = FakeGitHub("fork-owner/fork", writable=False)
-    try:
-        fake_venv(tmp_path / "runner")
-        run = run_action(
-            action_copy,
-            repo.path,
-            tmp_path / "runner",
-            {"command": "review"},
-            pr_event(before, after, fork=True),
-            github_env(api=gh.url),
-        )
-        assert not run.failed
-        assert "gamma.patch" in run.summary
-        step = run.step("Keep the pull request comment up to date")
-        assert "pull request from a fork" in step.stdout and gh.calls == []
-        # A token that cannot write (same repository, read-only): a notice, not a failure;
-        # with comment: always, a failure. (The comment step's script, run on its own.)
-        md = tmp_path / "runner" / "patchstack" / "review.md"
-        event = tmp_path / "runner" / "event.json"
-        event.write_text(json.dumps(pr_event(before, after)))
-        env = {**github_env(api=gh.url), "GITHUB_EVENT_PATH": str(event), "GITHUB_TOKEN": "t0ken"}
-        for mode, code, said in (("auto", 0, "cannot write comments (403)"), ("always", 1, "403")):
-            proc = subprocess.run(
-                [sys.executable, str(action_copy / "action" / "ghaction.py"), "comment", str(md)]
-                + ["--mode", mode],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            assert proc.returncode == code and said in proc.stdout, proc.stdout + proc.stderr
-    finally:
-        gh.close()
-
-
-def test_the_workflow_run_side_posts_to_the_pull_request_of_the_run(
-    action_copy, series_repo, tmp_path
-) -> None:
-    repo, before, after = series_repo
-    gh = FakeGitHub("fork-owner/fork")
-    gh.pulls = [
-        {"number": 3, "head": {"label": "someone:other", "sha": "0" * 40}},
-        {"number": 9, "head": {"label": "someone:feature", "sha": after}},
-    ]
-    review = tmp_path / "artifact" / "review.md"
-    review.parent.mkdir()
-    review.write_text("<!-- patchstack-review -->\nthe review\n")
-    event = {
-        "workflow_run": {
-            "head_repository": {"owner": {"login": "someone"}},
-            "head_branch": "feature",
-            "head_sha": after,
-        }
-    }
-    try:
-        fake_venv(tmp_path / "runner")
-        run = run_action(
-            action_copy,
-            repo.path,
-            tmp_path / "runner",
-            {"command": "comment", "comment-file": str(review)},
-            event,
-            github_env(api=gh.url),
-        )
-        assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
-        assert [c["body"] for c in gh.on(9)] == ["<!-- patchstack-review -->\nthe review\n"]
-        assert run.step("patchstack review").outcome == "skipped"
-    finally:
-        gh.close()
-
-
-@pytest.fixture
-def sandbox(tmp_path) -> tuple[Repo, Path]:
-    box = build_sandbox(str(tmp_path / "sandbox"))
-    fork = Repo(box.fork)
-    fork.ps("push", "--all")
-    return fork, Path(box.upstream), box  # type: ignore[return-value]
-
-
-def test_check_fails_the_job_on_a_conflict_and_says_why(action_copy, sandbox, tmp_path) -> None:
-    fork, upstream, box = sandbox
-    fake_venv(tmp_path / "ok")
-    inputs = {"command": "check", "upstream-url": str(upstream), "upstream-branch": "main"}
-    run = run_action(action_copy, fork.path, tmp_path / "ok", inputs, {}, github_env())
-    assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
-    assert run.outputs["check-result"] == "ok"
-    assert "the series applies on" in run.summary
-    upstream_pull(box)  # upstream moves; one patch now conflicts
-    fake_venv(tmp_path / "conflict")
-    run = run_action(action_copy, fork.path, tmp_path / "conflict", inputs, {}, github_env())
-    assert run.failed and run.step("patchstack check").outcome == "failure"
-    assert run.outputs["check-result"] == "conflict"
-    assert "does not apply" in run.summary
-    assert "#### Conflict in `nccl-diagnostic-logging.patch`" in run.summary
-    assert "Upstream commits that changed these lines:" in run.summary
-    assert (tmp_path / "conflict" / "patchstack" / "check.json").exists()
-    # Bad input is an error (2), not a conflict.
-    fake_venv(tmp_path / "bad")
-    bad = {**inputs, "onto": "no-such-ref"}
-    bad.pop("upstream-url")
-    run = run_action(action_copy, fork.path, tmp_path / "bad", bad, {}, github_env())
-    assert run.failed and run.outputs["check-result"] == "error"
-
-
-@pytest.mark.slow
-def test_the_install_step_installs_from_the_action_checkout(action_copy, tmp_path) -> None:
-    """The real install: a fresh virtual environment, patchstack from GITHUB_ACTION_PATH."""
-    temp = tmp_path / "runner"
-    github_path = tmp_path / "path.txt"
-    github_path.write_text("")
-    env = {
-        **github_env(),
-        "RUNNER_TEMP": str(temp),
-        "GITHUB_ACTION_PATH": str(action_copy),
-        "GITHUB_PATH": str(github_path),
-        "PATCHSTACK_PYTHON": sys.executable,
-    }
-    temp.mkdir()
-    proc = subprocess.run(
-        ["bash", str(action_copy / "action" / "install.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("patchstack, version")
-    assert github_path.read_text() == f"{temp / 'patchstack-venv' / 'bin'}\n"
-    venv_python = temp / "patchstack-venv" / "bin" / "python"
-    where = subprocess.run(
-        [str(venv_python), "-c", "import patchstack; print(patchstack.__file__)"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    ).stdout
-    assert where.startswith(str(temp / "patchstack-venv"))

@@ -23,8 +23,9 @@ ALLOWED: dict[str, set[str]] = {
 }
 BELOW_COMMANDS = {"cli"}  # what commands and feature modules may not import
 # They run the user's programs: doctor the service's interpreter; sessions bisect's COMMAND
-# and the probes, each in a session of its own (commands.bisect and commands.probes use it).
-SUBPROCESS_ALLOWED = {"commands.doctor", "commands.sessions"}
+# and the probes, each in a session of its own (commands.bisect and commands.probes use it);
+# manpage the man viewer (patchstack help).
+SUBPROCESS_ALLOWED = {"commands.doctor", "commands.sessions", "manpage"}
 MAX_LINES = 430
 PENDING_SPLIT: set[str] = {"commands.reorder"}  # until its commits go to the one committer
 

@@ -270,3 +270,27 @@ def test_a_patch_file_edited_since_it_was_applied_is_named(setup: Setup) -> None
         patch.write_bytes(saved)
     assert "fast-path.patch was edited since it was applied" in out
     assert kinds(data) == ["patch-edited"]
+
+
+def test_the_probe_runs_no_file_of_the_repository(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26, item 6: modules of the standard library planted in the user's folder (and in
+    a folder on PYTHONPATH) are not what the probe imports; it still finds the package there."""
+    src = setup.repo.path / "src"
+    marker = tmp_path / "ran"
+    planted = [src / f"{name}.py" for name in ("typing", "json", "csv", "re", "site")]
+    for path in planted:
+        path.write_text(f"open({str(marker)!r}, 'a').write({path.name!r} + '\\n')\n")
+    try:
+        out, data = doctor(setup, sys.executable, code=0, cwd=src)
+        assert "import demo_pkg: src/demo_pkg (this work tree, on sys.path; not installed)" in out
+        assert "works only from this folder" in out and kinds(data) == ["only-here"]
+        monkeypatch.setenv("PYTHONPATH", str(src))  # a service started with it finds it too
+        out, data = doctor(setup, sys.executable, code=0)
+        assert "import demo_pkg: src/demo_pkg (this work tree" in out
+        assert "everything agrees" in out and kinds(data) == []
+    finally:
+        for path in planted:
+            path.unlink()
+    assert not marker.exists(), marker.read_text()

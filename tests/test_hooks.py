@@ -5,6 +5,7 @@ own virtual environment from this repository)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -36,9 +37,10 @@ def test_the_hooks_run_whatever_the_layout_and_at_the_right_stages() -> None:
         assert hook["always_run"] is True and hook["pass_filenames"] is False
         assert "files" not in hook  # patches/ is often untracked, or elsewhere (patchstack.dir)
         assert hook["language"] == "python" and hook["require_serial"] is True
-    assert "pre-push" in HOOKS["patchstack-check"]["stages"]
-    assert "pre-commit" not in HOOKS["patchstack-check"]["stages"]
-    assert {"pre-commit", "pre-push"} <= set(HOOKS["patchstack-status"]["stages"])
+    # At the pre-commit stage the commit being made does not exist yet: both judge commits,
+    # so both run where the commits exist (pre-push), and by hand.
+    for hook in HOOKS.values():
+        assert hook["stages"] == ["pre-push", "manual"]
 
 
 @pytest.fixture
@@ -96,28 +98,83 @@ def test_check_at_pre_push_fails_when_upstream_moved_under_a_patch(fork) -> None
     assert proc.returncode == 1 and "nccl-diagnostic-logging.patch" in proc.stdout + proc.stderr
 
 
+def _hook_source(tmp_path: Path) -> tuple[Path, str]:
+    """This project's tracked files (as they are now) committed in a repository of their own:
+    what a fork's .pre-commit-config.yaml names with repo: and rev:."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, text=True
+    )
+    src = tmp_path / "hooks-src"
+    if listed.returncode == 0:
+        for rel in filter(None, listed.stdout.split("\0")):
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel, follow_symlinks=False)
+    else:  # the unpacked sdist: no git, the whole folder is the project
+        shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "hooks"]):
+        subprocess.run(["git", *args], cwd=src, check=True, capture_output=True)
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=src, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return src, rev
+
+
 @pytest.mark.slow
-def test_pre_commit_runs_the_hooks_from_this_repository(fork, tmp_path) -> None:
-    """pre-commit try-repo: the hook environment is built from this repository's own files
-    (as a fork's .pre-commit-config.yaml would get them), then both hooks run."""
+def test_pre_commit_runs_the_hooks_at_push_where_the_commits_exist(fork, tmp_path) -> None:
+    """The hooks installed by pre-commit itself, from a repo: and rev: as a fork names them,
+    for the commit and the push stages; then real commits and real pushes. A commit made by
+    hand on top of the stack is the push's business: no commit is refused for the one
+    before it, and the push that would publish it is."""
     pytest.importorskip("pre_commit")
     repo, box = fork
+    src, rev = _hook_source(tmp_path)
+    config = tmp_path / "pre-commit-config.yaml"  # outside the work tree: not an edit
+    config.write_text(
+        f"repos:\n  - repo: {src}\n    rev: {rev}\n    hooks:\n"
+        "      - id: patchstack-status\n      - id: patchstack-check\n"
+    )
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), PRE_COMMIT_COLOR="never")
     env.pop("NO_COLOR", None)
 
-    def pre_commit(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), *args, "--all-files"],
-            cwd=repo.path,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=repo.path, env=env, capture_output=True, text=True)
 
-    proc = pre_commit("patchstack-status")
-    assert proc.returncode == 0 and "Passed" in proc.stdout, proc.stdout + proc.stderr
+    hook_types = ["--hook-type", "pre-commit", "--hook-type", "pre-push"]
+    proc = run(sys.executable, "-m", "pre_commit", "install", "-c", str(config), *hook_types)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    remote = tmp_path / "published.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo.git("remote", "add", "published", str(remote))
+
+    # Two commits by hand on top of the stack: pre-commit judges neither (the first one did
+    # not exist when its hook ran, so the second would be refused for it).
+    for name in ("NOTES", "TODO"):
+        repo.write(name, f"{name}\n")
+        repo.git("add", name)
+        proc = run("git", "commit", "-q", "-m", f"add {name}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run("git", "push", "-q", "published", "HEAD:refs/heads/fork")
+    assert proc.returncode == 1 and "patchstack status" in proc.stdout, proc.stdout + proc.stderr
+    assert "that are not patches cover the stack" in proc.stdout
+    assert repo.git("ls-remote", str(remote)) == ""  # nothing was published
+    repo.git("reset", "-q", "--hard", "HEAD~2")
+
+    # Upstream moved under a patch: the check refuses the push, with the conflict report;
+    # by hand (the manual stage) too; the commit stage runs neither hook.
+    before = repo.git("rev-parse", "origin/main").strip()
     upstream_pull(box)
-    repo.git("fetch", "-q")
-    proc = pre_commit("patchstack-check", "--hook-stage", "pre-push")
+    repo.git("fetch", "-q", "origin")
+    proc = run("git", "push", "-q", "published", "HEAD:refs/heads/fork")
     assert proc.returncode == 1 and "Failed" in proc.stdout, proc.stdout + proc.stderr
-    assert "conflict in patch nccl-diagnostic-logging.patch" in proc.stdout
+    assert re.search(r"conflict +nccl-diagnostic-logging\.patch", proc.stdout), proc.stdout
+    manual = [sys.executable, "-m", "pre_commit", "run", "-c", str(config), "--hook-stage"]
+    proc = run(*manual, "manual")
+    assert proc.returncode == 1 and "nccl-diagnostic-logging.patch" in proc.stdout
+    proc = run(*manual, "pre-commit")
+    assert proc.returncode == 0 and "patchstack" not in proc.stdout, proc.stdout
+
+    # Where the stack agrees with the series and the series applies, the push goes through.
+    repo.git("update-ref", "refs/remotes/origin/main", before)
+    proc = run("git", "push", "-q", "published", "HEAD:refs/heads/fork")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert repo.head() in repo.git("ls-remote", str(remote))

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def state(repo: Repo) -> tuple:
         repo.git("symbolic-ref", "-q", "HEAD", check=False),
         repo.head(),
         repo.git("ls-files", "-s"),
-        repo.git("status", "--porcelain", "--untracked-files=all"),
+        repo.status_all(),
         repo.snapshot(),
     )
 
@@ -147,7 +148,12 @@ class Figures:
 
 
 def settle(
-    repo: Repo, before: tuple, after: tuple, fig: Figures, reset: list[str] | None = None
+    repo: Repo,
+    before: tuple,
+    after: tuple,
+    fig: Figures,
+    reset: list[str] | None = None,
+    state: Callable[[Repo], tuple] = state,
 ) -> None:
     """After a kill: the state is before or after, or one suggested command restores before.
     A finished command is taken back with ``reset`` (default: undo) for the next kill."""
@@ -181,7 +187,9 @@ def settle(
         assert state(repo) == before
 
 
-def points_of(repo: Repo, args: list[str], tmp: Path) -> tuple[tuple, list[str], list[float]]:
+def points_of(
+    repo: Repo, args: list[str], tmp: Path, state: Callable[[Repo], tuple] = state
+) -> tuple[tuple, list[str], list[float]]:
     """Run the command once, logging its points; the state after, the points in order (each
     as '<name>#<n>') and when each was reached (seconds after the start)."""
     log = tmp / f"points-{os.getpid()}-{time.monotonic_ns()}"
@@ -195,13 +203,18 @@ def points_of(repo: Repo, args: list[str], tmp: Path) -> tuple[tuple, list[str],
 
 
 def kill_everywhere(
-    repo: Repo, args: list[str], fig: Figures, tmp: Path, reset: list[str] | None = None
+    repo: Repo,
+    args: list[str],
+    fig: Figures,
+    tmp: Path,
+    reset: list[str] | None = None,
+    state: Callable[[Repo], tuple] = state,
 ) -> None:
     """SIGKILL ``args`` at each occurrence of each point, then SIGINT and SIGTERM before and
     inside the critical section. ``reset``: the command that brings the state before back
-    (default: undo)."""
+    (default: undo); ``state``: what the command changes."""
     before = state(repo)
-    after, reached, _times = points_of(repo, args, tmp)
+    after, reached, _times = points_of(repo, args, tmp, state)
     assert after != before
     repo.ps(*(reset or ["undo"]))
     assert state(repo) == before
@@ -213,7 +226,7 @@ def kill_everywhere(
         proc.communicate()
         assert proc.returncode == -signal.SIGKILL, (where, proc.returncode)
         fig.kills += 1
-        settle(repo, before, after, fig, reset)
+        settle(repo, before, after, fig, reset, state)
         assert state(repo) == before
     for where, sig in (("publish-start", "INT"), ("journal-running", "TERM")):
         proc = spawn(repo, args, PATCHSTACK_TEST_SIGNAL_AT=f"{where}:{sig}")
@@ -230,6 +243,8 @@ def kill_everywhere(
             assert "nothing was changed" in message, message
         elif "--continue" in message:
             assert "the refresh stopped at a conflict" in message, message
+        elif args[0] == "worktree":
+            assert "the worktree ../exp was" in message and "'patchstack undo'" in message
         else:
             assert "the command had finished" in message and "patch(es) applied" in message
         user_work_intact(repo)
@@ -297,6 +312,100 @@ def test_kill_delete_at_every_point(tmp_path) -> None:
     assert fig.restored
 
 
+def with_tree(repo: Repo) -> tuple:
+    """The user's state and the experiment tree at ../exp: registered or not, its HEAD, files
+    and status, and its own log."""
+    tree = Repo(repo.path.parent / "exp")
+    listed = repo.git("worktree", "list", "--porcelain")
+    if not tree.path.exists():
+        return (state(repo), listed, None)
+    log = tree.git("for-each-ref", "--format=%(objectname)", "refs/patchstack/worktrees/")
+    return (state(repo), listed, tree.head(), tree.snapshot(), tree.git("status", "-s"), log)
+
+
+def test_kill_worktree_making_at_every_point(tmp_path) -> None:
+    """Issue 26: 'worktree DIR' killed anywhere leaves the state before, the state after, or
+    an interrupted entry that one 'undo' takes back (the half-made tree removed); Ctrl-C says
+    which."""
+    fig = Figures()
+    repo = build(tmp_path, 4)
+    repo.ps("push", "--all")
+    args = ["worktree", "../exp", "--only", "essential"]
+    kill_everywhere(repo, args, fig, tmp_path, state=with_tree)
+    print(fig.line("worktree kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+    assert fig.restored and fig.after
+
+
+@pytest.mark.soak
+def test_kill_worktree_removing_at_every_point(tmp_path) -> None:
+    """'worktree --remove --force DIR' of a tree with work in it (an edit, its own log) killed
+    anywhere: the tree is there as it was, gone, or one 'undo' makes it again exactly."""
+    fig = Figures()
+    repo = build(tmp_path, 4)
+    repo.ps("worktree", "../exp", "--only", "essential")
+    tree = Repo(tmp_path / "exp")
+    tree.write("src/f000.txt", "work in the tree\n")
+    repo.ps("pop", cwd=tree.path)  # the tree's own log has an entry
+    args = ["worktree", "--remove", "--force", "../exp"]
+    kill_everywhere(repo, args, fig, tmp_path, state=with_tree)
+    print(fig.line("worktree --remove kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after
+    assert fig.restored and fig.after
+
+
+def bisect_leftovers(repo: Repo) -> tuple:
+    """The user's state and the worktrees of the repository."""
+    listed = repo.git("worktree", "list", "--porcelain")
+    return (state(repo), listed)
+
+
+def test_kill_and_signal_bisect_at_every_point(tmp_path, monkeypatch) -> None:
+    """Issue 26: bisect killed anywhere leaves the user's state as it was and at most a locked
+    scratch worktree that the next bisect removes; SIGINT, SIGTERM and SIGHUP anywhere end it
+    with the scratch worktree removed, the exit status 128 + the signal and nothing changed."""
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch_root))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    repo = build(tmp_path, 4)
+    upstream_moves(repo, tmp_path, 0, conflict=None)
+    culprit = repo.git("rev-parse", "upstream").strip()
+    good = repo.head()
+    args = ["bisect", good, "upstream", "--only", "essential", "--"]
+    args += ["sh", "-c", f'test "$PATCHSTACK_BISECT_COMMIT" != {culprit}']
+    before = bisect_leftovers(repo)
+    after, reached, _times = points_of(repo, args, tmp_path, bisect_leftovers)
+    assert after == before and "bisect-step#2" in reached
+    kills = signals = 0
+    for where in dict.fromkeys(reached):
+        proc = spawn(repo, args, PATCHSTACK_TEST_KILL_AT=where)
+        proc.communicate()
+        assert proc.returncode == -signal.SIGKILL, (where, proc.returncode)
+        kills += 1
+        wait_unlocked(repo)
+        user_work_intact(repo)
+        assert state(repo) == before[0]
+        out = repo.ps(*args).stdout  # the next bisect removes a scratch tree left behind
+        assert f"first failing commit: {culprit}" in out
+        assert bisect_leftovers(repo) == before and os.listdir(scratch_root) == []
+    for where, sig in (
+        ("bisect-scratch", "INT"),
+        ("bisect-step", "TERM"),
+        ("bisect-tested", "HUP"),
+    ):
+        proc = spawn(repo, args, PATCHSTACK_TEST_SIGNAL_AT=f"{where}:{sig}")
+        _out, err = proc.communicate()
+        signum = getattr(signal, f"SIG{sig}")
+        assert proc.returncode == 128 + signum, (where, sig, proc.returncode, err)
+        assert "nothing was changed" in err.decode()
+        assert bisect_leftovers(repo) == before and os.listdir(scratch_root) == []
+        signals += 1
+    print(f"\nbisect: {kills} SIGKILLs, {signals} signals; scratch trees all removed")
+
+
 @pytest.mark.soak
 def test_kill_every_editing_command_at_every_point(tmp_path) -> None:
     """rename, tag, edit, move, fold and split: the same transaction, the same guarantees
@@ -354,3 +463,52 @@ def test_soak_random_kills(tmp_path) -> None:
             assert state(repo) == before
     print(fig.line("soak kill figures"))
     assert fig.kills == fig.restored + fig.before + fig.after
+
+
+@pytest.mark.soak
+def test_soak_random_kills_of_worktree_and_bisect(tmp_path) -> None:
+    """SIGKILL after random delays within the window of points of 'worktree DIR', 'worktree
+    --remove' and 'bisect' (a 60-patch series): the same guarantees as at the named points."""
+    rng = random.Random(26)
+    fig = Figures()
+    n = 60
+    repo = build(tmp_path, n)
+    repo.ps("push", "--all")
+    for args, prepare in (
+        (["worktree", "../exp"], None),
+        (["worktree", "--remove", "../exp"], ["worktree", "../exp"]),
+    ):
+        if prepare:
+            repo.ps(*prepare)
+        before = with_tree(repo)
+        after, _points, times = points_of(repo, args, tmp_path, with_tree)
+        repo.ps("undo")
+        first, last = min(times), max(times)
+        for _ in range(10):
+            proc = spawn(repo, args)
+            time.sleep(rng.uniform(max(0.0, first - 0.05), last + 0.02))
+            proc.kill()
+            proc.communicate()
+            fig.kills += 1
+            settle(repo, before, after, fig, state=with_tree)
+            assert with_tree(repo) == before
+    repo.ps("worktree", "--remove", "../exp")
+    repo.ps("pop", "--all")
+    upstream_moves(repo, tmp_path, 0, conflict=None)
+    culprit = repo.git("rev-parse", "upstream").strip()
+    args = ["bisect", repo.head(), "upstream", "--"]
+    args += ["sh", "-c", f'test "$PATCHSTACK_BISECT_COMMIT" != {culprit}']
+    before = bisect_leftovers(repo)
+    _after, _points, times = points_of(repo, args, tmp_path, bisect_leftovers)
+    for _ in range(10):
+        proc = spawn(repo, args)
+        time.sleep(rng.uniform(0.0, max(times) + 0.05))
+        proc.kill()
+        proc.communicate()
+        fig.kills += 1
+        wait_unlocked(repo)
+        user_work_intact(repo)
+        assert f"first failing commit: {culprit}" in repo.ps(*args).stdout
+        assert bisect_leftovers(repo) == before
+    print(fig.line("worktree and bisect soak kill figures"))
+    assert fig.kills == fig.restored + fig.before + fig.after + 10

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_sections_and_examples_render_as_examples() -> None:
-    source = (ROOT / "man" / "patchstack.1").read_text()
+    source = (ROOT / "man" / "man1" / "patchstack.1").read_text()
     for section in ("EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"):
         assert f".SH {section}\n" in source
     # Every "Example:" opens an .EX block; no bare backspace or stray indentation survives.
@@ -27,7 +27,7 @@ def test_sections_and_examples_render_as_examples() -> None:
         pytest.skip("man is not installed")
     env = dict(os.environ, MANWIDTH="100", MANPAGER="cat", PAGER="cat")
     text = subprocess.run(
-        ["man", "-l", str(ROOT / "man" / "patchstack.1")],
+        ["man", "-l", str(ROOT / "man" / "man1" / "patchstack.1")],
         env=env,
         capture_output=True,
         text=True,

@@ -88,8 +88,11 @@ def test_pop_alone_takes_one_patch_out_of_the_middle(fork: Repo) -> None:
 
 def test_check_only_names_the_unselected_patches_a_conflict_needs(fork: Repo) -> None:
     result = fork.ps("check", "--only", "essential", "--onto", "HEAD~6", code=1)
-    assert "conflict in patch e1.patch" in result.stdout
-    assert "unselected patches touching these lines: d1.patch" in result.stdout
+    assert "conflict  e1.patch  x.py" in result.stdout  # one line per conflict by default
+    assert "needs the unselected d1.patch (--with-deps)" in result.stdout
+    whole = fork.ps("check", "--only", "essential", "--onto", "HEAD~6", "--patch", "e1", code=1)
+    assert "conflict in patch e1.patch" in whole.stdout
+    assert "unselected patches touching these lines: d1.patch" in whole.stdout
     data = json.loads(
         fork.ps("check", "--only", "essential", "--onto", "HEAD~6", "--json", code=1).stdout
     )

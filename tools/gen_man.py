@@ -1,10 +1,13 @@
-"""Generate the man pages (man/patchstack.1, man/git-patchstack.1) from the click commands.
+"""Generate the man pages (man/man1/patchstack.1, man/man1/git-patchstack.1) from the click
+commands.
 
 `git patchstack --help` makes git run `man git-patchstack`; the wheel installs these pages
-into share/man/man1. Run this after changing a command's help; a test fails while the
-committed pages differ from what this script generates.
+into share/man/man1, and ships them inside the package too (patchstack.man), where
+`patchstack help` reads them under every installer (uv and pipx link no data files). Run this
+after changing a command's help; a test fails while the committed pages differ from what this
+script generates.
 
-    python tools/gen_man.py          # rewrite man/*.1
+    python tools/gen_man.py          # rewrite man/man1/*.1
     python tools/gen_man.py --check  # exit 1 when they are out of date
 """
 
@@ -195,8 +198,10 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     stale = []
+    # The pages lived in man/ itself before they moved to man/man1/ (a MANPATH folder).
+    stale += [str(p.relative_to(ROOT)) + " (moved to man/man1/)" for p in ROOT.glob("man/*.1")]
     for name in ("patchstack", "git-patchstack"):
-        path = ROOT / "man" / f"{name}.1"
+        path = ROOT / "man" / "man1" / f"{name}.1"
         text = render(name)
         if args.check:
             if not path.exists() or path.read_text() != text:

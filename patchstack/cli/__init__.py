@@ -7,7 +7,19 @@ the other modules the commands, by topic. Heavy modules are imported inside the 
 ``--help`` and ``--version`` start fast.
 """
 
-from . import completion, edit, interop, lab, oplog, refresh, reorder, review, stack  # noqa: F401
+from . import (  # noqa: F401
+    completion,
+    edit,
+    interop,
+    lab,
+    manual,
+    oplog,
+    refresh,
+    reorder,
+    resolutions,
+    review,
+    stack,
+)
 from .app import cli, main
 
 __all__ = ["cli", "main"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -117,6 +118,15 @@ def _entry_line(e: Entry, live: bool) -> str:
                 line += " +" + " +".join(came[:5]) + (" ..." if len(came) > 5 else "")
             if gone:
                 line += " -" + " -".join(gone[:5]) + (" ..." if len(gone) > 5 else "")
+    for c in e.trees:
+        rel = os.path.relpath(c.path)
+        shown = c.path if rel.startswith("../..") else rel
+        if c.after is None:
+            line += f"\n      worktree {shown} removed"
+        elif c.before is None:
+            line += f"\n      worktree {shown} made (HEAD {c.after.head[:12]})"
+        else:
+            line += f"\n      worktree {shown} made again (HEAD {c.after.head[:12]})"
     return line
 
 
@@ -131,6 +141,7 @@ def _entry_json(e: Entry, live: bool) -> dict[str, Any]:
         "entry": e.oid,
         "before": e.before.to_json(),
         "after": e.after.to_json() if e.after else None,
+        "trees": [c.to_json() for c in e.trees],
     }
 
 
@@ -146,6 +157,13 @@ def _print_restore(ctx: click.Context, verb: str, result: RestoreResult) -> None
     before, target = result.before, result.target
     if before.head != target.head:
         echo(ctx, f"HEAD {before.head[:12]} -> {target.head[:12]}")
+    for c in result.trees:
+        rel = os.path.relpath(c.path)
+        shown = c.path if rel.startswith("../..") else rel
+        if c.after is None:
+            echo(ctx, f"removed the worktree {shown}")
+        else:
+            echo(ctx, f"made the worktree {shown} again (HEAD {c.after.head[:12]})")
     echo(ctx, f"now applied: {len(target.stack)} patch(es); {len(result.files)} file(s) restored")
 
 

@@ -134,7 +134,9 @@ _VERDICT_COLOURS = {
     "offset": "cyan",
     "merged": "yellow",
     "conflict": "red",
+    "deferred": "red",
     "upstream": "magenta",
+    "no-op": "bright_black",
 }
 
 
@@ -149,7 +151,9 @@ def verdict_word(word: str) -> str:
 OFFSETS_SHOWN = 10  # "offset" lines listed without --verbose: only line numbers moved
 
 
-def listed_verdicts(verdicts: Any, verbose: bool) -> tuple[list[Any], str | None]:
+def listed_verdicts(
+    verdicts: Any, verbose: bool, summarized: bool = False
+) -> tuple[list[Any], str | None]:
     """The verdicts worth a line each: not ``unchanged`` (unless resolved), and of the
     ``offset`` ones (only line numbers moved) the first `OFFSETS_SHOWN`, so that the merged,
     conflicting and upstream patches of a long series stay in sight (all with ``verbose``);
@@ -159,6 +163,8 @@ def listed_verdicts(verdicts: Any, verbose: bool) -> tuple[list[Any], str | None
     for v in verdicts:
         if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
             continue
+        if v.verdict == "conflict" and summarized and not verbose:
+            continue  # the conflict summary lists them, with their upstream commit
         if v.verdict == "offset" and not verbose:
             offsets += 1
             if offsets > OFFSETS_SHOWN:
@@ -194,6 +200,11 @@ def render_conflict(c: Any) -> list[str]:
     where, what the patch expected, what is there now, what it wants, and the upstream commits
     that changed those lines (or touched the file)."""
     lines = [f"conflict in patch {c.patch}"]
+    if getattr(c, "kind", "primary") == "knock-on" and c.root:
+        lines.append(
+            f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
+            " missing; resolving that one places it again"
+        )
     for path in c.files:
         lines.append(f"  file {path}")
     for h in c.hunks:
@@ -217,6 +228,66 @@ def render_conflict(c: Any) -> list[str]:
     if c.note:
         lines.append("  " + c.note)
     return lines
+
+
+KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose
+
+
+def evidence_note(v: Any) -> str:
+    """Why a patch changes nothing: the upstream commit that brought its change, or the
+    verdict's own note (a selection's no-op)."""
+    if v.evidence:
+        return f"in {v.evidence.oid[:10]} {v.evidence.subject}".rstrip()
+    return str(v.note)
+
+
+def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
+    """One line per primary conflict (patch, file, the upstream commit that made the lines
+    there), each followed by one line for the knock-ons waiting for it: the size of the
+    user's real work, whatever the series' length. Full reports: ``render_conflict``."""
+    conflicts = list(conflicts)
+    if not conflicts:
+        return []
+    under: dict[str, list[str]] = {}
+    for c in conflicts:
+        if c.kind == "knock-on" and c.root:
+            under.setdefault(c.root, []).append(c.patch)
+    primary = [c for c in conflicts if c.kind != "knock-on" or not c.root]
+    n_knock = len(conflicts) - len(primary)
+    head = f"conflicts: {len(primary)} primary (upstream changed the lines)"
+    if n_knock:
+        head += f", {n_knock} knock-on (an earlier patch is missing)"
+    lines = [head]
+    shown_roots = set()
+    for c in primary:
+        files = list(c.files)
+        where = files[0] if files else "?"
+        if len(files) > 1:
+            where += f" (+{len(files) - 1} more)"
+        commits = [u for h in c.hunks for u in h.upstream]
+        upstream = f"  {commits[0].oid[:10]} {commits[0].subject}" if commits else ""
+        lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
+        if c.superseded is not None:
+            by = f" by {c.superseded.oid[:10]}" if c.superseded.oid else ""
+            lines.append(f"      superseded{by}? upstream's side already has every line it adds")
+        if c.culprits:
+            lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
+        lines += _knock_on_line(c.patch, under, verbose)
+        shown_roots.add(c.patch)
+    for root in under:  # roots deferred earlier, or not among the conflicts shown
+        if root not in shown_roots:
+            lines.append(f"  {verdict_word('deferred')} {root}")
+            lines += _knock_on_line(root, under, verbose)
+    return lines
+
+
+def _knock_on_line(root: str, under: dict[str, list[str]], verbose: bool) -> list[str]:
+    names = under.get(root, [])
+    if not names:
+        return []
+    listed = names if verbose or len(names) <= KNOCK_ONS_SHOWN else names[:KNOCK_ONS_SHOWN]
+    more = f" and {len(names) - len(listed)} more" if len(listed) < len(names) else ""
+    return [f"      + {len(names)} knock-on(s) waiting for it: {', '.join(listed)}{more}"]
 
 
 def selector(name: str | None, all_: bool, only: str | None, except_: str | None) -> Any:

@@ -12,7 +12,9 @@ from .output import (
     ProgressBar,
     complete_patch_names,
     complete_tags,
+    conflict_summary,
     echo,
+    evidence_note,
     listed_verdicts,
     render_conflict,
     selector,
@@ -67,6 +69,17 @@ def probe_options(f: Any) -> Any:
     help="Rebuild applied commits that differ from their patch files from the files.",
 )
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option(
+    "--skip",
+    "skip_",
+    is_flag=True,
+    help="Leave the conflicting patch out, deferred (its file untouched), and go on.",
+)
+@click.option(
+    "--defer-conflicts",
+    is_flag=True,
+    help="Defer every conflicting patch instead of stopping (for CI and bots).",
+)
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @click.option(
     "--probes",
@@ -87,6 +100,8 @@ def refresh(
     drop_merged: bool,
     discard: bool,
     continue_: bool,
+    skip_: bool,
+    defer_conflicts: bool,
     abort_: bool,
     probes: bool,
     jobs: int | None,
@@ -100,33 +115,44 @@ def refresh(
     is replayed onto the new base by three-way merge; each gets a verdict: unchanged (file
     keeps its bytes), offset, merged, conflict, or upstream (already in the new base). With no
     move, uncommitted edits in files of the top applied patch (or --patch NAME) are folded
-    into it. A conflict stops with markers in the work tree and exit status 1.
+    into it. A conflict stops with markers in the work tree and exit status 1; a conflict
+    that only exists because an earlier deferred patch is missing (a knock-on) is deferred
+    with it. --skip leaves the conflicting patch out, deferred: it stays in the series with
+    its file as it was, and 'patchstack push NAME' brings it back later.
 
     \b
     Example:
       git fetch && patchstack refresh --onto origin/main
       patchstack refresh --continue     # after editing the conflict markers away
+      patchstack refresh --skip         # leave this patch out for now (deferred)
       patchstack refresh --abort        # back to exactly the state before
+      patchstack refresh --onto origin/main --defer-conflicts   # CI: defer them all
       patchstack refresh --onto origin/main --probes   # then: does each patch still work?
     """
-    from ..commands.refresh.resume import abort
+    from ..commands.refresh.resume import abort, skip
     from ..commands.refresh.resume import continue_ as do_continue
     from ..commands.refresh.start import refresh as do_refresh
     from ..errors import PatchstackError
 
-    if sum(map(bool, (continue_, abort_, onto or patch_name or drop_merged or discard))) > 1:
+    starting = onto or patch_name or drop_merged or discard or defer_conflicts
+    if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
         raise PatchstackError(
-            "--continue and --abort take no other option", "see 'patchstack refresh --help'"
+            "--continue, --skip and --abort take no other option",
+            "see 'patchstack refresh --help'",
         )
-    ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
+    ws = ctx.obj.checkout(while_stopped=continue_ or abort_ or skip_)
     bar = ProgressBar("refreshing")
     try:
         if abort_:
             result = abort(ws)
         elif continue_:
             result = do_continue(ws, bar)
+        elif skip_:
+            result = skip(ws, bar)
         else:
-            result = do_refresh(ws, onto, drop_merged, patch_name, discard, bar)
+            result = do_refresh(
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts=defer_conflicts
+            )
     finally:
         bar.close()
     report = None
@@ -142,7 +168,7 @@ def refresh(
             data["probes"] = report.to_json()
         click.echo(json.dumps(data, indent=2))
     else:
-        _print_refresh(ctx, result, verbose)
+        print_refresh(ctx, result, verbose)
         if report is not None:
             from .probetext import probe_lines
 
@@ -152,7 +178,7 @@ def refresh(
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -162,12 +188,19 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
         echo(ctx, f"base {old} -> {new}")
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
+    summarized = {c.patch for c in result.deferred}
     shown, more = listed_verdicts(result.verdicts, verbose)
     for v in shown:
+        if v.name in summarized and not verbose:
+            continue
         notes = []
-        if v.resolved:
+        if v.recorded:
+            notes.append("recorded resolution")
+        elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
+            if v.evidence:
+                notes.append(evidence_note(v))
             notes.append(
                 "dropped from the series (file kept)"
                 if v.dropped
@@ -176,14 +209,17 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
         echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
     if more:
         echo(ctx, more)
+    for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
+        echo(ctx, line.replace("conflicts:", "deferred:", 1))
     if result.stopped:
         for line in render_conflict(result.stopped):
             echo(ctx, line, err=True)
         echo(
             ctx,
             "hint: edit the files to resolve the conflict markers, then run"
-            " 'patchstack refresh --continue' (no git add needed),"
-            " or 'patchstack refresh --abort' to go back",
+            " 'patchstack refresh --continue' (no git add needed);"
+            " 'patchstack refresh --skip' leaves the patch out, deferred;"
+            " 'patchstack refresh --abort' goes back",
             err=True,
         )
         return
@@ -219,6 +255,13 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
     is_flag=True,
     help="Fail when a patch has no upstream status (see 'patchstack upstream').",
 )
+@click.option(
+    "--patch",
+    "patch_name",
+    metavar="NAME",
+    shell_complete=complete_patch_names,
+    help="Show this patch's whole conflict report (each hunk's lines traced upstream).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option(
     "--verbose", "-v", is_flag=True, help="List the unchanged patches, and every offset one, too."
@@ -233,6 +276,7 @@ def check(
     jobs: int | None,
     probe_timeout: float,
     require_status: bool,
+    patch_name: str | None,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -257,11 +301,16 @@ def check(
     ws = ctx.obj.checkout(write=False)
     bar = ProgressBar("checking")
     sel = selector(None, False, only, except_)
+    series = ws.load_series()
+    wanted: tuple[str, ...] | bool = verbose
+    if patch_name:
+        from ..model.selection import resolve_name
+
+        wanted = (resolve_name(series, patch_name),)
     try:
-        result = do_check(ws, onto, sel, bar)
+        result = do_check(ws, onto, sel, bar, full=wanted)
     finally:
         bar.close()
-    series = ws.load_series()
     warnings = [
         f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
         " case: one file on macOS and Windows, so the series is not portable there"
@@ -288,14 +337,25 @@ def check(
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
-        shown, more = listed_verdicts(result.verdicts, verbose)
+        shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            echo(ctx, f"  {verdict(v)} {v.name}")
+            notes = ["recorded resolution"] if v.recorded else []
+            notes += [evidence_note(v)] if v.evidence or v.note else []
+            echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:
             echo(ctx, more)
         for c in result.conflicts:
-            for line in render_conflict(c):
-                echo(ctx, line)
+            if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
+                for line in render_conflict(c):
+                    echo(ctx, line)
+        for line in conflict_summary(result.conflicts, verbose):
+            echo(ctx, line)
+        if result.conflicts and not verbose:
+            echo(
+                ctx,
+                "  ('patchstack check --patch NAME' shows one patch's whole report;"
+                " --verbose, every report)",
+            )
         counts = verdict_counts(result.verdicts)
         n = len(result.conflicts)
         echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))

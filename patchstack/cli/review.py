@@ -25,6 +25,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _render_options(f: F) -> F:
     f = click.option(
+        "--templates-from",
+        metavar="REV",
+        help="Read .patchstack/templates/ from revision REV, not from the work tree (CI:"
+        " the pull request's base, so that its own templates never run).",
+    )(f)
+    f = click.option(
         "--templates",
         metavar="DIR",
         help="Folder of templates overriding the shipped ones (also: .patchstack/templates/).",
@@ -57,6 +63,26 @@ def _emit(ctx: click.Context, text: str, output: str | None) -> None:
         out(text, nl=False, color=color_enabled(ctx))
 
 
+def _templates(git: Any, templates: str | None, templates_from: str | None) -> dict[str, Any]:
+    """The template options of render_review/render_show: ``--templates DIR`` first, then
+    the work tree's .patchstack/templates/, or instead of it REV's (``--templates-from``)."""
+    from ..errors import PatchstackError
+    from ..review.render import template_dirs
+    from ..review.side import templates_at
+
+    if templates_from is None:
+        return {"template_dirs": template_dirs(templates, git.top if git else None)}
+    if git is None:
+        raise PatchstackError(
+            "--templates-from needs the repository that holds REV",
+            "run inside the repository, or give --templates DIR",
+        )
+    return {
+        "template_dirs": template_dirs(templates, None),
+        "revision_templates": templates_at(git, templates_from),
+    }
+
+
 def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     if fmt != "text":
         return False
@@ -82,6 +108,14 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     metavar="URL",
     help="Where the whole review is, named by a Markdown comment that had to be shortened.",
 )
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1024),
+    default=65536,
+    show_default=True,
+    metavar="BYTES",
+    help="Markdown: the most bytes it may take (a comment that holds more than the review).",
+)
 @click.pass_context
 def review(
     ctx: click.Context,
@@ -91,9 +125,11 @@ def review(
     fmt: str,
     output: str | None,
     templates: str | None,
+    templates_from: str | None,
     as_json: bool,
     verbose: bool,
     full_url: str | None,
+    max_size: int,
 ) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
@@ -109,7 +145,7 @@ def review(
     import os
 
     from ..errors import PatchstackError
-    from ..review.render import render_review, template_dirs
+    from ..review.render import render_review
     from ..review.side import load_review
 
     opts = ctx.find_object(Options)
@@ -134,10 +170,14 @@ def review(
 
         _emit(ctx, json.dumps(review_json(result), indent=2) + "\n", output)
         return
-    dirs = template_dirs(templates, git.top if git else None)
-    color = _wants_color(ctx, fmt, output)
     text = render_review(
-        result, fmt, dirs, color, collapse_quiet=fmt == "text" and not verbose, full_url=full_url
+        result,
+        fmt,
+        color=_wants_color(ctx, fmt, output),
+        limit=max_size,
+        collapse_quiet=fmt == "text" and not verbose,
+        full_url=full_url,
+        **_templates(git, templates, templates_from),
     )
     _emit(ctx, text, output)
 
@@ -155,6 +195,7 @@ def show(
     fmt: str,
     output: str | None,
     templates: str | None,
+    templates_from: str | None,
     as_json: bool,
 ) -> None:
     """Show one patch: its header, tag, place, line counts and diff.
@@ -167,7 +208,7 @@ def show(
     from ..errors import PatchstackError
     from ..model.selection import resolve_name
     from ..review.compare import make_version
-    from ..review.render import render_show, template_dirs
+    from ..review.render import render_show
     from ..review.side import from_directory, from_revision
 
     ws = ctx.obj.checkout(write=False)
@@ -188,8 +229,8 @@ def show(
 
         _emit(ctx, json.dumps(show_json(version), indent=2) + "\n", output)
         return
-    dirs = template_dirs(templates, ws.git.top)
-    _emit(ctx, render_show(version, fmt, dirs, _wants_color(ctx, fmt, output)), output)
+    options = _templates(ws.git, templates, templates_from)
+    _emit(ctx, render_show(version, fmt, color=_wants_color(ctx, fmt, output), **options), output)
 
 
 @cli.command()

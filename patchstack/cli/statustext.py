@@ -143,6 +143,9 @@ def status_lines(
     elif st.edits:
         out.append("uncommitted edits in no patch:")
         out += _capped([f"  {path}" for path in st.edits], verbose, "file(s)")
+    if st.submodules:
+        out.append("changes inside submodules (a patch holds only the commit a submodule is at):")
+        out += _capped([f"  {path}" for path in st.submodules], verbose, "submodule(s)")
     if st.untracked:
         out.append(f"untracked files: {len(st.untracked)}")
     out.append(style("next: " + next_step(st, drift), bold=True))

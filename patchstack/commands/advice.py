@@ -7,6 +7,16 @@ from .refresh.drift import Drift
 from .status import StatusResult
 
 
+def submodule_step(paths: tuple[str, ...] | list[str]) -> str:
+    """What to do with changes inside a submodule, which no patch can hold."""
+    sub = paths[0]
+    return (
+        f"commit them in the submodule ('git -C {sub} add -A && git -C {sub} commit'), then"
+        f" 'patchstack new NAME --tag TAG {sub}' captures the commit it is at; or drop them"
+        f" ('git -C {sub} checkout -- . && git -C {sub} clean -fd')"
+    )
+
+
 def next_step(st: StatusResult, drift: Drift | None) -> str:
     """The one thing to do next, as a command where there is one."""
     if st.operation:
@@ -75,6 +85,8 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             f"'patchstack refresh --drop-merged' drops the {len(st.in_base)} patch(es) the base"
             f" already holds from the series ({shown}; their files stay)"
         )
+    if st.submodules:
+        return submodule_step(st.submodules)
     unapplied = len(st.patches) - len(applied)
     if unapplied:
         return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"

@@ -1,13 +1,14 @@
 """``patchstack doctor``: is what runs what the series says?
 
-The interpreter is asked, in a subprocess started from the current folder (as ``python -m
-NAME`` would be), where ``import NAME`` resolves: `doctor_probe` finds the package without
-importing it, reads the installed distribution's metadata (PEP 610 ``direct_url.json``,
-``RECORD`` hashes) and lists compiled files imported instead of their source. The rest happens
-here on plain values: which package and where it is in the tree (`doctor_project`), where the
-import resolves against this work tree, which files of a copy differ from the work tree
-(`doctor_copy`), and the series' own state (`status`, `drift`), read while the interpreter
-looks. Nothing of the user's package is imported, here or there.
+The interpreter is asked, in an isolated subprocess (``python -I``, started outside the
+repository, so that nothing of the repository runs in it), where ``import NAME`` resolves for a
+service started in the current folder (as ``python -m NAME`` would be): `doctor_probe` finds
+the package without importing it, reads the installed distribution's metadata (PEP 610
+``direct_url.json``, ``RECORD`` hashes) and lists compiled files imported instead of their
+source. The rest happens here on plain values: which package and where it is in the tree
+(`doctor_project`), where the import resolves against this work tree, which files of a copy
+differ from the work tree (`doctor_copy`), and the series' own state (`status`, `drift`), read
+while the interpreter looks. Nothing of the user's package is imported, here or there.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
@@ -288,11 +290,19 @@ def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
 def run_probe(
     python: str, project: Project, cwd: str, meanwhile: Callable[[], T]
 ) -> tuple[dict[str, Any], T]:
-    """Run `doctor_probe` in ``python`` from ``cwd``, and ``meanwhile()`` here while it runs:
-    (its JSON answer, what ``meanwhile`` returned)."""
+    """Run `doctor_probe` in ``python``, isolated and from an empty folder, asking about a
+    service started in ``cwd``; and ``meanwhile()`` here while it runs: (its JSON answer, what
+    ``meanwhile`` returned)."""
     with open(os.path.join(os.path.dirname(__file__), "doctor_probe.py"), encoding="utf-8") as f:
         source = f.read()
-    args = [python, "-c", source, project.module, project.dist or ""]
+    args = [python, "-I", "-c", source, project.module, project.dist or "", cwd]
+    with tempfile.TemporaryDirectory(prefix="patchstack-doctor-") as empty:
+        return _probe(python, project, args, empty, meanwhile)
+
+
+def _probe(
+    python: str, project: Project, args: list[str], cwd: str, meanwhile: Callable[[], T]
+) -> tuple[dict[str, Any], T]:
     try:
         proc = subprocess.Popen(
             args,

@@ -1,30 +1,88 @@
-"""Run by ``patchstack doctor`` inside the interpreter under examination, as ``python -c``
-from the user's folder (so ``sys.path`` is what ``python -m NAME`` would see there).
+"""Run by ``patchstack doctor`` inside the interpreter under examination, isolated: ``python -I
+-c`` from a folder outside the repository, so that no file of the repository (a ``typing.py``
+in the user's folder, a folder on ``PYTHONPATH``) is imported by the probe itself.
 
-It finds where ``import NAME`` resolves without importing it (``find_spec`` of a top-level
-name executes no code of the package), reads the installed distribution's metadata (PEP 610
-``direct_url.json``, ``RECORD`` hashes), and lists compiled files that are imported instead of
-their source. It prints one JSON object. Python 3.8 or later, standard library only: it runs
-in whatever interpreter the service uses (annotations stay strings there).
+It is told the user's folder, and searches the ``sys.path`` that ``python -m NAME`` started
+there would have (`service_path`: that folder, ``PYTHONPATH``, the user site, which ``-I``
+leaves out, then the interpreter's own). It finds where ``import NAME`` resolves without
+importing it (``find_spec`` of a top-level name executes no code of the package), reads the
+installed distribution's metadata (PEP 610 ``direct_url.json``, ``RECORD`` hashes), and lists
+compiled files that are imported instead of their source. It prints one JSON object. Python
+3.8 or later, standard library only: it runs in whatever interpreter the service uses
+(annotations stay strings there). Every module it uses is imported before the search, while
+``sys.path`` is still the isolated one.
 """
 
 from __future__ import annotations
 
+import _imp
 import csv
 import importlib.machinery
 import importlib.util
 import json
 import os
 import re
+import site
 import sys
 from typing import Any
 
 
-def _spec(name: str) -> tuple[dict[str, Any] | None, str | None]:
+def service_path(here: str, environ: dict[str, str]) -> list[str]:
+    """``sys.path`` as ``python -m NAME`` started in ``here`` would have it: ``here`` (unless
+    ``PYTHONSAFEPATH``), ``PYTHONPATH``, then this interpreter's own path with the user site
+    (and the folders its ``.pth`` files name; their ``import`` lines are not run) before the
+    site packages."""
+    found = [] if environ.get("PYTHONSAFEPATH") else [here]
+    for entry in (environ.get("PYTHONPATH") or "").split(os.pathsep):
+        if entry:
+            found.append(os.path.join(here, entry))
+    rest = list(sys.path)
+    user = _user_site(environ)
+    if user and user not in rest:
+        sites = set(site.getsitepackages()) if hasattr(site, "getsitepackages") else set()
+        at = next((i for i, p in enumerate(rest) if p in sites), len(rest))
+        rest[at:at] = [user, *_pth_folders(user)]
+    return found + [p for p in rest if p not in found]
+
+
+def _user_site(environ: dict[str, str]) -> str | None:
+    """The user site folder that a run without ``-I`` would use, if any."""
+    if environ.get("PYTHONNOUSERSITE") or not hasattr(os, "getuid"):
+        return None
+    if os.getuid() != os.geteuid() or os.getgid() != os.getegid():
+        return None
+    if sys.prefix != sys.base_prefix:  # a virtual environment: only with the system site
+        cfg = _read(os.path.join(sys.prefix, "pyvenv.cfg")) or ""
+        if not re.search(r"(?mi)^\s*include-system-site-packages\s*=\s*true\s*$", cfg):
+            return None
+    user = site.getusersitepackages()
+    return user if os.path.isdir(user) else None
+
+
+def _pth_folders(folder: str) -> list[str]:
+    found = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".pth"):
+            for line in (_read(os.path.join(folder, name)) or "").splitlines():
+                line = line.strip()
+                if line and not line.startswith(("#", "import ", "import\t")):
+                    path = os.path.join(folder, line)
+                    if os.path.exists(path):
+                        found.append(os.path.normpath(path))
+    return found
+
+
+def _spec(name: str, path: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+    saved = sys.path[:]
+    sys.path[:] = path
+    sys.path_importer_cache.clear()
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.path[:] = saved
+        sys.path_importer_cache.clear()
     if spec is None:
         return None, None
     locations = list(spec.submodule_search_locations or [])
@@ -44,7 +102,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _distribution(names: list[str], roots: list[str]) -> dict[str, Any] | None:
+def _distribution(names: list[str], roots: list[str], path: list[str]) -> dict[str, Any] | None:
     """The installed distribution of that name, read from its metadata folder as
     ``importlib.metadata`` would find it (first on ``sys.path``), one with a RECORD (installed
     by an installer) before build metadata lying in a source tree; its RECORD hashes of the
@@ -53,8 +111,7 @@ def _distribution(names: list[str], roots: list[str]) -> dict[str, Any] | None:
     wanted = {_norm(n) for n in names}
     found = []
     links = []
-    for entry in sys.path:
-        folder = entry or "."
+    for folder in path:
         try:
             listing = os.listdir(folder)
         except OSError:
@@ -127,8 +184,6 @@ def _stale_pyc(source: str) -> str | None:
     flags = int.from_bytes(head[4:8], "little")
     if not flags & 1 or flags & 2:
         return None  # timestamp-based, or checked against the source on every import
-    import _imp
-
     if getattr(_imp, "check_hash_based_pycs", "default") == "always":
         return None
     with open(source, "rb") as f:
@@ -172,29 +227,28 @@ def _module_shadowed(origin: str) -> list[list[str]]:
 
 
 def main(argv: list[str]) -> None:
-    module, dist_name = argv[0], argv[1]
-    spec, error = _spec(module)
+    module, dist_name, here = argv[0], argv[1], argv[2]
+    path = service_path(here, dict(os.environ))
+    spec, error = _spec(module, path)
     roots = _roots(spec)
     shadowed = _shadowed([r for r in roots if os.path.isdir(r)])
     if spec and not spec["locations"] and spec["origin"]:
         shadowed += _module_shadowed(spec["origin"])
     elsewhere = roots
-    if sys.path and sys.path[0] in ("", os.getcwd()):  # what a service started elsewhere sees
-        first = sys.path.pop(0)
-        other, _ = _spec(module)
-        sys.path.insert(0, first)
+    if path and path[0] == here:  # what a service started in another folder sees
+        other, _ = _spec(module, path[1:])
         elsewhere = _roots(other)
     names = list(dict.fromkeys(n for n in (dist_name, module) if n))
     out = {
         "executable": sys.executable,
         "version": ".".join(str(n) for n in sys.version_info[:3]),
         "prefix": sys.prefix,
-        "cwd": os.getcwd(),
+        "cwd": here,
         "spec": spec,
         "error": error,
         "roots": roots,
         "elsewhere": elsewhere,
-        "dist": _distribution(names, roots) if roots else None,
+        "dist": _distribution(names, roots, path) if roots else None,
         "shadowed": shadowed,
     }
     sys.stdout.write(json.dumps(out))

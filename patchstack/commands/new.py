@@ -14,6 +14,7 @@ from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series, parse_tags
 from ..model.stack import Stack
 from ..transaction import Captured, FileWrite, Plan, publish
+from .advice import submodule_step
 from .naming import covers, new_patch_name, relative_to_top, require_free
 from .state import read_stack, require_base, require_movable
 
@@ -80,12 +81,17 @@ def new(
         candidates = dirty.modified + dirty.untracked
         chosen = [p for p in candidates if any(covers(p, r) for r in rel)]
         unknown = [r for r in rel if not any(covers(c, r) for c in chosen)]
+        within = [s for s in dirty.submodules if any(covers(s, r) for r in unknown)]
+        if within:
+            raise _inside_submodules(within)
         if unknown:
             raise PatchstackError(
                 "no uncommitted edits in: " + ", ".join(unknown), "see 'git status'"
             )
     else:
         chosen = list(dirty.modified)
+    if not chosen and dirty.submodules:
+        raise _inside_submodules(list(dirty.submodules))
     if not chosen:
         raise PatchstackError(
             "no uncommitted edits to capture",
@@ -129,6 +135,14 @@ def new(
     publish(ws, Plan("new", stack.head, commit, files, Captured(tuple(chosen))))
     return NewResult(
         name, tag, commit, tuple(chosen), untracked_left, ws.patch_path(name), moved, out
+    )
+
+
+def _inside_submodules(paths: list[str]) -> PatchstackError:
+    return PatchstackError(
+        f"the only changes are inside the submodule(s) {', '.join(paths)}: a patch holds the"
+        " commit a submodule is at, not its files",
+        submodule_step(paths),
     )
 
 

@@ -71,6 +71,7 @@ class StatusResult:
     in_base: tuple[str, ...] = ()  # unapplied patches the series base already holds
     standings: tuple[Standing, ...] = ()  # each patch's probe and upstream status
     today: date | None = None  # when a submission's age is told
+    submodules: tuple[str, ...] = ()  # submodules with changes to their own files (no patch's)
 
     @property
     def real_base(self) -> Oid:
@@ -184,6 +185,7 @@ def status(ws: Checkout) -> StatusResult:
         _in_base(ws, series, stack) if not is_stopped else (),
         tuple(standing),
         today(ws) if any(s.upstream.updated for s in standing) else None,
+        dirty.submodules,
     )
 
 

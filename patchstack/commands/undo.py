@@ -30,8 +30,9 @@ from ..journal.oplog import (
 )
 from ..journal.restore import check_restorable
 from ..journal.snapshot import Snapshot, take_snapshot
+from ..journal.trees import TreeChange, TreeState, capture, read_note
 from ..model.ids import Oid
-from ..transaction import Plan, Restore, publish
+from ..transaction import MoveTree, Plan, Restore, publish
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class RestoreResult:
     target: Snapshot  # the state restored
     files: tuple[str, ...]  # work tree and series files written or removed
     refused: str | None = None  # the command refused right before, which changed nothing
+    trees: tuple[TreeChange, ...] = ()  # experiment trees removed or made again
 
 
 def _logged_dir(ws: Checkout, entry: Entry) -> Checkout:
@@ -54,7 +56,18 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
     git = ws.git
     log = entries(git, None)
     if not log:
-        raise PatchstackError("the operation log is empty: nothing to undo")
+        made = (
+            (read_note(git.git_dir) or {}).get("made_from")
+            if git.git_dir != git.common_dir
+            else None
+        )
+        raise PatchstackError(
+            "the operation log is empty: nothing to undo",
+            f"this worktree was made from {made}: 'patchstack undo' there removes it, as"
+            " 'patchstack worktree --remove' does"
+            if made
+            else None,
+        )
     ws = _logged_dir(ws, log[0])
     newest = log[0]
     refused = refused_since(git, newest.oid)
@@ -80,9 +93,11 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
             )
         targets = ops[:steps]
         current = _check_unchanged(ws, newest, force)
+    trees = _tree_changes(ws, targets, force or newest.status == "running")
     target = targets[-1].before
-    files = _restore(ws, "undo", target, current, undoes=tuple(t.seq for t in targets))
-    return RestoreResult(tuple(targets), current, target, files, refused)
+    undoes = tuple(t.seq for t in targets)
+    files = _restore(ws, "undo", target, current, undoes=undoes, trees=trees)
+    return RestoreResult(tuple(targets), current, target, files, refused, trees)
 
 
 def redo(ws: Checkout, force: bool = False) -> RestoreResult:
@@ -98,8 +113,9 @@ def redo(ws: Checkout, force: bool = False) -> RestoreResult:
             "nothing to redo", "redo only follows an undo, before any other command"
         )
     current = _check_unchanged(ws, log[0], force)
-    files = _restore(ws, "redo", target.before, current, redoes=target.seq)
-    return RestoreResult((target,), current, target.before, files)
+    trees = _tree_changes(ws, [target], force)
+    files = _restore(ws, "redo", target.before, current, redoes=target.seq, trees=trees)
+    return RestoreResult((target,), current, target.before, files, trees=trees)
 
 
 def _restore(
@@ -109,19 +125,61 @@ def _restore(
     current: Snapshot,
     undoes: tuple[int, ...] = (),
     redoes: int | None = None,
+    trees: tuple[TreeChange, ...] = (),
 ) -> tuple[str, ...]:
     _check_branch(current, target)
     plan = Plan(
         kind,
         Oid(current.head),
         Oid(target.head),
-        worktree=Restore(target),
+        # Only experiment trees change: the checkout itself is left alone, index included.
+        worktree=MoveTree() if trees and current.key() == target.key() else Restore(target),
         refresh=target.refresh,
         undoes=undoes,
         redoes=redoes,
         before=current,
+        trees=trees,
     )
     return publish(ws, plan).written
+
+
+def _key(state: TreeState | None) -> object:
+    return state.key() if state else None
+
+
+def _tree_changes(ws: Checkout, targets: list[Entry], force: bool) -> tuple[TreeChange, ...]:
+    """The experiment trees the restore puts back: each as it was before the oldest of
+    ``targets`` that made or removed it. Refused when one changed since the newest of them
+    recorded it (unless ``force``: what it replaces stays in the log), or when a folder that
+    is not the tree is where it must be made again."""
+    wanted: dict[str, TreeState | None] = {}
+    recorded: dict[str, tuple[TreeState | None, str]] = {}
+    for t in targets:  # newest first
+        for c in t.trees:
+            wanted[c.path] = c.before
+            recorded.setdefault(c.path, (c.after, t.command))
+    changes = []
+    for path, want in wanted.items():
+        now = capture(ws.git, path, ws.series_dir)
+        if _key(now) == _key(want):
+            continue
+        after, command = recorded[path]
+        shown = ws.display(path)
+        if not force and _key(now) != _key(after):
+            raise RefusedError(
+                f"the worktree {shown} changed since '{command}' (its HEAD, files or log)",
+                f"remove it with 'patchstack worktree --remove {shown}' (refused when that"
+                " would lose work), or pass --force: what it holds stays in the operation log"
+                " and 'patchstack redo' brings it back; nothing was changed",
+            )
+        blocked = os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path))
+        if want is not None and now is None and blocked:
+            raise RefusedError(
+                f"{shown} is in the way of the worktree the undo makes again there",
+                "move it away and run the command again; nothing was changed",
+            )
+        changes.append(TreeChange(path, now, want))
+    return tuple(changes)
 
 
 def _close_interrupted(git: Git, entry: Entry, parent: str | None, current: Snapshot) -> None:

@@ -5,7 +5,15 @@ as ``push --onto`` does (the engine: the canonical chain, then three-way placeme
 linked git worktree at DIR whose HEAD is detached at the top patch commit. The patches there are
 ordinary patch commits, so ``status``, ``push`` and ``pop`` work in DIR; a note in DIR's own git
 dir (`checkout.experiment_path`) points the commands run there at the series DIR was made
-from. The user's worktree, index, HEAD and branch are never touched.
+from, and names DIR's own operation log. The user's worktree, index, HEAD and branch are never
+touched.
+
+Making and removing DIR are entries of the operation log of the checkout the command ran in
+(`journal.trees`): ``undo`` there removes a tree it made, or makes a removed tree again with its
+commits, files and log; a command killed half way leaves an interrupted entry that every
+command there names and ``undo`` takes back. Removing is refused while DIR holds what the series
+does not (edits, amended patch commits, patches not in the series, commits that are not
+patches), unless ``--force``.
 
 Bisect tests in a scratch worktree in the temporary folder: locked with its owner's process id
 as the reason (so ``git worktree prune`` leaves it alone while it runs), removed when the bisect
@@ -18,6 +26,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -25,21 +34,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import lock
-from ..checkout import Checkout, experiment_path
+from ..checkout import Checkout
 from ..errors import PatchstackError, RefusedError
-from ..files import write_atomic
 from ..git import Git, WorktreeInfo, find_repo
-from ..journal.oplog import oplog_ref
+from ..journal.trees import LOG_PREFIX, TreeChange, TreeState, capture, read_note
 from ..model import selection
 from ..model.ids import Oid
 from ..model.selection import Selector
 from ..model.series import Series
-from ..model.stack import stack_from_history
+from ..model.stack import AppliedPatch, stack_from_history
 from ..model.trailers import PATCH_COMMIT_GREP
 from ..transaction import Plan, publish
+from .refresh.proof import DIFFERS
 from .state import make_engine, read_stack, resolve_rev
+from .status import status
 
 if TYPE_CHECKING:
+    from ..engine.build import Built
     from ..engine.chain import Engine
 
 SCRATCH_PREFIX = "patchstack-bisect-"
@@ -75,11 +86,19 @@ def selector_words(sel: Selector) -> tuple[str, ...]:
 def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
     """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
     (with the conflict report) when a patch does not apply there."""
-    from ..engine.build import build
-
     if not names:
         return base
-    return build(engine, base, git.tree_of(base), [], list(names)).head
+    return build_stack(engine, git, base, names).head
+
+
+def build_stack(
+    engine: Engine, git: Git, base: Oid, names: Sequence[str], keep: Sequence[AppliedPatch] = ()
+) -> Built:
+    """`build_on`'s build, with its commits; on ``keep`` (patches placed on ``base`` before,
+    by this engine or another: bisect's older versions of a patch) when given."""
+    from ..engine.build import build
+
+    return build(engine, base, git.tree_of(base), keep, list(names))
 
 
 # -- experiment worktrees -------------------------------------------------------------------
@@ -111,36 +130,19 @@ def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Exp
         head = build_on(engine, git, base, names)
     finally:
         engine.close()
+    # The tree's own log gets a name no earlier tree at this path had (`journal.trees`).
+    log = f"{LOG_PREFIX}{_ref_word(os.path.basename(path))}-{secrets.token_hex(4)}/oplog"
     note = {
         "series_dir": ws.series_dir,
         "made_on": base,
         "onto": onto,
         "patches": names,
         "selection": list(selector_words(sel)),
+        "log": log,
+        "made_from": git.top,
     }
-    # DIR starts at the base, with its note; then the patches arrive as the first entry of
-    # DIR's own operation log, exactly like a push there ('patchstack log' and 'undo' in DIR).
-    linked: Git | None = None
-    try:
-        with lock.critical():
-            git.worktree_add(path, base)
-            linked = find_repo(path)
-            where = experiment_path(linked.git_dir)
-            os.makedirs(os.path.dirname(where), exist_ok=True)
-            write_atomic(where, (json.dumps(note, indent=2) + "\n").encode())
-        there = Checkout(linked, ws.series_dir, path, ws.command)
-        publish(there, Plan("worktree", base, head))
-    except BaseException:
-        with lock.critical():
-            if linked is None or linked.head() != head:  # not made: take DIR away again
-                if linked is not None:
-                    linked.close()
-                if os.path.exists(path) or any(_same(wt.path, path) for wt in git.worktrees()):
-                    git.worktree_remove(path)
-        raise
-    finally:
-        if linked is not None:
-            linked.close()
+    made = TreeState(path, head, json.dumps(note, indent=2) + "\n")
+    publish(ws, Plan("worktree", stack.head, stack.head, trees=(TreeChange(path, None, made),)))
     return Experiment(path, head, base, base, onto, tuple(names), selector_words(sel), False)
 
 
@@ -148,7 +150,7 @@ def experiments(git: Git) -> list[Experiment]:
     """The worktrees ``patchstack worktree`` made, as they are now."""
     found = []
     for wt in git.worktrees()[1:]:
-        note = _note(wt)
+        note = read_note(wt.git_dir) if wt.git_dir else None
         if note is not None and wt.head:
             found.append(_experiment(git, wt, note))
     return found
@@ -170,8 +172,10 @@ def _experiment(git: Git, wt: WorktreeInfo, note: dict[str, Any]) -> Experiment:
 
 
 def remove(ws: Checkout, directory: str, force: bool) -> Experiment:
-    """Remove an experiment worktree; refused, naming them, when it holds uncommitted edits or
-    commits that are on no branch and are not patches (unless ``force``)."""
+    """Remove an experiment worktree, as an entry of this checkout's log ('undo' makes it
+    again); refused, naming them, when it holds uncommitted edits, commits that differ from
+    their patch files, patches the series does not have, or commits that are on no branch and
+    are not patches (unless ``force``: they stay in the log then)."""
     git = ws.git
     path = os.path.realpath(os.path.join(ws.cwd, directory))
     match = [wt for wt in git.worktrees()[1:] if os.path.realpath(wt.path) == path]
@@ -181,7 +185,7 @@ def remove(ws: Checkout, directory: str, force: bool) -> Experiment:
             "see 'patchstack worktree --list'",
         )
     wt = match[0]
-    note = _note(wt)
+    note = read_note(wt.git_dir) if wt.git_dir else None
     if note is None:
         raise RefusedError(
             f"{directory} was not made by 'patchstack worktree'",
@@ -191,18 +195,27 @@ def remove(ws: Checkout, directory: str, force: bool) -> Experiment:
         raise RefusedError(f"you are inside {directory}", "run the command from another folder")
     gone = wt.prunable or not os.path.isdir(wt.path)
     if not force and not gone:
-        _refuse_losses(git, wt, directory)
+        refuse_losses(ws, wt, note, directory)
     removed = _experiment(git, wt, note)
-    with lock.critical():
-        git.worktree_remove(wt.path)
-        git.delete_ref(oplog_ref(Git(wt.path, wt.git_dir, git.common_dir, git.fmt)))
+    state = capture(git, wt.path, ws.series_dir)
+    head = git.head()
+    assert head is not None
+    publish(ws, Plan("worktree", head, head, trees=(TreeChange(wt.path, state, None),)))
     return removed
 
 
-def _refuse_losses(git: Git, wt: WorktreeInfo, directory: str) -> None:
+def refuse_losses(ws: Checkout, wt: WorktreeInfo, note: dict[str, Any], directory: str) -> None:
+    """What removing the tree would take from the user: uncommitted edits, commits that differ
+    from their patch files, patches the series does not have, commits that are not patches."""
+    git = ws.git
     other = find_repo(wt.path)
+    st = None
     try:
         dirty = other.dirty()
+        if dirty.clean:
+            folder = note.get("series_dir")
+            there = Checkout(other, str(folder) if folder else ws.series_dir, wt.path)
+            st = status(there) if there.exists() else None
     finally:
         other.close()
     if not dirty.clean:
@@ -211,6 +224,21 @@ def _refuse_losses(git: Git, wt: WorktreeInfo, directory: str) -> None:
             f"{directory} has uncommitted edits or untracked files: " + ", ".join(files[:10]),
             "capture them there ('patchstack new'), or give --force to drop them;"
             " nothing was changed",
+        )
+    differs = [p.name for p in st.patches if p.matches == DIFFERS] if st else []
+    if differs:
+        raise RefusedError(
+            f"in {directory} the commit of {', '.join(differs[:5])} differs from its patch file"
+            " (amended, or edited by a rebase): removing the tree would lose what it changed",
+            f"adopt it there ('cd {directory} && patchstack refresh --patch {differs[0]}'),"
+            " or give --force ('patchstack undo' brings the tree back); nothing was changed",
+        )
+    if st and st.unknown_applied:
+        raise RefusedError(
+            f"{directory} has patches applied that the series does not have:"
+            f" {', '.join(st.unknown_applied[:5])}",
+            "put them back into the series file, or give --force ('patchstack undo' brings"
+            " the tree back); nothing was changed",
         )
     lost = git.rev_list(
         "--invert-grep",
@@ -231,15 +259,9 @@ def _refuse_losses(git: Git, wt: WorktreeInfo, directory: str) -> None:
         )
 
 
-def _note(wt: WorktreeInfo) -> dict[str, Any] | None:
-    if not wt.git_dir:
-        return None
-    try:
-        with open(experiment_path(wt.git_dir), encoding="utf-8") as f:
-            note = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return note if isinstance(note, dict) else None
+def _ref_word(name: str) -> str:
+    """A folder's name as one safe word of a ref name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")[:40] or "tree"
 
 
 def _same(a: str, b: str) -> bool:

@@ -19,7 +19,12 @@ the contract's tree, and each one is off when ``PATCHSTACK_NO_FAST_PATH=1`` (`en
   everywhere else, *unless renames reach across paths* (`rename_free`);
 - merges of the last tree git can read (the anchor) and merge runs (`placer`): several
   proven patches merged at once, where the docstring there shows the three versions of every
-  path are those of each patch's own merge.
+  path are those of each patch's own merge;
+- the merge of the patch's paths alone (`place_region`): the three trees cut down to what
+  is at the paths the patch changes, merged, and put back into ours, when no rename can reach
+  across those paths. On a large upstream move this is most of a replay: merge-ort walks and
+  pairs every file upstream changed (7,000 for a fork six months behind), the cut trees hold a
+  few.
 
 The canonical chain itself is not a placement: ``C[k]`` is what ``git apply`` makes of the
 patch file on ``C[k-1]``, and its shortcut (`fastpath.ProvenStream.commit`: hunks applied in
@@ -36,9 +41,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from ..git import Git, MergeResult, RawDiff
 from ..model import paths
+from ..model.ids import Oid
 from .merging import merge
 
 NULL_MODE = "000000"
@@ -95,3 +102,87 @@ def rename_free(
         if in_ours(folder) != TREE_MODE
     }
     return not (missing and trees_in_base(sorted(missing)))
+
+
+def _is_file(entry: tuple[str, str] | None) -> bool:
+    return entry is not None and entry[0] not in (TREE_MODE, "160000")
+
+
+def place_region(
+    git: Git,
+    before: str,
+    tree: str,
+    after: str,
+    diff: Sequence[RawDiff],
+    labels: tuple[str, str],
+    base_label: str | None = None,
+) -> MergeResult | None:
+    """`place` of the change ``before -> after`` (``diff``: its raw diff) computed on the
+    patch's paths alone; None when that cannot be proven to give `place`'s result.
+
+    Cut each tree down to what it has at the paths ``diff`` changes (a file, a whole folder
+    where a file was, a file where a folder leads) and merge those: every path outside is
+    ours', since the patch's side does not change it and, with these conditions, no rename
+    moves anything across:
+
+    - each file the patch changes that the base has is a file in ours too (ours deleted or
+      renamed none of them: merge-ort's rename detection on ours' side looks only for the
+      sources the other side changed, and there are none);
+    - each folder leading to a file the patch adds is in ours, or not in the base either (no
+      folder rename of ours' can take the file along);
+    - the patch empties no folder of the base (no folder rename of its own can take files of
+      ours' along); its own file renames pair paths of the patch only, as in the whole merge;
+    - the merge of the cut trees writes no path the three cut trees do not have (no
+      ``file~side`` of a file/folder conflict, whose name depends on the whole tree).
+    """
+    if not enabled() or not diff or tree == before:
+        return None
+    changed = [d[4] for d in diff]
+    folders = {f for p in changed for f in paths.leading_dirs(p)}
+    wanted = sorted(set(changed) | folders)
+    base, ours, theirs = (git.entries_at(t, wanted) for t in (before, tree, after))
+    for path in changed:
+        if _is_file(base.get(path)) and not _is_file(ours.get(path)):
+            return None
+    for old_mode, new_mode, _o, _n, path in diff:
+        leading = paths.leading_dirs(path)
+        if old_mode == NULL_MODE and any(
+            ours.get(f, ("",))[0] != TREE_MODE and base.get(f, ("",))[0] == TREE_MODE
+            for f in leading
+        ):
+            return None
+        if new_mode == NULL_MODE and any(
+            base.get(f, ("",))[0] == TREE_MODE and theirs.get(f, ("",))[0] != TREE_MODE
+            for f in leading
+        ):
+            return None
+
+    def cut(entries: dict[str, tuple[str, str]]) -> Oid:
+        keep = {p: entries[p] for p in changed if p in entries}
+        keep.update({f: entries[f] for f in folders if f in entries and entries[f][0] != TREE_MODE})
+        return git.edit_tree(git.fmt.empty_tree, keep)
+
+    cuts = [cut(base), cut(ours), cut(theirs)]
+    result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
+    have = {p for c in cuts for p in git.files_of(c)}
+    made = git.files_of(result.tree)
+    if not set(made) <= have:
+        return None
+    gone: dict[str, tuple[str, str] | None] = dict.fromkeys(git.files_of(cuts[1]))
+    put: dict[str, tuple[str, str] | None] = dict(made)
+    return replace(result, tree=git.edit_tree(git.edit_tree(tree, gone), put))
+
+
+def place_fast(
+    git: Git,
+    before: str,
+    tree: str,
+    after: str,
+    labels: tuple[str, str],
+    base_label: str | None = None,
+) -> MergeResult:
+    """`place`, by `place_region` where it can prove the same result."""
+    found = place_region(
+        git, before, tree, after, git.changed_entries(before, after), labels, base_label
+    )
+    return found if found is not None else place(git, before, tree, after, labels, base_label)

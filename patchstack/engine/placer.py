@@ -60,6 +60,7 @@ from dataclasses import replace
 from ..git import FastImport, MergeResult, RawDiff
 from ..model.ids import Oid
 from .chain import Engine
+from .contract import place_region
 from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream
 from .merging import readable
 from .replay import Done, Step
@@ -162,8 +163,17 @@ class Placer:
     def merge(
         self, i: int, step: Step, tree: Oid, labels: tuple[str, str], base_label: str
     ) -> MergeResult:
-        """Patch i (``step``) merged onto ``tree`` (= T[i]), as `merging.merge` would."""
+        """Patch i (``step``) merged onto ``tree`` (= T[i]), as `contract.place` would: on its
+        paths alone where that is proven the same (`contract.place_region`), else from the
+        anchor, else exactly."""
         git = self.git
+        if self.engine.shortcuts:
+            self.stream.checkpoint()  # ``tree`` readable
+            found = place_region(
+                git, step.before, tree, step.after, self._diff(i), labels, base_label
+            )
+            if found is not None:
+                return found
         if self._anchored(i):
             m, anchor = self.anchor
             result = git.merge_trees(self.steps_before[m], anchor, step.after, labels)
@@ -271,6 +281,7 @@ class Placer:
             step = self.steps[q]
             if (
                 step.name in self.skip
+                or step.deferred
                 or step.before == step.after
                 or (q != i and q in self.conflicting)
             ):

@@ -6,7 +6,8 @@ so its diff is the same text and the file keeps its bytes (it is not even rewrit
 is regenerated with ``format-patch`` from a commit with the patch's own author, date and message,
 so only the diff part changes: ``offset`` when every hunk has the same lines as before (only
 line numbers and blob ids moved), ``merged`` when the hunks' lines changed. ``conflict``: the
-merge did not resolve.
+merge did not resolve. ``deferred``: left out, its file kept as it was (``refresh --skip``,
+``--defer-conflicts``), until ``push NAME`` brings it back.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
 from .replay import Done, Step
 
-VERDICTS = ("unchanged", "offset", "merged", "conflict", "upstream")
+VERDICTS = ("unchanged", "offset", "merged", "conflict", "deferred", "upstream")
 
 
 def same_hunks(a: Patch, b: Patch) -> bool:

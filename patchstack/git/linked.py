@@ -34,13 +34,36 @@ class Linked(Listings):
         args = [*_PARALLEL, "worktree", "add", "--quiet", "--detach"]
         if lock_reason is not None:
             args = [*_NO_HOOKS, *args, "--no-checkout", "--lock", "--reason", lock_reason]
+        existed = os.path.isdir(path)
         proc = self.run(*args, "--", path, commit, check=False)
-        if proc.returncode != 0:
-            raise PatchstackError(
-                f"git could not make a worktree at {path}: "
-                + proc.stderr.decode("utf-8", "replace").strip(),
-                "give a new or empty folder",
+        if proc.returncode == 0:
+            return
+        said = proc.stderr.decode("utf-8", "replace").strip()
+        if any(os.path.realpath(wt.path) == os.path.realpath(path) for wt in self.worktrees()):
+            # git made the tree, and then its post-checkout hook failed (git keeps the tree)
+            self.worktree_remove(path)
+            if existed:
+                os.makedirs(path, exist_ok=True)
+            hook = os.path.join(
+                self.top, self.out("rev-parse", "--git-path", "hooks/post-checkout")
             )
+            raise PatchstackError(
+                f"the post-checkout hook failed (exit {proc.returncode}) after git made the"
+                f" worktree at {path}" + (f": {said}" if said else ""),
+                f"fix the hook ({os.path.normpath(hook.strip())}) so that it succeeds, then run"
+                " the command again; the worktree was removed again, nothing was changed",
+            )
+        if "missing but already registered worktree" in said:
+            hint = (
+                f"a worktree whose folder is gone is still registered at {path}: unregister it"
+                " ('patchstack worktree --remove DIR' for one patchstack made, else"
+                " 'git worktree prune'), then run the command again; nothing was changed"
+            )
+        elif "already exists" in said:
+            hint = "give a new or empty folder; nothing was changed"
+        else:
+            hint = "nothing was changed"
+        raise PatchstackError(f"git could not make a worktree at {path}: {said}", hint)
 
     def worktree_remove(self, path: str) -> None:
         """Unregister the linked worktree at ``path`` and delete it (even locked, edited, or

@@ -42,10 +42,13 @@ class DirtyState:
     untracked: tuple[str, ...]
     unmerged: tuple[str, ...]
     partly_staged: tuple[str, ...] = ()  # staged, then edited again: index != HEAD, work tree
+    # submodules whose own files are edited or untracked while the commit they are at is the
+    # one recorded: no patch can hold that (a patch holds only which commit a submodule is at)
+    submodules: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
-        return not (self.modified or self.untracked or self.unmerged)
+        return not (self.modified or self.untracked or self.unmerged or self.submodules)
 
 
 class Listings(Trees):
@@ -122,7 +125,7 @@ class Listings(Trees):
             paths = None  # beyond what a command line holds comfortably: look at everything
         out = self.run(
             "status",
-            "--porcelain=v1",
+            "--porcelain=v2",
             "-z",
             "--untracked-files=all",
             "--no-renames",
@@ -130,23 +133,31 @@ class Listings(Trees):
             "--",
             *(paths or ()),
         ).stdout
-        modified, untracked, unmerged, partly = [], [], [], []
+        modified, untracked, unmerged, partly, inside = [], [], [], [], []
         prefix = (exclude.rstrip("/") + "/") if exclude else None
         for rec in out.split(b"\0"):
-            if len(rec) < 4:
-                continue
-            xy, path = rec[:2].decode(), decode_path(rec[3:])
+            kind = rec[:2]
+            if kind not in (b"1 ", b"u ", b"? "):
+                continue  # (renames are off: no "2" records; ignored files are not asked)
+            fields = rec.split(b" ", {b"1 ": 8, b"u ": 10, b"? ": 1}[kind])
+            path = decode_path(fields[-1])
             if prefix and (path + "/").startswith(prefix):
                 continue
-            if xy == "??":
+            if kind == b"? ":
                 untracked.append(path)
-            elif "U" in xy or xy in ("AA", "DD"):
+                continue
+            xy, sub = fields[1].decode(), fields[2].decode()
+            if kind == b"u ":
                 unmerged.append(path)
+            elif sub.startswith("S") and sub[1] != "C" and xy[0] == ".":
+                inside.append(path)  # only the submodule's own files changed
             else:
                 modified.append(path)
-                if xy[0] not in " ?" and xy[1] != " ":
+                if xy[0] != "." and xy[1] != ".":
                     partly.append(path)
-        return DirtyState(tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly))
+        return DirtyState(
+            tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly), tuple(inside)
+        )
 
     # -- history -------------------------------------------------------------------------------
 
@@ -241,6 +252,31 @@ class Listings(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
+    def log_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
+    ) -> list[tuple[Oid, str, tuple[str, ...]]]:
+        """(commit, subject, the ``paths`` it changed) of each commit of ``rng`` that touched
+        any of ``paths``, oldest first: one walk of the range (``--name-only``)."""
+        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--format=%x02%H%x01%s"]
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        result: list[tuple[Oid, str, tuple[str, ...]]] = []
+        current: tuple[Oid, str] | None = None
+        changed: list[str] = []
+        for token in out.split(b"\0"):
+            token = token.lstrip(b"\n")
+            if token.startswith(b"\x02"):
+                if current:
+                    result.append((*current, tuple(changed)))
+                oid, _, subject = token[1:].decode("utf-8", "surrogateescape").partition("\x01")
+                current, changed = (Oid(oid), subject), []
+            elif token:
+                changed.append(decode_path(token))
+        if current:
+            result.append((*current, tuple(changed)))
+        return result
+
     def commit_files(self, commits: Sequence[tuple[Oid, tuple[Oid, ...]]]) -> list[list[str]]:
         """The paths each commit changed against its first parent (all paths of a root)."""
         # raw_diffs takes trees: for a pair of commits diff-tree --stdin echoes nothing.
@@ -251,6 +287,21 @@ class Listings(Trees):
             for oid, parents in commits
         ]
         return [[d[4] for d in raw] for raw in self.raw_diffs(pairs)]
+
+    def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
+        """(commit, tree, committer time) of the commits of ``rev`` that changed anything
+        under ``path`` ("." for all), newest first; none when ``rev`` names no commit."""
+        proc = self.run(
+            "log", "-z", "--format=%H %T %ct", "--end-of-options", rev, "--", path, check=False
+        )
+        if proc.returncode != 0:
+            return []
+        result = []
+        for rec in proc.stdout.decode().split("\0"):
+            words = rec.split()
+            if len(words) == 3:
+                result.append((Oid(words[0]), Oid(words[1]), int(words[2])))
+        return result
 
     def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
         """(commit, subject) of the commits of ``rng`` that changed lines start..end of

@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 
 from ..errors import GitFailure, PatchstackError
+from . import scratch
 from .base import GitBase
 from .objects import ARG_BUDGET
 from .process import run_git
@@ -68,7 +69,7 @@ class Mail(GitBase):
         """The isolated repository format-patch runs in (made once, checked every time)."""
         folder = os.path.join(self.common_dir, "patchstack", "format.git")
         alternates = os.path.join(folder, "objects", "info", "alternates")
-        objects = os.path.abspath(os.path.join(self.common_dir, "objects"))
+        objects = scratch.alternate(os.path.abspath(os.path.join(self.common_dir, "objects")))
         try:
             with open(alternates, encoding="utf-8") as f:
                 if f.read().strip() == objects:

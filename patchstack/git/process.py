@@ -95,10 +95,20 @@ def run_git(
             pass_fds=inherited_fds(),  # git holds the repository lock while it runs
         )
     except FileNotFoundError as exc:
-        raise PatchstackError("git is not installed", "install git >= 2.38") from exc
+        raise _not_found(exc, cwd) from exc
     if check and proc.returncode != 0:
         raise failure(args, proc.returncode, proc.stderr)
     return proc
+
+
+def _not_found(exc: FileNotFoundError, cwd: str | None) -> PatchstackError:
+    """git missing, or the folder it was to run in (the two raise the same error)."""
+    if cwd is not None and not os.path.isdir(cwd):
+        return PatchstackError(
+            f"the folder {cwd!r} does not exist (git was to run there)",
+            "run the command again from an existing folder; nothing was changed",
+        )
+    return PatchstackError("git is not installed", "install git >= 2.38")
 
 
 def failure(args: Sequence[str], code: int, stderr: bytes) -> GitFailure:

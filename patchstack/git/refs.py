@@ -124,6 +124,16 @@ class Refs(GitBase):
         ]:
             del self._memo[key]
 
+    def tips_under(self, prefix: str) -> list[tuple[str, Oid, str]]:
+        """(ref, commit, its message) of every ref under ``prefix``, in one process."""
+        fmt = "--format=%(refname)%00%(objectname)%00%(contents)%00"
+        out = self.run("for-each-ref", fmt, prefix).stdout.decode("utf-8", "surrogateescape")
+        fields = out.split("\0")
+        return [
+            (fields[i].strip(), Oid(fields[i + 1]), fields[i + 2])
+            for i in range(0, len(fields) - 2, 3)
+        ]
+
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ..errors import PatchstackError
 from ..model.ids import ObjectFormat
@@ -27,26 +28,58 @@ class Git(Worktree, Linked, Merges, Refs, Mail, Interactive):
         return FastImport(self)
 
 
+_PLACES = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
+
+
 def find_repo(start: str) -> Git:
-    proc = run_git(
-        [
-            "rev-parse",
-            "--path-format=absolute",
-            "--show-toplevel",
-            "--absolute-git-dir",
-            "--git-common-dir",
-            "--show-object-format",
-        ],
-        cwd=start,
-        check=False,
-    )
-    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    if proc.returncode != 0 or len(lines) < 4:
-        raise PatchstackError(
-            f"not inside a git work tree: {start}", "run patchstack inside a git repository"
-        )
-    top, git_dir, common, fmt = lines[:4]
+    args = ["rev-parse", "--path-format=absolute", *_PLACES]
+    proc = run_git(args, cwd=start, check=False)
+    if proc.returncode != 0:
+        raise not_a_work_tree(start, proc.stderr.decode("utf-8", "replace"))
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1]
+    if len(lines) != len(_PLACES):  # a path with a newline in it: one answer at a time
+        lines = [
+            run_git(args[:2] + [place], cwd=start).stdout.decode("utf-8", "surrogateescape")[:-1]
+            for place in _PLACES
+        ]
+    top, git_dir, common, fmt = lines
     return Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
+
+
+def not_a_work_tree(start: str, said: str) -> PatchstackError:
+    """Why git found no work tree at ``start``, in git's words, and what to do."""
+    if "dubious ownership" in said:
+        found = re.search(r"repository at '(.*)'", said)
+        where = found.group(1) if found else start
+        advice = re.search(r"git config --global --add safe\.directory .*", said)
+        step = (
+            advice.group(0).strip()
+            if advice
+            else f"git config --global --add safe.directory {where}"
+        )
+        return PatchstackError(
+            f"git refuses to work in {where}: the repository belongs to {_owner(where)}, not to"
+            " you (git's safe.directory check)",
+            f"if you trust it, run '{step}'; or run patchstack as that user",
+        )
+    fatal = next((ln for ln in said.splitlines() if ln.startswith("fatal:")), "")
+    return PatchstackError(
+        f"not inside a git work tree: {start}" + (f" (git: {fatal})" if fatal else ""),
+        "run patchstack inside a git repository",
+    )
+
+
+def _owner(path: str) -> str:
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return "another user"
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
 
 
 def init_repo(path: str, branch: str = "main") -> Git:

@@ -84,10 +84,12 @@ def _alive(pid: int) -> bool:
 
 
 def alternate(path: str) -> str:
-    """``path`` as one entry of ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` (quoted where it holds the
-    separator or starts with a quote, as git reads it)."""
-    if os.pathsep in path or path.startswith('"'):
-        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``path`` as one entry of ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` or one line of an
+    ``alternates`` file (C-quoted where it holds the separator or a newline or starts with a
+    quote, as git reads it)."""
+    if os.pathsep in path or "\n" in path or path.startswith('"'):
+        quoted = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return '"' + quoted + '"'
     return path
 
 

@@ -93,6 +93,60 @@ class Trees(Objects):
             pending = deeper
         return changed
 
+    def changed_entries(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
+        """The raw diff of two trees (``diff-tree -r --no-renames``: (old mode, new mode, old
+        id, new id, path), "000000" and the null id for a side that has no such file), walked
+        in process through the folders that differ: for a patch's change, a few trees."""
+        null_mode, null = "000000", self.fmt.null
+        out: list[tuple[str, str, str, str, str]] = []
+        pending: list[tuple[str, str | None, str | None]] = [("", old, new)]
+        while pending:
+            self._read_trees([t for _p, a, b in pending for t in (a, b) if t is not None])
+            deeper: list[tuple[str, str | None, str | None]] = []
+            for prefix, a, b in pending:
+                left, right = self._tree_records(a), self._tree_records(b)
+                for name in sorted(left.keys() | right.keys()):
+                    was, now = left.get(name), right.get(name)
+                    if was == now:
+                        continue
+                    path = prefix + decode_path(name)
+                    was_dir = was is not None and was[0] == "040000"
+                    now_dir = now is not None and now[0] == "040000"
+                    if was_dir or now_dir:
+                        deeper.append(
+                            (
+                                path + "/",
+                                was[1] if was_dir and was else None,
+                                now[1] if now_dir and now else None,
+                            )
+                        )
+                    if was is not None and not was_dir and (now is None or now_dir):
+                        out.append((was[0], null_mode, was[1], null, path))
+                    elif now is not None and not now_dir and (was is None or was_dir):
+                        out.append((null_mode, now[0], null, now[1], path))
+                    elif was is not None and now is not None and not was_dir and not now_dir:
+                        out.append((was[0], now[0], was[1], now[1], path))
+            pending = deeper
+        return sorted(out, key=lambda d: d[4])
+
+    def files_of(self, tree: str) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) of every entry but folders under ``tree``, read through the
+        persistent ``cat-file`` (for small trees: no ``ls-tree`` process)."""
+        found: dict[str, tuple[str, str]] = {}
+        pending = [("", tree)]
+        while pending:
+            self._read_trees([t for _p, t in pending])
+            deeper = []
+            for prefix, at in pending:
+                for name, (mode, oid) in self._tree_records(at).items():
+                    path = prefix + decode_path(name)
+                    if mode == "040000":
+                        deeper.append((path + "/", oid))
+                    else:
+                        found[path] = (mode, oid)
+            pending = deeper
+        return found
+
     def _read_trees(self, trees: Sequence[str]) -> None:
         """Read and remember the entries of these trees (a tree's entries never change)."""
         memo = self._memo

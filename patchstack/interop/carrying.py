@@ -129,10 +129,11 @@ class Carrier:
         upstream = git.tree_of(self.onto)
         taken = merge_resolver(git, resolution, owners)
 
-        def resolve(name: str, merged: MergeResult) -> Oid | None:
-            found = taken(name, merged)
+        def resolve(step: Step, tree: Oid, merged: MergeResult) -> Oid | None:
+            found = taken(step, tree, merged)
             if found is not None or not merged.conflicted:
                 return found
+            name = step.name
             paths = list(merged.conflicted)
             mine = self.steps[index[name]].after
             merge, up, old, had = (

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RefusedError
+from ..errors import PatchstackError, RefusedError
 from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
 from .snapshot import Snapshot
+from .trees import TreeChange, describe_planned, log_ref
 
 IDENT = "patchstack <patchstack@invalid>"
 RESTORING = ("undo", "redo")  # kinds whose entries are written even when nothing changed
@@ -30,7 +31,7 @@ RESTORING = ("undo", "redo")  # kinds whose entries are written even when nothin
 def oplog_ref(git: Git) -> str:
     if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
         return "refs/patchstack/oplog"
-    return f"refs/patchstack/worktrees/{os.path.basename(git.git_dir.rstrip('/'))}/oplog"
+    return log_ref(git.git_dir)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Entry:
     planned_head: str | None = None
     undoes: tuple[int, ...] = ()
     redoes: int | None = None
+    trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
+    keep: tuple[str, ...] = ()  # commits the state names by id only (a deferred patch's)
 
     @property
     def is_undo(self) -> bool:
@@ -75,6 +78,7 @@ class Entry:
             "redoes": self.redoes,
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
+            **({"trees": [c.to_json() for c in self.trees]} if self.trees else {}),
         }
 
 
@@ -95,6 +99,7 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             data.get("planned_head"),
             tuple(data.get("undoes", ())),
             data.get("redoes"),
+            tuple(TreeChange.from_json(c) for c in data.get("trees") or ()),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -151,6 +156,20 @@ def current_refresh(git: Git) -> str | None:
     return last.state.refresh if last else None
 
 
+def stopped_command(git: Git) -> str | None:
+    """What goes on from the stopped refresh the journal holds, if any: 'patchstack import
+    branch' for an import stopped at a conflict (its record's route), else 'patchstack
+    refresh' (also when the record cannot be read: the refresh's own commands say why)."""
+    blob = current_refresh(git)
+    if blob is None:
+        return None
+    try:
+        route = json.loads(git.read_blob(blob)).get("route")
+    except (ValueError, AttributeError, PatchstackError):
+        route = None
+    return "patchstack import branch" if route == "import" else "patchstack refresh"
+
+
 def _snapshot_tree(git: Git, snap: Snapshot) -> Oid:
     items = [("040000", snap.worktree, "worktree"), ("040000", snap.series, "series")]
     if snap.index:
@@ -169,8 +188,15 @@ def write_entry(git: Git, parent: str | None, entry: Entry) -> Oid:
     items = [("040000", _snapshot_tree(git, entry.before), "before")]
     if entry.after:
         items.append(("040000", _snapshot_tree(git, entry.after), "after"))
+    # An experiment tree's HEAD, log and files are kept by the entry that made or removed it.
+    kept = [s for c in entry.trees for s in c.states()]
+    for i, state in enumerate(kept):
+        if state.snapshot:
+            items.append(("040000", _snapshot_tree(git, state.snapshot), f"tree-{i}"))
     tree = git.mktree(items)
-    heads = (entry.before.head, entry.after.head if entry.after else None)
+    heads: tuple[str | None, ...] = (entry.before.head, entry.after.head if entry.after else None)
+    heads += tuple(h for s in kept for h in (s.head, s.log))
+    heads += entry.keep  # the entry's parents keep them reachable
     parents = list(dict.fromkeys(p for p in (parent, *heads) if p))
     body = json.dumps(entry.meta(), indent=1, sort_keys=True)
     message = f"patchstack: {one_line(entry.command)}\n\n{body}\n"
@@ -183,11 +209,43 @@ def interrupted(git: Git) -> Entry | None:
     return last if last and last.status == "running" else None
 
 
+def half_made_error(git: Git) -> RefusedError | None:
+    """In a linked worktree that an interrupted command was making or removing (its entry is
+    in the log of the checkout it ran in): what happened, and where ``undo`` takes it back."""
+    if os.path.realpath(git.git_dir) == os.path.realpath(git.common_dir):
+        return None
+    here = os.path.realpath(git.top)
+    for ref, oid, message in git.tips_under("refs/patchstack/"):
+        entry = parse_entry(oid, message) if ref.endswith("/oplog") else None
+        if entry is None or entry.status != "running":
+            continue
+        for c in entry.trees:
+            if os.path.realpath(c.path) != here:
+                continue
+            where = next(
+                (wt.path for wt in git.worktrees() if _log_of(git, wt.git_dir) == ref), "?"
+            )
+            doing = ("removed", "removing") if c.after is None else ("made", "making")
+            return RefusedError(
+                f"this worktree is half-{doing[0]}: '{entry.command}' (#{entry.seq}) was"
+                f" interrupted while {doing[1]} it",
+                f"run 'patchstack undo' in {where}: it puts the worktree back as it was"
+                + (" (removes it)" if c.before is None else ""),
+            )
+    return None
+
+
+def _log_of(git: Git, git_dir: str) -> str:
+    main = os.path.realpath(git_dir) == os.path.realpath(git.common_dir)
+    return "refs/patchstack/oplog" if main else log_ref(git_dir)
+
+
 def interrupted_error(entry: Entry) -> RefusedError:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    doing = f" ({describe_planned(entry.trees)})" if entry.trees else ""
     return RefusedError(
         f"'{entry.command}' (#{entry.seq}, pid {entry.pid}, started {when}) was interrupted"
-        " before it finished",
+        f" before it finished{doing}",
         "run 'patchstack undo' to restore the state before it exactly (uncommitted edits and"
         " untracked files included); 'patchstack log' shows it",
     )

@@ -147,3 +147,12 @@ def _restore_series(ws: Checkout, current: Snapshot, target: Snapshot) -> tuple[
         with contextlib.suppress(OSError):
             os.rmdir(ws.series_dir)
     return tuple(touched)
+
+
+def restore_worktree(ws: Checkout, current: Snapshot, target: Snapshot) -> tuple[str, ...]:
+    """`restore_state` without the series directory: an experiment tree made again gets its
+    own files and index back; the series it shares is not its to restore."""
+    diffs = check_restorable(ws, current, target)
+    _write_files(ws.git, ws.git.top, diffs)
+    ws.git.reset_index(target.index or ws.git.tree_of(target.head))
+    return tuple(d[4] for d in diffs)

@@ -154,6 +154,8 @@ def series_files(folder: str) -> dict[str, os.stat_result]:
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
         rel_root = os.path.relpath(root, folder)
+        if rel_root == ".":  # recorded resolutions are learned, not state: undo leaves them
+            dirs[:] = [d for d in dirs if d != "resolutions"]
         for name in sorted(files):
             if is_temp_name(name):
                 continue

@@ -45,6 +45,11 @@ class Conflict:
     detail: str = ""  # git's own words, when there are no hunks to show
     merged_tree: Oid | None = None  # the merge result, conflict markers included
     note: str = ""  # why it stops, when patchstack could not take a resolution it knows of
+    kind: str = "primary"  # or "knock-on": it conflicts only because ``root`` is missing
+    root: str | None = None  # the earlier conflicting or deferred patch a knock-on waits for
+    # Upstream's side of every conflicting hunk holds the patch's lines: it may have taken
+    # the patch its own way (this commit made those lines; an empty id: not known).
+    superseded: UpstreamCommit | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +72,13 @@ class Conflict:
             "culprits": list(self.culprits),
             "detail": self.detail,
             "note": self.note,
+            "kind": self.kind,
+            "root": self.root,
+            "superseded_by": (
+                {"commit": self.superseded.oid, "subject": self.superseded.subject}
+                if self.superseded
+                else None
+            ),
         }
 
 

@@ -12,16 +12,34 @@ and a rewrite (new base, an added entry) touches only the lines it must.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..errors import InputError
+from .marks import (
+    DEFERRED,
+    UPSTREAM,
+    Deferral,
+    Mark,
+    Upstream,
+    is_mark,
+    mark_problem,
+    marks_of,
+    parse_mark,
+)
+from .naming import TAGS, case_clashes, name_key, validate_label, validate_name
 
-TAGS: tuple[str, ...] = ("essential", "diagnostic", "optimization")
+__all__ = [  # from `naming` and `marks`
+    "TAGS",
+    "Deferral",
+    "Upstream",
+    "case_clashes",
+    "name_key",
+    "validate_label",
+    "validate_name",
+]
 
-_NAME_RE = re.compile(r"[^\W][\w.+@=~-]*\Z")
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
 _BASE_START_RE = re.compile(r"#\s*base\s*:")
@@ -113,6 +131,38 @@ class Series:
                     return i, m.group(1), m.group(2)
         return None
 
+    @cached_property
+    def _marks(self) -> dict[str, dict[str, Mark]]:
+        return marks_of(ln.raw for ln in self.lines if isinstance(ln, Other))
+
+    @property
+    def deferred(self) -> dict[str, Deferral]:
+        """The deferred patches, by name (`marks.Deferral`)."""
+        return self._marks[DEFERRED]  # type: ignore[return-value]
+
+    @property
+    def upstream(self) -> dict[str, Upstream]:
+        """The patches the base holds, kept in the series, by name (`marks.Upstream`)."""
+        return self._marks[UPSTREAM]  # type: ignore[return-value]
+
+    def with_deferred(self, deferrals: Iterable[Deferral]) -> Series:
+        """The series with exactly these deferrals (and its upstream marks as they are)."""
+        return self.with_marks(list(deferrals), list(self.upstream.values()))
+
+    def with_marks(self, deferrals: Iterable[Deferral], upstream: Iterable[Upstream]) -> Series:
+        """The series with exactly these marks, in series order, right after the base line."""
+        lines = [ln for ln in self.lines if not (isinstance(ln, Other) and is_mark(ln.raw))]
+        position = {n: i for i, n in enumerate(self.names)}
+        every: list[Mark] = [*deferrals, *upstream]
+        wanted = sorted(every, key=lambda m: (position.get(m.name, 0), m.KIND))
+        at = _header_end(lines)
+        found = self._base_line()
+        if found:
+            base_line = self.lines[found[0]]
+            at = next(i for i, ln in enumerate(lines) if ln is base_line) + 1
+        lines[at:at] = [Other(m.render()) for m in wanted]
+        return replace(self, lines=tuple(lines))
+
     def format(self) -> str:
         return "".join(line.raw for line in self.lines)
 
@@ -148,10 +198,15 @@ class Series:
         return replace(self, lines=tuple(lines))
 
     def remove(self, name: str) -> Series:
-        return replace(
+        """Without entry ``name`` (and its deferral, if any)."""
+        kept = [d for n, d in self.deferred.items() if n != name]
+        kept = [replace(d, root=None) if d.root == name else d for d in kept]
+        ups = [u for n, u in self.upstream.items() if n != name]
+        out = replace(
             self,
             lines=tuple(ln for ln in self.lines if not (isinstance(ln, Entry) and ln.name == name)),
         )
+        return out.with_marks(kept, ups) if self.deferred or self.upstream else out
 
     def replace_entry(self, name: str, new: Entry) -> Series:
         new = replace(new, raw=new.render())
@@ -175,7 +230,21 @@ class Series:
         spacing) keeps its bytes."""
         old = self.entry(name)
         raw = old.raw or old.render()
-        return self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
+        out = self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
+        if not self.deferred and not self.upstream:
+            return out
+        moved = [
+            replace(
+                d,
+                name=new_name if d.name == name else d.name,
+                root=new_name if d.root == name else d.root,
+            )
+            for d in self.deferred.values()
+        ]
+        ups = [
+            replace(u, name=new_name if u.name == name else u.name) for u in self.upstream.values()
+        ]
+        return out.with_marks(moved, ups)
 
     def retagged(self, name: str, tag: str, labels: tuple[str, ...]) -> Series:
         """Entry ``name`` with a new tag and labels; the part before ``#`` keeps its bytes."""
@@ -216,49 +285,6 @@ def _header_end(lines: list[Line]) -> int:
     while i < len(lines) and isinstance(lines[i], Other) and lines[i].raw.lstrip().startswith("#"):
         i += 1
     return i
-
-
-_PLAIN = r"[A-Za-z0-9][A-Za-z0-9._+@=~-]*"
-_PLAIN_RE = re.compile(_PLAIN)
-_PLAIN_FOLDERS_RE = re.compile(rf"{_PLAIN}(?:/{_PLAIN})*")
-
-
-def validate_name(name: str, folders: bool = False) -> str | None:
-    """Why ``name`` is not a safe patch name, or None when it is.
-
-    Letters and digits of any script are allowed (in NFC, the form macOS and most tools
-    write), with ``._+@=~-``; with ``folders``, '/' separates subfolders of the series
-    directory, as quilt allows (``debian/fix.patch``).
-    """
-    if ".." not in name and (_PLAIN_FOLDERS_RE if folders else _PLAIN_RE).fullmatch(name):
-        return None  # the common case, decided without the checks below
-    if not name:
-        return "empty patch name"
-    if "\\" in name or ("/" in name and not folders):
-        return f"patch name '{name}' contains a path separator"
-    if ".." in name:
-        return f"patch name '{name}' contains '..'"
-    if any(ch.isspace() for ch in name):
-        return f"patch name '{name}' contains whitespace"
-    if unicodedata.normalize("NFC", name) != name:
-        return f"patch name '{name}' is not in Unicode NFC form (write it composed)"
-    if not all(_NAME_RE.match(part) and part.isprintable() for part in name.split("/")):
-        return (
-            f"patch name '{name}' contains characters other than letters, digits and ._+@=~-"
-            " (or a part of it starts with one of ._+@=~-)"
-        )
-    return None
-
-
-def validate_label(label: str) -> str | None:
-    """Why ``label`` cannot be a free label of an entry, or None when it can."""
-    if not label.strip():
-        return "empty label"
-    if label in TAGS:
-        return f"'{label}' is a tag, not a label (an entry has exactly one tag)"
-    if any(ch in label for ch in "#,") or any(ch.isspace() for ch in label):
-        return f"label '{label}' contains whitespace, '#' or ','"
-    return None
 
 
 def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]:
@@ -322,6 +348,9 @@ def parse_series(text: str, path: str = "series") -> Series:
                     "a series has one base: keep one of the two lines",
                 )
             base_line = base_line or (lineno if m else 0)
+            wrong = mark_problem(stripped)
+            if wrong:
+                raise InputError(path, lineno, wrong[0], wrong[1])
             lines.append(Other(raw, lineno))
             continue
         entry_part, _, comment = body.partition("#")
@@ -363,7 +392,21 @@ def parse_series(text: str, path: str = "series") -> Series:
             )
         seen[name] = lineno
         lines.append(Entry(name, tag, labels, strip, lineno, raw))
-    return Series(tuple(lines), path)
+    series = Series(tuple(lines), path)
+    for line in series.lines:
+        mark = parse_mark(line.raw) if isinstance(line, Other) else None
+        if mark is not None and mark.name not in seen:
+            raise InputError(
+                path,
+                line.lineno,
+                f"{mark.KIND} patch '{mark.name}' is not in the series",
+                "remove the line, or put the patch back into the series",
+            )
+        if isinstance(mark, Deferral) and mark.root and mark.root not in seen:
+            raise InputError(
+                path, line.lineno, f"deferred after '{mark.root}', which is not in the series"
+            )
+    return series
 
 
 def new_series(base: str, ref: str | None = None) -> Series:
@@ -374,23 +417,3 @@ def new_series(base: str, ref: str | None = None) -> Series:
 def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
     wanted = set(tags)
     return [e for e in entries if e.tag in wanted]
-
-
-def name_key(name: str) -> str:
-    """What a case-insensitive file system (macOS, Windows) sees of a patch name: two names
-    with the same key are one file there."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-def case_clashes(series: Series) -> tuple[tuple[Entry, Entry], ...]:
-    """Pairs of entries whose names differ only by case (or Unicode normalization): one file
-    on the case-insensitive file systems of macOS and Windows."""
-    first: dict[str, Entry] = {}
-    clashes = []
-    for e in series.entries:
-        key = name_key(e.name)
-        if key in first:
-            clashes.append((first[key], e))
-        else:
-            first[key] = e
-    return tuple(clashes)

@@ -28,7 +28,8 @@ This module is the only one that imports jinja2, and only the commands that rend
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -86,7 +87,13 @@ class Plan:
 # -- environment ----------------------------------------------------------------------------
 
 
-def environment(template_dirs: Sequence[str] = (), color: bool = False) -> Any:
+def environment(
+    template_dirs: Sequence[str] = (),
+    color: bool = False,
+    revision_templates: Mapping[str, str] | None = None,
+) -> Any:
+    """The sandboxed environment: ``template_dirs`` first, then the templates read from a
+    revision (``--templates-from``), then the shipped ones."""
     import click
     import jinja2
     import markupsafe
@@ -110,7 +117,9 @@ def environment(template_dirs: Sequence[str] = (), color: bool = False) -> Any:
 
     loader = jinja2.ChoiceLoader(
         [
-            Loader([*template_dirs, shipped]),
+            Loader(list(template_dirs)),
+            jinja2.DictLoader(dict(revision_templates or {})),
+            Loader(shipped),
             jinja2.PrefixLoader({"patchstack": Loader(shipped)}),
         ]
     )
@@ -304,11 +313,12 @@ def render_review(
     limit: int = COMMENT_LIMIT,
     collapse_quiet: bool = False,
     full_url: str | None = None,
+    revision_templates: Mapping[str, str] | None = None,
 ) -> str:
     """The review in ``fmt``; Markdown fits in ``limit`` bytes; ``collapse_quiet`` counts the
     unchanged and rebased patches in one line instead of listing them (text)."""
     review, found = deep_visible(review)  # no control or bidirectional character gets through
-    env = environment(template_dirs, color)
+    env = environment(template_dirs, color, revision_templates)
     template = _template(env, "review." + FORMATS[fmt])
     shown = review.graph if 0 < len(review.graph.nodes) <= GRAPH_MAX else None
 
@@ -338,18 +348,46 @@ def render_review(
     plan = Plan(review.patches, sections(review))
     if collapse_quiet:
         plan = collapse(review, plan)
+    if fmt == "html":
+        return contained(render(plan))
     if fmt != "markdown":
         return render(plan)
     return fit(review, plan, limit, render)
 
 
 def render_show(
-    version: Version, fmt: str, template_dirs: Sequence[str] = (), color: bool = False
+    version: Version,
+    fmt: str,
+    template_dirs: Sequence[str] = (),
+    color: bool = False,
+    revision_templates: Mapping[str, str] | None = None,
 ) -> str:
     version, found = deep_visible(version)  # no control or bidirectional character gets through
-    env = environment(template_dirs, color)
-    return _render(
+    env = environment(template_dirs, color, revision_templates)
+    text = _render(
         _template(env, "show." + FORMATS[fmt]), v=version, unicode_warning=warning(found)
+    )
+    return contained(text) if fmt == "html" else text
+
+
+# No script, no frame, no form, no request anywhere: styles inline, images inline (data:).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+_DOCTYPE = re.compile(r"\A\s*<!doctype[^>]*>", re.I)
+
+
+def contained(page: str) -> str:
+    """The HTML page behind a Content Security Policy that comes before anything a template
+    writes: whatever a template puts in the page (a ``<script>``, an event handler, a
+    tracking image), the browser runs and fetches nothing. A ``<meta>`` policy applies to
+    what follows it, so it leads the page, right after the doctype (the template's own
+    doctype is dropped: one doctype, first, keeps the page in standards mode)."""
+    return (
+        '<!DOCTYPE html>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        + _DOCTYPE.sub("", page, count=1).lstrip("\n")
     )
 
 

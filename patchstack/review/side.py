@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError, PatchstackError
+from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
 from ..model.patchfile import parse_patch
 from ..model.series import Series, parse_series
@@ -113,3 +113,29 @@ def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None)
     args = (old_arg, new_arg)
     old, new = (s or SeriesState(a, Series(), {}) for s, a in zip(sides, args, strict=True))
     return review(old, new, base_change(git, old, new))
+
+
+TEMPLATES = ".patchstack/templates"
+
+
+def templates_at(git: Git, rev: str) -> dict[str, str]:
+    """The template overrides of ``rev``'s ``.patchstack/templates/`` (name -> text), read
+    from git objects: a CI job that reviews a pull request names the base, so the templates
+    the pull request brings never run. A link among them is refused, as in a folder."""
+    commit = git.rev_parse(rev)
+    if commit is None:
+        raise PatchstackError(
+            f"--templates-from: '{rev}' is not a revision of {git.top}",
+            "give the revision whose .patchstack/templates/ to use (the pull request's base)",
+        )
+    found = {}
+    for path, (mode, oid) in git.ls_tree(commit, TEMPLATES).items():
+        name = path[len(TEMPLATES) + 1 :]
+        if mode == "120000":
+            raise RefusedError(
+                f"{rev}:{path}: the template is a symbolic link",
+                "templates are read from the repository; replace the link by a file",
+            )
+        if mode in ("100644", "100755"):
+            found[name] = git.read_blob(oid).decode("utf-8", "replace")
+    return found

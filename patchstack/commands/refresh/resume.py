@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 
 from ...checkout import Checkout
 from ...engine.replay import Done, replay
@@ -22,8 +23,9 @@ from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
-from .settle import RefreshResult, finish, labels_of, stop
-from .start import resolver
+from .resolutions import Resolutions
+from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
+from .start import marked, resolver
 
 
 def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
@@ -38,57 +40,16 @@ def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
     return found
 
 
-def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
+def _checked(ws: Checkout, verb: str) -> stopped.State:
+    """The stopped refresh, when HEAD and the series files are as it left them."""
     git = ws.git
     state = stopped.load(ws)
     assert state.stop_head and state.stop_tree and state.stopped_at
-    if state.route == "import":
-        raise RefusedError(
-            "the command stopped at a conflict is 'import branch', not a refresh",
-            "resolve the markers and run 'patchstack import branch --continue' (or --abort)",
-        )
-    head, resolved_tree = resolution(ws, state)
-    series = ws.load_series()
-    stack = read_stack(git)
-    engine = make_engine(ws, series, stack)
-    try:
-        k = [s.name for s in state.steps].index(state.stopped_at)
-        done = [*state.done, Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)]
-        more, conflicts = replay(
-            git,
-            state.steps,
-            k + 1,
-            resolved_tree,
-            labels_of(state),
-            resolve=resolver(ws, series, state),
-            progress=progress,
-        )
-        done += more
-        src = (resolved_tree, state.touched)
-        if conflicts:
-            return stop(ws, state, engine, series, done, conflicts[0], src, head)
-        return finish(ws, state, engine, series, done, src, head)
-    finally:
-        engine.close()
-
-
-def resolution(ws: Checkout, state: stopped.State) -> tuple[Oid, Oid]:
-    """(HEAD, the tree the user resolved the stopped patch to): the files it touches taken
-    from the work tree, no ``git add``; refused while markers remain, when HEAD moved or the
-    series files changed since the stop."""
-    git = ws.git
-    assert state.stop_head and state.stop_tree
-    left = find_markers(ws, state.conflicted)
-    if left:
-        raise RefusedError(
-            "conflict markers remain: " + ", ".join(f"{p}:{n}" for p, n in left[:10]),
-            f"edit the files to resolve them, then run '{state.command} --continue' again",
-        )
     head = git.head()
     if head != state.stop_head:
         raise RefusedError(
             f"HEAD moved since the {state.verb} stopped (it was {state.stop_head[:12]})",
-            f"'git reset --soft {state.stop_head[:12]}' and continue, or '{state.command} --abort'",
+            f"'git reset --soft {state.stop_head[:12]}' and {verb}, or '{state.command} --abort'",
         )
     last = newest(git)
     if last is not None and series_tree(ws)[0] != last.state.series:
@@ -97,13 +58,125 @@ def resolution(ws: Checkout, state: stopped.State) -> tuple[Oid, Oid]:
             f"series files changed while the {state.verb} was stopped: " + ", ".join(changed),
             f"put them back, or run '{state.command} --abort'",
         )
+    return state
+
+
+def _not_import(state: stopped.State) -> None:
+    if state.route == "import":
+        raise RefusedError(
+            "the command stopped at a conflict is 'import branch', not a refresh",
+            "resolve the markers and run 'patchstack import branch --continue' (or --abort)",
+        )
+
+
+def _work_tree(ws: Checkout, state: stopped.State) -> Oid:
+    """The tree the refresh stopped at with the conflicting patch's files as the work tree
+    holds them (resolved, or still with markers)."""
+    git = ws.git
+    assert state.stop_tree
     # A file the patch creates and the user deleted while resolving is in neither place.
     had = git.ls_tree_paths(state.stop_tree, list(state.touched))
     paths = [p for p in state.touched if p in had or os.path.lexists(os.path.join(git.top, p))]
     with git.temp_index() as idx:
         idx.read_tree(state.stop_tree)
         idx.add_paths(paths)
-        return head, idx.write_tree()
+        return idx.write_tree()
+
+
+def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
+    _not_import(stopped.load(ws))
+    state = _checked(ws, "continue")
+    left = find_markers(ws, state.conflicted)
+    if left:
+        raise RefusedError(
+            "conflict markers remain: " + ", ".join(f"{p}:{n}" for p, n in left[:10]),
+            "edit the files to resolve them, then run 'patchstack refresh --continue' again"
+            " (or 'patchstack refresh --skip' to leave the patch out, deferred)",
+        )
+    resolved_tree = _work_tree(ws, state)
+    assert state.stopped_at and state.stop_tree
+    step = next(s for s in state.steps if s.name == state.stopped_at)
+    Resolutions(ws).record(
+        step.name, step.before, Oid(state.stop_tree), step.after, resolved_tree, state.conflicted
+    )
+    first = Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)
+    return _go_on(ws, state, [*state.done, first], resolved_tree, resolved_tree, progress)
+
+
+def skip(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
+    """Leave the conflicting patch out, deferred (its file untouched), and go on with the
+    rest, each placed without it, as ``git rebase --skip`` places them."""
+    _not_import(stopped.load(ws))
+    state = _checked(ws, "skip")
+    assert state.stopped_at and state.stop_tree
+    step = next(s for s in state.steps if s.name == state.stopped_at)
+    if step.commit is None:
+        raise PatchstackError(
+            f"'{step.name}' cannot be deferred: the commit of its change is unknown",
+            "resolve the conflict and run 'patchstack refresh --continue'",
+        )
+    stop_tree = Oid(state.stop_tree)
+    state = replace(state, deferrals=(*state.deferrals, (step.name, step.commit, None)))
+    shown = _work_tree(ws, state)
+    return _go_on(ws, state, list(state.done), stop_tree, shown, progress)
+
+
+def _go_on(
+    ws: Checkout,
+    state: stopped.State,
+    done: list[Done],
+    tree: Oid,
+    shown: Oid,
+    progress: Callable[[int, int], None] | None,
+) -> RefreshResult:
+    """Replay the patches after the stopped one onto ``tree``; the work tree holds
+    ``shown`` (the stopped tree with the conflicting patch's files as they are now)."""
+    git = ws.git
+    head = git.head()
+    assert head is not None and state.stopped_at
+    series = ws.load_series()
+    stack = read_stack(git)
+    engine = make_engine(ws, series, stack)
+    try:
+        k = [s.name for s in state.steps].index(state.stopped_at)
+        knock_ons = KnockOns(ws, state, series)
+        records = Resolutions(ws)
+        more, conflicts = replay(
+            git,
+            state.steps,
+            k + 1,
+            tree,
+            labels_of(state),
+            resolve=resolver(ws, series, state, records),
+            progress=progress,
+            go_on=knock_ons,
+        )
+        done += marked(more, records)
+        src = (shown, state.touched)
+        left, stopped_at = knock_ons.split(conflicts)
+        state, found = defer(ws, state, series, left)
+        if stopped_at is not None:
+            note = records.note(stopped_at[0])
+            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+        return finish(ws, state, engine, series, done, src, head, found)
+    finally:
+        engine.close()
+
+
+def resolution(ws: Checkout, state: stopped.State) -> tuple[Oid, Oid]:
+    """(HEAD, the tree the user resolved the stopped patch to): the files it touches taken
+    from the work tree, no ``git add``; refused while markers remain, when HEAD moved or the
+    series files changed since the stop."""
+    state = _checked(ws, "continue")
+    left = find_markers(ws, state.conflicted)
+    if left:
+        raise RefusedError(
+            "conflict markers remain: " + ", ".join(f"{p}:{n}" for p, n in left[:10]),
+            f"edit the files to resolve them, then run '{state.command} --continue' again",
+        )
+    head = ws.git.head()
+    assert head is not None
+    return head, _work_tree(ws, state)
 
 
 def abort(ws: Checkout, kind: str = "refresh") -> RefreshResult:

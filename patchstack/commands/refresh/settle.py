@@ -17,16 +17,19 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
+from ...engine.evidence import first_holding, recorded
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
 from ...engine.replay import Done, commit_chain
+from ...engine.triage import KNOCK_ON, Failed, reports
 from ...engine.verdicts import Classified, classify
+from ...errors import PatchstackError
 from ...git import Git, MergeResult
 from ...journal.snapshot import take_snapshot
-from ...model.conflict import Conflict
+from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
-from ...model.series import Entry, Series
+from ...model.series import Deferral, Entry, Series, Upstream
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
@@ -38,9 +41,21 @@ class Verdict:
     tag: str
     verdict: str  # one of engine.verdicts.VERDICTS
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
+    recorded: bool = False  # a conflict settled by a recorded resolution
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
+    evidence: UpstreamCommit | None = None  # upstream: the upstream commit that brought it
+    note: str = ""  # why, where the verdict needs saying (a no-op of a selection)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["evidence"] = (
+            {"commit": self.evidence.oid, "subject": self.evidence.subject}
+            if self.evidence
+            else None
+        )
+        return data
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,7 @@ class RefreshResult:
     fold_into: str | None = None
     stopped: Conflict | None = None
     aborted: bool = False
+    deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,9 +83,10 @@ class RefreshResult:
             "applied": list(self.applied),
             "fold_into": self.fold_into,
             "folded": list(self.folded),
-            "patches": [asdict(v) for v in self.verdicts],
+            "patches": [v.to_json() for v in self.verdicts],
             "stopped": self.stopped.to_json() if self.stopped else None,
             "aborted": self.aborted,
+            "deferred": [c.to_json() for c in self.deferred],
         }
 
 
@@ -77,6 +94,107 @@ def labels_of(state: State) -> tuple[str, str]:
     from ...engine.replay import labels
 
     return labels(state.old_base, state.new_base, state.new_ref)
+
+
+def triaged(
+    ws: Checkout,
+    state: State,
+    series: Series,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    attribute: bool = True,
+) -> list[Conflict]:
+    """The reports of ``conflicts`` (in replay order), each primary or a knock-on of an
+    earlier patch this replay is missing (`engine.triage`)."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)]
+    failed = []
+    order = {s.name: i for i, s in enumerate(state.steps)}
+    for name, onto, merged in conflicts:
+        before = tuple(n for n in missing if order.get(n, -1) < order[name])
+        failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
+        missing.append(name)
+
+    def paths_of(name: str) -> tuple[str, ...]:
+        return ws.proven_bytes(series.entry(name))[1].paths
+
+    return reports(ws.git, failed, paths_of, state.old_base, state.new_base, attribute)
+
+
+class KnockOns:
+    """The replay's ``go_on``: a conflict that is a knock-on of a patch already left out is
+    deferred with it, and the replay goes on; a primary one stops it."""
+
+    def __init__(self, ws: Checkout, state: State, series: Series) -> None:
+        self.ws, self.state, self.series = ws, state, series
+        self.seen: list[tuple[str, Oid, MergeResult]] = []
+        self.deferred: set[str] = set()
+
+    def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
+        self.seen.append((name, onto, merged))
+        last = triaged(self.ws, self.state, self.series, self.seen, attribute=False)[-1]
+        if last.kind == KNOCK_ON:
+            self.deferred.add(name)
+            return True
+        return False
+
+    def split(
+        self, conflicts: Sequence[tuple[str, Oid, MergeResult]]
+    ) -> tuple[list[tuple[str, Oid, MergeResult]], tuple[str, Oid, MergeResult] | None]:
+        """(the conflicts deferred as knock-ons, the one the replay stopped at or None)."""
+        left = [c for c in conflicts if c[0] in self.deferred]
+        stopped = conflicts[-1] if conflicts and conflicts[-1][0] not in self.deferred else None
+        return left, stopped
+
+
+def defer(
+    ws: Checkout,
+    state: State,
+    series: Series,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+) -> tuple[State, list[Conflict]]:
+    """``state`` with these conflicting patches deferred (each with the commit of its old
+    change, and the root of a knock-on), and their triaged reports."""
+    if not conflicts:
+        return state, []
+    found = triaged(ws, state, series, conflicts)
+    commit = {s.name: s.commit for s in state.steps}
+    made = list(state.deferrals)
+    for report in found:
+        change = commit.get(report.patch)
+        if change is None:
+            raise PatchstackError(
+                f"patch '{report.patch}' cannot be deferred: the commit of its change is unknown",
+                "resolve the conflict instead ('patchstack refresh --continue')",
+            )
+        made.append((report.patch, change, report.root))
+    return replace(state, deferrals=tuple(made)), found
+
+
+def _evidence(
+    git: Git, series: Series, state: State, upstream: set[str]
+) -> dict[str, UpstreamCommit]:
+    """The upstream commit that brought each of ``upstream`` (the patches the new base
+    holds), where one can be named (`engine.evidence`)."""
+    found: dict[str, UpstreamCommit] = {}
+    moved = bool(state.old_base) and state.old_base != state.new_base
+    for step in state.steps:
+        if step.name not in upstream or step.before == step.after:
+            continue
+        mark = series.upstream.get(step.name)
+        if mark and mark.evidence and mark.commit == step.commit:
+            found[step.name] = recorded(git, mark.evidence)  # found by an earlier refresh
+        elif moved and state.old_base:
+            hit = first_holding(git, step.before, step.after, state.old_base, state.new_base)
+            if isinstance(hit, UpstreamCommit):
+                found[step.name] = hit
+    return found
+
+
+def deferrals_after(series: Series, state: State) -> list[Deferral]:
+    """The deferred patches once this refresh is done: those deferred before it that it did
+    not bring back, and those it deferred."""
+    kept = [d for n, d in series.deferred.items() if n not in state.undefer]
+    made = [Deferral(n, c, r) for n, c, r in state.deferrals]
+    return kept + made
 
 
 def finish(
@@ -87,38 +205,59 @@ def finish(
     done: Sequence[Done],
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
+    reports: Sequence[Conflict] = (),
 ) -> RefreshResult:
     git = ws.git
     new_base = Oid(state.new_base)
     _top, commits = commit_chain(engine, new_base, done)
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
-    new_series = series.with_base(new_base, state.new_ref)
+    recorded = {d.name for d in done if d.recorded}
+    deferrals = deferrals_after(series, state)
+    deferred = {d.name for d in deferrals}
+    upstream = {d.name for d in done if d.upstream}
+    evidence = _evidence(git, series, state, upstream)
+    by_name = {s.name: s for s in state.steps}
+    marks = [
+        Upstream(n, by_name[n].commit or "", evidence[n].oid if evidence.get(n) else None)
+        for n in upstream
+        if by_name[n].commit and by_name[n].before != by_name[n].after
+    ]
+    marks += [u for n, u in series.upstream.items() if n in upstream and n not in by_name]
+    new_series = series.with_base(new_base, state.new_ref).with_marks(deferrals, marks)
     dropped = set()
     if state.drop_merged:
         for d in done:
             if d.upstream:
                 new_series = new_series.remove(d.name)
                 dropped.add(d.name)
-    upstream = {d.name for d in done if d.upstream}
-    applied_after = [n for n in new_series.names if n in state.applied_before and n not in upstream]
+    applied_after = [
+        n
+        for n in new_series.names
+        if (n in state.applied_before or n in state.undefer)
+        and n not in upstream
+        and n not in deferred
+    ]
     head = _final_head(git, engine, new_series, new_base, done, commits, applied_after, classified)
     files = [FileWrite(ws.patch_path(n), data) for n, data in classified.data.items()]
     text = new_series.format().encode("utf-8", "surrogateescape")
     if text != series.format().encode("utf-8", "surrogateescape"):
         files.append(FileWrite(ws.series_path, text))
     overlay = Overlay(src[0], tuple(src[1]))
-    publish(ws, Plan("refresh", current_head, head, tuple(files), overlay))
+    keep = tuple(Oid(d.commit) for d in deferrals) + tuple(Oid(u.commit) for u in marks)
+    publish(ws, Plan("refresh", current_head, head, tuple(files), overlay, keep=keep))
     _remember(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
         Verdict(
             e.name,
             e.tag,
-            classified.verdicts[e.name],
+            "deferred" if e.name in deferred else classified.verdicts[e.name],
             resolved=e.name in resolved,
+            recorded=e.name in recorded,
             rewritten=e.name in classified.data,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
+            evidence=evidence.get(e.name),
         )
         for e in series.entries
     )
@@ -132,6 +271,7 @@ def finish(
         tuple(applied_after),
         state.folded,
         state.fold_into,
+        deferred=tuple(reports),
     )
 
 
@@ -154,6 +294,8 @@ def _remember(
     chain: list[tuple[Entry, bytes, Oid]] = []
     on_chain = True
     for e in series.entries:
+        if e.name in series.deferred:
+            continue  # not on the chain (`Engine.extend`)
         commit = commits.get(e.name)
         if commit is None:
             on_chain = False
@@ -219,6 +361,8 @@ def stop(
     conflict: tuple[str, Oid, MergeResult],
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
+    deferred_now: Sequence[Conflict] = (),
+    note: str = "",
 ) -> RefreshResult:
     git = ws.git
     name, parent_tree, merged = conflict
@@ -241,9 +385,14 @@ def stop(
         conflicted=merged.conflicted,
     )
     overlay = Overlay(src[0], tuple(src[1]), merged.tree)
-    plan = Plan("refresh", current_head, stop_head, (), overlay, store(ws, state), before=before)
+    keep = tuple(Oid(c) for _n, c, _r in state.deferrals)
+    plan = Plan(
+        "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
+    )
     publish(ws, plan)
     report = blame(git, name, merged, state.old_base, state.new_base)
+    triage = triaged(ws, state, series, [conflict], attribute=False)[0]
+    report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
         report = replace(
@@ -253,6 +402,8 @@ def stop(
             " for this patch: resolve it here",
         )
     so_far = classify(git, engine, state.steps, done, commits).verdicts
+    for d in deferrals_after(series, state):
+        so_far[d.name] = "deferred"
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}
     verdicts = tuple(
@@ -271,4 +422,5 @@ def stop(
         state.folded,
         state.fold_into,
         stopped=report,
+        deferred=tuple(deferred_now),
     )

@@ -40,6 +40,10 @@ class State:
     merged_tree: str | None = None
     touched: tuple[str, ...] = ()
     conflicted: tuple[str, ...] = ()
+    # Patches this refresh left out, deferred (--skip, --defer-conflicts): (name, the commit of
+    # its change, the root it waits for or None).
+    deferrals: tuple[tuple[str, str, str | None], ...] = ()
+    undefer: tuple[str, ...] = ()  # deferred patches this replay brings back (push NAME)
     # The command that stopped goes on with this after the replay (route "import": the
     # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
     then: str | None = None
@@ -63,9 +67,18 @@ class State:
         data = json.loads(text)
         data.pop("version", None)
         data["steps"] = tuple(
-            Step(s["name"], s["before"], s["after"], tuple(s["real"]) if s["real"] else None)
+            Step(
+                s["name"],
+                s["before"],
+                s["after"],
+                tuple(s["real"]) if s["real"] else None,
+                s.get("commit"),
+                bool(s.get("deferred")),
+            )
             for s in data["steps"]
         )
+        data["deferrals"] = tuple(tuple(d) for d in data.get("deferrals") or ())
+        data["undefer"] = tuple(data.get("undefer") or ())
         data["done"] = tuple(Done(**d) for d in data["done"])
         data["before"] = Snapshot.from_json(data["before"]) if data.get("before") else None
         for key in ("applied_before", "folded", "touched", "conflicted"):
