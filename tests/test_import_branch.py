@@ -37,6 +37,19 @@ def _merge(repo: Repo, other: str, message: str, fix: dict[str, tuple[str, str]]
     return repo.head()
 
 
+PASTED = """Fix b 3
+
+As the reviewer suggested:
+
+diff --git a/zzz b/zzz
+--- a/zzz
++++ b/zzz
+@@ -1 +1 @@
+-a
++b
+"""
+
+
 @pytest.fixture(scope="module")
 def built(module_env) -> tuple[Path, dict[str, str]]:
     repo = make_repo(
@@ -84,6 +97,35 @@ def built(module_env) -> tuple[Path, dict[str, str]]:
     replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
     repo.commit_all("Patch B")
     at["tangle"] = _merge(repo, "up2", "Merge up2 into tangle", {"a.py": ("", "a 20 U AB\n")})
+    # split: P1 (a 10) conflicts with upstream's a 11; P2 (a 30) changes a.py after it.
+    repo.git("checkout", "-q", "-b", "up3", at["snapshot"])
+    replace_line(repo, "a.py", "a 11\n", "a 11 U\n")
+    at["up3"] = repo.commit_all("Upstream: a 11")
+    repo.git("checkout", "-q", "-b", "split", at["snapshot"])
+    replace_line(repo, "a.py", "a 10\n", "a 10 P1\n")
+    repo.commit_all("P1 a 10")
+    replace_line(repo, "a.py", "a 30\n", "a 30 P2\n")
+    repo.commit_all("P2 a 30")
+    _merge(repo, "up3", "Merge up3 into split", {"a.py": ("", "a 10 P1\na 11 U\n")})
+    # cherry: a pick of upstream's b 20 that the merge of main then brings again.
+    repo.git("checkout", "-q", "-b", "cherry", at["snapshot"])
+    repo.git("cherry-pick", at["u2"])
+    replace_line(repo, "c.py", "c 10\n", "c 10 mine\n")
+    repo.commit_all("Own c 10")
+    _merge(repo, "main", "Merge main into cherry", {})
+    # side2: a side branch that merged main itself, merged into side2.
+    repo.git("checkout", "-q", "-b", "topic", at["snapshot"])
+    repo.write("e.py", "topic\n")
+    repo.commit_all("Topic adds e.py")
+    _merge(repo, "main", "Merge main into topic", {})
+    repo.git("checkout", "-q", "-b", "side2", at["snapshot"])
+    replace_line(repo, "b.py", "b 15\n", "b 15 mine\n")
+    repo.commit_all("S own b 15")
+    _merge(repo, "topic", "Merge branch 'topic' into side2", {})
+    # pasted: a commit message that holds a diff.
+    repo.git("checkout", "-q", "-b", "pasted", at["snapshot"])
+    replace_line(repo, "b.py", "b 3\n", "b 3 fixed\n")
+    repo.commit_all(PASTED)
     repo.git("checkout", "-q", "-b", "work", at["snapshot"])
     return repo.path, at
 
@@ -147,7 +189,7 @@ def test_upstream_merge_is_a_refresh_settled_by_the_merge_and_its_own_change_a_f
         "clean-up-2.patch",
     ]
     base = (repo.path / "patches" / "series").read_text()
-    assert f"# base: {at['u2']}" in base  # the last upstream commit the branch merged
+    assert f"# base: {at['u2']} main\n" in base  # the last upstream commit the branch merged
     patches = repo.path / "patches"
     # The patch carried onto upstream, with the merge's resolution as its context.
     assert " a 6 upstream" in (patches / "Add-a-fork-line.patch").read_text()
@@ -155,6 +197,67 @@ def test_upstream_merge_is_a_refresh_settled_by_the_merge_and_its_own_change_a_f
     fixup = (patches / "fixup-Merge-main-into-fork-again.patch").read_text()
     assert "+c 35 evil" in fixup and "Subject: [PATCH] fixup: Merge main into fork again" in fixup
     assert pushed_tree(repo) == repo.tree(at["l4"])
+
+
+def test_an_earlier_patch_takes_the_merges_version_less_the_later_patches_changes(fork):
+    repo, at = fork
+    out = repo.ps("import", "branch", "split", "-u", "up3", "-t", "essential").stdout
+    assert f"-> upstream {at['up3'][:12]}: 2 patches carried, 1 conflict settled" in out
+    p1 = (repo.path / "patches" / "P1-a-10.patch").read_text()
+    assert "+a 10 P1" in p1 and " a 11 U" in p1 and "a 30 P2" not in p1
+    repo.git("switch", "-q", "--detach", "up3")
+    assert pushed_tree(repo) == repo.tree("split")
+
+
+def test_a_patch_upstream_brings_again_is_left_out_and_said(fork) -> None:
+    repo, at = fork
+    out = repo.ps("import", "branch", "cherry", "-u", "main", "-t", "essential").stdout
+    assert "as 1 patch: 1 from commits" in out
+    assert "1 patch upstream already held" in out
+    assert (
+        "left out 1 patch an upstream merge already held:\n  Upstream-b-20.patch (at merge" in out
+    )
+    assert [n for n, _t in series(repo)] == ["Own-c-10.patch"]
+    repo.git("switch", "-q", "--detach", "main")
+    assert pushed_tree(repo) == repo.tree("cherry")
+
+
+def test_a_side_branch_that_merged_upstream_moves_the_base_then_is_one_patch(fork) -> None:
+    repo, at = fork
+    out = repo.ps("import", "branch", "side2", "-u", "main", "-t", "essential").stdout
+    assert "merges: 1 (0 of upstream, 1 of side branches); carried onto upstream 1 time" in out
+    assert f"-> upstream {at['u2'][:12]}: side branch, 1 patch carried" in out
+    assert [n for n, _t in series(repo)] == [
+        "S-own-b-15.patch",
+        "Merge-branch-topic-into-side2.patch",
+    ]
+    side = (repo.path / "patches" / "Merge-branch-topic-into-side2.patch").read_text()
+    assert "+topic" in side and "upstream" not in side  # the side's own change, not main's
+    assert f"# base: {at['u2']} main\n" in (repo.path / "patches" / "series").read_text()
+    repo.git("switch", "-q", "--detach", "main")
+    assert pushed_tree(repo) == repo.tree("side2")
+
+
+def test_upstream_defaults_to_the_branchs_and_labels_the_base(fork) -> None:
+    repo, at = fork
+    on(repo, "fork")
+    repo.git("branch", "-q", "--set-upstream-to", "main")
+    out = repo.ps("import", "branch", "fork", "-t", "essential").stdout
+    assert "first-parent commits since main)" in out and "note:" not in out
+    status = repo.ps("status").stdout
+    assert f"series base: {at['u2'][:12]} (main)" in status
+
+
+def test_a_diff_pasted_in_a_message_stays_in_the_description(fork) -> None:
+    repo, at = fork
+    repo.ps("import", "branch", "pasted", "-u", "main", "-t", "essential")
+    text = (repo.path / "patches" / "Fix-b-3.patch").read_text()
+    assert "\n diff --git a/zzz b/zzz\n --- a/zzz\n+++ b/zzz\n" in text
+    assert pushed_tree(repo) == repo.tree("pasted")
+    repo.ps("pop", "--all")
+    (repo.path / "patches").rename(repo.path / "imported")
+    repo.ps("import", "commits", "main..pasted", "-t", "essential")  # the same for commits
+    assert (repo.path / "patches" / "Fix-b-3.patch").read_text() == text
 
 
 def test_a_conflict_the_merge_cannot_settle_stops_then_continue_or_abort(fork) -> None:
@@ -255,3 +358,63 @@ def test_walk_round_trips_through_json_and_fixups_are_worded() -> None:
     assert Walk.from_json(walk.to_json()) == walk
     text = fixup_message("1" * 40, "2" * 40, "Merge main\n\nPatchstack-Tag: essential\n")
     assert text.startswith("fixup: Merge main\n\n") and max(map(len, text.splitlines())) <= 72
+
+
+def test_the_proof_names_the_first_patch_whose_file_does_not_give_the_branchs_tree(fork):
+    """`ending.verify` applies the written patch files as 'push --all' does and compares each
+    with the import's chain: a patch file whose tree differs (here: a chain tree changed on
+    purpose) refuses the import, naming the patch, its commit and the files."""
+    from patchstack.checkout import open_checkout
+    from patchstack.errors import PatchstackError
+    from patchstack.interop.building import build_chain
+    from patchstack.interop.ending import verify
+    from patchstack.interop.sources import commit_source
+    from patchstack.model.ids import Oid
+    from patchstack.model.series import Entry, new_series
+
+    repo, at = fork
+    ws = open_checkout(None, str(repo.path))
+    try:
+        git = ws.git
+        commits = git.commit_range(f"{at['snapshot']}..{at['l2']}")
+        taken: set[str] = set()
+        sources = [commit_source(c, git.tree_of(c.parents[0]), c.tree, taken) for c in commits]
+        built, _skipped, _tree = build_chain(
+            git, Oid(at["snapshot"]), git.tree_of(at["snapshot"]), sources
+        )
+        series = new_series(at["snapshot"])
+        last = None
+        for b in built:
+            series = series.insert(Entry(b.source.name, "essential"), last)
+            last = b.source.name
+        by_name = {b.source.name: b for b in built}
+        verify(ws, series, by_name, Oid(repo.tree(at["l2"])), "fork")  # the files give it
+        wrong = {**by_name, "Add-a-fork-line.patch": built[0]._replace(tree=built[1].tree)}
+        with pytest.raises(PatchstackError) as caught:
+            verify(ws, series, wrong, Oid(repo.tree(at["l2"])), "fork")
+        assert caught.value.message == (
+            "'push --all' would not give fork's tree: Add-a-fork-line.patch (from commit"
+            f" {at['l1'][:12]}) differs in b.py"
+        )
+        with pytest.raises(PatchstackError) as caught:
+            verify(ws, series, by_name, Oid(repo.tree(at["l4"])), "fork")
+        assert caught.value.message.startswith("'push --all' would not give fork's tree: ")
+        assert "c.py" in caught.value.message
+    finally:
+        ws.git.close()
+    assert not (repo.path / "patches").exists()
+
+
+def test_the_summary_does_not_grow_with_the_branch() -> None:
+    from patchstack.cli.branchtext import branch_lines
+    from patchstack.interop.branch import BranchResult
+
+    pieces = tuple(
+        Piece(f"p{i}.patch", None, "S\n", "A <a@b>", "1 +0000", f"commit {i}", COMMIT)
+        for i in range(200)
+    )
+    taken = tuple(Taken(f"{i:040x}", f"{i + 1:040x}", False, 10, 1) for i in range(40))
+    walk = Walk("r", "rev", "f", "ref", "essential", False, "b", (), 200, pieces, taken)
+    lines = branch_lines(BranchResult(walk, None, 240), verbose=False)
+    assert len(lines) <= 8 and "  ... and 35 more merge(s) (--verbose lists them)" in lines
+    assert len(branch_lines(BranchResult(walk, None, 240), verbose=True)) > 240

@@ -88,6 +88,7 @@ def finish(ws: Checkout, walk: Walk, last: CommitMeta, landing: Landing | None) 
         check=check,
         landing=landing,
         rebase_empty=True,
+        base_ref=None if walk.ref.startswith(walk.ref_name) else walk.ref_name,  # not an id
     )
 
 
@@ -116,8 +117,11 @@ def verify(
         try:
             engine.canonical(n)
         except ConflictError as exc:
+            name = getattr(exc.report, "patch", "")
+            origin = f" (from {built[name].source.origin})" if name in built else ""
             raise PatchstackError(
-                f"a written patch file would not apply: {exc.message}",
+                f"'push --all' would not give {rev_name}'s tree: {name}{origin} would not"
+                f" apply: {exc.message}",
                 "nothing was changed; this is a bug, please report it",
             ) from None
         for k, e in enumerate(series.entries, 1):

@@ -125,7 +125,10 @@ def _import(
     check: Check | None = None,
     landing: Landing | None = None,
     rebase_empty: bool = False,
+    base_ref: str | None = None,
 ) -> ImportResult:
+    """``base_ref``: the upstream branch ``natural_base`` was taken from (the base line's
+    label)."""
     git = ws.git
     if not sources:
         raise PatchstackError("nothing to import: no patch found", None)
@@ -135,7 +138,7 @@ def _import(
         if append:
             raise PatchstackError("--append: there is no series to append to", "drop --append")
         base = _base(git, base_rev) if base_rev else natural_base or read_stack(git).base
-        ref = base_rev if base_rev and base_rev != base else None
+        ref = base_rev if base_rev and base_rev != base else base_ref
         series = new_series(base, ref)
         start_tree = git.tree_of(base)
     else:
@@ -149,7 +152,7 @@ def _import(
             )
         stack = read_stack(git)
         if rebase_empty and natural_base and not series.entries:
-            series = series.with_base(natural_base)  # nothing to carry: the import's own base
+            series = series.with_base(natural_base, base_ref)  # nothing to carry: its own base
         elif series.base is None:
             series = series.with_base(stack.base)
         base = Oid(series.base or stack.base)

@@ -22,6 +22,7 @@ from ..model.imported import (
     slug,
     unique_name,
 )
+from ..model.message import guard_diff_starts
 from ..model.patchfile import Patch, decode, parse_patch
 from ..model.quilt_tolerance import tolerate
 from ..model.series import name_key, validate_name
@@ -164,10 +165,12 @@ def read_commits(
 def commit_source(
     c: CommitMeta, before: Oid, after: Oid, taken: set[str], origin: str | None = None
 ) -> Source:
-    """The patch a commit becomes: its message (without patchstack trailers), author and
-    date, the tag and name its trailers ask for (the name numbered when ``taken`` has it, by
-    case too), and the change ``before -> after``."""
+    """The patch a commit becomes: its message (without patchstack trailers; a diff pasted
+    in it indented, `message.guard_diff_starts`), author and date, the tag and name its
+    trailers ask for (the name numbered when ``taken`` has it, by case too), and the change
+    ``before -> after``."""
     message, tag, wanted = split_own_trailers(c.message)
+    message = guard_diff_starts(message)
     return Source(
         _chosen_name(wanted, message, taken),
         origin or f"commit {c.oid[:12]}",

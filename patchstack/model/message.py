@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from .diffparse import is_file_start
+
 _AUTHOR_RE = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>\Z")
 
 
@@ -26,6 +28,19 @@ def split(message: str) -> tuple[str, str]:
 def join(subject: str, description: str) -> str:
     """The commit message of a subject and a description (one newline at the end)."""
     return subject + ("\n\n" + description.strip("\n") if description.strip() else "") + "\n"
+
+
+def guard_diff_starts(message: str) -> str:
+    """``message`` with each description line that a patch reader takes for the start of a
+    file diff (``diff --git ...``, or ``--- X`` over ``+++ Y``: a diff pasted into a commit
+    message) indented by one space, so that the patch file's description ends where its own
+    diff begins (git's ``mailinfo`` cuts the message there too)."""
+    head, sep, body = message.partition("\n\n")
+    lines = body.split("\n")
+    if not any(is_file_start(lines, i) for i in range(len(lines))):
+        return message
+    guarded = [" " + ln if is_file_start(lines, i) else ln for i, ln in enumerate(lines)]
+    return head + sep + "\n".join(guarded)
 
 
 def cleanup(text: str) -> str:
