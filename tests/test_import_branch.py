@@ -95,8 +95,30 @@ def built(module_env) -> tuple[Path, dict[str, str]]:
     replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
     repo.commit_all("Patch A")
     replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    replace_line(repo, "a.py", "a 35\n", "a 35 B\n")
     repo.commit_all("Patch B")
     at["tangle"] = _merge(repo, "up2", "Merge up2 into tangle", {"a.py": ("", "a 20 U AB\n")})
+    # tangle2: as tangle, twice (a 20 and a 30): two patches the merge's tree cannot settle.
+    repo.git("checkout", "-q", "-b", "up4", at["snapshot"])
+    replace_line(repo, "a.py", "a 20\n", "a 20 U\n")
+    replace_line(repo, "a.py", "a 30\n", "a 30 U\n")
+    repo.commit_all("Upstream: a 20 and a 30")
+    repo.git("checkout", "-q", "-b", "tangle2", at["snapshot"])
+    replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 30\n", "a 30 C\n")
+    repo.commit_all("Patch C")
+    replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    replace_line(repo, "a.py", "a 30 C\n", "a 30 CB\n")
+    repo.commit_all("Patch B")
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "up4", check=False)
+    text = repo.read("a.py").split("<<<<<<<")
+    assert len(text) == 3, "two conflict regions"
+    repo.write(
+        "a.py", numbered(40, "a").replace("a 20\n", "a 20 U AB\n").replace("a 30\n", "a 30 U CB\n")
+    )
+    repo.git("add", "a.py")
+    repo.git("commit", "-q", "-m", "Merge up4 into tangle2")
     # split: P1 (a 10) conflicts with upstream's a 11; P2 (a 30) changes a.py after it.
     repo.git("checkout", "-q", "-b", "up3", at["snapshot"])
     replace_line(repo, "a.py", "a 11\n", "a 11 U\n")
@@ -292,10 +314,31 @@ def test_take_merge_settles_every_conflict_and_names_the_patch(fork) -> None:
     repo, _at = fork
     args = ("import", "branch", "tangle", "-u", "up2", "--tag", "essential", "--take-merge")
     out = repo.ps(*args).stdout
-    assert "1 patch took the merge's version of a conflicted file whole" in out
+    assert "1 patch took the merge's version where the later patches' changes did not" in out
     assert "  Patch-A.patch (at merge" in out
+    # The merge's lines where B's change and upstream's do not come apart; not B's a 35.
+    patch_a = (repo.path / "patches" / "Patch-A.patch").read_text()
+    assert "+a 20 U AB" in patch_a and "a 35 B" not in patch_a
     repo.git("switch", "-q", "--detach", "up2")
     assert pushed_tree(repo) == repo.tree("tangle")
+
+
+def test_continue_take_merge_takes_the_merges_version_at_every_later_conflict(fork) -> None:
+    repo, _at = fork
+    args = ("import", "branch", "tangle2", "-u", "up4", "--tag", "essential")
+    for take_merge in (False, True):
+        assert "patch Patch-A.patch" in repo.ps(*args, code=1).stdout
+        resolve(repo, "a.py", "a 20 U A\n")
+        if not take_merge:  # Patch C stops too, and the report says how not to stop again
+            result = repo.ps("import", "branch", "--continue", code=1)
+            assert "patch Patch-C.patch" in result.stdout
+            assert "'import branch --continue --take-merge' then takes" in result.stderr
+            repo.ps("import", "branch", "--abort")
+    out = repo.ps("import", "branch", "--continue", "--take-merge").stdout
+    assert "1 resolved by hand" in out and "  Patch-C.patch (at merge" in out
+    assert "+a 20 U A\n" in (repo.path / "patches" / "Patch-A.patch").read_text()
+    repo.git("switch", "-q", "--detach", "up4")
+    assert pushed_tree(repo) == repo.tree("tangle2")
 
 
 def test_import_and_a_stop_are_undone_and_continue_gives_back_the_stop(fork) -> None:
@@ -418,3 +461,15 @@ def test_the_summary_does_not_grow_with_the_branch() -> None:
     lines = branch_lines(BranchResult(walk, None, 240), verbose=False)
     assert len(lines) <= 8 and "  ... and 35 more merge(s) (--verbose lists them)" in lines
     assert len(branch_lines(BranchResult(walk, None, 240), verbose=True)) > 240
+
+
+def test_ours_side_keeps_the_first_side_of_each_region_and_refuses_what_git_does_not_write():
+    from patchstack.model.conflict import ours_side
+
+    merged = (
+        b"a\n<<<<<<< merge\nM1\r\nM2\n||||||| base\nB\n=======\nT\n>>>>>>> without\nz\n"
+        b"<<<<<<< merge\nM3\n=======\nT3\n>>>>>>> without\n"
+    )
+    assert ours_side(merged) == b"a\nM1\r\nM2\nz\nM3\n"
+    assert ours_side(b"a\n<<<<<<< x\nb\n") is None  # never closed
+    assert ours_side(b">>>>>>> x\n") is None and ours_side(b"a\n=======\nb\n") == b"a\n=======\nb\n"

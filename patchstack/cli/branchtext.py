@@ -52,7 +52,7 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
         what = "side branch, " if t.side else ""
         notes = [f"{what}{_plural(t.carried, 'patch', 'patches')} carried"]
         if t.settled:
-            whole = f" ({len(t.whole)} taking its version whole)" if t.whole else ""
+            whole = f" ({len(t.whole)} taking its version)" if t.whole else ""
             notes.append(f"{_plural(t.settled, 'conflict')} settled by the merge's tree{whole}")
         if t.resolved:
             notes.append(f"{t.resolved} resolved by hand")
@@ -67,10 +67,9 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
     taken_whole = [(n, t.merge) for t in merges for n in t.whole]
     if taken_whole:
         out.append(
-            f"{_plural(len(taken_whole), 'patch', 'patches')} took the merge's version of a"
-            " conflicted"
-            " file whole (--take-merge: the later patches' changes to it came along); review"
-            " them:"
+            f"{_plural(len(taken_whole), 'patch', 'patches')} took the merge's version where"
+            " the later patches' changes did not come apart from upstream's (--take-merge:"
+            " those changes came along there); review them:"
         )
         rows = [f"  {n} (at merge {m[:12]})" for n, m in taken_whole]
         out += _capped(rows, verbose, "patch(es)")

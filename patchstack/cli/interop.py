@@ -195,7 +195,8 @@ def import_commits_cmd(
     "--take-merge",
     is_flag=True,
     help="Where the merge's tree does not say how a conflicted file splits among the patches,"
-    " give the conflicting patch the merge's version instead of stopping.",
+    " give the conflicting patch the merge's version of the lines that do not come apart"
+    " instead of stopping (with --continue: from there on).",
 )
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Go back to the state before the import.")

@@ -273,7 +273,7 @@ def carried(
     whole: Sequence[str],
 ) -> Walk:
     """The chain on ``onto`` after the replay: patches upstream already holds left out;
-    ``whole``: the patches that took the merge's version whole since the last stop."""
+    ``whole``: the patches that took the merge's version (--take-merge) since the last stop."""
     by_name = {d.name: d for d in done}
     pieces, trees, dropped = [], [git.tree_of(onto)], []
     for piece in walk.pieces:

@@ -13,9 +13,10 @@ taken for this patch only where it says which side the merge took: upstream's fi
 file as it was (upstream's change was dropped: this patch's file is its old one). Otherwise
 it is taken less the later patches' changes (the merge's tree merged with the chain from the
 last patch back to this one), when that merges cleanly. What is left is a conflict the merge
-cannot settle: the import stops there; with ``--take-merge`` the patch takes the merge's
-version as it is instead (the later patches' changes to the file then come with it, and the
-summary names the patch).
+cannot settle: the import stops there. With ``--take-merge`` the patch takes the merge's
+version there instead: the regions where the later patches' changes do not come apart from
+upstream's keep them (the whole file where it cannot be read so: binary, or holding marker
+lines of its own), the rest of the file is without them; the summary names the patch.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..engine.placer import Placer
 from ..engine.replay import Done, Resolver, Step, merge_resolver, replay
 from ..git import Git, MergeResult
 from ..model.branch import Piece, Walk
+from ..model.conflict import marker_lines, ours_side
 from ..model.ids import Oid
 from ..model.series import Entry, parse_series
 from ..store import Store
@@ -63,7 +65,7 @@ class Carrier:
     def __init__(self, git: Git, walk: Walk, onto: Oid) -> None:
         self.git = git
         self.take_merge = walk.take_merge
-        self.whole: list[str] = []  # patches that took the merge's version whole (--take-merge)
+        self.whole: list[str] = []  # patches that took the merge's version (--take-merge)
         self.steps = steps_of(walk)
         raws = git.raw_diffs([(s.before, s.after) for s in self.steps])
         self.paths = {s.name: [r[4] for r in raw] for s, raw in zip(self.steps, raws, strict=True)}
@@ -89,6 +91,27 @@ class Carrier:
         """A tree of these entries alone: merged on their own, file by file, with no rename
         across the rest of the tree to find (and nothing of its size to read)."""
         return self.git.edit_tree(self.git.fmt.empty_tree, entries)
+
+    def _where_stuck(
+        self, merged: tuple[str, str] | None, sides: Sequence[tuple[str, str] | None]
+    ) -> tuple[str, str] | None:
+        """A file of the merge's version less the later patches' changes that did not merge
+        (``merged``, with markers): each conflicting region from the merge's side, the rest
+        without the later changes; None (take the merge's file whole) where the file cannot
+        be read so: a side missing or holding marker lines of its own, no markers."""
+        git = self.git
+        if merged is None or any(e is None for e in sides):
+            return None
+        for entry in sides:
+            assert entry is not None
+            if marker_lines(git.read_blob(entry[1]).decode("utf-8", "surrogateescape")):
+                return None
+        data = git.read_blob(merged[1])
+        ours = ours_side(data)
+        if ours is None or ours == data:
+            return None
+        mode = sides[0][0] if sides[0] else merged[0]
+        return mode, git.write_blob(ours)
 
     def run(
         self,
@@ -156,11 +179,15 @@ class Carrier:
                 stuck = set(rest) & set(back.conflicted)
                 if stuck and not self.take_merge:
                     return None
-                if stuck:  # --take-merge: the later changes come with this patch
+                if stuck:  # --take-merge: the later changes come with this patch, there
                     self.whole.append(name)
                 less = git.entries_at(back.tree, rest)
                 for p in rest:
-                    chosen[p] = merge.get(p) if p in stuck else less.get(p)
+                    if p not in stuck:
+                        chosen[p] = less.get(p)
+                    else:
+                        sides = (merge.get(p), old.get(p), had.get(p))
+                        chosen[p] = self._where_stuck(less.get(p), sides) or merge.get(p)
             return git.edit_tree(merged.tree, chosen)
 
         return resolve

@@ -198,7 +198,8 @@ def stop(
         f" this conflict of {name}: a later patch changes the file too, and the merge's version"
         " less the later patches' changes does not merge. Resolve it here; to take the"
         f" merge's version as it is (the later changes then come with this patch):"
-        f" 'git checkout {c.oid[:12]} -- {files}'",
+        f" 'git checkout {c.oid[:12]} -- {files}'. 'import branch --continue --take-merge'"
+        " then takes the merge's version at every later conflict like it",
     )
     return BranchResult(walk, None, 0, stopped=report, stopped_merge=c.oid)
 

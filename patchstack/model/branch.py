@@ -39,7 +39,7 @@ class Taken:
     resolved: int = 0  # conflicts resolved by hand (the import stopped)
     dropped: tuple[str, ...] = ()  # patches upstream already held: left out
     made: str | None = None  # the fixup (or the side branch's patch) made right after it
-    whole: tuple[str, ...] = ()  # patches that took the merge's version whole (--take-merge)
+    whole: tuple[str, ...] = ()  # patches that took the merge's version (--take-merge)
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Walk:
     skipped: tuple[tuple[str, str], ...] = ()  # (commit, why)
     names: tuple[str, ...] = ()  # the name keys handed out (the series' too)
     by_hand: tuple[str, ...] = ()  # patches of the merge being carried resolved by hand
-    whole: tuple[str, ...] = ()  # and those that took the merge's version whole
+    whole: tuple[str, ...] = ()  # and those that took the merge's version (--take-merge)
     take_merge: bool = False  # --take-merge: settle every conflict from the merge's tree
 
     def with_piece(self, piece: Piece, tree: str) -> Walk:

@@ -108,6 +108,32 @@ def parse_markers(path: str, text: str) -> list[ConflictHunk]:
     return hunks
 
 
+def ours_side(data: bytes) -> bytes | None:
+    """A diff3-style merged file with each conflict region replaced by its first side
+    ("ours"), or None when its markers do not read as git writes them (the caller makes sure
+    that no side held marker lines of its own)."""
+    out, state = [], "out"
+    for line in data.splitlines(keepends=True):
+        bare = line.rstrip(b"\r\n")
+        if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
+            if state != "out":
+                return None
+            state = "ours"
+        elif bare == b"|||||||" or bare.startswith(b"||||||| "):
+            if state != "ours":
+                return None
+            state = "base"
+        elif bare == b"=======" and state in ("ours", "base"):
+            state = "theirs"
+        elif bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
+            if state != "theirs":
+                return None
+            state = "out"
+        elif state in ("out", "ours"):
+            out.append(line)
+    return b"".join(out) if state == "out" else None
+
+
 def marker_lines(text: str) -> list[int]:
     """1-based numbers of the lines of ``text`` that are conflict markers."""
     return [i for i, line in enumerate(text.split("\n"), start=1) if _MARKER_RE.match(line)]
