@@ -4,7 +4,7 @@ why ``--drop-merged`` took one out (a note of the operation log, shown by ``log 
 
 from __future__ import annotations
 
-from ...engine.evidence import first_holding, recorded
+from ...engine.evidence import History, first_holding, history, recorded
 from ...git import Git
 from ...model.conflict import UpstreamCommit
 from ...model.series import Series, Upstream
@@ -17,6 +17,7 @@ def upstream_evidence(
     """The upstream commit that brought each of ``upstream`` (the patches the new base
     holds), where one can be named (`engine.evidence`)."""
     found: dict[str, UpstreamCommit] = {}
+    walked: History | None = None
     moved = bool(state.old_base) and state.old_base != state.new_base
     for step in state.steps:
         if step.name not in upstream or step.before == step.after:
@@ -25,7 +26,8 @@ def upstream_evidence(
         if mark and mark.evidence and mark.commit == step.commit:
             found[step.name] = recorded(git, mark.evidence)  # found by an earlier refresh
         elif moved and state.old_base:
-            hit = first_holding(git, step.before, step.after, state.old_base, state.new_base)
+            walked = walked or history(git, state.old_base, state.new_base)
+            hit = first_holding(git, step.before, step.after, walked)
             if isinstance(hit, UpstreamCommit):
                 found[step.name] = hit
     return found
