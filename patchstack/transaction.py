@@ -61,8 +61,8 @@ class FileWrite:
 
 @dataclass(frozen=True)
 class MoveTree:
-    """Move the index and work tree from the old HEAD's tree to the new one (``read-tree -m
-    -u``), keeping the user's edits; refused before writing anything when one is in the way."""
+    """Index and work tree from the old HEAD's tree to the new (``read-tree -m -u``): edits
+    kept, or the move refused before it writes anything when one is in the way."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ class Plan:
     before: Snapshot | None = None  # the state before, when the caller took it under the lock
     trees: tuple[TreeChange, ...] = ()  # experiment trees to make or remove (`journal.trees`)
     keep: tuple[Oid, ...] = ()  # commits the new state names only by id: kept by the log
+    notes: tuple[str, ...] = ()  # why, for the patches' histories (`journal.oplog.Entry`)
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,7 @@ _PUBLISHED: list[Published] = []
 
 
 def start_command() -> None:
-    """Forget what an earlier command in this process opened (tests and the completion
-    shell run many commands in one interpreter; the after-failure sweep is per command)."""
+    """Forget what an earlier command in this process opened (tests run many in one)."""
     _OPENED.clear()
     _PUBLISHED.clear()
 
@@ -213,8 +213,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
     lock.point("scratch-kept")
     with lock.critical():
         found = git.messages(ref, 1)
-        parent = found[0][0] if found else None
-        last = parse_entry(*found[0]) if found else None
+        parent, last = (found[0][0], parse_entry(*found[0])) if found else (None, None)
         before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
         if before.head != plan.old_head:
             raise RefusedError(
@@ -236,6 +235,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             plan.redoes,
             plan.trees,
             plan.keep,
+            plan.notes,
         )
         running = write_entry(git, parent, entry)
         try:

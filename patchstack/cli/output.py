@@ -121,6 +121,8 @@ class ProgressBar:
                 return
             self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
             self.bar.__enter__()
+        if total != self.bar.length:  # a later phase (the reports) extends the work
+            self.bar.length = total
         self.bar.update(done - self.bar.pos)
 
     def close(self) -> None:
@@ -248,10 +250,20 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
     conflicts = list(conflicts)
     if not conflicts:
         return []
+    waits = {c.patch: c.root for c in conflicts if c.kind == "knock-on" and c.root}
+
+    def first_root(name: str) -> str:
+        """A knock-on of a knock-on waits for the first patch of the chain."""
+        seen = {name}
+        while name in waits and waits[name] not in seen:
+            name = waits[name]
+            seen.add(name)
+        return name
+
     under: dict[str, list[str]] = {}
     for c in conflicts:
-        if c.kind == "knock-on" and c.root:
-            under.setdefault(c.root, []).append(c.patch)
+        if c.patch in waits:
+            under.setdefault(first_root(c.patch), []).append(c.patch)
     primary = [c for c in conflicts if c.kind != "knock-on" or not c.root]
     n_knock = len(conflicts) - len(primary)
     head = f"conflicts: {len(primary)} primary (upstream changed the lines)"

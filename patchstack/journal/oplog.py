@@ -50,6 +50,7 @@ class Entry:
     redoes: int | None = None
     trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
     keep: tuple[str, ...] = ()  # commits the state names by id only (a deferred patch's)
+    notes: tuple[str, ...] = ()  # why, in words: "NAME: dropped, upstream took it in ..."
 
     @property
     def is_undo(self) -> bool:
@@ -79,6 +80,7 @@ class Entry:
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
             **({"trees": [c.to_json() for c in self.trees]} if self.trees else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -100,6 +102,7 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             tuple(data.get("undoes", ())),
             data.get("redoes"),
             tuple(TreeChange.from_json(c) for c in data.get("trees") or ()),
+            notes=tuple(str(n) for n in data.get("notes") or ()),
         )
     except (ValueError, KeyError, TypeError):
         return None
