@@ -119,6 +119,15 @@ def built(module_env) -> tuple[Path, dict[str, str]]:
     )
     repo.git("add", "a.py")
     repo.git("commit", "-q", "-m", "Merge up4 into tangle2")
+    # gone: as tangle, but the merge resolves by deleting a.py (modify/delete).
+    repo.git("checkout", "-q", "-b", "gone", at["snapshot"])
+    replace_line(repo, "a.py", "a 20\n", "a 20 X\n")
+    repo.commit_all("Patch X")
+    replace_line(repo, "a.py", "a 30\n", "a 30 Y\n")
+    repo.commit_all("Patch Y")
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "up2", check=False)
+    repo.git("rm", "-q", "-f", "a.py")
+    repo.git("commit", "-q", "-m", "Merge up2 into gone, without a.py")
     # split: P1 (a 10) conflicts with upstream's a 11; P2 (a 30) changes a.py after it.
     repo.git("checkout", "-q", "-b", "up3", at["snapshot"])
     replace_line(repo, "a.py", "a 11\n", "a 11 U\n")
@@ -310,6 +319,20 @@ def test_a_conflict_the_merge_cannot_settle_stops_then_continue_or_abort(fork) -
     assert pushed_tree(repo) == repo.tree("tangle")
 
 
+def test_the_stops_command_takes_the_merges_version_a_deleted_file_too(fork) -> None:
+    import re
+    import subprocess
+
+    repo, _at = fork
+    err = repo.ps("import", "branch", "gone", "-u", "up2", "-t", "essential", code=1).stderr
+    command = re.search(r"as it is \(.*?\): '(.*?)'\. 'import", " ".join(err.split()))
+    assert command and command.group(1) == "rm -f -- a.py"
+    subprocess.run(command.group(1), shell=True, cwd=repo.path, check=True)
+    repo.ps("import", "branch", "--continue")
+    repo.git("switch", "-q", "--detach", "up2")
+    assert pushed_tree(repo) == repo.tree("gone")
+
+
 def test_take_merge_settles_every_conflict_and_names_the_patch(fork) -> None:
     repo, _at = fork
     args = ("import", "branch", "tangle", "-u", "up2", "--tag", "essential", "--take-merge")
@@ -456,10 +479,13 @@ def test_the_summary_does_not_grow_with_the_branch() -> None:
         Piece(f"p{i}.patch", None, "S\n", "A <a@b>", "1 +0000", f"commit {i}", COMMIT)
         for i in range(200)
     )
-    taken = tuple(Taken(f"{i:040x}", f"{i + 1:040x}", False, 10, 1) for i in range(40))
+    taken = tuple(
+        Taken(f"{i:040x}", f"{i + 1:040x}", False, 10, 1, whole=("p1.patch",)) for i in range(40)
+    )
     walk = Walk("r", "rev", "f", "ref", "essential", False, "b", (), 200, pieces, taken)
     lines = branch_lines(BranchResult(walk, None, 240), verbose=False)
-    assert len(lines) <= 8 and "  ... and 35 more merge(s) (--verbose lists them)" in lines
+    assert len(lines) <= 15 and "  ... and 35 more merge(s) (--verbose lists them)" in lines
+    assert any(ln.startswith("1 patch took the merge's version (40 times) where") for ln in lines)
     assert len(branch_lines(BranchResult(walk, None, 240), verbose=True)) > 240
 
 

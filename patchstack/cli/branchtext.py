@@ -66,8 +66,10 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
         out += _capped([f"  {t.made} (merge {t.merge[:12]})" for t in fixups], verbose, "fixup(s)")
     taken_whole = [(n, t.merge) for t in merges for n in t.whole]
     if taken_whole:
+        unique = len(dict.fromkeys(n for n, _m in taken_whole))
+        times = f" ({len(taken_whole)} times)" if len(taken_whole) > unique else ""
         out.append(
-            f"{_plural(len(taken_whole), 'patch', 'patches')} took the merge's version where"
+            f"{_plural(unique, 'patch', 'patches')} took the merge's version{times} where"
             " the later patches' changes did not come apart from upstream's (--take-merge:"
             " those changes came along there); review them:"
         )

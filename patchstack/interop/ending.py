@@ -15,7 +15,7 @@ stop is ``--abort``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from shlex import quote as shell_quote
 
@@ -191,17 +191,29 @@ def stop(
     )
     publish(ws, plan)
     report = blame(git, name, merged, walk.base, onto)
-    files = " ".join(shell_quote(p) for p in merged.conflicted)
     report = replace(
         report,
         note=f"merge {c.oid[:12]} brought upstream {onto[:12]}; its own tree does not settle"
         f" this conflict of {name}: a later patch changes the file too, and the merge's version"
         " less the later patches' changes does not merge. Resolve it here; to take the"
         f" merge's version as it is (the later changes then come with this patch):"
-        f" 'git checkout {c.oid[:12]} -- {files}'. 'import branch --continue --take-merge'"
-        " then takes the merge's version at every later conflict like it",
+        f" '{take_merge_command(ws, c.oid, merged.conflicted)}'. 'import branch --continue"
+        " --take-merge' then takes the merge's version at every later conflict like it",
     )
     return BranchResult(walk, None, 0, stopped=report, stopped_merge=c.oid)
+
+
+def take_merge_command(ws: Checkout, merge: str, paths: Sequence[str]) -> str:
+    """The shell command that puts merge ``merge``'s version of ``paths`` in the work tree:
+    the files it has checked out from it, the others (the merge deleted them) removed."""
+    held = ws.git.entries_at(ws.git.tree_of(merge), list(paths))
+    kept = " ".join(shell_quote(p) for p in paths if held.get(p) is not None)
+    gone = " ".join(shell_quote(p) for p in paths if held.get(p) is None)
+    parts = [
+        f"git checkout {merge[:12]} -- {kept}" if kept else "",
+        f"rm -f -- {gone}" if gone else "",
+    ]
+    return " && ".join(p for p in parts if p)
 
 
 def continue_import(

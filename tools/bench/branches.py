@@ -6,17 +6,20 @@
         --onto main --markdown out.md
 
 REPO is any git repository (bare or not); each BRANCH (and --upstream, --onto) is one of its
-branches, or any revision of it. For each branch, in a fresh ``git clone --shared`` with the
+branches, or any revision of it. For each branch, in fresh ``git clone --shared``s with the
 branch checked out, as a new user has it:
 
-1. ``patchstack import branch BRANCH --upstream UPSTREAM --tag essential``, timed. When it
-   stops at a conflict the merge's tree cannot settle, the stop is recorded, the import
-   aborted (``--abort``) and run again with ``--take-merge`` (timed too).
+1. ``patchstack import branch BRANCH --upstream UPSTREAM --tag essential``, run as a person
+   runs it: at each stop (a conflict the merge's own tree cannot settle) the merge's version
+   of the files is taken with the command the report names (``git checkout MERGE -- FILES``), then
+   ``import branch --continue``; the stops are counted and the import's seconds summed.
 2. ``patchstack push --all``; the tree must be the branch's (``BRANCH^{tree}``) and the series
    base the branch's merge base with UPSTREAM.
 3. With ``--onto``: ``patchstack refresh --onto ONTO --defer-conflicts``, timed; and
    ``git rebase --onto ONTO BASE`` of the applied stack, ``git rebase --skip`` at every
    conflict, timed: the patches each leaves out and whether the trees are equal.
+   (``tools/bench/real_drift.py`` compares a linear range in more depth.)
+4. In a clone of its own, the import with ``--take-merge`` (no stop), timed, then 2.
 
 Python 3.10+, stdlib only; patchstack is run from this checkout (``--patchstack`` to change
 it). It is not part of the test suite.
@@ -40,8 +43,9 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file
 SUMMARY_RE = re.compile(
     r"as (\d+) patch(?:es)?: (\d+) from commits, (\d+) side-branch merges?, (\d+) fixups?"
 )
-WHOLE_RE = re.compile(r"^(\d+) patch(?:es)? took the merge's version", re.M)
+WHOLE_RE = re.compile(r"^(\d+) patch(?:es)? took the merge.s version", re.M)
 STOP_RE = re.compile(r"import stopped at merge (\w+) \(commit (\d+) of (\d+)\)")
+TAKE_RE = re.compile(r"as it is \(.*?\): '(.*?)'\. 'import branch --continue --take-merge'")
 
 
 @dataclass
@@ -51,10 +55,10 @@ class Result:
     first_parent: int = 0  # first-parent commits since the upstream's history
     merges: int = 0  # merges among them
     upstream_merges: int = 0  # of the upstream's history
-    stop: str = ""  # where the first import stopped (without --take-merge), if it did
-    import_secs: float = 0.0  # the import that finished
-    take_merge: bool = False  # it needed --take-merge
-    took_whole: int = 0
+    # The import as a person runs it: at each stop, the merge's version of the conflicted
+    # files ('git checkout MERGE -- FILES', as the report says), then --continue.
+    stops: int = 0
+    hand_secs: float = 0.0  # the import and its --continue runs
     patches: int = 0
     from_commits: int = 0
     side: int = 0
@@ -62,6 +66,11 @@ class Result:
     push_secs: float = 0.0
     tree_equal: bool = False
     base_is_merge_base: bool = False
+    # The import with --take-merge, from the same state in a clone of its own.
+    take_merge_secs: float = 0.0
+    took: int = 0  # patches that took the merge's version
+    take_merge_patches: int = 0
+    take_merge_tree_equal: bool = False
     onto: str = ""
     refresh_secs: float = 0.0
     deferred: int = 0
@@ -77,6 +86,7 @@ class Box:
     """A scratch clone of REPO and the commands run in it, with an isolated git config."""
 
     def __init__(self, workdir: str, repo: str, patchstack: list[str]) -> None:
+        os.makedirs(workdir, exist_ok=True)
         self.dir = os.path.join(workdir, "clone")
         cfg = os.path.join(workdir, "gitconfig")
         with open(cfg, "w") as f:
@@ -140,95 +150,124 @@ class Box:
         return any(os.path.exists(os.path.join(path, d)) for d in ("rebase-merge", "rebase-apply"))
 
 
-def onboard(
-    repo: str, branch: str, upstream: str, onto: str | None, workdir: str, ps: list[str]
-) -> Result:
-    box = Box(workdir, repo, ps)
-    rev, up = box.ref(branch), box.ref(upstream)
-    res = Result(branch, upstream, onto=onto or "")
+def _counts(box: Box, rev: str, up: str, res: Result) -> None:
     res.first_parent = int(box.git("rev-list", "--count", "--first-parent", f"{up}..{rev}"))
     merges = box.git("rev-list", "--first-parent", "--merges", "--parents", f"{up}..{rev}")
     for line in merges.splitlines():
         res.merges += 1
-        second = line.split()[2]
-        if (
-            box.run("git", "merge-base", "--is-ancestor", second, up, check=False)[0].returncode
-            == 0
-        ):
-            res.upstream_merges += 1
+        ancestor = box.run("git", "merge-base", "--is-ancestor", line.split()[2], up, check=False)
+        res.upstream_merges += ancestor[0].returncode == 0
+
+
+def _imported(box: Box, rev: str, up: str, out: str) -> tuple[tuple[int, ...], bool, float]:
+    """(patches, from commits, side, fixups), whether the base is REV's merge base with UP,
+    and the seconds of ``push --all``; then whether its tree is REV's."""
+    m = SUMMARY_RE.search(out)
+    counts = tuple(map(int, m.groups())) if m else (0, 0, 0, 0)
+    base = json.loads(box.patchstack("series", "--json")[0].stdout)["base"]
+    # HEAD is the branch: push --all puts the patch commits in place of its commits.
+    _p, secs = box.patchstack("push", "--all")
+    return counts, base == box.git("merge-base", rev, up), secs
+
+
+def _same_tree(box: Box, rev: str) -> bool:
+    return box.git("rev-parse", "HEAD^{tree}") == box.git("rev-parse", f"{rev}^{{tree}}")
+
+
+def onboard(
+    repo: str, branch: str, upstream: str, onto: str | None, workdir: str, ps: list[str], most: int
+) -> Result:
+    res = Result(branch, upstream, onto=onto or "")
+    box = Box(os.path.join(workdir, "by-hand"), repo, ps)
+    rev, up = box.ref(branch), box.ref(upstream)
+    _counts(box, rev, up, res)
     box.git("checkout", "-q", "-B", "work", rev)
     args = ["import", "branch", rev, "--upstream", up, "--tag", "essential"]
-    p, secs = box.patchstack(*args, check=False)
-    if p.returncode == 1 and (m := STOP_RE.search(p.stdout)):
-        res.stop = f"merge {m.group(1)} (commit {m.group(2)} of {m.group(3)})"
-        box.patchstack("import", "branch", "--abort")
-        p, secs = box.patchstack(*args, "--take-merge", check=False)
-        res.take_merge = True
+    p, res.hand_secs = box.patchstack(*args, check=False)
+    while p.returncode == 1 and STOP_RE.search(p.stdout) and res.stops < most:
+        res.stops += 1
+        found = TAKE_RE.search(" ".join(p.stderr.split()))
+        if found is None:
+            res.error = "a stop without the merge's version to take: " + p.stderr[-400:]
+            return res
+        box.run("sh", "-c", found.group(1))  # the command the report names
+        p, secs = box.patchstack("import", "branch", "--continue", check=False)
+        res.hand_secs += secs
     if p.returncode != 0:
         res.error = (p.stdout + p.stderr).strip()[-800:]
         return res
-    res.import_secs = secs
-    m = SUMMARY_RE.search(p.stdout)
-    if m:
-        res.patches, res.from_commits, res.side, res.fixups = map(int, m.groups())
-    w = WHOLE_RE.search(p.stdout)
-    res.took_whole = int(w.group(1)) if w else 0
-    series = json.loads(box.patchstack("series", "--json")[0].stdout)
-    base = series["base"]
-    res.base_is_merge_base = base == box.git("merge-base", rev, up)
-    # HEAD is the branch: push --all puts the patch commits in place of its commits
-    _p, res.push_secs = box.patchstack("push", "--all")
-    res.tree_equal = box.git("rev-parse", "HEAD^{tree}") == box.git("rev-parse", f"{rev}^{{tree}}")
+    counts, res.base_is_merge_base, res.push_secs = _imported(box, rev, up, p.stdout)
+    res.patches, res.from_commits, res.side, res.fixups = counts
+    res.tree_equal = _same_tree(box, rev)
     if onto:
-        stack = box.git("rev-parse", "HEAD")
-        target = box.ref(onto)
-        _p, res.refresh_secs = box.patchstack("refresh", "--onto", target, "--defer-conflicts")
-        with open(os.path.join(box.dir, "patches", "series"), encoding="utf-8") as f:
-            text = f.read()
-        res.deferred = len(re.findall(r"^# deferred: ", text, re.M))
-        res.upstream_held = len(re.findall(r"^# upstream: ", text, re.M))
-        refreshed = box.git("rev-parse", "HEAD^{tree}")
-        box.git("checkout", "-q", "--detach", stack)
-        t0 = time.perf_counter()
-        r = box.run("git", "rebase", "-q", "--onto", target, base, check=False)[0]
-        while r.returncode != 0 and box.in_progress():
-            res.rebase_skipped += 1
-            r = box.run("git", "rebase", "--skip", check=False)[0]
-        res.rebase_secs = time.perf_counter() - t0
-        if r.returncode == 0:
-            res.refresh_tree_equals_rebase = box.git("rev-parse", "HEAD^{tree}") == refreshed
+        _refresh_and_rebase(box, box.ref(onto), res)
     res.commands = box.log
+    box = Box(os.path.join(workdir, "take-merge"), repo, ps)
+    box.git("checkout", "-q", "-B", "work", rev)
+    p, res.take_merge_secs = box.patchstack(*args, "--take-merge", check=False)
+    if p.returncode != 0:
+        res.error = (p.stdout + p.stderr).strip()[-800:]
+        return res
+    w = WHOLE_RE.search(p.stdout)
+    res.took = int(w.group(1)) if w else 0
+    counts, _base, _secs = _imported(box, rev, up, p.stdout)
+    res.take_merge_patches = counts[0]
+    res.take_merge_tree_equal = _same_tree(box, rev)
+    res.commands += box.log[-3:-2]
     return res
+
+
+def _refresh_and_rebase(box: Box, target: str, res: Result) -> None:
+    """refresh --onto TARGET --defer-conflicts of the applied stack, and git rebase of it
+    with --skip at every conflict: what each leaves out, and their trees."""
+    stack = box.git("rev-parse", "HEAD")
+    base = json.loads(box.patchstack("series", "--json")[0].stdout)["base"]
+    _p, res.refresh_secs = box.patchstack("refresh", "--onto", target, "--defer-conflicts")
+    with open(os.path.join(box.dir, "patches", "series"), encoding="utf-8") as f:
+        text = f.read()
+    res.deferred = len(re.findall(r"^# deferred: ", text, re.M))
+    res.upstream_held = len(re.findall(r"^# upstream: ", text, re.M))
+    refreshed = box.git("rev-parse", "HEAD^{tree}")
+    box.git("checkout", "-q", "--detach", stack)
+    t0 = time.perf_counter()
+    r = box.run("git", "rebase", "-q", "--onto", target, base, check=False)[0]
+    while r.returncode != 0 and box.in_progress():
+        res.rebase_skipped += 1
+        r = box.run("git", "rebase", "--skip", check=False)[0]
+    res.rebase_secs = time.perf_counter() - t0
+    if r.returncode == 0:
+        res.refresh_tree_equals_rebase = box.git("rev-parse", "HEAD^{tree}") == refreshed
 
 
 def markdown(results: list[Result]) -> str:
     head = (
-        "| branch | first-parent commits | merges (of upstream) | import s | patches (commits,"
-        " side, fixups) | push --all | tree = branch's | base = merge base |\n"
-        "|---|---|---|---|---|---|---|---|\n"
+        "| branch | first-parent commits | merges (of upstream) | stops by hand | import s |"
+        " patches (commits, side, fixups) | tree = branch's | base = merge base |"
+        " `--take-merge` s | patches that took the merge's version | tree = branch's |\n"
+        + "|---" * 11
+        + "|\n"
     )
     rows = []
+    yes = {True: "yes", False: "**no**"}
     for r in results:
         if r.error:
             rows.append(
                 f"| `{r.branch}` | {r.first_parent} | {r.merges} ({r.upstream_merges}) |"
-                f" error: {r.error.splitlines()[-1]} | | | | |"
+                f" error: {r.error.splitlines()[-1]} |" + " |" * 7
             )
             continue
-        how = f"{r.import_secs:.1f}"
-        if r.take_merge:
-            how += f" (`--take-merge`: {r.took_whole} patches; without it stops at {r.stop})"
         rows.append(
-            f"| `{r.branch}` | {r.first_parent} | {r.merges} ({r.upstream_merges}) | {how} |"
-            f" {r.patches} ({r.from_commits}, {r.side}, {r.fixups}) | {r.push_secs:.1f} s |"
-            f" {'yes' if r.tree_equal else '**no**'} | {'yes' if r.base_is_merge_base else 'no'} |"
+            f"| `{r.branch}` | {r.first_parent} | {r.merges} ({r.upstream_merges}) | {r.stops} |"
+            f" {r.hand_secs:.1f} | {r.patches} ({r.from_commits}, {r.side}, {r.fixups}) |"
+            f" {yes[r.tree_equal]} | {yes[r.base_is_merge_base]} | {r.take_merge_secs:.1f} |"
+            f" {r.took} of {r.take_merge_patches} | {yes[r.take_merge_tree_equal]} |"
         )
     out = head + "\n".join(rows) + "\n"
     refreshed = [r for r in results if r.onto and not r.error]
     if refreshed:
         out += (
             "\n| branch | onto | refresh --defer-conflicts s | deferred | upstream holds |"
-            " git rebase + --skip s | skipped | same tree |\n|---|---|---|---|---|---|---|---|\n"
+            " git rebase + --skip s | skipped | same tree |\n" + "|---" * 8 + "|\n"
         )
         for r in refreshed:
             same = {True: "yes", False: "**no**", None: "n/a"}[r.refresh_tree_equals_rebase]
@@ -254,6 +293,9 @@ def main() -> int:
     ap.add_argument("--json", help="also write the raw results to this file")
     ap.add_argument("--workdir", help="scratch space (default: a temporary folder, removed)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch clones")
+    ap.add_argument(
+        "--max-stops", type=int, default=100, help="give up the import by hand after N stops"
+    )
     opts = ap.parse_args()
     root = opts.workdir or tempfile.mkdtemp(prefix="ps-branches-")
     results = []
@@ -262,9 +304,8 @@ def main() -> int:
             work = os.path.join(root, f"{i:02d}")
             os.makedirs(work, exist_ok=True)
             t0 = time.perf_counter()
-            res = onboard(
-                opts.repo, branch, opts.upstream, opts.onto, work, shlex.split(opts.patchstack)
-            )
+            ps = shlex.split(opts.patchstack)
+            res = onboard(opts.repo, branch, opts.upstream, opts.onto, work, ps, opts.max_stops)
             print(
                 f"{branch}: {json.dumps(asdict(res))} ({time.perf_counter() - t0:.0f} s in all)",
                 file=sys.stderr,
@@ -283,7 +324,7 @@ def main() -> int:
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as f:
             json.dump([asdict(r) for r in results], f, indent=1)
-    return 0 if all(r.tree_equal for r in results) else 1
+    return 0 if all(r.tree_equal and r.take_merge_tree_equal for r in results) else 1
 
 
 if __name__ == "__main__":
