@@ -193,27 +193,33 @@ def onboard(
         box.run("sh", "-c", found.group(1))  # the command the report names
         p, secs = box.patchstack("import", "branch", "--continue", check=False)
         res.hand_secs += secs
+    refreshed = False
     if p.returncode != 0:
-        res.error = (p.stdout + p.stderr).strip()[-800:]
-        return res
-    counts, res.base_is_merge_base, res.push_secs = _imported(box, rev, up, p.stdout)
-    res.patches, res.from_commits, res.side, res.fixups = counts
-    res.tree_equal = _same_tree(box, rev)
-    if onto:
-        _refresh_and_rebase(box, box.ref(onto), res)
+        what = f"gave up after {res.stops} stops" if res.stops >= most else "failed"
+        res.error = f"by hand: {what}: " + " ".join((p.stdout + p.stderr).split())[-300:]
+    else:
+        counts, res.base_is_merge_base, res.push_secs = _imported(box, rev, up, p.stdout)
+        res.patches, res.from_commits, res.side, res.fixups = counts
+        res.tree_equal = _same_tree(box, rev)
+        if onto:
+            _refresh_and_rebase(box, box.ref(onto), res)
+            refreshed = True
     res.commands = box.log
     box = Box(os.path.join(workdir, "take-merge"), repo, ps)
     box.git("checkout", "-q", "-B", "work", rev)
     p, res.take_merge_secs = box.patchstack(*args, "--take-merge", check=False)
     if p.returncode != 0:
-        res.error = (p.stdout + p.stderr).strip()[-800:]
+        res.error += " --take-merge failed: " + " ".join((p.stdout + p.stderr).split())[-300:]
         return res
     w = WHOLE_RE.search(p.stdout)
     res.took = int(w.group(1)) if w else 0
-    counts, _base, _secs = _imported(box, rev, up, p.stdout)
+    counts, base_ok, _secs = _imported(box, rev, up, p.stdout)
     res.take_merge_patches = counts[0]
     res.take_merge_tree_equal = _same_tree(box, rev)
     res.commands += box.log[-3:-2]
+    if onto and not refreshed:  # the series the by-hand import did not finish: this one's
+        res.base_is_merge_base = base_ok
+        _refresh_and_rebase(box, box.ref(onto), res)
     return res
 
 
@@ -250,10 +256,18 @@ def markdown(results: list[Result]) -> str:
     rows = []
     yes = {True: "yes", False: "**no**"}
     for r in results:
+        if r.error.startswith("by hand: gave up"):
+            rows.append(
+                f"| `{r.branch}` | {r.first_parent} | {r.merges} ({r.upstream_merges}) |"
+                f" more than {r.stops} | over {r.hand_secs:.0f} (gave up) | | | |"
+                f" {r.take_merge_secs:.1f} | {r.took} of {r.take_merge_patches} |"
+                f" {yes[r.take_merge_tree_equal]} |"
+            )
+            continue
         if r.error:
             rows.append(
                 f"| `{r.branch}` | {r.first_parent} | {r.merges} ({r.upstream_merges}) |"
-                f" error: {r.error.splitlines()[-1]} |" + " |" * 7
+                f" error: {r.error[-200:]} |" + " |" * 7
             )
             continue
         rows.append(
@@ -263,7 +277,7 @@ def markdown(results: list[Result]) -> str:
             f" {r.took} of {r.take_merge_patches} | {yes[r.take_merge_tree_equal]} |"
         )
     out = head + "\n".join(rows) + "\n"
-    refreshed = [r for r in results if r.onto and not r.error]
+    refreshed = [r for r in results if r.onto and r.refresh_secs]
     if refreshed:
         out += (
             "\n| branch | onto | refresh --defer-conflicts s | deferred | upstream holds |"
@@ -324,7 +338,8 @@ def main() -> int:
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as f:
             json.dump([asdict(r) for r in results], f, indent=1)
-    return 0 if all(r.tree_equal and r.take_merge_tree_equal for r in results) else 1
+    good = all((r.tree_equal or r.error) and r.take_merge_tree_equal for r in results)
+    return 0 if good else 1
 
 
 if __name__ == "__main__":
