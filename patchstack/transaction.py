@@ -35,7 +35,8 @@ from . import lock
 from .checkout import Checkout
 from .errors import PatchstackError, RefusedError
 from .files import write_atomic
-from .git import RefTransactionFailed, RefUpdate
+from .git import HeldIndex, RefTransactionFailed, RefUpdate
+from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
 from .journal.oplog import (
     RESTORING,
     Entry,
@@ -45,7 +46,7 @@ from .journal.oplog import (
     parse_entry,
     write_entry,
 )
-from .journal.restore import restore_state
+from .journal.restore import not_rolled_back, put_back, restore_state
 from .journal.snapshot import Snapshot, moved_snapshot, take_snapshot
 from .model.ids import Oid
 
@@ -118,6 +119,7 @@ class Published:
 # What this process opened and published, for the messages after a failure or an interrupt.
 _OPENED: list[tuple[Checkout, float]] = []
 _PUBLISHED: list[Published] = []
+_UNFINISHED: list[str] = []  # rollbacks that failed (the running entry stayed)
 
 
 def start_command() -> None:
@@ -125,6 +127,7 @@ def start_command() -> None:
     shell run many commands in one interpreter; the after-failure sweep is per command)."""
     _OPENED.clear()
     _PUBLISHED.clear()
+    _UNFINISHED.clear()
 
 
 def begin(
@@ -137,6 +140,7 @@ def begin(
     held = lock.acquire(ws.git.common_dir, ws.command, exclusive=write)
     _OPENED.append((ws, time.time()))
     try:
+        ws.git.clear_stale_index_lock()  # a killed patchstack's (no patchstack runs now)
         problems: list[PatchstackError] = []
         foreign = foreign_error(ws) if write else None  # (status shows it to readers)
         if foreign:
@@ -197,71 +201,99 @@ def refresh_error(ws: Checkout) -> RefusedError | None:
 
 def publish(ws: Checkout, plan: Plan) -> Published:
     git = ws.git
-    ref = oplog_ref(git)
+    check_writes(ws, [fw.path for fw in plan.files])
     lock.point("publish-start")  # planned, nothing written yet: a Ctrl-C here changes nothing
     git.keep_scratch()  # the objects planned in the scratch store, into the repository
     lock.point("scratch-kept")
     with lock.critical():
-        found = git.messages(ref, 1)
-        parent = found[0][0] if found else None
-        last = parse_entry(*found[0]) if found else None
-        before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
-        if before.head != plan.old_head:
-            raise RefusedError(
-                f"HEAD moved while this command ran (now {before.head[:12]})",
-                "run the command again; nothing was changed",
-            )
-        entry = Entry(
-            "",
-            (last.seq + 1) if last else 1,
-            ws.command or plan.kind,
-            plan.kind,
-            "running",
-            int(time.time()),
-            os.getpid(),
-            before,
-            None,
-            plan.new_head,
-            plan.undoes,
-            plan.redoes,
-        )
-        running = write_entry(git, parent, entry)
+        held = git.lock_index()  # as git's own commands do: a 'git commit' meanwhile is refused
         try:
-            git.ref_transaction([RefUpdate(ref, running, parent)])
-        except RefTransactionFailed as exc:
-            raise _ref_error(exc, "the operation log") from None
-        lock.point("journal-running")
-        try:
-            written = _apply(ws, plan, before)
-            after = _after(ws, plan, before)
-            lock.point("journal-finishing")
-            updates = []
-            if plan.new_head != plan.old_head:
-                branch = before.branch or "HEAD"
-                updates.append(RefUpdate(branch, plan.new_head, plan.old_head))
-            done: Oid | None = None
-            if after.key() != before.key() or plan.kind in RESTORING:
-                finished = replace(entry, status="done", after=after)
-                done = write_entry(git, parent, finished)
-                updates.append(RefUpdate(ref, done, running))
-            else:
-                updates.append(RefUpdate(ref, parent, running))
-            try:
-                git.ref_transaction(updates, f"patchstack: {plan.kind}")
-            except RefTransactionFailed as exc:
-                raise _ref_error(exc, "the branch") from None
-        except BaseException:
-            _roll_back(ws, before, ref, running, parent)
-            raise
-        lock.point("publish-ref")
-        _PUBLISHED.append(Published(before, after, done, written))
+            lock.point("index-locked")
+            published = _publish_locked(ws, plan, held)
+        finally:
+            held.release()
         lock.point("journal-done")
+    return published
+
+
+def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
+    git = ws.git
+    ref = oplog_ref(git)
+    found = git.messages(ref, 1)
+    parent = found[0][0] if found else None
+    last = parse_entry(*found[0]) if found else None
+    before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
+    check_unmoved(ws, plan.old_head, before, taken_before=plan.before is not None)
+    entry = Entry(
+        "",
+        (last.seq + 1) if last else 1,
+        ws.command or plan.kind,
+        plan.kind,
+        "running",
+        int(time.time()),
+        os.getpid(),
+        before,
+        None,
+        plan.new_head,
+        plan.undoes,
+        plan.redoes,
+        tuple(_series_name(ws, fw.path) for fw in plan.files),
+    )
+    running = write_entry(git, parent, entry)
+    try:
+        git.ref_transaction([RefUpdate(ref, running, parent)])
+    except RefTransactionFailed as exc:
+        raise _ref_error(exc, "the operation log") from None
+    lock.point("journal-running")
+    wrote = _Wrote([], [])
+    try:
+        written = _apply(ws, plan, before, wrote)
+        after = _after(ws, plan, before)
+        lock.point("journal-finishing")
+        updates = []
+        if plan.new_head != plan.old_head:
+            branch = before.branch or "HEAD"
+            updates.append(RefUpdate(branch, plan.new_head, plan.old_head))
+        done: Oid | None = None
+        if after.key() != before.key() or plan.kind in RESTORING:
+            finished = replace(entry, status="done", after=after)
+            done = write_entry(git, parent, finished)
+            updates.append(RefUpdate(ref, done, running))
+        else:
+            updates.append(RefUpdate(ref, parent, running))
+        held.commit()  # the index first: the entry says done only once the index is new
+        lock.point("index-committed")
+        try:
+            git.ref_transaction(updates, f"patchstack: {plan.kind}")
+        except RefTransactionFailed as exc:
+            raise _ref_error(exc, "the branch") from None
+    except BaseException as exc:
+        failed = _roll_back(ws, plan, before, ref, running, parent, held, wrote)
+        if failed is None or not isinstance(exc, Exception):
+            raise
+        raise not_rolled_back(exc, failed) from exc
+    lock.point("publish-ref")
+    _PUBLISHED.append(Published(before, after, done, written))
     return _PUBLISHED[-1]
 
 
+@dataclass(frozen=True)
+class _Wrote:
+    """What a publish wrote so far, noted before each write: the rollback's list."""
+
+    worktree: list[str]  # work-tree paths
+    series: list[str]  # names in the series directory
+
+
 def describe_interruption() -> str:
-    """What an interrupt (SIGINT, SIGTERM) left: nothing changed, or the command finished (and
-    what is applied now), or a refresh stopped at a conflict."""
+    """What an interrupt (SIGINT, SIGTERM, SIGHUP) left: nothing changed, or the command
+    finished (and what is applied now), or a refresh stopped at a conflict, or a step failed
+    and what it wrote could not be put back."""
+    if _UNFINISHED:
+        return (
+            f"a step failed and what it wrote could not be put back ({_UNFINISHED[-1]});"
+            " 'patchstack undo' restores the state before the command exactly"
+        )
     if not _PUBLISHED:
         return "nothing was changed (the state is the one before the command)"
     after = _PUBLISHED[-1].after
@@ -297,43 +329,75 @@ def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:
     if exc.hook_refused:
         return RefusedError(
             f"a git hook refused to update {what}: {exc.git_message}",
-            "look at the repository's hooks (reference-transaction); nothing was changed",
+            "look at the repository's hooks (reference-transaction); what this command wrote"
+            " was put back, nothing was changed",
         )
     return RefusedError(
         f"could not update {what}: {exc.git_message}",
-        "another process moved it meanwhile; nothing was changed, run the command again",
+        "another process moved it while this command ran; what this command wrote was put"
+        " back (nothing else touched): run the command again",
     )
 
 
-def _roll_back(ws: Checkout, before: Snapshot, ref: str, running: str, parent: str | None) -> None:
-    """Put back what a failed step wrote and drop its running entry; when that fails too, the
-    running entry stays, and the next command points at ``undo``."""
+def _roll_back(
+    ws: Checkout,
+    plan: Plan,
+    before: Snapshot,
+    ref: str,
+    running: str,
+    parent: str | None,
+    held: HeldIndex,
+    wrote: _Wrote,
+) -> str | None:
+    """Put back the paths and series files a failed step wrote (only those, and only where
+    they still hold what it wrote), the index as it was, and drop the running entry. None when
+    done; else why not: the running entry stays, and the next command points at ``undo``."""
     git = ws.git
     try:
-        partial = take_snapshot(ws, refresh=before.refresh)
-        if partial.key() != before.key():
-            restore_state(ws, partial, before)
+        if wrote.worktree:
+            how = plan.worktree
+            if isinstance(how, Restore):
+                tree = Oid(how.target.worktree)
+            elif isinstance(how, Overlay) and how.shown:
+                tree = how.shown
+            else:
+                tree = git.tree_of(plan.new_head)
+            put_back(ws, before, wrote.worktree, tree, wrote.series)
+        elif wrote.series:
+            put_back(ws, before, (), git.fmt.empty_tree, wrote.series)
+        held.roll_back()
         git.ref_transaction([RefUpdate(ref, Oid(parent) if parent else None, Oid(running))])
-    except BaseException:  # noqa: S110 - the running entry is the record of what happened
-        pass
+    except Exception as exc:  # the running entry is the record of what happened
+        _UNFINISHED.append(str(exc) or type(exc).__name__)
+        return _UNFINISHED[-1]
+    return None
 
 
-def _apply(ws: Checkout, plan: Plan, before: Snapshot) -> tuple[str, ...]:
+def _apply(ws: Checkout, plan: Plan, before: Snapshot, wrote: _Wrote) -> tuple[str, ...]:
     how = plan.worktree
     if isinstance(how, Restore):
-        return restore_state(ws, before, how.target)
+        return restore_state(ws, before, how.target, wrote.worktree, wrote.series)
     if isinstance(how, Overlay):
-        _move_overlay(ws, plan, how)
+        new_tree = ws.git.tree_of(plan.new_head)
+        dst = how.shown or new_tree
+        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree)
+        if dst != new_tree:
+            ws.git.set_index_entries(new_tree, ws.git.changed_paths(new_tree, dst))
     elif isinstance(how, Captured):
         ws.git.set_index_entries(plan.new_head, list(how.paths))
     elif plan.old_head != plan.new_head:
-        _move(ws, plan.old_head, plan.new_head)
-    _write_files(plan.files)
+        move_tree(ws, plan.old_head, plan.new_head, wrote.worktree)
+    _write_files(ws, plan.files, wrote.series)
     return ()
 
 
-def _write_files(files: Sequence[FileWrite]) -> None:
+def _series_name(ws: Checkout, path: str) -> str:
+    return os.path.relpath(path, ws.series_dir).replace(os.sep, "/")
+
+
+def _write_files(ws: Checkout, files: Sequence[FileWrite], noted: list[str]) -> None:
     for fw in files:
+        noted.append(_series_name(ws, fw.path))
         if fw.data is None:
             if os.path.lexists(fw.path):
                 os.unlink(fw.path)
@@ -341,60 +405,3 @@ def _write_files(files: Sequence[FileWrite]) -> None:
             os.makedirs(os.path.dirname(fw.path), exist_ok=True)
             write_atomic(fw.path, fw.data)
         lock.point("publish-file")
-
-
-def _move(ws: Checkout, old: Oid, new: Oid) -> None:
-    """read-tree refuses, before writing anything, to overwrite a file with uncommitted edits
-    or an untracked file; stale stat information can make it refuse wrongly, so the index is
-    refreshed and the move tried once more before reporting."""
-    git = ws.git
-    proc = git.checkout_tree(old, new)
-    if proc.returncode != 0:
-        git.refresh_index()
-        proc = git.checkout_tree(old, new)
-    if proc.returncode != 0:
-        changed = git.changed_paths(old, new)
-        dirty = git.dirty(exclude=ws.in_tree, paths=changed)
-        touched = sorted(set(changed) & set(dirty.modified + dirty.untracked + dirty.unmerged))
-        if not touched:
-            raise RefusedError(
-                "git refused to update the work tree: "
-                + proc.stderr.decode("utf-8", "replace").strip(),
-                "nothing was changed",
-            )
-        raise edits_in_the_way(touched)
-    lock.point("publish-worktree")
-
-
-def edits_in_the_way(paths: Sequence[str]) -> RefusedError:
-    return RefusedError(
-        "uncommitted edits in files this command would change: " + ", ".join(paths),
-        "commit them, capture them with 'patchstack new', or fold them with"
-        " 'patchstack refresh'; nothing was changed",
-    )
-
-
-def _move_overlay(ws: Checkout, plan: Plan, how: Overlay) -> None:
-    git = ws.git
-    new_tree = git.tree_of(plan.new_head)
-    dst = how.shown or new_tree
-    changed = set(git.changed_paths(how.src, dst))
-    dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
-    touched = sorted(
-        (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(how.overlaid)
-    )
-    if touched:
-        raise edits_in_the_way(touched)
-    if how.overlaid:
-        git.set_index_entries(how.src, list(how.overlaid))
-        git.refresh_index()
-    proc = git.checkout_tree(how.src, dst)
-    if proc.returncode != 0:
-        raise RefusedError(
-            "git refused to update the work tree: "
-            + proc.stderr.decode("utf-8", "replace").strip(),
-            "nothing was changed",
-        )
-    lock.point("publish-worktree")
-    if dst != new_tree:
-        git.set_index_entries(new_tree, git.changed_paths(new_tree, dst))

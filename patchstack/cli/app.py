@@ -7,6 +7,7 @@ which also runs before a subcommand's ``--help``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         code = invoke()
     except Interrupted as exc:
         _clean_up()
-        out(f"patchstack: interrupted ({exc}): {_where_it_stopped()}", err=True)
+        _say_last(f"patchstack: interrupted ({exc}): {_where_it_stopped()}")
         return exc.exit_code
     except OSError as exc:
         _clean_up()
@@ -178,6 +179,24 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         out("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _say_last(text: str) -> None:
+    """The last words of an interrupted command. After SIGHUP the terminal may be gone: a
+    write that fails then must not turn the exit status into a traceback (or Python's 120
+    for a failed flush at exit), so the standard streams go to /dev/null instead."""
+    import os
+
+    try:
+        out(text, err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(null, stream.fileno())
+        os.close(null)
 
 
 def _clean_up() -> None:

@@ -60,7 +60,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
             raise PatchstackError(
                 f"'{newest.command}' was interrupted: undo it first (plain 'patchstack undo')"
             )
-        current = take_snapshot(ws, refresh=newest.before.refresh)
+        current = take_snapshot(ws, refresh=newest.before.refresh, also=newest.writes)
         _check_branch(current, newest.before)
         allowed = {newest.before.head, newest.planned_head}
         if current.head not in allowed and not force:

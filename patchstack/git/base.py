@@ -36,6 +36,9 @@ class GitBase:
         self._memo: dict[Any, Any] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self.scratch: str | None = None  # the scratch object directory in use (`git.scratch`)
+        # While a publish holds git's index lock: the index every git process reads and writes
+        # (`worktree.HeldIndex`), which becomes the real one when the publish commits.
+        self.index_file: str | None = None
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -88,11 +91,20 @@ class GitBase:
         env = self._objects_env(env, throwaway)
         return spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
 
+    @property
+    def index_path(self) -> str:
+        """The index git processes of this command read: the real one, or the one a publish
+        holding the index lock works in."""
+        return self.index_file or os.path.join(self.git_dir, "index")
+
     def _objects_env(
         self, env: Mapping[str, str] | None, throwaway: bool
     ) -> Mapping[str, str] | None:
         """With a scratch store, every process reads it as an alternate; the ``throwaway`` ones
-        write into it, reading the repository's objects as their alternate."""
+        write into it, reading the repository's objects as their alternate. While the index
+        lock is held, a process that names no index of its own works in the held one."""
+        if self.index_file is not None and not (env and "GIT_INDEX_FILE" in env):
+            env = {**(env or {}), "GIT_INDEX_FILE": self.index_file}
         if self.scratch is None:
             return env
         theirs = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")

@@ -46,6 +46,7 @@ class Entry:
     planned_head: str | None = None
     undoes: tuple[int, ...] = ()
     redoes: int | None = None
+    writes: tuple[str, ...] = ()  # the files of the series directory it writes (relative)
 
     @property
     def is_undo(self) -> bool:
@@ -72,6 +73,7 @@ class Entry:
             "planned_head": self.planned_head,
             "undoes": list(self.undoes),
             "redoes": self.redoes,
+            "writes": list(self.writes),
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
         }
@@ -94,6 +96,7 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             data.get("planned_head"),
             tuple(data.get("undoes", ())),
             data.get("redoes"),
+            tuple(data.get("writes", ())),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -366,6 +366,18 @@ def parse_series(text: str, path: str = "series") -> Series:
     return Series(tuple(lines), path)
 
 
+def named_files(text: str) -> tuple[str, ...]:
+    """The patch files a series file's text names, read leniently (a line that does not parse
+    still names its first word, if that is a safe name): what a snapshot of the series
+    directory takes, besides the series file itself."""
+    found: dict[str, None] = {}
+    for raw in text.splitlines():
+        words = raw.partition("#")[0].split()
+        if words and validate_name(words[0], folders=True) is None:
+            found[words[0]] = None
+    return tuple(found)
+
+
 def new_series(base: str, ref: str | None = None) -> Series:
     header = "# patchstack series: one patch a line, 'name.patch [-pN] # tag[, label...]'\n"
     return parse_series(header).with_base(base, ref)
