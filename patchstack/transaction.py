@@ -39,11 +39,13 @@ from .git import HeldIndex, RefTransactionFailed, RefUpdate
 from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
 from .journal.oplog import (
     RESTORING,
+    BrokenLog,
     Entry,
     interrupted,
     interrupted_error,
     oplog_ref,
     parse_entry,
+    read_log,
     write_entry,
 )
 from .journal.restore import not_rolled_back, put_back, restore_state
@@ -145,7 +147,14 @@ def begin(
         foreign = foreign_error(ws) if write else None  # (status shows it to readers)
         if foreign:
             problems.append(foreign)
-        pending = interrupted(ws.git)
+        try:
+            pending = interrupted(ws.git)
+        except BrokenLog as exc:
+            if write:
+                raise
+            problems.append(exc)  # a reader goes on, reading no log
+            ws.git.read_as_absent(oplog_ref(ws.git))
+            pending = None
         if pending and not allow_interrupted:
             problems.append(interrupted_error(pending))
         elif not while_stopped:
@@ -219,7 +228,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
 def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
     git = ws.git
     ref = oplog_ref(git)
-    found = git.messages(ref, 1)
+    found = read_log(git, 1)
     parent = found[0][0] if found else None
     last = parse_entry(*found[0]) if found else None
     before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
@@ -304,6 +313,12 @@ def describe_interruption() -> str:
             " refresh --continue', or 'patchstack refresh --abort'"
         )
     return f"the command had finished ({what}); 'patchstack undo' takes it back"
+
+
+def scratch_was_full() -> str | None:
+    """Where a scratch store of this command ran out of room (`git.scratch`), if one did: a
+    "no space left" then is that file system's, which the error must name."""
+    return next((ws.git.scratch_full for ws, _since in _OPENED if ws.git.scratch_full), None)
 
 
 def clean_up_after_failure() -> None:

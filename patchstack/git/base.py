@@ -3,6 +3,7 @@ running git there, and answers memoized for the length of one command."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -39,6 +40,8 @@ class GitBase:
         # While a publish holds git's index lock: the index every git process reads and writes
         # (`worktree.HeldIndex`), which becomes the real one when the publish commits.
         self.index_file: str | None = None
+        self.scratch_full: str | None = None  # the stores' folder, when full as one was dropped
+        self._spawned: list[subprocess.Popen[bytes]] = []  # ended by `close` at the latest
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -89,7 +92,9 @@ class GitBase:
         throwaway: bool = False,
     ) -> subprocess.Popen[bytes]:
         env = self._objects_env(env, throwaway)
-        return spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+        proc = spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+        self._spawned = [p for p in self._spawned if p.poll() is None] + [proc]
+        return proc
 
     @property
     def index_path(self) -> str:
@@ -146,6 +151,8 @@ class GitBase:
         path, self.scratch = self.scratch, None
         if path is not None:
             self._stop_processes()
+            if scratch.nearly_full():
+                self.scratch_full = scratch.PARENT
             shutil.rmtree(path, ignore_errors=True)
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
@@ -158,7 +165,23 @@ class GitBase:
 
     def close(self) -> None:
         self._stop_processes()
+        self._end_spawned()
         self.drop_scratch()
+
+    def _end_spawned(self) -> None:
+        """Streams a failure left open (a fast-import cut short): their input is closed, so
+        they end, and with them their hold on the repository lock."""
+        for proc in self._spawned:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self._spawned.clear()
 
     def _stop_processes(self) -> None:
         for proc in self._procs.values():

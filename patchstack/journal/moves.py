@@ -15,6 +15,7 @@ user wrote meanwhile is touched.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 
 from .. import lock
@@ -79,10 +80,16 @@ def check_writes(ws: Checkout, paths: Sequence[str]) -> None:
     for path in paths:
         if os.path.islink(path) or os.path.isdir(path):
             what = "a symbolic link" if os.path.islink(path) else "a folder"
+            shown = ws.display(path)
+            real = shlex.quote(os.path.realpath(path))
+            how = (
+                f"make it a plain file (cp --remove-destination {real} {shlex.quote(shown)})"
+                if os.path.islink(path)
+                else "move it away"
+            )
             raise RefusedError(
-                f"{ws.display(path)} is {what}; this command would replace it with a file",
-                'make it a plain file (cp --remove-destination "$(readlink -f FILE)" FILE)'
-                " or remove it, then run the command again; nothing was changed",
+                f"{shown} is {what}; this command would replace it with a file",
+                how + " and run the command again; nothing was changed",
             )
 
 

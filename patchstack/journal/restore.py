@@ -14,7 +14,7 @@ from ..files import is_temp_name, read_bytes, write_atomic
 from ..git import Git, RawDiff, index_locked
 from ..model.ids import Oid
 from ..model.series import named_files
-from .moves import ignored_in_the_way
+from .moves import check_writes, ignored_in_the_way
 from .snapshot import Snapshot, hash_paths, inside
 
 
@@ -47,6 +47,8 @@ def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[
                 in_the_way.append(folder)
     if in_the_way:
         raise ignored_in_the_way(sorted(set(in_the_way)), "the restore")
+    have, want = _series_of(git, current), _series_of(git, target)
+    check_writes(ws, [ws.patch_path(n) for n in {*have, *want} if have.get(n) != want.get(n)])
     if not git.index_file:  # (a publish holds the index lock itself)
         index_lock = os.path.join(git.git_dir, "index.lock")
         if os.path.exists(index_lock):

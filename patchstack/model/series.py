@@ -267,6 +267,15 @@ def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]
     words = [w for w in words if w]
     if not words:
         raise InputError(path, lineno, "missing tag", _tag_hint())
+    for word in words:
+        bad = next((ch for ch in word if not ch.isprintable()), None)
+        if bad is not None:
+            raise InputError(
+                path,
+                lineno,
+                f"tag or label {word!r} holds an invisible or control character (U+{ord(bad):04X})",
+                "a tag or label is a word of visible characters: remove the character",
+            )
     category = [w for w in words if w in TAGS]
     if not category:
         raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint(words[0], path))
