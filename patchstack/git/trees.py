@@ -93,6 +93,43 @@ class Trees(Objects):
             pending = deeper
         return changed
 
+    def tree_diff(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
+        """(old mode, new mode, old id, new id, path) of every file that differs between the
+        trees ``old`` and ``new``, as ``diff-tree -r`` gives them (a folder that became a file,
+        or the reverse: its files and the file), read through the persistent ``cat-file``
+        where the trees differ only."""
+        null = self.fmt.null
+        out: list[tuple[str, str, str, str, str]] = []
+        pending: list[tuple[str, str | None, str | None]] = [("", old, new)]
+        while pending:
+            self._read_trees([t for _, a, b in pending for t in (a, b) if t is not None])
+            deeper: list[tuple[str, str | None, str | None]] = []
+            for prefix, a, b in pending:
+                left, right = self._tree_records(a), self._tree_records(b)
+                for name in sorted(left.keys() | right.keys()):
+                    was, now = left.get(name), right.get(name)
+                    if was == now:
+                        continue
+                    path = prefix + decode_path(name)
+                    sub_a = was[1] if was is not None and was[0] == "040000" else None
+                    sub_b = now[1] if now is not None and now[0] == "040000" else None
+                    if sub_a is not None or sub_b is not None:
+                        deeper.append((path + "/", sub_a, sub_b))
+                    file_a = was if was is not None and sub_a is None else None
+                    file_b = now if now is not None and sub_b is None else None
+                    if file_a is not None or file_b is not None:
+                        out.append(
+                            (
+                                file_a[0] if file_a else "000000",
+                                file_b[0] if file_b else "000000",
+                                file_a[1] if file_a else null,
+                                file_b[1] if file_b else null,
+                                path,
+                            )
+                        )
+            pending = deeper
+        return out
+
     def _read_trees(self, trees: Sequence[str]) -> None:
         """Read and remember the entries of these trees (a tree's entries never change)."""
         memo = self._memo

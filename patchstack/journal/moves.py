@@ -31,7 +31,7 @@ def move_tree(ws: Checkout, old: Oid, new: Oid, touched: list[str]) -> None:
     Stale stat information can make read-tree refuse wrongly, so the index is refreshed and
     the move tried once more before reporting."""
     git = ws.git
-    diffs = git.raw_diffs([tuple(git.trees_of([old, new]))])[0]  # type: ignore[list-item]
+    diffs = git.tree_diff(*git.trees_of([old, new]))
     _refuse_ignored(ws, diffs)
     changed = [d[4] for d in diffs]
     proc = git.checkout_tree(old, new)
@@ -55,7 +55,7 @@ def move_overlay(
     """Move a work tree that holds ``src`` (the old HEAD's tree with ``overlaid`` as they are
     in the work tree) to tree ``dst``."""
     git = ws.git
-    diffs = git.raw_diffs([(src, dst)])[0]
+    diffs = git.tree_diff(src, dst)
     changed = {d[4] for d in diffs}
     dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
     in_the_way = sorted(
@@ -97,7 +97,7 @@ def check_unmoved(ws: Checkout, old_head: Oid, before: Snapshot, taken_before: b
     """HEAD (and the index, for a state taken before the index lock) is what the plan was
     made on: a 'git commit' that finished just before the lock was taken is named."""
     git = ws.git
-    now = git.head()
+    now = git.head() if taken_before else before.head  # (a snapshot taken now read HEAD)
     if before.head != old_head or now != old_head:
         moved = now if now != old_head else before.head
         raise RefusedError(

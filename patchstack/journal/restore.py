@@ -17,10 +17,18 @@ from ..model.series import named_files
 from .moves import check_writes, ignored_in_the_way
 from .snapshot import Snapshot, hash_paths, inside
 
+SeriesFiles = dict[str, tuple[str, str]]
+
 
 def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[RawDiff]:
     """The work-tree changes a restore makes; refuses (changing nothing) when an ignored file
-    is where the restore must write."""
+    is where the restore must write, or a series file it writes is a link."""
+    return _restorable(ws, current, target)[0]
+
+
+def _restorable(
+    ws: Checkout, current: Snapshot, target: Snapshot
+) -> tuple[list[RawDiff], SeriesFiles, SeriesFiles]:
     git = ws.git
     skip = set(current.left_out) | set(target.left_out)
     diffs = [
@@ -53,7 +61,7 @@ def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[
         index_lock = os.path.join(git.git_dir, "index.lock")
         if os.path.exists(index_lock):
             raise index_locked(index_lock)
-    return diffs
+    return diffs, have, want
 
 
 def restore_state(
@@ -66,14 +74,14 @@ def restore_state(
     """Make the work tree, index and series directory those of ``target``; the paths written
     (noted in ``touched`` and ``series_touched`` before each is written, for a rollback)."""
     git = ws.git
-    diffs = check_restorable(ws, current, target)
+    diffs, have, want = _restorable(ws, current, target)
     if touched is not None:
         touched.extend(d[4] for d in diffs)
     _write_files(git, git.top, diffs)
     lock.point("restore-worktree")
     git.reset_index(target.index or git.tree_of(target.head))
     lock.point("restore-index")
-    series_files = _restore_series(ws, current, target, series_touched)
+    series_files = _restore_series(ws, have, want, target, series_touched)
     return tuple(d[4] for d in diffs) + series_files
 
 
@@ -189,7 +197,7 @@ def _prune_dirs(top: str, folder: str) -> None:
         folder = os.path.dirname(folder)
 
 
-def _series_of(git: Git, snap: Snapshot) -> dict[str, tuple[str, str]]:
+def _series_of(git: Git, snap: Snapshot) -> SeriesFiles:
     """The files of a snapshot's series tree that are the series. A snapshot taken before it
     held the series only (`Snapshot.series_only`) holds the whole folder, a nested ``.git``
     say, that a restore must never write: of those, the series file and what it names."""
@@ -205,11 +213,13 @@ def _series_of(git: Git, snap: Snapshot) -> dict[str, tuple[str, str]]:
 
 
 def _restore_series(
-    ws: Checkout, current: Snapshot, target: Snapshot, noted: list[str] | None = None
+    ws: Checkout,
+    have: SeriesFiles,
+    want: SeriesFiles,
+    target: Snapshot,
+    noted: list[str] | None = None,
 ) -> tuple[str, ...]:
     git = ws.git
-    have = _series_of(git, current)
-    want = _series_of(git, target)
     touched = []
     if want:
         os.makedirs(ws.series_dir, exist_ok=True)
