@@ -28,7 +28,7 @@ from ..journal.oplog import (
     write_entry,
 )
 from ..journal.restore import check_restorable
-from ..journal.snapshot import Snapshot, take_snapshot
+from ..journal.snapshot import Snapshot, as_series_only, take_snapshot
 from ..model.ids import Oid
 from ..transaction import Plan, Restore, publish
 
@@ -161,7 +161,7 @@ def _refuse_moved(git: Git, current: Snapshot, recorded_head: str, command: str)
 def _check_unchanged(ws: Checkout, newest: Entry, force: bool) -> Snapshot:
     """Refuse when the state differs from what the log last recorded (unless ``force``)."""
     git = ws.git
-    last = newest.state
+    last = as_series_only(git, newest.state)
     current = take_snapshot(ws, refresh=last.refresh)
     _check_branch(current, last)
     if force:

@@ -13,11 +13,8 @@ from ..errors import PatchstackError, environment_fault
 from ..files import is_temp_name, read_bytes, write_atomic
 from ..git import Git, RawDiff, index_locked
 from ..model.ids import Oid
-from ..model.series import named_files
 from .moves import check_writes, ignored_in_the_way
-from .snapshot import Snapshot, hash_paths, inside
-
-SeriesFiles = dict[str, tuple[str, str]]
+from .snapshot import SeriesFiles, Snapshot, hash_paths, inside, series_files_of
 
 
 def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[RawDiff]:
@@ -55,7 +52,7 @@ def _restorable(
                 in_the_way.append(folder)
     if in_the_way:
         raise ignored_in_the_way(sorted(set(in_the_way)), "the restore")
-    have, want = _series_of(git, current), _series_of(git, target)
+    have, want = series_files_of(git, current), series_files_of(git, target)
     check_writes(ws, [ws.patch_path(n) for n in {*have, *want} if have.get(n) != want.get(n)])
     if not git.index_file:  # (a publish holds the index lock itself)
         index_lock = os.path.join(git.git_dir, "index.lock")
@@ -195,21 +192,6 @@ def _prune_dirs(top: str, folder: str) -> None:
         except OSError:
             return
         folder = os.path.dirname(folder)
-
-
-def _series_of(git: Git, snap: Snapshot) -> SeriesFiles:
-    """The files of a snapshot's series tree that are the series. A snapshot taken before it
-    held the series only (`Snapshot.series_only`) holds the whole folder, a nested ``.git``
-    say, that a restore must never write: of those, the series file and what it names."""
-    if snap.series == git.fmt.empty_tree:
-        return {}
-    files = git.ls_tree(snap.series)
-    if snap.series_only:
-        return files
-    if "series" not in files:
-        return {}
-    named = named_files(git.read_blob(files["series"][1]).decode("utf-8", "surrogateescape"))
-    return {n: files[n] for n in ("series", *named) if n in files}
 
 
 def _restore_series(

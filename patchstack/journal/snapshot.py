@@ -198,6 +198,33 @@ def _check_size(ws: Checkout, path: str, st: os.stat_result, limit: int) -> None
         )
 
 
+SeriesFiles = dict[str, tuple[str, str]]  # relative path -> (mode, blob)
+
+
+def series_files_of(git: Git, snap: Snapshot) -> SeriesFiles:
+    """The files of a snapshot's series tree that are the series. A snapshot taken before it
+    held the series only (`Snapshot.series_only`) holds the whole folder, a nested ``.git``
+    say, that a restore must never write: of those, the series file and what it names."""
+    if snap.series == git.fmt.empty_tree:
+        return {}
+    files = git.ls_tree(snap.series)
+    if snap.series_only:
+        return files
+    if "series" not in files:
+        return {}
+    named = named_files(git.read_blob(files["series"][1]).decode("utf-8", "surrogateescape"))
+    return {n: files[n] for n in ("series", *named) if n in files}
+
+
+def as_series_only(git: Git, snap: Snapshot) -> Snapshot:
+    """``snap`` as a snapshot taken now would record it (an older one, whose series tree holds
+    the whole folder, compared with one taken now, must not differ by that alone)."""
+    if snap.series_only:
+        return snap
+    tree = _tree_of_files(git, series_files_of(git, snap))
+    return replace(snap, series=tree, series_only=True)
+
+
 def _tree_of_files(git: Git, files: dict[str, tuple[str, str]]) -> Oid:
     """A tree (subtrees included) from relative path -> (mode, blob)."""
     children: dict[str, dict[str, tuple[str, str]]] = {}
