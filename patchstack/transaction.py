@@ -252,7 +252,7 @@ def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
     try:
         git.ref_transaction([RefUpdate(ref, running, parent)])
     except RefTransactionFailed as exc:
-        raise _ref_error(exc, "the operation log") from None
+        raise _ref_error(exc, "the operation log", wrote=False) from None
     lock.point("journal-running")
     wrote = _Wrote([], [])
     try:
@@ -340,17 +340,18 @@ def _after(ws: Checkout, plan: Plan, before: Snapshot) -> Snapshot:
     return take_snapshot(ws, refresh=plan.refresh, head=plan.new_head)
 
 
-def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:
+def _ref_error(exc: RefTransactionFailed, what: str, wrote: bool = True) -> PatchstackError:
+    """``wrote``: the step had written to the work tree or the series (it is put back)."""
+    after = "what this command wrote was put back" if wrote else "nothing was changed"
     if exc.hook_refused:
         return RefusedError(
             f"a git hook refused to update {what}: {exc.git_message}",
-            "look at the repository's hooks (reference-transaction); what this command wrote"
-            " was put back, nothing was changed",
+            f"look at the repository's hooks (reference-transaction); {after}",
         )
     return RefusedError(
         f"could not update {what}: {exc.git_message}",
-        "another process moved it while this command ran; what this command wrote was put"
-        " back (nothing else touched): run the command again",
+        f"another process moved it while this command ran; {after} (nothing else touched):"
+        " run the command again",
     )
 
 

@@ -13,11 +13,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from .conftest import Repo, make_repo, numbered, replace_line
-from .test_faults import mounted, small_fork
-from .test_kill import build, spawn, state, user_work_intact, wait_unlocked
+from .test_faults import mounted
+from .test_kill import build, spawn, state, upstream_moves, user_work_intact, wait_unlocked
 
 CREATES = """Subject: defaults
 
@@ -225,6 +223,29 @@ def test_a_rollback_puts_back_only_what_the_publish_wrote(tmp_path: Path) -> Non
     assert "was interrupted" not in repo.ps("series").stderr
 
 
+def test_a_rollback_that_fails_too_says_undo_not_nothing_changed(tmp_path: Path) -> None:
+    repo = build(tmp_path, 3)
+    before = state(repo)
+    head, tree = repo.head(), repo.tree()
+    proc = pause_at(repo, ["push", "--all"], "publish-worktree")
+    src = repo.path / "src"
+    with mounted(["--bind", str(src)], src):
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(src)], check=True)
+        other = repo.git("commit-tree", tree, "-p", head, "-m", "elsewhere").strip()
+        repo.git("update-ref", "refs/heads/main", other, head)
+        os.kill(proc.pid, signal.SIGCONT)
+        _out, err = proc.communicate()
+    message = err.decode()
+    assert proc.returncode == 2 and "could not update the branch" in message, message
+    assert "failed too" in message and "run 'patchstack undo'" in message, message
+    assert "nothing was changed" not in message
+    wait_unlocked(repo)
+    assert "was interrupted" in repo.ps("series").stderr
+    repo.git("update-ref", "refs/heads/main", head, other)  # the other process's move undone
+    repo.ps("undo")
+    assert state(repo) == before
+
+
 def test_a_linked_series_file_is_refused_and_never_replaced(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(9, "a")})
     repo.ps("init")
@@ -269,27 +290,26 @@ def advised(stderr: str) -> list[str]:
     return shlex.split(hint.partition("'")[2].partition("'")[0])
 
 
-@pytest.mark.parametrize("damage", ["blob", "missing", "empty"])
-def test_an_unreadable_log_ref_is_named_with_a_way_out(tmp_path: Path, damage: str) -> None:
+def test_an_unreadable_log_ref_is_named_with_a_way_out(tmp_path: Path) -> None:
     repo = build(tmp_path, 3)
     repo.ps("push", "--all")
     ref = repo.path / ".git" / "refs" / "patchstack" / "oplog"
-    if damage == "blob":
-        blob = repo.git("hash-object", "-w", "--stdin", input="not a log\n").strip()
-        repo.git("update-ref", "refs/patchstack/oplog", blob)
-    else:
-        ref.write_text("1234567890" * 4 + "\n" if damage == "missing" else "")
-    status = repo.ps("status", code=None)
-    assert status.exit_code in (0, 1) and "applied: 3 of 3" in status.stdout, status.stderr
-    assert "warning: " in status.stderr and "refs/patchstack/oplog" in status.stderr
-    err = repo.ps("pop", code=2).stderr
-    assert "another process" not in err and "git log failed" not in err, err
     expected = {"blob": "points at a blob", "missing": "repository lacks", "empty": "is empty"}
-    assert expected[damage] in err, err
-    subprocess.run(advised(err), cwd=repo.path, check=True)
-    repo.ps("pop")
-    repo.ps("undo")
-    assert len(repo.git("log", "--format=%H").split()) == 4
+    for damage, words in expected.items():
+        if damage == "blob":
+            blob = repo.git("hash-object", "-w", "--stdin", input="not a log\n").strip()
+            repo.git("update-ref", "refs/patchstack/oplog", blob)
+        else:
+            ref.write_text("1234567890" * 4 + "\n" if damage == "missing" else "")
+        status = repo.ps("status", code=None)  # a reader goes on, and says why
+        assert status.exit_code in (0, 1) and "applied: 3 of 3" in status.stdout, status.stderr
+        assert "warning: " in status.stderr and "refs/patchstack/oplog" in status.stderr
+        err = repo.ps("pop", code=2).stderr
+        assert words in err and "another process" not in err and "git log" not in err, err
+        subprocess.run(advised(err), cwd=repo.path, check=True)  # the advised step works
+        repo.ps("pop")
+        repo.ps("undo")
+        assert len(repo.git("log", "--format=%H").split()) == 4
 
 
 def test_a_full_scratch_store_is_named_with_the_way_round(tmp_path: Path, monkeypatch) -> None:
@@ -297,7 +317,9 @@ def test_a_full_scratch_store_is_named_with_the_way_round(tmp_path: Path, monkey
 
     disk = tmp_path / "shm"
     with mounted(["-t", "tmpfs", "-o", "size=1m", "tmpfs"], disk):
-        repo = small_fork(tmp_path / "fork")
+        repo = build(tmp_path, 6)
+        repo.ps("push", "--all")
+        upstream_moves(repo, tmp_path, 6, conflict=None)
         monkeypatch.setattr(scratch, "PARENT", str(disk))
         monkeypatch.setattr(scratch, "MIN_FREE", 1)  # room for the store: it fills at once
         subprocess.run(
@@ -330,25 +352,29 @@ def test_control_characters_in_labels_are_refused_naming_file_and_line(tmp_path:
     repo.ps("series")
 
 
-@pytest.mark.parametrize("kind", ["folder", "fifo"])
-def test_a_patch_file_that_is_no_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
+def test_a_patch_file_that_is_no_file_says_what_it_is(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(9, "a")})
     repo.ps("init")
-    replace_line(repo, "a.py", "a 2\n", "a 2 mine\n")
-    repo.ps("new", "mine", "--tag", "essential")
-    repo.ps("pop")
-    patch = repo.path / "patches" / "mine.patch"
-    data = patch.read_bytes()
-    patch.unlink()
-    patch.mkdir() if kind == "folder" else os.mkfifo(patch)
-    proc = spawn(repo, ["push"])
-    _out, err = proc.communicate(timeout=60)  # a FIFO is never opened: nothing waits on it
-    expected = "is a folder, not a file" if kind == "folder" else "is a FIFO (a named pipe)"
-    assert proc.returncode == 2 and expected in err.decode(), err
-    assert "patches/series:3:" in err.decode() and "(a plain file)" in err.decode()
-    patch.rmdir() if kind == "folder" else patch.unlink()
-    patch.write_bytes(data)  # the advised step
-    repo.ps("push")
+    for name, line in (("first", "a 2\n"), ("second", "a 6\n")):
+        replace_line(repo, "a.py", line, line.replace("\n", " mine\n"))
+        repo.ps("new", name, "--tag", "essential")
+    repo.ps("pop", "--all")
+    first, second = (repo.path / "patches" / f"{n}.patch" for n in ("first", "second"))
+    kept = first.read_bytes(), second.read_bytes()
+    first.unlink()
+    first.mkdir()
+    second.unlink()
+    os.mkfifo(second)  # never opened: nothing waits on it
+    err = repo.ps("push", "--all", code=2).stderr
+    assert "patches/series:3: patch file 'first.patch' is a folder, not a file" in err, err
+    assert "hint: put the patch file at patches/first.patch (a plain file)" in err
+    first.rmdir()
+    first.write_bytes(kept[0])  # the advised step
+    err = repo.ps("push", "--all", code=2).stderr
+    assert "patches/series:4: patch file 'second.patch' is a FIFO (a named pipe)" in err, err
+    second.unlink()
+    second.write_bytes(kept[1])
+    repo.ps("push", "--all")
 
 
 def test_tree_diff_is_what_diff_tree_gives(tmp_path: Path) -> None:

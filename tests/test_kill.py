@@ -165,7 +165,8 @@ def settle(
     probe = repo.ps("series", code=None)  # a reader: warns about an interrupted command
     # ... and removes git's index lock a killed publish held, so git works again at once.
     assert not (repo.path / ".git" / "index.lock").exists()
-    assert not list((repo.path / ".git").glob("patchstack-index-*"))
+    held = ("patchstack-index-held", "patchstack-index-kept")
+    assert not [n for n in held if (repo.path / ".git" / n).exists()]
     if "was interrupted" in probe.stderr:
         assert "run 'patchstack undo'" in probe.stderr
         if not fig.restored:  # a writer is refused too (once is enough to show it)

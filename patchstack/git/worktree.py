@@ -67,6 +67,8 @@ class HeldIndex:
         if os.path.exists(self.held):
             os.replace(self.held, self.index)
         self.committed = True
+        if self.git.index_file == self.held:
+            self.git.index_file = None  # from now on (a hook, say) the real one, new
 
     def roll_back(self) -> None:
         """The real index as it was before this publish (after `commit` too); released."""
