@@ -107,12 +107,21 @@ EXIT_STATUS = [
         " disagrees with the series.",
     ),
     ("2", "Bad input or usage, or refused to overwrite or lose something; nothing changed."),
-    ("130, 143", "Interrupted by Ctrl-C or SIGTERM, after finishing or rolling back the step."),
+    (
+        "130, 143, 129",
+        "Interrupted by Ctrl-C, SIGTERM or SIGHUP (a closed terminal), after finishing or"
+        " rolling back the step.",
+    ),
 ]
 
 ENVIRONMENT = [
     ("PATCHSTACK_DIR", "The series directory, when --dir is not given."),
     ("NO_COLOR", "When set, no colour (as --color=never)."),
+    (
+        "PATCHSTACK_NO_SCRATCH",
+        "When set, a replay writes the objects it may throw away into the repository, not"
+        " into a scratch store in /dev/shm (for a /dev/shm that is full).",
+    ),
     (
         "GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE",
         "As for git: patchstack runs git and finds the repository as git does.",

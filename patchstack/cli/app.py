@@ -7,6 +7,7 @@ which also runs before a subcommand's ``--help``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .output import out, render_conflict
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
+    from ..errors import PatchstackError
 
 EPILOG_EXIT = "Exit status: 0 done, 1 conflict, 2 bad input or refused (nothing changed)."
 
@@ -140,11 +142,11 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         code = invoke()
     except Interrupted as exc:
         _clean_up()
-        out(f"patchstack: interrupted ({exc}): {_where_it_stopped()}", err=True)
+        _say_last(f"patchstack: interrupted ({exc}): {_where_it_stopped()}")
         return exc.exit_code
     except OSError as exc:
         _clean_up()
-        fault = environment_fault(exc)
+        fault = _scratch_fault(exc.strerror or str(exc)) or environment_fault(exc)
         out(f"patchstack: error: {fault.message}", err=True)
         out(f"hint: {fault.hint}", err=True)
         return fault.exit_code
@@ -157,6 +159,8 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         return exc.exit_code
     except PatchstackError as exc:
         _clean_up()
+        if isinstance(exc, GitFailure):
+            exc = _scratch_fault(exc.message) or exc
         if exc.exit_code == 2:
             _refused()
         hint = exc.hint or (git_fault_hint(exc.message) if isinstance(exc, GitFailure) else None)
@@ -180,6 +184,42 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         out("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _scratch_fault(message: str) -> PatchstackError | None:
+    """A full disk that was the scratch store's (`git.scratch`): named, with the way round."""
+    from ..errors import EnvironmentFault
+    from ..transaction import scratch_was_full
+
+    lowered = message.lower()
+    if not ("no space left" in lowered or "out of diskspace" in lowered):
+        return None
+    where = scratch_was_full()
+    if where is None:
+        return None
+    return EnvironmentFault(
+        f"{message} (in {where}, where a replay keeps the objects it may throw away)",
+        f"free some space in {where}, or run the command with PATCHSTACK_NO_SCRATCH=1"
+        " (those objects then go into the repository); nothing was changed",
+    )
+
+
+def _say_last(text: str) -> None:
+    """The last words of an interrupted command. After SIGHUP the terminal may be gone: a
+    write that fails then must not turn the exit status into a traceback (or Python's 120
+    for a failed flush at exit), so the standard streams go to /dev/null instead."""
+    import os
+
+    try:
+        out(text, err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(null, stream.fileno())
+        os.close(null)
 
 
 def _clean_up() -> None:

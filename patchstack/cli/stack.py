@@ -186,7 +186,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
         problem = None
         if st.operation:
-            from ..transaction import foreign_error
+            from ..journal.refusals import foreign_error
 
             found = foreign_error(ws)
             problem = f"{found.message}: {found.hint}" if found else None

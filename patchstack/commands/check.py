@@ -17,11 +17,11 @@ from ..engine.replay import commit_chain, labels, old_chain, replay, steps
 from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
+from ..journal.refusals import refresh_error
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
-from ..transaction import refresh_error
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
 

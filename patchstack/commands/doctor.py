@@ -183,7 +183,7 @@ def _shadowed(kind: str, used: str, source: str, top: str) -> Finding:
 
 def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
     """Facts and findings about the series' applied state and its base."""
-    from ..transaction import foreign_error
+    from ..journal.refusals import foreign_error
     from .refresh.drift import drift as read_drift
     from .status import status
 
