@@ -7,7 +7,7 @@ import sys
 import click
 
 from .app import Options, cli
-from .output import complete_patch_names, complete_tags, echo, out
+from .output import complete_patch_names, complete_revisions, complete_tags, echo, out
 
 DISCARD_HELP = (
     "Drop what applied commits changed beyond their patch files (amend, rebase -i) instead of"
@@ -27,7 +27,7 @@ def answers() -> bytes | None:
 
 @cli.command()
 @click.argument("name")
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...", type=click.Path())
 @click.option(
     "--tag",
     "-t",
@@ -44,6 +44,7 @@ def answers() -> bytes | None:
     "--from-commit",
     "rev",
     metavar="REV",
+    shell_complete=complete_revisions,
     help="Turn REV, a commit made on top of the applied patches, into the patch.",
 )
 @click.pass_obj
@@ -290,7 +291,7 @@ def fold(ctx: click.Context, name: str, target: str, discard: bool) -> None:
 
 @cli.command()
 @click.argument("name", shell_complete=complete_patch_names)
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...", type=click.Path())
 @click.option("--as", "new", required=True, metavar="NEW", help="The new patch's name.")
 @click.option(
     "--tag",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .app import cli
-from .output import echo, style, tag_text
+from .output import complete_revisions, echo, style, tag_text
 
 if TYPE_CHECKING:
     from ..interop import ImportResult
@@ -22,6 +22,7 @@ def _import_options(f: F) -> F:
     f = click.option(
         "--base",
         metavar="REV",
+        shell_complete=complete_revisions,
         help="Base of a new series (default: HEAD below any applied patches; for commits, the"
         " parent of the first one).",
     )(f)
@@ -83,7 +84,7 @@ def import_cmd() -> None:
 
 
 @import_cmd.command("quilt")
-@click.argument("directory", metavar="DIR")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @_import_options
 @click.pass_context
 def import_quilt_cmd(
@@ -104,7 +105,7 @@ def import_quilt_cmd(
 
 
 @import_cmd.command("commits")
-@click.argument("rng", metavar="RANGE")
+@click.argument("rng", metavar="RANGE", shell_complete=complete_revisions)
 @_import_options
 @click.pass_context
 def import_commits_cmd(
@@ -125,7 +126,7 @@ def import_commits_cmd(
 
 
 @import_cmd.command("mbox")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=click.Path(dir_okay=False))
 @_import_options
 @click.pass_context
 def import_mbox_cmd(
@@ -153,7 +154,7 @@ def export_cmd() -> None:
 
 
 @export_cmd.command("quilt")
-@click.argument("directory", metavar="DIR")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.pass_context
 def export_quilt_cmd(ctx: click.Context, directory: str) -> None:
     """Write the series and its patch files to DIR (new or empty) for 'quilt push -a'.
@@ -173,7 +174,7 @@ def export_quilt_cmd(ctx: click.Context, directory: str) -> None:
 
 
 @export_cmd.command("mbox")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=click.Path(dir_okay=False))
 @click.pass_context
 def export_mbox_cmd(ctx: click.Context, file: str) -> None:
     """Write the series as one mail per patch to FILE ('-': standard output) for 'git am'.

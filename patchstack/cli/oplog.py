@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .output import complete_patch_names, echo
+from .output import complete_patch_names, echo, page
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
@@ -53,6 +53,7 @@ def log_cmd(ctx: click.Context, name: str | None, limit: int, as_json: bool) -> 
     full = journal.entries(ws.git)
     shown = full[:limit]
     live = {e.seq for e in journal.effective(full)}
+    page(ctx)
     if as_json:
         click.echo(json.dumps([_entry_json(e, e.seq in live) for e in shown], indent=2))
         return
@@ -70,6 +71,7 @@ def _patch_log(ctx: click.Context, ws: Checkout, name: str, limit: int, as_json:
 
     found, events = history(ws, name)
     shown = events[:limit]
+    page(ctx)
     if as_json:
         click.echo(json.dumps({"patch": found, "history": [e.to_json() for e in shown]}, indent=2))
         return

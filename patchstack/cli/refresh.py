@@ -11,6 +11,7 @@ from .app import cli
 from .output import (
     ProgressBar,
     complete_patch_names,
+    complete_revisions,
     complete_tags,
     echo,
     listed_verdicts,
@@ -27,7 +28,12 @@ if TYPE_CHECKING:
 
 
 @cli.command()
-@click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Replay the series onto REV (e.g. origin/main).",
+)
 @click.option(
     "--patch",
     "patch_name",
@@ -148,7 +154,12 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
 
 
 @cli.command()
-@click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Target (default: @{upstream}, else HEAD).",
+)
 @click.option(
     "--only", metavar="TAGS", shell_complete=complete_tags, help="Only patches with these tags."
 )

@@ -9,9 +9,11 @@ import click
 
 from .app import Options, cli
 from .output import (
+    color_asked,
     color_enabled,
-    color_mode,
     complete_patch_names,
+    complete_rev_or_dir,
+    complete_revisions,
     complete_tags,
     echo,
     selector,
@@ -27,10 +29,15 @@ def _render_options(f: F) -> F:
     f = click.option(
         "--templates",
         metavar="DIR",
+        type=click.Path(file_okay=False),
         help="Folder of templates overriding the shipped ones (also: .patchstack/templates/).",
     )(f)
     f = click.option(
-        "--output", "-o", metavar="FILE", help="Write to FILE instead of standard output."
+        "--output",
+        "-o",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Write to FILE instead of standard output.",
     )(f)
     return click.option(
         "--format",
@@ -52,26 +59,28 @@ def _emit(ctx: click.Context, text: str, output: str | None) -> None:
         REPLACED.update(dict.fromkeys(found))
         write_atomic(output, safe.encode("utf-8", "surrogateescape"))
     else:
-        from .output import out
+        from .output import out, page
 
-        out(text, nl=False, color=color_enabled(ctx))
+        page(ctx)
+        out(text, nl=False, color=color_enabled(), verbatim=True)
 
 
 def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     if fmt != "text":
         return False
     if output:  # a file gets colour only when asked for
-        return color_mode(ctx) == "always"
-    return color_enabled(ctx) is not False  # on stdout, click.echo strips it when not a TTY
+        return color_asked()
+    return color_enabled()
 
 
 @cli.command()
-@click.argument("old")
-@click.argument("new")
+@click.argument("old", shell_complete=complete_rev_or_dir)
+@click.argument("new", shell_complete=complete_rev_or_dir)
 @click.option(
     "--dir",
     "review_dir",
     metavar="PATH",
+    type=click.Path(file_okay=False),
     help="The series directory (its place in the work tree is its path in OLD and NEW).",
 )
 @_render_options
@@ -116,7 +125,7 @@ def review(
     assert opts is not None
     git = folder = None
     try:
-        ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
+        ws = Options(review_dir or opts.series_dir).checkout(write=False)
         git, folder = ws.git, ws.in_tree
     except PatchstackError:
         if not (os.path.isdir(old) and os.path.isdir(new)):
@@ -144,7 +153,12 @@ def review(
 
 @cli.command()
 @click.argument("name", shell_complete=complete_patch_names)
-@click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
+@click.option(
+    "--rev",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Show the patch as it is in revision REV.",
+)
 @_render_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
@@ -214,7 +228,13 @@ def show(
     show_default=True,
     help="mermaid for GitHub Markdown, dot for Graphviz.",
 )
-@click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.option(
+    "--output",
+    "-o",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write to FILE instead of standard output.",
+)
 @click.pass_context
 def graph(
     ctx: click.Context, only: str | None, except_: str | None, fmt: str, output: str | None
@@ -250,7 +270,13 @@ def graph(
 
 
 @cli.command()
-@click.argument("directory", default="patchstack-demo", required=False, metavar="[DIR]")
+@click.argument(
+    "directory",
+    default="patchstack-demo",
+    required=False,
+    metavar="[DIR]",
+    type=click.Path(file_okay=False),
+)
 @click.pass_context
 def demo(ctx: click.Context, directory: str) -> None:
     """Build a sandbox fork from the bundled example in DIR and walk the whole story.
@@ -267,7 +293,10 @@ def demo(ctx: click.Context, directory: str) -> None:
     from ..demo import run_demo
 
     root = os.path.abspath(directory)
-    base_args = ["--color", ctx.obj.color] + (
+    from .terminal import terminal
+
+    asked = terminal().color
+    base_args = ["--no-pager", *(["--color", asked] if asked else [])] + (
         ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
     )
 

@@ -11,11 +11,15 @@ import click
 from .app import Options, cli
 from .output import (
     ProgressBar,
+    complete_applied,
     complete_patch_names,
+    complete_revisions,
     complete_tags,
+    complete_unapplied,
     echo,
     names_line,
     out,
+    page,
     selector,
     style,
     tag_text,
@@ -30,7 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @cli.command()
-@click.option("--base", "base", metavar="REV", help="The upstream commit (default: HEAD).")
+@click.option(
+    "--base",
+    "base",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="The upstream commit (default: HEAD).",
+)
 @click.pass_obj
 def init(opts: Options, base: str | None) -> None:
     """Create the series directory and its series file.
@@ -62,6 +72,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     from ..commands.listing import list_series
 
     series, stack, rows = list_series(ctx.obj.checkout(write=False))
+    page(ctx)
     if as_json:
         out(
             json.dumps(
@@ -176,7 +187,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 # -- push / pop -----------------------------------------------------------------------------
 
 
-def _selector_options(f: F) -> F:
+def _selector_options(f: F, complete: Any = complete_patch_names) -> F:
     f = click.option(
         "--except",
         "except_",
@@ -192,7 +203,15 @@ def _selector_options(f: F) -> F:
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
     f = click.option("--verbose", "-v", is_flag=True, help="Name every patch moved.")(f)
-    return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
+    return click.argument("name", required=False, shell_complete=complete)(f)
+
+
+def _push_selector(f: F) -> F:
+    return _selector_options(f, complete_unapplied)
+
+
+def _pop_selector(f: F) -> F:
+    return _selector_options(f, complete_applied)
 
 
 def _discard_option(f: F) -> F:
@@ -225,8 +244,13 @@ def _print_move(ctx: click.Context, result: MoveResult, verb: str, verbose: bool
 
 
 @cli.command()
-@_selector_options
-@click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_push_selector
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Build the stack on REV instead of its base.",
+)
 @_discard_option
 @click.pass_context
 def push(
@@ -272,7 +296,7 @@ NO_BASE = (
 
 
 @cli.command()
-@_selector_options
+@_pop_selector
 @_discard_option
 @click.pass_context
 def pop(

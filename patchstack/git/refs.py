@@ -107,6 +107,18 @@ class Refs(GitBase):
         ]:
             del self._memo[key]
 
+    def ref_names(self) -> list[str]:
+        """Branches, remote-tracking branches and tags, named as git's own completion names
+        them (``main``, ``origin/main``, ``v1.0``)."""
+        out = self.out(
+            "for-each-ref",
+            "--format=%(refname:lstrip=2)",
+            "refs/heads",
+            "refs/remotes",
+            "refs/tags",
+        )
+        return [name for name in out.splitlines() if name]
+
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
