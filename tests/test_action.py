@@ -19,6 +19,7 @@ import pytest
 
 from patchstack.demo import build_sandbox, upstream_pull
 
+from . import schemas
 from .action_runner import ROOT, FakeGitHub, evaluate, load_yaml, run_action
 from .conftest import Repo
 from .test_review import every_classification
@@ -174,7 +175,8 @@ def test_review_posts_one_comment_and_edits_it_on_every_push(
             assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
             assert "gamma.patch" in run.summary and "Interdiff." in run.summary
             assert run.outputs["review-html"].endswith("review.html")
-            assert Path(run.outputs["review-json"]).exists()
+            review_json = Path(run.outputs["review-json"])
+            schemas.check_output(["review", "--json"], review_json.read_text())
             assert run.step("Keep the results as an artifact").uses == "actions/upload-artifact@v4"
         ours = [c for c in gh.on(7) if c["login"] == "github-actions[bot]"]
         assert len(ours) == 1  # posted once, then edited
@@ -285,7 +287,8 @@ def test_check_fails_the_job_on_a_conflict_and_says_why(action_copy, sandbox, tm
     assert "does not apply" in run.summary
     assert "#### Conflict in `nccl-diagnostic-logging.patch`" in run.summary
     assert "Upstream commits that changed these lines:" in run.summary
-    assert (tmp_path / "conflict" / "patchstack" / "check.json").exists()
+    check_json = tmp_path / "conflict" / "patchstack" / "check.json"
+    schemas.check_output(["check", "--json"], check_json.read_text())
     # Bad input is an error (2), not a conflict.
     fake_venv(tmp_path / "bad")
     bad = {**inputs, "onto": "no-such-ref"}

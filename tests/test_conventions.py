@@ -42,7 +42,7 @@ def fork(tmp_path) -> Repo:
 
 def test_json_shapes_are_stable(fork: Repo) -> None:
     series = json.loads(fork.ps("series", "--json").stdout)
-    assert set(series) == {"base", "base_ref", "head", "patches"}
+    assert set(series) == {"version", "base", "base_ref", "head", "patches"}
     assert set(series["patches"][0]) == {"name", "tag", "labels", "applied", "commit"}
     status = json.loads(fork.ps("status", "--json").stdout)
     assert {

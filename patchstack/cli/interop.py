@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .app import cli
-from .output import complete_revisions, echo, style, tag_text
+from .output import complete_revisions, echo, json_text, out, style, tag_text
 
 if TYPE_CHECKING:
     from ..interop import ImportResult
@@ -19,6 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _import_options(f: F) -> F:
+    f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")(f)
     f = click.option(
         "--base",
         metavar="REV",
@@ -37,8 +38,29 @@ def _import_options(f: F) -> F:
     )(f)
 
 
-def _print_import(ctx: click.Context, result: ImportResult) -> None:
+def _print_import(ctx: click.Context, result: ImportResult, as_json: bool) -> None:
     ws_dir = result.series_path.rsplit("/", 1)[0]
+    if as_json:
+        doc = {
+            "series": result.series_path,
+            "base": result.base,
+            "created": result.created,
+            "patches": [
+                {
+                    "name": p.name,
+                    "tag": p.tag,
+                    "labels": list(p.labels),
+                    "origin": p.origin,
+                    "method": p.method,
+                    "notes": list(p.notes),
+                }
+                for p in result.patches
+            ],
+            "skipped": [{"what": what, "why": why} for what, why in result.skipped],
+            "warnings": list(result.warnings),
+        }
+        out(json_text(doc), verbatim=True)
+        return
     for p in result.patches:
         labels = (", " + ", ".join(p.labels)) if p.labels else ""
         how = "" if p.method == "exact" else style(f"  ({p.method})", fg="yellow")
@@ -88,7 +110,12 @@ def import_cmd() -> None:
 @_import_options
 @click.pass_context
 def import_quilt_cmd(
-    ctx: click.Context, directory: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context,
+    directory: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    as_json: bool,
 ) -> None:
     """Import the quilt series in DIR (its 'series' file and patches).
 
@@ -101,7 +128,7 @@ def import_quilt_cmd(
     """
     from ..interop import import_quilt
 
-    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base))
+    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base), as_json)
 
 
 @import_cmd.command("commits")
@@ -109,7 +136,12 @@ def import_quilt_cmd(
 @_import_options
 @click.pass_context
 def import_commits_cmd(
-    ctx: click.Context, rng: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context,
+    rng: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    as_json: bool,
 ) -> None:
     """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
 
@@ -122,7 +154,7 @@ def import_commits_cmd(
     """
     from ..interop import import_commits
 
-    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base))
+    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base), as_json)
 
 
 @import_cmd.command("mbox")
@@ -130,7 +162,12 @@ def import_commits_cmd(
 @_import_options
 @click.pass_context
 def import_mbox_cmd(
-    ctx: click.Context, file: str, tag: str | None, append: bool, base: str | None
+    ctx: click.Context,
+    file: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    as_json: bool,
 ) -> None:
     """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
 
@@ -140,7 +177,7 @@ def import_mbox_cmd(
     """
     from ..interop import import_mbox
 
-    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base))
+    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base), as_json)
 
 
 @cli.group("export")

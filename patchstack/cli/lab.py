@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from .output import (
     complete_revisions,
     complete_tags,
     echo,
+    json_text,
     out,
     render_conflict,
     selector,
@@ -138,7 +138,7 @@ def bisect_cmd(
     )
     result = bisect(ws, good, bad, _selector(only, except_), command, judge, hooks)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        out(json_text(result.to_json()), verbatim=True)
     else:
         _print_bisect(ctx, result)
     if result.outcome != "found":
@@ -263,7 +263,7 @@ def worktree_cmd(
     if list_:
         found = worktree.experiments(ctx.obj.checkout(write=False).git)
         if as_json:
-            click.echo(json.dumps([_experiment_json(e) for e in found], indent=2))
+            out(json_text([_experiment_json(e) for e in found]), verbatim=True)
         elif not found:
             out("no worktrees made by 'patchstack worktree'")
         for e in [] if as_json else found:
@@ -342,7 +342,7 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
 
     report = doctor(ctx.obj.checkout(write=False), python, module)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        out(json_text(report.to_json()), verbatim=True)
     else:
         _print_doctor(ctx, report)
     if not report.ok:

@@ -58,6 +58,21 @@ def out(
     click.echo(safe, err=err, color=color, nl=nl)
 
 
+JSON_VERSION = 1  # counts incompatible changes of a --json shape; keys are only ever added
+
+
+def json_text(doc: Any, version: int = JSON_VERSION) -> str:
+    """A ``--json`` document: an object carries ``version`` first; a list (``log``,
+    ``worktree --list``) carries it in each entry, so the list keeps its shape."""
+    import json
+
+    if isinstance(doc, list):
+        doc = [{"version": version, **entry} for entry in doc]
+    elif "version" not in doc:
+        doc = {"version": version, **doc}
+    return json.dumps(doc, indent=2)
+
+
 def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
     out(text, err)
 

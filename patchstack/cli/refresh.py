@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
@@ -14,7 +13,9 @@ from .output import (
     complete_revisions,
     complete_tags,
     echo,
+    json_text,
     listed_verdicts,
+    out,
     render_conflict,
     selector,
     verdict,
@@ -103,7 +104,7 @@ def refresh(
     finally:
         bar.close()
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        out(json_text(result.to_json()), verbatim=True)
     else:
         _print_refresh(ctx, result, verbose)
     if result.stopped:
@@ -207,7 +208,7 @@ def check(
         for a, b in case_clashes(series)
     ]
     if as_json:
-        click.echo(json.dumps({**result.to_json(), "warnings": warnings}, indent=2))
+        out(json_text({**result.to_json(), "warnings": warnings}), verbatim=True)
     else:
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)

@@ -224,10 +224,10 @@ def show(
     "--format",
     "fmt",
     type=click.Choice(["text", "mermaid", "dot", "json"]),
-    default="text",
-    show_default=True,
-    help="mermaid for GitHub Markdown, dot for Graphviz.",
+    default=None,
+    help="text (the default), mermaid for GitHub Markdown, dot for Graphviz, json.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (--format json).")
 @click.option(
     "--output",
     "-o",
@@ -237,7 +237,12 @@ def show(
 )
 @click.pass_context
 def graph(
-    ctx: click.Context, only: str | None, except_: str | None, fmt: str, output: str | None
+    ctx: click.Context,
+    only: str | None,
+    except_: str | None,
+    fmt: str | None,
+    as_json: bool,
+    output: str | None,
 ) -> None:
     """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
 
@@ -250,9 +255,16 @@ def graph(
       patchstack graph --only essential
       patchstack graph --format mermaid -o graph.mmd
       patchstack graph --format dot | dot -Tsvg > graph.svg
+      patchstack graph --json
     """
+    from ..errors import PatchstackError
     from ..review.graph import FORMATS, build, subgraph
 
+    if as_json and fmt not in (None, "json"):
+        raise PatchstackError(
+            f"--json and --format {fmt}: give one", "see 'patchstack graph --help'"
+        )
+    fmt = "json" if as_json else fmt or "text"
     ws = ctx.obj.checkout(write=False)
     series = ws.load_series()
     whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])

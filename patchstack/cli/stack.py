@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,7 @@ from .output import (
     complete_tags,
     complete_unapplied,
     echo,
+    json_text,
     names_line,
     out,
     page,
@@ -75,7 +75,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     page(ctx)
     if as_json:
         out(
-            json.dumps(
+            json_text(
                 {
                     "base": series.base,
                     "base_ref": series.base_ref,
@@ -90,8 +90,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
                         }
                         for r in rows
                     ],
-                },
-                indent=2,
+                }
             )
         )
         return
@@ -132,7 +131,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     drift = do_drift(ws, st.stack_base)
     if as_json:
         out(
-            json.dumps(
+            json_text(
                 {
                     "drift": drift.to_json() if drift else None,
                     "branch": st.branch,
@@ -163,8 +162,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "on_top": list(st.on_top),
                     "out_of_order": list(st.out_of_order),
                     "disagreements": list(st.disagreements),
-                },
-                indent=2,
+                }
             )
         )
     else:
