@@ -205,6 +205,8 @@ def publish(ws: Checkout, plan: Plan) -> Published:
         found = git.messages(ref, 1)
         parent = found[0][0] if found else None
         last = parse_entry(*found[0]) if found else None
+        if plan.before is None:
+            ws.progress.step("saving the state before")
         before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
         if before.head != plan.old_head:
             raise RefusedError(
@@ -232,7 +234,10 @@ def publish(ws: Checkout, plan: Plan) -> Published:
             raise _ref_error(exc, "the operation log") from None
         lock.point("journal-running")
         try:
+            if _moves_the_work_tree(plan):
+                ws.progress.step("writing the work tree")
             written = _apply(ws, plan, before)
+            ws.progress.step("recording the operation")
             after = _after(ws, plan, before)
             lock.point("journal-finishing")
             updates = []
@@ -316,6 +321,13 @@ def _roll_back(ws: Checkout, before: Snapshot, ref: str, running: str, parent: s
         git.ref_transaction([RefUpdate(ref, Oid(parent) if parent else None, Oid(running))])
     except BaseException:  # noqa: S110 - the running entry is the record of what happened
         pass
+
+
+def _moves_the_work_tree(plan: Plan) -> bool:
+    how = plan.worktree
+    return isinstance(how, (Restore, Overlay)) or (
+        isinstance(how, MoveTree) and plan.old_head != plan.new_head
+    )
 
 
 def _apply(ws: Checkout, plan: Plan, before: Snapshot) -> tuple[str, ...]:

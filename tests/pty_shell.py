@@ -105,4 +105,17 @@ def run_in_pty(
     return os.waitstatus_to_exitcode(status), seen.replace("\r\n", "\n")
 
 
-__all__ = ["Bash", "run_in_pty"]
+def screen(seen: str) -> list[str]:
+    """The lines a terminal shows for ``seen``: a carriage return writes the line over from
+    its start, and an erase-to-end-of-line (``ESC [K``) ends it there."""
+    shown = []
+    for raw in seen.replace("\r\n", "\n").split("\n"):
+        line = ""
+        for part in raw.split("\r"):
+            text = part.replace("\x1b[K", "")
+            line = text + ("" if "\x1b[K" in part else line[len(text) :])
+        shown.append(line.rstrip())
+    return shown
+
+
+__all__ = ["Bash", "run_in_pty", "screen"]

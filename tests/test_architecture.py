@@ -10,12 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "patchstack"
 
-# Each layer may import itself and the layers listed; `errors`, `files` and `lock` sit below
-# everything, and `model.ids` is the vocabulary the git package shares.
+# Each layer may import itself and the layers listed; `errors`, `files`, `lock` and `progress`
+# sit below everything, and `model.ids` is the vocabulary the git package shares.
 ALLOWED: dict[str, set[str]] = {
     "model": {"model", "errors"},
     "git": {"git", "model.ids", "errors", "lock"},
-    "checkout": {"git", "model", "errors", "files"},
+    "checkout": {"git", "model", "errors", "files", "progress"},
     "engine": {"engine", "git", "model", "errors", "lock"},
     "journal": {"journal", "git", "model", "checkout", "errors", "files", "lock"},
     "transaction": {"journal", "git", "model", "checkout", "errors", "files", "lock"},

@@ -130,6 +130,10 @@ ENVIRONMENT = [
         "GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE",
         "As for git: patchstack runs git and finds the repository as git does.",
     ),
+    (
+        "PATCHSTACK_PROGRESS_DELAY",
+        "Seconds a command runs before its progress shows on a terminal (default 1).",
+    ),
     ("_PATCHSTACK_COMPLETE", "Set by the shell completion scripts (patchstack completion)."),
 ]
 

@@ -44,8 +44,12 @@ class Options:
         from ..transaction import begin
 
         ctx = click.get_current_context()
+        from .progress import TerminalProgress
+
         ws = open_checkout(self.series_dir)
         ctx.call_on_close(ws.git.close)
+        ws.progress = TerminalProgress(str(ctx.info_name))
+        ctx.call_on_close(ws.progress.close)
         ws.command = "patchstack " + (shlex.join(_ARGV) if _ARGV else str(ctx.info_name))
         held, problems = begin(
             ws,

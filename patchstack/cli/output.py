@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any
 
 import click
@@ -50,7 +49,9 @@ def out(
     colour is wanted (decided only for a line that has some). The commands named in a hint
     are named as the user ran patchstack, unless ``verbatim`` (rendered patches, reviews)."""
     from ..safe_text import safe_terminal
+    from .progress import pause
 
+    pause()  # a progress line on the terminal ends first
     safe, found = safe_terminal(text if verbatim else as_invoked(text))
     REPLACED.update(dict.fromkeys(found))
     if color is None:
@@ -186,35 +187,6 @@ def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -
 def tag_text(tag: str | None) -> str:
     colours = {"essential": "green", "diagnostic": "cyan", "optimization": "magenta"}
     return style(tag or "?", fg=colours.get(tag or "", "red"))
-
-
-class ProgressBar:
-    """A progress bar on stderr, only on a terminal and only once work lasts over a second."""
-
-    def __init__(self, label: str) -> None:
-        import time
-
-        self.label = label
-        self.start = time.monotonic()
-        self.bar: Any = None
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        import time
-
-        if self.bar is None:
-            if time.monotonic() - self.start < 1.0 or done >= total:
-                return
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.bar.pos)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 _VERDICT_COLOURS = {

@@ -8,7 +8,6 @@ import click
 
 from .app import cli
 from .output import (
-    ProgressBar,
     complete_patch_names,
     complete_revisions,
     complete_tags,
@@ -93,8 +92,10 @@ def refresh(
             "--continue and --abort take no other option", "see 'patchstack refresh --help'"
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
-    bar = ProgressBar("refreshing")
+    bar = ws.progress
     try:
+        if not abort_:
+            bar.step("replaying the series")
         if abort_:
             result = abort(ws)
         elif continue_:
@@ -196,11 +197,11 @@ def check(
     from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
-    bar = ProgressBar("checking")
     try:
-        result = do_check(ws, onto, selector(None, False, only, except_), bar)
+        ws.progress.step("replaying the series")
+        result = do_check(ws, onto, selector(None, False, only, except_), ws.progress)
     finally:
-        bar.close()
+        ws.progress.close()
     series = ws.load_series()
     warnings = [
         f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"

@@ -135,6 +135,8 @@ def review(
             "the series directory is outside the work tree, so it has no path in a revision",
             "give --dir as a folder inside the repository, or give two directories",
         )
+    if git is not None:
+        ws.progress.step("comparing the two series")
     result = load_review(old, new, git, folder)
     if as_json:
         import json
@@ -267,7 +269,12 @@ def graph(
     fmt = "json" if as_json else fmt or "text"
     ws = ctx.obj.checkout(write=False)
     series = ws.load_series()
-    whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
+    ws.progress.step("reading the patches", len(series.entries))
+    patches = []
+    for i, e in enumerate(series.entries, 1):
+        patches.append((e, ws.read_patch(e)[1]))
+        ws.progress(i, len(series.entries))
+    whole = build(patches)
     sel = selector(None, False, only, except_)
     if sel.filtered:
         from ..model.selection import check_words

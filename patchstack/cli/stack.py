@@ -9,7 +9,6 @@ import click
 
 from .app import Options, cli
 from .output import (
-    ProgressBar,
     complete_applied,
     complete_patch_names,
     complete_revisions,
@@ -275,12 +274,10 @@ def push(
     from ..commands.push import push as do_push
 
     ws = ctx.obj.checkout()
-    bar = ProgressBar("pushing")
     try:
-        sel = selector(name, all_, only, except_)
-        result = do_push(ws, sel, onto, bar, discard)
+        result = do_push(ws, selector(name, all_, only, except_), onto, ws.progress, discard)
     finally:
-        bar.close()
+        ws.progress.close()
     _print_move(ctx, result, "push", verbose)
     if ws.load_series().base is None:
         echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
@@ -316,9 +313,9 @@ def pop(
     """
     from ..commands.pop import pop as do_pop
 
-    bar = ProgressBar("popping")
+    ws = ctx.obj.checkout()
     try:
-        result = do_pop(ctx.obj.checkout(), selector(name, all_, only, except_), bar, discard)
+        result = do_pop(ws, selector(name, all_, only, except_), ws.progress, discard)
     finally:
-        bar.close()
+        ws.progress.close()
     _print_move(ctx, result, "pop", verbose)

@@ -88,6 +88,9 @@ class Terminal:
         pager = pager_command()
         if pager is None:
             return
+        from .progress import pause
+
+        pause()
         sys.stdout.flush()
         sys.stderr.flush()
         proc = start_pager(pager)

@@ -58,7 +58,9 @@ def move_stack(
     from its patch file or dropped, which is refused for a commit that differs from its file
     (unless ``discard``). A patch file edited since it was applied is rebuilt from the file.
     """
-    proof = proof or prove(ws, series, stack)
+    if proof is None:
+        ws.progress.step("checking the applied commits")
+        proof = prove(ws, series, stack)
     base = onto or stack.base
     keep: list[AppliedPatch] = []
     if base == stack.base:
@@ -77,6 +79,7 @@ def move_stack(
         )
     built = []
     if rest:
+        ws.progress.step("building commits")
         engine = make_engine(ws, series, stack)
         try:
             base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
@@ -102,6 +105,7 @@ def push(
     require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
     onto_oid = resolve_rev(ws.git, onto) if onto else None
+    ws.progress.step("checking the applied commits")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:

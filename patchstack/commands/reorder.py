@@ -433,8 +433,9 @@ def _rebuild(
         return keep[-1].commit if keep else stack.base
     new_engine = _engine_over(ws.git, engine, new_series, final)
     new_engine.seed(list(trees))
+    ws.progress.step("building commits")
     try:
-        built = new_engine.build(stack.base, stack.base_tree, keep, rest)
+        built = new_engine.build(stack.base, stack.base_tree, keep, rest, ws.progress)
     finally:
         new_engine.close()
     return built[-1][1]

@@ -36,6 +36,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import stack_from_history
 from ..model.trailers import PATCH_COMMIT_GREP
+from ..progress import QUIET, Progress
 from ..transaction import Plan, publish
 from .state import make_engine, read_stack, resolve_rev
 
@@ -72,12 +73,14 @@ def selector_words(sel: Selector) -> tuple[str, ...]:
     return tuple(words)
 
 
-def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
+def build_on(
+    engine: Engine, git: Git, base: Oid, names: Sequence[str], progress: Progress = QUIET
+) -> Oid:
     """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
     (with the conflict report) when a patch does not apply there."""
     if not names:
         return base
-    return engine.build(base, git.tree_of(base), [], list(names))[-1][1]
+    return engine.build(base, git.tree_of(base), [], list(names), progress)[-1][1]
 
 
 # -- experiment worktrees -------------------------------------------------------------------
@@ -105,8 +108,9 @@ def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Exp
     else:
         base = stack.base
     engine = make_engine(ws, series, stack)
+    ws.progress.step("building commits")
     try:
-        head = build_on(engine, git, base, names)
+        head = build_on(engine, git, base, names, ws.progress)
     finally:
         engine.close()
     note = {
@@ -126,7 +130,7 @@ def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Exp
             where = experiment_path(linked.git_dir)
             os.makedirs(os.path.dirname(where), exist_ok=True)
             write_atomic(where, (json.dumps(note, indent=2) + "\n").encode())
-        there = Checkout(linked, ws.series_dir, path, ws.command)
+        there = Checkout(linked, ws.series_dir, path, ws.command, ws.progress)
         publish(there, Plan("worktree", base, head))
     except BaseException:
         with lock.critical():
