@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +68,7 @@ def read_quilt(
     skipped: list[tuple[str, str]] = []
     warnings: list[str] = []
     names: dict[str, str] = {}
+    folds: dict[str, tuple[str, int]] = {}  # name folded as macOS and Windows fold it
     created: set[str] = set()
     top = os.path.realpath(directory)
     for ql in lines:
@@ -93,6 +95,14 @@ def read_quilt(
                 "rename one of the patch files",
             )
         names[name] = ql.file
+        folded = unicodedata.normalize("NFC", name).casefold()
+        if folded in folds and folds[folded][0] != name:
+            other, at = folds[folded]
+            warnings.append(
+                f"{shown}:{ql.lineno}: '{name}' and '{other}' (line {at}) differ only by case:"
+                " one file on macOS and Windows, so the series is not portable there"
+            )
+        folds.setdefault(folded, (name, ql.lineno))
         with open(path, "rb") as fh:
             data = fh.read()
         if not _has_diff(data):
@@ -104,7 +114,10 @@ def read_quilt(
         if not _has_diff(data):
             skipped.append((ql.file, "holds only binary changes without data"))
             continue
-        patch = parse_patch(data, file_shown, ql.strip)
+        try:
+            patch = parse_patch(data, file_shown, ql.strip)
+        except InputError as exc:
+            raise _named_by(exc, shown, ql.lineno, ql.file, ql.strip) from None
         created.update(f.new_path for f in patch.files if f.new_path and not f.old_path)
         message = patch_message(patch, name.removesuffix(".patch").removesuffix(".diff"))
         if tolerated.notes:
@@ -124,6 +137,16 @@ def read_quilt(
             )
         )
     return sources, skipped, warnings
+
+
+def _named_by(exc: InputError, series: str, lineno: int, file: str, strip: int) -> InputError:
+    """A patch file's error, saying which series line names it, and how it reads it."""
+    where = f"{exc.path}:{exc.line}: " if exc.line else f"{exc.path}: "
+    message = exc.message.removeprefix(where)
+    entry = file + (f" -p{strip}" if strip != 1 else "")
+    return InputError(
+        exc.path, exc.line, f"{message} (series line {series}:{lineno}: '{entry}')", exc.hint
+    )
 
 
 def _has_diff(data: bytes) -> bool:
