@@ -29,6 +29,15 @@ CASES = {
         + TEXT_CHANGE,
         "8: binary change to 'blob.bin' without data",
     ),
+    # glibc's git-updates.diff creates timezone/testdata/XT6 so: quilt makes it empty.
+    "binary-created-without-data": (
+        HEAD
+        + "diff --git a/new.bin b/new.bin\nnew file mode 100644\nindex 0000000..89abcde\n"
+        + "Binary files /dev/null and b/new.bin differ\n"
+        + "diff --git a/a.py b/a.py\n"
+        + TEXT_CHANGE,
+        "9: binary file 'new.bin' created without its data: created empty, as GNU patch",
+    ),
     "names-disagree": (
         HEAD
         + "diff --git a/a.py b/a.py\n--- a/a\n+++ b/a.py\n"

@@ -119,6 +119,8 @@ class PatchstackGroup(CommandGroup):
         given = kwargs.get("args", args[0] if args else None)
         outer = _ARGV[:], _INVOKED[:]
         _ARGV[:] = list(sys.argv[1:] if given is None else given)
+        kwargs["args"] = terminal.bare_color(_ARGV)
+        args = ()
         _INVOKED[:] = [str(kwargs["prog_name"])]
         terminal.begin()
         try:

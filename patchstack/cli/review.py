@@ -315,7 +315,7 @@ def demo(ctx: click.Context, directory: str) -> None:
     from .terminal import terminal
 
     asked = terminal().color
-    base_args = ["--no-pager", *(["--color", asked] if asked else [])] + (
+    base_args = ["--no-pager", *([f"--color={asked}"] if asked else [])] + (
         ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
     )
 

@@ -171,6 +171,18 @@ def _set_color(ctx: click.Context, param: click.Parameter, value: str | None) ->
         terminal().color = value
 
 
+def bare_color(args: list[str]) -> list[str]:
+    """git's ``--color`` without a value is ``--color=always`` (a value is given with '=';
+    ``--color never``, with one of the three words after it, is still read as its value)."""
+    out = list(args)
+    for k, word in enumerate(out):
+        if word == "--":
+            break
+        if word == "--color" and (k + 1 == len(out) or out[k + 1] not in _CHOICES):
+            out[k] = "--color=always"
+    return out
+
+
 def color_option(whole: bool = False) -> click.Option:
     """``--color[=WHEN]``, the same on the group and on every command (``whole``: the help
     that says every rule, for the group's)."""
@@ -181,8 +193,6 @@ def color_option(whole: bool = False) -> click.Option:
     return click.Option(
         ["--color"],
         type=click.Choice(_CHOICES),
-        is_flag=False,
-        flag_value="always",
         default=None,
         expose_value=False,
         callback=_set_color,

@@ -8,7 +8,9 @@ with a warning naming the file and line, so that nothing is silently different:
   CRs from patch"); so does the import;
 - ``Binary files a/x and b/x differ`` in a git file diff (a binary change without data): GNU
   patch skips that file with a warning; the import leaves the section out and records in the
-  imported patch's description that the binary change had no data;
+  imported patch's description that the binary change had no data; when the section creates
+  the file (``new file mode``, or ``/dev/null`` as the old side), GNU patch creates it empty
+  (glibc's ``timezone/testdata/XT6``), and so does the import;
 - ``---``/``+++`` names that disagree with each other or with the ``diff --git`` line, without
   a rename: GNU patch picks one of the names (the one that exists, else the one with the
   fewest components, the shortest base name, the shortest name); the import rewrites the
@@ -107,6 +109,24 @@ def tolerate(data: bytes, shown: str, strip: int, exists: Callable[[str], bool])
                 name = _strip(m.group(2).decode("utf-8", "surrogateescape"), strip)
                 if name == "/dev/null":
                     name = _strip(m.group(1).decode("utf-8", "surrogateescape"), strip)
+                mode = next(
+                    (j for j, x in enumerate(section) if x.startswith(b"new file mode ")), None
+                )
+                if mode is not None or m.group(1) == b"/dev/null":
+                    warnings.append(
+                        f"{shown}:{start + k + 1}: binary file '{name}' created without its data:"
+                        " created empty, as GNU patch (quilt) creates it"
+                    )
+                    notes.append(
+                        f"The quilt patch created the binary file '{name}' without its data"
+                        " ('Binary files ... differ'); quilt creates it empty, and so did the"
+                        " import."
+                    )
+                    if mode is None:
+                        lines[start + k] = b"new file mode 100644"
+                        mode = k
+                    drop.update(j for j in range(start + 1, end) if j != start + mode)
+                    break
                 warnings.append(
                     f"{shown}:{start + k + 1}: binary change to '{name}' without data: left out,"
                     " as GNU patch (quilt) leaves it out"
