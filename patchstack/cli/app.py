@@ -48,7 +48,8 @@ class Options:
 
         ws = open_checkout(self.series_dir)
         ctx.call_on_close(ws.git.close)
-        ws.progress = TerminalProgress(str(ctx.info_name))
+        words = ctx.command_path[len(ctx.find_root().info_name or "") :].strip()
+        ws.progress = TerminalProgress(words or str(ctx.info_name))  # "import quilt"
         ctx.call_on_close(ws.progress.close)
         ws.command = "patchstack " + (shlex.join(_ARGV) if _ARGV else str(ctx.info_name))
         held, problems = begin(
