@@ -27,6 +27,7 @@ from .model import paths
 from .model.diff import commit_text
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
+from .progress import QUIET, Progress
 from .store import Store
 
 DEFAULT_DIR = "patches"
@@ -38,6 +39,7 @@ class Checkout:
     series_dir: str  # absolute
     cwd: str
     command: str = ""  # the command line, as the operation log records it
+    progress: Progress = field(default=QUIET, repr=False)  # what the command says meanwhile
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
     _summaries: dict[Any, tuple[bytes, PatchSummary]] = field(default_factory=dict, repr=False)

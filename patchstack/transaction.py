@@ -206,6 +206,8 @@ def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
     found = read_log(git, 1)
     parent = found[0][0] if found else None
     last = parse_entry(*found[0]) if found else None
+    if plan.before is None:
+        ws.progress.step("saving the state before")
     before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
     check_unmoved(ws, plan.old_head, before, taken_before=plan.before is not None)
     entry = Entry(
@@ -233,8 +235,11 @@ def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
     lock.point("journal-running")
     wrote = _Wrote([], [])
     try:
+        if _moves_the_work_tree(plan):
+            ws.progress.step("writing the work tree")
         written = _apply(ws, plan, before, wrote)
         trees = put(git, plan.trees, ws.series_dir)
+        ws.progress.step("recording the operation")
         after = _after(ws, plan, before)
         lock.point("journal-finishing")
         updates = []
@@ -375,6 +380,16 @@ def _roll_back(
         _UNFINISHED.append(str(exc) or type(exc).__name__)
         return _UNFINISHED[-1]
     return None
+
+
+def _moves_the_work_tree(plan: Plan) -> bool:
+    """(An experiment tree made or removed is a work tree written too.)"""
+    how = plan.worktree
+    return (
+        isinstance(how, (Restore, Overlay))
+        or (isinstance(how, MoveTree) and plan.old_head != plan.new_head)
+        or bool(plan.trees)
+    )
 
 
 def _apply(ws: Checkout, plan: Plan, before: Snapshot, wrote: _Wrote) -> tuple[str, ...]:

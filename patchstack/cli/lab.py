@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
-from .output import complete_tags, echo, render_conflict, selector, style
+from .output import (
+    complete_revisions,
+    complete_tags,
+    echo,
+    json_text,
+    out,
+    render_conflict,
+    selector,
+    style,
+)
 
 if TYPE_CHECKING:
     from ..commands.bisect import BisectResult, Step
@@ -47,8 +55,8 @@ def _short(oid: str | None) -> str:
 
 
 @cli.command("bisect")
-@click.argument("good")
-@click.argument("bad")
+@click.argument("good", shell_complete=complete_revisions)
+@click.argument("bad", shell_complete=complete_revisions)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARG]...")
 @_selection_options
 @click.option(
@@ -130,7 +138,7 @@ def bisect_cmd(
     )
     result = bisect(ws, good, bad, _selector(only, except_), command, judge, hooks)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        out(json_text(result.to_json()), verbatim=True)
     else:
         _print_bisect(ctx, result)
     if result.outcome != "found":
@@ -199,8 +207,13 @@ def _print_bisect(ctx: click.Context, r: BisectResult) -> None:
 
 
 @cli.command("worktree")
-@click.argument("directory", required=False, metavar="[DIR]")
-@click.option("--onto", metavar="REV", help="Apply the patches onto REV (default: the base).")
+@click.argument("directory", required=False, metavar="[DIR]", type=click.Path(file_okay=False))
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Apply the patches onto REV (default: the base).",
+)
 @_selection_options
 @click.option("--list", "list_", is_flag=True, help="List the worktrees made by this command.")
 @click.option("--remove", is_flag=True, help="Remove the worktree DIR made by this command.")
@@ -253,11 +266,11 @@ def worktree_cmd(
     if list_:
         found = worktree.experiments(ctx.obj.checkout(write=False).git)
         if as_json:
-            click.echo(json.dumps([_experiment_json(e) for e in found], indent=2))
+            out(json_text([_experiment_json(e) for e in found]), verbatim=True)
         elif not found:
-            click.echo("no worktrees made by 'patchstack worktree'")
+            out("no worktrees made by 'patchstack worktree'")
         for e in [] if as_json else found:
-            click.echo(_experiment_line(e))
+            out(_experiment_line(e))
         return
     assert directory is not None
     ws = ctx.obj.checkout()
@@ -271,7 +284,7 @@ def worktree_cmd(
     click.echo(f"made {directory}: {len(made.patches)} patch(es) on {on}, HEAD {_short(made.head)}")
     for name in made.patches:
         click.echo(f"  + {name}")
-    click.echo(f"next: cd {directory} && patchstack status")
+    out(f"next: cd {directory} && patchstack status")
 
 
 def _experiment_line(e: Experiment) -> str:
@@ -303,6 +316,7 @@ def _experiment_json(e: Experiment) -> dict[str, object]:
     "--python",
     "python",
     metavar="PATH",
+    type=click.Path(dir_okay=False),
     help="The interpreter that runs the service (default: python on PATH).",
 )
 @click.option(
@@ -335,7 +349,7 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
 
     report = doctor(ctx.obj.checkout(write=False), python, module)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        out(json_text(report.to_json()), verbatim=True)
     else:
         _print_doctor(ctx, report)
     if not report.ok:

@@ -49,10 +49,13 @@ class DoctorReport:
         return not any(f.severity == "differs" for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:
+        """``version`` is the shape's (2: the interpreter's version moved to
+        ``python_version``)."""
         data = asdict(self)
+        data["python_version"] = data.pop("version")
         data["findings"] = [asdict(f) for f in self.findings]
         data["ok"] = self.ok
-        return data
+        return {"version": 2, **data}
 
 
 def doctor(ws: Checkout, python: str | None, module: str | None) -> DoctorReport:

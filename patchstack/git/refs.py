@@ -140,6 +140,18 @@ class Refs(GitBase):
         only reads goes on past a log git cannot read, having said so)."""
         self._memo[("absent", ref)] = True
 
+    def ref_names(self) -> list[str]:
+        """Branches, remote-tracking branches and tags, named as git's own completion names
+        them (``main``, ``origin/main``, ``v1.0``)."""
+        out = self.out(
+            "for-each-ref",
+            "--format=%(refname:lstrip=2)",
+            "refs/heads",
+            "refs/remotes",
+            "refs/tags",
+        )
+        return [name for name in out.splitlines() if name]
+
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
