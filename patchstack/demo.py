@@ -241,8 +241,8 @@ HOTFIX_FILE = "srt/utils.py"
 
 
 def experiments(box: Sandbox, step: Callable[..., None], echo: Callable[..., None]) -> None:
-    """The experiment commands: a side-by-side worktree, bisect with the essential patches
-    carried, and doctor before and after a hot fix made outside any patch."""
+    """The experiment commands: a side-by-side worktree, bisect across the refresh with every
+    patch carried, and doctor before and after a hot fix made outside any patch."""
     step(
         "A worktree beside the fork with only the essential patches, for an A/B run (your"
         " checkout is not touched; 'cd ../essential-only && patchstack status' works there):",
@@ -251,9 +251,11 @@ def experiments(box: Sandbox, step: Callable[..., None], echo: Callable[..., Non
     step("The experiment worktrees and what each carries:", "patchstack worktree --list")
     step(
         "Which upstream commit of the pull stopped the scheduler calling"
-        " init_distributed_environment, with the essential patches carried at every step?"
-        " (each step runs in a scratch worktree)",
-        f"patchstack bisect {box.base[:10]} origin/main --only essential --"
+        " init_distributed_environment, with every patch carried at every step? Each step runs"
+        " in a scratch worktree, and the bisect crosses the refresh: before 9d6d1af69a it"
+        " carries the patches as they were before the refresh (the operation log keeps every"
+        " version of the series), from there on the refreshed ones, and it says which:",
+        f"patchstack bisect {box.base[:10]} origin/main --"
         " grep -q init_distributed_environment srt/managers/scheduler.py",
     )
     step(

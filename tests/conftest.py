@@ -61,6 +61,9 @@ def copy_repo(src: Path, dst: Path) -> Repo:
     return Repo(dst)
 
 
+LEARNED = "patches/resolutions/"  # recorded resolutions: kept by undo on purpose
+
+
 class Repo:
     """A git repository in a temporary folder, driven through git and the real CLI."""
 
@@ -117,16 +120,24 @@ class Repo:
         return result
 
     def snapshot(self) -> dict[str, bytes]:
-        """Every file of the work tree and of the series directory (not .git)."""
+        """Every file of the work tree and of the series directory (not .git), but for the
+        recorded resolutions: what a refresh learns is not state, and undo leaves it."""
         files = {}
         for p in sorted(self.path.rglob("*")):
             if ".git" in p.relative_to(self.path).parts or not p.is_file():
                 continue
-            files[str(p.relative_to(self.path))] = p.read_bytes()
+            rel = str(p.relative_to(self.path))
+            if not rel.startswith(LEARNED):
+                files[rel] = p.read_bytes()
         return files
 
+    def status_all(self, *options: str) -> str:
+        """``git status --porcelain --untracked-files=all``, but for the recorded resolutions."""
+        status = self.git(*options, "status", "--porcelain", "--untracked-files=all")
+        return "".join(ln for ln in status.splitlines(True) if not ln[3:].startswith(LEARNED))
+
     def state(self) -> tuple[str, str, dict[str, bytes]]:
-        return self.head(), self.git("status", "--porcelain"), self.snapshot()
+        return self.head(), self.status_all(), self.snapshot()
 
 
 def make_repo(path: Path, files: dict[str, str]) -> Repo:

@@ -83,9 +83,7 @@ def snapshot(repo: Repo) -> dict:
             "refs/worktree",
         ),
         # --no-optional-locks: the snapshot itself must not refresh (rewrite) the index.
-        "status": repo.git(
-            "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"
-        ),
+        "status": repo.status_all("--no-optional-locks"),
         "files": repo.snapshot(),
         # The index entries (mode, blob, stage, path); stat data may be refreshed.
         "index": repo.git("--no-optional-locks", "ls-files", "--stage"),

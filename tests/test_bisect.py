@@ -136,9 +136,21 @@ def test_finds_the_culprit_with_the_essential_patch_and_skips_where_it_does_not_
         }
         assert rows[history.commits[4][:10]] == ["skip", "conflict"]
         assert rows[culprit[:10]] == ["bad", "1"]
-        # The skipped commit comes with its conflict report.
+        # The skipped commit says what did not apply; --verbose gives the conflict report.
         assert "-> skip: patch raw-value.patch does not apply" in out.stderr
-        assert "conflict in patch raw-value.patch" in out.stderr and "file app.py" in out.stderr
+        assert "does not apply: app.py, 1 hunk(s) (--verbose shows the conflict)" in out.stderr
+        assert "conflict in patch raw-value.patch" not in out.stderr
+        c4 = history.commits[4][:10]
+        assert (
+            "where the carried patches do not apply:\n"
+            f"  at {c4} (settings: E is 50) only, raw-value.patch does not apply"
+            f" (it applies again at {history.commits[5][:10]})"
+        ) in out.stdout
+        verbose = history.ps(
+            "bisect", "-v", history.good, "upstream", "--only", "essential", "--", *IMPORTS
+        )
+        assert "conflict in patch raw-value.patch" in verbose.stderr
+        assert "file app.py" in verbose.stderr
         data = json.loads(
             history.ps(
                 "bisect", "--json", history.good, "upstream", "--only", "essential", "--", *IMPORTS
@@ -188,6 +200,12 @@ def test_threshold_finds_the_commit_that_made_the_benchmark_slower(
     data = json.loads(history.ps(*latency, "--json", "--", *bench, cwd=sub).stdout)
     assert data["culprit"]["commit"] == history.commits[2]
     assert [s["figure"] for s in data["steps"]] == [None, 16.6, 10.6, 16.6]
+    # A relative threshold is measured from GOOD's own figure: GOOD is tested first.
+    relative = [*args[:-1], "10%", "--metric", r"tokens/s: ([0-9.]+)", "--json", "--", *bench]
+    data = json.loads(history.ps(*relative, cwd=sub).stdout)
+    assert data["culprit"]["commit"] == history.commits[2]
+    assert data["steps"][0]["index"] == 0 and data["steps"][0]["figure"] == 94.2
+    assert "60.1: 36.2 % worse than GOOD > 10 %" in [s["why"] for s in data["steps"]]
     assert os.listdir(scratch_root) == []
 
 
@@ -242,6 +260,7 @@ def test_a_killed_bisect_leaves_a_scratch_that_the_next_one_removes(
         (["{good}", "nope", "--", "true"], "unknown revision 'nope'"),
         (["{good}", "upstream", "--only", "opt", "--", "true"], "unknown tag 'opt'"),
         (["{good}", "upstream", "--metric", "x", "--", "true"], "go with --threshold"),
+        (["{good}", "upstream", "--threshold", "ten%", "--", "true"], "not a number"),
         (
             ["{good}", "upstream", "--threshold", "1", "--metric", "(", "--", "true"],
             "--metric: not",
@@ -340,3 +359,22 @@ def test_judge_reads_exit_statuses_like_git_bisect_run() -> None:
     picked = Judge(80.0, metric=re.compile(r"tokens/s: ([0-9.]+)"))
     assert picked.figure("tokens/s: 94.2 (3 runs)") == 94.2
     assert picked.figure("3 runs") is None
+
+
+def test_stops_are_runs_of_one_patch_between_builds() -> None:
+    from patchstack.commands.bisect_run import Stop, locate, stops
+
+    built = {1: None, 3: "a.patch", 4: "a.patch", 6: None, 7: "b.patch", 9: "b.patch"}
+    assert stops(built) == (Stop("a.patch", 3, 4, 1, 6, 2), Stop("b.patch", 7, 9, 6, None, 2))
+    # Pinned by builds alone: a.patch stops applying at 2 and applies again at 5; b.patch
+    # does not apply from 7 on, up to BAD (10).
+    truth = {i: "a.patch" if 2 <= i <= 4 else ("b.patch" if i >= 7 else None) for i in range(11)}
+    asked: list[int] = []
+
+    def build(i: int) -> str | None:
+        asked.append(i)
+        return truth[i]
+
+    locate(build, built, 10, lambda patch: None)
+    assert stops(built) == (Stop("a.patch", 2, 4, 1, 5, 3), Stop("b.patch", 7, 10, 6, None, 3))
+    assert sorted(asked) == [2, 5, 10]

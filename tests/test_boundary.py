@@ -16,12 +16,15 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def full(repo: Repo) -> tuple:
+    """The whole state, but for the recorded resolutions: what a refresh learned is not
+    state, and undo leaves it (as git's rerere cache survives a reset)."""
+    _head, status, files = repo.state()
     return (
         repo.git("symbolic-ref", "-q", "HEAD", check=False),
         repo.head(),
         repo.git("ls-files", "-s"),
-        repo.git("status", "--porcelain", "--untracked-files=all"),
-        repo.snapshot(),
+        status,
+        files,
     )
 
 

@@ -47,6 +47,12 @@ def test_demo_tells_the_story_and_writes_only_into_its_folder(tmp_path) -> None:
     assert "made ../essential-only: 3 patch(es) on the series base" in out
     assert "../essential-only  3 patch(es) on" in out
     assert "first failing commit: 9d6d1af69a" in out
+    # The bisect carries every patch across the refresh: the version before it, then the
+    # refreshed one, with no step skipped.
+    bisect = out[out.index("$ patchstack bisect") : out.index("$ patchstack doctor")]
+    assert "-> skip" not in bisect
+    assert "patches as in the series before log #5 (refresh --continue), base 434057dae1" in bisect
+    assert "v2: patches as in the series now, base 9d6d1af69a" in bisect
     assert "import srt: srt (this work tree" in out and "everything agrees" in out
     assert "differs uncommitted edits in no patch: srt/utils.py" in out
     assert "\x1b[" not in out  # no colour in a pipe

@@ -23,7 +23,7 @@ def full(repo: Repo) -> tuple[object, ...]:
         repo.git("symbolic-ref", "-q", "HEAD", check=False),
         repo.head(),
         repo.git("ls-files", "-s"),
-        repo.git("status", "--porcelain", "--untracked-files=all"),
+        repo.status_all(),
         repo.snapshot(),
     )
 

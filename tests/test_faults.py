@@ -41,7 +41,7 @@ def everything(repo: Repo, log: bool = True) -> tuple:
         repo.snapshot(),
         repo.git("ls-files", "-s"),
         refs,
-        repo.git("--no-optional-locks", "status", "--porcelain", "--untracked-files=all"),
+        repo.status_all("--no-optional-locks"),
     )
 
 

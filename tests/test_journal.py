@@ -20,7 +20,7 @@ def full(repo: Repo) -> tuple:
         repo.git("symbolic-ref", "-q", "HEAD", check=False),
         repo.head(),
         repo.git("ls-files", "-s"),
-        repo.git("status", "--porcelain", "--untracked-files=all"),
+        repo.status_all(),
         repo.snapshot(),
         {p: os.lstat(repo.path / p).st_mode for p in repo.snapshot()},
     )

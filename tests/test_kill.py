@@ -95,7 +95,7 @@ def state(repo: Repo) -> tuple:
         repo.git("symbolic-ref", "-q", "HEAD", check=False),
         repo.head(),
         repo.git("ls-files", "-s"),
-        repo.git("status", "--porcelain", "--untracked-files=all"),
+        repo.status_all(),
         repo.snapshot(),
     )
 

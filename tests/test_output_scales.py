@@ -63,7 +63,7 @@ def test_refresh_and_check_print_what_changed_and_counts(thirty: Repo) -> None:
 
 def test_check_and_refresh_report_progress(thirty: Repo) -> None:
     """The replay reports (done, total) as it goes; the CLI shows it as a bar on a terminal
-    once the work lasts over a second (ProgressBar, as for push and pop)."""
+    once the work lasts over a second (cli/progress, as for push and pop)."""
     import os
 
     from patchstack.checkout import open_checkout
@@ -115,3 +115,64 @@ def test_refresh_and_check_name_ten_offset_patches_and_every_merged_one(thirty: 
     assert sum(line.startswith("  offset    Patch-") for line in out) == 10
     assert "  offset    ... and 19 more (--verbose lists them)" in out
     assert "  merged    Patch-29.patch" in out
+
+
+def test_bisect_says_from_where_a_patch_stops_applying_and_keeps_skips_to_a_line(
+    tmp_path,
+) -> None:
+    """Twelve upstream commits: the second breaks the test, the fifth rewrites the lines the
+    patch edits (so it does not apply from there on). The skipped steps are a line or two
+    each, and the answer names the first commit where the patch stops applying, found by
+    builds alone."""
+    from .conftest import replace_line
+
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(5, "b")})
+    good = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 patched\n")
+    repo.ps("new", "p", "--tag", "essential", "a.py")
+    repo.ps("pop", "--all")
+    commits = [good]
+    for i in range(1, 13):
+        if i == 2:
+            replace_line(repo, "b.py", "b 3\n", "b 3 broken\n")
+        elif i == 5:
+            replace_line(repo, "a.py", "a 10\n", "a ten\n")
+        else:
+            repo.write("c.txt", f"{i}\n")
+        commits.append(repo.commit_all(f"upstream {i}"))
+    test = ["sh", "-c", "! grep -q broken b.py"]
+    result = repo.ps("bisect", good, "HEAD", "--", *test)
+    assert f"first failing commit: {commits[2]}" in result.stdout
+    assert (
+        f"where the carried patches do not apply:\n  from {commits[5][:10]} (upstream 5) on,"
+        " p.patch does not apply\n"
+    ) in result.stdout
+    skips = result.stderr.count("-> skip: patch p.patch does not apply")
+    assert skips >= 2
+    assert "the patch expected" not in result.stderr  # no conflict report by default
+    assert len(result.stderr.splitlines()) <= 2 * 10 + skips + 1
+    data = json.loads(repo.ps("bisect", "--json", good, "HEAD", "--", *test).stdout)
+    assert data["stops"] == [
+        {
+            "patch": "p.patch",
+            "from": commits[5],
+            "to": commits[12],
+            "applies_before": commits[4],
+            "applies_after": None,
+            "builds": data["stops"][0]["builds"],
+        }
+    ]
+    verbose = repo.ps("bisect", "-v", good, "HEAD", "--", *test)
+    assert "the patch expected" in verbose.stderr
+    # A failure inside the run: every commit of it is tried, and the answer and the table
+    # show the run as one line each (--verbose: every one).
+    late = ["sh", "-c", 'test "$(cat c.txt 2>/dev/null || echo 0)" -lt 8']
+    result = repo.ps("bisect", good, "HEAD", "--", *late, code=1)
+    span = f"8 commits from {commits[5][:10]} (upstream 5) to {commits[12][:10]} (upstream 12)"
+    assert f"skipped commits hide which):\n  {span}\n" in result.stdout
+    assert f"{commits[5][:10]}..  skip" in result.stdout
+    assert f"8 commits to {commits[12][:10]}: p.patch does not apply" in result.stdout
+    assert len(result.stdout.splitlines()) < 15
+    every = repo.ps("bisect", "-v", good, "HEAD", "--", *late, code=1).stdout
+    assert all(f"{commits[i][:10]} upstream {i}" in every for i in range(5, 13))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -55,9 +56,15 @@ def test_route2_onto_gives_verdicts_and_keeps_unaffected_bytes(tmp_path) -> None
     old_far, new_far = before["far.patch"].decode(), after["far.patch"].decode()
     assert old_far.split("---\n")[0] == new_far.split("---\n")[0]
     assert "@@ -27,7 +27,7 @@" in old_far and "@@ -30,7 +30,7 @@" in new_far
-    # The series keeps every comment and blank line; only the base line changed.
+    # The series keeps every comment and blank line; the base line changed, and the patch
+    # upstream took is marked with its change's commit and the upstream commit that brought it.
     old_lines, new_lines = before["series"].decode(), after["series"].decode()
-    assert new_lines == old_lines.replace(
+    mark = re.search(
+        r"^# upstream: known\.patch ([0-9a-f]{40}) in ([0-9a-f]{40})\n", new_lines, re.M
+    )
+    assert mark is not None, new_lines
+    assert repo.git("log", "-1", "--format=%s", mark[2]).strip() == "d: the fix the fork carried"
+    assert new_lines.replace(mark[0], "") == old_lines.replace(
         old_lines.split("# base: ")[1].split("\n")[0], f"{up} upstream"
     )
     # Linear history: the new base plus one commit per patch still applicable.

@@ -40,6 +40,7 @@ def test_every_json_output_has_a_valid_schema() -> None:
         "list": "series",
         "log": "log",
         "refresh": "refresh",
+        "resolutions": "resolutions",
         "review": "review",
         "series": "series",
         "show": "show",
@@ -47,8 +48,11 @@ def test_every_json_output_has_a_valid_schema() -> None:
         "worktree": "worktree-list",
     }
     assert schemas.schema_name(["log", "oea-routing.patch", "--json"]) == "patch-log"
+    matrix = ["bisect", "A", "B", "--matrix", "none;all", "--json", "--", "./t", "--matrix"]
+    assert schemas.schema_name(matrix) == "bisect-matrix"
+    assert schemas.schema_name(["bisect", "A", "B", "--json", "--", "./t", "--matrix"]) == "bisect"
     shipped = {p.stem for p in schemas.SCHEMAS.glob("*.json")} - {"common"}
-    assert shipped == {*named.values(), "patch-log"}
+    assert shipped == {*named.values(), "patch-log", "bisect-matrix"}
 
 
 def test_a_document_that_breaks_its_schema_is_caught() -> None:
@@ -139,3 +143,56 @@ def test_the_schemas_are_package_data() -> None:
     setuptools = project["tool"]["setuptools"]
     assert "patchstack.schemas" in setuptools["packages"]
     assert "*.json" in setuptools["package-data"]["patchstack.schemas"]
+
+
+def test_verdicts_evidence_marks_and_recorded_resolutions_fit_the_schemas(tmp_path) -> None:
+    """The values a refresh at scale prints: deferred and no-op verdicts, the upstream commit
+    that brought a patch (evidence), a conflict upstream superseded, the series' marks, and
+    the recorded resolutions (each output checked against its schema by Repo.ps)."""
+    from .conftest import make_repo, numbered, replace_line
+    from .test_defer import drift, resolve_p1
+
+    files = {"a.py": numbered(30, "a"), "b.py": numbered(30, "b"), "c.py": numbered(30, "c")}
+    repo = make_repo(tmp_path / "fork", files)
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.ps("new", "taken", "--tag", "essential")
+    replace_line(repo, "b.py", "b 20\n", "b 20 fixed\n")
+    repo.ps("new", "superseded", "--tag", "essential")
+    replace_line(repo, "c.py", "c 5\n", "c 5\ndebug()\n")
+    repo.ps("new", "debug", "--tag", "diagnostic")
+    replace_line(repo, "c.py", "debug()\n", "")
+    repo.ps("new", "undebug", "--tag", "optimization")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.commit_all("upstream takes the fix")
+    replace_line(repo, "b.py", "b 19\nb 20\n", "b 19 upstream\nb 20 fixed\n")
+    repo.commit_all("upstream reworks b")
+    repo.git("checkout", "-q", "main")
+
+    check = json.loads(
+        repo.ps("check", "--onto", "up", "--except", "diagnostic", "--json", code=1).stdout
+    )
+    verdicts = {p["name"]: p for p in check["patches"]}
+    assert verdicts["taken.patch"]["evidence"]["subject"] == "upstream takes the fix"
+    assert verdicts["undebug.patch"]["verdict"] == "no-op" and verdicts["undebug.patch"]["note"]
+    (conflict,) = check["conflicts"]
+    assert conflict["superseded_by"]["subject"] == "upstream reworks b"
+    refresh = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    verdicts = {p["name"]: p for p in refresh["patches"]}
+    assert verdicts["superseded.patch"]["verdict"] == "deferred"
+    assert verdicts["taken.patch"]["evidence"]["subject"] == "upstream takes the fix"
+    assert [c["patch"] for c in refresh["deferred"]] == ["superseded.patch"]
+    assert "# upstream: taken.patch " in repo.read("patches/series")
+    for args in (("series", "--json"), ("status", "--json"), ("check", "--json")):
+        repo.ps(*args, code=None)
+
+    other = drift(tmp_path / "drift")
+    resolve_p1(other)
+    (record,) = json.loads(other.ps("resolutions", "--json").stdout)["resolutions"]
+    assert record["patch"] == "p1.patch" and record["path"] == "a.py"
+    other.ps("undo")
+    other.ps("undo")  # back to before the refresh; the record stays
+    check = json.loads(other.ps("check", "--onto", "up", "--json").stdout)
+    assert [p["recorded"] for p in check["patches"]] == [True, False, False]

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     oplog,
     refresh,
     reorder,
+    resolutions,
     review,
     stack,
 )

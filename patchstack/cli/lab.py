@@ -14,13 +14,12 @@ from .output import (
     echo,
     json_text,
     out,
-    render_conflict,
     selector,
     style,
 )
 
 if TYPE_CHECKING:
-    from ..commands.bisect import BisectResult, Step
+    from ..commands.bisect import Hooks, Step
     from ..commands.doctor import DoctorReport
     from ..commands.worktree import Experiment
     from ..model.selection import Selector
@@ -54,6 +53,23 @@ def _short(oid: str | None) -> str:
 # -- bisect -----------------------------------------------------------------------------------
 
 
+def _threshold(text: str | None) -> tuple[float | None, bool]:
+    """--threshold N (a figure) or N% (a percentage of the figure at GOOD)."""
+    from ..errors import PatchstackError
+
+    if text is None:
+        return None, False
+    relative = text.strip().endswith("%")
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise PatchstackError(
+            f"--threshold: not a number: '{text}'",
+            "give a figure (--threshold 80) or a percentage of GOOD's figure (--threshold 10%)",
+        ) from None
+    return value, relative
+
+
 @cli.command("bisect")
 @click.argument("good", shell_complete=complete_revisions)
 @click.argument("bad", shell_complete=complete_revisions)
@@ -61,9 +77,9 @@ def _short(oid: str | None) -> str:
 @_selection_options
 @click.option(
     "--threshold",
-    type=float,
-    metavar="N",
-    help="Judge a COMMAND that exits 0 by the figure it prints: good when it is at least N.",
+    metavar="N|N%",
+    help="Judge a COMMAND that exits 0 by the figure it prints: good when it is at least N;"
+    " N%: good when it is at most N percent worse than at GOOD (GOOD is tested first).",
 )
 @click.option(
     "--lower-is-better",
@@ -76,6 +92,18 @@ def _short(oid: str | None) -> str:
     help="With --threshold: the figure is the first group of the last output line matching"
     " REGEX (default: the last number COMMAND prints on its standard output).",
 )
+@click.option(
+    "--matrix",
+    metavar="SUBSETS",
+    help="Bisect with each subset of the series ('none;essential;all': none, all, TAGS as"
+    " --only, except:TAGS) and say which (upstream commit, patch) pair the failure comes from.",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Run COMMAND again where it ran in the very same tree."
+)
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Show the whole conflict report of a skipped step."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result on stdout.")
 @click.pass_context
 def bisect_cmd(
@@ -85,9 +113,12 @@ def bisect_cmd(
     command: tuple[str, ...],
     only: str | None,
     except_: str | None,
-    threshold: float | None,
+    threshold: str | None,
     lower_is_better: bool,
     metric: str | None,
+    matrix: str | None,
+    no_cache: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Find the first upstream commit after GOOD, up to BAD, at which COMMAND fails with the
@@ -95,10 +126,14 @@ def bisect_cmd(
 
     Each step builds the upstream commit plus the selected patches exactly as 'push --onto'
     would, checks it out in a scratch worktree (never yours; removed at the end, on error and
-    on Ctrl-C), and runs COMMAND there, in the same subfolder as you are now. Exit statuses are
-    read as 'git bisect run' reads them: 0 good, 125 skip, 1-127 bad, 128 and above abort. A
-    commit where a selected patch does not apply is skipped and its conflict report shown.
-    The history is followed by first parents; each step starts from a clean checkout.
+    on Ctrl-C), and runs COMMAND there, in the same subfolder as you are now. Each patch is
+    taken in the version whose base is nearest that commit (the series now, or an earlier one
+    from the operation log or the series folder's git history: a bisect crosses a refresh),
+    and the step says which. Exit statuses are read as 'git bisect run' reads them: 0 good,
+    125 skip, 1-127 bad, 128 and above abort. A commit where a selected patch does not apply
+    is skipped; the answer says from which commit on which patch does not apply (--verbose:
+    each conflict report). The history is followed by first parents; each step starts from a
+    clean checkout; a run in the very same tree is taken from the cache.
 
     Exits 0 when it names the first failing commit, 1 when it cannot (skipped commits leave
     several candidates, BAD does not fail, GOOD fails, or COMMAND aborted).
@@ -108,13 +143,16 @@ def bisect_cmd(
       patchstack bisect v1.2 origin/main --only essential -- ./run-tests.sh
       patchstack bisect v1.2 origin/main --only essential --threshold 80 \\
           --metric 'tokens/s: ([0-9.]+)' -- ~/bench.sh
+      patchstack bisect v1.2 origin/main --matrix 'none;essential;all' \\
+          --threshold 10% -- ~/bench.sh
     """
     import re
 
-    from ..commands.bisect import Hooks, Judge, bisect
+    from ..commands.bisect import Judge
     from ..errors import PatchstackError
 
-    if threshold is None and (lower_is_better or metric):
+    value, relative = _threshold(threshold)
+    if value is None and (lower_is_better or metric):
         raise PatchstackError(
             "--lower-is-better and --metric go with --threshold N",
             "add --threshold N: the figure that separates good from bad",
@@ -126,81 +164,53 @@ def bisect_cmd(
             f"--metric: not a regular expression: {exc}",
             "give a Python regular expression whose first group is the figure: 'tok/s: ([0-9.]+)'",
         ) from exc
-    judge = Judge(threshold, lower_is_better, pattern)
+    judge = Judge(value, lower_is_better, pattern, relative)
+    if matrix is not None:
+        from .matrixtext import run_matrix
+
+        run_matrix(ctx, good, bad, matrix, (only, except_), command, judge, not no_cache, as_json)
+        return
+    from ..commands.bisect import bisect
+
     ws = ctx.obj.checkout(write=False)
-    seen: dict[tuple[object, ...], str] = {}  # a conflict report already shown -> where
-    hooks = Hooks(
-        testing=lambda i, commit, subject: click.echo(
-            f"bisect: testing {_short(commit)} {subject}", err=True
-        ),
-        tested=lambda step: _print_step(ctx, step, seen),
-        output=lambda line: click.echo(line, nl=False, err=True),
-    )
-    result = bisect(ws, good, bad, _selector(only, except_), command, judge, hooks)
+    hooks = progress_hooks(ctx, "", verbose)
+    sel = _selector(only, except_)
+    result = bisect(ws, good, bad, sel, command, judge, hooks, not no_cache)
     if as_json:
         out(json_text(result.to_json()), verbatim=True)
     else:
-        _print_bisect(ctx, result)
+        from .bisecttext import result_lines
+
+        for line in result_lines(result, verbose):
+            echo(ctx, line)
     if result.outcome != "found":
         ctx.exit(1)
 
 
-def _print_step(ctx: click.Context, step: Step, seen: dict[tuple[object, ...], str]) -> None:
-    timing = f" ({step.seconds:.1f} s)" if step.status is not None else ""
-    echo(ctx, f"  -> {step.verdict}: {step.why}{timing}", err=True)
-    if step.conflict is not None:
-        c = step.conflict
-        key = (c.patch, c.files, c.hunks, c.detail)
-        if key in seen:
-            echo(ctx, f"     (the same conflict as at {seen[key]})", err=True)
-            return
-        seen[key] = _short(step.commit)
-        for line in render_conflict(c):
-            echo(ctx, "     " + line, err=True)
+def progress_hooks(ctx: click.Context, label: str, verbose: bool) -> Hooks:
+    """What a bisect says on stderr while it runs: each step, its verdict, COMMAND's output,
+    the builds that pin where a patch stops applying."""
+    from ..commands.bisect import Hooks
+    from .bisecttext import step_lines, testing_line
 
+    seen: dict[tuple[object, ...], str] = {}  # a conflict already shown -> where
 
-def _print_bisect(ctx: click.Context, r: BisectResult) -> None:
-    carried = ", ".join(r.selected) if r.selected else "none"
-    span = f"{r.commits} commit(s) after {_short(r.good)} up to {_short(r.bad)}"
-    echo(ctx, f"{span}; carried patches ({len(r.selected)}): {carried}")
-    if r.outcome == "found" and r.culprit:
-        echo(ctx, style(f"first failing commit: {r.culprit[0]} {r.culprit[1]}", bold=True))
-        if r.shared:
-            echo(ctx, "  it changes files the carried patches touch:")
-            for path, names in r.shared:
-                echo(ctx, f"    {path}  ({', '.join(names)})")
-        else:
-            echo(ctx, "  it changes no file the carried patches touch")
-    elif r.outcome == "ambiguous":
-        note = "the first failing commit is one of these (skipped commits hide which):"
-        echo(ctx, style(note, fg="yellow"))
-        for oid, subject in r.candidates:
-            echo(ctx, f"  {_short(oid)} {subject}")
-    else:
-        why = {
-            "no-failure": f"COMMAND does not fail at BAD ({_short(r.bad)}) with these patches",
-            "good-fails": f"COMMAND already fails at GOOD ({_short(r.good)}) with these patches",
-            "aborted": "COMMAND aborted the bisect (exit status 128 or above, or a signal)",
-        }[r.outcome]
-        echo(ctx, style(why, fg="yellow"))
-    echo(ctx, "")
-    rows = [("commit", "result", "patches", "time", "figure", "subject")]
-    for s in sorted(r.steps, key=lambda s: s.index):
-        patches = str(len(s.applied)) if s.conflict is None else "conflict"
-        rows.append(
-            (
-                _short(s.commit),
-                s.verdict,
-                patches,
-                f"{s.seconds:.1f} s" if s.status is not None else "-",
-                f"{s.figure:g}" if s.figure is not None else "-",
-                s.subject[:60],
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row in rows:
-        cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
-        echo(ctx, "  ".join([*cells, row[5]]))
+    def testing(i: int, commit: str, subject: str, k: int, left: tuple[int, int]) -> None:
+        click.echo(testing_line(label, commit, subject, k, left), err=True)
+
+    def tested(step: Step) -> None:
+        for line in step_lines(step, seen, verbose):
+            echo(ctx, line, err=True)
+
+    def locating(patch: str) -> None:
+        click.echo(f"bisect{label}: finding where {patch} stops applying (builds only)", err=True)
+
+    return Hooks(
+        testing=testing,
+        tested=tested,
+        output=lambda line: click.echo(line, nl=False, err=True),
+        locating=locating,
+    )
 
 
 # -- worktree ---------------------------------------------------------------------------------

@@ -196,6 +196,7 @@ _VERDICT_COLOURS = {
     "conflict": "red",
     "deferred": "red",
     "upstream": "magenta",
+    "no-op": "bright_black",
 }
 
 
@@ -292,6 +293,14 @@ def render_conflict(c: Any) -> list[str]:
 KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose
 
 
+def evidence_note(v: Any) -> str:
+    """Why a patch changes nothing: the upstream commit that brought its change, or the
+    verdict's own note (a selection's no-op)."""
+    if v.evidence:
+        return f"in {v.evidence.oid[:10]} {v.evidence.subject}".rstrip()
+    return str(v.note)
+
+
 def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
     """One line per primary conflict (patch, file, the upstream commit that made the lines
     there), each followed by one line for the knock-ons waiting for it: the size of the
@@ -318,6 +327,9 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
         commits = [u for h in c.hunks for u in h.upstream]
         upstream = f"  {commits[0].oid[:10]} {commits[0].subject}" if commits else ""
         lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
+        if c.superseded is not None:
+            by = f" by {c.superseded.oid[:10]}" if c.superseded.oid else ""
+            lines.append(f"      superseded{by}? upstream's side already has every line it adds")
         if c.culprits:
             lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
         lines += _knock_on_line(c.patch, under, verbose)

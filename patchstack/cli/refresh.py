@@ -13,6 +13,7 @@ from .output import (
     complete_tags,
     conflict_summary,
     echo,
+    evidence_note,
     json_text,
     listed_verdicts,
     out,
@@ -175,7 +176,7 @@ def refresh(
             data["probes"] = report.to_json()
         out(json_text(data), verbatim=True)
     else:
-        _print_refresh(ctx, result, verbose)
+        print_refresh(ctx, result, verbose)
         if report is not None:
             from .probetext import probe_lines
 
@@ -185,7 +186,7 @@ def refresh(
         ctx.exit(1)
 
 
-def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
         return
@@ -201,9 +202,13 @@ def _print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fa
         if v.name in summarized and not verbose:
             continue
         notes = []
-        if v.resolved:
+        if v.recorded:
+            notes.append("recorded resolution")
+        elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
+            if v.evidence:
+                notes.append(evidence_note(v))
             notes.append(
                 "dropped from the series (file kept)"
                 if v.dropped
@@ -347,7 +352,9 @@ def check(
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            echo(ctx, f"  {verdict(v)} {v.name}")
+            notes = ["recorded resolution"] if v.recorded else []
+            notes += [evidence_note(v)] if v.evidence or v.note else []
+            echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:
             echo(ctx, more)
         for c in result.conflicts:

@@ -289,6 +289,9 @@ def _print_move(
     reapplied = [n for n in result.rebuilt if n in result.before]
     if reapplied:
         echo(ctx, names_line("re-applied", reapplied, verbose, shown=5, where=" above them"))
+    if getattr(result, "deferred", ()):
+        echo(ctx, names_line("deferred (not applied)", result.deferred, verbose))
+        echo(ctx, "  'patchstack push NAME' brings one back (a conflict stops, as refresh does)")
     if result.upstream:
         echo(ctx, names_line("already in the tree (not applied)", result.upstream, verbose))
         echo(
@@ -347,6 +350,15 @@ def push(
         result = do_push(ws, sel, onto, ws.progress, discard, with_deps)
     finally:
         ws.progress.close()
+    from ..commands.push import MoveResult
+
+    if not isinstance(result, MoveResult):  # a deferred patch brought back: a replay
+        from .refresh import print_refresh
+
+        print_refresh(ctx, result, verbose)
+        if result.stopped:
+            ctx.exit(1)
+        return
     _print_move(ctx, result, "push", verbose, with_deps)
     if ws.load_series().base is None:
         echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)

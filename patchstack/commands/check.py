@@ -11,19 +11,32 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
+from ..engine.evidence import SELF, first_holding
 from ..engine.merging import blame
 from ..engine.placer import Placer
-from ..engine.replay import commit_chain, labels, old_chain, replay, steps
+from ..engine.replay import (
+    Step,
+    commit_chain,
+    labels,
+    marked_changes,
+    old_chain,
+    replay,
+    steps,
+)
 from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
-from ..model.conflict import Conflict
+from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
+from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
+
+NO_OP = "no-op"  # changes nothing on the old base either, with the same selection
+SELECTION_NO_OP = "changes nothing with this selection: it repeats or reverts an unselected patch"
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,15 @@ class CheckResult:
             "base": self.old_base,
             "ok": self.ok,
             "patches": [
-                {"name": v.name, "tag": v.tag, "verdict": v.verdict} for v in self.verdicts
+                {
+                    "name": v.name,
+                    "tag": v.tag,
+                    "verdict": v.verdict,
+                    "recorded": v.recorded,
+                    "evidence": v.to_json()["evidence"],
+                    "note": v.note,
+                }
+                for v in self.verdicts
             ],
             "conflicts": [c.to_json() for c in self.conflicts],
         }
@@ -84,8 +105,9 @@ def check(
     engine = make_engine(ws, series, stack)
     try:
         chain = old_chain(git, engine, series)
-        plan = steps(series, chain, {})
+        plan = steps(series, chain, {}, marked=marked_changes(git, series))
         placer = Placer(engine, target, [s.name for s in plan])
+        records = Resolutions(ws)
         done, conflicts = replay(
             git,
             plan,
@@ -96,10 +118,17 @@ def check(
             skip=skip,
             placer=placer,
             progress=progress,
+            resolve=lambda step, tree, merged: records.settle(
+                step.name, step.before, tree, step.after, merged
+            ),
         )
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
+        evidence = _evidence(ws, plan, classified.verdicts, skip, series.base, target)
         reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full)
+        reports = [
+            replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
+        ]
     finally:
         engine.close()
     bad = {c[0] for c in conflicts}
@@ -108,12 +137,53 @@ def check(
     def word(name: str) -> str:
         if name in bad:
             return "conflict"
-        return "deferred" if name in deferred else classified.verdicts[name]
+        if name in deferred:
+            return "deferred"
+        return NO_OP if evidence.get(name) == SELF else classified.verdicts[name]
 
+    settled = set(records.used)
     verdicts = tuple(
-        Verdict(e.name, e.tag, word(e.name)) for e in series.entries if e.name not in skip
+        Verdict(
+            e.name,
+            e.tag,
+            word(e.name),
+            recorded=e.name in settled,
+            evidence=hit if isinstance(hit := evidence.get(e.name), UpstreamCommit) else None,
+            note=SELECTION_NO_OP if evidence.get(e.name) == SELF else "",
+        )
+        for e in series.entries
+        if e.name not in skip
     )
     return CheckResult(target, name, series.base, verdicts, tuple(reports))
+
+
+def _evidence(
+    ws: Checkout,
+    plan: Sequence[Step],
+    verdicts: dict[str, str],
+    skip: frozenset[str],
+    old_base: str | None,
+    target: Oid,
+) -> dict[str, UpstreamCommit | str]:
+    """For each ``upstream`` verdict: the upstream commit that brought the patch's change,
+    or `SELF` when, with the same selection, it changes nothing on the old base either (it
+    only repeats or reverts an unselected patch: a selection's no-op, not upstream's)."""
+    git = ws.git
+    wanted = [s for s in plan if verdicts.get(s.name) == "upstream" and s.before != s.after]
+    if not wanted or not old_base:
+        return {}
+    at_old: dict[str, Oid] = {}
+    if skip:  # where each selected patch lands on the old base, the unselected left out
+        done, _conflicts = replay(
+            git, plan, 0, git.tree_of(old_base), ("old base", "old base"), True, skip
+        )
+        at_old = {d.name: d.parent for d in done}
+    found: dict[str, UpstreamCommit | str] = {}
+    for step in wanted:
+        hit = first_holding(git, step.before, step.after, old_base, target, at_old.get(step.name))
+        if hit is not None:
+            found[step.name] = hit
+    return found
 
 
 def _reports(

@@ -17,18 +17,17 @@ checkout every time, never the user's tree), with a timeout, in a session of its
 - ``broken``: it fails with the patch;
 - ``not-run``: the patch does not apply on the target.
 
-Each run is cached by (tree, probe) in the git directory, so a tree already tested is not
-tested again; probes run in parallel, one scratch worktree per slot, at most ``jobs`` at once.
-The commits tested are written into the repository (nothing points at them; ``git gc`` prunes
-them in time), so that the ids reported can be checked out to reproduce a run.
+Each run is cached by (tree, probe) in the git directory (`runcache`, shared with bisect), so a
+tree already tested is not tested again; probes run in parallel, one scratch worktree per slot,
+at most ``jobs`` at once. The commits tested are written into the repository (nothing points
+at them; ``git gc`` prunes them in time), so that the ids reported can be checked out to
+reproduce a run.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
-import json
 import os
 import tempfile
 import time
@@ -39,12 +38,12 @@ from typing import IO, TYPE_CHECKING, Any
 from .. import lock
 from ..checkout import Checkout
 from ..errors import ConflictError
-from ..files import write_atomic
 from ..git import Git
 from ..model import fields
 from ..model.ids import Oid
 from ..model.selection import Selector
-from . import sessions
+from . import runcache, sessions
+from .runcache import RunCache
 from .state import make_engine, read_stack
 from .worktree import build_on, scratch, selected_names
 
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
 
 EFFECTIVE, INEFFECTIVE, BROKEN, NOT_RUN = "effective", "ineffective", "broken", "not-run"
 DEFAULT_TIMEOUT = 300.0  # seconds a probe may run
-CACHE_KEPT = 2000  # runs kept in the cache
 _TAIL = 20  # lines of a probe's output kept for the report
 
 
@@ -139,7 +137,7 @@ class _Task:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(f"{self.tree}\0{self.probe}".encode()).hexdigest()
+        return runcache.key(self.tree, self.probe)
 
 
 def probe_series(
@@ -251,13 +249,13 @@ def _run_all(
     progress: Callable[[int, int], None] | None,
 ) -> dict[str, Run]:
     """Every task's run, from the cache or run now, at most ``jobs`` at once."""
-    cache = _Cache(os.path.join(git.common_dir, "patchstack", "probes.json"))
+    cache = RunCache(git, "probes")
     runs: dict[str, Run] = {}
     todo: collections.deque[_Task] = collections.deque()
     for task in tasks:
         if task.key in runs or any(t.key == task.key for t in todo):
             continue
-        known = cache.get(task)
+        known = _cached(cache, task)
         if known is not None:
             runs[task.key] = known
         else:
@@ -280,7 +278,7 @@ def _run_all(
                             continue
                         running.remove(r)
                         runs[r.task.key] = _finish(r, status, elapsed, timeout)
-                        cache.put(r.task, runs[r.task.key])
+                        _keep(cache, r.task, runs[r.task.key])
                         free.append(r.slot)
                         done += 1
                         if progress:
@@ -330,43 +328,18 @@ def _finish(r: _Running, status: int | None, elapsed: float, timeout: float) -> 
     return Run(r.task.commit, r.task.tree, status == 0, why, elapsed, False, tail)
 
 
-class _Cache:
-    """Runs by (tree, probe): one JSON file in the git directory; runs that timed out or were
-    killed are not kept (they say more about the machine than about the tree)."""
+def _cached(cache: RunCache, task: _Task) -> Run | None:
+    found = cache.get(task.key)
+    try:
+        passed, why, seconds, output = found  # type: ignore[misc]
+        return Run(
+            task.commit, task.tree, bool(passed), str(why), float(seconds), True, str(output)
+        )
+    except (TypeError, ValueError):
+        return None
 
-    FORMAT = "patchstack-probes 1"
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.runs: dict[str, Any] = {}
-        self.changed = False
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            if data.get("format") == self.FORMAT and isinstance(data.get("runs"), dict):
-                self.runs = data["runs"]
-
-    def get(self, task: _Task) -> Run | None:
-        found = self.runs.get(task.key)
-        try:
-            passed, why, seconds, output = found  # type: ignore[misc]
-            return Run(
-                task.commit, task.tree, bool(passed), str(why), float(seconds), True, str(output)
-            )
-        except (TypeError, ValueError):
-            return None
-
-    def put(self, task: _Task, run: Run) -> None:
-        if run.why.startswith("exit "):
-            self.runs.pop(task.key, None)
-            self.runs[task.key] = [run.passed, run.why, round(run.seconds, 3), run.output]
-            self.changed = True
-
-    def save(self) -> None:
-        if not self.changed:
-            return
-        kept = dict(list(self.runs.items())[-CACHE_KEPT:])
-        data = json.dumps({"format": self.FORMAT, "runs": kept}).encode()
-        with contextlib.suppress(OSError):
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            write_atomic(self.path, data, sync=False)
+def _keep(cache: RunCache, task: _Task, run: Run) -> None:
+    """Runs that timed out or were killed are not kept."""
+    if run.why.startswith("exit "):
+        cache.put(task.key, [run.passed, run.why, round(run.seconds, 3), run.output])

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..model import selection
 from ..model.ids import Oid
-from ..model.selection import Selector
+from ..model.selection import Selector, resolve_name
 from ..model.series import Series
 from ..model.stack import AppliedPatch, Stack
 from ..transaction import Plan, publish
@@ -18,6 +19,9 @@ from .deps import Deps, leaned_on
 from .deps import with_deps as add_deps
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
 from .state import make_engine, plain_commits, read_stack, require_movable, resolve_rev
+
+if TYPE_CHECKING:
+    from .refresh.settle import RefreshResult
 
 Progress = Callable[[int, int], None] | None  # (done, total)
 
@@ -32,6 +36,7 @@ class MoveResult:
     upstream: tuple[str, ...] = ()  # asked for, but the tree holds them already: not applied
     replaced: int = 0  # plain commits that carried the series, now patch commits (same tree)
     deps: Deps = ()  # unselected patches carried along (--with-deps, --keep-deps), and why
+    deferred: tuple[str, ...] = ()  # asked for, but deferred: 'push NAME' brings one back
 
     @property
     def added(self) -> list[str]:
@@ -110,14 +115,27 @@ def push(
     progress: Progress = None,
     discard: bool = False,
     with_deps: bool = False,
-) -> MoveResult:
+) -> MoveResult | RefreshResult:
+    """The patches ``sel`` names applied; a deferred patch named is brought back (a replay
+    of the series with its change, `refresh.undefer`), and deferred ones are otherwise left
+    out (`MoveResult.deferred`)."""
     series = ws.load_series()
     stack = read_stack(ws.git)
+    deferred = series.deferred
+    if sel.name is not None and resolve_name(series, sel.name) in deferred:
+        from .refresh.undefer import bring_back
+
+        named = resolve_name(series, sel.name)
+        target = selection.push_target(series, stack.names, sel)
+        ws.progress.step("replaying the series")
+        return bring_back(ws, [named], [n for n in target if n not in deferred], progress)
     # ``import commits`` of HEAD's own history: the patch commits go in their place.
     plain = plain_commits(ws, series, stack) if onto is None else 0
     if not plain:
         require_movable(stack)
     target = selection.push_target(series, stack.names, sel)
+    held = tuple(n for n in target if n in deferred and n not in stack.names)
+    target = [n for n in target if n not in held]
     deps: Deps = ()
     if with_deps:
         deps = leaned_on(ws, series, target, (n for n in series.names if n not in target))
@@ -129,6 +147,6 @@ def push(
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
-        return replace(unchanged(stack), deps=deps)
+        return replace(unchanged(stack), deps=deps, deferred=held)
     result = move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
-    return replace(result, replaced=plain, deps=deps)
+    return replace(result, replaced=plain, deps=deps, deferred=held)

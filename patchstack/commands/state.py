@@ -179,4 +179,7 @@ def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
             default.append((git.ident()[0], git.commit_date(canonical)))
         return default[0]
 
-    return Engine(git, series, load, canonical, default_author, ws.store)
+    from .refresh.resolutions import Resolutions
+
+    settle = Resolutions(ws).settle
+    return Engine(git, series, load, canonical, default_author, ws.store, settle)

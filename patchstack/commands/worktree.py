@@ -42,7 +42,7 @@ from ..model import selection
 from ..model.ids import Oid
 from ..model.selection import Selector
 from ..model.series import Series
-from ..model.stack import stack_from_history
+from ..model.stack import AppliedPatch, stack_from_history
 from ..model.trailers import PATCH_COMMIT_GREP
 from ..progress import QUIET, Progress
 from ..transaction import Plan, publish
@@ -51,6 +51,7 @@ from .state import make_engine, read_stack, resolve_rev
 from .status import status
 
 if TYPE_CHECKING:
+    from ..engine.build import Built
     from ..engine.chain import Engine
 
 SCRATCH_PREFIX = "patchstack-bisect-"
@@ -88,11 +89,24 @@ def build_on(
 ) -> Oid:
     """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
     (with the conflict report) when a patch does not apply there."""
-    from ..engine.build import build
-
     if not names:
         return base
-    return build(engine, base, git.tree_of(base), [], list(names), progress).head
+    return build_stack(engine, git, base, names, progress=progress).head
+
+
+def build_stack(
+    engine: Engine,
+    git: Git,
+    base: Oid,
+    names: Sequence[str],
+    keep: Sequence[AppliedPatch] = (),
+    progress: Progress = QUIET,
+) -> Built:
+    """`build_on`'s build, with its commits; on ``keep`` (patches placed on ``base`` before,
+    by this engine or another: bisect's older versions of a patch) when given."""
+    from ..engine.build import build
+
+    return build(engine, base, git.tree_of(base), keep, list(names), progress)
 
 
 # -- experiment worktrees -------------------------------------------------------------------

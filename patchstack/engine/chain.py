@@ -46,6 +46,10 @@ class Engine:
     canonical_base: Oid  # the commit the patch files were made against
     default_author: Callable[[], tuple[str, str]]
     store: Store
+    # A conflict settled without asking (a recorded resolution): (patch, base, ours, theirs,
+    # the merge) -> the settled tree, or None.
+    settle: Callable[[str, Oid, Oid, Oid, MergeResult], Oid | None] | None = None
+    settled: list[str] = field(default_factory=list, init=False)  # patches it settled
     cache: Cache = field(init=False)
     committer: Committer = field(init=False)
     shortcuts: bool = field(init=False)  # `contract.enabled` when the engine was made
@@ -108,10 +112,10 @@ class Engine:
         unresolved: list[int] = []
         self._check_cached(k)
         ahead = fastpath.ReadAhead(k)  # over entries[0:k]: patch j is entries[j - 1]
-        deferred = self.series.deferred
+        marked = self.series.deferred.keys() | self.series.upstream.keys()
         for j in range(len(self._commits), k + 1):
             parent = self._commits[j - 1]
-            if entries[j - 1].name in deferred:  # not on this chain: its file is an older one
+            if entries[j - 1].name in marked:  # not on this chain: its file is an older one
                 self._commits.append(parent)
                 self._chain.append(self._chain[j - 1])
                 if not self._chain[j - 1]:  # its parent's tree is the stream's, not known yet
@@ -278,6 +282,11 @@ class Engine:
         before = self.canonical(k - 1)
         after = self.canonical(k)
         result = self.carry(before, tree, after, name)
+        if isinstance(result, MergeResult) and self.settle is not None:
+            settled = self.settle(name, before, tree, after, result)
+            if settled is not None:
+                self.settled.append(name)
+                return settled
         if isinstance(result, MergeResult):
             raise ConflictError(
                 f"patch '{name}' conflicts with the tree it is pushed onto",

@@ -11,7 +11,7 @@ with no merge at all (`Placer`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,8 @@ from .contract import place_fast
 if TYPE_CHECKING:
     from .placer import Placer
 
-Resolver = Callable[[str, MergeResult], Oid | None]
+# (the step, the tree it was merged onto, the merge) -> a tree that settles the conflict
+Resolver = Callable[["Step", Oid, MergeResult], Oid | None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Done:
     tree: Oid
     resolved: bool = False
     commit: str | None = None  # the commit made for it on the new base, when already made
+    recorded: bool = False  # settled by a recorded resolution
 
     @property
     def upstream(self) -> bool:
@@ -71,16 +73,29 @@ def steps(
     chain: Sequence[Oid],
     real: dict[str, tuple[Oid, Oid]],
     commits: Sequence[Oid] = (),
+    marked: Mapping[str, tuple[Oid, Oid]] | None = None,
 ) -> tuple[Step, ...]:
     """The replay's steps: each patch's change on the old chain (``commits``: its commits,
-    ``K[0..n]``, when known); a deferred patch's step is left out of the replay."""
-    deferred = series.deferred
+    ``K[0..n]``, when known); a deferred patch's step is left out of the replay, and a patch
+    kept as upstream's (`model.marks.Upstream`) is placed again with its recorded change, which
+    ``marked`` (`marked_changes`) gives."""
+    deferred, upstream = series.deferred, series.upstream
     out = []
     for i, e in enumerate(series.entries):
-        d = deferred.get(e.name)
-        commit = Oid(d.commit) if d else (commits[i + 1] if commits else None)
-        out.append(Step(e.name, chain[i], chain[i + 1], real.get(e.name), commit, d is not None))
+        d, u = deferred.get(e.name), upstream.get(e.name)
+        mark = d or u
+        commit = Oid(mark.commit) if mark else (commits[i + 1] if commits else None)
+        before, after = (marked or {}).get(e.name, (chain[i], chain[i + 1]))
+        out.append(Step(e.name, before, after, real.get(e.name), commit, d is not None))
     return tuple(out)
+
+
+def marked_changes(git: Git, series: Series) -> dict[str, tuple[Oid, Oid]]:
+    """The recorded change (parent's tree, tree) of each patch the series keeps as
+    upstream's whose commit this repository has."""
+    wanted = [u for u in series.upstream.values() if git.has_objects([u.commit])[u.commit]]
+    trees = git.trees_of([c for u in wanted for c in (u.commit + "^", u.commit)])
+    return {u.name: (trees[2 * i], trees[2 * i + 1]) for i, u in enumerate(wanted)}
 
 
 def real_changes(stack: Stack) -> dict[str, tuple[Oid, Oid]]:
@@ -113,10 +128,10 @@ def replay(
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
     (name, the tree it was carried onto, merge result).
 
-    ``resolve(name, merge result)``: a tree that settles a conflict the user already resolved
-    elsewhere (the merge commit of a ``git pull``), or None. ``go_on(name, tree, merge)``:
-    whether to leave this conflicting patch out and go on (a knock-on of a deferred patch)
-    when not ``keep_going``.
+    ``resolve(step, tree, merge result)``: a tree that settles a conflict the user already
+    resolved elsewhere (the merge commit of a ``git pull``, a recorded resolution), or None.
+    ``go_on(name, tree, merge)``: whether to leave this conflicting patch out and go on (a
+    knock-on of a deferred patch) when not ``keep_going``.
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
@@ -167,7 +182,7 @@ def replay(
                 else place_fast(git, step.before, tree, step.after, name_labels, labels[1])
             )
             if resolve is not None and not merged.clean:
-                settled = resolve(step.name, merged)
+                settled = resolve(step, tree, merged)
             if not merged.clean and settled is None:
                 conflicts.append((step.name, tree, merged))
                 if placer is not None:
@@ -196,9 +211,9 @@ def merge_resolver(git: Git, resolution: Oid, owners: dict[str, str]) -> Resolve
     Where a later patch also changes the path, the merge commit's version is not this patch's:
     the conflict stands (truly ambiguous)."""
 
-    def resolve(name: str, merged: MergeResult) -> Oid | None:
+    def resolve(step: Step, _tree: Oid, merged: MergeResult) -> Oid | None:
         paths = list(merged.conflicted)
-        if not paths or any(owners.get(p) != name for p in paths):
+        if not paths or any(owners.get(p) != step.name for p in paths):
             return None
         listing = git.entries_at(resolution, paths)
         return git.edit_tree(merged.tree, {p: listing.get(p) for p in paths})

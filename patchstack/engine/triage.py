@@ -27,6 +27,7 @@ from ..git import Git, MergeResult
 from ..model import trailers
 from ..model.conflict import Conflict, ConflictHunk, UpstreamCommit, parse_markers
 from ..model.ids import Oid
+from .evidence import superseded
 
 PRIMARY, KNOCK_ON = "primary", "knock-on"
 
@@ -111,17 +112,18 @@ def reports(
         root = None
         if kind == KNOCK_ON:
             root = max(roots, key=f.missing.index)
-        out.append(
-            Conflict(
-                f.name,
-                f.merged.conflicted,
-                tuple(hunks),
-                detail=f.merged.messages.strip(),
-                merged_tree=f.merged.tree,
-                kind=kind,
-                root=root,
-            )
+        report = Conflict(
+            f.name,
+            f.merged.conflicted,
+            tuple(hunks),
+            detail=f.merged.messages.strip(),
+            merged_tree=f.merged.tree,
+            kind=kind,
+            root=root,
         )
+        if kind == PRIMARY:
+            report = replace(report, superseded=superseded(report))
+        out.append(report)
     return out
 
 

@@ -280,6 +280,21 @@ class Listings(Trees):
         ]
         return [[d[4] for d in raw] for raw in self.raw_diffs(pairs)]
 
+    def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
+        """(commit, tree, committer time) of the commits of ``rev`` that changed anything
+        under ``path`` ("." for all), newest first; none when ``rev`` names no commit."""
+        proc = self.run(
+            "log", "-z", "--format=%H %T %ct", "--end-of-options", rev, "--", path, check=False
+        )
+        if proc.returncode != 0:
+            return []
+        result = []
+        for rec in proc.stdout.decode().split("\0"):
+            words = rec.split()
+            if len(words) == 3:
+                result.append((Oid(words[0]), Oid(words[1]), int(words[2])))
+        return result
+
     def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
         """(commit, subject) of the commits of ``rng`` that changed lines start..end of
         ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""

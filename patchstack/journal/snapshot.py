@@ -12,7 +12,9 @@ A snapshot holds the branch and HEAD, the applied stack's names, and three trees
   either. Never ``git stash``: nothing of the user's is moved to take a snapshot;
 - ``series``: the series: the series file and the patch files it names (`series_files`), and
   nothing else of the series directory (a nested repository's ``.git``, a folder ``--dir``
-  named by mistake), each file at most ``patchstack.snapshotMaxSize``;
+  named by mistake, the recorded resolutions in ``resolutions/``: what a refresh learned,
+  which undo leaves, as git leaves its rerere cache), each file at most
+  ``patchstack.snapshotMaxSize``;
 
 and ``refresh``: the blob of a stopped refresh's state, when one is stopped (a stopped refresh
 is a state of the journal, see `commands.refresh`).
@@ -159,7 +161,8 @@ def series_files(ws: Checkout, limit: int, also: Sequence[str] = ()) -> dict[str
     names (regular files; a file too large to snapshot is an error naming it and the folder),
     and ``also`` (what an interrupted command was writing). Nothing else under the series
     directory is the series: not a nested repository's ``.git``, not the other files of a
-    folder that ``--dir`` named by mistake."""
+    folder that ``--dir`` named by mistake, not the recorded resolutions (written outside the
+    journal, never named by the series file: undo leaves them)."""
     folder = ws.series_dir
     found: dict[str, os.stat_result] = {}
     names = list(also)

@@ -47,6 +47,9 @@ class Conflict:
     note: str = ""  # why it stops, when patchstack could not take a resolution it knows of
     kind: str = "primary"  # or "knock-on": it conflicts only because ``root`` is missing
     root: str | None = None  # the earlier conflicting or deferred patch a knock-on waits for
+    # Upstream's side of every conflicting hunk holds the patch's lines: it may have taken
+    # the patch its own way (this commit made those lines; an empty id: not known).
+    superseded: UpstreamCommit | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,11 @@ class Conflict:
             "note": self.note,
             "kind": self.kind,
             "root": self.root,
+            "superseded_by": (
+                {"commit": self.superseded.oid, "subject": self.superseded.subject}
+                if self.superseded
+                else None
+            ),
         }
 
 

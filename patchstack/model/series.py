@@ -17,37 +17,33 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..errors import InputError
+from .marks import (
+    DEFERRED,
+    UPSTREAM,
+    Deferral,
+    Mark,
+    Upstream,
+    is_mark,
+    mark_problem,
+    marks_of,
+    parse_mark,
+)
 from .naming import TAGS, case_clashes, invisible_in, name_key, validate_label, validate_name
 
-__all__ = ["TAGS", "case_clashes", "name_key", "validate_label", "validate_name"]  # `naming`
+__all__ = [  # from `naming` and `marks`
+    "TAGS",
+    "Deferral",
+    "Upstream",
+    "case_clashes",
+    "name_key",
+    "validate_label",
+    "validate_name",
+]
 
 _STRIP_RE = re.compile(r"-p(\d{1,2})\Z")
 _BASE_RE = re.compile(r"#\s*base:\s*(\S+)(?:\s+(\S+))?\s*\Z")
 _BASE_START_RE = re.compile(r"#\s*base\s*:")
 _SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
-_DEFERRED_RE = re.compile(r"#\s*deferred:\s*(\S+)\s+(\S+)(?:\s+after\s+(\S+))?\s*\Z")
-_DEFERRED_START_RE = re.compile(r"#\s*deferred\s*:")
-
-
-@dataclass(frozen=True)
-class Deferral:
-    """A patch a refresh left unapplied because it conflicted (``refresh --skip``,
-    ``--defer-conflicts``): its file is the one from before that refresh, and ``commit`` is the
-    commit of its change where that file was made (its parent's tree, its tree), kept by the
-    operation log. ``root``: the conflicting patch it waits for (it conflicted only because
-    that one is missing: a knock-on), or None. Written as a header line
-    ``# deferred: NAME COMMIT [after ROOT]``; quilt ignores it (and applies the patch)."""
-
-    name: str
-    commit: str
-    root: str | None = None
-
-    def render(self) -> str:
-        return (
-            f"# deferred: {self.name} {self.commit}"
-            + (f" after {self.root}" if self.root else "")
-            + "\n"
-        )
 
 
 @dataclass(frozen=True)
@@ -136,30 +132,35 @@ class Series:
         return None
 
     @cached_property
+    def _marks(self) -> dict[str, dict[str, Mark]]:
+        return marks_of(ln.raw for ln in self.lines if isinstance(ln, Other))
+
+    @property
     def deferred(self) -> dict[str, Deferral]:
-        """The deferred patches, by name (`Deferral`)."""
-        found: dict[str, Deferral] = {}
-        for line in self.lines:
-            if isinstance(line, Other):
-                m = _DEFERRED_RE.match(line.raw.strip())
-                if m:
-                    found[m.group(1)] = Deferral(m.group(1), m.group(2), m.group(3))
-        return found
+        """The deferred patches, by name (`marks.Deferral`)."""
+        return self._marks[DEFERRED]  # type: ignore[return-value]
+
+    @property
+    def upstream(self) -> dict[str, Upstream]:
+        """The patches the base holds, kept in the series, by name (`marks.Upstream`)."""
+        return self._marks[UPSTREAM]  # type: ignore[return-value]
 
     def with_deferred(self, deferrals: Iterable[Deferral]) -> Series:
-        """The series with exactly these deferrals (their lines after the base line)."""
-        lines = [
-            ln
-            for ln in self.lines
-            if not (isinstance(ln, Other) and _DEFERRED_RE.match(ln.raw.strip()))
-        ]
-        wanted = sorted(deferrals, key=lambda d: self.index(d.name) if d.name in self else 0)
+        """The series with exactly these deferrals (and its upstream marks as they are)."""
+        return self.with_marks(list(deferrals), list(self.upstream.values()))
+
+    def with_marks(self, deferrals: Iterable[Deferral], upstream: Iterable[Upstream]) -> Series:
+        """The series with exactly these marks, in series order, right after the base line."""
+        lines = [ln for ln in self.lines if not (isinstance(ln, Other) and is_mark(ln.raw))]
+        position = {n: i for i, n in enumerate(self.names)}
+        every: list[Mark] = [*deferrals, *upstream]
+        wanted = sorted(every, key=lambda m: (position.get(m.name, 0), m.KIND))
         at = _header_end(lines)
         found = self._base_line()
         if found:
             base_line = self.lines[found[0]]
             at = next(i for i, ln in enumerate(lines) if ln is base_line) + 1
-        lines[at:at] = [Other(d.render()) for d in wanted]
+        lines[at:at] = [Other(m.render()) for m in wanted]
         return replace(self, lines=tuple(lines))
 
     def format(self) -> str:
@@ -200,11 +201,12 @@ class Series:
         """Without entry ``name`` (and its deferral, if any)."""
         kept = [d for n, d in self.deferred.items() if n != name]
         kept = [replace(d, root=None) if d.root == name else d for d in kept]
+        ups = [u for n, u in self.upstream.items() if n != name]
         out = replace(
             self,
             lines=tuple(ln for ln in self.lines if not (isinstance(ln, Entry) and ln.name == name)),
         )
-        return out.with_deferred(kept) if self.deferred else out
+        return out.with_marks(kept, ups) if self.deferred or self.upstream else out
 
     def replace_entry(self, name: str, new: Entry) -> Series:
         new = replace(new, raw=new.render())
@@ -229,7 +231,7 @@ class Series:
         old = self.entry(name)
         raw = old.raw or old.render()
         out = self._edited(name, replace(old, name=new_name, raw=raw.replace(name, new_name, 1)))
-        if not self.deferred:
+        if not self.deferred and not self.upstream:
             return out
         moved = [
             replace(
@@ -239,7 +241,10 @@ class Series:
             )
             for d in self.deferred.values()
         ]
-        return out.with_deferred(moved)
+        ups = [
+            replace(u, name=new_name if u.name == name else u.name) for u in self.upstream.values()
+        ]
+        return out.with_marks(moved, ups)
 
     def retagged(self, name: str, tag: str, labels: tuple[str, ...]) -> Series:
         """Entry ``name`` with a new tag and labels; the part before ``#`` keeps its bytes."""
@@ -347,21 +352,9 @@ def parse_series(text: str, path: str = "series") -> Series:
                     "a series has one base: keep one of the two lines",
                 )
             base_line = base_line or (lineno if m else 0)
-            d = _DEFERRED_RE.match(stripped)
-            if d is None and _DEFERRED_START_RE.match(stripped):
-                raise InputError(
-                    path,
-                    lineno,
-                    f"malformed deferred line '{stripped[:60]}'",
-                    "write '# deferred: NAME <full commit id> [after ROOT]'",
-                )
-            if d and not _SHA_RE.match(d.group(2)):
-                raise InputError(
-                    path,
-                    lineno,
-                    f"deferred '{d.group(1)}': '{d.group(2)}' is not a full commit id",
-                    "write '# deferred: NAME <full commit id> [after ROOT]'",
-                )
+            wrong = mark_problem(stripped)
+            if wrong:
+                raise InputError(path, lineno, wrong[0], wrong[1])
             lines.append(Other(raw, lineno))
             continue
         entry_part, _, comment = body.partition("#")
@@ -405,17 +398,17 @@ def parse_series(text: str, path: str = "series") -> Series:
         lines.append(Entry(name, tag, labels, strip, lineno, raw))
     series = Series(tuple(lines), path)
     for line in series.lines:
-        d = _DEFERRED_RE.match(line.raw.strip()) if isinstance(line, Other) else None
-        if d and d.group(1) not in seen:
+        mark = parse_mark(line.raw) if isinstance(line, Other) else None
+        if mark is not None and mark.name not in seen:
             raise InputError(
                 path,
                 line.lineno,
-                f"deferred patch '{d.group(1)}' is not in the series",
+                f"{mark.KIND} patch '{mark.name}' is not in the series",
                 "remove the line, or put the patch back into the series",
             )
-        if d and d.group(3) and d.group(3) not in seen:
+        if isinstance(mark, Deferral) and mark.root and mark.root not in seen:
             raise InputError(
-                path, line.lineno, f"deferred after '{d.group(3)}', which is not in the series"
+                path, line.lineno, f"deferred after '{mark.root}', which is not in the series"
             )
     return series
 

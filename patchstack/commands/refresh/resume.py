@@ -23,8 +23,9 @@ from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
+from .resolutions import Resolutions
 from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
-from .start import resolver
+from .start import marked, resolver
 
 
 def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
@@ -87,6 +88,10 @@ def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) 
         )
     resolved_tree = _work_tree(ws, state)
     assert state.stopped_at and state.stop_tree
+    step = next(s for s in state.steps if s.name == state.stopped_at)
+    Resolutions(ws).record(
+        step.name, step.before, Oid(state.stop_tree), step.after, resolved_tree, state.conflicted
+    )
     first = Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)
     return _go_on(ws, state, [*state.done, first], resolved_tree, resolved_tree, progress)
 
@@ -127,22 +132,24 @@ def _go_on(
     try:
         k = [s.name for s in state.steps].index(state.stopped_at)
         knock_ons = KnockOns(ws, state, series)
+        records = Resolutions(ws)
         more, conflicts = replay(
             git,
             state.steps,
             k + 1,
             tree,
             labels_of(state),
-            resolve=resolver(ws, series, state),
+            resolve=resolver(ws, series, state, records),
             progress=progress,
             go_on=knock_ons,
         )
-        done += more
+        done += marked(more, records)
         src = (shown, state.touched)
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left)
         if stopped_at is not None:
-            return stop(ws, state, engine, series, done, stopped_at, src, head, found)
+            note = records.note(stopped_at[0])
+            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()

@@ -17,6 +17,7 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
+from ...engine.evidence import first_holding, recorded
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
 from ...engine.replay import Done, commit_chain
@@ -25,10 +26,10 @@ from ...engine.verdicts import Classified, classify
 from ...errors import PatchstackError
 from ...git import Git, MergeResult
 from ...journal.snapshot import take_snapshot
-from ...model.conflict import Conflict
+from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
-from ...model.series import Deferral, Entry, Series
+from ...model.series import Deferral, Entry, Series, Upstream
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
@@ -40,9 +41,21 @@ class Verdict:
     tag: str
     verdict: str  # one of engine.verdicts.VERDICTS
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
+    recorded: bool = False  # a conflict settled by a recorded resolution
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
+    evidence: UpstreamCommit | None = None  # upstream: the upstream commit that brought it
+    note: str = ""  # why, where the verdict needs saying (a no-op of a selection)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["evidence"] = (
+            {"commit": self.evidence.oid, "subject": self.evidence.subject}
+            if self.evidence
+            else None
+        )
+        return data
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,7 @@ class RefreshResult:
             "applied": list(self.applied),
             "fold_into": self.fold_into,
             "folded": list(self.folded),
-            "patches": [asdict(v) for v in self.verdicts],
+            "patches": [v.to_json() for v in self.verdicts],
             "stopped": self.stopped.to_json() if self.stopped else None,
             "aborted": self.aborted,
             "deferred": [c.to_json() for c in self.deferred],
@@ -156,6 +169,26 @@ def defer(
     return replace(state, deferrals=tuple(made)), found
 
 
+def _evidence(
+    git: Git, series: Series, state: State, upstream: set[str]
+) -> dict[str, UpstreamCommit]:
+    """The upstream commit that brought each of ``upstream`` (the patches the new base
+    holds), where one can be named (`engine.evidence`)."""
+    found: dict[str, UpstreamCommit] = {}
+    moved = bool(state.old_base) and state.old_base != state.new_base
+    for step in state.steps:
+        if step.name not in upstream or step.before == step.after:
+            continue
+        mark = series.upstream.get(step.name)
+        if mark and mark.evidence and mark.commit == step.commit:
+            found[step.name] = recorded(git, mark.evidence)  # found by an earlier refresh
+        elif moved and state.old_base:
+            hit = first_holding(git, step.before, step.after, state.old_base, state.new_base)
+            if isinstance(hit, UpstreamCommit):
+                found[step.name] = hit
+    return found
+
+
 def deferrals_after(series: Series, state: State) -> list[Deferral]:
     """The deferred patches once this refresh is done: those deferred before it that it did
     not bring back, and those it deferred."""
@@ -179,16 +212,25 @@ def finish(
     _top, commits = commit_chain(engine, new_base, done)
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
+    recorded = {d.name for d in done if d.recorded}
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
-    new_series = series.with_base(new_base, state.new_ref).with_deferred(deferrals)
+    upstream = {d.name for d in done if d.upstream}
+    evidence = _evidence(git, series, state, upstream)
+    by_name = {s.name: s for s in state.steps}
+    marks = [
+        Upstream(n, by_name[n].commit or "", evidence[n].oid if evidence.get(n) else None)
+        for n in upstream
+        if by_name[n].commit and by_name[n].before != by_name[n].after
+    ]
+    marks += [u for n, u in series.upstream.items() if n in upstream and n not in by_name]
+    new_series = series.with_base(new_base, state.new_ref).with_marks(deferrals, marks)
     dropped = set()
     if state.drop_merged:
         for d in done:
             if d.upstream:
                 new_series = new_series.remove(d.name)
                 dropped.add(d.name)
-    upstream = {d.name for d in done if d.upstream}
     applied_after = [
         n
         for n in new_series.names
@@ -202,7 +244,7 @@ def finish(
     if text != series.format().encode("utf-8", "surrogateescape"):
         files.append(FileWrite(ws.series_path, text))
     overlay = Overlay(src[0], tuple(src[1]))
-    keep = tuple(Oid(d.commit) for d in deferrals)
+    keep = tuple(Oid(d.commit) for d in deferrals) + tuple(Oid(u.commit) for u in marks)
     publish(ws, Plan("refresh", current_head, head, tuple(files), overlay, keep=keep))
     _remember(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
@@ -211,9 +253,11 @@ def finish(
             e.tag,
             "deferred" if e.name in deferred else classified.verdicts[e.name],
             resolved=e.name in resolved,
+            recorded=e.name in recorded,
             rewritten=e.name in classified.data,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
+            evidence=evidence.get(e.name),
         )
         for e in series.entries
     )
@@ -318,6 +362,7 @@ def stop(
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
     deferred_now: Sequence[Conflict] = (),
+    note: str = "",
 ) -> RefreshResult:
     git = ws.git
     name, parent_tree, merged = conflict
@@ -345,7 +390,7 @@ def stop(
     publish(ws, plan)
     report = blame(git, name, merged, state.old_base, state.new_base)
     triage = triaged(ws, state, series, [conflict], attribute=False)[0]
-    report = replace(report, kind=triage.kind, root=triage.root)
+    report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
         report = replace(

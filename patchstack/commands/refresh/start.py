@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...checkout import Checkout
 from ...engine.merging import merge
 from ...engine.placer import Placer
 from ...engine.replay import (
+    Done,
     Resolver,
+    Step,
+    marked_changes,
     merge_resolver,
     old_chain,
     real_changes,
@@ -37,13 +40,14 @@ from ...engine.replay import (
     steps,
 )
 from ...errors import PatchstackError, RefusedError
-from ...git import DirtyState, Git
+from ...git import DirtyState, Git, MergeResult
 from ...model.ids import Oid
 from ...model.selection import resolve_name
 from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
+from .resolutions import Resolutions
 from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
 from .stopped import State
 
@@ -143,7 +147,11 @@ def refresh(
             applied_before=target.stack.names,
             drop_merged=drop_merged,
             steps=steps(
-                series, chain, real, [engine.canonical_commit(k) for k in range(len(chain))]
+                series,
+                chain,
+                real,
+                [engine.canonical_commit(k) for k in range(len(chain))],
+                marked_changes(git, series),
             ),
             fold_into=fold_into,
             folded=folded,
@@ -151,6 +159,7 @@ def refresh(
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)
+        records = Resolutions(ws)
         done, conflicts = replay(
             git,
             state.steps,
@@ -159,30 +168,50 @@ def refresh(
             labels_of(state),
             placer=placer,
             progress=progress,
-            resolve=resolver(ws, series, state),
+            resolve=resolver(ws, series, state, records),
             keep_going=defer_conflicts,
             go_on=knock_ons,
         )
+        done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left)
         if stopped is not None:
-            return stop(ws, state, engine, series, done, stopped, src, head, found)
+            note = records.note(stopped[0])
+            return stop(ws, state, engine, series, done, stopped, src, head, found, note)
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()
 
 
-def resolver(ws: Checkout, series: Series, state: State) -> Resolver | None:
-    """After ``git pull`` merged upstream into the stack: the user's merge resolution, for the
-    conflicts whose file the conflicting patch is the last applied one to change."""
-    if not state.resolution:
+def resolver(
+    ws: Checkout, series: Series, state: State, records: Resolutions | None = None
+) -> Resolver | None:
+    """What settles a conflict without asking: after ``git pull`` merged upstream into the
+    stack, the user's merge resolution, for the conflicts whose file the conflicting patch is
+    the last applied one to change; else a recorded resolution of exactly those versions."""
+    pull: Resolver | None = None
+    if state.resolution:
+        owners: dict[str, str] = {}
+        for entry in series.entries:
+            if entry.name in state.applied_before:
+                for path in ws.read_patch(entry)[1].paths:
+                    owners[path] = entry.name
+        pull = merge_resolver(ws.git, Oid(state.resolution), owners)
+    if pull is None and records is None:
         return None
-    owners: dict[str, str] = {}
-    for entry in series.entries:
-        if entry.name in state.applied_before:
-            for path in ws.read_patch(entry)[1].paths:
-                owners[path] = entry.name
-    return merge_resolver(ws.git, Oid(state.resolution), owners)
+
+    def resolve(step: Step, tree: Oid, merged: MergeResult) -> Oid | None:
+        found = pull(step, tree, merged) if pull is not None else None
+        if found is None and records is not None:
+            found = records.settle(step.name, step.before, tree, step.after, merged)
+        return found
+
+    return resolve
+
+
+def marked(done: list[Done], records: Resolutions) -> list[Done]:
+    """``done`` with the patches settled by a recorded resolution said so."""
+    return [replace(d, recorded=True) if d.name in records.used else d for d in done]
 
 
 def owners_of_edits(

@@ -1,0 +1,52 @@
+"""resolutions: the recorded conflict resolutions of the series, listed and forgotten."""
+
+from __future__ import annotations
+
+import click
+
+from .app import cli
+from .output import complete_patch_names, echo, json_text, out
+
+
+@cli.command()
+@click.argument("name", required=False, shell_complete=complete_patch_names)
+@click.option("--forget", is_flag=True, help="Remove them (all, or NAME's).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: bool) -> None:
+    """List the recorded conflict resolutions (of NAME only, when given), or --forget them.
+
+    'refresh --continue' records how each conflicted file was resolved, keyed by the patch
+    and the exact three versions the merge saw; refresh, check, push --onto, worktree --onto
+    and bisect settle the very same conflict with it again ("recorded resolution"). The
+    records are files of the series folder (resolutions/), to commit with the series; undo
+    does not remove them.
+
+    \b
+    Example:
+      patchstack resolutions
+      patchstack resolutions nccl-diagnostic-logging --forget
+    """
+    from ..commands.refresh.resolutions import Resolutions
+    from ..model.selection import resolve_name
+
+    ws = ctx.obj.checkout(write=forget)
+    records = Resolutions(ws)
+    patch = resolve_name(ws.load_series(), name) if name else None
+    if forget:
+        gone = records.forget(patch)
+        echo(ctx, f"forgot {len(gone)} recorded resolution(s)")
+        return
+    found = [r for r in records.all().values() if patch is None or r.patch == patch]
+    if as_json:
+        rows = [
+            {"key": r.key, "patch": r.patch, "path": r.path, "recorded": r.recorded} for r in found
+        ]
+        out(json_text({"resolutions": rows}), verbatim=True)
+        return
+    if not found:
+        echo(ctx, "no recorded resolutions")
+        return
+    for r in sorted(found, key=lambda r: (r.patch, r.path)):
+        echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]})")
+    echo(ctx, f"{len(found)} recorded resolution(s) in {ws.display(records.folder)}")

@@ -1,0 +1,121 @@
+"""``push NAME`` of a deferred patch: bring it back onto the series where it stands now.
+
+A deferred patch (`model.series.Deferral`) keeps the commit of its change where its file was
+made. Bringing it back is a replay of the series on its own base in which that change takes
+the patch's place again, placed by three-way merge like every patch (`engine.contract`), and
+the patches after it placed on top; the knock-ons waiting for it (deferred "after" it) come
+back with it, each placed again before anyone is asked about it. A conflict stops as a
+refresh stops (markers in the work tree; ``refresh --continue``, ``--skip`` to leave it
+deferred, ``--abort``), a knock-on of a patch still missing is deferred again, and the end is
+a refresh's: the patch files rewritten for where they now stand, the deferral lines gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from ...checkout import Checkout
+from ...engine.placer import Placer
+from ...engine.replay import Step, marked_changes, old_chain, real_changes, replay, steps
+from ...errors import PatchstackError, RefusedError
+from ...git import Git
+from ...model.ids import Oid
+from ...model.series import Series
+from ..state import make_engine, read_stack, require_movable
+from .resolutions import Resolutions
+from .settle import KnockOns, RefreshResult, defer, finish, stop
+from .start import marked, resolver
+from .stopped import State
+
+ROUTE = "undefer"
+
+
+def waiting(series: Series, names: Sequence[str]) -> list[str]:
+    """``names`` and the deferred patches waiting for them, transitively, in series order."""
+    wanted = set(names)
+    grew = True
+    while grew:
+        more = {d.name for d in series.deferred.values() if d.root in wanted} - wanted
+        grew = bool(more)
+        wanted |= more
+    return [n for n in series.names if n in wanted]
+
+
+def bring_back(
+    ws: Checkout,
+    names: Sequence[str],
+    applied_after: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> RefreshResult:
+    """Bring the deferred patches ``names`` (and their knock-ons) back; ``applied_after``:
+    the patches to have applied afterwards (they and the stack's)."""
+    git = ws.git
+    series = ws.load_series()
+    stack = read_stack(git)
+    require_movable(stack)
+    if series.base and stack.base != series.base:
+        raise RefusedError(
+            f"the stack is on {stack.base[:12]}, not on the series base {series.base[:12]}",
+            "a deferred patch comes back onto the series base: 'patchstack refresh' first",
+        )
+    back = waiting(series, names)
+    engine = make_engine(ws, series, stack)
+    try:
+        chain = old_chain(git, engine, series)
+        commits = [engine.canonical_commit(k) for k in range(len(chain))]
+        kept = marked_changes(git, series)
+        plan = list(steps(series, chain, real_changes(stack), commits, kept))
+        for i, s in enumerate(plan):
+            if s.name in back:
+                plan[i] = _brought(git, s)
+        base = Oid(series.base or stack.base)
+        state = State(
+            old_base=base,
+            new_base=base,
+            new_ref=None,
+            route=ROUTE,
+            applied_before=tuple(n for n in series.names if n in applied_after or n in back),
+            drop_merged=False,
+            steps=tuple(plan),
+            undefer=tuple(back),
+        )
+        labels = ("the series", "where it was made")
+        placer = Placer(engine, base, [s.name for s in state.steps])
+        knock_ons = KnockOns(ws, state, series)
+        records = Resolutions(ws)
+        done, conflicts = replay(
+            git,
+            state.steps,
+            0,
+            git.tree_of(base),
+            labels,
+            placer=placer,
+            progress=progress,
+            resolve=resolver(ws, series, state, records),
+            go_on=knock_ons,
+        )
+        done = marked(done, records)
+        left, stopped_at = knock_ons.split(conflicts)
+        state, found = defer(ws, state, series, left)
+        head = stack.head
+        src = (git.tree_of(head), ())
+        if stopped_at is not None:
+            note = records.note(stopped_at[0])
+            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+        return finish(ws, state, engine, series, done, src, head, found)
+    finally:
+        engine.close()
+
+
+def _brought(git: Git, step: Step) -> Step:
+    """The step of a deferred patch coming back: its deferral commit's change."""
+    commit = step.commit or ""
+    if not commit or not git.has_objects([commit])[commit]:
+        raise PatchstackError(
+            f"the change of the deferred patch '{step.name}' ({commit[:12]}) is not in this"
+            " repository",
+            "fetch it from the clone that deferred it, or delete the patch and capture it again",
+        )
+    before, after = git.trees_of([commit + "^", commit])
+    return replace(step, before=before, after=after, deferred=False)

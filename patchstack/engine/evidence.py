@@ -1,0 +1,88 @@
+"""Upstream evidence: which upstream commit brought a patch's change, and whether a conflict
+is upstream having taken the patch its own way.
+
+A patch a replay finds changing nothing on the new base is **upstream**'s when its change
+placed on the old base (with the same patches around it) still changes something: then the
+first upstream commit after which it changes nothing is the one that brought it, found by
+bisection over the first-parent history between the bases (each step a placement, `contract`;
+most are merges of the patch's paths alone). When it changes nothing on the old base either,
+the no-op is not upstream's doing: with ``--only``/``--except``, a patch that only reverts or
+repeats an unselected one is such a no-op, and is said to be one.
+
+A conflicting patch is **superseded** when upstream's side of every conflicting hunk already
+holds every line the patch adds there (indentation aside): the commit named is the one that
+made those lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..git import Git
+from ..model.conflict import Conflict, UpstreamCommit
+from ..model.ids import Oid
+from .contract import place_fast
+
+SELF = "self"  # a no-op already on the old base: not upstream's doing
+
+
+def first_holding(
+    git: Git,
+    before: Oid,
+    after: Oid,
+    old_base: str,
+    new_base: str,
+    old_tree: Oid | None = None,
+) -> UpstreamCommit | str | None:
+    """The first commit of ``old_base..new_base`` (first parents) on whose tree the change
+    ``before -> after`` changes nothing; `SELF` when it changes nothing on ``old_tree`` (the
+    tree it was placed on at the old base; default: the old base's) already; None when no
+    commit of the range holds it (the new base was reached another way)."""
+
+    def holds(tree: Oid) -> bool:
+        if tree == before:
+            return before == after
+        merged = place_fast(git, before, tree, after, ("upstream", "patch"))
+        return merged.clean and merged.tree == tree
+
+    start = old_tree or git.tree_of(old_base)
+    if holds(start):
+        return SELF
+    found = git.log_commits(f"{old_base}..{new_base}", first_parent=True)
+    commits = [c for c, _p, _s in found]
+    if not commits:
+        return None
+    trees = git.trees_of(commits)
+    if not holds(trees[-1]):
+        return None
+    lo, hi = 0, len(commits) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if holds(trees[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return UpstreamCommit(commits[lo], found[lo][2])
+
+
+def recorded(git: Git, oid: str) -> UpstreamCommit:
+    """The commit a mark names (``# upstream: NAME COMMIT in OID``), with its subject when
+    this repository has it."""
+    if not git.has_objects([oid])[oid]:
+        return UpstreamCommit(oid, "")
+    found = git.log_commits(f"{oid}^!")
+    return UpstreamCommit(oid, found[0][2] if found else "")
+
+
+def superseded(report: Conflict) -> UpstreamCommit | None:
+    """The upstream commit that holds the patch's own lines where it conflicts, when every
+    conflicting hunk's upstream side has every line the patch adds there."""
+    if not report.hunks:
+        return None
+    for h in report.hunks:  # lines compared without their indentation: upstream may nest them
+        expected, now = {ln.strip() for ln in h.expected}, {ln.strip() for ln in h.now}
+        added = [ln.strip() for ln in h.wanted if ln.strip() and ln.strip() not in expected]
+        if not added or not all(ln in now for ln in added):
+            return None
+    found: Sequence[UpstreamCommit] = [u for h in report.hunks for u in h.upstream]
+    return found[0] if found else UpstreamCommit("", "")

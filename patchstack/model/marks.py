@@ -1,0 +1,100 @@
+"""Header marks of the series file: patches whose file is from before a refresh, each carried
+by the commit of its change where that file was made (kept by the operation log).
+
+- ``# deferred: NAME COMMIT [after ROOT]``: it conflicted and was left out (``refresh
+  --skip``, ``--defer-conflicts``) until ``push NAME`` brings it back; ``after ROOT``: a
+  knock-on, waiting for the patch ROOT.
+- ``# upstream: NAME COMMIT [in UPSTREAM]``: the base holds its change (a refresh found the
+  patch changing nothing there), kept in the series until ``--drop-merged`` or ``delete``;
+  ``in UPSTREAM``: the upstream commit that brought it, when known.
+
+Both kinds add nothing to the canonical chain. quilt ignores comments, and applies the patch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+DEFERRED, UPSTREAM = "deferred", "upstream"
+_MARK_RE = re.compile(r"#\s*(deferred|upstream):\s*(\S+)\s+(\S+)(?:\s+(after|in)\s+(\S+))?\s*\Z")
+_START_RE = re.compile(r"#\s*(deferred|upstream)\s*:")
+_SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """A deferred patch (see the module docstring)."""
+
+    name: str
+    commit: str
+    root: str | None = None
+    KIND: ClassVar[str] = DEFERRED
+
+    def render(self) -> str:
+        tail = f" after {self.root}" if self.root else ""
+        return f"# deferred: {self.name} {self.commit}{tail}\n"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A patch the base holds (see the module docstring)."""
+
+    name: str
+    commit: str
+    evidence: str | None = None  # the upstream commit that brought its change
+    KIND: ClassVar[str] = UPSTREAM
+
+    def render(self) -> str:
+        tail = f" in {self.evidence}" if self.evidence else ""
+        return f"# upstream: {self.name} {self.commit}{tail}\n"
+
+
+Mark = Deferral | Upstream
+
+
+def is_mark(raw: str) -> bool:
+    return _MARK_RE.match(raw.strip()) is not None
+
+
+def parse_mark(raw: str) -> Mark | None:
+    m = _MARK_RE.match(raw.strip())
+    if m is None:
+        return None
+    kind, name, commit, word, last = m.groups()
+    if kind == DEFERRED:
+        return Deferral(name, commit, last if word == "after" else None)
+    return Upstream(name, commit, last if word == "in" else None)
+
+
+def mark_problem(text: str) -> tuple[str, str] | None:
+    """(message, hint) when ``text`` starts like a mark but is not a valid one."""
+    start = _START_RE.match(text)
+    if start is None:
+        return None
+    kind = start.group(1)
+    form = (
+        f"'# {kind}: NAME <full commit id> [{'after ROOT' if kind == DEFERRED else 'in COMMIT'}]'"
+    )
+    m = _MARK_RE.match(text)
+    if (
+        m is None
+        or m.group(1) != kind
+        or (m.group(4) and m.group(4) != ("after" if kind == DEFERRED else "in"))
+    ):
+        return f"malformed {kind} line '{text[:60]}'", f"write {form}"
+    if not _SHA_RE.match(m.group(3)):
+        return f"{kind} '{m.group(2)}': '{m.group(3)}' is not a full commit id", f"write {form}"
+    return None
+
+
+def marks_of(raws: Iterable[str]) -> dict[str, dict[str, Mark]]:
+    """The marks of these comment lines: kind -> name -> mark."""
+    found: dict[str, dict[str, Mark]] = {DEFERRED: {}, UPSTREAM: {}}
+    for raw in raws:
+        mark = parse_mark(raw)
+        if mark is not None:
+            found[mark.KIND][mark.name] = mark
+    return found
