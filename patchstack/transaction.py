@@ -65,8 +65,8 @@ class FileWrite:
 
 @dataclass(frozen=True)
 class MoveTree:
-    """Move the index and work tree from the old HEAD's tree to the new one (``read-tree -m
-    -u``), keeping the user's edits; refused before writing anything when one is in the way."""
+    """Index and work tree from the old HEAD's tree to the new (``read-tree -m -u``): edits
+    kept, or the move refused before it writes anything when one is in the way."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,7 @@ class Plan:
     before: Snapshot | None = None  # the state before, when the caller took it under the lock
     trees: tuple[TreeChange, ...] = ()  # experiment trees to make or remove (`journal.trees`)
     keep: tuple[Oid, ...] = ()  # commits the new state names only by id: kept by the log
+    notes: tuple[str, ...] = ()  # why, for the patches' histories (`journal.oplog.Entry`)
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,7 @@ _UNFINISHED: list[str] = []  # rollbacks that failed (the running entry stayed)
 
 
 def start_command() -> None:
-    """Forget what an earlier command in this process opened (tests and the completion
-    shell run many commands in one interpreter; the after-failure sweep is per command)."""
+    """Forget what an earlier command in this process opened (tests run many in one)."""
     _OPENED.clear()
     _PUBLISHED.clear()
     _UNFINISHED.clear()
@@ -204,8 +204,7 @@ def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
     git = ws.git
     ref = oplog_ref(git)
     found = read_log(git, 1)
-    parent = found[0][0] if found else None
-    last = parse_entry(*found[0]) if found else None
+    parent, last = (found[0][0], parse_entry(*found[0])) if found else (None, None)
     if plan.before is None:
         ws.progress.step("saving the state before")
     before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
@@ -225,7 +224,8 @@ def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
         plan.redoes,
         plan.trees,
         plan.keep,
-        tuple(_series_name(ws, fw.path) for fw in plan.files),
+        writes=tuple(_series_name(ws, fw.path) for fw in plan.files),
+        notes=plan.notes,
     )
     running = write_entry(git, parent, entry)
     try:

@@ -67,7 +67,7 @@ def test_after_a_pull_that_merged_upstream_refresh_is_advised_and_works(fork: Re
     assert fork.git("rev-list", "--merges", "HEAD~2..HEAD") == ""
     assert fork.read("c.py").count("upstream") == 1
     assert names(fork) == ["low.patch"]  # top.patch is upstream now, kept unapplied
-    assert "  - top.patch [diagnostic]  (the base holds it)" in fork.ps("status").stdout
+    assert "  - top.patch [diagnostic]  (the base holds it" in fork.ps("status").stdout
     assert follow(fork, advice(fork)) == ["refresh --drop-merged"]  # not 'push --all'
     assert (
         "top.patch" not in fork.read("patches/series")

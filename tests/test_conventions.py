@@ -49,6 +49,7 @@ def test_json_shapes_are_stable(fork: Repo) -> None:
         "labels",
         "applied",
         "commit",
+        "mark",
         "probe",
         "upstream",
     }
@@ -76,6 +77,7 @@ def test_json_shapes_are_stable(fork: Repo) -> None:
         "commit",
         "matches",
         "commit_tag",
+        "mark",
         "probe",
         "upstream",
     }

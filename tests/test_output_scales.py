@@ -176,3 +176,63 @@ def test_bisect_says_from_where_a_patch_stops_applying_and_keeps_skips_to_a_line
     assert len(result.stdout.splitlines()) < 15
     every = repo.ps("bisect", "-v", good, "HEAD", "--", *late, code=1).stdout
     assert all(f"{commits[i][:10]} upstream {i}" in every for i in range(5, 13))
+
+
+def test_a_sixty_conflict_check_reads_in_a_screen_and_its_progress_keeps_moving(
+    tmp_path,
+) -> None:
+    """40 patches whose line upstream rewrote (primary) and 20 that edit a file one of the
+    first ten creates (knock-ons): one line per primary, one per root's knock-ons, counts;
+    the progress goes on past the replay while the 60 reports are built."""
+    from patchstack.checkout import open_checkout
+    from patchstack.commands.check import check
+    from patchstack.model.selection import Selector
+    from patchstack.transaction import begin
+
+    repo = make_repo(tmp_path / "fork", {f"m{i:02}.py": numbered(12, f"m{i}") for i in range(40)})
+    base = repo.head()
+    for i in range(60):
+        if i < 40:
+            repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"mine {i}\n"))
+        if i < 10:
+            repo.write(f"new{i}.py", numbered(8, f"new{i}"))
+        if i >= 40:
+            k = (i - 40) % 10
+            repo.write(f"new{k}.py", repo.read(f"new{k}.py") + f"tuned {i}\n")
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", f"Patch {i}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for i in range(40):
+        repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"theirs {i}\n"))
+    repo.commit_all("upstream rewrites line 6 everywhere")
+    repo.git("checkout", "-q", "main")
+
+    out = repo.ps("check", "--onto", "up", code=1).stdout.splitlines()
+    assert out[1] == (
+        "conflicts: 40 primary (upstream changed the lines), 20 knock-on (an earlier patch is"
+        " missing)"
+    )
+    assert sum(1 for ln in out if ln.startswith("  conflict  Patch-")) == 40
+    assert sum(1 for ln in out if "2 knock-on(s) waiting for it" in ln) == 10
+    assert out[-1] == "60 patches: 60 conflict: 60 conflict(s)"
+    assert len(out) <= 60 and not any("CONFLICT" in ln for ln in out)
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    kinds = [c["kind"] for c in data["conflicts"]]
+    assert kinds.count("primary") == 40 and kinds.count("knock-on") == 20
+
+    seen: list[tuple[int, int]] = []
+    ws = open_checkout(None, str(repo.path))
+    ws.command = "patchstack check"
+    held, _problems = begin(ws, write=False)
+    try:
+        check(ws, "up", Selector(), lambda done, total: seen.append((done, total)))
+    finally:
+        ws.git.close()
+        held.release()
+    assert seen[:60] == [(i, 60) for i in range(60)]
+    after = seen[60:]  # the reports: the bar goes on, to the end
+    assert len(after) >= 60 and after[-1][0] == after[-1][1] - 1 and after[-1][1] > 60
+    assert [d for d, _t in after] == sorted(d for d, _t in after)

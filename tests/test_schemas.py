@@ -185,8 +185,13 @@ def test_verdicts_evidence_marks_and_recorded_resolutions_fit_the_schemas(tmp_pa
     assert verdicts["taken.patch"]["evidence"]["subject"] == "upstream takes the fix"
     assert [c["patch"] for c in refresh["deferred"]] == ["superseded.patch"]
     assert "# upstream: taken.patch " in repo.read("patches/series")
-    for args in (("series", "--json"), ("status", "--json"), ("check", "--json")):
+    for args in (("status", "--json"), ("check", "--json")):
         repo.ps(*args, code=None)
+    marks = {
+        p["name"]: p["mark"] for p in json.loads(repo.ps("series", "--json").stdout)["patches"]
+    }
+    assert marks["superseded.patch"]["kind"] == "deferred" and marks["debug.patch"] is None
+    assert marks["taken.patch"]["kind"] == "upstream" and marks["taken.patch"]["evidence"]
 
     other = drift(tmp_path / "drift")
     resolve_p1(other)

@@ -308,10 +308,20 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
     conflicts = list(conflicts)
     if not conflicts:
         return []
+    waits = {c.patch: c.root for c in conflicts if c.kind == "knock-on" and c.root}
+
+    def first_root(name: str) -> str:
+        """A knock-on of a knock-on waits for the first patch of the chain."""
+        seen = {name}
+        while name in waits and waits[name] not in seen:
+            name = waits[name]
+            seen.add(name)
+        return name
+
     under: dict[str, list[str]] = {}
     for c in conflicts:
-        if c.kind == "knock-on" and c.root:
-            under.setdefault(c.root, []).append(c.patch)
+        if c.patch in waits:
+            under.setdefault(first_root(c.patch), []).append(c.patch)
     primary = [c for c in conflicts if c.kind != "knock-on" or not c.root]
     n_knock = len(conflicts) - len(primary)
     head = f"conflicts: {len(primary)} primary (upstream changed the lines)"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..model.marks import describe
 from .app import Options, cli
 from .output import (
     complete_applied,
@@ -88,6 +89,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
                             "labels": list(r.labels),
                             "applied": r.applied,
                             "commit": r.commit,
+                            "mark": r.mark.to_json() if r.mark else None,
                             **standing_json(r.standing),
                         }
                         for r in rows
@@ -99,7 +101,8 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     for r in rows:
         mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
         labels = (", " + ", ".join(r.labels)) if r.labels else ""
-        echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]")
+        note = f"  ({describe(r.mark)})" if r.mark else ""
+        echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]{note}")
     for line in standing_lines([r.standing for r in rows], listing.today, False):
         echo(ctx, line)
 
@@ -171,6 +174,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                             "matches": p.matches,
                             "labels": list(p.labels),
                             "commit_tag": p.commit_tag,
+                            "mark": m.to_json() if (m := st.mark_of(p.name)) else None,
                             **(standing_json(by_name[p.name]) if p.name in by_name else {}),
                         }
                         for p in st.patches

@@ -16,6 +16,7 @@ from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
 from ..commands.upstream import IN_BASE, NOT_IN_BASE, UNKNOWN, Standing
 from ..model.fields import NONE, summary
+from ..model.marks import describe
 from .output import style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
@@ -117,14 +118,13 @@ def status_lines(
     out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
     held = set(st.in_base)
-    unapplied = [
-        (
-            p.name in held,
-            f"  - {p.name} [{_tags(p)}]" + ("  (the base holds it)" if p.name in held else ""),
-        )
-        for p in st.patches
-        if not p.applied
-    ]
+    unapplied = []
+    for p in st.patches:
+        if not p.applied:
+            mark = st.mark_of(p.name)
+            note = describe(mark) if mark else "the base holds it" if p.name in held else ""
+            line = f"  - {p.name} [{_tags(p)}]" + (f"  ({note})" if note else "")
+            unapplied.append((bool(note), line))
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
-from ..engine.evidence import SELF, first_holding
+from ..engine.evidence import SELF, first_holding, history
 from ..engine.merging import blame
 from ..engine.placer import Placer
 from ..engine.replay import (
@@ -125,7 +125,9 @@ def check(
         _top, commits = commit_chain(engine, target, done)
         classified = classify(git, engine, plan, done, commits)
         evidence = _evidence(ws, plan, classified.verdicts, skip, series.base, target)
-        reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full)
+        n = len(plan)
+        tick = (lambda d, t: progress(n + d, n + t)) if progress else None  # noqa: E731
+        reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full, tick)
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
@@ -179,8 +181,9 @@ def _evidence(
         )
         at_old = {d.name: d.parent for d in done}
     found: dict[str, UpstreamCommit | str] = {}
+    upstream = history(git, old_base, target)
     for step in wanted:
-        hit = first_holding(git, step.before, step.after, old_base, target, at_old.get(step.name))
+        hit = first_holding(git, step.before, step.after, upstream, at_old.get(step.name))
         if hit is not None:
             found[step.name] = hit
     return found
@@ -195,6 +198,7 @@ def _reports(
     old_base: str | None,
     target: Oid,
     full: Sequence[str] | bool,
+    tick: Callable[[int, int], None] | None = None,
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
@@ -210,7 +214,7 @@ def _reports(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    found = reports(git, failed, paths_of, old_base, target)
+    found = reports(git, failed, paths_of, old_base, target, tick=tick)
     out = []
     selected = [e.name for e in series.entries if e.name not in skip]
     for report, (name, _onto, merged) in zip(found, conflicts, strict=True):

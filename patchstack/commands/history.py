@@ -117,6 +117,7 @@ def history(ws: Checkout, text: str) -> tuple[str, list[Event]]:
             if old_name is not None:
                 before = reader.side(e.before, old_name)
         changes = _changes(before, after, old_name, current)
+        changes += [n.split(": ", 1)[1] for n in e.notes if n.startswith(f"{current}: ")]
         if changes:
             events.append(Event(e.seq, e.time, e.command, e.seq in live, tuple(changes)))
         if old_name is not None:

@@ -8,6 +8,7 @@ from datetime import date
 
 from ..checkout import Checkout
 from ..model.ids import Oid
+from ..model.marks import Mark
 from ..model.series import Series
 from ..model.stack import Stack
 from .state import read_stack
@@ -22,6 +23,7 @@ class SeriesRow:
     applied: bool
     commit: Oid | None
     standing: Standing
+    mark: Mark | None = None  # its deferred or upstream mark
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ def list_series(ws: Checkout) -> Listing:
     for e, standing in zip(series.entries, found, strict=True):
         ap = stack.find(e.name)
         commit = ap.commit if ap else None
-        rows.append(SeriesRow(e.name, e.tag, e.labels, ap is not None, commit, standing))
+        mark = series.mark_of(e.name)
+        rows.append(SeriesRow(e.name, e.tag, e.labels, ap is not None, commit, standing, mark))
     when = today(ws) if any(s.upstream.updated for s in found) else None
     return Listing(series, stack, tuple(rows), when)

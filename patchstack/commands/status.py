@@ -10,6 +10,7 @@ from datetime import date
 from ..checkout import Checkout, experiment_note
 from ..journal.oplog import current_refresh
 from ..model.ids import Oid
+from ..model.marks import Mark
 from ..model.series import Series
 from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
@@ -67,6 +68,10 @@ class StatusResult:
     standings: tuple[Standing, ...] = ()  # each patch's probe and upstream status
     today: date | None = None  # when a submission's age is told
     submodules: tuple[str, ...] = ()  # submodules with changes to their own files (no patch's)
+    marks: tuple[Mark, ...] = ()  # the series' deferred and upstream marks
+
+    def mark_of(self, name: str) -> Mark | None:
+        return next((m for m in self.marks if m.name == name), None)
 
     @property
     def real_base(self) -> Oid:
@@ -179,6 +184,7 @@ def status(ws: Checkout) -> StatusResult:
         tuple(standing),
         today(ws) if any(s.upstream.updated for s in standing) else None,
         dirty.submodules,
+        tuple(m for n in series.names if (m := series.mark_of(n))),
     )
 
 

@@ -17,6 +17,7 @@ made those lines.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..git import Git
 from ..model.conflict import Conflict, UpstreamCommit
@@ -26,18 +27,31 @@ from .contract import place_fast
 SELF = "self"  # a no-op already on the old base: not upstream's doing
 
 
+@dataclass(frozen=True)
+class History:
+    """The first-parent commits of ``old_base..new_base``, oldest first, with their trees
+    and subjects: read once for every patch whose evidence is looked for."""
+
+    old_base: str
+    commits: tuple[Oid, ...]
+    trees: tuple[Oid, ...]
+    subjects: tuple[str, ...]
+
+
+def history(git: Git, old_base: str, new_base: str) -> History:
+    found = git.log_commits(f"{old_base}..{new_base}", first_parent=True)
+    commits = tuple(c for c, _p, _s in found)
+    trees = tuple(git.trees_of(commits)) if commits else ()
+    return History(old_base, commits, trees, tuple(s for _c, _p, s in found))
+
+
 def first_holding(
-    git: Git,
-    before: Oid,
-    after: Oid,
-    old_base: str,
-    new_base: str,
-    old_tree: Oid | None = None,
+    git: Git, before: Oid, after: Oid, upstream: History, old_tree: Oid | None = None
 ) -> UpstreamCommit | str | None:
-    """The first commit of ``old_base..new_base`` (first parents) on whose tree the change
-    ``before -> after`` changes nothing; `SELF` when it changes nothing on ``old_tree`` (the
-    tree it was placed on at the old base; default: the old base's) already; None when no
-    commit of the range holds it (the new base was reached another way)."""
+    """The first commit of ``upstream`` on whose tree the change ``before -> after`` changes
+    nothing; `SELF` when it changes nothing on ``old_tree`` (the tree it was placed on at the
+    old base; default: the old base's) already; None when no commit of the range holds it
+    (the new base was reached another way)."""
 
     def holds(tree: Oid) -> bool:
         if tree == before:
@@ -45,24 +59,19 @@ def first_holding(
         merged = place_fast(git, before, tree, after, ("upstream", "patch"))
         return merged.clean and merged.tree == tree
 
-    start = old_tree or git.tree_of(old_base)
-    if holds(start):
+    if holds(old_tree or git.tree_of(upstream.old_base)):
         return SELF
-    found = git.log_commits(f"{old_base}..{new_base}", first_parent=True)
-    commits = [c for c, _p, _s in found]
-    if not commits:
+    trees = upstream.trees
+    if not trees or not holds(trees[-1]):
         return None
-    trees = git.trees_of(commits)
-    if not holds(trees[-1]):
-        return None
-    lo, hi = 0, len(commits) - 1
+    lo, hi = 0, len(trees) - 1
     while lo < hi:
         mid = (lo + hi) // 2
         if holds(trees[mid]):
             hi = mid
         else:
             lo = mid + 1
-    return UpstreamCommit(commits[lo], found[lo][2])
+    return UpstreamCommit(upstream.commits[lo], upstream.subjects[lo])
 
 
 def recorded(git: Git, oid: str) -> UpstreamCommit:

@@ -65,11 +65,14 @@ def reports(
     old_base: str | None,
     new_base: str,
     attribute: bool = True,
+    tick: Callable[[int, int], None] | None = None,
 ) -> list[Conflict]:
     """The report of every conflict of ``failed``, triaged (see the module docstring);
-    ``attribute``: name the upstream commit of each primary hunk."""
+    ``attribute``: name the upstream commit of each primary hunk; ``tick(done, total)``: told
+    as the reports are built (the progress bar keeps moving)."""
     if not failed:
         return []
+    total = len(failed) + 1
     every = sorted({p for f in failed for p in f.merged.conflicted})
     old_tree = git.tree_of(old_base) if old_base else None
     new_tree = git.tree_of(new_base)
@@ -88,7 +91,9 @@ def reports(
 
     touched = _touching(git, old_base, new_base, failed) if old_base and attribute else {}
     out = []
-    for f, merged in zip(failed, merged_entries, strict=True):
+    for i, (f, merged) in enumerate(zip(failed, merged_entries, strict=True)):
+        if tick is not None:
+            tick(i + 1, total)
         hunks: list[ConflictHunk] = []
         roots: list[str] = []
         primary = False

@@ -52,6 +52,7 @@ class Entry:
     trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
     keep: tuple[str, ...] = ()  # commits the state names by id only (a deferred patch's)
     writes: tuple[str, ...] = ()  # the files of the series directory it writes (relative)
+    notes: tuple[str, ...] = ()  # why, in words: "NAME: dropped, upstream took it in ..."
 
     @property
     def is_undo(self) -> bool:
@@ -82,6 +83,7 @@ class Entry:
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
             **({"trees": [c.to_json() for c in self.trees]} if self.trees else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -104,6 +106,7 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             data.get("redoes"),
             tuple(TreeChange.from_json(c) for c in data.get("trees") or ()),
             writes=tuple(data.get("writes", ())),
+            notes=tuple(str(n) for n in data.get("notes") or ()),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -33,6 +33,9 @@ class Deferral:
     root: str | None = None
     KIND: ClassVar[str] = DEFERRED
 
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": DEFERRED, "commit": self.commit, "root": self.root}
+
     def render(self) -> str:
         tail = f" after {self.root}" if self.root else ""
         return f"# deferred: {self.name} {self.commit}{tail}\n"
@@ -46,6 +49,9 @@ class Upstream:
     commit: str
     evidence: str | None = None  # the upstream commit that brought its change
     KIND: ClassVar[str] = UPSTREAM
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": UPSTREAM, "commit": self.commit, "evidence": self.evidence}
 
     def render(self) -> str:
         tail = f" in {self.evidence}" if self.evidence else ""
@@ -98,3 +104,14 @@ def marks_of(raws: Iterable[str]) -> dict[str, dict[str, Mark]]:
         if mark is not None:
             found[mark.KIND][mark.name] = mark
     return found
+
+
+def describe(mark: Mark) -> str:
+    """The mark in words, for ``status`` and ``series``."""
+    if isinstance(mark, Deferral):
+        if mark.root:
+            return f"deferred: a knock-on, waiting for {mark.root}"
+        return f"deferred: conflicts on the base ('patchstack push {mark.name}' brings it back)"
+    if mark.evidence:
+        return f"the base holds it: upstream took it in {mark.evidence[:10]}"
+    return "the base holds it"

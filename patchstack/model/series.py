@@ -145,6 +145,10 @@ class Series:
         """The patches the base holds, kept in the series, by name (`marks.Upstream`)."""
         return self._marks[UPSTREAM]  # type: ignore[return-value]
 
+    def mark_of(self, name: str) -> Deferral | Upstream | None:
+        """The deferred or upstream mark of this patch, if it has one."""
+        return self.deferred.get(name) or self.upstream.get(name)
+
     def with_deferred(self, deferrals: Iterable[Deferral]) -> Series:
         """The series with exactly these deferrals (and its upstream marks as they are)."""
         return self.with_marks(list(deferrals), list(self.upstream.values()))

@@ -17,7 +17,6 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
-from ...engine.evidence import first_holding, recorded
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
 from ...engine.replay import Done, commit_chain
@@ -29,10 +28,11 @@ from ...journal.snapshot import take_snapshot
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
-from ...model.series import Deferral, Entry, Series, Upstream
+from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
+from .taken import dropped_note, upstream_evidence, upstream_marks
 
 
 @dataclass(frozen=True)
@@ -169,26 +169,6 @@ def defer(
     return replace(state, deferrals=tuple(made)), found
 
 
-def _evidence(
-    git: Git, series: Series, state: State, upstream: set[str]
-) -> dict[str, UpstreamCommit]:
-    """The upstream commit that brought each of ``upstream`` (the patches the new base
-    holds), where one can be named (`engine.evidence`)."""
-    found: dict[str, UpstreamCommit] = {}
-    moved = bool(state.old_base) and state.old_base != state.new_base
-    for step in state.steps:
-        if step.name not in upstream or step.before == step.after:
-            continue
-        mark = series.upstream.get(step.name)
-        if mark and mark.evidence and mark.commit == step.commit:
-            found[step.name] = recorded(git, mark.evidence)  # found by an earlier refresh
-        elif moved and state.old_base:
-            hit = first_holding(git, step.before, step.after, state.old_base, state.new_base)
-            if isinstance(hit, UpstreamCommit):
-                found[step.name] = hit
-    return found
-
-
 def deferrals_after(series: Series, state: State) -> list[Deferral]:
     """The deferred patches once this refresh is done: those deferred before it that it did
     not bring back, and those it deferred."""
@@ -216,14 +196,8 @@ def finish(
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
     upstream = {d.name for d in done if d.upstream}
-    evidence = _evidence(git, series, state, upstream)
-    by_name = {s.name: s for s in state.steps}
-    marks = [
-        Upstream(n, by_name[n].commit or "", evidence[n].oid if evidence.get(n) else None)
-        for n in upstream
-        if by_name[n].commit and by_name[n].before != by_name[n].after
-    ]
-    marks += [u for n, u in series.upstream.items() if n in upstream and n not in by_name]
+    evidence = upstream_evidence(git, series, state, upstream)
+    marks = upstream_marks(series, state, upstream, evidence)
     new_series = series.with_base(new_base, state.new_ref).with_marks(deferrals, marks)
     dropped = set()
     if state.drop_merged:
@@ -245,7 +219,9 @@ def finish(
         files.append(FileWrite(ws.series_path, text))
     overlay = Overlay(src[0], tuple(src[1]))
     keep = tuple(Oid(d.commit) for d in deferrals) + tuple(Oid(u.commit) for u in marks)
-    publish(ws, Plan("refresh", current_head, head, tuple(files), overlay, keep=keep))
+    notes = tuple(f"{n}: {dropped_note(evidence.get(n))}" for n in sorted(dropped))
+    plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
+    publish(ws, plan)
     _remember(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
         Verdict(

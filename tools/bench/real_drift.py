@@ -1,0 +1,171 @@
+"""A real drift, side by side: a linear branch of a real repository (BASE..TIP) imported as a
+series and moved onto today's upstream (ONTO) by patchstack, against ``git rebase`` skipping
+every conflict plus ``git format-patch`` (what a fork without patchstack runs).
+
+    python tools/bench/real_drift.py --repo CLONE --range BASE..TIP --onto REF [--runs 3]
+
+For each run, from the same starting state: ``patchstack check --onto ONTO``, ``patchstack
+refresh --onto ONTO --defer-conflicts`` (then ``undo``), and the rebase in a worktree of its
+own. Prints wall and CPU seconds (medians), the ratios, and checks that the three agree: the
+patches check and refresh leave out are the commits rebase skips, and refresh's tree is
+rebase's. Nothing in CLONE changes but a scratch worktree and branch, removed at the end.
+A branch with merges is linearized first (``patchstack import branch`` onboards those)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "NO_COLOR": "1",
+}
+
+
+def run(argv: list[str], cwd: Path, check: bool = True) -> tuple[str, float, float]:
+    """(stdout, wall seconds, CPU seconds of the children) of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if check and proc.returncode not in (0, 1):
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.stdout, wall, cpu
+
+
+def git(cwd: Path, *args: str) -> str:
+    return run(["git", *args], cwd)[0].strip()
+
+
+def ps(cwd: Path, *args: str) -> tuple[str, float, float]:
+    return run([sys.executable, "-m", "patchstack", *args], cwd)
+
+
+def rebase(repo: Path, base: str, tip: str, onto: str, scratch: Path) -> dict[str, object]:
+    """git rebase of BASE..TIP onto ONTO, each conflict skipped, then format-patch."""
+    wt = scratch / "rebase"
+    git(repo, "worktree", "add", "-q", "--detach", str(wt), tip)
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        skipped: list[str] = []
+        argv = ["git", "rebase", "-q", "--reapply-cherry-picks", "--onto", onto, base]
+        proc = subprocess.run(argv, cwd=wt, env=ENV, capture_output=True)
+        state = Path(git(wt, "rev-parse", "--git-path", "rebase-merge"))
+        state = state if state.is_absolute() else wt / state
+        while proc.returncode and state.exists():
+            last = (state / "done").read_text().splitlines()[-1].split()[1]
+            skipped.append(git(wt, "rev-parse", last))
+            proc = subprocess.run(["git", "rebase", "--skip"], cwd=wt, env=ENV, capture_output=True)
+        out = scratch / "format-patch"
+        subprocess.run(
+            ["git", "format-patch", "-q", "-o", str(out), f"{onto}..HEAD"], cwd=wt, env=ENV
+        )
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        tree = git(wt, "rev-parse", "HEAD^{tree}")
+        shutil.rmtree(out, ignore_errors=True)
+    finally:
+        git(repo, "worktree", "remove", "--force", str(wt))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "skipped": skipped, "tree": tree}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", type=Path, required=True, help="a clone holding the branch")
+    ap.add_argument("--range", required=True, help="BASE..TIP, a linear branch")
+    ap.add_argument("--onto", required=True, help="today's upstream")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    repo = args.repo.resolve()
+    base_ref, tip_ref = args.range.split("..")
+    base, tip = git(repo, "rev-parse", base_ref), git(repo, "rev-parse", tip_ref)
+    onto = git(repo, "rev-parse", args.onto)
+    if git(repo, "rev-list", "--merges", f"{base}..{tip}"):
+        sys.exit(f"{args.range} has merges: linearize it first")
+    commits = git(repo, "rev-list", "--reverse", f"{base}..{tip}").split()
+    scratch = Path(tempfile.mkdtemp(prefix="real-drift."))
+    fork = scratch / "fork"
+    git(repo, "worktree", "add", "-q", "-B", "patchstack-bench", str(fork), base)
+    try:
+        ps(fork, "init")
+        ps(fork, "import", "commits", f"{base}..{tip}", "--tag", "essential")
+        _out, push_wall, _cpu = ps(fork, "push", "--all")
+        assert git(fork, "rev-parse", "HEAD^{tree}") == git(repo, "rev-parse", f"{tip}^{{tree}}")
+        names = json.loads(ps(fork, "series", "--json")[0])["patches"]
+        by_commit = {c: p["name"] for c, p in zip(commits, names, strict=True)}
+        figures: dict[str, list[float]] = {k: [] for k in ("check", "refresh", "rebase")}
+        cpus: dict[str, list[float]] = {k: [] for k in figures}
+        agree = True
+        for _ in range(args.runs):
+            out, wall, cpu = ps(fork, "check", "--onto", onto, "--json")
+            checked = {c["patch"] for c in json.loads(out)["conflicts"]}
+            figures["check"].append(wall)
+            cpus["check"].append(cpu)
+            out, wall, cpu = ps(fork, "refresh", "--onto", onto, "--defer-conflicts", "--json")
+            deferred = {c["patch"] for c in json.loads(out)["deferred"]}
+            tree = git(fork, "rev-parse", "HEAD^{tree}")
+            figures["refresh"].append(wall)
+            cpus["refresh"].append(cpu)
+            ps(fork, "undo")
+            got = rebase(repo, base, tip, onto, scratch)
+            figures["rebase"].append(float(got["wall"]))  # type: ignore[arg-type]
+            cpus["rebase"].append(float(got["cpu"]))  # type: ignore[arg-type]
+            skipped = {by_commit[c] for c in got["skipped"]}  # type: ignore[attr-defined]
+            agree = agree and checked == skipped == deferred and tree == got["tree"]
+        med = {k: statistics.median(v) for k, v in figures.items()}
+        med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
+        result = {
+            "range": args.range,
+            "onto": args.onto,
+            "patches": len(commits),
+            "upstream_commits": int(git(repo, "rev-list", "--count", f"{base}..{onto}")),
+            "conflicts": len(checked),
+            "push_all": push_wall,
+            "wall": med,
+            "cpu": med_cpu,
+            "ratio_check": med["rebase"] / med["check"],
+            "ratio_refresh": med["rebase"] / med["refresh"],
+            "agree": agree,
+        }
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(
+                f"{args.range} onto {args.onto}: {len(commits)} patches,"
+                f" {result['upstream_commits']} upstream commits, {len(checked)} conflicts;"
+                f" medians of {args.runs}"
+            )
+            for k in ("check", "refresh", "rebase"):
+                print(f"  {k:<8} {med[k]:6.2f} s wall  {med_cpu[k]:6.2f} s CPU")
+            print(
+                f"  rebase+format-patch / check: {result['ratio_check']:.2f}x,"
+                f" / refresh --defer-conflicts: {result['ratio_refresh']:.2f}x;"
+                f" conflict sets and trees {'agree' if agree else 'DIFFER'}"
+            )
+    finally:
+        git(repo, "worktree", "remove", "--force", str(fork))
+        git(repo, "branch", "-D", "patchstack-bench")
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
