@@ -131,6 +131,24 @@ def test_every_output_carries_version_and_fits_its_schema(fork: Repo, tmp_path) 
     assert checked.returncode == 1 and "head" in checked.stdout
 
 
+def test_the_readme_s_command_finds_the_installed_schemas(tmp_path) -> None:
+    """The README's line that names the schemas' folder, run as it is (python is the
+    interpreter that runs patchstack); `patchstack.schemas` alone is a namespace package,
+    whose files() printed MultiplexedPath('...')."""
+    readme = (schemas.SCHEMAS.parent.parent / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith('schemas="$(')]
+    bin_dir = str(Path(sys.executable).parent)
+    proc = subprocess.run(
+        ["bash", "-c", f'{line}\nprintf %s "$schemas"'],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (Path(proc.stdout) / "status.json").is_file(), proc.stdout
+
+
 def test_graph_takes_json_like_the_others_and_refuses_two_formats(fork: Repo) -> None:
     res = fork.ps("graph", "--json", "--format", "dot", code=2)
     assert "--json and --format dot: give one" in res.stderr
