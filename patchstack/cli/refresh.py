@@ -357,8 +357,10 @@ def check(
             echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:
             echo(ctx, more)
-        for c in result.conflicts:
+        for c in (*result.conflicts, *result.deferred):
             if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
+                if c in result.deferred:
+                    echo(ctx, f"deferred {c.patch}: its conflict on {result.target_name} now")
                 for line in render_conflict(c):
                     echo(ctx, line)
         for line in conflict_summary(result.conflicts, verbose):
@@ -371,7 +373,11 @@ def check(
             )
         counts = verdict_counts(result.verdicts)
         n = len(result.conflicts)
-        echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))
+        deferred = sum(1 for v in result.verdicts if v.verdict == "deferred")
+        end = f"{n} conflict(s)" if not result.ok else "all patches apply"
+        if result.ok and deferred:
+            end = "the others apply ('check --patch NAME' shows a deferred one's conflict now)"
+        echo(ctx, f"{counts}: {end}")
         from .probetext import missing_status_lines, probe_lines
 
         for line in probe_lines(report, verbose) if report is not None else []:
