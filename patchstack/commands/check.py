@@ -27,11 +27,11 @@ from ..engine.replay import (
 from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
+from ..journal.refusals import refresh_error
 from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
-from ..transaction import refresh_error
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev

@@ -19,6 +19,7 @@ from ..model.ids import Oid
 from ..model.imported import locate_preimage
 from ..model.patchfile import parse_patch
 from ..model.series import TAGS, Entry, name_key, new_series, parse_tags
+from ..progress import QUIET, Progress
 from ..transaction import FileWrite, Plan, publish
 from .sources import Source, read_commits, read_mbox, read_quilt
 
@@ -154,7 +155,7 @@ def _import(
         raise PatchstackError(
             "already in the series: " + ", ".join(clash), "rename the patches, or drop them"
         )
-    built, more_skipped, full_tree = _build(git, base, start_tree, sources)
+    built, more_skipped, full_tree = _build(git, base, start_tree, sources, ws.progress)
     if not built:
         what, why = more_skipped[0]
         raise PatchstackError(
@@ -226,7 +227,7 @@ def _resolve_tags(sources: list[Source], tag_text: str | None) -> list[Source]:
 
 
 def _build(
-    git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source]
+    git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source], progress: Progress = QUIET
 ) -> tuple[list[tuple[Source, bytes, str, tuple[str, ...]]], list[tuple[str, str]], Oid]:
     """Apply each source on the chain; regenerate every patch file from the chain's commits.
     Also returns the tree the chain ends with."""
@@ -243,8 +244,10 @@ def _build(
     done: list[tuple[Source, str, tuple[str, ...]]] = []
     skipped: list[tuple[str, str]] = []
     held: list[Oid | None] = [None]  # the tree the temporary index holds, when known
+    progress.step("applying the patches", len(sources))
     with git.temp_index() as idx:
-        for src in sources:
+        for i, src in enumerate(sources, 1):
+            progress(i - 1, len(sources))
             new_tree, method, notes = _place(git, idx, tree, src, held)
             if new_tree == tree:
                 skipped.append((src.name, "changes nothing on top of the patches before it"))
@@ -256,6 +259,7 @@ def _build(
             parent = git.commit_tree(new_tree, [parent], message, author, date)
             tree = new_tree
             done.append((src, method, notes))
+    progress.step("writing the patch files")
     mails = git.format_patches(anchor, parent) if done else []
     if len(mails) != len(done):
         raise GitFailure(f"format-patch gave {len(mails)} patches for {len(done)} commits")
