@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import stat
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -25,6 +27,7 @@ from .model import paths
 from .model.diff import commit_text
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
+from .progress import QUIET, Progress
 from .store import Store
 
 DEFAULT_DIR = "patches"
@@ -36,6 +39,7 @@ class Checkout:
     series_dir: str  # absolute
     cwd: str
     command: str = ""  # the command line, as the operation log records it
+    progress: Progress = field(default=QUIET, repr=False)  # what the command says meanwhile
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
     _summaries: dict[Any, tuple[bytes, PatchSummary]] = field(default_factory=dict, repr=False)
@@ -64,12 +68,24 @@ class Checkout:
         return os.path.isfile(self.series_path)
 
     def load_series(self) -> Series:
+        shown = self.display(self.series_path)
+        if os.path.islink(self.series_path):
+            raise InputError(
+                shown,
+                None,
+                f"the series file is a symbolic link (to {os.path.realpath(self.series_path)});"
+                " a write would replace the link with a copy",
+                "make it a plain file: cp --remove-destination"
+                f" {shlex.quote(os.path.realpath(self.series_path))} {shlex.quote(shown)}",
+            )
         if not self.exists():
+            folder = self.display(self.series_dir)
+            stray = os.path.isdir(self.series_dir) and bool(os.listdir(self.series_dir))
             raise PatchstackError(
-                f"no series file at {self.display(self.series_path)}",
+                f"no series file at {shown}"
+                + (f" ({folder} is not a series folder)" if stray else ""),
                 "create one with 'patchstack init', or point --dir / PATCHSTACK_DIR at it",
             )
-        shown = self.display(self.series_path)
         with open(self.series_path, "rb") as f:
             st = os.fstat(f.fileno())
             key = ("series", st.st_size, st.st_mtime_ns, st.st_ino, shown)
@@ -84,8 +100,9 @@ class Checkout:
                 raise InputError(
                     shown,
                     entry.lineno,
-                    f"patch file '{entry.name}' not found",
-                    f"add {self.display(path)} or remove the line",
+                    f"patch file '{entry.name}' {_not_a_file(path)}",
+                    f"put the patch file at {self.display(path)} (a plain file), or remove the"
+                    " line",
                 )
             if "/" not in entry.name and not os.path.islink(path):
                 continue  # a file of the series directory itself (whose real path is known)
@@ -158,6 +175,23 @@ class Checkout:
         calls it at its end, under the lock)."""
         if self._store is not None:
             self._store.save()
+
+
+def _not_a_file(path: str) -> str:
+    """Why the patch file at ``path`` cannot be read as one."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"is a symbolic link to {os.path.realpath(path)}, which does not exist"
+        return "not found"
+    except NotADirectoryError:
+        return "not found (a part of its path is a file, not a folder)"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a file"
+    if stat.S_ISFIFO(st.st_mode):
+        return "is a FIFO (a named pipe), not a file"
+    return "is not a regular file (a socket or a device)"
 
 
 class FileSummary(NamedTuple):
@@ -258,7 +292,31 @@ def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:
     else:
         configured = repo.config("patchstack.dir")
         series_dir = os.path.abspath(os.path.join(repo.top, configured or DEFAULT_DIR))
+    _check_series_dir(repo, series_dir, cwd)
     return Checkout(repo, series_dir, cwd)
+
+
+def _check_series_dir(repo: gitmod.Git, series_dir: str, cwd: str) -> None:
+    """A series folder is a folder of its own: never the work tree itself or a folder that
+    holds it (``--dir ..``), never inside the git directory."""
+    real = os.path.realpath(series_dir)
+    top = os.path.realpath(repo.top)
+    if real == top or top.startswith(real.rstrip(os.sep) + os.sep):
+        why = "it is the top of the work tree" if real == top else f"it holds the work tree {top}"
+    elif any(
+        (real + os.sep).startswith(os.path.realpath(d) + os.sep)
+        for d in (repo.git_dir, repo.common_dir)
+    ):
+        why = "it is inside the git directory"
+    else:
+        return
+    shown = os.path.relpath(series_dir, cwd)
+    shown = series_dir if shown.startswith("../..") else shown
+    raise PatchstackError(
+        f"{shown} is not a series folder: {why}",
+        "point --dir (or PATCHSTACK_DIR, git config patchstack.dir) at the folder that holds"
+        " the series file, such as patches/; nothing was changed",
+    )
 
 
 def experiment_path(git_dir: str) -> str:

@@ -8,14 +8,16 @@ writes into the file. The kernel drops an flock when its holder dies, however it
 stale lock is ever left behind; the file itself stays, and is never the evidence of a lock.
 
 **Signals.** git runs in its own session (see `git.run_git`), so a Ctrl-C at the terminal
-reaches patchstack only. Outside a critical section SIGINT and SIGTERM raise `Interrupted`:
-nothing has been published yet, temporary files are cleaned up on the way out, and the exit
-status is 130 or 143. Inside `critical()` (the journalled publish, see `journal`) they are
-held back: the section finishes, and the signal is raised when it ends.
+reaches patchstack only. Outside a critical section SIGINT, SIGTERM and SIGHUP (the terminal
+was closed) raise `Interrupted`: nothing has been published yet, temporary files are cleaned up
+on the way out, and the exit status is 130, 143 or 129. Inside `critical()` (the journalled
+publish, see `journal`) they are held back: the section finishes, and the signal is raised when
+it ends.
 
 **Test hook.** ``PATCHSTACK_TEST_KILL_AT=<point>`` makes the process SIGKILL itself when it
-reaches the named `point` (and ``PATCHSTACK_TEST_SIGNAL_AT`` sends SIGINT or SIGTERM), so tests
-can stop a command at every step that matters, deterministically.
+reaches the named `point` (and ``PATCHSTACK_TEST_SIGNAL_AT`` sends SIGINT, SIGTERM or SIGHUP, or
+SIGSTOP to pause it there), so tests can stop a command at every step that matters,
+deterministically.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from .errors import RefusedError
 
 
 class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error
-    """SIGINT or SIGTERM arrived; ``exit_code`` is 128 + the signal number."""
+    """SIGINT, SIGTERM or SIGHUP arrived; ``exit_code`` is 128 + the signal number."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -109,6 +111,7 @@ def _read_holder(path: str) -> str:
 
 _held: list[int] = []  # signals that arrived inside a critical section
 _depth = 0
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _handler(signum: int, _frame: object) -> None:
@@ -120,9 +123,10 @@ def _handler(signum: int, _frame: object) -> None:
 
 @contextlib.contextmanager
 def signals_handled() -> Iterator[None]:
-    """Turn SIGINT and SIGTERM into `Interrupted` for the duration (main thread only)."""
+    """Turn SIGINT, SIGTERM and SIGHUP into `Interrupted` for the duration (main thread
+    only)."""
     try:
-        old = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, _handler) for s in HANDLED}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -152,7 +156,7 @@ def also_handled(*signums: int) -> Iterator[None]:
 
 @contextlib.contextmanager
 def critical() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back until the section ends, then raise the first one."""
+    """Hold SIGINT, SIGTERM and SIGHUP back until the section ends, then raise the first."""
     global _depth
     _depth += 1
     try:
@@ -172,8 +176,9 @@ def point(name: str) -> None:
     """A named point where tests stop the process deterministically.
 
     ``PATCHSTACK_TEST_KILL_AT=<point>[#<n>]`` sends SIGKILL at the n-th time (default the
-    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM|HUP>``
-    sends that signal instead, which the command handles as a Ctrl-C. With
+    first) the point is reached; ``PATCHSTACK_TEST_SIGNAL_AT=<point>[#<n>]:<INT|TERM|HUP>`` sends
+    that signal instead, which the command handles as a Ctrl-C, and ``:STOP`` pauses the
+    process there (SIGSTOP: the test does what races it, then sends SIGCONT). With
     ``PATCHSTACK_TEST_POINT_LOG`` set, each point reached and its time are appended to that
     file (the soak tests aim random kills at the window between the first and the last)."""
     _reached[name] = _reached.get(name, 0) + 1
@@ -189,4 +194,12 @@ def point(name: str) -> None:
     if sig:
         where, _, which = sig.rpartition(":")
         if where == here or (where == name and _reached[name] == 1):
-            os.kill(os.getpid(), getattr(signal, f"SIG{which}", signal.SIGTERM))
+            os.kill(os.getpid(), _TEST_SIGNALS.get(which, signal.SIGTERM))
+
+
+_TEST_SIGNALS = {
+    "INT": signal.SIGINT,
+    "TERM": signal.SIGTERM,
+    "HUP": signal.SIGHUP,
+    "STOP": signal.SIGSTOP,
+}

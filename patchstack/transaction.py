@@ -35,9 +35,11 @@ from . import lock
 from .checkout import Checkout
 from .errors import PatchstackError, RefusedError
 from .files import write_atomic
-from .git import RefTransactionFailed, RefUpdate
+from .git import HeldIndex, RefTransactionFailed, RefUpdate
+from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
 from .journal.oplog import (
     RESTORING,
+    BrokenLog,
     Entry,
     half_made_error,
     interrupted,
@@ -45,9 +47,11 @@ from .journal.oplog import (
     note_refused,
     oplog_ref,
     parse_entry,
+    read_log,
     write_entry,
 )
-from .journal.restore import restore_state
+from .journal.refusals import foreign_error, refresh_error
+from .journal.restore import not_rolled_back, put_back, restore_state
 from .journal.snapshot import Snapshot, moved_snapshot, take_snapshot
 from .journal.trees import TreeChange, describe, put, roll_back
 from .model.ids import Oid
@@ -126,12 +130,14 @@ class Published:
 # What this process opened and published, for the messages after a failure or an interrupt.
 _OPENED: list[tuple[Checkout, float]] = []
 _PUBLISHED: list[Published] = []
+_UNFINISHED: list[str] = []  # rollbacks that failed (the running entry stayed)
 
 
 def start_command() -> None:
     """Forget what an earlier command in this process opened (tests run many in one)."""
     _OPENED.clear()
     _PUBLISHED.clear()
+    _UNFINISHED.clear()
 
 
 def begin(
@@ -144,11 +150,19 @@ def begin(
     held = lock.acquire(ws.git.common_dir, ws.command, exclusive=write)
     _OPENED.append((ws, time.time()))
     try:
+        ws.git.clear_stale_index_lock()  # a killed patchstack's (no patchstack runs now)
         problems: list[PatchstackError] = []
         foreign = foreign_error(ws) if write else None  # (status shows it to readers)
         if foreign:
             problems.append(foreign)
-        pending = interrupted(ws.git)
+        try:
+            pending = interrupted(ws.git)
+        except BrokenLog as exc:
+            if write:
+                raise
+            problems.append(exc)  # a reader goes on, reading no log
+            ws.git.read_as_absent(oplog_ref(ws.git))
+            pending = None
         half_made = half_made_error(ws.git)
         if half_made:
             problems.append(half_made)
@@ -166,115 +180,112 @@ def begin(
     return held, problems
 
 
-_NEXT_STEPS = {
-    "merge": "finish it with 'git commit' (after resolving and 'git add'), or 'git merge --abort'",
-    "rebase": "finish it with 'git rebase --continue', or 'git rebase --abort'",
-    "cherry-pick": "finish it with 'git cherry-pick --continue', or 'git cherry-pick --abort'",
-    "revert": "finish it with 'git revert --continue', or 'git revert --abort'",
-    "am": "finish it with 'git am --continue', or 'git am --abort'",
-    "bisect": "end it with 'git bisect reset'",
-}
-
-
-def foreign_error(ws: Checkout) -> RefusedError | None:
-    """A git merge, rebase, cherry-pick, revert, am or bisect stopped half way: patchstack
-    acts on nothing then (its HEAD, index and files are git's work in progress)."""
-    found = ws.git.operation_in_progress()
-    if found is None:
-        return None
-    op, path = found
-    return RefusedError(
-        f"a git {op} is in progress ({os.path.relpath(path, ws.git.top)})",
-        _NEXT_STEPS[op] + ", then run the command again; nothing was changed",
-    )
-
-
-def refresh_error(ws: Checkout) -> RefusedError | None:
-    """The refusal every other command meets while a refresh is stopped at a conflict."""
-    from .journal.oplog import stopped_command
-
-    if (command := stopped_command(ws.git)) is None:
-        return None
-    return RefusedError(
-        f"{'an import' if 'import' in command else 'a refresh'} is stopped at a conflict",
-        f"resolve the conflict markers and run '{command} --continue',"
-        f" or run '{command} --abort' to go back to the state before it",
-    )
-
-
 # -- publishing ----------------------------------------------------------------------------------
 
 
 def publish(ws: Checkout, plan: Plan) -> Published:
     git = ws.git
-    ref = oplog_ref(git)
+    check_writes(ws, [fw.path for fw in plan.files])
     lock.point("publish-start")  # planned, nothing written yet: a Ctrl-C here changes nothing
     git.keep_scratch()  # the objects planned in the scratch store, into the repository
     lock.point("scratch-kept")
     with lock.critical():
-        found = git.messages(ref, 1)
-        parent, last = (found[0][0], parse_entry(*found[0])) if found else (None, None)
-        before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
-        if before.head != plan.old_head:
-            raise RefusedError(
-                f"HEAD moved while this command ran (now {before.head[:12]})",
-                "run the command again; nothing was changed",
-            )
-        entry = Entry(
-            "",
-            (last.seq + 1) if last else 1,
-            ws.command or plan.kind,
-            plan.kind,
-            "running",
-            int(time.time()),
-            os.getpid(),
-            before,
-            None,
-            plan.new_head,
-            plan.undoes,
-            plan.redoes,
-            plan.trees,
-            plan.keep,
-            plan.notes,
-        )
-        running = write_entry(git, parent, entry)
+        held = git.lock_index()  # as git's own commands do: a 'git commit' meanwhile is refused
         try:
-            git.ref_transaction([RefUpdate(ref, running, parent)])
-        except RefTransactionFailed as exc:
-            raise _ref_error(exc, "the operation log") from None
-        lock.point("journal-running")
-        try:
-            written = _apply(ws, plan, before)
-            trees = put(git, plan.trees, ws.series_dir)
-            after = _after(ws, plan, before)
-            lock.point("journal-finishing")
-            updates = []
-            if plan.new_head != plan.old_head:
-                branch = before.branch or "HEAD"
-                updates.append(RefUpdate(branch, plan.new_head, plan.old_head))
-            done: Oid | None = None
-            if after.key() != before.key() or plan.kind in RESTORING or trees:
-                finished = replace(entry, status="done", after=after, trees=trees)
-                done = write_entry(git, parent, finished)
-                updates.append(RefUpdate(ref, done, running))
-            else:
-                updates.append(RefUpdate(ref, parent, running))
-            try:
-                git.ref_transaction(updates, f"patchstack: {plan.kind}")
-            except RefTransactionFailed as exc:
-                raise _ref_error(exc, "the branch") from None
-        except BaseException:
-            _roll_back(ws, before, ref, running, parent, plan.trees)
-            raise
-        lock.point("publish-ref")
-        _PUBLISHED.append(Published(before, after, done, written, trees, plan.kind))
+            lock.point("index-locked")
+            published = _publish_locked(ws, plan, held)
+        finally:
+            held.release()
         lock.point("journal-done")
+    return published
+
+
+def _publish_locked(ws: Checkout, plan: Plan, held: HeldIndex) -> Published:
+    git = ws.git
+    ref = oplog_ref(git)
+    found = read_log(git, 1)
+    parent, last = (found[0][0], parse_entry(*found[0])) if found else (None, None)
+    if plan.before is None:
+        ws.progress.step("saving the state before")
+    before = plan.before or take_snapshot(ws, refresh=last.state.refresh if last else None)
+    check_unmoved(ws, plan.old_head, before, taken_before=plan.before is not None)
+    entry = Entry(
+        "",
+        (last.seq + 1) if last else 1,
+        ws.command or plan.kind,
+        plan.kind,
+        "running",
+        int(time.time()),
+        os.getpid(),
+        before,
+        None,
+        plan.new_head,
+        plan.undoes,
+        plan.redoes,
+        plan.trees,
+        plan.keep,
+        writes=tuple(_series_name(ws, fw.path) for fw in plan.files),
+        notes=plan.notes,
+    )
+    running = write_entry(git, parent, entry)
+    try:
+        git.ref_transaction([RefUpdate(ref, running, parent)])
+    except RefTransactionFailed as exc:
+        raise _ref_error(exc, "the operation log", wrote=False) from None
+    lock.point("journal-running")
+    wrote = _Wrote([], [])
+    try:
+        if _moves_the_work_tree(plan):
+            ws.progress.step("writing the work tree")
+        written = _apply(ws, plan, before, wrote)
+        trees = put(git, plan.trees, ws.series_dir)
+        ws.progress.step("recording the operation")
+        after = _after(ws, plan, before)
+        lock.point("journal-finishing")
+        updates = []
+        if plan.new_head != plan.old_head:
+            branch = before.branch or "HEAD"
+            updates.append(RefUpdate(branch, plan.new_head, plan.old_head))
+        done: Oid | None = None
+        if after.key() != before.key() or plan.kind in RESTORING or trees:
+            finished = replace(entry, status="done", after=after, trees=trees)
+            done = write_entry(git, parent, finished)
+            updates.append(RefUpdate(ref, done, running))
+        else:
+            updates.append(RefUpdate(ref, parent, running))
+        held.commit()  # the index first: the entry says done only once the index is new
+        lock.point("index-committed")
+        try:
+            git.ref_transaction(updates, f"patchstack: {plan.kind}")
+        except RefTransactionFailed as exc:
+            raise _ref_error(exc, "the branch") from None
+    except BaseException as exc:
+        failed = _roll_back(ws, plan, before, ref, running, parent, held, wrote)
+        if failed is None or not isinstance(exc, Exception):
+            raise
+        raise not_rolled_back(exc, failed) from exc
+    lock.point("publish-ref")
+    _PUBLISHED.append(Published(before, after, done, written, trees, plan.kind))
     return _PUBLISHED[-1]
 
 
+@dataclass(frozen=True)
+class _Wrote:
+    """What a publish wrote so far, noted before each write: the rollback's list."""
+
+    worktree: list[str]  # work-tree paths
+    series: list[str]  # names in the series directory
+
+
 def describe_interruption() -> str:
-    """What an interrupt (SIGINT, SIGTERM) left: nothing changed, or the command finished (and
-    what is applied now), or a refresh stopped at a conflict."""
+    """What an interrupt (SIGINT, SIGTERM, SIGHUP) left: nothing changed, or the command
+    finished (and what is applied now), or a refresh stopped at a conflict, or a step failed
+    and what it wrote could not be put back."""
+    if _UNFINISHED:
+        return (
+            f"a step failed and what it wrote could not be put back ({_UNFINISHED[-1]});"
+            " 'patchstack undo' restores the state before the command exactly"
+        )
     if not _PUBLISHED:
         return "nothing was changed (the state is the one before the command)"
     after = _PUBLISHED[-1].after
@@ -296,6 +307,12 @@ def note_refusal() -> None:
         note_refused(ws.git, ws.command)
 
 
+def scratch_was_full() -> str | None:
+    """Where a scratch store of this command ran out of room (`git.scratch`), if one did: a
+    "no space left" then is that file system's, which the error must name."""
+    return next((ws.git.scratch_full for ws, _since in _OPENED if ws.git.scratch_full), None)
+
+
 def clean_up_after_failure() -> None:
     """Remove what git leaves in a repository when it dies half way (temporary objects and
     packs, fast-import crash reports) and that appeared while this command ran."""
@@ -315,55 +332,91 @@ def _after(ws: Checkout, plan: Plan, before: Snapshot) -> Snapshot:
     return take_snapshot(ws, refresh=plan.refresh, head=plan.new_head)
 
 
-def _ref_error(exc: RefTransactionFailed, what: str) -> PatchstackError:
+def _ref_error(exc: RefTransactionFailed, what: str, wrote: bool = True) -> PatchstackError:
+    """``wrote``: the step had written to the work tree or the series (it is put back)."""
+    after = "what this command wrote was put back" if wrote else "nothing was changed"
     if exc.hook_refused:
         return RefusedError(
             f"a git hook refused to update {what}: {exc.git_message}",
-            "look at the repository's hooks (reference-transaction); nothing was changed",
+            f"look at the repository's hooks (reference-transaction); {after}",
         )
     return RefusedError(
         f"could not update {what}: {exc.git_message}",
-        "another process moved it meanwhile; nothing was changed, run the command again",
+        f"another process moved it while this command ran; {after} (nothing else touched):"
+        " run the command again",
     )
 
 
 def _roll_back(
     ws: Checkout,
+    plan: Plan,
     before: Snapshot,
     ref: str,
     running: str,
     parent: str | None,
-    trees: tuple[TreeChange, ...],
-) -> None:
-    """Put back what a failed step wrote and drop its running entry; when that fails too, the
-    running entry stays, and the next command points at ``undo``."""
+    held: HeldIndex,
+    wrote: _Wrote,
+) -> str | None:
+    """Put back the paths and series files a failed step wrote (only those, and only where
+    they still hold what it wrote), the index as it was, and drop the running entry. None when
+    done; else why not: the running entry stays, and the next command points at ``undo``."""
     git = ws.git
     try:
-        roll_back(git, trees, ws.series_dir)
-        partial = take_snapshot(ws, refresh=before.refresh)
-        if partial.key() != before.key():
-            restore_state(ws, partial, before)
+        roll_back(git, plan.trees, ws.series_dir)
+        if wrote.worktree:
+            how = plan.worktree
+            if isinstance(how, Restore):
+                tree = Oid(how.target.worktree)
+            elif isinstance(how, Overlay) and how.shown:
+                tree = how.shown
+            else:
+                tree = git.tree_of(plan.new_head)
+            put_back(ws, before, wrote.worktree, tree, wrote.series)
+        elif wrote.series:
+            put_back(ws, before, (), git.fmt.empty_tree, wrote.series)
+        held.roll_back()
         git.ref_transaction([RefUpdate(ref, Oid(parent) if parent else None, Oid(running))])
-    except BaseException:  # noqa: S110 - the running entry is the record of what happened
-        pass
+    except Exception as exc:  # the running entry is the record of what happened
+        _UNFINISHED.append(str(exc) or type(exc).__name__)
+        return _UNFINISHED[-1]
+    return None
 
 
-def _apply(ws: Checkout, plan: Plan, before: Snapshot) -> tuple[str, ...]:
+def _moves_the_work_tree(plan: Plan) -> bool:
+    """(An experiment tree made or removed is a work tree written too.)"""
+    how = plan.worktree
+    return (
+        isinstance(how, (Restore, Overlay))
+        or (isinstance(how, MoveTree) and plan.old_head != plan.new_head)
+        or bool(plan.trees)
+    )
+
+
+def _apply(ws: Checkout, plan: Plan, before: Snapshot, wrote: _Wrote) -> tuple[str, ...]:
     how = plan.worktree
     if isinstance(how, Restore):
-        return restore_state(ws, before, how.target)
+        return restore_state(ws, before, how.target, wrote.worktree, wrote.series)
     if isinstance(how, Overlay):
-        _move_overlay(ws, plan, how)
+        new_tree = ws.git.tree_of(plan.new_head)
+        dst = how.shown or new_tree
+        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree)
+        if dst != new_tree:
+            ws.git.set_index_entries(new_tree, ws.git.changed_paths(new_tree, dst))
     elif isinstance(how, Captured):
         ws.git.set_index_entries(plan.new_head, list(how.paths))
     elif plan.old_head != plan.new_head:
-        _move(ws, plan.old_head, plan.new_head)
-    _write_files(plan.files)
+        move_tree(ws, plan.old_head, plan.new_head, wrote.worktree)
+    _write_files(ws, plan.files, wrote.series)
     return ()
 
 
-def _write_files(files: Sequence[FileWrite]) -> None:
+def _series_name(ws: Checkout, path: str) -> str:
+    return os.path.relpath(path, ws.series_dir).replace(os.sep, "/")
+
+
+def _write_files(ws: Checkout, files: Sequence[FileWrite], noted: list[str]) -> None:
     for fw in files:
+        noted.append(_series_name(ws, fw.path))
         if fw.data is None:
             if os.path.lexists(fw.path):
                 os.unlink(fw.path)
@@ -371,60 +424,3 @@ def _write_files(files: Sequence[FileWrite]) -> None:
             os.makedirs(os.path.dirname(fw.path), exist_ok=True)
             write_atomic(fw.path, fw.data)
         lock.point("publish-file")
-
-
-def _move(ws: Checkout, old: Oid, new: Oid) -> None:
-    """read-tree refuses, before writing anything, to overwrite a file with uncommitted edits
-    or an untracked file; stale stat information can make it refuse wrongly, so the index is
-    refreshed and the move tried once more before reporting."""
-    git = ws.git
-    proc = git.checkout_tree(old, new)
-    if proc.returncode != 0:
-        git.refresh_index()
-        proc = git.checkout_tree(old, new)
-    if proc.returncode != 0:
-        changed = git.changed_paths(old, new)
-        dirty = git.dirty(exclude=ws.in_tree, paths=changed)
-        touched = sorted(set(changed) & set(dirty.modified + dirty.untracked + dirty.unmerged))
-        if not touched:
-            raise RefusedError(
-                "git refused to update the work tree: "
-                + proc.stderr.decode("utf-8", "replace").strip(),
-                "nothing was changed",
-            )
-        raise edits_in_the_way(touched)
-    lock.point("publish-worktree")
-
-
-def edits_in_the_way(paths: Sequence[str]) -> RefusedError:
-    return RefusedError(
-        "uncommitted edits in files this command would change: " + ", ".join(paths),
-        "commit them, capture them with 'patchstack new', or fold them with"
-        " 'patchstack refresh'; nothing was changed",
-    )
-
-
-def _move_overlay(ws: Checkout, plan: Plan, how: Overlay) -> None:
-    git = ws.git
-    new_tree = git.tree_of(plan.new_head)
-    dst = how.shown or new_tree
-    changed = set(git.changed_paths(how.src, dst))
-    dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
-    touched = sorted(
-        (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(how.overlaid)
-    )
-    if touched:
-        raise edits_in_the_way(touched)
-    if how.overlaid:
-        git.set_index_entries(how.src, list(how.overlaid))
-        git.refresh_index()
-    proc = git.checkout_tree(how.src, dst)
-    if proc.returncode != 0:
-        raise RefusedError(
-            "git refused to update the work tree: "
-            + proc.stderr.decode("utf-8", "replace").strip(),
-            "nothing was changed",
-        )
-    lock.point("publish-worktree")
-    if dst != new_tree:
-        git.set_index_entries(new_tree, git.changed_paths(new_tree, dst))

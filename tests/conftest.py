@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from patchstack.cli import cli
 
+from . import schemas
+
 SEALED = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -111,6 +113,10 @@ class Repo:
                 f"patchstack {' '.join(args)} exited {result.exit_code}, wanted {code}\n"
                 f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
             )
+        if result.exit_code in (0, 1) and schemas.schema_name(args):
+            written = schemas.output_file(args)
+            text = ((cwd or self.path) / written).read_text() if written else result.stdout
+            schemas.check_output(args, text)  # every --json output, against its schema
         return result
 
     def snapshot(self) -> dict[str, bytes]:

@@ -15,6 +15,7 @@ import pytest
 
 from patchstack.demo import build_sandbox, example_dir, upstream_pull
 
+from . import schemas
 from .action_runner import ROOT, FakeGitHub, run_action, run_job
 from .conftest import Repo
 from .test_review import every_classification
@@ -353,7 +354,8 @@ def test_review_posts_one_comment_and_edits_it_on_every_push(
             assert "gamma.patch" in run.summary and "Interdiff." in run.summary
             assert "persist-credentials" not in run.step("patchstack review").stdout
             assert run.outputs["review-html"].endswith("review.html")
-            assert Path(run.outputs["review-json"]).exists()
+            review_json = Path(run.outputs["review-json"])
+            schemas.check_output(["review", "--json"], review_json.read_text())
             upload = run.step("Keep the results as an artifact").uses
             assert upload is not None and upload.startswith("actions/upload-artifact@")
         (comment,) = ours(gh, 7)  # posted once, then edited
@@ -431,7 +433,8 @@ def test_check_fails_the_job_on_a_conflict_and_says_why(action_copy, sandbox, tm
     assert "does not apply" in run.summary
     assert "#### Conflict in `nccl-diagnostic-logging.patch`" in run.summary
     assert "Upstream commits that changed these lines:" in run.summary
-    assert (tmp_path / "conflict" / "patchstack" / "check.json").exists()
+    check_json = tmp_path / "conflict" / "patchstack" / "check.json"
+    schemas.check_output(["check", "--json"], check_json.read_text())
     # The Action's own fetch leaves no ref behind, and names none to the user.
     assert "patchstack-upstream" not in run.summary
     assert "patchstack-upstream" not in fork.git("for-each-ref")

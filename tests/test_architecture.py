@@ -10,13 +10,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "patchstack"
 
-# Each layer may import itself and the layers listed; `errors`, `files`, `lock` and `store` (the
-# one cache) sit below everything, and `model.ids` is the vocabulary the git package shares.
+# Each layer may import itself and the layers listed; `errors`, `files`, `lock`, `store` (the
+# one cache) and `progress` sit below everything, and `model.ids` is the vocabulary the git
+# package shares.
 ALLOWED: dict[str, set[str]] = {
     "model": {"model", "errors"},
     "git": {"git", "model.ids", "errors", "lock"},
     "store": {"files"},
-    "checkout": {"git", "model", "errors", "files", "store"},
+    "checkout": {"git", "model", "errors", "files", "store", "progress"},
     "engine": {"engine", "git", "model", "errors", "lock", "store"},
     "journal": {"journal", "git", "model", "checkout", "errors", "files", "lock"},
     "transaction": {"journal", "git", "model", "checkout", "errors", "files", "lock"},

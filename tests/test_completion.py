@@ -1,11 +1,11 @@
 """Shell completion through 'patchstack completion SHELL', for 'patchstack' and for
-'git patchstack' (git's own bash completion calls _git_patchstack), in a real bash."""
+'git patchstack' (git's own bash completion calls _git_patchstack), in a real interactive
+bash under a pseudo-terminal."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,58 +14,103 @@ import pytest
 from patchstack.demo import build_sandbox
 
 from .conftest import Repo
+from .pty_shell import Bash
 
 GIT_COMPLETION = Path("/usr/share/bash-completion/completions/git")
 
-SCRIPT = r"""
-source "$GIT_COMPLETION"
-eval "$(patchstack completion bash)"
-try() {
-  COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
-  read -r -a COMP_WORDS <<< "$COMP_LINE"
-  if [[ "$COMP_LINE" == *" " ]]; then COMP_WORDS+=(""); fi
-  COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-  COMPREPLY=()
-  if [[ "${COMP_WORDS[0]}" == git ]]; then __git_wrap__git_main
-  else _patchstack_completion patchstack; fi
-  echo "${COMPREPLY[*]}"
-}
-try "git patchstack pu"
-try "git patchstack show nccl"
-try "git patchstack push --only ess"
-try "git patchstack refresh --patch oea"
-try "patchstack pop kimi"
-try "patchstack graph --except opt"
-"""
-
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory) -> Repo:
-    return Repo(build_sandbox(str(tmp_path_factory.mktemp("completion") / "box")).fork)
+def sandbox(module_env) -> Repo:
+    box = Path(module_env.mktemp("completion")) / "box"
+    repo = Repo(build_sandbox(str(box)).fork)
+    repo.ps("push", "--only", "essential")
+    (box / "patches-before").mkdir()
+    return repo
 
 
-def test_bash_completes_git_patchstack_commands_patch_names_and_tags(sandbox) -> None:
+def typed_at_a_terminal(sandbox: Repo, lines: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
+    """Each line typed at an interactive bash in a pty, then TAB as a user presses it: the
+    line readline made of it (it completes paths itself when patchstack asks it to) and the
+    candidates it listed."""
     if not GIT_COMPLETION.exists() or shutil.which("bash") is None:
         if os.environ.get("CI"):
             pytest.fail(f"{GIT_COMPLETION} is missing (the git package installs it)")
         pytest.skip("git's bash completion is not installed")
-    env = dict(
-        os.environ,
-        GIT_COMPLETION=str(GIT_COMPLETION),
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    setup = [f"source {GIT_COMPLETION}", 'eval "$(patchstack completion bash)"']
+    bash = Bash(sandbox.path, env, setup)
+    try:
+        return {typed: bash.complete(typed) for typed in lines}
+    finally:
+        bash.close()
+
+
+def test_bash_completes_commands_patch_names_and_tags(sandbox) -> None:
+    """For 'patchstack' and 'git patchstack'; pop offers the applied patches, push the
+    others."""
+    got = typed_at_a_terminal(
+        sandbox,
+        (
+            "git patchstack pu",
+            "git patchstack show nccl",
+            "git patchstack push --only ess",
+            "patchstack pop ",
+            "git patchstack push ",
+        ),
     )
-    proc = subprocess.run(
-        ["bash", "--norc", "-c", SCRIPT], cwd=sandbox.path, env=env, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [
-        "push",
-        "nccl-env-propagation.patch nccl-diagnostic-logging.patch",
-        "essential",
-        "oea-routing.patch",
-        "kimi-k25-eagle3-delegation.patch",
-        "optimization",
+    assert {typed: line for typed, (line, _) in got.items()} == {
+        "git patchstack pu": "git patchstack push ",
+        "git patchstack show nccl": "git patchstack show nccl-",
+        "git patchstack push --only ess": "git patchstack push --only essential ",
+        "patchstack pop ": "patchstack pop ",
+        "git patchstack push ": "git patchstack push ",
+    }
+    assert got["git patchstack show nccl"][1] == [  # readline sorts git's
+        "nccl-diagnostic-logging.patch",
+        "nccl-env-propagation.patch",
     ]
+    assert got["patchstack pop "][1] == [
+        "kimi-k25-eagle3-delegation.patch",
+        "deepseek-v2-eagle3-capture.patch",
+        "communicator-sm120.patch",
+    ]
+    assert got["git patchstack push "][1] == [
+        "mla-kv-gather-then-cast.patch",
+        "nccl-diagnostic-logging.patch",
+        "nccl-env-propagation.patch",
+        "oea-routing.patch",
+    ]
+
+
+def test_bash_completes_paths_and_revisions(sandbox) -> None:
+    got = typed_at_a_terminal(
+        sandbox,
+        (
+            "patchstack new x --tag essential sr",
+            "git patchstack new x --tag essential sr",
+            "patchstack review ../pat",
+            "patchstack --dir pat",
+            "patchstack graph -o REA",
+            "patchstack worktree ../up",
+            "patchstack import quilt pat",
+            "patchstack -C ../fo",
+            "patchstack check --onto ori",
+            "patchstack import commits origin/main..ma",
+        ),
+    )
+    assert {typed: line for typed, (line, _) in got.items()} == {
+        "patchstack new x --tag essential sr": "patchstack new x --tag essential srt/",
+        "git patchstack new x --tag essential sr": "git patchstack new x --tag essential srt/",
+        "patchstack review ../pat": "patchstack review ../patches-before/",
+        "patchstack --dir pat": "patchstack --dir patches/",
+        "patchstack graph -o REA": "patchstack graph -o README.md ",
+        "patchstack worktree ../up": "patchstack worktree ../upstream/",
+        "patchstack import quilt pat": "patchstack import quilt patches/",
+        "patchstack -C ../fo": "patchstack -C ../fork/",
+        "patchstack check --onto ori": "patchstack check --onto origin/",
+        "patchstack import commits origin/main..ma": "patchstack import commits origin/main..main ",
+    }
+    assert got["patchstack check --onto ori"][1] == ["origin/HEAD", "origin/main"]
 
 
 def test_every_shell_gets_a_script_with_the_git_side(sandbox) -> None:

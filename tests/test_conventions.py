@@ -42,7 +42,7 @@ def fork(tmp_path) -> Repo:
 
 def test_json_shapes_are_stable(fork: Repo) -> None:
     series = json.loads(fork.ps("series", "--json").stdout)
-    assert set(series) == {"base", "base_ref", "head", "patches"}
+    assert set(series) == {"version", "base", "base_ref", "head", "patches"}
     assert set(series["patches"][0]) == {
         "name",
         "tag",
@@ -89,7 +89,7 @@ def test_json_shapes_are_stable(fork: Repo) -> None:
 
 
 def test_no_colour_in_pipes_or_with_no_color(fork: Repo) -> None:
-    env = dict(os.environ)
+    env = dict(os.environ, PAGER="cat")  # the pager is another test's
     env.pop("NO_COLOR", None)
     run = [sys.executable, "-m", "patchstack"]
     piped = subprocess.run([*run, "series"], cwd=fork.path, env=env, capture_output=True, text=True)

@@ -30,7 +30,7 @@ MALFORMED = {
     "garbage-hunk-header.patch": (10, "malformed hunk header"),
     "garbage-hunk-numbers.patch": (10, "malformed hunk header"),
     "two-mails.patch": (17, "a second mail starts here"),
-    "binary-without-data.patch": (9, "binary change without data"),
+    "binary-without-data.patch": (9, "binary change to 'blob.bin' without data"),
 }
 HOSTILE = {
     "path-dotdot.patch": (7, "'..' component"),

@@ -190,3 +190,19 @@ def test_a_resolution_for_other_versions_is_never_applied(tmp_path) -> None:
     assert "a recorded resolution of a.py is for other versions of the file" in stopped.stderr
     assert "<<<<<<<" in repo.read("a.py")
     repo.ps("refresh", "--abort")
+
+
+def test_a_deferred_patch_s_probe_is_not_run_rather_than_broken(tmp_path) -> None:
+    """A build carries nothing of a deferred patch: its probe proves nothing there, so
+    refresh --probes and check --probes report it not run (it was 'broken: fails with it',
+    the trees with and without it the same)."""
+    repo = drift(tmp_path)
+    repo.ps("edit", "p1", "--probe", "grep -q mine a.py")
+    repo.ps("edit", "p3", "--probe", "grep -q 'b 20 mine' b.py")
+    for args in (("refresh", "--onto", "up", "--defer-conflicts"), ("check",)):
+        data = json.loads(repo.ps(*args, "--probes", "--json", code=1).stdout)
+        verdicts = {r["name"]: (r["verdict"], r["why"]) for r in data["probes"]["results"]}
+        assert verdicts == {
+            "p1.patch": ("not-run", "deferred: 'patchstack push p1.patch' brings it back"),
+            "p3.patch": ("effective", ""),
+        }, args

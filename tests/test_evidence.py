@@ -126,3 +126,26 @@ def test_status_and_series_show_deferred_patches(tmp_path) -> None:
     assert "- p2.patch [optimization]  (deferred: a knock-on, waiting for p1.patch)" in status
     listed = repo.ps("series").stdout
     assert "- p2.patch  [optimization]  (deferred: a knock-on, waiting for p1.patch)" in listed
+
+
+def test_a_deferred_patch_s_conflict_is_shown_again_on_demand_and_status_says_how_back(
+    tmp_path,
+) -> None:
+    repo = drift(tmp_path)
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    plain = repo.ps("check").stdout
+    assert "conflict in patch" not in plain
+    assert plain.splitlines()[-1] == (
+        "3 patches: 1 unchanged, 2 deferred: the others apply ('check --patch NAME' shows a"
+        " deferred one's conflict now)"
+    )
+    shown = repo.ps("check", "--patch", "p1").stdout
+    assert "deferred p1.patch: its conflict on HEAD (below the stack) now" in shown
+    assert "conflict in patch p1.patch" in shown and "| a 10 upstream" in shown
+    data = json.loads(repo.ps("check", "--patch", "p1", "--json").stdout)
+    assert data["ok"] is True and data["conflicts"] == []
+    assert [c["patch"] for c in data["deferred"]] == ["p1.patch"]
+    assert repo.ps("status").stdout.splitlines()[-1] == (
+        "next: 'patchstack push p1.patch' brings a deferred patch back (1 deferred, 1 knock-on(s)"
+        " waiting)"
+    )

@@ -280,12 +280,13 @@ def test_trees_edited_in_process_are_the_trees_git_writes(repo: Repo) -> None:
 
 def test_the_series_tree_is_the_folder_whether_cached_or_not(repo: Repo, tmp_path) -> None:
     """The snapshot's tree of the series folder, taken from the stat cache (whole, when no file
-    changed) or made again, is what git makes of the folder."""
+    changed) or made again, is what git makes of the series in it: the series file and the
+    patch files it names, nothing else (a README, a nested repository's .git)."""
     stack_of_three(repo)
     folder = repo.path / "patches"
 
     def age() -> None:  # the cache trusts only files older than two seconds
-        for f in folder.iterdir():
+        for f in folder.rglob("*"):
             os.utime(f, (1_000_000_000, 1_000_000_000))
 
     def git_tree() -> str:
@@ -295,7 +296,11 @@ def test_the_series_tree_is_the_folder_whether_cached_or_not(repo: Repo, tmp_pat
             "GIT_WORK_TREE": str(folder),
         }
         (tmp_path / "index").unlink(missing_ok=True)
-        subprocess.run(["git", "add", "-A", "."], cwd=folder, env=env, check=True)
+        named = [
+            ln.split()[0] for ln in (folder / "series").read_text().splitlines() if ln[:1].isalnum()
+        ]
+        there = ["series", *(n for n in named if (folder / n).exists())]
+        subprocess.run(["git", "add", "--", *there], cwd=folder, env=env, check=True)
         out = subprocess.run(["git", "write-tree"], cwd=folder, env=env, capture_output=True)
         return out.stdout.decode().strip()
 
@@ -308,6 +313,8 @@ def test_the_series_tree_is_the_folder_whether_cached_or_not(repo: Repo, tmp_pat
             lambda: (folder / "p1.patch").unlink(),
             lambda: (folder / "p0.patch").rename(folder / "p0-renamed.patch"),
             lambda: (folder / "p2.patch").write_text("a hand edit\n"),
+            lambda: (folder / "README").write_text("not a patch\n"),
+            lambda: subprocess.run(["git", "init", "-q", str(folder)], check=True),
         ):
             change()
             age()

@@ -40,6 +40,9 @@ def test_a_patch_that_rewrites_another_ones_lines_leans_on_it(tmp_path) -> None:
     assert "  style p1 stroke-dasharray:4 3,opacity:0.7\n" in mermaid
     dot = repo.ps("graph", "--format", "dot").stdout
     assert dot.startswith("digraph patchstack {") and '  p1 -> p3 [tooltip="app.py"];' in dot
+    # Every quoted string closes on its line: the label's line break is DOT's \n escape.
+    assert all(line.count('"') % 2 == 0 for line in dot.splitlines()), dot
+    assert '  p1 [label="logging.patch\\ndiagnostic", ' in dot
     data = json.loads(repo.ps("graph", "--format", "json").stdout)
     assert data["version"] == 1 and data["edges"] == [
         {"from": "logging.patch", "to": "quiet-two.patch", "files": ["app.py"]}

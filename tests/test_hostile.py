@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo
+from .conftest import Repo, make_repo
 from .test_corpus import CORPUS, add_to_series, base_repo
 
 
@@ -78,24 +78,30 @@ MALFORMED = {
         7,
         "refused path 'sub/.GITMODULES.': 'sub/.GITMODULES.' may not be a symbolic link",
     ),
-    "name-too-long.patch": (7, "refused path 'nnn"),
-    "path-too-long.patch": (7, "refused path 'abc/abc/"),
+    "name-too-long.patch": (
+        7,
+        "over the 255 bytes a file name may have (the file system's limit, ENAMETOOLONG)",
+    ),
+    "path-too-long.patch": (
+        7,
+        "over the 4095 bytes a path may have (the file system's limit, ENAMETOOLONG)",
+    ),
 }
 GENERATED = {
     "binary-size-mismatch.patch": (
         lambda: binary_patch(b"five!", declared=100),
         5,
-        "binary literal declares 100 bytes but its data inflates to 5 bytes",
+        "binary literal for 'new.bin' declares 100 bytes but its data inflates to 5 bytes",
     ),
     "binary-bomb.patch": (  # 20 KB of data that would inflate to 20 MB, declared 1 KB
         lambda: binary_patch(b"\0" * 20_000_000, declared=1000),
         5,
-        "binary literal declares 1000 bytes but its data inflates to more than",
+        "binary literal for 'new.bin' declares 1000 bytes but its data inflates to more than",
     ),
     "binary-declares-2-60.patch": (
         lambda: binary_patch(b"x", declared=2**60),
         5,
-        "is over the limit",
+        f"binary literal of {2**60} bytes for 'new.bin' is over the limit",
     ),
     "binary-garbage-base85.patch": (
         lambda: binary_patch(b"hello").replace(
@@ -131,7 +137,8 @@ def _push_refused(tmp_path: Path, name: str, data: bytes, line: int, words: str)
     t0 = time.monotonic()
     # show only reads: it shows a patch that names a refused path (to inspect it), not a
     # malformed one
-    readers = [] if "refused path" in words or "symbolic link" in words else [["show", name]]
+    refused = ("refused path", "symbolic link", "ENAMETOOLONG")
+    readers = [] if any(w in words for w in refused) else [["show", name]]
     for args in (["push", "--all"], ["check"], *readers):
         result = repo.ps(*args, code=2)
         assert f"patches/{name}:{line}: " in result.stderr, (args, result.stderr)
@@ -172,6 +179,42 @@ def test_crlf_hunk_against_an_lf_file_is_a_conflict_naming_the_cr_bytes(tmp_path
     assert "a.py: the patch's lines end in CR LF (bytes 0d 0a" in result.stderr
     assert "the file's lines end in LF (0a)" in result.stderr
     assert disk(repo, tmp_path) == before
+
+
+def test_a_path_over_the_limits_is_refused_saying_why_in_a_line_that_ends(tmp_path) -> None:
+    """The reason comes within a screen's width, not after a 5,000-character path."""
+    repo = base_repo(tmp_path)
+    long = "/".join(["d" * 200] * 25) + "/x.txt"
+    add_to_series(repo, "deep.patch", f"--- /dev/null\n+++ b/{long}\n@@ -0,0 +1 @@\n+x\n".encode())
+    first = repo.ps("push", "--all", code=2).stderr.splitlines()[0]
+    assert len(first) < 300, first
+    assert first.endswith(
+        "is 5,030 bytes long, over the 4095 bytes a path may have (the file system's limit,"
+        " ENAMETOOLONG)"
+    ), first
+    assert "hint: shorten the path in the patch" in repo.ps("check", code=2).stderr
+
+
+def test_a_hunk_mixing_crlf_and_lf_names_the_line_endings_as_the_cause(tmp_path) -> None:
+    repo = base_repo(tmp_path)
+    data = b"--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n a 1\n-a 2\r\n+a two\n a 3\n"
+    add_to_series(repo, "mixed.patch", data)
+    before = disk(repo, tmp_path)
+    result = repo.ps("push", "--all", code=1)
+    assert (
+        "a.py: the hunk on line 3 of the patch matches the file at line 1 but for line endings:"
+        " of its 3 lines there, 1 end in CR LF (0d 0a) where the file's end in LF (0a)"
+    ) in result.stderr, result.stderr
+    assert disk(repo, tmp_path) == before
+    # The file mixes them, the patch does not.
+    two = make_repo(tmp_path / "two", {"a.py": "x\n"})
+    (two.path / "a.py").write_bytes(b"a 1\r\na 2\r\na 3\n")
+    two.commit_all("mixed line endings")
+    two.ps("init")
+    lf = b"--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n a 1\n-a 2\n+a two\n a 3\n"
+    add_to_series(two, "lf.patch", lf)
+    result = two.ps("push", "--all", code=1)
+    assert "of its 3 lines there, 2 end in LF (0a) where the file's end in CR LF" in result.stderr
 
 
 # -- the series file and the series folder -----------------------------------------------------

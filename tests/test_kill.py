@@ -3,11 +3,13 @@
 Every state-changing command (push, pop --only, undo, import, a refresh that finishes, one that
 stops at a conflict, --continue and --abort) runs in a subprocess and dies by SIGKILL at every
 named point it reaches (``PATCHSTACK_TEST_KILL_AT=<point>#<n>``: deterministic, each occurrence
-of each point), or gets SIGINT/SIGTERM at a point before and inside the critical section. After
+of each point), or gets SIGINT/SIGTERM/SIGHUP at a point before and inside the critical section
+(SIGHUP, a closed terminal, is handled as SIGTERM: the step finishes). After
 each: the user's uncommitted edit, staged change and untracked file are still there, ``git
 fsck`` finds nothing wrong, and the state is exactly the one before or after the command, or
 the next command names the interrupted one and the single command it suggests (``patchstack
-undo``) brings back the state before, exactly.
+undo``) brings back the state before, exactly; git's index lock a killed publish held is gone
+after the next command.
 
 The soak test (``pytest -m soak``, run by ``.ci/run``) adds SIGKILLs after random delays aimed
 at the window between the first and the last point of a 150-patch push, pop and refresh. The
@@ -167,6 +169,10 @@ def settle(
     )
     assert fsck.returncode == 0 and not fsck.stdout.strip(), fsck.stdout + fsck.stderr
     probe = repo.ps("series", code=None)  # a reader: warns about an interrupted command
+    # ... and removes git's index lock a killed publish held, so git works again at once.
+    assert not (repo.path / ".git" / "index.lock").exists()
+    held = ("patchstack-index-held", "patchstack-index-kept")
+    assert not [n for n in held if (repo.path / ".git" / n).exists()]
     if "was interrupted" in probe.stderr:
         assert "run 'patchstack undo'" in probe.stderr
         if not fig.restored:  # a writer is refused too (once is enough to show it)
@@ -209,10 +215,12 @@ def kill_everywhere(
     tmp: Path,
     reset: list[str] | None = None,
     state: Callable[[Repo], tuple] = state,
+    inside: str = "TERM",
 ) -> None:
-    """SIGKILL ``args`` at each occurrence of each point, then SIGINT and SIGTERM before and
-    inside the critical section. ``reset``: the command that brings the state before back
-    (default: undo); ``state``: what the command changes."""
+    """SIGKILL ``args`` at each occurrence of each point, then SIGINT before and ``inside``
+    (SIGTERM, or SIGHUP: a closed terminal, handled alike) inside the critical section.
+    ``reset``: the command that brings the state before back (default: undo); ``state``: what
+    the command changes."""
     before = state(repo)
     after, reached, _times = points_of(repo, args, tmp, state)
     assert after != before
@@ -228,10 +236,10 @@ def kill_everywhere(
         fig.kills += 1
         settle(repo, before, after, fig, reset, state)
         assert state(repo) == before
-    for where, sig in (("publish-start", "INT"), ("journal-running", "TERM")):
+    for where, sig in (("publish-start", "INT"), ("journal-running", inside)):
         proc = spawn(repo, args, PATCHSTACK_TEST_SIGNAL_AT=f"{where}:{sig}")
         _out, err = proc.communicate()
-        signum = signal.SIGINT if sig == "INT" else signal.SIGTERM
+        signum = getattr(signal, f"SIG{sig}")
         assert proc.returncode == 128 + signum, (where, proc.returncode, err)
         wait_unlocked(repo)
         now = state(repo)
@@ -263,7 +271,7 @@ def test_kill_push_pop_undo_import_at_every_point(tmp_path) -> None:
     repo = build(tmp_path, N)
     kill_everywhere(repo, ["push", "--all"], fig, tmp_path)
     repo.ps("push", "--all")
-    kill_everywhere(repo, ["pop", "--only", "diagnostic"], fig, tmp_path)
+    kill_everywhere(repo, ["pop", "--only", "diagnostic"], fig, tmp_path, inside="HUP")
     # undo itself, killed while it restores: undo again brings back the state before it.
     repo.ps("pop", "--only", "diagnostic")
     kill_everywhere(repo, ["undo"], fig, tmp_path, reset=["redo"])
@@ -295,7 +303,7 @@ def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> Non
     assert "conflict in patch p004.patch" in result.stderr
     repo.write("src/f004.txt", "head 4\nline 4 up patched\ntail 4\n")
     kill_everywhere(repo, ["refresh", "--continue"], fig, tmp_path)
-    kill_everywhere(repo, ["refresh", "--abort"], fig, tmp_path)
+    kill_everywhere(repo, ["refresh", "--abort"], fig, tmp_path, inside="HUP")
     print(fig.line("refresh kill figures"))
     assert fig.kills == fig.restored + fig.before + fig.after
 
@@ -306,7 +314,7 @@ def test_kill_delete_at_every_point(tmp_path) -> None:
     fig = Figures()
     repo = build(tmp_path, 4)
     repo.ps("push", "--all")
-    kill_everywhere(repo, ["delete", "p001"], fig, tmp_path)
+    kill_everywhere(repo, ["delete", "p001"], fig, tmp_path, inside="HUP")
     print(fig.line("delete kill figures"))
     assert fig.kills == fig.restored + fig.before + fig.after
     assert fig.restored
@@ -413,14 +421,16 @@ def test_kill_every_editing_command_at_every_point(tmp_path) -> None:
     fig = Figures()
     repo = build(tmp_path, 5)
     repo.ps("push", "--all")
-    for args in (
-        ["rename", "p000", "q000"],
-        ["tag", "p001", "optimization"],
-        ["edit", "p002", "-m", "A new subject\n\nAnd why."],
-        ["move", "p004", "--bottom"],
-        ["fold", "p001", "--into", "p002"],
+    for i, args in enumerate(
+        (
+            ["rename", "p000", "q000"],
+            ["tag", "p001", "optimization"],
+            ["edit", "p002", "-m", "A new subject\n\nAnd why."],
+            ["move", "p004", "--bottom"],
+            ["fold", "p001", "--into", "p002"],
+        )
     ):
-        kill_everywhere(repo, args, fig, tmp_path)
+        kill_everywhere(repo, args, fig, tmp_path, inside="HUP" if i % 2 else "TERM")
     repo.ps("fold", "p001", "--into", "p002")
     kill_everywhere(
         repo,

@@ -22,6 +22,7 @@ def test_committed_man_pages_match_the_commands() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # a fresh virtual environment
 def test_git_patchstack_help_finds_the_man_page_in_a_fresh_venv(tmp_path) -> None:
     if shutil.which("man") is None:
         if os.environ.get("CI"):

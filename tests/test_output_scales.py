@@ -63,7 +63,7 @@ def test_refresh_and_check_print_what_changed_and_counts(thirty: Repo) -> None:
 
 def test_check_and_refresh_report_progress(thirty: Repo) -> None:
     """The replay reports (done, total) as it goes; the CLI shows it as a bar on a terminal
-    once the work lasts over a second (ProgressBar, as for push and pop)."""
+    once the work lasts over a second (cli/progress, as for push and pop)."""
     import os
 
     from patchstack.checkout import open_checkout

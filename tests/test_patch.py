@@ -120,7 +120,7 @@ BAD = [
     (
         b"diff --git a/x b/x\nindex 1..2 100644\nBinary files a/x and b/x differ\n",
         3,
-        "binary change without data",
+        "binary change to 'x' without data",
     ),
     (
         b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"

@@ -29,6 +29,15 @@ CASES = {
         + TEXT_CHANGE,
         "8: binary change to 'blob.bin' without data",
     ),
+    # glibc's git-updates.diff creates timezone/testdata/XT6 so: quilt makes it empty.
+    "binary-created-without-data": (
+        HEAD
+        + "diff --git a/new.bin b/new.bin\nnew file mode 100644\nindex 0000000..89abcde\n"
+        + "Binary files /dev/null and b/new.bin differ\n"
+        + "diff --git a/a.py b/a.py\n"
+        + TEXT_CHANGE,
+        "9: binary file 'new.bin' created without its data: created empty, as GNU patch",
+    ),
     "names-disagree": (
         HEAD
         + "diff --git a/a.py b/a.py\n--- a/a\n+++ b/a.py\n"
@@ -39,6 +48,22 @@ CASES = {
         HEAD + "--- a/a.py 2020-01-01\n+++ b/a.py 2020-01-01\n"
         "@@ -1,3 +1,3 @@\n a 1\n-a 2\n+a two\n a 3\n",
         "has a space and no tab: GNU patch (quilt) reads 'a/a.py'",
+    ),
+    # glibc's hurd-i386/tg-sysvshm.diff: context after a hunk its counts do not cover. GNU
+    # patch skips to the next file diff, the '@@' hunk among the skipped lines included.
+    "lines-after-a-hunk": (
+        HEAD
+        + TEXT_CHANGE
+        + " a 4\n a 5\n@@ -10 +10 @@\n-a 10\n+a ten\n"
+        + "--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b 1\n-b 2\n+b two\n b 3\n",
+        "13: 5 line(s) after the hunk at line 8 that its header '@@ -1,3 +1,3 @@' does not"
+        " count: ignored, with the 1 hunk(s) among them, as GNU patch (quilt) ignores them",
+    ),
+    # ... and its tg-thread-cancel.diff: TopGit's footer after the last hunk.
+    "topgit-footer": (
+        HEAD + TEXT_CHANGE + "---\ntg: (9a079e2..) t/thread-cancel (depends on: baseline)\n",
+        "13: 2 line(s) after the hunk at line 8 that its header '@@ -1,3 +1,3 @@' does not"
+        " count: ignored as GNU patch (quilt) ignores them",
     ),
     "crlf-everywhere": (
         (HEAD + "diff --git a/a.py b/a.py\n" + TEXT_CHANGE).replace("\n", "\r\n"),
@@ -164,3 +189,55 @@ def test_tolerate_leaves_a_clean_patch_alone() -> None:
 def _no_leftovers(tmp_path: Path):
     yield
     shutil.rmtree(tmp_path / "quilt", ignore_errors=True)
+
+
+@needs_quilt
+def test_a_p0_entry_reads_its_names_at_p0_as_quilt_does(tmp_path: Path) -> None:
+    """'0001-p0.patch -p0' (quilt's syntax) whose 'diff --git' line keeps git's a/ b/ while
+    '---'/'+++' do not: GNU patch changes the file that exists; so does the import."""
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    qp.mkdir()
+    text = "diff --git a/a.py b/a.py\n--- a.py\n+++ a.py\n" + TEXT_CHANGE.split("\n", 2)[2]
+    (qp / "0001-p0.patch").write_text(text)
+    (qp / "series").write_text("0001-p0.patch -p0\n")
+    code, log = quilt_push(repo, repo.head(), qp, tmp_path / "quilt")
+    assert code == 0, log
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential")
+    assert "qp/0001-p0.patch:2: the file diff names 'a.py', 'a.py' and 'a/a.py b/a.py'" in (
+        result.stderr
+    )
+    repo.ps("push", "--all")
+    assert repo.tree() == tree_of_folder(tmp_path / "quilt", tmp_path)
+
+
+def test_a_quilt_patch_s_error_names_the_series_line(tmp_path: Path) -> None:
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    qp.mkdir()
+    (qp / "fine.patch").write_text(TEXT_CHANGE)
+    (qp / "0001-p0.patch").write_text("--- b.py\n+++ b.py\n@@ -1,3 +1,3 @@\n b 1\n-b 2\n")
+    (qp / "series").write_text("fine.patch\n0001-p0.patch -p0\n")
+    before = repo.state()
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential", code=2)
+    assert "qp/0001-p0.patch:5: truncated hunk" in result.stderr, result.stderr
+    assert "(series line " in result.stderr and "qp/series:2: '0001-p0.patch -p0')" in (
+        result.stderr
+    )
+    assert repo.state() == before
+
+
+def test_names_that_differ_only_by_case_are_named_and_numbered_on_import(tmp_path: Path) -> None:
+    repo = upstream(tmp_path)
+    qp = tmp_path / "qp"
+    qp.mkdir()
+    (qp / "Fix.patch").write_text(TEXT_CHANGE)
+    (qp / "fix.patch").write_text(TEXT_CHANGE.replace("a", "b"))
+    (qp / "series").write_text("Fix.patch\nfix.patch\n")
+    result = repo.ps("import", "quilt", str(qp), "--tag", "essential")
+    assert "qp/series:2: 'fix.patch' and 'Fix.patch' (line 1) differ only by case" in (
+        result.stderr
+    )
+    assert "so it is imported as 'fix-2.patch'" in result.stderr
+    assert "Fix.patch # essential\nfix-2.patch # essential\n" in repo.read("patches/series")
+    assert "differ only by case" not in repo.ps("check").stderr

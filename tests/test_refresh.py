@@ -44,11 +44,11 @@ def test_route2_onto_gives_verdicts_and_keeps_unaffected_bytes(tmp_path) -> None
     assert verdicts(result) == EXPECTED
     data = json.loads(result.stdout)
     assert data["route"] == "onto" and data["new_base"] == up
-    assert [p["rewritten"] for p in data["patches"]] == [True, False, False, False]
+    assert [p["rewritten"] for p in data["patches"]] == [True, False, False, True]
 
     after = files_of(repo)
     # Unaffected patches keep their bytes and are not even rewritten (same inode, same mtime).
-    for n in ("near.patch", "calm.patch", "known.patch"):
+    for n in ("near.patch", "calm.patch"):
         assert after[n] == before[n]
         st = os.stat(repo.path / "patches" / n)
         assert (st.st_ino, st.st_mtime_ns) == (stat_before[n].st_ino, stat_before[n].st_mtime_ns)
@@ -64,6 +64,11 @@ def test_route2_onto_gives_verdicts_and_keeps_unaffected_bytes(tmp_path) -> None
     )
     assert mark is not None, new_lines
     assert repo.git("log", "-1", "--format=%s", mark[2]).strip() == "d: the fix the fork carried"
+    # The patch upstream took says so in its header (DEP-3), its diff the same bytes.
+    old_known, new_known = before["known.patch"].decode(), after["known.patch"].decode()
+    assert f"Applied-Upstream: commit:{mark[2]}\n" in new_known.split("---\n")[0]
+    assert "Applied-Upstream" not in old_known
+    assert old_known.split("\n---\n", 1)[1] == new_known.split("\n---\n", 1)[1]
     assert new_lines.replace(mark[0], "") == old_lines.replace(
         old_lines.split("# base: ")[1].split("\n")[0], f"{up} upstream"
     )

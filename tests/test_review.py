@@ -352,7 +352,7 @@ def test_markdown_stays_under_the_comment_limit(tmp_path) -> None:
     assert md.count("```diff\n") == 1
     # Every patch is still in the summary table; the other formats are not cut.
     for i in range(1, 4):
-        assert f"| [`big{i}.patch`](#ps-{i + 1}-big{i}-patch) |" in md
+        assert f"| [`big{i}.patch`](#ps-{i + 1}-big{i}-patch) · " in md
     html = repo.ps("review", "fork~1", "fork", "--format", "html").stdout
     assert len(html) > 4 * COMMENT_LIMIT
 

@@ -147,7 +147,7 @@ def test_a_600_patch_refresh_keeps_the_one_interdiff_that_matters(six_hundred) -
     assert "*Not listed: 599 rebased patch(es), with nothing to review.*" in md
     assert md.count("<details") == 2  # the changed patch, and its whole new version inside
     assert "+ ++tuned 300 step 1" in md and "- -+tuned 300 step 0" not in md
-    assert md.count("| [`tune-300.patch`](#ps-301-tune-300-patch) |") == 1
+    assert md.count("| [`tune-300.patch`](#ps-301-tune-300-patch) · ") == 1
     assert '<a name="ps-301-tune-300-patch"></a>' in md
     # The HTML and the text list every patch; text only with --verbose.
     html = repo.ps("review", str(old), str(new), "--format", "html").stdout
@@ -361,6 +361,11 @@ def test_the_review_draws_the_graph_of_the_changed_patches(tmp_path) -> None:
     )
     assert "  p1 --> p3\n" in graph and "far.patch" not in graph
     assert "  style p1 stroke-dasharray" in graph  # one.patch is only context here
+    # one.patch is in the report (its row says unchanged): the legend says what dashed means.
+    assert "| `one.patch` · diagnostic<br>One | unchanged |" in md
+    assert "not reported" not in md
+    assert "dashed: a patch whose code this change leaves as it was, drawn for the arrows" in md
     html = repo.ps("review", "fork~1", "fork", "--format", "html").stdout
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="graph"' in html
     assert "<title>two.patch leans on one.patch: a.py</title>" in html
+    assert "not reported" not in html and "leaves as it was" in html

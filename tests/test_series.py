@@ -195,3 +195,18 @@ def test_labels_are_single_words_and_never_tags() -> None:
     assert validate_label("moe") is None
     assert "is a tag" in (validate_label("essential") or "")
     assert validate_label("two words") and validate_label("a,b") and validate_label("")
+
+
+def test_named_files_reads_a_series_leniently_and_keeps_only_safe_names() -> None:
+    from patchstack.model.naming import named_files
+
+    text = (
+        "# base: 0123\n"  # a header that does not parse: the names are still read
+        "a.patch # essential\n"
+        "sub/b.patch -p0 #\n"  # no tag
+        "../out.patch # essential\n"
+        ".git/config # essential\n"
+        "/abs.patch # essential\n"
+        "a.patch # diagnostic\n"
+    )
+    assert named_files(text) == ("a.patch", "sub/b.patch")

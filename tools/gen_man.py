@@ -78,13 +78,19 @@ def _options(ctx: click.Context, cmd: click.Command) -> list[str]:
 
 def _walk(ctx: click.Context, group: click.Group, prefix: str) -> list[str]:
     lines = []
+    aliases: dict[str, list[str]] = {}  # a command's other names, listed with it once
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if cmd is not None and cmd.name and name != cmd.name:
+            aliases.setdefault(cmd.name, []).append(name)
     for name in sorted(group.list_commands(ctx)):
         cmd = group.get_command(ctx, name)
-        if cmd is None or cmd.hidden:
+        if cmd is None or cmd.hidden or name != cmd.name:
             continue
         sub = click.Context(cmd, info_name=name, parent=ctx)
         usage = " ".join(cmd.collect_usage_pieces(sub))
-        lines += [".SS", f"\\fB{prefix} {name}\\fR {_roff(usage)}", *_describe(cmd)]
+        also = "".join(f" (also: \\fB{prefix} {a}\\fR)" for a in aliases.get(name, []))
+        lines += [".SS", f"\\fB{prefix} {name}\\fR {_roff(usage)}{also}", *_describe(cmd)]
         lines += _options(sub, cmd)
         if isinstance(cmd, click.Group):
             lines += _walk(sub, cmd, f"{prefix} {name}")
@@ -107,15 +113,38 @@ EXIT_STATUS = [
         " disagrees with the series.",
     ),
     ("2", "Bad input or usage, or refused to overwrite or lose something; nothing changed."),
-    ("130, 143", "Interrupted by Ctrl-C or SIGTERM, after finishing or rolling back the step."),
+    (
+        "130, 143, 129",
+        "Interrupted by Ctrl-C, SIGTERM or SIGHUP (a closed terminal), after finishing or"
+        " rolling back the step.",
+    ),
 ]
 
 ENVIRONMENT = [
     ("PATCHSTACK_DIR", "The series directory, when --dir is not given."),
-    ("NO_COLOR", "When set, no colour (as --color=never)."),
+    (
+        "NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE, TERM",
+        "Colour (when neither --color nor git config color.patchstack or color.ui says"
+        " always or never): NO_COLOR set, no colour; FORCE_COLOR or CLICOLOR_FORCE set (not"
+        " 0), colour even in a pipe; else colour on a terminal, unless TERM=dumb.",
+    ),
+    (
+        "GIT_PAGER, PAGER, LESS",
+        "The pager, as git chooses it: GIT_PAGER, git config core.pager, PAGER, else less;"
+        " LESS=FRX unless LESS is set. 'cat' or an empty value pages nothing.",
+    ),
+    (
+        "PATCHSTACK_NO_SCRATCH",
+        "When set, a replay writes the objects it may throw away into the repository, not"
+        " into a scratch store in /dev/shm (for a /dev/shm that is full).",
+    ),
     (
         "GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE",
         "As for git: patchstack runs git and finds the repository as git does.",
+    ),
+    (
+        "PATCHSTACK_PROGRESS_DELAY",
+        "Seconds a command runs before its progress shows on a terminal (default 1).",
     ),
     ("_PATCHSTACK_COMPLETE", "Set by the shell completion scripts (patchstack completion)."),
 ]

@@ -2,11 +2,14 @@
 
 Domain errors become messages and exit statuses in one place (`errors_to_exit`). The repository
 is opened only by a command that needs it (`Options.checkout`), never in the group callback,
-which also runs before a subcommand's ``--help``.
+which also runs before a subcommand's ``--help``. The group takes git's global options (``-C
+DIR``, ``-p``/``--paginate``, ``--no-pager``); every command takes ``--color`` (`terminal`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,10 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
+from . import terminal
 from .output import out, render_conflict
+from .terminal import color_option
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
+    from ..errors import PatchstackError
 
 EPILOG_EXIT = "Exit status: 0 done, 1 conflict, 2 bad input or refused (nothing changed)."
 
@@ -29,7 +35,6 @@ _ARGV: list[str] = []  # the command line, for the lock holder's note and the op
 @dataclass
 class Options:
     series_dir: str | None
-    color: str
 
     def checkout(self, write: bool = True, while_stopped: bool = False) -> Checkout:
         """Open the repository and begin a transaction (`transaction.begin`): the lock,
@@ -41,8 +46,13 @@ class Options:
         from ..transaction import begin
 
         ctx = click.get_current_context()
+        from .progress import TerminalProgress
+
         ws = open_checkout(self.series_dir)
         ctx.call_on_close(ws.git.close)
+        words = ctx.command_path[len(ctx.find_root().info_name or "") :].strip()
+        ws.progress = TerminalProgress(words or str(ctx.info_name))  # "import quilt"
+        ctx.call_on_close(ws.progress.close)
         ws.command = "patchstack " + (shlex.join(_ARGV) if _ARGV else str(ctx.info_name))
         held, problems = begin(
             ws,
@@ -60,19 +70,106 @@ class Options:
         return ws
 
 
-class PatchstackGroup(click.Group):
-    """A click group whose ``main`` turns domain errors into messages and exit statuses."""
+class PatchstackCommand(click.Command):
+    """A command that takes ``--color`` too, as git's commands do."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not any("--color" in p.opts for p in self.params if isinstance(p, click.Option)):
+            self.params.append(color_option())
+
+
+class CommandGroup(click.Group):
+    """A group whose commands take ``--color``, and whose help lists an alias once, with the
+    command it names (``delete, drop``)."""
+
+    command_class = PatchstackCommand
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows: dict[int, tuple[list[str], click.Command]] = {}
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            names = rows.setdefault(id(cmd), ([], cmd))[0]
+            if name == cmd.name:
+                names.insert(0, name)
+            else:
+                names.append(name)
+        if not rows:
+            return
+        listed = sorted(rows.values(), key=lambda row: row[0][0])
+        width = max(len(", ".join(names)) for names, _ in listed)
+        limit = formatter.width - 6 - width
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(", ".join(names), cmd.get_short_help_str(limit)) for names, cmd in listed]
+            )
+
+
+CommandGroup.group_class = CommandGroup
+
+
+class PatchstackGroup(CommandGroup):
+    """The top group, whose ``main`` turns domain errors into messages and exit statuses."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from ..lock import signals_handled
 
         kwargs["standalone_mode"] = False
-        kwargs.setdefault("prog_name", "patchstack")
+        if kwargs.get("prog_name") not in ("patchstack", "git patchstack"):
+            kwargs["prog_name"] = invoked_as()  # a test runner's name is not the program's
         given = kwargs.get("args", args[0] if args else None)
+        outer = _ARGV[:], _INVOKED[:]
         _ARGV[:] = list(sys.argv[1:] if given is None else given)
-        with signals_handled():
-            code = _run(lambda: super(PatchstackGroup, self).main(*args, **kwargs))
+        kwargs["args"] = terminal.bare_color(_ARGV)
+        args = ()
+        _INVOKED[:] = [str(kwargs["prog_name"])]
+        terminal.begin()
+        try:
+            with signals_handled():
+                code = _run(lambda: super(PatchstackGroup, self).main(*args, **kwargs))
+        finally:
+            terminal.end()
+            _ARGV[:], _INVOKED[:] = outer
         sys.exit(code)
+
+
+def invoked_as() -> str:
+    """``git patchstack`` when git ran this program as ``git-patchstack``, else
+    ``patchstack``: the name the hints and the usage messages say."""
+    return "git patchstack" if os.path.basename(sys.argv[0]) == "git-patchstack" else "patchstack"
+
+
+_INVOKED: list[str] = []  # the program's name as run, for the hints
+
+
+def program() -> str:
+    return _INVOKED[-1] if _INVOKED else "patchstack"
+
+
+def _change_folder(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    """``-C DIR`` as git takes it: run as if started in DIR; a relative one after the one
+    before; an empty one changes nothing."""
+    if ctx.resilient_parsing:
+        return
+    from ..errors import PatchstackError
+
+    for folder in value:
+        if not folder:
+            continue
+        try:
+            os.chdir(folder)
+        except OSError as exc:
+            raise PatchstackError(
+                f"cannot change to '{folder}': {exc.strerror or exc}",
+                "-C takes a folder that exists (as git -C does)",
+            ) from None
+
+
+def _set_pager(ctx: click.Context, param: click.Parameter, value: bool | None) -> None:
+    if value is not None and not ctx.resilient_parsing:
+        terminal.terminal().paginate = value
 
 
 @click.group(
@@ -82,21 +179,34 @@ class PatchstackGroup(click.Group):
 )
 @click.version_option(__version__, "--version", prog_name="patchstack")
 @click.option(
+    "-C",
+    "chdir",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    is_eager=True,
+    callback=_change_folder,
+    help="Run as if started in DIR (as git -C; each relative DIR goes on from the one before).",
+)
+@click.option(
     "--dir",
     "series_dir",
     metavar="DIR",
+    type=click.Path(file_okay=False),
     help="Series directory (default: $PATCHSTACK_DIR, git config patchstack.dir,"
     " or patches/ at the top of the work tree).",
 )
 @click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour output; NO_COLOR is honoured.",
+    "-p",
+    "--paginate/--no-pager",
+    default=None,
+    expose_value=False,
+    callback=_set_pager,
+    help="Page the output (on a terminal) through $GIT_PAGER, core.pager, $PAGER or"
+    " 'less -FRX', or not at all; series, show, review, log and graph page by default.",
 )
 @click.pass_context
-def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
+def cli(ctx: click.Context, chdir: tuple[str, ...], series_dir: str | None) -> None:
     """Keep a fork's local modifications as an ordered, named, tagged patch series.
 
     \b
@@ -105,7 +215,12 @@ def cli(ctx: click.Context, series_dir: str | None, color: str) -> None:
       patchstack pop --only diagnostic,optimization
       patchstack push --all
     """
-    ctx.obj = Options(series_dir, color)
+    ctx.obj = Options(series_dir)
+    if terminal.terminal().paginate:
+        terminal.terminal().page()
+
+
+cli.params.insert(3, color_option(whole=True))
 
 
 def _run(invoke: Callable[[], Any]) -> int:
@@ -140,11 +255,11 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         code = invoke()
     except Interrupted as exc:
         _clean_up()
-        out(f"patchstack: interrupted ({exc}): {_where_it_stopped()}", err=True)
+        _say_last(f"patchstack: interrupted ({exc}): {_where_it_stopped()}")
         return exc.exit_code
     except OSError as exc:
         _clean_up()
-        fault = environment_fault(exc)
+        fault = _scratch_fault(exc.strerror or str(exc)) or environment_fault(exc)
         out(f"patchstack: error: {fault.message}", err=True)
         out(f"hint: {fault.hint}", err=True)
         return fault.exit_code
@@ -157,6 +272,8 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         return exc.exit_code
     except PatchstackError as exc:
         _clean_up()
+        if isinstance(exc, GitFailure):
+            exc = _scratch_fault(exc.message) or exc
         if exc.exit_code == 2:
             _refused()
         hint = exc.hint or (git_fault_hint(exc.message) if isinstance(exc, GitFailure) else None)
@@ -180,6 +297,42 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         out("patchstack: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _scratch_fault(message: str) -> PatchstackError | None:
+    """A full disk that was the scratch store's (`git.scratch`): named, with the way round."""
+    from ..errors import EnvironmentFault
+    from ..transaction import scratch_was_full
+
+    lowered = message.lower()
+    if not ("no space left" in lowered or "out of diskspace" in lowered):
+        return None
+    where = scratch_was_full()
+    if where is None:
+        return None
+    return EnvironmentFault(
+        f"{message} (in {where}, where a replay keeps the objects it may throw away)",
+        f"free some space in {where}, or run the command with PATCHSTACK_NO_SCRATCH=1"
+        " (those objects then go into the repository); nothing was changed",
+    )
+
+
+def _say_last(text: str) -> None:
+    """The last words of an interrupted command. After SIGHUP the terminal may be gone: a
+    write that fails then must not turn the exit status into a traceback (or Python's 120
+    for a failed flush at exit), so the standard streams go to /dev/null instead."""
+    import os
+
+    try:
+        out(text, err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(null, stream.fileno())
+        os.close(null)
 
 
 def _clean_up() -> None:

@@ -21,7 +21,7 @@ _git_patchstack() {
         case $type in
             dir) COMPREPLY=(); compopt -o dirnames 2>/dev/null ;;
             file) COMPREPLY=(); compopt -o default 2>/dev/null ;;
-            plain) COMPREPLY+=("$value") ;;
+            plain) COMPREPLY+=("$value ") ;;
         esac
     done
 }

@@ -8,7 +8,7 @@ import sys
 import click
 
 from .app import Options, cli
-from .output import complete_patch_names, complete_tags, echo, out, selector
+from .output import complete_patch_names, complete_revisions, complete_tags, echo, out, selector
 
 PROBE_HELP = (
     "A command (run by sh at the top of the tree) that passes with the patch and fails"
@@ -32,7 +32,7 @@ def answers() -> bytes | None:
 
 @cli.command()
 @click.argument("name")
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...", type=click.Path())
 @click.option(
     "--tag",
     "-t",
@@ -49,6 +49,7 @@ def answers() -> bytes | None:
     "--from-commit",
     "rev",
     metavar="REV",
+    shell_complete=complete_revisions,
     help="Turn REV, a commit made on top of the applied patches, into the patch.",
 )
 @click.option("--probe", metavar="CMD", help=PROBE_HELP)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .app import cli
-from .output import echo, style, tag_text
+from .output import complete_revisions, echo, json_text, out, style, tag_text
 
 if TYPE_CHECKING:
     from ..interop import ImportResult
@@ -19,12 +19,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _import_options(f: F) -> F:
+    f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")(f)
     f = click.option(
         "--verbose", "-v", is_flag=True, help="List every imported and skipped patch."
     )(f)
     f = click.option(
         "--base",
         metavar="REV",
+        shell_complete=complete_revisions,
         help="Base of a new series (default: HEAD below any applied patches; for commits, the"
         " parent of the first one).",
     )(f)
@@ -48,9 +50,31 @@ def _capped(rows: list[str], verbose: bool, what: str) -> list[str]:
     return [*rows[:SHOWN], f"  ... and {len(rows) - SHOWN} more {what} (--verbose lists them)"]
 
 
-def _print_import(ctx: click.Context, result: ImportResult, verbose: bool) -> None:
+def _print_import(ctx: click.Context, result: ImportResult, verbose: bool, as_json: bool) -> None:
     """A summary that does not grow with the import: counts, the first few names, and every
-    name with --verbose; then where the files went and the next step."""
+    name with --verbose; then where the files went and the next step (or, with --json, the
+    whole report)."""
+    if as_json:
+        doc = {
+            "series": result.series_path,
+            "base": result.base,
+            "created": result.created,
+            "patches": [
+                {
+                    "name": p.name,
+                    "tag": p.tag,
+                    "labels": list(p.labels),
+                    "origin": p.origin,
+                    "method": p.method,
+                    "notes": list(p.notes),
+                }
+                for p in result.patches
+            ],
+            "skipped": [{"what": what, "why": why} for what, why in result.skipped],
+            "warnings": list(result.warnings),
+        }
+        out(json_text(doc), verbatim=True)
+        return
     merged = result.merged
     n = len(result.patches)
     counts = f" ({n - len(merged)} exact, {len(merged)} merged three-way)" if merged else ""
@@ -129,7 +153,7 @@ def import_cmd() -> None:
 
 
 @import_cmd.command("quilt")
-@click.argument("directory", metavar="DIR")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @_import_options
 @click.pass_context
 def import_quilt_cmd(
@@ -139,6 +163,7 @@ def import_quilt_cmd(
     append: bool,
     base: str | None,
     verbose: bool,
+    as_json: bool,
 ) -> None:
     """Import the quilt series in DIR (its 'series' file and patches).
 
@@ -151,15 +176,23 @@ def import_quilt_cmd(
     """
     from ..interop import import_quilt
 
-    _print_import(ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base), verbose)
+    _print_import(
+        ctx, import_quilt(ctx.obj.checkout(), directory, tag, append, base), verbose, as_json
+    )
 
 
 @import_cmd.command("commits")
-@click.argument("rng", metavar="RANGE")
+@click.argument("rng", metavar="RANGE", shell_complete=complete_revisions)
 @_import_options
 @click.pass_context
 def import_commits_cmd(
-    ctx: click.Context, rng: str, tag: str | None, append: bool, base: str | None, verbose: bool
+    ctx: click.Context,
+    rng: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Import each commit of RANGE (A..B) as a patch: message, author and date kept.
 
@@ -173,7 +206,7 @@ def import_commits_cmd(
     """
     from ..interop import import_commits
 
-    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base), verbose)
+    _print_import(ctx, import_commits(ctx.obj.checkout(), rng, tag, append, base), verbose, as_json)
 
 
 @import_cmd.command("branch")
@@ -233,7 +266,7 @@ def import_branch_cmd(
     from ..interop.branch import import_branch
     from ..interop.ending import abort_import, continue_import
     from .branchtext import STOP_HINT, branch_lines, stop_lines
-    from .output import ProgressBar, render_conflict
+    from .output import render_conflict
 
     if continue_ or abort_:
         if continue_ and abort_ or rev or upstream or tag or append or abort_ and take_merge:
@@ -247,17 +280,16 @@ def import_branch_cmd(
             "e.g. 'patchstack import branch origin/my-fork --upstream origin/main'",
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
-    bar = ProgressBar("importing")
     try:
         if abort_:
             result = abort_import(ws)
         elif continue_:
-            result = continue_import(ws, bar, take_merge)
+            result = continue_import(ws, ws.progress, take_merge)
         else:
             assert rev is not None
-            result = import_branch(ws, rev, upstream, tag, append, bar, take_merge)
+            result = import_branch(ws, rev, upstream, tag, append, ws.progress, take_merge)
     finally:
-        bar.close()
+        ws.progress.close()
     if result.aborted:
         echo(ctx, "import aborted: everything is as before it")
         return
@@ -291,11 +323,17 @@ def import_branch_cmd(
 
 
 @import_cmd.command("mbox")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=click.Path(dir_okay=False))
 @_import_options
 @click.pass_context
 def import_mbox_cmd(
-    ctx: click.Context, file: str, tag: str | None, append: bool, base: str | None, verbose: bool
+    ctx: click.Context,
+    file: str,
+    tag: str | None,
+    append: bool,
+    base: str | None,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Import the mails of FILE as 'git am' reads them (git mailsplit, git mailinfo).
 
@@ -305,7 +343,7 @@ def import_mbox_cmd(
     """
     from ..interop import import_mbox
 
-    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base), verbose)
+    _print_import(ctx, import_mbox(ctx.obj.checkout(), file, tag, append, base), verbose, as_json)
 
 
 @cli.group("export")
@@ -319,7 +357,7 @@ def export_cmd() -> None:
 
 
 @export_cmd.command("quilt")
-@click.argument("directory", metavar="DIR")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.pass_context
 def export_quilt_cmd(ctx: click.Context, directory: str) -> None:
     """Write the series and its patch files to DIR (new or empty) for 'quilt push -a'.
@@ -339,7 +377,7 @@ def export_quilt_cmd(ctx: click.Context, directory: str) -> None:
 
 
 @export_cmd.command("mbox")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=click.Path(dir_okay=False))
 @click.pass_context
 def export_mbox_cmd(ctx: click.Context, file: str) -> None:
     """Write the series as one mail per patch to FILE ('-': standard output) for 'git am'.

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
-from .output import complete_tags, echo, selector, style
+from .output import (
+    complete_revisions,
+    complete_tags,
+    echo,
+    json_text,
+    out,
+    selector,
+    style,
+)
 
 if TYPE_CHECKING:
     from ..commands.bisect import Hooks, Step
@@ -64,8 +71,8 @@ def _threshold(text: str | None) -> tuple[float | None, bool]:
 
 
 @cli.command("bisect")
-@click.argument("good")
-@click.argument("bad")
+@click.argument("good", shell_complete=complete_revisions)
+@click.argument("bad", shell_complete=complete_revisions)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARG]...")
 @_selection_options
 @click.option(
@@ -170,7 +177,7 @@ def bisect_cmd(
     sel = _selector(only, except_)
     result = bisect(ws, good, bad, sel, command, judge, hooks, not no_cache)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        out(json_text(result.to_json()), verbatim=True)
     else:
         from .bisecttext import result_lines
 
@@ -210,8 +217,13 @@ def progress_hooks(ctx: click.Context, label: str, verbose: bool) -> Hooks:
 
 
 @cli.command("worktree")
-@click.argument("directory", required=False, metavar="[DIR]")
-@click.option("--onto", metavar="REV", help="Apply the patches onto REV (default: the base).")
+@click.argument("directory", required=False, metavar="[DIR]", type=click.Path(file_okay=False))
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Apply the patches onto REV (default: the base).",
+)
 @_selection_options
 @click.option("--list", "list_", is_flag=True, help="List the worktrees made by this command.")
 @click.option("--remove", is_flag=True, help="Remove the worktree DIR made by this command.")
@@ -264,11 +276,11 @@ def worktree_cmd(
     if list_:
         found = worktree.experiments(ctx.obj.checkout(write=False).git)
         if as_json:
-            click.echo(json.dumps([_experiment_json(e) for e in found], indent=2))
+            out(json_text([_experiment_json(e) for e in found]), verbatim=True)
         elif not found:
-            click.echo("no worktrees made by 'patchstack worktree'")
+            out("no worktrees made by 'patchstack worktree'")
         for e in [] if as_json else found:
-            click.echo(_experiment_line(e))
+            out(_experiment_line(e))
         return
     assert directory is not None
     ws = ctx.obj.checkout()
@@ -282,7 +294,7 @@ def worktree_cmd(
     click.echo(f"made {directory}: {len(made.patches)} patch(es) on {on}, HEAD {_short(made.head)}")
     for name in made.patches:
         click.echo(f"  + {name}")
-    click.echo(f"next: cd {directory} && patchstack status")
+    out(f"next: cd {directory} && patchstack status")
 
 
 def _experiment_line(e: Experiment) -> str:
@@ -314,6 +326,7 @@ def _experiment_json(e: Experiment) -> dict[str, object]:
     "--python",
     "python",
     metavar="PATH",
+    type=click.Path(dir_okay=False),
     help="The interpreter that runs the service (default: python on PATH).",
 )
 @click.option(
@@ -346,7 +359,7 @@ def doctor_cmd(ctx: click.Context, python: str | None, module: str | None, as_js
 
     report = doctor(ctx.obj.checkout(write=False), python, module)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        out(json_text(report.to_json()), verbatim=True)
     else:
         _print_doctor(ctx, report)
     if not report.ok:

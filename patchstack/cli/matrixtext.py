@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
 
 from .bisecttext import short
-from .output import echo, style
+from .output import echo, json_text, out, style
 
 if TYPE_CHECKING:
     from ..commands.bisect import Hooks, Judge
@@ -46,7 +45,7 @@ def run_matrix(
 
     result = matrix(ws, good, bad, subsets, command, judge, hooks, measuring, reuse)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        out(json_text(result.to_json()), verbatim=True)
     else:
         for line in matrix_lines(result):
             echo(ctx, line)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
-from .output import complete_patch_names, echo
+from .output import complete_patch_names, echo, json_text, out, page
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
@@ -54,8 +53,9 @@ def log_cmd(ctx: click.Context, name: str | None, limit: int, as_json: bool) -> 
     full = journal.entries(ws.git)
     shown = full[:limit]
     live = {e.seq for e in journal.effective(full)}
+    page(ctx)
     if as_json:
-        click.echo(json.dumps([_entry_json(e, e.seq in live) for e in shown], indent=2))
+        out(json_text([_entry_json(e, e.seq in live) for e in shown]), verbatim=True)
         return
     if not shown:
         echo(ctx, "the operation log is empty")
@@ -71,8 +71,10 @@ def _patch_log(ctx: click.Context, ws: Checkout, name: str, limit: int, as_json:
 
     found, events = history(ws, name)
     shown = events[:limit]
+    page(ctx)
     if as_json:
-        click.echo(json.dumps({"patch": found, "history": [e.to_json() for e in shown]}, indent=2))
+        doc = {"patch": found, "history": [e.to_json() for e in shown]}
+        out(json_text(doc), verbatim=True)
         return
     if not shown:
         echo(ctx, f"the operation log holds no change of {found}")

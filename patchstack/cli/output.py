@@ -2,46 +2,87 @@
 
 from __future__ import annotations
 
-import sys
+import re
 from typing import Any
 
 import click
 
 
-def color_mode(ctx: click.Context) -> str:
-    from .app import Options
+def color_enabled(ctx: click.Context | None = None, err: bool = False) -> bool:
+    """Whether this command's output (standard error with ``err``) is coloured
+    (`terminal.Terminal.wants_color`)."""
+    from .terminal import terminal
 
-    opts = ctx.find_object(Options)
-    return opts.color if opts else "auto"
+    return terminal().wants_color(err)
 
 
-def color_enabled(ctx: click.Context) -> bool | None:
-    import os
+def color_asked() -> bool:
+    """``--color=always`` on the command line (what a file written with -o gets colour by)."""
+    from .terminal import terminal
 
-    mode = color_mode(ctx)
-    if mode == "always":
-        return True
-    if mode == "never" or os.environ.get("NO_COLOR"):
-        return False
-    return None  # click decides: colour on a TTY only
+    return terminal().color == "always"
 
 
 # The characters made visible in this command's output, for one warning at its end.
 REPLACED: dict[str, None] = {}
 
+_OUR_COMMAND = re.compile(r"(['`]|&& )patchstack(?= )")
 
-def out(text: str = "", err: bool = False, color: bool | None = None, nl: bool = True) -> None:
+
+def as_invoked(text: str) -> str:
+    """A hint's ``'patchstack ...'`` as the user ran it: ``'git patchstack ...'`` under git."""
+    from .app import program
+
+    name = program()
+    return text if name == "patchstack" else _OUR_COMMAND.sub(rf"\1{name}", text)
+
+
+def out(
+    text: str = "",
+    err: bool = False,
+    color: bool | None = None,
+    nl: bool = True,
+    verbatim: bool = False,
+) -> None:
     """Write to the terminal: every control and invisible character that came from a patch,
-    a commit or a file is made visible (`safe_text`); patchstack's own colour is kept."""
+    a commit or a file is made visible (`safe_text`); patchstack's own colour is kept where
+    colour is wanted (decided only for a line that has some). The commands named in a hint
+    are named as the user ran patchstack, unless ``verbatim`` (rendered patches, reviews)."""
     from ..safe_text import safe_terminal
+    from .progress import pause
 
-    safe, found = safe_terminal(text)
+    pause()  # a progress line on the terminal ends first
+    safe, found = safe_terminal(text if verbatim else as_invoked(text))
     REPLACED.update(dict.fromkeys(found))
+    if color is None:
+        color = "\x1b[" in safe and color_enabled(err=err)
     click.echo(safe, err=err, color=color, nl=nl)
 
 
+JSON_VERSION = 1  # counts incompatible changes of a --json shape; keys are only ever added
+
+
+def json_text(doc: Any, version: int = JSON_VERSION) -> str:
+    """A ``--json`` document: an object carries ``version`` first; a list (``log``,
+    ``worktree --list``) carries it in each entry, so the list keeps its shape."""
+    import json
+
+    if isinstance(doc, list):
+        doc = [{"version": version, **entry} for entry in doc]
+    elif "version" not in doc:
+        doc = {"version": version, **doc}
+    return json.dumps(doc, indent=2)
+
+
 def echo(ctx: click.Context, text: str = "", err: bool = False) -> None:
-    out(text, err, color_enabled(ctx))
+    out(text, err)
+
+
+def page(ctx: click.Context) -> None:
+    """From here on, the command's output goes to the pager, if it pages (`terminal`)."""
+    from .terminal import terminal
+
+    terminal().page(ctx.info_name)
 
 
 def style(text: str, **kw: Any) -> str:
@@ -50,14 +91,30 @@ def style(text: str, **kw: Any) -> str:
     return mark_style(click.style(text, **kw))
 
 
+def _completion_place(ctx: click.Context) -> str | None:
+    """Completion runs without the group's callback: go where ``-C`` says, and return the
+    series directory ``--dir`` names."""
+    import os
+
+    root = ctx.find_root()
+    if not root.meta.get("patchstack.moved"):
+        root.meta["patchstack.moved"] = True
+        for folder in root.params.get("chdir") or ():
+            if folder:
+                try:
+                    os.chdir(folder)
+                except OSError:
+                    break
+    found = root.params.get("series_dir")
+    return found if isinstance(found, str) else None
+
+
 def _series_for_completion(ctx: click.Context) -> Any:
     """The series file of the checkout, or None (completion is silent on any error)."""
     try:
-        root = ctx.find_root()
-        series_dir = root.params.get("series_dir") if root else None
         from ..checkout import open_checkout
 
-        ws = open_checkout(series_dir)
+        ws = open_checkout(_completion_place(ctx))
         try:
             return ws.load_series()
         finally:
@@ -66,16 +123,48 @@ def _series_for_completion(ctx: click.Context) -> Any:
         return None
 
 
-def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of patch names from the series file (silent on any error)."""
+def _patch_items(ctx: click.Context, incomplete: str, applied: bool | None) -> list[Any]:
     from click.shell_completion import CompletionItem
 
-    series = _series_for_completion(ctx)
-    if series is None:
-        return []
-    return [
-        CompletionItem(e.name, help=e.tag) for e in series.entries if e.name.startswith(incomplete)
-    ]
+    from ..commands.terminal import completion_patches
+
+    found = completion_patches(_completion_place(ctx), applied)
+    return [CompletionItem(name, help=tag) for name, tag in found if name.startswith(incomplete)]
+
+
+def complete_patch_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of patch names from the series file (silent on any error)."""
+    return _patch_items(ctx, incomplete, None)
+
+
+def complete_applied(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The applied patches (what ``pop NAME`` can take)."""
+    return _patch_items(ctx, incomplete, True)
+
+
+def complete_unapplied(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The patches not applied (what ``push NAME`` can take)."""
+    return _patch_items(ctx, incomplete, False)
+
+
+def complete_revisions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Branches, remote branches, tags and HEAD-like revisions; after ``A..`` (a range), the
+    revision after it."""
+    from click.shell_completion import CompletionItem
+
+    from ..commands.terminal import completion_revisions
+
+    _completion_place(ctx)
+    head, dots, last = incomplete.rpartition("..")
+    prefix = head + dots
+    return [CompletionItem(prefix + rev) for rev in completion_revisions() if rev.startswith(last)]
+
+
+def complete_rev_or_dir(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A revision, or a folder (the shell completes folder names when no revision matches)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="dir"), *complete_revisions(ctx, param, incomplete)]
 
 
 def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -98,37 +187,6 @@ def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -
 def tag_text(tag: str | None) -> str:
     colours = {"essential": "green", "diagnostic": "cyan", "optimization": "magenta"}
     return style(tag or "?", fg=colours.get(tag or "", "red"))
-
-
-class ProgressBar:
-    """A progress bar on stderr, only on a terminal and only once work lasts over a second."""
-
-    def __init__(self, label: str) -> None:
-        import time
-
-        self.label = label
-        self.start = time.monotonic()
-        self.bar: Any = None
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        import time
-
-        if self.bar is None:
-            if time.monotonic() - self.start < 1.0 or done >= total:
-                return
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        if total != self.bar.length:  # a later phase (the reports) extends the work
-            self.bar.length = total
-        self.bar.update(done - self.bar.pos)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 _VERDICT_COLOURS = {

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
 from .output import (
-    ProgressBar,
     complete_patch_names,
+    complete_revisions,
     complete_tags,
     conflict_summary,
     echo,
     evidence_note,
+    json_text,
     listed_verdicts,
+    out,
     render_conflict,
     selector,
     verdict,
@@ -51,7 +52,12 @@ def probe_options(f: Any) -> Any:
 
 
 @cli.command()
-@click.option("--onto", metavar="REV", help="Replay the series onto REV (e.g. origin/main).")
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Replay the series onto REV (e.g. origin/main).",
+)
 @click.option(
     "--patch",
     "patch_name",
@@ -141,8 +147,10 @@ def refresh(
             "see 'patchstack refresh --help'",
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_ or skip_)
-    bar = ProgressBar("refreshing")
+    bar = ws.progress
     try:
+        if not abort_:
+            bar.step("replaying the series")
         if abort_:
             result = abort(ws)
         elif continue_:
@@ -166,7 +174,7 @@ def refresh(
         data = result.to_json()
         if report is not None:
             data["probes"] = report.to_json()
-        click.echo(json.dumps(data, indent=2))
+        out(json_text(data), verbatim=True)
     else:
         print_refresh(ctx, result, verbose)
         if report is not None:
@@ -232,7 +240,12 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
 
 
 @cli.command()
-@click.option("--onto", metavar="REV", help="Target (default: @{upstream}, else HEAD).")
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Target (default: @{upstream}, else HEAD).",
+)
 @click.option(
     "--only", metavar="TAGS", shell_complete=complete_tags, help="Only patches with these tags."
 )
@@ -299,7 +312,6 @@ def check(
     from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
-    bar = ProgressBar("checking")
     sel = selector(None, False, only, except_)
     series = ws.load_series()
     wanted: tuple[str, ...] | bool = verbose
@@ -308,9 +320,10 @@ def check(
 
         wanted = (resolve_name(series, patch_name),)
     try:
-        result = do_check(ws, onto, sel, bar, full=wanted)
+        ws.progress.step("replaying the series")
+        result = do_check(ws, onto, sel, ws.progress, full=wanted)
     finally:
-        bar.close()
+        ws.progress.close()
     warnings = [
         f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
         " case: one file on macOS and Windows, so the series is not portable there"
@@ -332,7 +345,7 @@ def check(
             extra["probes"] = report.to_json()
         if missing is not None:
             extra["without_status"] = [s.name for s in missing]
-        click.echo(json.dumps({**result.to_json(), **extra, "ok": not failed}, indent=2))
+        out(json_text({**result.to_json(), **extra, "ok": not failed}), verbatim=True)
     else:
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
@@ -344,8 +357,10 @@ def check(
             echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:
             echo(ctx, more)
-        for c in result.conflicts:
+        for c in (*result.conflicts, *result.deferred):
             if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
+                if c in result.deferred:
+                    echo(ctx, f"deferred {c.patch}: its conflict on {result.target_name} now")
                 for line in render_conflict(c):
                     echo(ctx, line)
         for line in conflict_summary(result.conflicts, verbose):
@@ -358,7 +373,11 @@ def check(
             )
         counts = verdict_counts(result.verdicts)
         n = len(result.conflicts)
-        echo(ctx, f"{counts}: " + ("all patches apply" if result.ok else f"{n} conflict(s)"))
+        deferred = sum(1 for v in result.verdicts if v.verdict == "deferred")
+        end = f"{n} conflict(s)" if not result.ok else "all patches apply"
+        if result.ok and deferred:
+            end = "the others apply ('check --patch NAME' shows a deferred one's conflict now)"
+        echo(ctx, f"{counts}: {end}")
         from .probetext import missing_status_lines, probe_lines
 
         for line in probe_lines(report, verbose) if report is not None else []:
@@ -380,11 +399,11 @@ def _probe(
     from ..commands.probes import probe_series
     from ..model.ids import Oid
 
-    bar = ProgressBar("probing")
+    ws.progress.step("running the probes")
     try:
-        return probe_series(ws, Oid(target), sel, left_out, jobs, timeout, bar)
+        return probe_series(ws, Oid(target), sel, left_out, jobs, timeout, ws.progress)
     finally:
-        bar.close()
+        ws.progress.close()
 
 
 def _missing_status(ws: Checkout, sel: Selector) -> list[Standing]:

@@ -110,7 +110,7 @@ def fold(ctx: click.Context, name: str, target: str, discard: bool) -> None:
 
 @cli.command()
 @click.argument("name", shell_complete=complete_patch_names)
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...", type=click.Path())
 @click.option("--as", "new", required=True, metavar="NEW", help="The new patch's name.")
 @click.option(
     "--tag",

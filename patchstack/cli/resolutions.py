@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from .app import cli
-from .output import complete_patch_names, echo
+from .output import complete_patch_names, echo, json_text, out
 
 
 @cli.command()
@@ -44,7 +42,7 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
         rows = [
             {"key": r.key, "patch": r.patch, "path": r.path, "recorded": r.recorded} for r in found
         ]
-        click.echo(json.dumps({"version": 1, "resolutions": rows}, indent=2))
+        out(json_text({"resolutions": rows}), verbatim=True)
         return
     if not found:
         echo(ctx, "no recorded resolutions")

@@ -9,9 +9,11 @@ import click
 
 from .app import Options, cli
 from .output import (
+    color_asked,
     color_enabled,
-    color_mode,
     complete_patch_names,
+    complete_rev_or_dir,
+    complete_revisions,
     complete_tags,
     echo,
     selector,
@@ -33,10 +35,15 @@ def _render_options(f: F) -> F:
     f = click.option(
         "--templates",
         metavar="DIR",
+        type=click.Path(file_okay=False),
         help="Folder of templates overriding the shipped ones (also: .patchstack/templates/).",
     )(f)
     f = click.option(
-        "--output", "-o", metavar="FILE", help="Write to FILE instead of standard output."
+        "--output",
+        "-o",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Write to FILE instead of standard output.",
     )(f)
     return click.option(
         "--format",
@@ -58,9 +65,10 @@ def _emit(ctx: click.Context, text: str, output: str | None) -> None:
         REPLACED.update(dict.fromkeys(found))
         write_atomic(output, safe.encode("utf-8", "surrogateescape"))
     else:
-        from .output import out
+        from .output import out, page
 
-        out(text, nl=False, color=color_enabled(ctx))
+        page(ctx)
+        out(text, nl=False, color=color_enabled(), verbatim=True)
 
 
 def _templates(git: Any, templates: str | None, templates_from: str | None) -> dict[str, Any]:
@@ -87,17 +95,18 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
     if fmt != "text":
         return False
     if output:  # a file gets colour only when asked for
-        return color_mode(ctx) == "always"
-    return color_enabled(ctx) is not False  # on stdout, click.echo strips it when not a TTY
+        return color_asked()
+    return color_enabled()
 
 
 @cli.command()
-@click.argument("old")
-@click.argument("new")
+@click.argument("old", shell_complete=complete_rev_or_dir)
+@click.argument("new", shell_complete=complete_rev_or_dir)
 @click.option(
     "--dir",
     "review_dir",
     metavar="PATH",
+    type=click.Path(file_okay=False),
     help="The series directory (its place in the work tree is its path in OLD and NEW).",
 )
 @_render_options
@@ -152,7 +161,7 @@ def review(
     assert opts is not None
     git = folder = None
     try:
-        ws = Options(review_dir or opts.series_dir, opts.color).checkout(write=False)
+        ws = Options(review_dir or opts.series_dir).checkout(write=False)
         git, folder = ws.git, ws.in_tree
     except PatchstackError:
         if not (os.path.isdir(old) and os.path.isdir(new)):
@@ -162,6 +171,8 @@ def review(
             "the series directory is outside the work tree, so it has no path in a revision",
             "give --dir as a folder inside the repository, or give two directories",
         )
+    if git is not None:
+        ws.progress.step("comparing the two series")
     result = load_review(old, new, git, folder)
     if as_json:
         import json
@@ -184,7 +195,12 @@ def review(
 
 @cli.command()
 @click.argument("name", shell_complete=complete_patch_names)
-@click.option("--rev", metavar="REV", help="Show the patch as it is in revision REV.")
+@click.option(
+    "--rev",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Show the patch as it is in revision REV.",
+)
 @_render_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
@@ -251,14 +267,25 @@ def show(
     "--format",
     "fmt",
     type=click.Choice(["text", "mermaid", "dot", "json"]),
-    default="text",
-    show_default=True,
-    help="mermaid for GitHub Markdown, dot for Graphviz.",
+    default=None,
+    help="text (the default), mermaid for GitHub Markdown, dot for Graphviz, json.",
 )
-@click.option("--output", "-o", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (--format json).")
+@click.option(
+    "--output",
+    "-o",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write to FILE instead of standard output.",
+)
 @click.pass_context
 def graph(
-    ctx: click.Context, only: str | None, except_: str | None, fmt: str, output: str | None
+    ctx: click.Context,
+    only: str | None,
+    except_: str | None,
+    fmt: str | None,
+    as_json: bool,
+    output: str | None,
 ) -> None:
     """Which patch leans on which: an edge where a patch touches lines an earlier one wrote.
 
@@ -271,12 +298,24 @@ def graph(
       patchstack graph --only essential
       patchstack graph --format mermaid -o graph.mmd
       patchstack graph --format dot | dot -Tsvg > graph.svg
+      patchstack graph --json
     """
+    from ..errors import PatchstackError
     from ..review.graph import FORMATS, build, subgraph
 
+    if as_json and fmt not in (None, "json"):
+        raise PatchstackError(
+            f"--json and --format {fmt}: give one", "see 'patchstack graph --help'"
+        )
+    fmt = "json" if as_json else fmt or "text"
     ws = ctx.obj.checkout(write=False)
     series = ws.load_series()
-    whole = build([(e, ws.read_patch(e)[1]) for e in series.entries])
+    ws.progress.step("reading the patches", len(series.entries))
+    patches = []
+    for i, e in enumerate(series.entries, 1):
+        patches.append((e, ws.read_patch(e)[1]))
+        ws.progress(i, len(series.entries))
+    whole = build(patches)
     sel = selector(None, False, only, except_)
     if sel.filtered:
         from ..model.selection import check_words
@@ -291,7 +330,13 @@ def graph(
 
 
 @cli.command()
-@click.argument("directory", default="patchstack-demo", required=False, metavar="[DIR]")
+@click.argument(
+    "directory",
+    default="patchstack-demo",
+    required=False,
+    metavar="[DIR]",
+    type=click.Path(file_okay=False),
+)
 @click.pass_context
 def demo(ctx: click.Context, directory: str) -> None:
     """Build a sandbox fork from the bundled example in DIR and walk the whole story.
@@ -308,7 +353,10 @@ def demo(ctx: click.Context, directory: str) -> None:
     from ..demo import run_demo
 
     root = os.path.abspath(directory)
-    base_args = ["--color", ctx.obj.color] + (
+    from .terminal import terminal
+
+    asked = terminal().color
+    base_args = ["--no-pager", *([f"--color={asked}"] if asked else [])] + (
         ["--dir", ctx.obj.series_dir] if ctx.obj.series_dir else []
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -11,12 +10,16 @@ import click
 from ..model.marks import describe
 from .app import Options, cli
 from .output import (
-    ProgressBar,
+    complete_applied,
     complete_patch_names,
+    complete_revisions,
     complete_tags,
+    complete_unapplied,
     echo,
+    json_text,
     names_line,
     out,
+    page,
     selector,
     style,
     tag_text,
@@ -31,7 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @cli.command()
-@click.option("--base", "base", metavar="REV", help="The upstream commit (default: HEAD).")
+@click.option(
+    "--base",
+    "base",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="The upstream commit (default: HEAD).",
+)
 @click.pass_obj
 def init(opts: Options, base: str | None) -> None:
     """Create the series directory and its series file.
@@ -65,9 +74,10 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
 
     listing = list_series(ctx.obj.checkout(write=False))
     series, stack, rows = listing.series, listing.stack, listing.rows
+    page(ctx)
     if as_json:
         out(
-            json.dumps(
+            json_text(
                 {
                     "base": series.base,
                     "base_ref": series.base_ref,
@@ -84,8 +94,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
                         }
                         for r in rows
                     ],
-                },
-                indent=2,
+                }
             )
         )
         return
@@ -132,7 +141,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
         by_name = {s.name: s for s in st.standings}
         out(
-            json.dumps(
+            json_text(
                 {
                     "drift": drift.to_json() if drift else None,
                     "branch": st.branch,
@@ -181,8 +190,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "on_top": list(st.on_top),
                     "out_of_order": list(st.out_of_order),
                     "disagreements": list(st.disagreements),
-                },
-                indent=2,
+                }
             )
         )
     else:
@@ -190,7 +198,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
         problem = None
         if st.operation:
-            from ..transaction import foreign_error
+            from ..journal.refusals import foreign_error
 
             found = foreign_error(ws)
             problem = f"{found.message}: {found.hint}" if found else None
@@ -205,7 +213,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 # -- push / pop -----------------------------------------------------------------------------
 
 
-def _selector_options(f: F) -> F:
+def _selector_options(f: F, complete: Any = complete_patch_names) -> F:
     f = click.option(
         "--except",
         "except_",
@@ -221,7 +229,15 @@ def _selector_options(f: F) -> F:
     )(f)
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
     f = click.option("--verbose", "-v", is_flag=True, help="Name every patch moved.")(f)
-    return click.argument("name", required=False, shell_complete=complete_patch_names)(f)
+    return click.argument("name", required=False, shell_complete=complete)(f)
+
+
+def _push_selector(f: F) -> F:
+    return _selector_options(f, complete_unapplied)
+
+
+def _pop_selector(f: F) -> F:
+    return _selector_options(f, complete_applied)
 
 
 def _discard_option(f: F) -> F:
@@ -291,8 +307,13 @@ def _print_move(
 
 
 @cli.command()
-@_selector_options
-@click.option("--onto", metavar="REV", help="Build the stack on REV instead of its base.")
+@_push_selector
+@click.option(
+    "--onto",
+    metavar="REV",
+    shell_complete=complete_revisions,
+    help="Build the stack on REV instead of its base.",
+)
 @click.option(
     "--with-deps",
     is_flag=True,
@@ -328,12 +349,11 @@ def push(
     from ..commands.push import push as do_push
 
     ws = ctx.obj.checkout()
-    bar = ProgressBar("pushing")
     try:
         sel = selector(name, all_, only, except_)
-        result = do_push(ws, sel, onto, bar, discard, with_deps)
+        result = do_push(ws, sel, onto, ws.progress, discard, with_deps)
     finally:
-        bar.close()
+        ws.progress.close()
     from ..commands.push import MoveResult
 
     if not isinstance(result, MoveResult):  # a deferred patch brought back: a replay
@@ -356,7 +376,7 @@ NO_BASE = (
 
 
 @cli.command()
-@_selector_options
+@_pop_selector
 @click.option("--alone", is_flag=True, help="Only NAME: the patches above it stay applied.")
 @click.option(
     "--keep-deps",
@@ -391,10 +411,10 @@ def pop(
     """
     from ..commands.pop import pop as do_pop
 
-    bar = ProgressBar("popping")
+    ws = ctx.obj.checkout()
     try:
         sel = selector(name, all_, only, except_)
-        result = do_pop(ctx.obj.checkout(), sel, bar, discard, alone, keep_deps)
+        result = do_pop(ws, sel, ws.progress, discard, alone, keep_deps)
     finally:
-        bar.close()
+        ws.progress.close()
     _print_move(ctx, result, "pop", verbose, keep_deps)

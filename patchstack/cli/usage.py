@@ -15,7 +15,9 @@ _CLICK_SUGGESTION = re.compile(r"\s*\(?Did you mean (?:one of: )?(.*?)\?\)?\s*$"
 def usage_error(exc: click.UsageError) -> tuple[str, str]:
     """The message and the hint for a usage error."""
     ctx = exc.ctx
-    path = "patchstack"
+    from .app import program
+
+    path = program()
     if ctx is not None:  # the command's words after the program's name, however it was run
         path += ctx.command_path[len(ctx.find_root().info_name or "") :]
     see = f"see '{path} --help'"

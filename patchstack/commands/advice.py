@@ -3,6 +3,7 @@ that state wherever there is one."""
 
 from __future__ import annotations
 
+from ..model.marks import Deferral
 from .refresh.drift import Drift
 from .status import StatusResult
 
@@ -87,7 +88,14 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
         )
     if st.submodules:
         return submodule_step(st.submodules)
-    unapplied = len(st.patches) - len(applied)
+    deferred = [m for m in st.marks if isinstance(m, Deferral)]
+    marked = {m.name for m in st.marks}
+    unapplied = len([p for p in st.patches if not p.applied and p.name not in marked])
     if unapplied:
         return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"
+    roots = [m.name for m in deferred if not m.root]
+    if roots:
+        waiting = len(deferred) - len(roots)
+        counts = f"{len(roots)} deferred" + (f", {waiting} knock-on(s) waiting" if waiting else "")
+        return f"'patchstack push {roots[0]}' brings a deferred patch back ({counts})"
     return "nothing to do: the stack agrees with the series"

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
+from ..engine.contract import place
 from ..engine.evidence import SELF, first_holding, history
 from ..engine.merging import blame
 from ..engine.placer import Placer
@@ -26,11 +27,11 @@ from ..engine.replay import (
 from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
+from ..journal.refusals import refresh_error
 from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
-from ..transaction import refresh_error
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -46,6 +47,7 @@ class CheckResult:
     old_base: str | None
     verdicts: tuple[Verdict, ...]
     conflicts: tuple[Conflict, ...]
+    deferred: tuple[Conflict, ...] = ()  # deferred patches' reports again, when asked for
 
     @property
     def ok(self) -> bool:
@@ -69,6 +71,7 @@ class CheckResult:
                 for v in self.verdicts
             ],
             "conflicts": [c.to_json() for c in self.conflicts],
+            "deferred": [c.to_json() for c in self.deferred],
         }
 
 
@@ -123,6 +126,7 @@ def check(
             ),
         )
         _top, commits = commit_chain(engine, target, done)
+        again = _placed_again(ws, plan, commits, target, full, labels(series.base, target, name))
         classified = classify(git, engine, plan, done, commits)
         evidence = _evidence(ws, plan, classified.verdicts, skip, series.base, target)
         n = len(plan)
@@ -131,6 +135,7 @@ def check(
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
+        shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
     finally:
         engine.close()
     bad = {c[0] for c in conflicts}
@@ -156,7 +161,36 @@ def check(
         for e in series.entries
         if e.name not in skip
     )
-    return CheckResult(target, name, series.base, verdicts, tuple(reports))
+    return CheckResult(target, name, series.base, verdicts, tuple(reports), tuple(shown_again))
+
+
+def _placed_again(
+    ws: Checkout,
+    plan: Sequence[Step],
+    commits: dict[str, Oid],
+    target: Oid,
+    full: Sequence[str] | bool,
+    labels: tuple[str, str],
+) -> list[tuple[str, Oid, MergeResult]]:
+    """The deferred patches ``full`` asks for (``check --patch NAME``, ``--verbose``), each
+    placed again where it stands on the target, with its deferral's change: the conflict it
+    was deferred for, as it is on this target (nothing when it now applies)."""
+    git = ws.git
+    wanted = [s for s in plan if s.deferred and (full is True or (full and s.name in full))]
+    if not wanted:
+        return []
+    found = git.has_objects([s.commit for s in wanted if s.commit])
+    tree = git.tree_of(target)
+    trees = dict(zip(commits, git.trees_of(list(commits.values())), strict=True))
+    out = []
+    for step in plan:
+        tree = trees.get(step.name, tree)
+        if step in wanted and step.commit and found.get(step.commit):
+            before, after = git.trees_of([step.commit + "^", step.commit])
+            merged = place(git, before, tree, after, (labels[0], step.name), labels[1])
+            if not merged.clean:
+                out.append((step.name, tree, merged))
+    return out
 
 
 def _evidence(

@@ -49,10 +49,13 @@ class DoctorReport:
         return not any(f.severity == "differs" for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:
+        """``version`` is the shape's (2: the interpreter's version moved to
+        ``python_version``)."""
         data = asdict(self)
+        data["python_version"] = data.pop("version")
         data["findings"] = [asdict(f) for f in self.findings]
         data["ok"] = self.ok
-        return data
+        return {"version": 2, **data}
 
 
 def doctor(ws: Checkout, python: str | None, module: str | None) -> DoctorReport:
@@ -183,7 +186,7 @@ def _shadowed(kind: str, used: str, source: str, top: str) -> Finding:
 
 def series_findings(ws: Checkout) -> tuple[list[str], list[Finding]]:
     """Facts and findings about the series' applied state and its base."""
-    from ..transaction import foreign_error
+    from ..journal.refusals import foreign_error
     from .refresh.drift import drift as read_drift
     from .status import status
 

@@ -115,14 +115,7 @@ def rewrite_message(
     name, data, patch = _patch(ws, series, name_text)
     entry = series.entry(name)
     fallback = name.removesuffix(".patch")
-    who = author or patch.author
-    when = patch.date
-    if not who or not when:
-        ident, now = git.ident()
-        who, when = who or ident, when or now
-    text = compose(_with_fields(patch.message(fallback), patch), patch)
-    mail = mail_of(git, text, who, when)
-    new_data = message.splice(mail, data, message.line_offset(data, patch.diff_lineno))
+    new_data = with_message(ws, name, data, patch, compose, author)
     fresh = parse_patch(new_data, ws.display(ws.patch_path(name)), entry.strip_level)
     applied = stack.find(name) is not None
     if new_data == data:
@@ -134,6 +127,27 @@ def rewrite_message(
         head = reword(git, stack, {name: change})
     publish(ws, Plan(operation, stack.head, head, (FileWrite(ws.patch_path(name), new_data),)))
     return EditResult(name, fresh.subject or fallback, True, applied, head)
+
+
+def with_message(
+    ws: Checkout,
+    name: str,
+    data: bytes,
+    patch: Patch,
+    compose: Callable[[str, Patch], str],
+    author: str | None = None,
+) -> bytes:
+    """The patch file ``data`` (of patch ``name``) with the message ``compose`` makes of its
+    current one: header and description made again by ``format-patch``, the diff part kept
+    byte for byte."""
+    who = author or patch.author
+    when = patch.date
+    if not who or not when:
+        ident, now = ws.git.ident()
+        who, when = who or ident, when or now
+    text = compose(_with_fields(patch.message(name.removesuffix(".patch")), patch), patch)
+    mail = mail_of(ws.git, text, who, when)
+    return message.splice(mail, data, message.line_offset(data, patch.diff_lineno))
 
 
 def _with_fields(text: str, patch: Patch) -> str:

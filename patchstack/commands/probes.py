@@ -150,13 +150,17 @@ def probe_series(
     progress: Callable[[int, int], None] | None = None,
 ) -> ProbeReport:
     """Run the probes of the patches ``sel`` selects on ``target``; ``left_out``: patches
-    that do not apply there, with why (they are reported ``not-run``)."""
+    that do not apply there, with why (they are reported ``not-run``, as are the deferred
+    ones: a build carries nothing of them, so their probe would prove nothing)."""
     git = ws.git
-    left_out = left_out or {}
     # A replay before (check's) wrote throwaway objects into a scratch store that the scratch
     # worktrees cannot read; the commits tested here must be in the repository.
     git.drop_scratch()
     series = ws.load_series()
+    left_out = {
+        **{n: f"deferred: 'patchstack push {n}' brings it back" for n in series.deferred},
+        **(left_out or {}),
+    }
     stack = read_stack(git)
     chosen = selected_names(series, sel)
     names = [n for n in chosen if n not in left_out]

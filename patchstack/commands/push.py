@@ -68,7 +68,9 @@ def move_stack(
     from its patch file or dropped, which is refused for a commit that differs from its file
     (unless ``discard``). A patch file edited since it was applied is rebuilt from the file.
     """
-    proof = proof or prove(ws, series, stack)
+    if proof is None:
+        ws.progress.step("checking the applied commits")
+        proof = prove(ws, series, stack)
     base = onto or stack.base
     keep: list[AppliedPatch] = []
     if base == stack.base:
@@ -90,6 +92,7 @@ def move_stack(
     if rest:
         from ..engine.build import build
 
+        ws.progress.step("building commits")
         engine = make_engine(ws, series, stack)
         try:
             base_tree = ws.git.tree_of(base) if base != stack.base else stack.base_tree
@@ -124,6 +127,7 @@ def push(
 
         named = resolve_name(series, sel.name)
         target = selection.push_target(series, stack.names, sel)
+        ws.progress.step("replaying the series")
         return bring_back(ws, [named], [n for n in target if n not in deferred], progress)
     # ``import commits`` of HEAD's own history: the patch commits go in their place.
     plain = plain_commits(ws, series, stack) if onto is None else 0
@@ -139,6 +143,7 @@ def push(
     onto_oid = resolve_rev(ws.git, onto) if onto else None
     if plain and not stack.applied:
         onto_oid = Oid(series.base or "")
+    ws.progress.step("checking the applied commits")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
     if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:

@@ -412,8 +412,9 @@ def _rebuild(
         return keep[-1].commit if keep else stack.base
     new_engine = _engine_over(ws.git, engine, new_series, final)
     new_engine.seed(list(trees))
+    ws.progress.step("building commits")
     try:
-        built = build(new_engine, stack.base, stack.base_tree, keep, rest)
+        built = build(new_engine, stack.base, stack.base_tree, keep, rest, ws.progress)
     finally:
         new_engine.close()
     return built.head

@@ -132,6 +132,7 @@ def status(ws: Checkout) -> StatusResult:
     else:
         series = ws.load_series()
     stack = read_stack(git)
+    ws.progress.step("checking the applied commits")
     verdicts = prove(ws, series, stack).verdicts
     states = []
     for e in series.entries:

@@ -29,7 +29,7 @@ from ..journal.oplog import (
     write_entry,
 )
 from ..journal.restore import check_restorable
-from ..journal.snapshot import Snapshot, take_snapshot
+from ..journal.snapshot import Snapshot, as_series_only, take_snapshot
 from ..journal.trees import TreeChange, TreeState, capture, read_note
 from ..model.ids import Oid
 from ..transaction import MoveTree, Plan, Restore, publish
@@ -76,7 +76,7 @@ def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:
             raise PatchstackError(
                 f"'{newest.command}' was interrupted: undo it first (plain 'patchstack undo')"
             )
-        current = take_snapshot(ws, refresh=newest.before.refresh)
+        current = take_snapshot(ws, refresh=newest.before.refresh, also=newest.writes)
         _check_branch(current, newest.before)
         allowed = {newest.before.head, newest.planned_head}
         if current.head not in allowed and not force:
@@ -222,7 +222,7 @@ def _refuse_moved(git: Git, current: Snapshot, recorded_head: str, command: str)
 def _check_unchanged(ws: Checkout, newest: Entry, force: bool) -> Snapshot:
     """Refuse when the state differs from what the log last recorded (unless ``force``)."""
     git = ws.git
-    last = newest.state
+    last = as_series_only(git, newest.state)
     current = take_snapshot(ws, refresh=last.refresh)
     _check_branch(current, last)
     if force:

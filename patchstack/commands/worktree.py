@@ -44,6 +44,7 @@ from ..model.selection import Selector
 from ..model.series import Series
 from ..model.stack import AppliedPatch, stack_from_history
 from ..model.trailers import PATCH_COMMIT_GREP
+from ..progress import QUIET, Progress
 from ..transaction import Plan, publish
 from .refresh.proof import DIFFERS
 from .state import make_engine, read_stack, resolve_rev
@@ -83,22 +84,29 @@ def selector_words(sel: Selector) -> tuple[str, ...]:
     return tuple(words)
 
 
-def build_on(engine: Engine, git: Git, base: Oid, names: Sequence[str]) -> Oid:
+def build_on(
+    engine: Engine, git: Git, base: Oid, names: Sequence[str], progress: Progress = QUIET
+) -> Oid:
     """The commit "``base`` + ``names``", built as ``push --onto`` builds it; ConflictError
     (with the conflict report) when a patch does not apply there."""
     if not names:
         return base
-    return build_stack(engine, git, base, names).head
+    return build_stack(engine, git, base, names, progress=progress).head
 
 
 def build_stack(
-    engine: Engine, git: Git, base: Oid, names: Sequence[str], keep: Sequence[AppliedPatch] = ()
+    engine: Engine,
+    git: Git,
+    base: Oid,
+    names: Sequence[str],
+    keep: Sequence[AppliedPatch] = (),
+    progress: Progress = QUIET,
 ) -> Built:
     """`build_on`'s build, with its commits; on ``keep`` (patches placed on ``base`` before,
     by this engine or another: bisect's older versions of a patch) when given."""
     from ..engine.build import build
 
-    return build(engine, base, git.tree_of(base), keep, list(names))
+    return build(engine, base, git.tree_of(base), keep, list(names), progress)
 
 
 # -- experiment worktrees -------------------------------------------------------------------
@@ -126,8 +134,9 @@ def create(ws: Checkout, directory: str, onto: str | None, sel: Selector) -> Exp
     else:
         base = stack.base
     engine = make_engine(ws, series, stack)
+    ws.progress.step("building commits")
     try:
-        head = build_on(engine, git, base, names)
+        head = build_on(engine, git, base, names, ws.progress)
     finally:
         engine.close()
     # The tree's own log gets a name no earlier tree at this path had (`journal.trees`).

@@ -244,7 +244,7 @@ class Engine:
                     raise InputError(
                         lp.shown or lp.entry.name,
                         f.lineno,
-                        f"refused path '{p}': {problem}",
+                        paths.refusal(p, problem),
                         "a patch may only change files inside the work tree; fix the patch",
                     )
 

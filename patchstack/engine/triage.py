@@ -90,6 +90,7 @@ def reports(
         return found[1] if found else None
 
     touched = _touching(git, old_base, new_base, failed) if old_base and attribute else {}
+    versions: dict[tuple[str, str], list[str]] = {}  # (commit, path) -> its lines, read once
     out = []
     for i, (f, merged) in enumerate(zip(failed, merged_entries, strict=True)):
         if tick is not None:
@@ -112,7 +113,7 @@ def reports(
                 hunks += found
                 continue
             primary = True
-            hunks += [_attributed(git, h, touched.get(path, ())) for h in found]
+            hunks += [_attributed(git, h, touched.get(path, ()), versions) for h in found]
         kind = PRIMARY if primary or not roots else KNOCK_ON
         root = None
         if kind == KNOCK_ON:
@@ -150,18 +151,26 @@ def _touching(
     return {p: tuple(c) for p, c in found.items()}
 
 
-def _attributed(git: Git, h: ConflictHunk, commits: Sequence[UpstreamCommit]) -> ConflictHunk:
+def _attributed(
+    git: Git,
+    h: ConflictHunk,
+    commits: Sequence[UpstreamCommit],
+    versions: dict[tuple[str, str], list[str]],
+) -> ConflictHunk:
     """``h`` with the upstream commit that made its lines what they are now: the oldest of
     ``commits`` (oldest first) from which on the file holds them; the newest when none does
-    (the lines were rewritten since, or are partly the patches')."""
+    (the lines were rewritten since, or are partly the patches'). ``versions``: the file's
+    versions read so far (the hunks of one file bisect over the same commits)."""
     if not commits:
         return h
     if not h.now:
         return replace(h, upstream=(commits[-1],), traced=False)
 
     def holds(i: int) -> bool:
-        data = git.show_file(commits[i].oid, h.path)
-        return _contains(_lines(data), h.now)
+        key = (commits[i].oid, h.path)
+        if key not in versions:
+            versions[key] = _lines(git.show_file(*key))
+        return _contains(versions[key], h.now)
 
     if not holds(len(commits) - 1):
         return replace(h, upstream=(commits[-1],), traced=False)

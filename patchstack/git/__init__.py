@@ -30,6 +30,7 @@ from .merge import MergeResult
 from .process import check_version
 from .refs import RefTransactionFailed, RefUpdate
 from .repo import Git, clone, find_repo, ident_env, init_repo
+from .worktree import HeldIndex, index_locked
 
 __all__ = [
     "CommitMeta",
@@ -37,6 +38,7 @@ __all__ = [
     "DirtyState",
     "FastImport",
     "Git",
+    "HeldIndex",
     "MergeResult",
     "Oid",
     "RawDiff",
@@ -47,6 +49,7 @@ __all__ = [
     "check_version",
     "clone",
     "find_repo",
+    "index_locked",
     "ident_env",
     "init_repo",
 ]

@@ -3,6 +3,7 @@ running git there, and answers memoized for the length of one command."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -36,6 +37,11 @@ class GitBase:
         self._memo: dict[Any, Any] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self.scratch: str | None = None  # the scratch object directory in use (`git.scratch`)
+        # While a publish holds git's index lock: the index every git process reads and writes
+        # (`worktree.HeldIndex`), which becomes the real one when the publish commits.
+        self.index_file: str | None = None
+        self.scratch_full: str | None = None  # the stores' folder, when full as one was dropped
+        self._spawned: list[subprocess.Popen[bytes]] = []  # ended by `close` at the latest
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -86,13 +92,24 @@ class GitBase:
         throwaway: bool = False,
     ) -> subprocess.Popen[bytes]:
         env = self._objects_env(env, throwaway)
-        return spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+        proc = spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+        self._spawned = [p for p in self._spawned if p.poll() is None] + [proc]
+        return proc
+
+    @property
+    def index_path(self) -> str:
+        """The index git processes of this command read: the real one, or the one a publish
+        holding the index lock works in."""
+        return self.index_file or os.path.join(self.git_dir, "index")
 
     def _objects_env(
         self, env: Mapping[str, str] | None, throwaway: bool
     ) -> Mapping[str, str] | None:
         """With a scratch store, every process reads it as an alternate; the ``throwaway`` ones
-        write into it, reading the repository's objects as their alternate."""
+        write into it, reading the repository's objects as their alternate. While the index
+        lock is held, a process that names no index of its own works in the held one."""
+        if self.index_file is not None and not (env and "GIT_INDEX_FILE" in env):
+            env = {**(env or {}), "GIT_INDEX_FILE": self.index_file}
         if self.scratch is None:
             return env
         theirs = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
@@ -155,6 +172,8 @@ class GitBase:
         path, self.scratch = self.scratch, None
         if path is not None:
             self._stop_processes()
+            if scratch.nearly_full():
+                self.scratch_full = scratch.PARENT
             shutil.rmtree(path, ignore_errors=True)
             self.forget("synthetic")
             self.forget("merge-process")
@@ -169,7 +188,23 @@ class GitBase:
 
     def close(self) -> None:
         self._stop_processes()
+        self._end_spawned()
         self.drop_scratch()
+
+    def _end_spawned(self) -> None:
+        """Streams a failure left open (a fast-import cut short): their input is closed, so
+        they end, and with them their hold on the repository lock."""
+        for proc in self._spawned:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self._spawned.clear()
 
     def _stop_processes(self) -> None:
         for proc in self._procs.values():

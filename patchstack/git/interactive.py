@@ -6,11 +6,20 @@ These processes run in patchstack's own session, in the foreground, so the edito
 selector own the terminal and Ctrl-C reaches them as usual (nothing has changed yet when they
 run). With ``answers`` the selector reads them instead of the terminal, and what it printed is
 returned (scripts, tests, a pipe into ``patchstack new -p``).
+
+The pager and the colour settings are the user's preferences, so they are read with the
+caller's own environment and configuration (`user_git`), never the sealed one, which pins
+``core.pager=cat`` and ``color.ui=false`` for the plumbing: ``git var GIT_PAGER`` (the
+``GIT_PAGER``, ``core.pager``, ``PAGER``, ``less`` order) and ``color.patchstack`` /
+``color.ui``. The pager runs through the shell with git's ``LESS=FRX`` and ``LV=-c`` when they
+are not set, and ``GIT_PAGER_IN_USE`` tells the processes after it (and git) that a pager reads
+the output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -99,3 +108,43 @@ def _interrupts_to_the_editor() -> Iterator[None]:
 def _tail(out: str) -> str:
     last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:]
     return f": {last[0]}" if last else ""
+
+
+def user_git(*args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """git run with the caller's environment and configuration, from the current folder (a
+    read of the user's preferences); None when git cannot run."""
+    try:
+        return subprocess.run(["git", *args], capture_output=True, stdin=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def pager_command() -> str | None:
+    """The pager git would use (``git var GIT_PAGER``); None for none (``cat`` or empty)."""
+    proc = user_git("var", "GIT_PAGER")
+    if proc is None or proc.returncode != 0:
+        return None
+    found = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    return None if found in ("", "cat") else found
+
+
+def color_setting() -> str | None:
+    """``color.patchstack``, else ``color.ui``, as the user configured it (or None)."""
+    proc = user_git("config", "--get-regexp", r"^color\.(patchstack|ui)$")
+    if proc is None or proc.returncode != 0:
+        return None
+    found: dict[str, str] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(" ")
+        found[key.lower()] = value if _ else "true"
+    return found.get("color.patchstack", found.get("color.ui"))
+
+
+def start_pager(command: str) -> subprocess.Popen[bytes]:
+    """The pager, reading its standard input from a pipe; it writes to the terminal and reads
+    the keyboard from it (the same session and process group as patchstack)."""
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    env["GIT_PAGER_IN_USE"] = "true"
+    return subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE, env=env)

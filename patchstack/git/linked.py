@@ -35,7 +35,13 @@ class Linked(Listings):
         if lock_reason is not None:
             args = [*_NO_HOOKS, *args, "--no-checkout", "--lock", "--reason", lock_reason]
         existed = os.path.isdir(path)
-        proc = self.run(*args, "--", path, commit, check=False)
+        # The new tree's checkout writes its own index, never the copy of this one's that a
+        # publish holds (`worktree.HeldIndex`): git passes GIT_INDEX_FILE on to it.
+        held, self.index_file = self.index_file, None
+        try:
+            proc = self.run(*args, "--", path, commit, check=False)
+        finally:
+            self.index_file = held
         if proc.returncode == 0:
             return
         said = proc.stderr.decode("utf-8", "replace").strip()

@@ -4,6 +4,7 @@ the whole transaction fail and nothing moves."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -134,6 +135,23 @@ class Refs(GitBase):
             for i in range(0, len(fields) - 2, 3)
         ]
 
+    def read_as_absent(self, ref: str) -> None:
+        """For the rest of this command, `messages` reads ``ref`` as absent (a command that
+        only reads goes on past a log git cannot read, having said so)."""
+        self._memo[("absent", ref)] = True
+
+    def ref_names(self) -> list[str]:
+        """Branches, remote-tracking branches and tags, named as git's own completion names
+        them (``main``, ``origin/main``, ``v1.0``)."""
+        out = self.out(
+            "for-each-ref",
+            "--format=%(refname:lstrip=2)",
+            "refs/heads",
+            "refs/remotes",
+            "refs/tags",
+        )
+        return [name for name in out.splitlines() if name]
+
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
@@ -165,11 +183,15 @@ class Refs(GitBase):
 
     def messages(self, ref: str, limit: int | None = None) -> list[tuple[Oid, str]]:
         """(commit, message) along the first-parent chain of ``ref``, newest first; [] when
-        there is no such ref."""
+        there is no such ref (a `GitFailure` when there is one git cannot read)."""
         key = ("log", ref, limit)
         if key in self._memo:
             return list(self._memo[key])
+        if ("absent", ref) in self._memo:
+            return []
         if not self.ref_exists(ref):
+            if os.path.isfile(os.path.join(self.common_dir, *ref.split("/"))):
+                raise GitFailure(f"{ref} is broken (git reads no object id in its file)")
             self._memo[key] = []
             return []
         args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]

@@ -62,6 +62,9 @@ def not_a_work_tree(start: str, said: str) -> PatchstackError:
             " you (git's safe.directory check)",
             f"if you trust it, run '{step}'; or run patchstack as that user",
         )
+    in_git_dir = _in_a_git_dir(start)
+    if in_git_dir is not None:
+        return in_git_dir
     fatal = next((ln for ln in said.splitlines() if ln.startswith("fatal:")), "")
     return PatchstackError(
         f"not inside a git work tree: {start}" + (f" (git: {fatal})" if fatal else ""),
@@ -80,6 +83,44 @@ def _owner(path: str) -> str:
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except (ImportError, KeyError):
         return f"uid {uid}"
+
+
+def _in_a_git_dir(start: str) -> PatchstackError | None:
+    """Why there is no work tree here when ``start`` is in a git directory: inside one, or a
+    bare repository; None when there is no git directory either."""
+    proc = run_git(
+        ["rev-parse", "--is-inside-git-dir", "--is-bare-repository", "--absolute-git-dir"],
+        cwd=start,
+        check=False,
+    )
+    found = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if proc.returncode != 0 or len(found) < 3:
+        return None
+    inside, bare, git_dir = found[0] == "true", found[1] == "true", found[2]
+    if bare:
+        return PatchstackError(
+            f"{git_dir} is a bare repository: it has no work tree to apply patches in",
+            "run patchstack in a clone of it, or in a worktree made with 'git worktree add'",
+        )
+    top = _top_of(git_dir)
+    where = f"cd {top}" if top else "cd to the folder the repository's files are in"
+    what = "inside the git directory" if inside else "in a git directory without a work tree"
+    return PatchstackError(
+        f"{what} {git_dir}, not in a work tree", f"run patchstack in the work tree: {where}"
+    )
+
+
+def _top_of(git_dir: str) -> str | None:
+    """The work tree of a git directory: the folder holding ``.git``, or the one a linked
+    worktree's ``gitdir`` file names."""
+    if os.path.basename(git_dir) == ".git":
+        return os.path.dirname(git_dir)
+    try:
+        with open(os.path.join(git_dir, "gitdir"), encoding="utf-8", errors="surrogateescape") as f:
+            dot_git = f.read().strip()
+    except OSError:
+        return None
+    return os.path.dirname(dot_git) if dot_git else None
 
 
 def init_repo(path: str, branch: str = "main") -> Git:

@@ -32,6 +32,7 @@ PARENT = "/dev/shm"
 PREFIX = "patchstack-objects-"
 MIN_FREE = 256 << 20  # bytes free in PARENT to use it (a 1,000-patch replay uses about 25 MB)
 STALE_AFTER = 600  # seconds
+FULL_BELOW = 1 << 20  # bytes free in PARENT under which a failed write is said to be its
 
 
 def room() -> bool:
@@ -43,6 +44,16 @@ def room() -> bool:
     except OSError:
         return False
     return stat.f_bavail * stat.f_frsize >= MIN_FREE and os.access(PARENT, os.W_OK)
+
+
+def nearly_full() -> bool:
+    """Whether the scratch stores' file system has (almost) no room left: a write there that
+    failed for want of space was the store's, not the repository's."""
+    try:
+        stat = os.statvfs(PARENT)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < FULL_BELOW
 
 
 def make() -> str | None:

@@ -1,19 +1,126 @@
 """The real index and work tree: moved from one tree to another by ``read-tree``, which
-carries the user's uncommitted edits and refuses, before writing anything, to overwrite them."""
+carries the user's uncommitted edits and refuses, before writing anything, to overwrite them.
+
+**git's index lock.** A publish holds ``index.lock`` in the git directory for as long as it
+changes the index and the work tree (`HeldIndex`), as every git command that writes the index
+does, so a ``git commit`` or ``git add`` meanwhile is refused by git itself, as git refuses
+two. patchstack's own git processes work meanwhile in a copy of the index (`GitBase.index_file`,
+a hard link at first); committing renames it over the real index, and a rollback before that
+leaves the real index as it was. The lock file holds a note (``patchstack <pid>``), never index
+data, so that one left by a killed patchstack is recognised: the next command, holding the
+repository lock (so that no patchstack is still running), removes it
+(`clear_stale_index_lock`); a lock of git's own is never touched.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-from .base import encode_path
+from ..errors import RefusedError
+from .base import GitBase, decode_path, encode_path
 from .listings import Listings
 
 CHECKOUT_WORKERS = 8  # at most: each is a process, and a move writes a few thousand files
+NOTE = b"patchstack "  # how patchstack's index lock begins (git's own holds index data)
+HELD = "patchstack-index-held"  # the index a publish works in, in the git directory
+KEPT = "patchstack-index-kept"  # the real index as it was, once the held one replaced it
+
+
+class HeldIndex:
+    """git's index lock, held by this process (see the module docstring)."""
+
+    def __init__(self, git: GitBase) -> None:
+        self.git = git
+        self.index = os.path.join(git.git_dir, "index")
+        self.lock = self.index + ".lock"
+        self.held = os.path.join(git.git_dir, HELD)
+        self.kept = os.path.join(git.git_dir, KEPT)
+        self.committed = False
+        self.released = False
+        try:
+            fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            raise index_locked(self.lock) from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(NOTE + f"{os.getpid()}\n".encode())
+            _remove(self.held, self.kept)
+            if os.path.exists(self.index):
+                try:
+                    os.link(self.index, self.held)
+                except OSError:  # a file system without hard links
+                    shutil.copy2(self.index, self.held)
+        except BaseException:
+            _remove(self.held, self.lock)
+            raise
+        git.index_file = self.held
+
+    def commit(self) -> None:
+        """Make the held index the real one (the old one is kept until `release`)."""
+        _remove(self.kept)
+        if os.path.exists(self.index):
+            os.link(self.index, self.kept)
+        if os.path.exists(self.held):
+            os.replace(self.held, self.index)
+        self.committed = True
+        if self.git.index_file == self.held:
+            self.git.index_file = None  # from now on (a hook, say) the real one, new
+
+    def roll_back(self) -> None:
+        """The real index as it was before this publish (after `commit` too); released."""
+        if self.committed:
+            if os.path.exists(self.kept):
+                os.replace(self.kept, self.index)
+            else:
+                _remove(self.index)
+            self.committed = False
+        self.release()
+
+    def release(self) -> None:
+        """Drop the lock (once: after that the lock file may be another git's)."""
+        if self.git.index_file == self.held:
+            self.git.index_file = None
+        if not self.released:
+            self.released = True
+            _remove(self.held, self.kept, self.lock)
+
+
+def index_locked(path: str) -> RefusedError:
+    return RefusedError(
+        f"git's index is locked ({path}): a git command is running in this work tree",
+        "wait for it to finish and run the command again (if no git command is running,"
+        " remove that file); nothing was changed",
+    )
+
+
+def _remove(*paths: str) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 class Worktree(Listings):
+    def lock_index(self) -> HeldIndex:
+        """Hold git's index lock (refused at once when git holds it)."""
+        return HeldIndex(self)
+
+    def clear_stale_index_lock(self) -> bool:
+        """Remove the index lock a killed patchstack left (call with the repository lock
+        held: then no patchstack process is running); git's own lock is left alone."""
+        lock = os.path.join(self.git_dir, "index.lock")
+        try:
+            with open(lock, "rb") as f:
+                mine = f.read(len(NOTE)) == NOTE
+        except FileNotFoundError:
+            return False
+        if mine:
+            _remove(os.path.join(self.git_dir, HELD), os.path.join(self.git_dir, KEPT), lock)
+        return mine
+
     def checkout_tree(self, old: str, new: str) -> subprocess.CompletedProcess[bytes]:
         """Move the index and work tree from tree ``old`` to ``new``, keeping local edits
         (the caller reads the refusal from the result). Files are written by parallel workers
@@ -23,6 +130,38 @@ class Worktree(Listings):
         count = min(CHECKOUT_WORKERS, os.cpu_count() or 1)
         workers = [] if chosen else ["-c", f"checkout.workers={count}"]
         return self.run(*workers, "read-tree", "-m", "-u", old, new, check=False)
+
+    def ignored_in_the_way(self, created: Sequence[str], removed: Collection[str]) -> list[str]:
+        """The ignored files a move that creates the paths ``created`` (and removes the
+        tracked paths ``removed``) would overwrite: read-tree takes them for expendable. Each
+        created path that is there already (an ignored file, or a folder of them), and each of
+        its folders that is a file or a link, unless the move removes it; only those that
+        exist are asked of git."""
+        there: list[str] = []
+        seen: set[str] = set()
+        for path in created:
+            if os.path.lexists(os.path.join(self.top, path)):
+                there.append(path)
+            folder = path
+            while "/" in folder:
+                folder = folder.rpartition("/")[0]
+                if folder in seen:
+                    break
+                seen.add(folder)
+                full = os.path.join(self.top, folder)
+                if folder not in removed and (
+                    os.path.islink(full) or (os.path.lexists(full) and not os.path.isdir(full))
+                ):
+                    there.append(folder)
+        found: set[str] = set()
+        asked = list(dict.fromkeys(there))
+        for at in range(0, len(asked), 500):  # a command line at a time
+            out = self.run(
+                "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--",
+                *asked[at : at + 500],
+            ).stdout  # fmt: skip
+            found.update(decode_path(p) for p in out.split(b"\0") if p)
+        return sorted(found)
 
     def reset_worktree(self, tree: str) -> None:
         """Index and work tree exactly ``tree`` (tracked files only; untracked ones stay)."""

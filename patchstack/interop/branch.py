@@ -26,7 +26,7 @@ stops the import as a conflict stops a refresh (`ending.stop`): ``--continue``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
@@ -41,12 +41,12 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.imported import slug, unique_name
 from ..model.series import TAGS, name_key, parse_tags
+from ..progress import QUIET, Progress
 from ..transaction import Overlay
 from .carrying import Carrier
 from .importing import ImportResult, Landing
 from .sources import commit_source
 
-Progress = Callable[[int, int], None] | None
 SHOWN = 5  # commits named in a refusal
 
 
@@ -90,7 +90,7 @@ def import_branch(
     upstream: str | None,
     tag: str | None,
     append: bool,
-    progress: Progress = None,
+    progress: Progress = QUIET,
     take_merge: bool = False,
 ) -> BranchResult:
     git = ws.git
@@ -194,9 +194,9 @@ def walk_on(
 
     git = ws.git
     names = set(walk.names)
+    progress.step("walking the branch's history", len(commits))
     for i in range(walk.at, len(commits)):
-        if progress is not None:
-            progress(i, len(commits))
+        progress(i, len(commits))
         c = commits[i]
         if len(c.parents) < 2:
             walk = _linear(walk, c, names)
@@ -206,8 +206,7 @@ def walk_on(
                 return replace(out, total=len(commits))
             walk = after_merge(git, out, c, names)
         walk = replace(walk, at=i + 1)
-    if progress is not None:
-        progress(len(commits), len(commits))
+    progress(len(commits), len(commits))
     walk = replace(walk, names=tuple(names))
     imported = finish(ws, walk, commits[-1], place.landing())
     at_base = read_stack(git).head == Oid(imported.base)

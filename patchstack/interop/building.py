@@ -16,6 +16,7 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.imported import locate_preimage
 from ..model.patchfile import Patch, parse_patch
+from ..progress import QUIET, Progress
 from .sources import Source
 
 _ANCHOR_IDENT = ("patchstack <patchstack@invalid>", "1000000000 +0000")
@@ -34,7 +35,7 @@ class Built(NamedTuple):
 
 
 def build_chain(
-    git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source]
+    git: Git, base: Oid, start_tree: Oid, sources: Sequence[Source], progress: Progress = QUIET
 ) -> tuple[list[Built], list[tuple[str, str]], Oid]:
     """Apply each source on the chain; regenerate every patch file from the chain's commits
     (made in one fast-import stream where the committer may write their identity, see
@@ -54,9 +55,11 @@ def build_chain(
     done: list[tuple[Source, str, tuple[str, ...], Oid]] = []
     skipped: list[tuple[str, str]] = []
     held: list[Oid | None] = [None]  # the tree the temporary index holds, when known
+    progress.step("applying the patches", len(sources))
     try:
         with git.temp_index() as idx:
-            for src in sources:
+            for i, src in enumerate(sources):
+                progress(i, len(sources))
                 new_tree, method, notes = _place(git, idx, tree, src, held)
                 if new_tree == tree:
                     skipped.append((src.name, "changes nothing on top of the patches before it"))
@@ -78,6 +81,7 @@ def build_chain(
         anchor, parent = stream.ids([anchor, parent])
     finally:
         stream.close()
+    progress.step("writing the patch files")
     mails = git.format_patches(anchor, parent) if done else []
     if len(mails) != len(done):
         raise GitFailure(f"format-patch gave {len(mails)} patches for {len(done)} commits")

@@ -32,11 +32,11 @@ from ..journal.snapshot import take_snapshot
 from ..model.branch import Walk
 from ..model.ids import Oid
 from ..model.series import Entry, Series
+from ..progress import QUIET, Progress
 from ..transaction import Overlay, Plan, publish
 from .branch import (
     BranchResult,
     Place,
-    Progress,
     after_merge,
     carried,
     first_parent_commits,
@@ -100,6 +100,7 @@ def verify(
     chain commits made are cached, so the ``push --all`` that follows does not make them
     again."""
     git = ws.git
+    ws.progress.step(f"proving the patch files give {rev_name}'s tree")
 
     def load(entry: Entry) -> LoadedPatch:
         if entry.name not in built:  # a patch the series had (--append)
@@ -217,7 +218,7 @@ def take_merge_command(ws: Checkout, merge: str, paths: Sequence[str]) -> str:
 
 
 def continue_import(
-    ws: Checkout, progress: Progress = None, take_merge: bool = False
+    ws: Checkout, progress: Progress = QUIET, take_merge: bool = False
 ) -> BranchResult:
     git = ws.git
     state = stopped.load(ws)

@@ -35,9 +35,11 @@ def _chain(ws: Workspace) -> tuple[Series, list[tuple[str, Oid]], Oid]:
         base = engine.canonical_base
         parent = base
         chain = []
+        ws.progress.step("applying each patch where it was made", len(series.entries))
         for k, entry in enumerate(series.entries, start=1):
             parent = engine.commit(parent, engine.canonical(k), entry.name)
             chain.append((entry.name, parent))
+            ws.progress(k, len(series.entries))
     finally:
         engine.close()
     return series, chain, base

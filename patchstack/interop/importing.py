@@ -172,7 +172,7 @@ def _import(
         raise PatchstackError(
             "already in the series: " + ", ".join(clash), "rename the patches, or drop them"
         )
-    built, more_skipped, full_tree = build_chain(git, base, start_tree, sources)
+    built, more_skipped, full_tree = build_chain(git, base, start_tree, sources, ws.progress)
     if not built:
         what, why = more_skipped[0]
         raise PatchstackError(

@@ -72,6 +72,7 @@ def read_quilt(
     skipped: list[tuple[str, str]] = []
     warnings: list[str] = []
     names = {name_key(t) for t in taken}
+    folds: dict[str, tuple[str, int]] = {}  # this series' names, as macOS and Windows fold them
     created: set[str] = set()
     top = os.path.realpath(directory)
     for ql in lines:
@@ -90,7 +91,13 @@ def read_quilt(
         problem = validate_name(name)
         if problem:
             raise InputError(shown, ql.lineno, problem)
-        name = unique_name(name, names)
+        wanted, name = name, unique_name(name, names)
+        other, at = folds.setdefault(name_key(wanted), (wanted, ql.lineno))
+        if other != wanted:
+            warnings.append(
+                f"{shown}:{ql.lineno}: '{wanted}' and '{other}' (line {at}) differ only by case:"
+                f" one file on macOS and Windows, so it is imported as '{name}'"
+            )
         with open(path, "rb") as fh:
             data = fh.read()
         if not _has_diff(data):
@@ -102,7 +109,10 @@ def read_quilt(
         if not _has_diff(data):
             skipped.append((ql.file, "holds only binary changes without data"))
             continue
-        patch = parse_patch(data, file_shown, ql.strip)
+        try:
+            patch = parse_patch(data, file_shown, ql.strip)
+        except InputError as exc:
+            raise _named_by(exc, shown, ql.lineno, ql.file, ql.strip) from None
         created.update(f.new_path for f in patch.files if f.new_path and not f.old_path)
         message = patch_message(patch, name.removesuffix(".patch").removesuffix(".diff"))
         if tolerated.notes:
@@ -122,6 +132,16 @@ def read_quilt(
             )
         )
     return sources, skipped, warnings
+
+
+def _named_by(exc: InputError, series: str, lineno: int, file: str, strip: int) -> InputError:
+    """A patch file's error, saying which series line names it, and how it reads it."""
+    where = f"{exc.path}:{exc.line}: " if exc.line else f"{exc.path}: "
+    message = exc.message.removeprefix(where)
+    entry = file + (f" -p{strip}" if strip != 1 else "")
+    return InputError(
+        exc.path, exc.line, f"{message} (series line {series}:{lineno}: '{entry}')", exc.hint
+    )
 
 
 def _has_diff(data: bytes) -> bool:

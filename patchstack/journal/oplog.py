@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PatchstackError, RefusedError
+from ..errors import GitFailure, PatchstackError, RefusedError
 from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
@@ -50,6 +51,7 @@ class Entry:
     redoes: int | None = None
     trees: tuple[TreeChange, ...] = ()  # experiment trees made or removed (`journal.trees`)
     keep: tuple[str, ...] = ()  # commits the state names by id only (a deferred patch's)
+    writes: tuple[str, ...] = ()  # the files of the series directory it writes (relative)
     notes: tuple[str, ...] = ()  # why, in words: "NAME: dropped, upstream took it in ..."
 
     @property
@@ -77,6 +79,7 @@ class Entry:
             "planned_head": self.planned_head,
             "undoes": list(self.undoes),
             "redoes": self.redoes,
+            "writes": list(self.writes),
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after else None,
             **({"trees": [c.to_json() for c in self.trees]} if self.trees else {}),
@@ -102,16 +105,59 @@ def parse_entry(oid: str, message: str) -> Entry | None:
             tuple(data.get("undoes", ())),
             data.get("redoes"),
             tuple(TreeChange.from_json(c) for c in data.get("trees") or ()),
+            writes=tuple(data.get("writes", ())),
             notes=tuple(str(n) for n in data.get("notes") or ()),
         )
     except (ValueError, KeyError, TypeError):
         return None
 
 
+class BrokenLog(RefusedError):
+    """The operation log's ref cannot be read: every command names it and the way out."""
+
+
+def read_log(git: Git, limit: int | None = None) -> list[tuple[Oid, str]]:
+    """(entry, message) along the log, newest first; `BrokenLog` when git cannot read it."""
+    ref = oplog_ref(git)
+    try:
+        return git.messages(ref, limit)
+    except GitFailure as exc:
+        raise broken_log(git, ref, exc.message) from None
+
+
+def broken_log(git: Git, ref: str, why: str) -> BrokenLog:
+    """What is wrong with the log's ref, and the step that makes the log usable again: a new
+    log (undo cannot go back past it; the work tree, the branch and the series stay)."""
+    path = os.path.join(git.common_dir, *ref.split("/"))
+    start_again = (
+        "undo cannot go back past this point, and nothing else changes (work tree, branch, series)"
+    )
+    try:
+        with open(path, "rb") as f:
+            data = f.read(200).strip()
+    except OSError:
+        data = None
+    if data is not None and not re.fullmatch(rb"[0-9a-f]{40}|[0-9a-f]{64}|ref: \S+", data):
+        what = "is empty" if not data else "does not hold an object id"
+        return BrokenLog(
+            f"the operation log's ref {ref} is broken: its file {path} {what}",
+            f"remove that file (rm '{path}') to start a new log; {start_again}",
+        )
+    oid = git.resolve(ref)
+    kind = git.object_type(oid) if oid else None
+    if oid and kind is None:
+        problem = f"the operation log ({ref}) points at {oid[:12]}, an object the repository lacks"
+    elif oid and kind != "commit":
+        problem = f"the operation log ({ref}) points at a {kind} ({oid[:12]}), not at a commit"
+    else:
+        problem = f"git cannot read the operation log ({ref})" + (f": {why}" if why else "")
+    return BrokenLog(problem, f"start a new log with 'git update-ref -d {ref}'; {start_again}")
+
+
 def entries(git: Git, limit: int | None = None) -> list[Entry]:
     """The log, newest first (entries that cannot be read are skipped)."""
     result = []
-    for oid, message in git.messages(oplog_ref(git), limit):
+    for oid, message in read_log(git, limit):
         entry = parse_entry(oid, message)
         if entry is not None:
             result.append(entry)
@@ -119,7 +165,7 @@ def entries(git: Git, limit: int | None = None) -> list[Entry]:
 
 
 def newest(git: Git) -> Entry | None:
-    found = git.messages(oplog_ref(git), 1)
+    found = read_log(git, 1)
     return parse_entry(*found[0]) if found else None
 
 

@@ -10,7 +10,11 @@ A snapshot holds the branch and HEAD, the applied stack's names, and three trees
   very bytes). The series directory is not part of it; untracked files larger than
   ``patchstack.snapshotMaxSize`` (64 MiB) are left out, and so never touched by a restore
   either. Never ``git stash``: nothing of the user's is moved to take a snapshot;
-- ``series``: the files of the series directory (subfolders included);
+- ``series``: the series: the series file and the patch files it names (`series_files`), and
+  nothing else of the series directory (a nested repository's ``.git``, a folder ``--dir``
+  named by mistake, the recorded resolutions in ``resolutions/``: what a refresh learned,
+  which undo leaves, as git leaves its rerere cache), each file at most
+  ``patchstack.snapshotMaxSize``;
 
 and ``refresh``: the blob of a stopped refresh's state, when one is stopped (a stopped refresh
 is a state of the journal, see `commands.refresh`).
@@ -29,10 +33,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
-from ..errors import GitFailure
-from ..files import is_temp_name, write_atomic
+from ..errors import GitFailure, RefusedError
+from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
+from ..model.naming import named_files, validate_name
 from ..model.stack import stack_from_history
 
 DEFAULT_MAX_UNTRACKED = 64 * 1024 * 1024
@@ -50,6 +55,8 @@ class Snapshot:
     left_out: tuple[str, ...] = ()  # untracked files too large to snapshot
     refresh: str | None = None  # blob of the stopped refresh's state
     series_dir: str | None = None  # the series directory snapshotted (absolute)
+    # ``series`` holds the series only (`series_files`); older snapshots hold the whole folder
+    series_only: bool = False
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -74,6 +81,7 @@ class Snapshot:
             "left_out": list(self.left_out),
             "refresh": self.refresh,
             "series_dir": self.series_dir,
+            "series_only": self.series_only,
         }
 
     @staticmethod
@@ -89,6 +97,7 @@ class Snapshot:
             tuple(data.get("left_out", ())),
             data.get("refresh"),
             data.get("series_dir"),
+            bool(data.get("series_only", False)),
         )
 
 
@@ -147,27 +156,76 @@ def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[
     return result
 
 
-def series_files(folder: str) -> dict[str, os.stat_result]:
-    """Relative path -> stat of every regular file under the series directory (temporary files
-    of an interrupted atomic write left out)."""
+def series_files(ws: Checkout, limit: int, also: Sequence[str] = ()) -> dict[str, os.stat_result]:
+    """Relative path -> stat of the files of the series: the series file and the patch files it
+    names (regular files; a file too large to snapshot is an error naming it and the folder),
+    and ``also`` (what an interrupted command was writing). Nothing else under the series
+    directory is the series: not a nested repository's ``.git``, not the other files of a
+    folder that ``--dir`` named by mistake, not the recorded resolutions (written outside the
+    journal, never named by the series file: undo leaves them)."""
+    folder = ws.series_dir
     found: dict[str, os.stat_result] = {}
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
-        rel_root = os.path.relpath(root, folder)
-        if rel_root == ".":  # recorded resolutions are learned, not state: undo leaves them
-            dirs[:] = [d for d in dirs if d != "resolutions"]
-        for name in sorted(files):
-            if is_temp_name(name):
-                continue
-            full = os.path.join(root, name)
-            try:
-                st = os.lstat(full)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                rel = name if rel_root == "." else os.path.join(rel_root, name).replace(os.sep, "/")
-                found[rel] = st
+    names = list(also)
+    try:
+        st = os.lstat(ws.series_path)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):  # (a link is no series file: load_series)
+        _check_size(ws, ws.series_path, st, limit)
+        found["series"] = st
+        with open(ws.series_path, "rb") as f:
+            names += named_files(f.read().decode("utf-8", "surrogateescape"))
+    for name in dict.fromkeys(names):
+        if name in found or validate_name(name, folders=True) is not None:
+            continue
+        full = os.path.join(folder, name)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            _check_size(ws, full, st, limit)
+            found[name] = st
     return found
+
+
+def _check_size(ws: Checkout, path: str, st: os.stat_result, limit: int) -> None:
+    if st.st_size > limit:
+        raise RefusedError(
+            f"{ws.display(path)} is {st.st_size >> 20} MiB, more than a snapshot of the series"
+            f" folder {ws.display(ws.series_dir)} takes (patchstack.snapshotMaxSize,"
+            f" {limit >> 20} MiB a file)",
+            "if that is not the series folder, point --dir at the one that holds the series;"
+            " else raise the limit (git config patchstack.snapshotMaxSize 1g); nothing was"
+            " changed",
+        )
+
+
+SeriesFiles = dict[str, tuple[str, str]]  # relative path -> (mode, blob)
+
+
+def series_files_of(git: Git, snap: Snapshot) -> SeriesFiles:
+    """The files of a snapshot's series tree that are the series. A snapshot taken before it
+    held the series only (`Snapshot.series_only`) holds the whole folder, a nested ``.git``
+    say, that a restore must never write: of those, the series file and what it names."""
+    if snap.series == git.fmt.empty_tree:
+        return {}
+    files = git.ls_tree(snap.series)
+    if snap.series_only:
+        return files
+    if "series" not in files:
+        return {}
+    named = named_files(git.read_blob(files["series"][1]).decode("utf-8", "surrogateescape"))
+    return {n: files[n] for n in ("series", *named) if n in files}
+
+
+def as_series_only(git: Git, snap: Snapshot) -> Snapshot:
+    """``snap`` as a snapshot taken now would record it (an older one, whose series tree holds
+    the whole folder, compared with one taken now, must not differ by that alone)."""
+    if snap.series_only:
+        return snap
+    tree = _tree_of_files(git, series_files_of(git, snap))
+    return replace(snap, series=tree, series_only=True)
 
 
 def _tree_of_files(git: Git, files: dict[str, tuple[str, str]]) -> Oid:
@@ -185,7 +243,7 @@ def _tree_of_files(git: Git, files: dict[str, tuple[str, str]]) -> Oid:
     return git.mktree(sorted(entries, key=lambda e: e[2] + ("/" if e[0] == "040000" else "")))
 
 
-def series_tree(ws: Checkout) -> tuple[Oid, bool]:
+def series_tree(ws: Checkout, also: Sequence[str] = ()) -> tuple[Oid, bool]:
     """The series directory as a tree. Blob ids are cached by stat data (like git's index),
     so a long series is not re-hashed by every command; entries younger than two seconds are
     hashed again, and cached ids are checked to exist."""
@@ -205,7 +263,7 @@ def series_tree(ws: Checkout) -> tuple[Oid, bool]:
     found: dict[str, tuple[str, str]] = {}
     todo = []
     stats = {}
-    for name, st in series_files(folder).items():
+    for name, st in series_files(ws, max_untracked(git), also).items():
         key = [st.st_size, st.st_mtime_ns, st.st_ino, mode_of(st)]
         stats[name] = key
         hit = cache["files"].get(name)
@@ -233,10 +291,13 @@ def series_tree(ws: Checkout) -> tuple[Oid, bool]:
     return tree, True
 
 
-def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = None) -> Snapshot:
+def take_snapshot(
+    ws: Checkout, refresh: str | None = None, head: Oid | None = None, also: Sequence[str] = ()
+) -> Snapshot:
     """The state now; ``refresh``: the stopped refresh it is in (the journal knows it);
     ``head``: the HEAD to record when the branch is about to move there (the transaction
-    moves it together with the operation log)."""
+    moves it together with the operation log); ``also``: files of the series directory to
+    take besides the series (those an interrupted command was writing)."""
     git = ws.git
     head = head or git.head()
     if head is None:
@@ -252,10 +313,10 @@ def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = N
             names = stack_from_history(head, git.iter_first_parent(head)).names
         except ValueError:
             names = ()
-        return series_tree(ws), names
+        return series_tree(ws, also), names
 
     with git.temp_index() as idx:
-        idx.copy_from(os.path.join(git.git_dir, "index"))
+        idx.copy_from(git.index_path)
         index_tree = idx.try_write_tree()
         records: list[tuple[str, str, str]] = []
         candidates: list[str] = []
@@ -292,6 +353,7 @@ def take_snapshot(ws: Checkout, refresh: str | None = None, head: Oid | None = N
         tuple(left_out),
         refresh,
         ws.series_dir,
+        series_only=True,
     )
 
 

@@ -76,14 +76,18 @@ def _inflated_size(data: bytes, limit: int) -> int | None:
     return total
 
 
-def check_binary(lines: list[str], i: int, path: str) -> int:
-    """Check the forward and reverse blocks starting at ``lines[i]``; the index after them."""
+def check_binary(lines: list[str], i: int, path: str, changed: str = "?") -> int:
+    """Check the forward and reverse blocks starting at ``lines[i]``; the index after them.
+    ``changed``: the file the binary change is to (named by the messages)."""
     n = len(lines)
     for block in range(2):
         if i >= n or not lines[i].startswith(("literal ", "delta ")):
             if block == 0:
                 raise InputError(
-                    path, i + 1, "'GIT binary patch' without a literal or delta", _HINT
+                    path,
+                    i + 1,
+                    f"'GIT binary patch' for '{changed}' without a literal or delta",
+                    _HINT,
                 )
             break
         head = lines[i].rstrip("\r")
@@ -95,7 +99,8 @@ def check_binary(lines: list[str], i: int, path: str) -> int:
             raise InputError(
                 path,
                 i + 1,
-                f"binary {m.group(1)} of {declared} bytes is over the limit of {MAX_BINARY} bytes",
+                f"binary {m.group(1)} of {declared} bytes for '{changed}' is over the limit of"
+                f" {MAX_BINARY} bytes",
                 "keep large binary files out of the patch series",
             )
         start = i + 1
@@ -110,14 +115,18 @@ def check_binary(lines: list[str], i: int, path: str) -> int:
         size = _inflated_size(bytes(data), declared)
         if size is None:
             raise InputError(
-                path, start + 1, "binary data does not inflate (damaged zlib data)", _HINT
+                path,
+                start + 1,
+                f"binary data for '{changed}' does not inflate (damaged zlib data)",
+                _HINT,
             )
         if size != declared:
             more = "more than" if size > declared else ""
             raise InputError(
                 path,
                 start,
-                f"binary {m.group(1)} declares {declared} bytes but its data inflates to"
+                f"binary {m.group(1)} for '{changed}' declares {declared} bytes but its data"
+                " inflates to"
                 f" {more} {size} bytes".replace("  ", " "),
                 _HINT,
             )

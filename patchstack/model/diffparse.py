@@ -191,16 +191,17 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
             elif h.startswith(("rename to ", "copy to ")):
                 new_path = "b/" + _header_path(h, h.split(" to ")[0] + " to ")
             i += 1
+        changed = _changed_file(old_path, new_path, strip)
         if i < n and lines[i].startswith("Binary files "):
             raise InputError(
                 path,
                 i + 1,
-                "binary change without data",
+                f"binary change to '{changed}' without data",
                 "regenerate the patch with 'git diff --binary' or 'git format-patch'",
             )
         if i < n and lines[i].rstrip("\r") == "GIT binary patch":
             binary = True
-            i = check_binary(lines, i + 1, path)
+            i = check_binary(lines, i + 1, path, changed)
     if i < n and lines[i].startswith("--- "):
         if not (i + 1 < n and lines[i + 1].startswith("+++ ")):
             raise InputError(path, i + 1, "'---' line without a following '+++' line")
@@ -217,7 +218,7 @@ def _parse_file(lines: list[str], i: int, path: str, strip: int) -> tuple[FileDi
                     "a patch names files relative to the top of the tree; fix the patch",
                 )
         if git_names and not info.get("renamed") and not info.get("copied"):
-            _check_agree(git_names, old_path, new_path, path, i)
+            _check_agree(git_names, old_path, new_path, path, i, strip)
         i += 2
         if not (i < n and lines[i].startswith("@@")):
             raise InputError(path, i + 1, "file header without a hunk")
@@ -293,12 +294,27 @@ def _check_mode(mode: str, path: str, i: int) -> str:
     return mode
 
 
-def _check_agree(git_names: tuple[str, str], old: str, new: str, path: str, i: int) -> None:
-    """Without a rename, '---'/'+++' name the file the 'diff --git' line names."""
+def _changed_file(old: str | None, new: str | None, strip: int) -> str:
+    """The file a git file diff changes, as its header names it (for messages)."""
+    name = new if new not in (None, "/dev/null") else old
+    return _beyond(name, strip) if name else "?"
+
+
+def _beyond(name: str, strip: int) -> str:
+    """``name`` without its first ``strip`` components (what is left when there are fewer)."""
+    parts = name.split("/")
+    return "/".join(parts[strip:]) if strip < len(parts) else name
+
+
+def _check_agree(
+    git_names: tuple[str, str], old: str, new: str, path: str, i: int, strip: int
+) -> None:
+    """Without a rename, '---'/'+++' name the file the 'diff --git' line names (each read
+    with the patch's strip level)."""
     for k, (side, name, want) in enumerate(
         (("---", old, git_names[0]), ("+++", new, git_names[1]))
     ):
-        if name != "/dev/null" and name.partition("/")[2] != want.partition("/")[2]:
+        if name != "/dev/null" and _beyond(name, strip) != _beyond(want, strip):
             raise InputError(
                 path,
                 i + k + 1,

@@ -31,8 +31,49 @@ def notes_for(fd: FileDiff, old: bytes | None) -> list[str]:
     """What ``fd`` cannot match in ``old`` (the file's bytes, None when it does not exist)."""
     if old is None:
         return []
-    found = [crlf_mismatch(fd, old), creates_an_existing_file(fd)]
+    found = [crlf_mismatch(fd, old) or mixed_line_endings(fd, old), creates_an_existing_file(fd)]
     return [note for note in found if note]
+
+
+def mixed_line_endings(fd: FileDiff, old: bytes) -> str | None:
+    """A hunk that matches the file where it applies except for CRs at the ends of some
+    lines (the patch's lines, or the file's, mix CR LF and LF): the line endings are why."""
+    lines = old.split(b"\n")
+    for h in fd.hunks:
+        pre = [ln[1:].encode("utf-8", "surrogateescape") for ln in h.lines if ln[:1] in (" ", "-")]
+        if not pre:
+            continue
+        at = _where_it_matches(pre, lines, max(0, h.old_start - 1))
+        if at is None:
+            continue
+        pairs = list(zip(pre, lines[at : at + len(pre)], strict=True))
+        crlf = sum(p.endswith(b"\r") and not f.endswith(b"\r") for p, f in pairs)
+        lf = sum(f.endswith(b"\r") and not p.endswith(b"\r") for p, f in pairs)
+        if not (crlf or lf):
+            continue
+        what = []
+        if crlf:
+            what.append(f"{crlf} end in CR LF (0d 0a) where the file's end in LF (0a)")
+        if lf:
+            what.append(f"{lf} end in LF (0a) where the file's end in CR LF (0d 0a)")
+        return (
+            f"{fd.old_path}: the hunk on line {h.lineno} of the patch matches the file at"
+            f" line {at + 1} but for line endings: of its {len(pre)} lines there,"
+            f" {' and '.join(what)}"
+        )
+    return None
+
+
+def _where_it_matches(pre: list[bytes], lines: list[bytes], hint: int) -> int | None:
+    """Where ``pre`` is in ``lines`` when CRs at line ends are ignored (nearest ``hint``)."""
+    bare = [p.rstrip(b"\r") for p in pre]
+    found = [
+        k
+        for k in range(len(lines) - len(pre) + 1)
+        if lines[k].rstrip(b"\r") == bare[0]
+        and [ln.rstrip(b"\r") for ln in lines[k : k + len(pre)]] == bare
+    ]
+    return min(found, key=lambda k: abs(k - hint)) if found else None
 
 
 def creates_an_existing_file(fd: FileDiff) -> str | None:

@@ -57,6 +57,26 @@ def validate_label(label: str) -> str | None:
     return None
 
 
+def invisible_in(word: str) -> str | None:
+    """Why a tag or label cannot be ``word``: it holds a control or invisible character."""
+    bad = next((ch for ch in word if not ch.isprintable()), None)
+    if bad is None:
+        return None
+    return f"tag or label {word!r} holds an invisible or control character (U+{ord(bad):04X})"
+
+
+def named_files(text: str) -> tuple[str, ...]:
+    """The patch files a series file's text names, read leniently (a line that does not parse
+    still names its first word, if that is a safe name): what a snapshot of the series
+    directory takes, besides the series file itself."""
+    found: dict[str, None] = {}
+    for raw in text.splitlines():
+        words = raw.partition("#")[0].split()
+        if words and validate_name(words[0], folders=True) is None:
+            found[words[0]] = None
+    return tuple(found)
+
+
 def name_key(name: str) -> str:
     """What a case-insensitive file system (macOS, Windows) sees of a patch name: two names
     with the same key are one file there."""

@@ -56,8 +56,12 @@ def component_problem(component: str) -> str | None:
         return "an empty or '.' path component"
     if component == "..":
         return "a '..' component (outside the work tree)"
-    if len(component.encode("utf-8", "surrogateescape")) > NAME_MAX:
-        return f"a component longer than {NAME_MAX} bytes (the file system's limit)"
+    size = len(component.encode("utf-8", "surrogateescape"))
+    if size > NAME_MAX:
+        return (
+            f"its component '{shorten(component, 40)}' is {size:,} bytes long, over the"
+            f" {NAME_MAX} bytes a file name may have (the file system's limit, ENAMETOOLONG)"
+        )
     folded = _folded(component)
     if folded == ".git" or folded.startswith("git~"):
         return f"'{component}' names git's own directory"
@@ -74,8 +78,12 @@ def path_problem(path: str) -> str | None:
         return "an absolute path"
     if "\0" in path:
         return "a NUL byte in the path"
-    if len(path.encode("utf-8", "surrogateescape")) > PATH_MAX:
-        return f"the path is longer than {PATH_MAX} bytes (the file system's limit)"
+    size = len(path.encode("utf-8", "surrogateescape"))
+    if size > PATH_MAX:
+        return (
+            f"it is {size:,} bytes long, over the {PATH_MAX} bytes a path may have (the file"
+            " system's limit, ENAMETOOLONG)"
+        )
     for part in path.split("/"):
         problem = component_problem(part)
         if problem:
@@ -86,6 +94,19 @@ def path_problem(path: str) -> str | None:
                 if problem:
                     return problem + " (with '\\' as a separator)"
     return None
+
+
+def shorten(text: str, most: int = 100) -> str:
+    """``text``, or its start and end around '...' when it is longer than ``most``."""
+    if len(text) <= most:
+        return text
+    return text[: most * 2 // 3] + "..." + text[-(most // 3) :]
+
+
+def refusal(path: str, problem: str) -> str:
+    """The message refusing ``path``: a long path shortened, so that the reason stays in
+    sight."""
+    return f"refused path '{shorten(path)}': {problem}"
 
 
 def leading_dirs(path: str) -> list[str]:
@@ -139,6 +160,8 @@ def check_patch(patch: Patch, shown: str, series_dir: str | None = None) -> None
                 raise InputError(
                     shown,
                     f.lineno,
-                    f"refused path '{p}': {problem}",
-                    "a patch may only change files inside the work tree; fix the patch",
+                    refusal(p, problem),
+                    "shorten the path in the patch"
+                    if "ENAMETOOLONG" in problem
+                    else "a patch may only change files inside the work tree; fix the patch",
                 )

@@ -28,7 +28,7 @@ from .marks import (
     marks_of,
     parse_mark,
 )
-from .naming import TAGS, case_clashes, name_key, validate_label, validate_name
+from .naming import TAGS, case_clashes, invisible_in, name_key, validate_label, validate_name
 
 __all__ = [  # from `naming` and `marks`
     "TAGS",
@@ -297,6 +297,10 @@ def parse_tags(text: str, path: str, lineno: int) -> tuple[str, tuple[str, ...]]
     words = [w for w in words if w]
     if not words:
         raise InputError(path, lineno, "missing tag", _tag_hint())
+    problem = next(filter(None, map(invisible_in, words)), None)
+    if problem:
+        hint = "a tag or label is a word of visible characters: remove the character"
+        raise InputError(path, lineno, problem, hint)
     category = [w for w in words if w in TAGS]
     if not category:
         raise InputError(path, lineno, f"unknown tag '{words[0]}'", _tag_hint(words[0], path))

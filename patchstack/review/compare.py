@@ -130,15 +130,17 @@ class PatchReview:
 
     @property
     def has_section(self) -> bool:
-        """Whether a review shows a section for the patch (rebased ones collapsed)."""
-        return self.worth_reading or self.retagged or self.change == "rebased"
+        """Whether a review shows a section for the patch (rebased and dropped ones
+        collapsed)."""
+        return self.worth_reading or self.retagged or self.change in ("rebased", "dropped")
 
     @property
     def diff(self) -> tuple[str, ...]:
-        """What to read: the interdiff of a changed patch, the diff of an added one."""
+        """What to read: the interdiff of a changed patch, the diff of an added one, and of a
+        dropped one the code the change takes away (its old diff)."""
         if self.change == "changed":
             return self.interdiff
-        if self.change == "added":
+        if self.change in ("added", "dropped"):
             return self.current.diff
         return ()
 

@@ -235,7 +235,8 @@ def mermaid(graph: Graph) -> str:
 
 
 def _dot_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """Text inside a quoted DOT string: backslash, quote and line breaks escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def dot(graph: Graph) -> str:
@@ -249,7 +250,7 @@ def dot(graph: Graph) -> str:
     for n in graph.nodes:
         fill, stroke = COLOURS.get(n.tag, OTHER)
         style = ', style="rounded,filled,dashed"' if n.context else ""
-        label = _dot_text(f"{n.name}\n{', '.join((n.tag, *n.labels))}")
+        label = _dot_text(n.name) + "\\n" + _dot_text(", ".join((n.tag, *n.labels)))
         lines.append(
             f'  {ids[n.name]} [label="{label}", fillcolor="{fill}", color="{stroke}"{style}];'
         )

@@ -18,8 +18,9 @@ table row or a fenced block, each step only when the one before was not enough:
 1. the rows of patches that are only ``unchanged`` or only ``rebased`` collapse into one
    counted line, and the collapsed sections of rebased patches go;
 2. the largest diffs move out, largest first: first the full new versions of changed
-   patches, then the graph, then the diffs of added patches and the interdiffs of changed
-   ones; each such patch keeps its section, which says where the whole review is;
+   patches, then the code of dropped patches, then the graph, then the diffs of added
+   patches and the interdiffs of changed ones; each such patch keeps its section, which says
+   where the whole review is;
 3. only then whole sections, and last table rows, are left out from the end, counted.
 
 This module is the only one that imports jinja2, and only the commands that render import it.
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,7 +52,8 @@ class Shown:
     """A patch with a section in the review, and how much of it the output shows."""
 
     p: PatchReview
-    lines: tuple[str, ...]  # the interdiff (changed), the diff (added), the context (rebased)
+    lines: tuple[str, ...]  # the interdiff (changed), the diff (added, dropped), the context
+    # (rebased)
     anchor: str = ""
     full: tuple[str, ...] = ()  # a changed patch: its whole new version, collapsed
     cut: int = 0  # lines of the diff left out
@@ -234,10 +236,15 @@ def collapse(review: Review, plan: Plan) -> Plan:
 def _move_out(plan: Plan, size: int, limit: int, render: Callable[[Plan], int]) -> Plan:
     """Step 2: drop the largest diffs until the estimate fits, then measure; repeat."""
     items = list(plan.items)
-    fulls = sorted((i for i, s in enumerate(items) if s.full), key=lambda i: -items[i].cost(True))
-    diffs = sorted((i for i, s in enumerate(items) if s.lines), key=lambda i: -items[i].cost(False))
+
+    def largest(found: Iterable[int], full: bool = False) -> list[int]:
+        return sorted(found, key=lambda i: -items[i].cost(full))
+
+    fulls = largest((i for i, s in enumerate(items) if s.full), full=True)
+    dropped = largest(i for i, s in enumerate(items) if s.lines and s.p.change == "dropped")
+    diffs = largest(i for i, s in enumerate(items) if s.lines and i not in dropped)
     steps: list[tuple[str, int]] = [("full", i) for i in fulls]
-    steps += [("graph", -1)] + [("diff", i) for i in diffs]
+    steps += [("diff", i) for i in dropped] + [("graph", -1)] + [("diff", i) for i in diffs]
     while steps and size >= limit:
         while steps and size >= limit:
             kind, i = steps.pop(0)

@@ -17,7 +17,7 @@ from ...checkout import Checkout
 from ...engine.replay import Done, replay
 from ...errors import PatchstackError, RefusedError
 from ...journal.oplog import newest
-from ...journal.snapshot import series_tree
+from ...journal.snapshot import as_series_only, series_tree
 from ...model.conflict import marker_lines
 from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
@@ -52,8 +52,9 @@ def _checked(ws: Checkout, verb: str) -> stopped.State:
             f"'git reset --soft {state.stop_head[:12]}' and {verb}, or '{state.command} --abort'",
         )
     last = newest(git)
-    if last is not None and series_tree(ws)[0] != last.state.series:
-        changed = git.changed_paths(last.state.series, series_tree(ws)[0])
+    was = as_series_only(git, last.state).series if last is not None else None
+    if was is not None and series_tree(ws)[0] != was:
+        changed = git.changed_paths(was, series_tree(ws)[0])
         raise RefusedError(
             f"series files changed while the {state.verb} was stopped: " + ", ".join(changed),
             f"put them back, or run '{state.command} --abort'",

@@ -32,7 +32,7 @@ from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
-from .taken import dropped_note, upstream_evidence, upstream_marks
+from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,8 @@ def finish(
     ]
     head = _final_head(git, engine, new_series, new_base, done, commits, applied_after, classified)
     files = [FileWrite(ws.patch_path(n), data) for n, data in classified.data.items()]
+    filled = applied_fields(ws, series, evidence)
+    files += filled.values()
     text = new_series.format().encode("utf-8", "surrogateescape")
     if text != series.format().encode("utf-8", "surrogateescape"):
         files.append(FileWrite(ws.series_path, text))
@@ -230,7 +232,7 @@ def finish(
             "deferred" if e.name in deferred else classified.verdicts[e.name],
             resolved=e.name in resolved,
             recorded=e.name in recorded,
-            rewritten=e.name in classified.data,
+            rewritten=e.name in classified.data or e.name in filled,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
             evidence=evidence.get(e.name),

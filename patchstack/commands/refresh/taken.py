@@ -1,13 +1,20 @@
 """What a refresh says of the patches the new base holds: the upstream commit that brought
-each (`engine.evidence`), the series' ``# upstream:`` marks that keep them (`model.marks`), and
-why ``--drop-merged`` took one out (a note of the operation log, shown by ``log NAME``)."""
+each (`engine.evidence`), the series' ``# upstream:`` marks that keep them (`model.marks`), the
+``Applied-Upstream:`` field it fills in where the patch's header has none, and why
+``--drop-merged`` took one out (a note of the operation log, shown by ``log NAME``)."""
 
 from __future__ import annotations
 
+from ...checkout import Checkout
 from ...engine.evidence import History, first_holding, history, recorded
 from ...git import Git
+from ...model import fields
 from ...model.conflict import UpstreamCommit
+from ...model.patchfile import Patch
 from ...model.series import Series, Upstream
+from ...transaction import FileWrite
+from ..edit import with_message
+from ..upstream import applied_upstream, day_of
 from .stopped import State
 
 
@@ -52,3 +59,28 @@ def dropped_note(evidence: UpstreamCommit | None) -> str:
     if evidence is None:
         return "dropped (--drop-merged): the new base holds its change"
     return f"dropped (--drop-merged): upstream took it in {evidence.oid[:10]} {evidence.subject}"
+
+
+def applied_fields(
+    ws: Checkout, series: Series, evidence: dict[str, UpstreamCommit]
+) -> dict[str, FileWrite]:
+    """The patch files of ``evidence`` whose header names no ``Applied-Upstream`` yet, with
+    the upstream commit that brought them (DEP-3, as ``patchstack upstream NAME applied``
+    writes it; the diff keeps its bytes)."""
+    today = day_of(ws.git.now())
+    out = {}
+    for name, found in evidence.items():
+        if not found.oid or name not in series:
+            continue
+        data, patch = ws.read_patch(series.entry(name))
+        have = fields.read(patch.description, patch.fields)
+        if fields.value(have, fields.APPLIED) is not None:
+            continue
+
+        def compose(text: str, _patch: Patch, commit: str = found.oid) -> str:
+            return applied_upstream(text, commit, today)
+
+        new = with_message(ws, name, data, patch, compose)
+        if new != data:
+            out[name] = FileWrite(ws.patch_path(name), new)
+    return out

@@ -1,0 +1,150 @@
+"""The forward moves of the work tree (a publish's ``read-tree -m -u``), and what they must not
+overwrite.
+
+``read-tree -m -u`` refuses, before writing anything, to overwrite a file with uncommitted
+edits or an untracked file; an *ignored* file it takes for expendable: a ``.env`` where a patch
+(or upstream, in a refresh) adds one is overwritten, an ignored folder where a file goes is
+removed, an ignored file where a folder goes is replaced. The snapshot leaves ignored files out,
+so ``undo`` could not give them back either. So every move first asks which ignored files are
+where it writes (`Git.ignored_in_the_way`) and refuses, naming them, as it refuses for an
+untracked file. The paths a move wrote are noted in ``touched``, so that a rollback puts back
+those alone, and only where they still hold what the move wrote (`restore.put_back`): nothing the
+user wrote meanwhile is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+
+from .. import lock
+from ..checkout import Checkout
+from ..errors import RefusedError
+from ..git import RawDiff
+from ..model.ids import Oid
+from .snapshot import Snapshot
+
+
+def move_tree(ws: Checkout, old: Oid, new: Oid, touched: list[str]) -> None:
+    """Move the index and work tree from commit ``old`` to ``new``, keeping the user's edits.
+    Stale stat information can make read-tree refuse wrongly, so the index is refreshed and
+    the move tried once more before reporting."""
+    git = ws.git
+    diffs = git.changed_entries(*git.trees_of([old, new]))
+    _refuse_ignored(ws, diffs)
+    changed = [d[4] for d in diffs]
+    proc = git.checkout_tree(old, new)
+    if proc.returncode != 0:
+        git.refresh_index()
+        proc = git.checkout_tree(old, new)
+    if proc.returncode != 0:
+        dirty = git.dirty(exclude=ws.in_tree, paths=changed)
+        in_the_way = sorted(set(changed) & set(dirty.modified + dirty.untracked + dirty.unmerged))
+        if in_the_way:
+            raise edits_in_the_way(in_the_way)  # refused before writing anything
+        touched.extend(changed)  # (a full disk, say: some may be written)
+        raise git_refused(proc.stderr)
+    touched.extend(changed)
+    lock.point("publish-worktree")
+
+
+def move_overlay(
+    ws: Checkout, src: Oid, dst: Oid, overlaid: Sequence[str], touched: list[str]
+) -> None:
+    """Move a work tree that holds ``src`` (the old HEAD's tree with ``overlaid`` as they are
+    in the work tree) to tree ``dst``."""
+    git = ws.git
+    diffs = git.changed_entries(src, dst)
+    changed = {d[4] for d in diffs}
+    dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
+    in_the_way = sorted(
+        (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
+    )
+    if in_the_way:
+        raise edits_in_the_way(in_the_way)
+    _refuse_ignored(ws, diffs)
+    if overlaid:
+        git.set_index_entries(src, list(overlaid))
+        git.refresh_index()
+    proc = git.checkout_tree(src, dst)
+    touched.extend(sorted(changed))
+    if proc.returncode != 0:
+        raise git_refused(proc.stderr)
+    lock.point("publish-worktree")
+
+
+def check_writes(ws: Checkout, paths: Sequence[str]) -> None:
+    """A file write must replace a file: never a symbolic link (which ``os.replace`` would
+    turn into a copy, leaving the file it pointed at behind) or a folder."""
+    for path in paths:
+        if os.path.islink(path) or os.path.isdir(path):
+            what = "a symbolic link" if os.path.islink(path) else "a folder"
+            shown = ws.display(path)
+            real = shlex.quote(os.path.realpath(path))
+            how = (
+                f"make it a plain file (cp --remove-destination {real} {shlex.quote(shown)})"
+                if os.path.islink(path)
+                else "move it away"
+            )
+            raise RefusedError(
+                f"{shown} is {what}; this command would replace it with a file",
+                how + " and run the command again; nothing was changed",
+            )
+
+
+def check_unmoved(ws: Checkout, old_head: Oid, before: Snapshot, taken_before: bool) -> None:
+    """HEAD (and the index, for a state taken before the index lock) is what the plan was
+    made on: a 'git commit' that finished just before the lock was taken is named."""
+    git = ws.git
+    now = git.head() if taken_before else before.head  # (a snapshot taken now read HEAD)
+    if before.head != old_head or now != old_head:
+        moved = now if now != old_head else before.head
+        raise RefusedError(
+            f"HEAD moved while this command ran (now {(moved or '')[:12]})",
+            "run the command again; nothing was changed",
+        )
+    if taken_before and before.index is not None:
+        with git.temp_index() as idx:
+            idx.copy_from(git.index_path)
+            if idx.try_write_tree() != before.index:
+                raise RefusedError(
+                    "the index changed while this command ran (a 'git add'?)",
+                    "run the command again; nothing was changed",
+                )
+
+
+def _refuse_ignored(ws: Checkout, diffs: Sequence[RawDiff]) -> None:
+    created = [d[4] for d in diffs if d[0] == "000000"]
+    if not created:
+        return
+    removed = {d[4] for d in diffs if d[1] == "000000"}
+    found = ws.git.ignored_in_the_way(created, removed)
+    if found:
+        raise ignored_in_the_way(found, "this command")
+
+
+def ignored_in_the_way(paths: Sequence[str], who: str) -> RefusedError:
+    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    one = len(paths) == 1
+    return RefusedError(
+        f"{'an ignored file is' if one else 'ignored files are'} in the way: {shown} ({who}"
+        f" would overwrite {'it' if one else 'them'}, and git keeps no copy of ignored files)",
+        f"move {'it' if one else 'them'} away (or delete what you do not need) and run the"
+        " command again; nothing was changed",
+    )
+
+
+def edits_in_the_way(paths: Sequence[str]) -> RefusedError:
+    return RefusedError(
+        "uncommitted edits in files this command would change: " + ", ".join(paths),
+        "commit them, capture them with 'patchstack new', or fold them with"
+        " 'patchstack refresh'; nothing was changed",
+    )
+
+
+def git_refused(stderr: bytes) -> RefusedError:
+    return RefusedError(
+        "git refused to update the work tree: " + stderr.decode("utf-8", "replace").strip(),
+        "nothing was changed",
+    )
