@@ -78,6 +78,8 @@ def schema_name(args: Sequence[str]) -> str | None:
         return "patch-log" if _positionals(rest) else "log"
     if cmd == "worktree":
         return "worktree-list"
+    if cmd == "import" and rest[:1] == ["branch"]:
+        return "import-branch"
     if cmd == "bisect" and any(w == "--matrix" or w.startswith("--matrix=") for w in options):
         return "bisect-matrix"
     return cmd

@@ -499,3 +499,23 @@ def test_ours_side_keeps_the_first_side_of_each_region_and_refuses_what_git_does
     assert ours_side(merged) == b"a\nM1\r\nM2\nz\nM3\n"
     assert ours_side(b"a\n<<<<<<< x\nb\n") is None  # never closed
     assert ours_side(b">>>>>>> x\n") is None and ours_side(b"a\n=======\nb\n") == b"a\n=======\nb\n"
+
+
+def test_json_says_the_walk_and_the_import_or_where_it_stopped(fork) -> None:
+    """Each document is checked against schemas/import-branch.json by `Repo.ps`."""
+    repo, at = fork
+    done = json.loads(
+        repo.ps("import", "branch", "split", "-u", "up3", "-t", "essential", "--json").stdout
+    )
+    assert done["state"] == "done" and done["base"] == at["up3"] and done["stopped"] is None
+    assert [p["name"] for p in done["pieces"]] == ["P1-a-10.patch", "P2-a-30.patch"]
+    assert done["merges"][0]["settled"] == 1 and done["import"]["created"] is True
+    assert [p["name"] for p in done["import"]["patches"]] == ["P1-a-10.patch", "P2-a-30.patch"]
+    repo.ps("undo")
+    result = repo.ps("import", "branch", "tangle", "-u", "up2", "-t", "essential", "--json", code=1)
+    stopped = json.loads(result.stdout)
+    assert stopped["state"] == "stopped" and stopped["import"] is None
+    assert stopped["stopped"]["conflict"]["patch"] == "Patch-A.patch"
+    assert stopped["stopped"]["merge"] == at["tangle"] and stopped["stopped"]["commit"] == 3
+    aborted = json.loads(repo.ps("import", "branch", "--abort", "--json").stdout)
+    assert aborted["state"] == "aborted"

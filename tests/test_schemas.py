@@ -34,6 +34,7 @@ def test_every_json_output_has_a_valid_schema() -> None:
         "check": "check",
         "doctor": "doctor",
         "graph": "graph",
+        "import branch": "import-branch",
         "import commits": "import",
         "import mbox": "import",
         "import quilt": "import",

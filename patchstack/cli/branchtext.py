@@ -3,7 +3,7 @@ merges taken and the fixups made, capped), every patch with --verbose. Pure line
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .output import style, tag_text
 
@@ -103,3 +103,44 @@ STOP_HINT = (
     "hint: edit the files to resolve the conflict markers, then run 'patchstack import branch"
     " --continue' (no git add needed), or 'patchstack import branch --abort' to go back"
 )
+
+
+def branch_doc(result: BranchResult, imported: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``import branch --json`` says (``schemas/import-branch.json``): the walk, and the
+    import's own report once it is written (``imported``), or where it stopped."""
+    walk = result.walk
+    state = "aborted" if result.aborted else "stopped" if result.stopped else "done"
+    stopped = None
+    if result.stopped is not None and result.stopped_merge:
+        stopped = {
+            "merge": result.stopped_merge,
+            "commit": walk.at + 1,
+            "conflict": result.stopped.to_json(),
+        }
+    return {
+        "state": state,
+        "rev": walk.rev_name,
+        "upstream": walk.ref_name,
+        "first_parent_commits": result.total,
+        "base": walk.base,
+        "pieces": [
+            {"name": p.name, "kind": p.kind, "origin": p.origin, "tag": p.tag or walk.tag}
+            for p in walk.pieces
+        ],
+        "merges": [
+            {
+                "merge": t.merge,
+                "upstream": t.upstream or None,
+                "side": t.side,
+                "carried": t.carried,
+                "settled": t.settled,
+                "resolved": t.resolved,
+                "left_out": list(t.dropped),
+                "took_merge": list(t.whole),
+                "made": t.made,
+            }
+            for t in walk.taken
+        ],
+        "stopped": stopped,
+        "import": imported,
+    }

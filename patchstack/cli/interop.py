@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .app import cli
-from .output import complete_revisions, echo, json_text, out, style, tag_text
+from .output import JSON_VERSION, complete_revisions, echo, json_text, out, style, tag_text
 
 if TYPE_CHECKING:
     from ..interop import ImportResult
@@ -55,26 +55,34 @@ def _print_import(ctx: click.Context, result: ImportResult, verbose: bool, as_js
     name with --verbose; then where the files went and the next step (or, with --json, the
     whole report)."""
     if as_json:
-        doc = {
-            "series": result.series_path,
-            "base": result.base,
-            "created": result.created,
-            "patches": [
-                {
-                    "name": p.name,
-                    "tag": p.tag,
-                    "labels": list(p.labels),
-                    "origin": p.origin,
-                    "method": p.method,
-                    "notes": list(p.notes),
-                }
-                for p in result.patches
-            ],
-            "skipped": [{"what": what, "why": why} for what, why in result.skipped],
-            "warnings": list(result.warnings),
-        }
-        out(json_text(doc), verbatim=True)
+        out(json_text(import_doc(result)), verbatim=True)
         return
+    _print_summary(ctx, result, verbose)
+
+
+def import_doc(result: ImportResult) -> dict[str, Any]:
+    """What ``--json`` says of an import (``schemas/import.json``)."""
+    return {
+        "series": result.series_path,
+        "base": result.base,
+        "created": result.created,
+        "patches": [
+            {
+                "name": p.name,
+                "tag": p.tag,
+                "labels": list(p.labels),
+                "origin": p.origin,
+                "method": p.method,
+                "notes": list(p.notes),
+            }
+            for p in result.patches
+        ],
+        "skipped": [{"what": what, "why": why} for what, why in result.skipped],
+        "warnings": list(result.warnings),
+    }
+
+
+def _print_summary(ctx: click.Context, result: ImportResult, verbose: bool) -> None:
     merged = result.merged
     n = len(result.patches)
     counts = f" ({n - len(merged)} exact, {len(merged)} merged three-way)" if merged else ""
@@ -234,6 +242,7 @@ def import_commits_cmd(
 @click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
 @click.option("--abort", "abort_", is_flag=True, help="Go back to the state before the import.")
 @click.option("--verbose", "-v", is_flag=True, help="List every merge, fixup and patch.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @click.pass_context
 def import_branch_cmd(
     ctx: click.Context,
@@ -245,6 +254,7 @@ def import_branch_cmd(
     continue_: bool,
     abort_: bool,
     verbose: bool,
+    as_json: bool,
 ) -> None:
     """Import a branch, upstream merges and all, as a series whose 'push --all' gives REV's tree.
 
@@ -265,7 +275,7 @@ def import_branch_cmd(
     from ..errors import PatchstackError
     from ..interop.branch import import_branch
     from ..interop.ending import abort_import, continue_import
-    from .branchtext import STOP_HINT, branch_lines, stop_lines
+    from .branchtext import STOP_HINT, branch_doc, branch_lines, stop_lines
     from .output import render_conflict
 
     if continue_ or abort_:
@@ -290,6 +300,14 @@ def import_branch_cmd(
             result = import_branch(ws, rev, upstream, tag, append, ws.progress, take_merge)
     finally:
         ws.progress.close()
+    if as_json:
+        imported = None
+        if result.imported is not None:  # the import's own report, as import --json gives it
+            imported = {"version": JSON_VERSION, **import_doc(result.imported)}
+        out(json_text(branch_doc(result, imported)), verbatim=True)
+        if result.stopped is not None:
+            ctx.exit(1)
+        return
     if result.aborted:
         echo(ctx, "import aborted: everything is as before it")
         return
