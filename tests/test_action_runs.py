@@ -193,6 +193,7 @@ def test_the_documented_workflow_posts_one_comment_with_the_checks_verdicts_and_
     assert job.action.step("patchstack review").outcome == "skipped"
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_a_forks_pull_request_is_reviewed_and_posted_by_the_comment_workflow(
     action_copy, hostile_pr, tmp_path
 ) -> None:

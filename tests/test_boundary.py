@@ -193,6 +193,7 @@ def test_the_core_story_in_either_object_format(tmp_path: Path, fmt: str) -> Non
     assert repo.git("fsck", "--no-dangling").strip() == ""
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_undo_and_redo_round_trip_every_command(tmp_path: Path) -> None:
     """init, new, push, pop, pop --only, refresh (fold), import, refresh --onto: after each,
     undo gives back the state before it exactly, and redo the state after."""

@@ -182,6 +182,7 @@ def run(repo: Repo, *args: str, fast: bool = True) -> None:
     subprocess.run(cmd, cwd=repo.path, env=env, check=True, capture_output=True)
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 @pytest.mark.parametrize("author", [JR, "Ada Lovelace <ada@example.org>"])
 def test_one_patch_file_gives_one_commit_id_whichever_path_built_it(tmp_path, author) -> None:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
@@ -227,6 +228,7 @@ def test_one_patch_file_gives_one_commit_id_whichever_path_built_it(tmp_path, au
     assert got == want
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_twenty_refreshes_leave_the_cache_the_size_two_leave(tmp_path) -> None:
     files = {f"m{i}.py": numbered(12, f"m{i}") for i in range(20)}
     repo = make_repo(tmp_path / "fork", files)

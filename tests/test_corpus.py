@@ -229,6 +229,7 @@ def test_unusual_patches_apply_like_git_apply(tmp_path, case) -> None:
     FIGURES[case] = "applied like git apply"
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_a_50_mb_patch_applies_like_git_apply(tmp_path) -> None:
     repo = base_repo(tmp_path)
     line = "x" * 76
@@ -282,6 +283,7 @@ def test_series_errors_name_the_line_and_change_nothing(tmp_path, case) -> None:
     FIGURES[f"series: {case}"] = "exit 2"
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_a_5000_entry_series_works(tmp_path) -> None:
     repo = base_repo(tmp_path)
     lines = [(repo.path / "patches" / "series").read_text()]

@@ -28,7 +28,7 @@ def test_patchstack_agrees_with_git_rebase(seed: int, tmp_path) -> None:
 
 @pytest.mark.soak
 def test_a_random_campaign_finds_no_divergence(tmp_path) -> None:
-    count = int(os.environ.get("PATCHSTACK_DIFF_SOAK", "60"))
+    count = int(os.environ.get("PATCHSTACK_DIFF_SOAK", "40"))
     start = random.randrange(10_000, 10_000_000)
     failures = []
     for seed in range(start, start + count):

@@ -266,6 +266,7 @@ def kill_everywhere(
 N = 12
 
 
+@pytest.mark.slow  # 30-40 s: every kill point of five commands; .ci/run runs it
 def test_kill_push_pop_undo_import_at_every_point(tmp_path) -> None:
     fig = Figures()
     repo = build(tmp_path, N)
@@ -288,6 +289,7 @@ def test_kill_push_pop_undo_import_at_every_point(tmp_path) -> None:
     assert fig.restored and fig.after
 
 
+@pytest.mark.slow  # 30-40 s: every kill point of five commands; .ci/run runs it
 def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> None:
     fig = Figures()
     repo = build(tmp_path, N)
@@ -308,6 +310,7 @@ def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> Non
     assert fig.kills == fig.restored + fig.before + fig.after
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_kill_delete_at_every_point(tmp_path) -> None:
     """delete, the series edit with the most steps: a work-tree move, a file removed, the
     series rewritten, the stack rebuilt above the deleted patch."""
@@ -331,6 +334,7 @@ def with_tree(repo: Repo) -> tuple:
     return (state(repo), listed, tree.head(), tree.snapshot(), tree.git("status", "-s"), log)
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_kill_worktree_making_at_every_point(tmp_path) -> None:
     """Issue 26: 'worktree DIR' killed anywhere leaves the state before, the state after, or
     an interrupted entry that one 'undo' takes back (the half-made tree removed); Ctrl-C says
@@ -368,6 +372,7 @@ def bisect_leftovers(repo: Repo) -> tuple:
     return (state(repo), listed)
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_kill_and_signal_bisect_at_every_point(tmp_path, monkeypatch) -> None:
     """Issue 26: bisect killed anywhere leaves the user's state as it was and at most a locked
     scratch worktree that the next bisect removes; SIGINT, SIGTERM and SIGHUP anywhere end it

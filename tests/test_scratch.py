@@ -44,6 +44,7 @@ def fsck(repo) -> None:
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 @needs_scratch
 def test_check_writes_no_object(tmp_path, monkeypatch) -> None:
     repo, target = fork(tmp_path / "fork")
@@ -68,6 +69,7 @@ def test_check_writes_no_object(tmp_path, monkeypatch) -> None:
     assert "ls-tree" not in commands
 
 
+@pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 @needs_scratch
 def test_refresh_keeps_what_it_publishes_in_one_pack(tmp_path, monkeypatch) -> None:
     repo, target = fork(tmp_path / "fork")

@@ -55,6 +55,8 @@ def _relabel_tree(
         if path not in listing or listing[path][0] in ("040000", "160000"):
             continue
         mode, oid = listing[path]
+        if git.fmt.is_null(oid):  # git 2.39's merge-ort can leave one in a file/folder conflict
+            continue
         changes[path] = (mode, git.write_blob(relabel(git.read_blob(oid), names, base_label)))
     return git.edit_tree(tree, changes) if changes else tree
 
@@ -64,8 +66,9 @@ def conflict_hunks(git: Git, merged: Oid, files: Sequence[str]) -> list[Conflict
     hunks: list[ConflictHunk] = []
     listing = git.ls_tree_paths(merged, list(files))
     for path in files:
-        if path in listing and listing[path][0] not in ("040000", "160000"):
-            text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
+        found = listing.get(path)
+        if found and found[0] not in ("040000", "160000") and not git.fmt.is_null(found[1]):
+            text = git.read_blob(found[1]).decode("utf-8", "surrogateescape")
             hunks.extend(parse_markers(path, text))
     return hunks
 
