@@ -126,25 +126,20 @@ def signals_handled() -> Iterator[None]:
     """Turn SIGINT, SIGTERM and SIGHUP into `Interrupted` for the duration (main thread
     only)."""
     try:
-        old = {s: signal.signal(s, _handler) for s in HANDLED}
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
+        with also_handled(*HANDLED):
+            yield
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         _held.clear()
 
 
 @contextlib.contextmanager
 def also_handled(*signums: int) -> Iterator[None]:
     """Handle ``signums`` as SIGINT and SIGTERM are, for the duration (bisect: SIGHUP, a closed
-    terminal, must end COMMAND and remove the scratch worktree as they do)."""
+    terminal, must end COMMAND and remove the scratch worktree as they do); outside the main
+    thread, signals are left alone."""
     try:
         old = {s: signal.signal(s, _handler) for s in signums}
-    except ValueError:  # not the main thread: leave signals alone
+    except ValueError:  # not the main thread
         yield
         return
     try:
