@@ -26,6 +26,7 @@ leaves it alone), and `restore_style` turns it back after the text was made visi
 from __future__ import annotations
 
 import dataclasses
+import re
 import secrets
 import unicodedata
 from collections.abc import Mapping
@@ -57,18 +58,26 @@ def _shown(ch: str) -> str:
     return f"<U+{o:04X}>"
 
 
+# Every character but printable ASCII, tab and newline: the only ones `_bad` may judge bad
+# (found by the regular expression engine, so that plain text costs no Python per character).
+_SUSPECT = re.compile(r"[^\t\n\x20-\x7e]")
+
+
+def _replace(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _shown(ch) if _bad(ch) else ch
+
+
 def visible(text: str) -> str:
     """``text`` with every control, format and invisible character shown as ``<U+XXXX>``."""
-    if text.isascii() and text.isprintable():
+    if _SUSPECT.search(text) is None:
         return text  # the common case, fast
-    return "".join(_shown(ch) if _bad(ch) else ch for ch in text)
+    return _SUSPECT.sub(_replace, text)
 
 
 def findings(text: str) -> tuple[str, ...]:
     """The distinct characters `visible` would replace, as ``U+XXXX`` in first-seen order."""
-    if text.isascii() and text.isprintable():
-        return ()
-    seen = dict.fromkeys(_shown(ch)[1:-1] for ch in text if _bad(ch))
+    seen = dict.fromkeys(_shown(ch)[1:-1] for ch in _SUSPECT.findall(text) if _bad(ch))
     return tuple(seen)
 
 

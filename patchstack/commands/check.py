@@ -24,7 +24,7 @@ from ..engine.replay import (
     replay,
     steps,
 )
-from ..engine.triage import Failed, reports
+from ..engine.triage import Failed, prefetch, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
@@ -111,6 +111,12 @@ def check(
         plan = steps(series, chain, {}, marked=marked_changes(git, series))
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
+        prefetch(
+            git,
+            series.base,
+            target,
+            (p for e in series.entries for p in engine.patch(e.name).head.paths),
+        )
         done, conflicts = replay(
             git,
             plan,

@@ -40,16 +40,21 @@ folders, delete, change modes and types, and take patches verbatim or differentl
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..git import Git, MergeResult, RawDiff
 from ..model import paths
 from ..model.ids import Oid
 from .merging import merge
 
+if TYPE_CHECKING:
+    from .renames import RenameProof
+
 NULL_MODE = "000000"
 TREE_MODE = "040000"
+GITLINK = "160000"
 
 
 def enabled() -> bool:
@@ -105,7 +110,27 @@ def rename_free(
 
 
 def _is_file(entry: tuple[str, str] | None) -> bool:
-    return entry is not None and entry[0] not in (TREE_MODE, "160000")
+    return entry is not None and entry[0] not in (TREE_MODE, GITLINK)
+
+
+def lost_files(
+    changed: Iterable[str],
+    base: Mapping[str, tuple[str, str]],
+    ours: Mapping[str, tuple[str, str]],
+) -> dict[str, str] | None:
+    """The files a patch changes that its base has and ours has not (path -> the base's
+    blob): merge-ort looks for where ours renamed them. None when ours has a gitlink there
+    (not judged)."""
+    lost: dict[str, str] = {}
+    for path in changed:
+        entry, mine = base.get(path), ours.get(path)
+        if not _is_file(entry) or _is_file(mine):
+            continue
+        if mine is not None and mine[0] == GITLINK:
+            return None
+        assert entry is not None
+        lost[path] = entry[1]
+    return lost
 
 
 def place_region(
@@ -116,6 +141,7 @@ def place_region(
     diff: Sequence[RawDiff],
     labels: tuple[str, str],
     base_label: str | None = None,
+    renames: RenameProof | None = None,
 ) -> MergeResult | None:
     """`place` of the change ``before -> after`` (``diff``: its raw diff) computed on the
     patch's paths alone; None when that cannot be proven to give `place`'s result.
@@ -127,7 +153,8 @@ def place_region(
 
     - each file the patch changes that the base has is a file in ours too (ours deleted or
       renamed none of them: merge-ort's rename detection on ours' side looks only for the
-      sources the other side changed, and there are none);
+      sources the other side changed, and there are none), or ``renames`` proves that no
+      file ours added is alike enough to be taken for one (`renames.RenameProof`);
     - each folder leading to a file the patch adds is in ours, or not in the base either (no
       folder rename of ours' can take the file along);
     - the patch empties no folder of the base (no folder rename of its own can take files of
@@ -141,9 +168,9 @@ def place_region(
     folders = {f for p in changed for f in paths.leading_dirs(p)}
     wanted = sorted(set(changed) | folders)
     base, ours, theirs = (git.entries_at(t, wanted) for t in (before, tree, after))
-    for path in changed:
-        if _is_file(base.get(path)) and not _is_file(ours.get(path)):
-            return None
+    lost = lost_files(changed, base, ours)
+    if lost is None:
+        return None
     for old_mode, new_mode, _o, _n, path in diff:
         leading = paths.leading_dirs(path)
         if old_mode == NULL_MODE and any(
@@ -156,6 +183,8 @@ def place_region(
             for f in leading
         ):
             return None
+    if lost and (renames is None or not renames.none_alike(before, tree, lost)):
+        return None
 
     def cut(entries: dict[str, tuple[str, str]]) -> Oid:
         keep = {p: entries[p] for p in changed if p in entries}

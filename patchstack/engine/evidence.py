@@ -39,10 +39,9 @@ class History:
 
 
 def history(git: Git, old_base: str, new_base: str) -> History:
-    found = git.log_commits(f"{old_base}..{new_base}", first_parent=True)
-    commits = tuple(c for c, _p, _s in found)
-    trees = tuple(git.trees_of(commits)) if commits else ()
-    return History(old_base, commits, trees, tuple(s for _c, _p, s in found))
+    found = git.first_parent_trees(f"{old_base}..{new_base}")
+    commits = tuple(c for c, _t, _s in found)
+    return History(old_base, commits, tuple(t for _c, t, _s in found), tuple(s for *_, s in found))
 
 
 def first_holding(

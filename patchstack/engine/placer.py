@@ -63,6 +63,7 @@ from .chain import Engine
 from .contract import place_region
 from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream
 from .merging import readable
+from .renames import RenameProof
 from .replay import Done, Step
 
 MERGE_RUN = 32  # patches merged in one merge-tree, at most
@@ -91,6 +92,8 @@ class Placer:
         self.diffs: dict[int, list[RawDiff]] = {}  # C[k] -> C[k+1], by `_diff`
         self.tried = 0  # merges made in the hope of saving others (anchor, runs) ...
         self.wasted = 0  # ... and those of them that did not (see `_speculate`)
+        self.renames: RenameProof | None = None  # for patches whose files ours lost
+        self.start = 0
 
     def begin(
         self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
@@ -100,6 +103,25 @@ class Placer:
         self.skip = skip
         self.anchor = (start, tree)
         self.followed = True
+        self.start = start
+        if start < len(steps):
+            self.renames = RenameProof(self.git, steps[start].before, tree, self._lost)
+
+    def _lost(self) -> list[tuple[str, str]]:
+        """What the patches of the replay may find that ours lost (`RenameProof`): the old
+        version of each file a patch changes that the new base has not as a file."""
+        todo = [q for q in range(self.start, len(self.steps)) if q not in self.diffs]
+        pairs = [(self.steps[q].before, self.steps[q].after) for q in todo]
+        self.diffs.update(zip(todo, self.git.raw_diffs(pairs), strict=True))
+        olds = [
+            (d[4], d[2])
+            for q in range(self.start, len(self.steps))
+            for d in self.diffs[q]
+            if d[0] not in ("000000", "160000")
+        ]
+        assert self.renames is not None
+        there = self.git.entries_at(self.renames.new_base, sorted({p for p, _b in olds}))
+        return [(p, b) for p, b in olds if there.get(p, ("040000",))[0] in ("040000", "160000")]
 
     def broken(self) -> None:
         """T no longer follows C from the anchor on (see the module docstring)."""
@@ -172,7 +194,14 @@ class Placer:
         if self.engine.shortcuts:
             self.stream.checkpoint()  # ``tree`` readable
             found = place_region(
-                git, step.before, tree, step.after, self._diff(i), labels, base_label
+                git,
+                step.before,
+                tree,
+                step.after,
+                self._diff(i),
+                labels,
+                base_label,
+                self.renames,
             )
             if found is not None:
                 return found

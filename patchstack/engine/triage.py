@@ -20,7 +20,7 @@ line history (``git log -L``, `merging.blame`) is for one patch's report on dema
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..git import Git, MergeResult
@@ -56,6 +56,17 @@ def _contains(text: Sequence[str], region: Sequence[str]) -> bool:
 
 def _lines(data: bytes | None) -> list[str]:
     return data.decode("utf-8", "surrogateescape").split("\n") if data is not None else []
+
+
+PREFETCH_PATHS = 300  # a longer pathspec costs the walk more than asking again saves
+
+
+def prefetch(git: Git, old_base: str | None, new_base: str, paths: Iterable[str]) -> None:
+    """Start the walk of upstream's history that `reports` makes (`Git.prefetch_touching`),
+    for every path of the patches, before the replay finds which conflict."""
+    wanted = sorted(set(paths))
+    if old_base and old_base != new_base and len(wanted) <= PREFETCH_PATHS:
+        git.prefetch_touching(f"{old_base}..{new_base}", wanted, trailers.PATCH_COMMIT_GREP)
 
 
 def reports(

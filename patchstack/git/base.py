@@ -42,6 +42,7 @@ class GitBase:
         self.index_file: str | None = None
         self.scratch_full: str | None = None  # the stores' folder, when full as one was dropped
         self._spawned: list[subprocess.Popen[bytes]] = []  # ended by `close` at the latest
+        self._background: list[subprocess.Popen[bytes]] = []  # readers, killed by `close`
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -189,6 +190,11 @@ class GitBase:
     def close(self) -> None:
         self._stop_processes()
         self._end_spawned()
+        for proc in self._background:  # read-only walks nobody took: not waited for
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self._background.clear()
         self.drop_scratch()
 
     def _end_spawned(self) -> None:

@@ -3,14 +3,18 @@ as bytes, decoded one way, see `base.decode_path`); trees are read in `trees`.""
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import PatchstackError
+from ..lock import inherited_fds
 from ..model.ids import Oid
-from .base import decode_path
-from .process import failure
+from . import scratch
+from .base import decode_path, encode_path
+from .process import failure, run_git, sealed_env
 from .trees import Trees
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
@@ -93,6 +97,83 @@ class Listings(Trees):
         if len(result) != len(pairs):
             raise PatchstackError(f"git diff-tree answered {len(result)} of {len(pairs)} pairs")
         return result
+
+    def alike(
+        self, files: Mapping[str, str], asked: Mapping[str, str], score: int
+    ) -> set[str] | None:
+        """The paths of ``asked`` (path -> blob) whose blob copy detection pairs with one of
+        ``files`` (path -> blob; none of ``asked``'s paths): ``diff-tree -C -C`` from a tree
+        of ``files`` to that tree with ``asked`` added, where every file is a candidate
+        source and each added one takes its best, exact ones included, at ``score`` percent
+        or more. Every blob is written as a regular file. None when git left part of the
+        detection out (too many candidates).
+
+        The two trees are written by ``update-index`` and ``write-tree`` into an object
+        directory of their own, removed after: nothing is left in the repository or the
+        scratch store (a 5,000-file tree is hundreds of tree objects)."""
+        parent = scratch.PARENT if scratch.room() else self.git_dir
+        with tempfile.TemporaryDirectory(prefix="patchstack-alike-", dir=parent) as tmp:
+            objects = os.path.join(tmp, "objects")
+            os.mkdir(objects)
+            theirs = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+            stores = [os.path.join(self.common_dir, "objects"), *filter(None, [self.scratch])]
+            env = {
+                "GIT_INDEX_FILE": os.path.join(tmp, "index"),
+                "GIT_OBJECT_DIRECTORY": objects,
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(
+                    [*map(scratch.alternate, stores), *([theirs] if theirs else [])]
+                ),
+            }
+
+            def tree_with(entries: Mapping[str, str]) -> str:
+                data = b"".join(
+                    b"100644 " + blob.encode() + b"\t" + encode_path(path) + b"\0"
+                    for path, blob in entries.items()
+                )
+                run_git(["update-index", "-z", "--index-info"], self.top, data, env)
+                return run_git(["write-tree"], self.top, None, env).stdout.decode().strip()
+
+            old = tree_with(files)
+            new = tree_with(asked)
+            proc = run_git(
+                [
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-commit-id",
+                    f"--find-copies={score}%",
+                    "--find-copies-harder",
+                    "-l0",
+                    "--end-of-options",
+                    old,
+                    new,
+                ],
+                self.top,
+                None,
+                env,
+            )
+        if proc.stderr.strip():  # "inexact rename detection was skipped", or the like
+            return None
+        fields = proc.stdout.split(b"\0")
+        copied: set[str] = set()
+        i = 0
+        while i < len(fields) - 1:
+            status = fields[i].rsplit(b" ", 1)[-1]
+            if status[:1] in (b"C", b"R"):
+                copied.add(decode_path(fields[i + 2]))
+                i += 3
+            else:
+                i += 2
+        return copied
+
+    def attribute(self, name: str, paths: Sequence[str]) -> dict[str, str]:
+        """The value of attribute ``name`` for each path, as git reads attributes
+        (``check-attr``: "unspecified", "set", "unset" or a value)."""
+        if not paths:
+            return {}
+        data = b"".join(encode_path(p) + b"\0" for p in paths)
+        out = self.run("check-attr", "-z", "--stdin", name, input=data).stdout.split(b"\0")
+        return {decode_path(out[i]): out[i + 2].decode() for i in range(0, len(out) - 2, 3)}
 
     def diff_patch(self, a: str, b: str) -> bytes:
         """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""
@@ -229,6 +310,27 @@ class Listings(Trees):
         out = proc.stdout.decode().strip()
         return Oid(out) if proc.returncode == 0 and out else None
 
+    def first_parent_trees(self, rng: str) -> list[tuple[Oid, Oid, str]]:
+        """(commit, its tree, subject) of the first-parent commits of ``rng``, oldest first:
+        one ``log``, the trees with the commits (thousands of them in a real drift)."""
+        out = self.run(
+            "log",
+            "--reverse",
+            "-z",
+            "--first-parent",
+            "--format=%H %T%x01%s",
+            "--end-of-options",
+            rng,
+            "--",
+        ).stdout
+        result = []
+        for rec in out.split(b"\0"):
+            if rec.strip():
+                ids, _, subject = rec.decode("utf-8", "surrogateescape").partition("\x01")
+                oid, tree = ids.split()
+                result.append((Oid(oid), Oid(tree), subject))
+        return result
+
     def log_commits(
         self,
         rng: str,
@@ -252,15 +354,64 @@ class Listings(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
+    @staticmethod
+    def _touching_args(rng: str, paths: Sequence[str], exclude_grep: str | None) -> list[str]:
+        # --full-history: which commits touch a path must not depend on what else is asked
+        # (history simplification would prune a side branch by every path of the pathspec)
+        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--full-history"]
+        args.append("--format=%x02%H%x01%s")
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        return [*args, "--end-of-options", rng, "--", *paths]
+
+    def prefetch_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
+    ) -> None:
+        """Start in the background the walk of `log_touching`, for every path a later call
+        may ask about: on a real drift it is thousands of commits (most of a second), made
+        while the replay works on another core. Its output goes to a file (a pipe would stop
+        it at 64 KB); `close` ends it if no call took it."""
+        key = ("touching", rng, exclude_grep)
+        if key in self._memo or not paths:
+            return
+        out = tempfile.TemporaryFile()  # noqa: SIM115 (read, then closed, by the taker)
+        proc = subprocess.Popen(
+            ["git", *self._touching_args(rng, paths, exclude_grep)],
+            cwd=self.top,
+            env=sealed_env(self._objects_env(None, False)),
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=inherited_fds(),
+        )
+        self._background.append(proc)
+        self._memo[key] = (frozenset(paths), proc, out)
+
+    def _prefetched_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None
+    ) -> bytes | None:
+        found = self._memo.get(("touching", rng, exclude_grep))
+        if found is None or not set(paths) <= found[0]:
+            return None
+        known, proc, out = found
+        if proc is not None:  # the first taker reads the file; the others take its bytes
+            with out:
+                code = proc.wait()
+                out.seek(0)
+                out = out.read() if code == 0 else None
+            self._memo[("touching", rng, exclude_grep)] = (known, None, out)
+        return out  # type: ignore[no-any-return]
+
     def log_touching(
         self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
     ) -> list[tuple[Oid, str, tuple[str, ...]]]:
         """(commit, subject, the ``paths`` it changed) of each commit of ``rng`` that touched
-        any of ``paths``, oldest first: one walk of the range (``--name-only``)."""
-        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--format=%x02%H%x01%s"]
-        if exclude_grep:
-            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
-        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        any of ``paths``, oldest first: one walk of the range (``--name-only``), or the one
+        `prefetch_touching` started."""
+        out = self._prefetched_touching(rng, paths, exclude_grep)
+        if out is None:
+            out = self.run(*self._touching_args(rng, paths, exclude_grep)).stdout
+        wanted = set(paths)
         result: list[tuple[Oid, str, tuple[str, ...]]] = []
         current: tuple[Oid, str] | None = None
         changed: list[str] = []
@@ -275,7 +426,9 @@ class Listings(Trees):
                 changed.append(decode_path(token))
         if current:
             result.append((*current, tuple(changed)))
-        return result
+        # a walk for more paths: only the asked ones, and the commits that touched them
+        narrowed = [(c, s, tuple(p for p in ch if p in wanted)) for c, s, ch in result]
+        return [r for r in narrowed if r[2]]
 
     def commit_files(self, commits: Sequence[tuple[Oid, tuple[Oid, ...]]]) -> list[list[str]]:
         """The paths each commit changed against its first parent (all paths of a root)."""

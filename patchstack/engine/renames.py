@@ -1,0 +1,137 @@
+"""Proving that merge-ort pairs a file with no other: the region merge where ours lost a file.
+
+When a patch changes a file that its base has and ours does not (upstream deleted or moved
+it, or it was made by an earlier patch that was left out: a knock-on), merge-ort looks for a
+rename of it on ours' side: among the files ours added, the one most like it, if any is at
+least ``MIN_SCORE`` percent alike (or identical). To find none it reads and compares every
+file upstream added, thousands on a fork months behind: 0.3-0.6 s a merge, most of a real
+drift's time. When none is alike the whole merge is decided on the patch's paths, like any
+other (`contract.place_region`): modify/delete there, and ours everywhere else.
+
+**The proof.** Let a replay start from the old base ``B`` (``C[start]``) and the new one ``N``
+(``T[start]``). For patch k merged with base ``C[k-1]`` onto ``T[k]``, every path where
+``C[k-1]`` is not ``B`` or ``T[k]`` is not ``N`` is one the replay changed (`changed_entries`
+of each, in process: a few trees). Elsewhere a file ours added is one ``N`` added to ``B``
+(``A``, with ``N``'s content). So the files ours added are within ``A`` plus those changed
+paths; when the changed paths add none that ``A`` does not hold as it is, ``A`` is a
+superset of merge-ort's candidates. Copy detection (`Git.copied_from_elsewhere`) then
+compares each file that may be asked about with every file of ``A`` in one process, once
+a replay, with git's own similarity estimate and merge-ort's minimum score: a file no file
+of ``A`` is as alike as that (and none identical) has no rename in any of the replay's
+merges. The estimate is symmetric and only regular files are compared inexactly, so storing
+every file of ``A`` as a regular one only adds candidates. What git reads of each file's
+text (CRLF handling) depends on its ``diff`` attribute: each file is compared under a path
+with the same attribute as its own, or not judged. Git's silence on a limit it hit, an
+empty file (merge-ort does not pair those) and gitlinks are not judged either.
+
+`tests/test_contract.py` holds the cases (a moved file, a knock-on whose file upstream also
+added elsewhere, a folder renamed around the file), and the differential generator compares
+with ``git rebase``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+
+from ..git import Git
+from ..model.ids import Oid
+from .contract import GITLINK, NULL_MODE, TREE_MODE, enabled
+
+MIN_SCORE = 50  # merge-ort's minimum similarity for a rename (git's default, percent)
+EMPTY_BLOBS = {
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+}
+PREFIX = ".patchstack-renames"  # where the files judged are put, under a number each
+
+
+class RenameProof:
+    """The files of a replay ours may have lost, judged once (see the module docstring).
+
+    ``candidates()``: every (path, blob) the replay may ask about (a file a patch changes
+    that the new base has not), called when the first is asked about."""
+
+    def __init__(
+        self,
+        git: Git,
+        old_base: Oid,
+        new_base: Oid,
+        candidates: Callable[[], Iterable[tuple[str, str]]],
+    ) -> None:
+        self.git = git
+        self.old_base = old_base
+        self.new_base = new_base
+        self.candidates = candidates
+        self.added: dict[str, str] | None = None  # A: path -> blob
+        self.verdicts: dict[tuple[str, str], bool] = {}  # (path, blob) -> no file alike
+        self.judged = 0  # files compared, over the replay
+
+    def none_alike(self, before: str, ours: str, lost: Mapping[str, str]) -> bool:
+        """Can merge-ort, merging a change whose base is ``before`` onto ``ours``, pair none
+        of ``lost`` (path -> its blob in ``before``; files ``ours`` does not have) with a file
+        ours added?"""
+        if not enabled() or not lost:
+            return False
+        wanted = [(p, b) for p, b in lost.items()]
+        if any(w not in self.verdicts for w in wanted):
+            more = [c for c in self.candidates() if c not in self.verdicts]
+            self._judge(list(dict.fromkeys([*wanted, *more])))
+        if os.environ.get("PATCHSTACK_TRACE_RENAMES"):
+            with open(os.environ["PATCHSTACK_TRACE_RENAMES"], "a") as f:
+                f.write(f"{[self.verdicts[w] for w in wanted]}\n")
+        if not all(self.verdicts[w] for w in wanted):
+            return False
+        others = self._beyond_added(before, ours)
+        if not others:
+            return True
+        # Files ours added that A does not hold (a patch placed elsewhere than it was made):
+        # a few, compared with the lost ones at their own paths, where ours has no file.
+        alike = self.git.alike(others, lost, MIN_SCORE)
+        return alike is not None and not alike.intersection(lost)
+
+    def _beyond_added(self, before: str, ours: str) -> dict[str, str]:
+        """The files ours added to ``before`` that ``A`` does not hold as ours has them."""
+        git, added = self.git, self._added()
+        moved = {d[4] for d in git.changed_entries(self.old_base, before)}
+        moved |= {d[4] for d in git.changed_entries(self.new_base, ours)}
+        paths = sorted(moved)
+        was, now = git.entries_at(before, paths), git.entries_at(ours, paths)
+        others = {}
+        for path in paths:
+            entry = now.get(path)
+            if entry is None or entry[0] in (TREE_MODE, GITLINK):
+                continue
+            old = was.get(path)
+            if old is not None and old[0] != TREE_MODE:
+                continue  # a file in both: not added
+            if added.get(path) != entry[1]:
+                others[path] = entry[1]
+        return others
+
+    def _added(self) -> dict[str, str]:
+        if self.added is None:
+            diff = self.git.raw_diffs([(self.old_base, self.new_base)])[0]
+            self.added = {
+                d[4]: d[3] for d in diff if d[0] == NULL_MODE and d[1] not in (NULL_MODE, GITLINK)
+            }
+        return self.added
+
+    def _judge(self, files: list[tuple[str, str]]) -> None:
+        git, added = self.git, self._added()
+        judged = [(p, b) for p, b in files if b not in EMPTY_BLOBS]
+        for f in files:
+            self.verdicts[f] = False
+        if not judged or any(p == PREFIX or p.startswith(PREFIX + "/") for p in added):
+            return
+        places = {f: f"{PREFIX}/{n}/{f[0]}" for n, f in enumerate(judged)}
+        attrs = git.attribute("diff", [p for f in judged for p in (f[0], places[f])])
+        judged = [f for f in judged if attrs.get(f[0]) == attrs.get(places[f])]
+        if not judged:
+            return
+        alike = git.alike(added, {places[f]: f[1] for f in judged}, MIN_SCORE)
+        self.judged += len(judged)
+        if alike is None:
+            return
+        for f in judged:
+            self.verdicts[f] = places[f] not in alike
