@@ -157,8 +157,10 @@ def place_region(
       file ours added is alike enough to be taken for one (`renames.RenameProof`);
     - each folder leading to a file the patch adds is in ours, or not in the base either (no
       folder rename of ours' can take the file along);
-    - the patch empties no folder of the base (no folder rename of its own can take files of
-      ours' along); its own file renames pair paths of the patch only, as in the whole merge;
+    - the patch empties no folder of the base, or adds no file (no folder rename of its own
+      can take files of ours' along: a folder is renamed by the renames out of it, and a
+      patch that adds nothing has none); its own file renames pair paths of the patch only,
+      as in the whole merge;
     - the merge of the cut trees writes no path the three cut trees do not have (no
       ``file~side`` of a file/folder conflict, whose name depends on the whole tree).
     """
@@ -171,6 +173,7 @@ def place_region(
     lost = lost_files(changed, base, ours)
     if lost is None:
         return None
+    adds = any(d[0] == NULL_MODE for d in diff)
     for old_mode, new_mode, _o, _n, path in diff:
         leading = paths.leading_dirs(path)
         if old_mode == NULL_MODE and any(
@@ -178,9 +181,13 @@ def place_region(
             for f in leading
         ):
             return None
-        if new_mode == NULL_MODE and any(
-            base.get(f, ("",))[0] == TREE_MODE and theirs.get(f, ("",))[0] != TREE_MODE
-            for f in leading
+        if (
+            new_mode == NULL_MODE
+            and adds
+            and any(
+                base.get(f, ("",))[0] == TREE_MODE and theirs.get(f, ("",))[0] != TREE_MODE
+                for f in leading
+            )
         ):
             return None
     if lost and (renames is None or not renames.none_alike(before, tree, lost)):

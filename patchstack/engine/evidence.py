@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..git import Git
 from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
-from .contract import place_fast
+from .contract import NULL_MODE, enabled, place_fast
 
 SELF = "self"  # a no-op already on the old base: not upstream's doing
 
@@ -52,9 +52,18 @@ def first_holding(
     old base; default: the old base's) already; None when no commit of the range holds it
     (the new base was reached another way)."""
 
+    diff = git.changed_entries(before, after)
+    changed = [d[4] for d in diff]
+    wanted = git.entries_at(after, changed)
+    # A patch that deletes no file renames no folder of its own: where ``tree`` has every
+    # path as the patch leaves it, the merge takes ours there, and no rename finds a source.
+    quick = enabled() and not any(d[1] == NULL_MODE for d in diff)
+
     def holds(tree: Oid) -> bool:
         if tree == before:
             return before == after
+        if quick and git.entries_at(tree, changed) == wanted:
+            return True
         merged = place_fast(git, before, tree, after, ("upstream", "patch"))
         return merged.clean and merged.tree == tree
 

@@ -104,23 +104,24 @@ class Placer:
         self.anchor = (start, tree)
         self.followed = True
         self.start = start
-        if start < len(steps):
-            self.renames = RenameProof(self.git, steps[start].before, tree, self._lost)
+        if start < len(steps) and self.engine.shortcuts:
+            self.renames = RenameProof(self.git, steps[start].before, tree, self._lost(start, tree))
+            self.renames.start()
 
-    def _lost(self) -> list[tuple[str, str]]:
+    def _lost(self, start: int, tree: Oid) -> list[tuple[str, str]]:
         """What the patches of the replay may find that ours lost (`RenameProof`): the old
-        version of each file a patch changes that the new base has not as a file."""
-        todo = [q for q in range(self.start, len(self.steps)) if q not in self.diffs]
+        version of each file a patch changes that the new base ``tree`` has not as a file
+        (the old chain's diffs of every patch read now, in one process)."""
+        todo = [q for q in range(start, len(self.steps)) if q not in self.diffs]
         pairs = [(self.steps[q].before, self.steps[q].after) for q in todo]
         self.diffs.update(zip(todo, self.git.raw_diffs(pairs), strict=True))
         olds = [
             (d[4], d[2])
-            for q in range(self.start, len(self.steps))
+            for q in range(start, len(self.steps))
             for d in self.diffs[q]
             if d[0] not in ("000000", "160000")
         ]
-        assert self.renames is not None
-        there = self.git.entries_at(self.renames.new_base, sorted({p for p, _b in olds}))
+        there = self.git.entries_at(tree, sorted({p for p, _b in olds}))
         return [(p, b) for p, b in olds if there.get(p, ("040000",))[0] in ("040000", "160000")]
 
     def broken(self) -> None:

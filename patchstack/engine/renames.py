@@ -31,10 +31,10 @@ with ``git rebase``.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..git import Git
+from ..git.similarity import Pending
 from ..model.ids import Oid
 from .contract import GITLINK, NULL_MODE, TREE_MODE, enabled
 
@@ -49,23 +49,26 @@ PREFIX = ".patchstack-renames"  # where the files judged are put, under a number
 class RenameProof:
     """The files of a replay ours may have lost, judged once (see the module docstring).
 
-    ``candidates()``: every (path, blob) the replay may ask about (a file a patch changes
-    that the new base has not), called when the first is asked about."""
+    ``candidates``: every (path, blob) the replay may ask about (the old version of a file a
+    patch changes that the new base has not); `start` has git compare them in the
+    background while the replay goes on, and the first question waits for the answer."""
 
     def __init__(
-        self,
-        git: Git,
-        old_base: Oid,
-        new_base: Oid,
-        candidates: Callable[[], Iterable[tuple[str, str]]],
+        self, git: Git, old_base: Oid, new_base: Oid, candidates: Iterable[tuple[str, str]]
     ) -> None:
         self.git = git
         self.old_base = old_base
         self.new_base = new_base
-        self.candidates = candidates
+        self.candidates = list(dict.fromkeys(candidates))
         self.added: dict[str, str] | None = None  # A: path -> blob
         self.verdicts: dict[tuple[str, str], bool] = {}  # (path, blob) -> no file alike
+        self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
         self.judged = 0  # files compared, over the replay
+
+    def start(self) -> None:
+        """Have git compare the candidates (in the background)."""
+        if enabled() and self.candidates and self.pending is None:
+            self.pending = self._judge(self.candidates)
 
     def none_alike(self, before: str, ours: str, lost: Mapping[str, str]) -> bool:
         """Can merge-ort, merging a change whose base is ``before`` onto ``ours``, pair none
@@ -73,13 +76,11 @@ class RenameProof:
         ours added?"""
         if not enabled() or not lost:
             return False
-        wanted = [(p, b) for p, b in lost.items()]
+        wanted = list(lost.items())
+        self._settle()
         if any(w not in self.verdicts for w in wanted):
-            more = [c for c in self.candidates() if c not in self.verdicts]
-            self._judge(list(dict.fromkeys([*wanted, *more])))
-        if os.environ.get("PATCHSTACK_TRACE_RENAMES"):
-            with open(os.environ["PATCHSTACK_TRACE_RENAMES"], "a") as f:
-                f.write(f"{[self.verdicts[w] for w in wanted]}\n")
+            self.pending = self._judge([w for w in wanted if w not in self.verdicts])
+            self._settle()
         if not all(self.verdicts[w] for w in wanted):
             return False
         others = self._beyond_added(before, ours)
@@ -117,21 +118,29 @@ class RenameProof:
             }
         return self.added
 
-    def _judge(self, files: list[tuple[str, str]]) -> None:
+    def _settle(self) -> None:
+        """Take the answer of the comparison under way, if any."""
+        if self.pending is None:
+            return
+        pending, places = self.pending
+        self.pending = None
+        alike = pending.answer()
+        self.judged += len(places)
+        for f, place in places.items():
+            self.verdicts[f] = alike is not None and place not in alike
+
+    def _judge(self, files: list[tuple[str, str]]) -> tuple[Pending, dict[tuple[str, str], str]]:
+        """Start comparing ``files`` with A; those it cannot judge are judged alike now."""
         git, added = self.git, self._added()
-        judged = [(p, b) for p, b in files if b not in EMPTY_BLOBS]
         for f in files:
             self.verdicts[f] = False
+        judged = [(p, b) for p, b in files if b not in EMPTY_BLOBS]
         if not judged or any(p == PREFIX or p.startswith(PREFIX + "/") for p in added):
-            return
+            return Pending(), {}
         places = {f: f"{PREFIX}/{n}/{f[0]}" for n, f in enumerate(judged)}
         attrs = git.attribute("diff", [p for f in judged for p in (f[0], places[f])])
-        judged = [f for f in judged if attrs.get(f[0]) == attrs.get(places[f])]
-        if not judged:
-            return
-        alike = git.alike(added, {places[f]: f[1] for f in judged}, MIN_SCORE)
-        self.judged += len(judged)
-        if alike is None:
-            return
-        for f in judged:
-            self.verdicts[f] = places[f] not in alike
+        places = {f: at for f, at in places.items() if attrs.get(f[0]) == attrs.get(at)}
+        if not places:
+            return Pending(), {}
+        asked = {at: f[1] for f, at in places.items()}
+        return git.start_alike(added, asked, MIN_SCORE), places

@@ -3,18 +3,16 @@ as bytes, decoded one way, see `base.decode_path`); trees are read in `trees`.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from ..lock import inherited_fds
 from ..model.ids import Oid
-from . import scratch
-from .base import decode_path, encode_path
-from .process import failure, run_git, sealed_env
+from .base import decode_path
+from .process import failure, sealed_env
 from .trees import Trees
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
@@ -97,83 +95,6 @@ class Listings(Trees):
         if len(result) != len(pairs):
             raise PatchstackError(f"git diff-tree answered {len(result)} of {len(pairs)} pairs")
         return result
-
-    def alike(
-        self, files: Mapping[str, str], asked: Mapping[str, str], score: int
-    ) -> set[str] | None:
-        """The paths of ``asked`` (path -> blob) whose blob copy detection pairs with one of
-        ``files`` (path -> blob; none of ``asked``'s paths): ``diff-tree -C -C`` from a tree
-        of ``files`` to that tree with ``asked`` added, where every file is a candidate
-        source and each added one takes its best, exact ones included, at ``score`` percent
-        or more. Every blob is written as a regular file. None when git left part of the
-        detection out (too many candidates).
-
-        The two trees are written by ``update-index`` and ``write-tree`` into an object
-        directory of their own, removed after: nothing is left in the repository or the
-        scratch store (a 5,000-file tree is hundreds of tree objects)."""
-        parent = scratch.PARENT if scratch.room() else self.git_dir
-        with tempfile.TemporaryDirectory(prefix="patchstack-alike-", dir=parent) as tmp:
-            objects = os.path.join(tmp, "objects")
-            os.mkdir(objects)
-            theirs = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
-            stores = [os.path.join(self.common_dir, "objects"), *filter(None, [self.scratch])]
-            env = {
-                "GIT_INDEX_FILE": os.path.join(tmp, "index"),
-                "GIT_OBJECT_DIRECTORY": objects,
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(
-                    [*map(scratch.alternate, stores), *([theirs] if theirs else [])]
-                ),
-            }
-
-            def tree_with(entries: Mapping[str, str]) -> str:
-                data = b"".join(
-                    b"100644 " + blob.encode() + b"\t" + encode_path(path) + b"\0"
-                    for path, blob in entries.items()
-                )
-                run_git(["update-index", "-z", "--index-info"], self.top, data, env)
-                return run_git(["write-tree"], self.top, None, env).stdout.decode().strip()
-
-            old = tree_with(files)
-            new = tree_with(asked)
-            proc = run_git(
-                [
-                    "diff-tree",
-                    "-r",
-                    "-z",
-                    "--no-commit-id",
-                    f"--find-copies={score}%",
-                    "--find-copies-harder",
-                    "-l0",
-                    "--end-of-options",
-                    old,
-                    new,
-                ],
-                self.top,
-                None,
-                env,
-            )
-        if proc.stderr.strip():  # "inexact rename detection was skipped", or the like
-            return None
-        fields = proc.stdout.split(b"\0")
-        copied: set[str] = set()
-        i = 0
-        while i < len(fields) - 1:
-            status = fields[i].rsplit(b" ", 1)[-1]
-            if status[:1] in (b"C", b"R"):
-                copied.add(decode_path(fields[i + 2]))
-                i += 3
-            else:
-                i += 2
-        return copied
-
-    def attribute(self, name: str, paths: Sequence[str]) -> dict[str, str]:
-        """The value of attribute ``name`` for each path, as git reads attributes
-        (``check-attr``: "unspecified", "set", "unset" or a value)."""
-        if not paths:
-            return {}
-        data = b"".join(encode_path(p) + b"\0" for p in paths)
-        out = self.run("check-attr", "-z", "--stdin", name, input=data).stdout.split(b"\0")
-        return {decode_path(out[i]): out[i + 2].decode() for i in range(0, len(out) - 2, 3)}
 
     def diff_patch(self, a: str, b: str) -> bytes:
         """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""

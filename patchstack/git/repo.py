@@ -15,10 +15,11 @@ from .mail import Mail
 from .merge import Merges
 from .process import run_git
 from .refs import Refs
+from .similarity import Similarity
 from .worktree import Worktree
 
 
-class Git(Worktree, Linked, Merges, Refs, Mail, Interactive):
+class Git(Worktree, Linked, Merges, Similarity, Refs, Mail, Interactive):
     """A repository: runs git there and returns values (ids, paths, listings)."""
 
     def temp_index(self) -> TempIndex:
