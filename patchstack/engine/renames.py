@@ -63,6 +63,8 @@ class RenameProof:
         self.added: dict[str, str] | None = None  # A: path -> blob
         self.verdicts: dict[tuple[str, str], bool] = {}  # (path, blob) -> no file alike
         self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
+        self.places: dict[tuple[str, str], str] = {}  # each file judged: where it was put
+        self.beyond: dict[frozenset[tuple[str, str]], dict[tuple[str, str], bool]] = {}
         self.judged = 0  # files compared, over the replay
 
     def start(self) -> None:
@@ -86,10 +88,17 @@ class RenameProof:
         others = self._beyond_added(before, ours)
         if not others:
             return True
-        # Files ours added that A does not hold (a patch placed elsewhere than it was made):
-        # a few, compared with the lost ones at their own paths, where ours has no file.
-        alike = self.git.alike(others, lost, MIN_SCORE)
-        return alike is not None and not alike.intersection(lost)
+        # Files ours added that A does not hold (a patch left out kept a file a later patch
+        # deleted, or one was placed elsewhere than it was made): a few, the same ones over
+        # many merges. Compared once with every file judged so far (at its place there).
+        key = frozenset(others.items())
+        if key not in self.beyond:
+            judged = {f: at for f, at in self.places.items() if self.verdicts.get(f)}
+            alike = self.git.alike(others, {at: f[1] for f, at in judged.items()}, MIN_SCORE)
+            self.beyond[key] = {
+                f: alike is not None and at not in alike for f, at in judged.items()
+            }
+        return all(self.beyond[key].get(w, False) for w in wanted)
 
     def _beyond_added(self, before: str, ours: str) -> dict[str, str]:
         """The files ours added to ``before`` that ``A`` does not hold as ours has them."""
@@ -137,10 +146,11 @@ class RenameProof:
         judged = [(p, b) for p, b in files if b not in EMPTY_BLOBS]
         if not judged or any(p == PREFIX or p.startswith(PREFIX + "/") for p in added):
             return Pending(), {}
-        places = {f: f"{PREFIX}/{n}/{f[0]}" for n, f in enumerate(judged)}
+        places = {f: f"{PREFIX}/{len(self.places) + n}/{f[0]}" for n, f in enumerate(judged)}
         attrs = git.attribute("diff", [p for f in judged for p in (f[0], places[f])])
         places = {f: at for f, at in places.items() if attrs.get(f[0]) == attrs.get(at)}
         if not places:
             return Pending(), {}
         asked = {at: f[1] for f, at in places.items()}
+        self.places.update(places)
         return git.start_alike(added, asked, MIN_SCORE), places

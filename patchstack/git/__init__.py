@@ -23,9 +23,10 @@ indexes), `merge` (merge-tree), `fastimport`, `mail` (format-patch, mailsplit, m
 
 from ..model.ids import Oid
 from .fastimport import FastImport
+from .history import CommitMeta, CommitRecord
 from .index import TempIndex
 from .linked import WorktreeInfo
-from .listings import CommitMeta, CommitRecord, DirtyState, RawDiff
+from .listings import DirtyState, RawDiff
 from .merge import MergeResult
 from .process import check_version
 from .refs import RefTransactionFailed, RefUpdate

@@ -38,11 +38,16 @@ class Trees(Objects):
         return self.entries_at(self.trees_of([tree])[0], list(paths))
 
     def show_file(self, rev: str, path: str) -> bytes | None:
-        """The bytes of ``path`` in ``rev``, or None when it has no such file."""
-        found = self.ls_tree_paths(rev, [path]).get(path)
-        if found is None or found[0] == "040000" or found[0] == "160000":
-            return None
-        return self.read_blob(found[1])
+        """The bytes of ``path`` in ``rev``, or None when it has no such file: one question
+        to the persistent ``cat-file`` (``<rev>:<path>``), answered with the object (a tree
+        or a gitlink's commit is no file)."""
+        if "\n" in path or path.startswith(("./", "../")) or not path:
+            found = self.ls_tree_paths(rev, [path]).get(path)
+            if found is None or found[0] == "040000" or found[0] == "160000":
+                return None
+            return self.read_blob(found[1])
+        got = self.read_object(f"{rev}:{path}")
+        return got[1] if got is not None and got[0] == "blob" else None
 
     def entries_at(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
         """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),

@@ -1,0 +1,351 @@
+"""History: commits, ranges and what they touched, read with ``log``/``rev-list`` (``-z``,
+paths decoded one way, see `base.decode_path`)."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..errors import PatchstackError
+from ..lock import inherited_fds
+from ..model.ids import Oid
+from .base import decode_path
+from .process import failure, sealed_env
+from .trees import Trees
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    oid: Oid
+    tree: Oid
+    parents: tuple[Oid, ...]
+    author: str  # "Name <email>"
+    date: str  # "<epoch> <tz>"
+    message: str
+
+
+class History(Trees):
+    def iter_first_parent(self, head: str) -> Iterator[CommitRecord]:
+        """First-parent history from ``head``, newest first, read as it streams (the caller
+        stops early; the process is ended then)."""
+        proc = self.spawn(
+            [
+                "log",
+                "--first-parent",
+                "-z",
+                "--format=%H%x01%T%x01%P%x01%B",
+                "--end-of-options",
+                head,
+                "--",
+            ],
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        finished = False
+        try:
+            buf = b""
+            while True:
+                chunk = proc.stdout.read1(65536)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                buf += chunk
+                *records, buf = buf.split(b"\0")
+                for rec in records:
+                    yield _commit_record(rec)
+            if buf.strip():
+                yield _commit_record(buf)
+            finished = True
+        finally:
+            proc.stdout.close()
+            if not finished:
+                proc.kill()
+            code = proc.wait()
+            err = proc.stderr.read() if proc.stderr else b""
+            if proc.stderr:
+                proc.stderr.close()
+            if finished and code != 0:
+                raise failure(["log"], code, err)
+
+    def rev_list(self, *args: str) -> list[Oid]:
+        return [Oid(x) for x in self.out("rev-list", *args).split()]
+
+    def count_commits(self, rng: str) -> int:
+        return int(self.out("rev-list", "--count", "--end-of-options", rng, "--").strip() or 0)
+
+    def ahead_behind(self, old: str, new: str) -> tuple[int, int]:
+        """(commits in ``new`` not in ``old``, commits in ``old`` not in ``new``)."""
+        left, right = self.out(
+            "rev-list", "--left-right", "--count", "--end-of-options", f"{old}...{new}"
+        ).split()
+        return int(right), int(left)
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        proc = self.run("merge-base", "--is-ancestor", "--end-of-options", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise failure(["merge-base"], proc.returncode, proc.stderr)
+        return proc.returncode == 0
+
+    def merge_base(self, a: str, b: str) -> Oid | None:
+        """The best common ancestor of two commits (git's choice among several), or None."""
+        proc = self.run("merge-base", "--end-of-options", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise failure(["merge-base"], proc.returncode, proc.stderr)
+        out = proc.stdout.decode().strip()
+        return Oid(out) if proc.returncode == 0 and out else None
+
+    def first_parent_trees(self, rng: str) -> list[tuple[Oid, Oid, str]]:
+        """(commit, its tree, subject) of the first-parent commits of ``rng``, oldest first:
+        one ``log``, the trees with the commits (thousands of them in a real drift)."""
+        out = self.run(
+            "log",
+            "--reverse",
+            "-z",
+            "--first-parent",
+            "--format=%H %T%x01%s",
+            "--end-of-options",
+            rng,
+            "--",
+        ).stdout
+        result = []
+        for rec in out.split(b"\0"):
+            if rec.strip():
+                ids, _, subject = rec.decode("utf-8", "surrogateescape").partition("\x01")
+                oid, tree = ids.split()
+                result.append((Oid(oid), Oid(tree), subject))
+        return result
+
+    def log_commits(
+        self,
+        rng: str,
+        paths: Sequence[str] = (),
+        first_parent: bool = False,
+        exclude_grep: str | None = None,
+    ) -> list[tuple[Oid, tuple[Oid, ...], str]]:
+        """(commit, parents, subject) of ``rng`` (touching ``paths`` when given), oldest first;
+        ``exclude_grep``: leave out commits whose message matches this regular expression."""
+        args = ["log", "--reverse", "-z", "--no-renames", "--format=%H %P%x01%s"]
+        if first_parent:
+            args.append("--first-parent")
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        result = []
+        for rec in out.split(b"\0"):
+            if rec.strip():
+                ids, _, subject = rec.decode("utf-8", "surrogateescape").partition("\x01")
+                oid, *parents = ids.split()
+                result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
+        return result
+
+    @staticmethod
+    def _touching_args(rng: str, paths: Sequence[str], exclude_grep: str | None) -> list[str]:
+        # --full-history: which commits touch a path must not depend on what else is asked
+        # (history simplification would prune a side branch by every path of the pathspec)
+        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--full-history"]
+        args.append("--format=%x02%H%x01%s")
+        if exclude_grep:
+            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
+        return [*args, "--end-of-options", rng, "--", *paths]
+
+    def prefetch_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
+    ) -> None:
+        """Start in the background the walk of `log_touching`, for every path a later call
+        may ask about: on a real drift it is thousands of commits (most of a second), made
+        while the replay works on another core. Its output goes to a file (a pipe would stop
+        it at 64 KB); `close` ends it if no call took it."""
+        key = ("touching", rng, exclude_grep)
+        if key in self._memo or not paths:
+            return
+        out = tempfile.TemporaryFile()  # noqa: SIM115 (read, then closed, by the taker)
+        proc = subprocess.Popen(
+            ["git", *self._touching_args(rng, paths, exclude_grep)],
+            cwd=self.top,
+            env=sealed_env(self._objects_env(None, False)),
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=inherited_fds(),
+        )
+        self._background.append(proc)
+        self._memo[key] = (frozenset(paths), proc, out)
+
+    def _prefetched_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None
+    ) -> bytes | None:
+        found = self._memo.get(("touching", rng, exclude_grep))
+        if found is None or not set(paths) <= found[0]:
+            return None
+        known, proc, out = found
+        if proc is not None:  # the first taker reads the file; the others take its bytes
+            with out:
+                code = proc.wait()
+                out.seek(0)
+                out = out.read() if code == 0 else None
+            self._memo[("touching", rng, exclude_grep)] = (known, None, out)
+        return out  # type: ignore[no-any-return]
+
+    def log_touching(
+        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
+    ) -> list[tuple[Oid, str, tuple[str, ...]]]:
+        """(commit, subject, the ``paths`` it changed) of each commit of ``rng`` that touched
+        any of ``paths``, oldest first: one walk of the range (``--name-only``), or the one
+        `prefetch_touching` started."""
+        out = self._prefetched_touching(rng, paths, exclude_grep)
+        if out is None:
+            out = self.run(*self._touching_args(rng, paths, exclude_grep)).stdout
+        wanted = set(paths)
+        result: list[tuple[Oid, str, tuple[str, ...]]] = []
+        current: tuple[Oid, str] | None = None
+        changed: list[str] = []
+        for token in out.split(b"\0"):
+            token = token.lstrip(b"\n")
+            if token.startswith(b"\x02"):
+                if current:
+                    result.append((*current, tuple(changed)))
+                oid, _, subject = token[1:].decode("utf-8", "surrogateescape").partition("\x01")
+                current, changed = (Oid(oid), subject), []
+            elif token:
+                changed.append(decode_path(token))
+        if current:
+            result.append((*current, tuple(changed)))
+        # a walk for more paths: only the asked ones, and the commits that touched them
+        narrowed = [(c, s, tuple(p for p in ch if p in wanted)) for c, s, ch in result]
+        return [r for r in narrowed if r[2]]
+
+    def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
+        """(commit, tree, committer time) of the commits of ``rev`` that changed anything
+        under ``path`` ("." for all), newest first; none when ``rev`` names no commit."""
+        proc = self.run(
+            "log", "-z", "--format=%H %T %ct", "--end-of-options", rev, "--", path, check=False
+        )
+        if proc.returncode != 0:
+            return []
+        result = []
+        for rec in proc.stdout.decode().split("\0"):
+            words = rec.split()
+            if len(words) == 3:
+                result.append((Oid(words[0]), Oid(words[1]), int(words[2])))
+        return result
+
+    def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
+        """(commit, subject) of the commits of ``rng`` that changed lines start..end of
+        ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""
+        if ":" in path or "\n" in path:
+            return []  # -L cannot name such a path; callers fall back to the file's commits
+        proc = self.run(
+            "log",
+            "--reverse",
+            "-s",
+            "-z",
+            "--format=%H %s",
+            f"-L{start},{end}:{path}",
+            "--end-of-options",
+            rng,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return []  # the lines are not in the file at the tip (e.g. a deletion)
+        result = []
+        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            first = rec.strip().split("\n", 1)[0]
+            if first:
+                oid, _, subject = first.partition(" ")
+                result.append((Oid(oid), subject))
+        return result
+
+    def commit_range(self, rng: str, first_parent: bool = False) -> list[CommitMeta]:
+        """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message;
+        ``first_parent``: only B's first-parent history (a merge stands for its side)."""
+        fmt = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ad%x01%B"
+        proc = self.run(
+            "log",
+            "--reverse",
+            "--topo-order",
+            *(["--first-parent"] if first_parent else []),
+            "-z",
+            "--date=raw",
+            "--encoding=UTF-8",
+            "--format=" + fmt,
+            "--end-of-options",
+            rng,
+            "--",
+            check=False,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise PatchstackError(
+                f"unknown commit range '{rng}'" + (f": {err[0]}" if err else ""),
+                "give a range A..B of commits",
+            )
+        result = []
+        for rec in proc.stdout.split(b"\0"):
+            if not rec.strip():
+                continue
+            fields = rec.decode("utf-8", "surrogateescape").lstrip("\n").split("\x01", 6)
+            oid, tree, parents, name, mail, date, message = fields
+            result.append(
+                CommitMeta(
+                    Oid(oid),
+                    Oid(tree),
+                    tuple(Oid(p) for p in parents.split()),
+                    f"{name} <{mail}>",
+                    date,
+                    message,
+                )
+            )
+        return result
+
+    def edited_lines(self, path: str) -> list[tuple[int, int]]:
+        """The lines of HEAD's ``path`` that the work tree's version changes, as (first, last)
+        ranges (an insertion: the line it follows, or line 1)."""
+        out = self.run(
+            "diff-index", "-p", "-U0", "--no-ext-diff", "--no-color", "HEAD", "--", path
+        ).stdout
+        ranges = []
+        for line in out.split(b"\n"):
+            if line.startswith(b"@@ -"):
+                old = line[4:].split(b" ", 1)[0]
+                start_text, _, count_text = old.partition(b",")
+                start, count = int(start_text), int(count_text or b"1")
+                ranges.append((max(start, 1), max(start + count - 1, start, 1)))
+        return ranges
+
+    def blame_commits(self, rev: str, path: str, ranges: Sequence[tuple[int, int]]) -> list[Oid]:
+        """The commits that last changed these lines of ``path`` at ``rev`` (``git blame``)."""
+        if not ranges:
+            return []
+        args = ["blame", "--porcelain"]
+        for start, end in ranges:
+            args.append(f"-L{start},{end}")
+        proc = self.run(*args, rev, "--", path, check=False)  # rev: an id (no options)
+        if proc.returncode != 0:
+            return []
+        found = []
+        for line in proc.stdout.split(b"\n"):
+            word = line.split(b" ", 1)[0]
+            if len(word) == self.fmt.hexsz and all(c in b"0123456789abcdef" for c in word):
+                found.append(Oid(word.decode()))
+        return list(dict.fromkeys(found))
+
+    def commit_date(self, rev: str) -> str:
+        """The author date of ``rev`` in git's raw form ("<epoch> <tz>")."""
+        return self.out(
+            "log", "-1", "--format=%ad", "--date=raw", "--end-of-options", rev, "--"
+        ).strip()
+
+
+def _commit_record(rec: bytes) -> CommitRecord:
+    text = rec.decode("utf-8", "surrogateescape").lstrip("\n")
+    oid, tree, parents, message = text.split("\x01", 3)
+    return CommitRecord(Oid(oid), Oid(tree), tuple(Oid(p) for p in parents.split()), message)
