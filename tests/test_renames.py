@@ -25,6 +25,15 @@ def body(tag: str, n: int = 30) -> str:
     return "".join(f"{tag} line {i}: {'x' * (i % 7)}\n" for i in range(n))
 
 
+def as_series(repo: Repo, base: str) -> str:
+    """Branch ``work`` (the patches as commits on ``base``) imported as a series and pushed on
+    ``base`` (branch ``main``); the applied stack's head."""
+    repo.git("branch", "-f", "base", base)
+    repo.git("checkout", "-q", "-B", "main", "base")
+    repo.ps("init")
+    return differential.fork(repo)
+
+
 def fork_with_knock_on(tmp_path: Path, alike: bool) -> tuple[Repo, str]:
     """Patch 1 makes ``pkg/new.py`` and conflicts upstream; patch 2 edits ``pkg/new.py`` (a
     knock-on: the file is missing once patch 1 is left out). Upstream adds many files, one
@@ -44,10 +53,7 @@ def fork_with_knock_on(tmp_path: Path, alike: bool) -> tuple[Repo, str]:
     repo.commit_all("make new")
     repo.write("pkg/new.py", body("new").replace("new line 3:", "new line three:"))
     repo.commit_all("edit new")
-    repo.git("branch", "-f", "base", base)
-    repo.git("checkout", "-q", "-B", "main", "base")
-    repo.ps("init")
-    return repo, differential.fork(repo)
+    return repo, as_series(repo, base)
 
 
 def rebase(repo: Repo, head: str, tmp_path: Path) -> differential.Outcome:
@@ -117,10 +123,7 @@ def test_a_file_upstream_moved_and_edited_takes_the_patch_along(tmp_path: Path) 
     repo.git("checkout", "-q", "-B", "work", base)
     repo.write("src/old.py", body("mod", 40).replace("mod line 2:", "mod line two:"))
     repo.commit_all("edit old")
-    repo.git("branch", "-f", "base", base)
-    repo.git("checkout", "-q", "-B", "main", "base")
-    repo.ps("init")
-    head = differential.fork(repo)
+    head = as_series(repo, base)
     ref = rebase(repo, head, tmp_path)
     assert ref.conflicts == ()
     _result, compared = traced(repo, tmp_path, "refresh", "--onto", "up")
@@ -142,10 +145,7 @@ def test_a_file_deleted_in_a_folder_upstream_renamed_is_modify_delete(tmp_path: 
     repo.commit_all("edit gone")
     repo.write("olddir/f1.py", body("f1").replace("f1 line 2:", "f1 line two:"))
     repo.commit_all("edit f1")
-    repo.git("branch", "-f", "base", base)
-    repo.git("checkout", "-q", "-B", "main", "base")
-    repo.ps("init")
-    head = differential.fork(repo)
+    head = as_series(repo, base)
     ref = rebase(repo, head, tmp_path)
     assert ref.conflicts == ("edit-gone.patch",)
     data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)

@@ -60,7 +60,7 @@ from dataclasses import replace
 from ..git import FastImport, MergeResult, RawDiff
 from ..model.ids import Oid
 from .chain import Engine
-from .contract import place_region
+from .contract import GITLINK, NULL_MODE, TREE_MODE, place_region
 from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream
 from .merging import readable
 from .renames import RenameProof
@@ -93,7 +93,6 @@ class Placer:
         self.tried = 0  # merges made in the hope of saving others (anchor, runs) ...
         self.wasted = 0  # ... and those of them that did not (see `_speculate`)
         self.renames: RenameProof | None = None  # for patches whose files ours lost
-        self.start = 0
 
     def begin(
         self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
@@ -103,7 +102,6 @@ class Placer:
         self.skip = skip
         self.anchor = (start, tree)
         self.followed = True
-        self.start = start
         if start < len(steps) and self.engine.shortcuts:
             self.renames = RenameProof(self.git, steps[start].before, tree, self._lost(start, tree))
             self.renames.start()
@@ -119,10 +117,10 @@ class Placer:
             (d[4], d[2])
             for q in range(start, len(self.steps))
             for d in self.diffs[q]
-            if d[0] not in ("000000", "160000")
+            if d[0] not in (NULL_MODE, GITLINK)
         ]
         there = self.git.entries_at(tree, sorted({p for p, _b in olds}))
-        return [(p, b) for p, b in olds if there.get(p, ("040000",))[0] in ("040000", "160000")]
+        return [(p, b) for p, b in olds if there.get(p, (TREE_MODE,))[0] in (TREE_MODE, GITLINK)]
 
     def broken(self) -> None:
         """T no longer follows C from the anchor on (see the module docstring)."""

@@ -14,19 +14,19 @@ other (`contract.place_region`): modify/delete there, and ours everywhere else.
 of each, in process: a few trees). Elsewhere a file ours added is one ``N`` added to ``B``
 (``A``, with ``N``'s content). So the files ours added are within ``A`` plus those changed
 paths; when the changed paths add none that ``A`` does not hold as it is, ``A`` is a
-superset of merge-ort's candidates. Copy detection (`Git.copied_from_elsewhere`) then
+superset of merge-ort's candidates. Copy detection (`Git.start_alike`) then
 compares each file that may be asked about with every file of ``A`` in one process, once
 a replay, with git's own similarity estimate and merge-ort's minimum score: a file no file
 of ``A`` is as alike as that (and none identical) has no rename in any of the replay's
 merges. The estimate is symmetric and only regular files are compared inexactly, so storing
 every file of ``A`` as a regular one only adds candidates. What git reads of each file's
 text (CRLF handling) depends on its ``diff`` attribute: each file is compared under a path
-with the same attribute as its own, or not judged. Git's silence on a limit it hit, an
-empty file (merge-ort does not pair those) and gitlinks are not judged either.
+with the same attribute as its own, or not judged. An answer git warned about (a limit it
+hit), an empty file and a gitlink are not judged either: such a patch gets the whole merge.
 
-`tests/test_contract.py` holds the cases (a moved file, a knock-on whose file upstream also
-added elsewhere, a folder renamed around the file), and the differential generator compares
-with ``git rebase``.
+`tests/test_renames.py` holds the cases (a knock-on with and without a file upstream added
+alike, a moved file, a folder renamed around a deleted one), each against ``git rebase``;
+the differential generator (`tests/differential.py`) compares on random cases.
 """
 
 from __future__ import annotations
@@ -39,10 +39,6 @@ from ..model.ids import Oid
 from .contract import GITLINK, NULL_MODE, TREE_MODE, enabled
 
 MIN_SCORE = 50  # merge-ort's minimum similarity for a rename (git's default, percent)
-EMPTY_BLOBS = {
-    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
-    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
-}
 PREFIX = ".patchstack-renames"  # where the files judged are put, under a number each
 
 
@@ -65,7 +61,6 @@ class RenameProof:
         self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
         self.places: dict[tuple[str, str], str] = {}  # each file judged: where it was put
         self.beyond: dict[frozenset[tuple[str, str]], dict[tuple[str, str], bool]] = {}
-        self.judged = 0  # files compared, over the replay
 
     def start(self) -> None:
         """Have git compare the candidates (in the background)."""
@@ -134,7 +129,6 @@ class RenameProof:
         pending, places = self.pending
         self.pending = None
         alike = pending.answer()
-        self.judged += len(places)
         for f, place in places.items():
             self.verdicts[f] = alike is not None and place not in alike
 
@@ -143,7 +137,8 @@ class RenameProof:
         git, added = self.git, self._added()
         for f in files:
             self.verdicts[f] = False
-        judged = [(p, b) for p, b in files if b not in EMPTY_BLOBS]
+        empty = git.fmt.hash("blob", b"")
+        judged = [(p, b) for p, b in files if b != empty]
         if not judged or any(p == PREFIX or p.startswith(PREFIX + "/") for p in added):
             return Pending(), {}
         places = {f: f"{PREFIX}/{len(self.places) + n}/{f[0]}" for n, f in enumerate(judged)}
