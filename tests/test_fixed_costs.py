@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from patchstack.checkout import open_checkout
-from patchstack.git import find_repo
+from patchstack.git import find_repo, objects
 from patchstack.journal.oplog import newest
 from patchstack.journal.snapshot import series_tree, take_snapshot
 
@@ -175,6 +175,41 @@ def test_in_process_tree_reads_and_loose_writes_agree_with_git(repo: Repo) -> No
         git.close()
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_loose_writes_are_read_only_objects_git_reads_whatever_is_in_the_way(
+    repo: Repo,
+) -> None:
+    git = find_repo(str(repo.path))
+    old = os.umask(0o077)
+    try:
+        data = b"one blob\n"
+        oid = git.fmt.hash("blob", data)
+        folder = os.path.join(git.common_dir, "objects", oid[:2])
+        os.makedirs(folder, exist_ok=True)
+        # What a killed process of this id left under the next temporary name stays, unread.
+        stale = os.path.join(folder, f"tmp_obj_{os.getpid()}_{next(objects._TEMP_NAMES) + 1}")
+        with open(stale, "wb") as f:
+            f.write(b"left by a killed process")
+        assert git.write_loose("blob", data) == oid
+        assert repo.git("cat-file", "blob", oid) == data.decode()
+        assert os.stat(os.path.join(folder, oid[2:])).st_mode & 0o777 == 0o444  # umask or not
+        with open(stale, "rb") as f:
+            assert f.read() == b"left by a killed process"
+        os.unlink(stale)
+        # The folder removed after a write into it (git prune removes emptied ones) is made
+        # again for the next object that goes there.
+        os.unlink(os.path.join(folder, oid[2:]))
+        os.rmdir(folder)
+        other = next(
+            d for i in range(100_000) if git.fmt.hash("blob", d := b"%d\n" % i)[:2] == oid[:2]
+        )
+        assert git.write_loose("blob", other) == git.fmt.hash("blob", other)
+        assert repo.git("cat-file", "blob", git.fmt.hash("blob", other)) == other.decode()
+        assert not [n for n in os.listdir(folder) if n.startswith("tmp_obj_")]
+    finally:
+        os.umask(old)
+        git.close()
 
 
 def test_tree_changes_are_what_diff_tree_lists(repo: Repo) -> None:
