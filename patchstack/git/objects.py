@@ -244,10 +244,6 @@ class Objects(GitBase):
             trees.append(Oid(words[0].decode()))
         return trees
 
-    def subtree(self, commit: str, path: str) -> Oid:
-        """The id of the tree at ``path`` inside ``commit``'s tree."""
-        return self.oid("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}:{path}")
-
     def sweep_debris(self, since: float) -> list[str]:
         """Delete git's temporary object and pack files and fast-import crash reports made
         after ``since`` (a failed write leaves them: a full disk, a killed stream)."""

@@ -52,8 +52,6 @@ from ..model.series import Entry, Series
 from .graph import Graph, build, subgraph
 from .interdiff import file_meta, file_title, interdiff, moves, text_diff
 
-CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
-
 
 @dataclass(frozen=True)
 class SeriesState:
@@ -90,7 +88,7 @@ class Version:
 class PatchReview:
     old: Version | None
     new: Version | None
-    change: str  # one of CHANGE_WORDS
+    change: str  # added, dropped, changed, rebased or unchanged
     moved: bool = False
     renamed: bool = False
     retagged: bool = False
