@@ -212,6 +212,23 @@ def test_loose_writes_are_read_only_objects_git_reads_whatever_is_in_the_way(
         git.close()
 
 
+def test_loose_writes_use_gits_own_loose_compression_level(repo: Repo) -> None:
+    """Loose objects are deflated at level 1, git's default for them (core.looseCompression):
+    a replay writes thousands of throwaway objects, and level 6 cost 2-3.5x the time. The zlib
+    header's FLEVEL bits say which level wrote the stream (0: fastest), and git reads it."""
+    git = find_repo(str(repo.path))
+    try:
+        data = b"def f():\n    return 1\n" * 200
+        oid = git.write_loose("blob", data)
+        path = os.path.join(git.common_dir, "objects", oid[:2], oid[2:])
+        with open(path, "rb") as f:
+            header = f.read(2)
+        assert header[0] == 0x78 and header[1] >> 6 == 0, header.hex()
+        assert repo.git("cat-file", "blob", oid) == data.decode()
+    finally:
+        git.close()
+
+
 def test_tree_changes_are_what_diff_tree_lists(repo: Repo) -> None:
     """What a replay re-reads after a merge (`tree_changes`): exactly the entries ``git
     diff-tree -r -t`` lists between the two trees, found or gone, and only within the paths
