@@ -60,8 +60,8 @@ def test_conflict_names_patch_file_hunk_and_unselected_culprit(tmp_path) -> None
         "upstream made (the patch expected -> there now):\n      - x 10 diag\n      + x 10\n" in err
     )
     assert (
-        "the patch makes (it expected -> it wants):\n      - x 10 diag\n      + x 10 diag and essential\n"
-        in err
+        "the patch makes (it expected -> it wants):\n"
+        "      - x 10 diag\n      + x 10 diag and essential\n" in err
     )
     # --verbose: the three versions whole.
     err = repo.ps("push", "--only", "essential", "--verbose", code=1).stderr
