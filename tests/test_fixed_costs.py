@@ -405,3 +405,43 @@ def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> N
     Repo(copy).ps("refresh", "--onto", moved)
     assert len(parsed) == 3
     assert Repo(copy).head() == repo.head()
+
+
+def test_status_walks_upstreams_history_once_per_base_and_tip(
+    repo: Repo, tmp_path, monkeypatch
+) -> None:
+    """The drift (which upstream commits touch which patches) is walked once for a series base,
+    an upstream tip and the files the patches touch, and kept: the next status prints the same
+    without a walk of the history; a new upstream commit, or a patch touching another file, is
+    walked again."""
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.git("branch", "up", repo.git("rev-parse", "HEAD~1").strip())
+    repo.git("branch", "--set-upstream-to", "up")
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "a.py", "a 30\n", "a 30 upstream\n")
+    repo.commit_all("upstream edits a.py")
+    repo.write("other.py", "other\n")
+    repo.commit_all("upstream adds other.py")
+    repo.git("checkout", "-q", "main")
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+
+    def status() -> tuple[str, list[str]]:
+        if trace.exists():
+            trace.unlink()
+        out = repo.ps("status").stdout
+        walks = [ln for ln in trace.read_text().splitlines() if "git log --reverse" in ln]
+        return out, walks
+
+    first, walked = status()
+    assert "upstream moved: 2 commits since the series base" in first and walked
+    again, walked = status()
+    assert again == first and not walked
+    repo.git("checkout", "-q", "up")
+    repo.write("third.py", "third\n")
+    repo.commit_all("upstream adds third.py")
+    repo.git("checkout", "-q", "main")
+    moved, walked = status()
+    assert "upstream moved: 3 commits" in moved and walked
