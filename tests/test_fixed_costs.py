@@ -445,3 +445,45 @@ def test_status_walks_upstreams_history_once_per_base_and_tip(
     repo.git("checkout", "-q", "main")
     moved, walked = status()
     assert "upstream moved: 3 commits" in moved and walked
+
+
+def test_status_of_many_paths_filters_what_git_status_of_the_pathspec_lists(repo: Repo) -> None:
+    """Beyond a few paths, the work tree's state is read whole and filtered here (git matches
+    a long pathspec slowly): the same records as the literal pathspec gives, for files,
+    folders, untracked files in new folders, a file where a folder is asked, and paths that
+    do not exist; checked on random choices against git itself."""
+    import random
+
+    from patchstack.git import listings
+
+    for path in ("a.py", "dir/x.py", "dir/sub/y.py", "d2/z.py", "keep.txt", "sp ace/é.txt"):
+        repo.write(path, path + "\n")
+    repo.commit_all("more files")
+    repo.write("dir/x.py", "changed\n")
+    repo.write("dir/sub/y.py", "changed\n")
+    repo.git("add", "dir/sub/y.py")
+    repo.write("dir/sub/y.py", "changed again\n")
+    (repo.path / "d2" / "z.py").unlink()
+    repo.write("new/deep/n.py", "untracked\n")
+    repo.write("dir/u.txt", "untracked\n")
+    repo.write("sp ace/é.txt", "changed\n")
+    candidates = [
+        "a.py", "dir", "dir/x.py", "dir/sub", "dir/sub/y.py", "d2/z.py", "new", "new/deep",
+        "new/deep/n.py", "dir/u.txt", "keep.txt", "missing.py", "a.py/below", "sp ace/é.txt",
+        "sp ace", "di", "dir/su",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    git = find_repo(str(repo.path))
+    try:
+        for _ in range(40):
+            paths = rng.sample(candidates, rng.randint(1, len(candidates)))
+            seen = []
+            for most in (0, 10_000):  # filtered here, then given to git as a pathspec
+                old, listings.PATHSPEC_MAX = listings.PATHSPEC_MAX, most
+                try:
+                    seen.append(git.dirty(paths=paths))
+                finally:
+                    listings.PATHSPEC_MAX = old
+            assert seen[0] == seen[1], paths
+    finally:
+        git.close()
