@@ -69,6 +69,46 @@ def sealed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# What ``git rev-parse --local-env-vars`` lists (git 2.38 to 2.50), should git not answer.
+_LOCAL_VARS = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def local_env_vars() -> frozenset[str]:
+    """The variables that tie a git process to one repository (``git rev-parse
+    --local-env-vars``, which git itself clears for a command run in another repository)."""
+    proc = run_git(["rev-parse", "--local-env-vars"], cwd="/", check=False)
+    said = proc.stdout.decode("ascii", "replace").split() if proc.returncode == 0 else []
+    return frozenset((*_LOCAL_VARS, *said))
+
+
+def program_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a user's program (a probe, bisect's COMMAND): ``base`` without git's
+    repository variables, so that one started from a hook (``GIT_INDEX_FILE``, ``GIT_DIR``)
+    works in the scratch tree it runs in and never in the user's index or repository."""
+    drop = local_env_vars()
+    env = {k: v for k, v in base.items() if k not in drop}
+    env.update(extra or {})
+    return env
+
+
 def describe(args: Sequence[str]) -> str:
     """``git <verb>`` for messages (the first word that is not an option of git itself)."""
     words = list(args)
