@@ -132,7 +132,8 @@ def test_bisect_runs_its_command_without_git_repository_variables(
     monkeypatch.setenv("GIT_DIR", str(repo.path / ".git"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo.path / ".git" / "index"))
     monkeypatch.setenv("GIT_WORK_TREE", str(repo.path))
-    command = f'echo "${{GIT_DIR-unset}} ${{GIT_INDEX_FILE-unset}} ${{GIT_WORK_TREE-unset}}" >> {log}'
+    shown = "${GIT_DIR-unset} ${GIT_INDEX_FILE-unset} ${GIT_WORK_TREE-unset}"
+    command = f'echo "{shown}" >> {log}'
     repo.ps("bisect", good, "HEAD~1", "--", "sh", "-c", command, code=None)
     lines = set(log.read_text().split("\n")) - {""}
     assert lines == {"unset unset unset"}

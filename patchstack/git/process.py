@@ -12,7 +12,7 @@ is done), and with an environment that makes its output independent of the user:
 - configuration that would change what plumbing prints is pinned with ``GIT_CONFIG_COUNT``
   (the strongest source git has, stronger than any configuration file): no colour, no
   signatures or mailmap in logs, UTF-8 log output, unquoted paths (listings
-  use ``-z`` anyway);
+  use ``-z`` anyway); for a command that only reads, no hook (`quiet_hooks`);
 - ``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` and ``GIT_PREFIX`` of the caller are
   dropped: patchstack finds the repository itself and names its index explicitly.
 
@@ -48,6 +48,17 @@ PINNED_CONFIG: tuple[tuple[str, str], ...] = (
     ("advice.detachedHead", "false"),
 )
 
+# Set for a command that only reads: no repository hook fires for its git processes.
+_QUIET = {"hooks": False}
+
+
+def quiet_hooks(on: bool) -> None:
+    """Whether the git processes from now on fire no hook (``core.hooksPath=/dev/null``): a
+    command that only reads (``status``, ``check``, ``review``) must not run the repository's
+    ``reference-transaction`` or ``post-index-change`` as a side effect of its bookkeeping."""
+    _QUIET["hooks"] = on
+
+
 _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY")
 
 
@@ -59,7 +70,8 @@ def sealed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    for key, value in PINNED_CONFIG:
+    pinned = PINNED_CONFIG + ((("core.hooksPath", os.devnull),) if _QUIET["hooks"] else ())
+    for key, value in pinned:
         env[f"GIT_CONFIG_KEY_{count}"] = key
         env[f"GIT_CONFIG_VALUE_{count}"] = value
         count += 1
