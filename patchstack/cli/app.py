@@ -46,11 +46,8 @@ class Options:
         from ..transaction import begin
 
         ctx = click.get_current_context()
-        from ..git.process import quiet_hooks
         from .progress import TerminalProgress
 
-        quiet_hooks(not write)  # a command that only reads fires no repository hook
-        ctx.call_on_close(lambda: quiet_hooks(False))
         ws = open_checkout(self.series_dir)
         ctx.call_on_close(ws.git.close)
         words = ctx.command_path[len(ctx.find_root().info_name or "") :].strip()
