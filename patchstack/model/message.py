@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from .conflict import is_marker
 from .diffparse import is_file_start
 
 _AUTHOR_RE = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>\Z")
@@ -42,7 +43,7 @@ def guard_diff_starts(message: str) -> str:
     lines = body.split("\n")
 
     def guard(i: int) -> bool:
-        return is_file_start(lines, i) or patch_break(lines[i])
+        return is_file_start(lines, i) or patch_break(lines[i]) or is_marker(lines[i])
 
     if not any(guard(i) for i in range(len(lines))):
         return message
