@@ -352,7 +352,11 @@ def pull_request() -> int:
                 data = None
         if isinstance(data, dict):
             target = str(data.get("target", ""))[:12]
-            check_md = ghcomment.check_part(data, target, str(run.get("html_url", "")))
+            url = str(run.get("html_url", ""))
+            head_repo = (run.get("head_repository") or {}).get("full_name")
+            check_md = ghcomment.fork_caveat(head_repo, url) + ghcomment.check_part(
+                data, target, url
+            )
     full_url = str(run.get("html_url") or run_url())
     changed, comment_path = render_review(old, head, check_md, full_url)
     add_summary(_read(os.path.join(out_dir(), "review.md")) or "")

@@ -133,6 +133,20 @@ def check_part(data: dict[str, Any], target: str, full_url: str) -> str:
     return text if size(text) <= CHECK_SHARE else check_error("too many verdicts for a comment")
 
 
+def fork_caveat(head_repo: Any, run_url: str) -> str:
+    """What a fork's verdicts are: the pull request's own claim. Its run computed them, on its
+    own code, and the comment workflow only shows them (it runs nothing of the pull request),
+    so they are posted under this repository's bot with that said first."""
+    where = f" in {code(head_repo)}" if head_repo else ""
+    run = f"[the pull request's run]({quote(run_url, safe=':/?#=&%')})" if run_url else "it"
+    return (
+        "> [!CAUTION]\n"
+        f"> The check below is the pull request's own claim: its workflow run{where} computed"
+        f" these verdicts on the pull request's code ({run}), and this repository did not check"
+        " them. Run `patchstack check` on the base repository to confirm.\n\n"
+    )
+
+
 def compose(check: str | None, review: str) -> str:
     """One comment: the marker, the check's verdicts (when the check ran), the review."""
     review = review.removeprefix(MARKER).lstrip("\n")

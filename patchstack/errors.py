@@ -33,6 +33,16 @@ class InputError(PatchstackError):
         self.line = line
 
 
+class UnresolvedMerge(InputError):
+    """A file of the series holds a merge's conflict markers (a ``git pull`` of the series'
+    repository left them)."""
+
+    def __init__(self, path: str, line: int, hint: str | None = None):
+        super().__init__(path, line, "unresolved merge conflict", hint)
+        self.message = f"unresolved merge conflict in {path}:{line}"
+        self.args = (self.message,)
+
+
 class RefusedError(PatchstackError):
     """The command would lose or overwrite something of the user's, so it changed nothing."""
 

@@ -36,6 +36,7 @@ from .checkout import Checkout
 from .errors import PatchstackError, RefusedError
 from .files import write_atomic
 from .git import HeldIndex, RefTransactionFailed, RefUpdate
+from .git.process import quiet_hooks
 from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
 from .journal.oplog import (
     RESTORING,
@@ -146,7 +147,8 @@ def begin(
     """Take the lock (exclusive to change state, shared to read). A command that changes state
     is refused while a git operation is in progress (merge, rebase, ...), while the journal
     shows an interrupted command (``undo`` restores it) or a stopped refresh (``refresh
-    --continue``/``--abort``); for one that only reads, the last two come back as warnings."""
+    --continue``/``--abort``); for one that only reads, the last two are warnings; no hook fires."""
+    quiet_hooks(not write)
     held = lock.acquire(ws.git.common_dir, ws.command, exclusive=write)
     _OPENED.append((ws, time.time()))
     try:

@@ -167,6 +167,7 @@ def test_the_documented_workflow_posts_one_comment_with_the_checks_verdicts_and_
         check_at = body.index("### patchstack check: the series does not apply on `main of ")
         assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
         assert "#### Conflict in `nccl-diagnostic-logging.patch`" in body
+        assert "[!CAUTION]" not in body  # the base repository's own run: its own verdicts
         assert "Upstream commits that changed these lines:" in body
         assert "patchstack-upstream" not in body and "refs/remotes" not in body
         review_at = body.index("### patchstack review")
@@ -291,6 +292,10 @@ def test_a_forks_pull_request_is_reviewed_and_posted_by_the_comment_workflow(
         body = comment["body"]
         assert "`backdoor.patch`" in body and "Nothing to review" not in body
         assert "#### Conflict in `nccl-diagnostic-logging.patch`" in body
+        # The verdicts are the fork's own, and the comment says so before them (issue 34).
+        caveat = body.index("> [!CAUTION]\n> The check below is the pull request's own claim")
+        assert caveat < body.index("### patchstack check:")
+        assert "run in `someone/fork` computed these verdicts" in body
         # The run's words are data: in a code span, no image, no mention.
         assert "`![](https://tracker.example/x.png) @security-team`" in body
         assert body.count("tracker.example") == 1

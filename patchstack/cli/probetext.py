@@ -3,6 +3,7 @@ values in, lines out."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from ..commands.probes import BROKEN, EFFECTIVE, INEFFECTIVE, NOT_RUN, ProbeReport, Run
@@ -45,7 +46,7 @@ def probe_lines(report: ProbeReport, verbose: bool = False) -> list[str]:
         if r.verdict != EFFECTIVE:
             out.append(
                 f"    reproduce:  git worktree add --detach ../probe {shown.commit[:12]}"
-                f" && cd ../probe && {r.probe}"
+                f" && cd ../probe && sh -c {shlex.quote(r.probe)}"
             )
     if report.without_probe:
         names = list(report.without_probe)

@@ -29,6 +29,7 @@ from .. import lock
 from ..checkout import Checkout
 from ..errors import PatchstackError
 from ..git import Git
+from ..git.process import program_env
 from ..model.ids import Oid
 from ..model.stack import stack_from_history
 from . import runcache, sessions
@@ -84,7 +85,9 @@ class Session:
                 pass
         self.tree.switch_detached(tested)
         cwd = os.path.join(self.tree.top, self.rel)
-        env = dict(os.environ, PATCHSTACK_BISECT_COMMIT=commit, PATCHSTACK_BISECT_TESTED=tested)
+        env = program_env(
+            os.environ, {"PATCHSTACK_BISECT_COMMIT": commit, "PATCHSTACK_BISECT_TESTED": tested}
+        )
         cwd = cwd if os.path.isdir(cwd) else self.tree.top
         status, figure, seconds = run_command(self.command, cwd, env, self.figure, output)
         lock.point("bisect-tested")

@@ -39,6 +39,7 @@ from .. import lock
 from ..checkout import Checkout
 from ..errors import ConflictError
 from ..git import Git
+from ..git.process import program_env
 from ..model import fields
 from ..model.ids import Oid
 from ..model.selection import Selector
@@ -194,7 +195,7 @@ def probe_series(
                 tasks[n] = (task_with, _Task(n, without, git.tree_of(without), probes[n]), what)
     finally:
         engine.close()
-    env = {**os.environ, "PATCHSTACK_SERIES_DIR": ws.series_dir}
+    env = program_env(os.environ, {"PATCHSTACK_SERIES_DIR": ws.series_dir})
     runs = _run_all(
         git, target, [t for pair in tasks.values() for t in pair[:2]], jobs, timeout, env, progress
     )

@@ -18,6 +18,7 @@ it has the evidence that a patch went upstream, can put it in the plan of the fi
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
@@ -95,7 +96,7 @@ def set_upstream(ws: Checkout, name_text: str, state: str, detail: str | None) -
         )
     if state == "pending" and detail:
         raise PatchstackError("'pending' takes nothing after it", "drop the extra argument")
-    text = " ".join((detail or "").split())
+    text = _checked_detail(state, detail or "")
     if state == "applied":
         text = _applied_value(ws.git, text)
     today = day_of(ws.git.now())
@@ -112,6 +113,41 @@ _EXAMPLES = {
     "applied": "0be30d4",
     "not-needed": "'fork-only branding'",
 }
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL = re.compile(r"https?://[^\s<>\"]+", re.IGNORECASE)
+_MAIL = re.compile(r"<?[^\s@<>]+@[^\s@<>]+>?")
+
+
+def _checked_detail(state: str, detail: str) -> str:
+    """The detail as one line, refused when a header must not hold it: a control character
+    (it would reach every terminal that shows the header), or a link other than http(s)
+    (``javascript:``, ``data:``: a review renders the field)."""
+    bad = next((c for c in detail if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise PatchstackError(
+            f"the {state} detail holds a control character ({bad!r})",
+            "give it as one line of plain text",
+        )
+    text = " ".join(detail.split())
+    scheme = _SCHEME.match(text)
+    if state == "submitted" and not (_URL.fullmatch(text) or _MAIL.fullmatch(text)):
+        raise PatchstackError(
+            f"'submitted' takes an http(s) URL or a mail address, not {text!r}",
+            f"e.g. patchstack upstream NAME submitted {_EXAMPLES['submitted']}",
+        )
+    if (
+        state == "applied"
+        and scheme
+        and scheme.group(1).lower() not in ("http", "https", "commit")
+        and not _URL.fullmatch(text)
+    ):
+        raise PatchstackError(
+            f"'applied' takes a commit, an http(s) URL or a version, not {text!r}",
+            f"e.g. patchstack upstream NAME applied {_EXAMPLES['applied']}",
+        )
+    return text
 
 
 def _applied_value(git: Git, text: str) -> str:

@@ -12,7 +12,7 @@ is done), and with an environment that makes its output independent of the user:
 - configuration that would change what plumbing prints is pinned with ``GIT_CONFIG_COUNT``
   (the strongest source git has, stronger than any configuration file): no colour, no
   signatures or mailmap in logs, UTF-8 log output, unquoted paths (listings
-  use ``-z`` anyway);
+  use ``-z`` anyway); for a command that only reads, no hook (`quiet_hooks`);
 - ``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` and ``GIT_PREFIX`` of the caller are
   dropped: patchstack finds the repository itself and names its index explicitly.
 
@@ -48,6 +48,17 @@ PINNED_CONFIG: tuple[tuple[str, str], ...] = (
     ("advice.detachedHead", "false"),
 )
 
+# Set for a command that only reads: no repository hook fires for its git processes.
+_QUIET = {"hooks": False}
+
+
+def quiet_hooks(on: bool) -> None:
+    """Whether the git processes from now on fire no hook (``core.hooksPath=/dev/null``): a
+    command that only reads (``status``, ``check``, ``review``) must not run the repository's
+    ``reference-transaction`` or ``post-index-change`` as a side effect of its bookkeeping."""
+    _QUIET["hooks"] = on
+
+
 _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY")
 
 
@@ -59,13 +70,54 @@ def sealed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    for key, value in PINNED_CONFIG:
+    pinned = PINNED_CONFIG + ((("core.hooksPath", os.devnull),) if _QUIET["hooks"] else ())
+    for key, value in pinned:
         env[f"GIT_CONFIG_KEY_{count}"] = key
         env[f"GIT_CONFIG_VALUE_{count}"] = value
         count += 1
     env["GIT_CONFIG_COUNT"] = str(count)
     if extra:
         env.update(extra)
+    return env
+
+
+# What ``git rev-parse --local-env-vars`` lists (git 2.38 to 2.50), should git not answer.
+_LOCAL_VARS = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def local_env_vars() -> frozenset[str]:
+    """The variables that tie a git process to one repository (``git rev-parse
+    --local-env-vars``, which git itself clears for a command run in another repository)."""
+    proc = run_git(["rev-parse", "--local-env-vars"], cwd="/", check=False)
+    said = proc.stdout.decode("ascii", "replace").split() if proc.returncode == 0 else []
+    return frozenset((*_LOCAL_VARS, *said))
+
+
+def program_env(base: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a user's program (a probe, bisect's COMMAND): ``base`` without git's
+    repository variables, so that one started from a hook (``GIT_INDEX_FILE``, ``GIT_DIR``)
+    works in the scratch tree it runs in and never in the user's index or repository."""
+    drop = local_env_vars()
+    env = {k: v for k, v in base.items() if k not in drop}
+    env.update(extra or {})
     return env
 
 

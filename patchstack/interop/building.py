@@ -4,12 +4,13 @@ files regenerated from the chain with one ``format-patch`` and read back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ..engine.committer import raw_date, streamable_author
 from ..engine.merging import conflict_hunks, merge, misfit_notes
-from ..errors import ConflictError, GitFailure
+from ..errors import ConflictError, EnvironmentFault, GitFailure, PatchstackError
 from ..git import FastImport, Git, TempIndex
 from ..model import trailers
 from ..model.conflict import Conflict
@@ -74,7 +75,8 @@ def build_chain(
                 else:  # commit-tree reads this identity as git does: the stream's commits first
                     parent = stream.ids([parent])[0]
                     stream.close()
-                    parent = git.commit_tree(new_tree, [parent], text, author, date)
+                    with _naming(src):
+                        parent = git.commit_tree(new_tree, [parent], text, author, date)
                     stream = FastImport(git, throwaway=True)
                 tree = new_tree
                 done.append((src, method, notes, tree))
@@ -88,9 +90,21 @@ def build_chain(
     built = []
     for (src, method, notes, made), mail in zip(done, mails, strict=True):
         data = trailers.strip_from_mail(mail)
-        patch = parse_patch(data, src.name)  # what we write must read back
+        with _naming(src):
+            patch = parse_patch(data, src.name)  # what we write must read back
         built.append(Built(src, data, method, notes, made, patch))
     return built, skipped, tree
+
+
+@contextlib.contextmanager
+def _naming(src: Source) -> Iterator[None]:
+    """An error making ``src``'s patch names where it came from (``commit 1a2b3c4d5e6f``)."""
+    try:
+        yield
+    except (ConflictError, EnvironmentFault):
+        raise
+    except PatchstackError as exc:
+        raise PatchstackError(f"{src.origin} ({src.name}): {exc.message}", exc.hint) from exc
 
 
 def _root(tree: Oid) -> tuple[str, str, str]:

@@ -4,10 +4,11 @@ reading and labelling diff3-style conflict markers."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UnresolvedMerge
 from .ids import Oid
 
 _MARKER_RE = re.compile(r"(<<<<<<<|>>>>>>>|\|\|\|\|\|\|\|)( |\Z)|=======\Z")
@@ -132,6 +133,42 @@ def ours_side(data: bytes) -> bytes | None:
         elif state in ("out", "ours"):
             out.append(line)
     return b"".join(out) if state == "out" else None
+
+
+_STARTS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")
+_MERGE_HINT = (
+    "a merge (a 'git pull' of the series) left its markers: keep one side of each"
+    " '<<<<<<<' ... '>>>>>>>' region, delete the markers, and run the command again;"
+    " nothing was changed"
+)
+
+
+def is_marker(line: str, bare_separator: bool = True) -> bool:
+    """Whether ``line`` (at column 0) is one of git's conflict markers; ``bare_separator``:
+    ``=======`` counts (alone, it is also a heading's underline)."""
+    line = line.rstrip("\r")
+    return bool(_MARKER_RE.match(line)) and (bare_separator or line != "=======")
+
+
+def unresolved_in_patch(lines: Sequence[str], diff_start: int, path: str) -> None:
+    """Refuse a patch file that holds a merge's markers: a marker line in the header (a
+    ``=======`` there only along with a ``<<<<<<<``, ``|||||||`` or ``>>>>>>>`` line, since
+    alone it underlines a heading), or any marker where a diff line was due (column 0: an
+    added, removed or context line that looks like one starts with ``+``, ``-`` or a
+    space, and is the file's own content)."""
+    found = [i for i, ln in enumerate(lines) if ln.startswith(_STARTS) and is_marker(ln)]
+    if not found:
+        return
+    conflict = any(i >= diff_start or is_marker(lines[i], False) for i in found)
+    if conflict:
+        raise UnresolvedMerge(path, found[0] + 1, _MERGE_HINT)
+
+
+def unresolved_in_series(lines: Sequence[str], path: str) -> None:
+    """Refuse a series file that holds a merge's markers (no series line looks like one)."""
+    for i, line in enumerate(lines):
+        if line.startswith(_STARTS) and is_marker(line):
+            raise UnresolvedMerge(path, i + 1, _MERGE_HINT)
 
 
 def marker_lines(text: str) -> list[int]:

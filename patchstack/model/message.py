@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from .conflict import is_marker
 from .diffparse import is_file_start
 
 _AUTHOR_RE = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>\Z")
@@ -33,14 +34,33 @@ def join(subject: str, description: str) -> str:
 def guard_diff_starts(message: str) -> str:
     """``message`` with each description line that a patch reader takes for the start of a
     file diff (``diff --git ...``, or ``--- X`` over ``+++ Y``: a diff pasted into a commit
-    message) indented by one space, so that the patch file's description ends where its own
-    diff begins (git's ``mailinfo`` cuts the message there too)."""
+    message), or that git's ``mailinfo`` takes for the end of a message (a bare ``---``,
+    ``--- X``, ``diff -``, ``Index: ``: `patch_break`), indented by one space, so that the
+    patch file's description ends where its own diff begins, and ``git am`` of an exported
+    patch keeps the whole message (it would cut it at the first, and fail on hunk lines
+    after it)."""
     head, sep, body = message.partition("\n\n")
     lines = body.split("\n")
-    if not any(is_file_start(lines, i) for i in range(len(lines))):
+
+    def guard(i: int) -> bool:
+        return is_file_start(lines, i) or patch_break(lines[i]) or is_marker(lines[i])
+
+    if not any(guard(i) for i in range(len(lines))):
         return message
-    guarded = [" " + ln if is_file_start(lines, i) else ln for i, ln in enumerate(lines)]
+    guarded = [" " + ln if guard(i) else ln for i, ln in enumerate(lines)]
     return head + sep + "\n".join(guarded)
+
+
+def patch_break(line: str) -> bool:
+    """Whether git's ``mailinfo`` ends a mail's message at ``line`` (its ``patchbreak``)."""
+    if line.startswith(("diff -", "Index: ")):
+        return True
+    if not line.startswith("---"):
+        return False
+    rest = line[3:]
+    if rest[:1] == " " and rest[1:2] and not rest[1:2].isspace():
+        return True  # "--- <file>"
+    return not rest.strip()  # "---" and whitespace: a separator
 
 
 def cleanup(text: str) -> str:

@@ -21,6 +21,7 @@ import re
 
 from ..errors import InputError
 from . import fields
+from .conflict import unresolved_in_patch
 from .diff import FileDiff, Hunk, Patch, decode
 from .diffparse import is_file_start, parse_diff
 
@@ -40,6 +41,7 @@ def parse_patch(data: bytes, path: str, strip: int = 1) -> Patch:
     if not lines:
         raise InputError(path, 1, "the patch is empty", "a patch needs at least one file diff")
     start = _find_diff_start(lines)
+    unresolved_in_patch(lines, len(lines) if start is None else start, path)
     if start is None:
         raise InputError(path, 1, "no diff found in the patch", "a patch needs a unified diff")
     author, date, subject, description, found = _parse_head(lines[:start], path)

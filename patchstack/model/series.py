@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..errors import InputError
+from .conflict import unresolved_in_series
 from .marks import (
     DEFERRED,
     UPSTREAM,
@@ -325,7 +326,9 @@ def parse_series(text: str, path: str = "series") -> Series:
     lines: list[Line] = []
     seen: dict[str, int] = {}
     base_line = 0
-    for lineno, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+\Z", text), start=1):
+    raws = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+    unresolved_in_series([r.rstrip("\r\n") for r in raws], path)
+    for lineno, raw in enumerate(raws, start=1):
         body = raw.rstrip("\r\n")
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):

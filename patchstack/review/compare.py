@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..model import fields
 from ..model.patchfile import FileDiff, Patch, decode
 from ..model.series import Entry, Series
 from .graph import Graph, build, subgraph
@@ -78,6 +79,8 @@ class Version:
     removed: int
     files: tuple[tuple[str, int, int], ...]  # (path, lines added, lines removed)
     diff: tuple[str, ...]  # the diff text's lines, from the first file header on
+    # The command ``check --probes`` runs, wherever the file stores it (`fields`).
+    probe: str | None = None
 
     @property
     def tags(self) -> str:
@@ -98,6 +101,24 @@ class PatchReview:
     moves: tuple[str, ...] = ()  # rebased: where the changes moved, one line a file
 
     @property
+    def probe_change(self) -> tuple[str | None, str | None] | None:
+        """(old, new) probe when a reviewer must see it: set, changed or removed. A probe is
+        code that ``check --probes`` runs, wherever the patch file keeps it."""
+        old = self.old.probe if self.old else None
+        new = self.new.probe if self.new else None
+        if old == new or self.new is None:
+            return None
+        return old, new
+
+    @property
+    def probe_diff(self) -> tuple[str, ...]:
+        """The probe change as diff lines: ``-old``, ``+new``."""
+        if self.probe_change is None:
+            return ()
+        old, new = self.probe_change
+        return tuple(mark + p for mark, p in (("-", old), ("+", new)) if p is not None)
+
+    @property
     def current(self) -> Version:
         return self.new or self.old  # type: ignore[return-value]
 
@@ -115,11 +136,17 @@ class PatchReview:
             words.append(self.change)
         if self.description_changed:
             words.append("description")
+        if self.probe_change:
+            words.append("probe")
         return tuple(words) or ("unchanged",)
 
     @property
     def worth_reading(self) -> bool:
-        return self.change in ("added", "changed") or self.description_changed
+        return (
+            self.change in ("added", "changed")
+            or self.description_changed
+            or self.probe_change is not None
+        )
 
     @property
     def quiet(self) -> bool:
@@ -172,8 +199,8 @@ class Review:
     @property
     def summary(self) -> tuple[tuple[str, int], ...]:
         order: tuple[str, ...] = ("added", "dropped", "renamed", "moved", "retagged")
-        order += ("changed", "rebased", "description", "unchanged")
-        label = {"description": "description changed"}
+        order += ("changed", "rebased", "description", "probe", "unchanged")
+        label = {"description": "description changed", "probe": "probe set or changed"}
         return tuple((label.get(w, w), n) for w in order if (n := self.count(w)))
 
 
@@ -226,6 +253,7 @@ def make_version(entry: Entry, position: int, data: bytes, patch: Patch) -> Vers
         removed=patch.removed,
         files=tuple((file_title(f), f.added, f.removed) for f in patch.files),
         diff=diff_text(data, patch),
+        probe=fields.probe_of(fields.read(patch.description, patch.fields)),
     )
 
 

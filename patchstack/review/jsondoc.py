@@ -24,6 +24,7 @@ def version_json(v: Version) -> dict[str, Any]:
         "removed": v.removed,
         "files": [{"path": p, "added": a, "removed": r} for p, a, r in v.files],
         "diff": list(v.diff),
+        "probe": v.probe,
     }
 
 
@@ -44,6 +45,7 @@ def _patch_json(p: PatchReview) -> dict[str, Any]:
         "new": version_json(p.new) if p.new else None,
         "interdiff": list(p.interdiff),
         "description_diff": list(p.description_diff),
+        "probe_diff": list(p.probe_diff),
         "moves": list(p.moves),
     }
 

@@ -118,6 +118,10 @@ def status_words(p: PatchReview) -> list[str]:
             out.append(f"retagged ({p.old.tags} → {p.new.tags})")
         elif word == "description":
             out.append("description changed")
+        elif word == "probe" and p.probe_change:
+            old, new = p.probe_change
+            what = "set" if old is None else "removed" if new is None else "changed"
+            out.append(f"probe {what}")
         else:
             out.append(word)
     return out
