@@ -10,7 +10,7 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -19,7 +19,8 @@ from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
-from ...engine.replay import Done, commit_chain
+from ...engine.needs import Held, Needs
+from ...engine.replay import Done, Step, commit_chain
 from ...engine.triage import KNOCK_ON, Failed, reports
 from ...engine.verdicts import Classified, classify
 from ...errors import PatchstackError
@@ -102,10 +103,12 @@ def triaged(
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     attribute: bool = True,
+    held: Sequence[str] = (),
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order), each primary or a knock-on of an
-    earlier patch this replay is missing (`engine.triage`)."""
-    missing: list[str] = [d.name for d in deferrals_after(series, state)]
+    earlier patch this replay is missing (`engine.triage`); ``held``: the patches the replay
+    left out for needing a missing one (`engine.needs`), missing too."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
     for name, onto, merged in conflicts:
@@ -121,16 +124,20 @@ def triaged(
 
 class KnockOns:
     """The replay's ``go_on``: a conflict that is a knock-on of a patch already left out is
-    deferred with it, and the replay goes on; a primary one stops it."""
+    deferred with it, and the replay goes on; a primary one stops it. ``needs``, the replay's
+    ``hold``: a patch whose change needs a patch left out is deferred with it too."""
 
     def __init__(self, ws: Checkout, state: State, series: Series) -> None:
         self.ws, self.state, self.series = ws, state, series
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
+        left = (n for n, _c, _r in state.deferrals)
+        self.needs = needs(ws, series, state.steps, left, state.undefer)
 
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
-        last = triaged(self.ws, self.state, self.series, self.seen, attribute=False)[-1]
+        held = self.needs.names
+        last = triaged(self.ws, self.state, self.series, self.seen, False, held)[-1]
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
             return True
@@ -145,17 +152,47 @@ class KnockOns:
         return left, stopped
 
 
+def needs(
+    ws: Checkout,
+    series: Series,
+    steps: Sequence[Step],
+    missing: Iterable[str] = (),
+    back: Collection[str] = (),
+) -> Needs:
+    """What tells which later patch needs a patch a replay of ``steps`` leaves out
+    (`engine.needs`), for ``refresh``, ``push NAME`` (``back``: the patches it brings back)
+    and ``check``; ``missing``: the patches left out already (a replay resumed)."""
+    outside = set(series.deferred) | set(series.upstream) | set(back)
+    links = {s.name for s in steps if s.name not in outside}
+
+    def paths_of(name: str) -> tuple[str, ...]:
+        return ws.proven_bytes(series.entry(name))[1].paths
+
+    return Needs(ws.git, steps, paths_of, links, missing)
+
+
+def held_reports(held: Sequence[Held]) -> list[Conflict]:
+    """The reports of the patches left out for needing a missing one: knock-ons of it."""
+    return [
+        Conflict(h.name, h.paths, kind=KNOCK_ON, root=h.root, note=h.note, held=True) for h in held
+    ]
+
+
 def defer(
     ws: Checkout,
     state: State,
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    held: Sequence[Held] = (),
 ) -> tuple[State, list[Conflict]]:
-    """``state`` with these conflicting patches deferred (each with the commit of its old
-    change, and the root of a knock-on), and their triaged reports."""
-    if not conflicts:
+    """``state`` with these conflicting patches, and those ``held`` for needing one that is
+    missing, deferred (each with the commit of its old change, and the root of a knock-on),
+    and their reports, triaged, in replay order."""
+    if not conflicts and not held:
         return state, []
-    found = triaged(ws, state, series, conflicts)
+    order = {s.name: i for i, s in enumerate(state.steps)}
+    found = triaged(ws, state, series, conflicts, True, [h.name for h in held])
+    found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
     made = list(state.deferrals)
     for report in found:
