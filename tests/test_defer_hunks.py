@@ -132,3 +132,34 @@ def test_a_hunk_upstream_took_is_not_taken_for_a_lost_one(tmp_path) -> None:
     repo.ps("refresh", "--onto", "up", "--defer-conflicts")
     series = repo.read("patches/series")
     assert "# deferred: p1.patch " in series and "# deferred: p2.patch" not in series
+
+
+def test_the_knock_on_brought_back_alone_keeps_its_hunk(tmp_path) -> None:
+    """``push p2`` while p1 stays deferred: p2 would lose its removal of p1's line; it stays
+    deferred with p1, its file untouched, and comes back with it."""
+    repo = debug_drift(tmp_path)
+    want = picked_again(repo, tmp_path / "git")
+    p2 = repo.read("patches/p2.patch")
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    result = repo.ps("push", "p2", code=None)
+    assert "p2.patch: placed without p1.patch, its change to b.txt" in result.stdout
+    assert repo.read("patches/p2.patch") == p2
+    assert " after p1.patch\n" in repo.read("patches/series")
+    bring_p1_back(repo)
+    assert repo.tree() == want
+
+
+def test_skipping_the_root_again_keeps_the_knock_on_s_hunk(tmp_path) -> None:
+    """``push p1`` stops at its conflict; ``--skip`` leaves it out again: p2, which came back
+    with it, is not placed without it either."""
+    repo = debug_drift(tmp_path)
+    want = picked_again(repo, tmp_path / "git")
+    p2 = repo.read("patches/p2.patch")
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    repo.ps("push", "p1", code=1)
+    result = repo.ps("refresh", "--skip")
+    assert "p2.patch: placed without p1.patch, its change to b.txt" in result.stdout
+    assert repo.read("patches/p2.patch") == p2
+    assert " after p1.patch\n" in repo.read("patches/series")
+    bring_p1_back(repo)
+    assert repo.tree() == want

@@ -32,8 +32,9 @@ from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
+from .refresh.holds import held_reports, needs
 from .refresh.resolutions import Resolutions
-from .refresh.settle import Verdict, held_reports, needs
+from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
 
 NO_OP = "no-op"  # changes nothing on the old base either, with the same selection

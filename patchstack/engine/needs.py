@@ -25,7 +25,7 @@ chain, and a later patch's file never held its lines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..git import Git
@@ -62,12 +62,15 @@ class Needs:
         paths_of: Callable[[str], Sequence[str]],
         links: Collection[str],
         missing: Iterable[str] = (),
+        waits: Mapping[str, tuple[str, str, str]] | None = None,
     ) -> None:
         self.git = git
         self.steps = steps
         self.paths_of = paths_of
         self.links = links
         self.initial = set(missing)
+        self.waits = waits or {}
+        self.absent = set(self.initial) | {s.name for s in steps if s.deferred}
         self.next = 0  # the first step not seen yet
         self.entries: dict[str, Entry] = {}  # O on the watched paths
         self.missing: list[tuple[str, frozenset[str]]] = []  # left out, in order
@@ -110,6 +113,8 @@ class Needs:
         self.next = i + 1
         self.undo = None
         name, before, after = self._step(i)
+        if hold and name in self.waits and self.waits[name][0] in self.absent:
+            return self._waiting(i)
         if not self.entries or name not in self.links or before == after:
             return False
         if not self._touching(name):
@@ -131,6 +136,26 @@ class Needs:
         self.entries = {p: found.get(p) for p in watched}
         return False
 
+    def _waiting(self, i: int) -> bool:
+        """A deferred knock-on brought back (its change from where it was deferred) while
+        its root stays out: the same rule, its root's change being the one left out."""
+        name, before, after = self._step(i)
+        root, root_before, _root_after = self.waits[name]
+        git = self.git
+        paths = list(self.paths_of(root))
+        found = git.entries_at(root_before, paths)
+        ours = git.edit_tree(before, {p: found.get(p) for p in paths})
+        placed = git.merge_trees(before, ours, after, ("without", name))
+        if not placed.clean:
+            return False  # the placement meets the conflict, and triage files it
+        back = git.merge_trees(ours, placed.tree, before, ("placed", "left out"))
+        if back.clean and back.tree == after:
+            return False
+        lost = sorted(set(back.conflicted) | set(git.changed_paths(back.tree, after)))
+        self.held.append(Held(name, root, tuple(lost)))
+        self.absent.add(name)
+        return True
+
     def _root(self, lost: Sequence[str]) -> str:
         for name, paths in reversed(self.missing):
             if paths.intersection(lost):
@@ -148,6 +173,7 @@ class Needs:
 
     def _leave_out(self, i: int) -> None:
         name, before, after = self._step(i)
+        self.absent.add(name)
         if name not in self.links or before == after:
             return
         paths = frozenset(self.paths_of(name))

@@ -10,7 +10,7 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -19,8 +19,8 @@ from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
-from ...engine.needs import Held, Needs
-from ...engine.replay import Done, Step, commit_chain
+from ...engine.needs import Held
+from ...engine.replay import Done, commit_chain
 from ...engine.triage import KNOCK_ON, Failed, reports
 from ...engine.verdicts import Classified, classify
 from ...errors import PatchstackError
@@ -31,6 +31,7 @@ from ...model.ids import Oid
 from ...model.patchfile import parse_patch
 from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
+from .holds import held_reports, needs
 from .proof import remember_exact
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
@@ -150,32 +151,6 @@ class KnockOns:
         left = [c for c in conflicts if c[0] in self.deferred]
         stopped = conflicts[-1] if conflicts and conflicts[-1][0] not in self.deferred else None
         return left, stopped
-
-
-def needs(
-    ws: Checkout,
-    series: Series,
-    steps: Sequence[Step],
-    missing: Iterable[str] = (),
-    back: Collection[str] = (),
-) -> Needs:
-    """What tells which later patch needs a patch a replay of ``steps`` leaves out
-    (`engine.needs`), for ``refresh``, ``push NAME`` (``back``: the patches it brings back)
-    and ``check``; ``missing``: the patches left out already (a replay resumed)."""
-    outside = set(series.deferred) | set(series.upstream) | set(back)
-    links = {s.name for s in steps if s.name not in outside}
-
-    def paths_of(name: str) -> tuple[str, ...]:
-        return ws.proven_bytes(series.entry(name))[1].paths
-
-    return Needs(ws.git, steps, paths_of, links, missing)
-
-
-def held_reports(held: Sequence[Held]) -> list[Conflict]:
-    """The reports of the patches left out for needing a missing one: knock-ons of it."""
-    return [
-        Conflict(h.name, h.paths, kind=KNOCK_ON, root=h.root, note=h.note, held=True) for h in held
-    ]
 
 
 def defer(
