@@ -52,8 +52,11 @@ class Held:
 
 
 class Needs:
-    """The replay's ``hold``: ``held(i, step)`` before placing step i (steps in order),
-    ``left_out(i)`` when step i conflicted and is left out."""
+    """The replay's ``hold``: ``held_at(i)`` before placing step i (steps in order; a step
+    not shown is judged when a later one is), ``left_out(i)`` when step i conflicted and is
+    left out, ``held``: the patches it left out, in order. ``waits``: each knock-on a ``push``
+    brings back -> (its root, the root's deferred change), judged against that change while
+    the root stays out."""
 
     def __init__(
         self,
