@@ -23,6 +23,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,9 +388,41 @@ class GitCannotJudge(Exception):
     """``git rebase`` itself failed on the case (not a conflict): there is no reference."""
 
 
-def rebase(repo: Repo, stack_head: str, base: str, onto: str, tmp: Path) -> Outcome:
+def shas_by_name(repo: Repo, base: str, head: str) -> dict[str, str]:
+    """Each patch commit of ``base..head`` by its ``Patchstack-Patch`` trailer."""
+    out = repo.git("log", "-z", "--format=%H%x01%B", f"{base}..{head}")
+    pairs = (r.lstrip("\n").split("\x01", 1) for r in filter(None, out.split("\0")))
+    return {_trailer(message): sha for sha, message in pairs}
+
+
+def rebase(
+    repo: Repo, stack_head: str, base: str, onto: str, tmp: Path, drop: Sequence[str] = ()
+) -> Outcome:
     """``git rebase`` of the applied stack onto ``onto``, one patch at a time with merge-ort,
-    each conflict skipped, patches that become empty dropped."""
+    each conflict skipped, patches that become empty dropped; ``drop``: patches dropped from
+    the todo list (``rebase -i``), as patchstack defers a knock-on that needs a left-out one."""
+    env = dict(os.environ)
+    interactive: list[str] = []
+    if drop:
+        shas = shas_by_name(repo, base, stack_head)
+        wanted = sorted(shas[n] for n in drop)
+        editor = tmp.parent / f"{tmp.name}-editor.py"
+        editor.write_text(
+            "import sys\n"
+            f"drop = {wanted!r}\n"
+            "path = sys.argv[1]\n"
+            "lines = open(path).read().splitlines(True)\n"
+            "out = []\n"
+            "for line in lines:\n"
+            "    parts = line.split()\n"
+            "    if len(parts) > 1 and parts[0] == 'pick'"
+            " and any(d.startswith(parts[1]) for d in drop):\n"
+            "        line = 'drop' + line[4:]\n"
+            "    out.append(line)\n"
+            "open(path, 'w').write(''.join(out))\n"
+        )
+        env["GIT_SEQUENCE_EDITOR"] = f"{sys.executable} {editor}"
+        interactive = ["-i"]
     clone = Repo(tmp)
     subprocess.run(
         ["git", "clone", "-q", "--shared", "--no-checkout", str(repo.path), str(tmp)], check=True
@@ -406,6 +439,7 @@ def rebase(repo: Repo, stack_head: str, base: str, onto: str, tmp: Path) -> Outc
             "git",
             "rebase",
             "-q",
+            *interactive,
             "--reapply-cherry-picks",
             "--empty=drop",
             "--onto",
@@ -416,6 +450,7 @@ def rebase(repo: Repo, stack_head: str, base: str, onto: str, tmp: Path) -> Outc
         cwd=tmp,
         capture_output=True,
         text=True,
+        env=env,
     )
     for _ in range(4 * len(names) + 4):
         if proc.returncode == 0:
@@ -445,7 +480,7 @@ def rebase(repo: Repo, stack_head: str, base: str, onto: str, tmp: Path) -> Outc
         raise GitCannotJudge(f"git rebase did not end: {proc.stderr.strip()[:300]}")
     commits = commits_of(clone, onto, "HEAD")
     kept = {c[0] for c in commits}
-    dropped = tuple(n for n in names if n not in kept and n not in skipped)
+    dropped = tuple(n for n in names if n not in kept and n not in skipped and n not in drop)
     return Outcome(tuple(skipped), dropped, commits)
 
 
@@ -460,13 +495,59 @@ def fork(repo: Repo) -> str:
     return repo.head()
 
 
-def patchstack_check(repo: Repo) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def patchstack_check(
+    repo: Repo,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(conflicts, upstream, held): the patches check finds conflicting, those it finds
+    upstream, and those it leaves out for needing a left-out one (`engine.needs`)."""
     result = repo.ps("check", "--onto", "up", "--json", code=None)
     assert result.exit_code in (0, 1), result.output
     data = json.loads(result.stdout)
-    conflicts = tuple(c["patch"] for c in data["conflicts"])
+    held = tuple(c["patch"] for c in data["conflicts"] if c.get("held"))
+    conflicts = tuple(c["patch"] for c in data["conflicts"] if c["patch"] not in held)
     upstream = tuple(p["name"] for p in data["patches"] if p["verdict"] == "upstream")
-    return conflicts, upstream
+    return conflicts, upstream, held
+
+
+def _ok(clone: Repo, *args: str) -> bool:
+    proc = subprocess.run(["git", *args], cwd=clone.path, capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+def held_oracle(
+    repo: Repo, stack_head: str, base: str, missing: Sequence[str], held: Sequence[str], tmp: Path
+) -> list[str]:
+    """Each held patch k, judged by git on the old stack: the left-out patches before it
+    reverted, k cherry-picked, the left-out ones picked again. When that gives k's own tree,
+    k commutes with them and holding it was wrong. Where git meets a conflict on the way it
+    cannot judge (the rule leaves such a patch to the placement)."""
+    clone = Repo(tmp)
+    subprocess.run(
+        ["git", "clone", "-q", "--shared", "--no-checkout", str(repo.path), str(tmp)], check=True
+    )
+    shas = shas_by_name(clone, base, stack_head)
+    order = [c[0] for c in commits_of(clone, base, stack_head)]
+    diffs = []
+    for k in held:
+        before = order[: order.index(k)]
+        left = [n for n in before if n in missing or n in held]
+        clone.git("checkout", "-q", "-f", "--detach", shas[k] + "^")
+        steps = [("revert", "--no-edit", shas[m]) for m in reversed(left)]
+        steps.append(("cherry-pick", "--keep-redundant-commits", "--allow-empty", shas[k]))
+        steps += [
+            ("cherry-pick", "--keep-redundant-commits", "--allow-empty", shas[m]) for m in left
+        ]
+        judged = True
+        for args in steps:
+            if not _ok(clone, *args):
+                judged = False
+                break
+        if judged and clone.tree() == clone.tree(shas[k]):
+            diffs.append(f"check: {k} held, but it commutes with {left} on the old base")
+        subprocess.run(["git", "reset", "-q", "--merge"], cwd=tmp, capture_output=True)
+        for what in ("revert", "cherry-pick"):
+            subprocess.run(["git", what, "--abort"], cwd=tmp, capture_output=True)
+    return diffs
 
 
 def _compare(what: str, ours: Outcome, ref: Outcome) -> list[str]:
@@ -506,7 +587,7 @@ def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> d
     if not shortcuts:
         os.environ.update(SWITCHES)
     try:
-        conflicts, upstream = patchstack_check(repo)
+        conflicts, upstream, held = patchstack_check(repo)
         checked = Outcome(conflicts, upstream, ())
         result = repo.ps("refresh", "--onto", "up", code=None)
         assert result.exit_code in (0, 1), result.output
@@ -543,6 +624,7 @@ def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> d
         "push": pushed,
         "ids": ids,
         "push_ids": push_ids,
+        "held": held,
     }
 
 
@@ -566,10 +648,22 @@ def compare(case: Case, tmp: Path, each: Callable[[str], None] | None = None) ->
             continue
         check = got["check"]
         assert isinstance(check, Outcome)
-        if sorted(check.conflicts) != sorted(ref.conflicts):
-            diffs.append(f"check ({label}): conflicts {check.conflicts}, git {ref.conflicts}")
-        if sorted(check.upstream) != sorted(ref.upstream):
-            diffs.append(f"check ({label}): upstream {check.upstream}, git {ref.upstream}")
+        held = got["held"]
+        assert isinstance(held, tuple)
+        against = ref
+        if held:  # git with the held patches dropped, as patchstack defers them
+            where = tmp / f"rebase-held-{int(shortcuts)}"
+            try:
+                against = rebase(repo, stack_head, base, up, where, held)
+            except GitCannotJudge:
+                against = None
+            diffs += held_oracle(
+                repo, stack_head, base, check.conflicts, held, tmp / f"held-{int(shortcuts)}"
+            )
+        if against is not None and sorted(check.conflicts) != sorted(against.conflicts):
+            diffs.append(f"check ({label}): conflicts {check.conflicts}, git {against.conflicts}")
+        if against is not None and sorted(check.upstream) != sorted(against.upstream):
+            diffs.append(f"check ({label}): upstream {check.upstream}, git {against.upstream}")
         for what in ("refresh", "push"):
             outcome = got[what]
             assert isinstance(outcome, Outcome)

@@ -271,7 +271,9 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
     (``--verbose``) prints every file and hunk with the three versions whole, as ``--json``
     holds them."""
     lines = [f"conflict in patch {c.patch}"]
-    if getattr(c, "kind", "primary") == "knock-on" and c.root:
+    if getattr(c, "held", False):
+        lines.append(f"  a knock-on of {c.root}: it merges, but not as its own change")
+    elif getattr(c, "kind", "primary") == "knock-on" and c.root:
         lines.append(
             f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
             " missing; resolving that one places it again"
@@ -421,6 +423,8 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
         if root not in shown_roots:
             lines.append(f"  {verdict_word('deferred')} {root}")
             lines += _knock_on_line(root, under, verbose)
+    # A knock-on that merges cleanly but would lose lines of its root says why (`engine.needs`).
+    lines += [f"      {c.patch}: {c.note}" for c in conflicts if c.patch in waits and c.held]
     return lines
 
 

@@ -32,6 +32,7 @@ from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
+from .refresh.holds import held_reports, needs
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -111,6 +112,7 @@ def check(
         plan = steps(series, chain, {}, marked=marked_changes(git, series))
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
+        holds = needs(ws, series, plan)
         prefetch(
             git,
             series.base,
@@ -130,6 +132,7 @@ def check(
             resolve=lambda step, tree, merged: records.settle(
                 step.name, step.before, tree, step.after, merged
             ),
+            hold=holds,
         )
         _top, commits = commit_chain(engine, target, done)
         again = _placed_again(ws, plan, commits, target, full, labels(series.base, target, name))
@@ -137,14 +140,17 @@ def check(
         evidence = _evidence(ws, plan, classified.verdicts, skip, series.base, target)
         n = len(plan)
         tick = (lambda d, t: progress(n + d, n + t)) if progress else None  # noqa: E731
-        reports = _reports(ws, series, engine, conflicts, skip, series.base, target, full, tick)
+        reports = _reports(
+            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names
+        )
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
+        reports = sorted([*reports, *held_reports(holds.held)], key=lambda r: series.index(r.patch))
         shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
     finally:
         engine.close()
-    bad = {c[0] for c in conflicts}
+    bad = {c[0] for c in conflicts} | set(holds.names)
     deferred = series.deferred
 
     def word(name: str) -> str:
@@ -239,11 +245,12 @@ def _reports(
     target: Oid,
     full: Sequence[str] | bool,
     tick: Callable[[int, int], None] | None = None,
+    held: Sequence[str] = (),
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
     git = ws.git
-    missing: list[str] = []
+    missing: list[str] = list(held)  # left out for needing a missing patch (`engine.needs`)
     failed = []
     for name, onto, merged in conflicts:
         k = series.index(name)

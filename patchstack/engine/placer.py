@@ -54,7 +54,7 @@ the trees patch by patch against ``git rebase``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..git import FastImport, MergeResult, RawDiff
@@ -93,6 +93,8 @@ class Placer:
         self.tried = 0  # merges made in the hope of saving others (anchor, runs) ...
         self.wasted = 0  # ... and those of them that did not (see `_speculate`)
         self.renames: RenameProof | None = None  # for patches whose files ours lost
+        # Steps that may need a patch left out (`needs.Needs.touches`): never in a merge run.
+        self.watching: Callable[[int], bool] | None = None
 
     def begin(
         self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
@@ -330,6 +332,7 @@ class Placer:
                 or step.deferred
                 or step.before == step.after
                 or (q != i and q in self.conflicting)
+                or (q != i and self.watching is not None and self.watching(q))
             ):
                 break
             if step.real is not None and step.real != (step.before, step.after):

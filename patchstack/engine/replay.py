@@ -23,6 +23,7 @@ from .chain import Engine
 from .contract import place_fast
 
 if TYPE_CHECKING:
+    from .needs import Needs
     from .placer import Placer
 
 # (the step, the tree it was merged onto, the merge) -> a tree that settles the conflict
@@ -123,6 +124,7 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     resolve: Resolver | None = None,
     go_on: Callable[[str, Oid, MergeResult], bool] | None = None,
+    hold: Needs | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
@@ -131,7 +133,8 @@ def replay(
     ``resolve(step, tree, merge result)``: a tree that settles a conflict the user already
     resolved elsewhere (the merge commit of a ``git pull``, a recorded resolution), or None.
     ``go_on(name, tree, merge)``: whether to leave this conflicting patch out and go on (a
-    knock-on of a deferred patch) when not ``keep_going``.
+    knock-on of a deferred patch) when not ``keep_going``. ``hold``: leaves out a patch whose
+    change needs a patch left out before it (`needs.Needs`, which keeps the list).
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
@@ -142,6 +145,7 @@ def replay(
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
         placer.begin(steps, start, tree, skip)
+        placer.watching = hold.touches if hold is not None else None
     for i, step in enumerate(steps[start:], start):
         if progress is not None:
             progress(i, len(steps))
@@ -149,7 +153,7 @@ def replay(
             done.append(placed)  # merged with a patch before it
             tree = Oid("")
             continue
-        if step.name in skip or step.deferred:
+        if step.name in skip or step.deferred or (hold is not None and hold.held_at(i)):
             if placer is not None:
                 placer.broken()
             continue
@@ -185,6 +189,8 @@ def replay(
                 settled = resolve(step, tree, merged)
             if not merged.clean and settled is None:
                 conflicts.append((step.name, tree, merged))
+                if hold is not None:
+                    hold.left_out(i)
                 if placer is not None:
                     placer.broken()
                 if keep_going or (go_on is not None and go_on(step.name, tree, merged)):

@@ -51,6 +51,9 @@ class Conflict:
     # Upstream's side of every conflicting hunk holds the patch's lines: it may have taken
     # the patch its own way (this commit made those lines; an empty id: not known).
     superseded: UpstreamCommit | None = None
+    # A knock-on with no conflict of its own: placed without ``root`` it would lose or alter
+    # its change (it changes lines ``root`` makes), so it waits for it (`engine.needs`).
+    held: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +83,7 @@ class Conflict:
                 if self.superseded
                 else None
             ),
+            "held": self.held,
         }
 
 

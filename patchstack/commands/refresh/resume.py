@@ -151,11 +151,12 @@ def _go_on(
             resolve=resolver(ws, series, state, records),
             progress=progress,
             go_on=knock_ons,
+            hold=knock_ons.needs,
         )
         done += marked(more, records)
         src = (shown, state.touched)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held)
         if stopped_at is not None:
             note = records.note(stopped_at[0])
             return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)

@@ -19,6 +19,7 @@ from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
+from ...engine.needs import Held
 from ...engine.replay import Done, commit_chain
 from ...engine.triage import KNOCK_ON, Failed, reports
 from ...engine.verdicts import Classified, classify
@@ -30,6 +31,7 @@ from ...model.ids import Oid
 from ...model.patchfile import parse_patch
 from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
+from .holds import held_reports, needs
 from .proof import remember_exact
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
@@ -102,10 +104,12 @@ def triaged(
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     attribute: bool = True,
+    held: Sequence[str] = (),
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order), each primary or a knock-on of an
-    earlier patch this replay is missing (`engine.triage`)."""
-    missing: list[str] = [d.name for d in deferrals_after(series, state)]
+    earlier patch this replay is missing (`engine.triage`); ``held``: the patches the replay
+    left out for needing a missing one (`engine.needs`), missing too."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
     for name, onto, merged in conflicts:
@@ -121,16 +125,20 @@ def triaged(
 
 class KnockOns:
     """The replay's ``go_on``: a conflict that is a knock-on of a patch already left out is
-    deferred with it, and the replay goes on; a primary one stops it."""
+    deferred with it, and the replay goes on; a primary one stops it. ``needs``, the replay's
+    ``hold``: a patch whose change needs a patch left out is deferred with it too."""
 
     def __init__(self, ws: Checkout, state: State, series: Series) -> None:
         self.ws, self.state, self.series = ws, state, series
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
+        left = (n for n, _c, _r in state.deferrals)
+        self.needs = needs(ws, series, state.steps, left, state.undefer)
 
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
-        last = triaged(self.ws, self.state, self.series, self.seen, attribute=False)[-1]
+        held = self.needs.names
+        last = triaged(self.ws, self.state, self.series, self.seen, False, held)[-1]
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
             return True
@@ -150,12 +158,16 @@ def defer(
     state: State,
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    held: Sequence[Held] = (),
 ) -> tuple[State, list[Conflict]]:
-    """``state`` with these conflicting patches deferred (each with the commit of its old
-    change, and the root of a knock-on), and their triaged reports."""
-    if not conflicts:
+    """``state`` with these conflicting patches, and those ``held`` for needing one that is
+    missing, deferred (each with the commit of its old change, and the root of a knock-on),
+    and their reports, triaged, in replay order."""
+    if not conflicts and not held:
         return state, []
-    found = triaged(ws, state, series, conflicts)
+    order = {s.name: i for i, s in enumerate(state.steps)}
+    found = triaged(ws, state, series, conflicts, True, [h.name for h in held])
+    found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
     made = list(state.deferrals)
     for report in found:

@@ -178,10 +178,11 @@ def refresh(
             resolve=resolver(ws, series, state, records),
             keep_going=defer_conflicts,
             go_on=knock_ons,
+            hold=knock_ons.needs,
         )
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held)
         if stopped is not None:
             note = records.note(stopped[0])
             return stop(ws, state, engine, series, done, stopped, src, head, found, note)

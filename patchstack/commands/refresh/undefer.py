@@ -94,10 +94,11 @@ def bring_back(
             progress=progress,
             resolve=resolver(ws, series, state, records),
             go_on=knock_ons,
+            hold=knock_ons.needs,
         )
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held)
         head = stack.head
         src = (git.tree_of(head), ())
         if stopped_at is not None:
