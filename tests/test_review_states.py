@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from . import schemas
-from .action_runner import FakeGitHub, run_action
+from .action_runner import ROOT, FakeGitHub, run_action
 from .conftest import Repo, make_repo, numbered, replace_line
-from .test_action_runs import action_copy, fake_venv, github_env, ours, pr_event
+from .test_action_runs import fake_venv, github_env, ours, pr_event
 from .test_review import check_golden
 
 FILES = {name: numbered(30, name[0]) for name in ("a.py", "b.py", "c.py", "d.py")}
@@ -53,7 +52,6 @@ def refreshed(root: Path) -> tuple[Repo, Path, Path]:
     repo.ps("refresh", "--continue")
     after = shutil.copytree(repo.path / "patches", root / "after")
     return repo, before, after
-
 
 
 @pytest.fixture(scope="module")
@@ -215,10 +213,11 @@ def test_a_pull_request_that_changes_only_resolutions_is_reviewed(day, tmp_path)
     assert "<script>" not in html and "&lt;/details&gt;&lt;script&gt;" in html
 
 
-def test_the_actions_comment_counts_a_resolution_or_a_mark_as_a_change(
-    action_copy, day, tmp_path
-) -> None:
+def test_the_actions_comment_counts_a_resolution_or_a_mark_as_a_change(day, tmp_path) -> None:
     """The pull request changes no patch file: only resolutions/, then only a mark."""
+    action_copy = tmp_path / "action" / "patchstack"
+    ignore = shutil.ignore_patterns(".git", "*.egg-info", "build", "__pycache__", ".*cache")
+    shutil.copytree(ROOT, action_copy, ignore=ignore)
     repo, base, head = resolution_pr(tmp_path, day[2], day[0])
     series = (repo.path / "patches" / "series").read_text()
     (repo.path / "patches" / "series").write_text(re.sub(r"# deferred: .*\n", "", series))

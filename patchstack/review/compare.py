@@ -65,8 +65,6 @@ from .states import (
     view,
 )
 
-CHANGE_WORDS = ("added", "dropped", "changed", "rebased", "unchanged")
-
 
 @dataclass(frozen=True)
 class SeriesState:
@@ -104,7 +102,7 @@ class Version:
 class PatchReview:
     old: Version | None
     new: Version | None
-    change: str  # one of CHANGE_WORDS
+    change: str  # added, dropped, changed, rebased, unchanged
     moved: bool = False
     renamed: bool = False
     retagged: bool = False

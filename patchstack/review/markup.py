@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from .compare import PatchReview, Review
 from ..model.marks import UPSTREAM
+from .compare import PatchReview, Review
 from .interdiff import effect
 
 _REFERENCE = re.compile(

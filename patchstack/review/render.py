@@ -183,8 +183,6 @@ _WORD_COLORS = {
     "added": "green",
     "dropped": "red",
     "deferred": "red",
-    "upstream": "cyan",
-    "resolved": "cyan",
     "brought": "green",
     "changed": "yellow",
     "rebased": "blue",
@@ -257,10 +255,10 @@ def _move_out(
     dropped = largest(i for i, s in enumerate(items) if s.lines and s.p.change == "dropped")
     diffs = largest(i for i, s in enumerate(items) if s.lines and i not in dropped)
     steps: list[tuple[str, int]] = [("full", i) for i in fulls]
-    steps += [("diff", i) for i in dropped]
-    steps += [("resolutions", resolutions)] if resolutions else []
-    steps += [("graph", -1)]
-    steps += [("diff", i) for i in diffs]
+    steps += [("diff", i) for i in dropped] + (
+        [("resolutions", resolutions)] if resolutions else []
+    )
+    steps += [("graph", -1)] + [("diff", i) for i in diffs]
     while steps and size >= limit:
         while steps and size >= limit:
             kind, i = steps.pop(0)
