@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from patchstack.git import find_repo
+from patchstack.review.render import render_review
+from patchstack.review.side import load_review
+from patchstack.review.states import MarkView, state_word
+
 from .action_runner import ROOT, FakeGitHub, run_action
 from .conftest import Repo, make_repo, numbered, replace_line
 from .test_action_runs import fake_venv, github_env, ours, pr_event
@@ -21,10 +26,10 @@ FILES = {name: numbered(30, name[0]) for name in ("a.py", "b.py", "c.py", "d.py"
 
 
 def refreshed(root: Path) -> tuple[Repo, Path, Path]:
-    """A day of refresh: p1 conflicts and is deferred (``--skip``), p2 upstream took (with the
-    commit that brought it), p3 is carried, p4 conflicts and is resolved by taking upstream's
-    side (a recorded resolution, and nothing left of p4). The series folder before and after,
-    copied aside."""
+    """A day of refresh: p1 conflicts and is deferred (``--skip``) with p5, its knock-on; p2
+    upstream took (with the commit that brought it), p3 is carried, p4 conflicts and is
+    resolved by taking upstream's side (a recorded resolution, and nothing left of p4). The
+    series folder before and after, copied aside."""
     repo = make_repo(root / "fork", FILES)
     base = repo.head()
     repo.ps("init")
@@ -33,10 +38,14 @@ def refreshed(root: Path) -> tuple[Repo, Path, Path]:
         ("p2", "essential", "c.py", "c 10\n", "c 10 fixed\n"),
         ("p3", "diagnostic", "b.py", "b 20\n", "b 20 logged\n"),
         ("p4", "optimization", "d.py", "d 10\n", "d 10 fast\n"),
+        ("p5", "optimization", "e.py", "e 5\n", "e 5 tuned\n"),
     ]
     for name, tag, path, old, new in edits:
+        if name == "p1":
+            repo.write("e.py", numbered(10, "e"))
         replace_line(repo, path, old, new)
-        repo.ps("new", name, "--tag", tag, "-m", f"{name.upper()}: {path}", path)
+        paths = (path, "e.py") if name == "p1" else (path,)
+        repo.ps("new", name, "--tag", tag, "-m", f"{name.upper()}: {path}", *paths)
     repo.git("checkout", "-q", "-b", "up", base)
     replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
     repo.commit_all("upstream reworks a.py")
@@ -49,7 +58,7 @@ def refreshed(root: Path) -> tuple[Repo, Path, Path]:
     repo.ps("refresh", "--onto", "up", code=1)  # p1 conflicts
     repo.ps("refresh", "--skip", code=1)  # p4 conflicts
     repo.write("d.py", repo.git("show", "up:d.py"))  # upstream's side: p4 becomes nothing
-    repo.ps("refresh", "--continue")
+    repo.ps("refresh", "--continue")  # p5 deferred too: p1, which made e.py, is missing
     after = shutil.copytree(repo.path / "patches", root / "after")
     return repo, before, after
 
@@ -75,8 +84,9 @@ def test_the_review_of_a_refresh_shows_what_it_left_behind(day) -> None:
         "p2.patch": ("upstream", ["upstream", "description"]),
         "p3.patch": (None, ["unchanged"]),
         "p4.patch": ("resolved to nothing", ["resolved to nothing"]),
+        "p5.patch": ("deferred", ["deferred"]),
     }
-    assert doc["summary"]["deferred"] == doc["summary"]["upstream"] == 1
+    assert doc["summary"]["deferred"] == 2 and doc["summary"]["upstream"] == 1
     by = {p["name"]: p for p in doc["patches"]}
     series = repo.read("patches/series")
     deferred = re.search(r"# deferred: p1.patch (\S+)\n", series)
@@ -84,6 +94,7 @@ def test_the_review_of_a_refresh_shows_what_it_left_behind(day) -> None:
     assert deferred and upstream
     assert by["p1.patch"]["old_mark"] is None
     assert by["p1.patch"]["new_mark"]["commit"] == deferred.group(1)
+    assert by["p5.patch"]["new_mark"]["root"] == "p1.patch"  # a knock-on, waiting for p1
     evidence = by["p2.patch"]["new_mark"]
     assert evidence["evidence"] == upstream.group(2) == repo.git("rev-parse", "up~1").strip()
     assert evidence["evidence_subject"].startswith("upstream takes the c.py fix")
@@ -104,7 +115,7 @@ def test_the_review_of_a_refresh_shows_what_it_left_behind(day) -> None:
             out = out.replace(path, label)
         check_golden(golden, out)
     html = repo.ps("review", str(before), str(after), "--format", "html").stdout
-    for heading in ("Deferred (1)", "Upstream (1)", "Resolved to nothing (1)"):
+    for heading in ("Deferred (2)", "Upstream (1)", "Resolved to nothing (1)"):
         assert f'<h2 class="state">{heading}</h2>' in html
     assert "<h2>Recorded resolutions (1)</h2>" in html and f"resolutions/{key}" in html
     assert '<span class="word deferred">deferred</span>' in html
@@ -131,6 +142,7 @@ def test_a_day_after_brings_back_changes_marks_and_resolutions(day, tmp_path) ->
         "p2.patch": ("upstream", ["upstream"]),
         "p3.patch": (None, ["unchanged"]),
         "p4.patch": (None, ["unchanged"]),
+        "p5.patch": (None, ["unchanged"]),  # still deferred: its mark is as it was
     }
     by = {p["name"]: p for p in doc["patches"]}
     assert by["p1.patch"]["new_mark"] is None and by["p1.patch"]["old_mark"]["kind"] == "deferred"
@@ -142,7 +154,7 @@ def test_a_day_after_brings_back_changes_marks_and_resolutions(day, tmp_path) ->
     ]
     assert "not a resolution record" in doc["resolutions"][1]["note"]
     out = repo.ps("review", str(after), str(new)).stdout
-    assert re.search(r"\n  1  p1.patch +essential +\+1 -1  brought back \(was deferred\)\n", out)
+    assert re.search(r"\n  1  p1.patch +essential +\+11 -1 +brought back \(was deferred\)\n", out)
     assert "upstream (mark changed: in " in out and f"→ in {forged[:12]})" in out
     assert "== brought back (1): A mark removed: applied again ==" in out
     assert "-- removed resolutions/" in out and "-- added resolutions/notes.txt" in out
@@ -226,7 +238,7 @@ def test_the_actions_comment_counts_a_resolution_or_a_mark_as_a_change(day, tmp_
     gh = FakeGitHub("fork-owner/fork")
     try:
         for number, (old, new, said) in enumerate(
-            ((base, head, "Recorded resolutions (2)"), (head, marks_only, "Brought back (1)")), 7
+            ((base, head, "Recorded resolutions (2)"), (head, marks_only, "Brought back (2)")), 7
         ):
             temp = tmp_path / f"runner{number}"
             fake_venv(temp)
@@ -244,3 +256,42 @@ def test_the_actions_comment_counts_a_resolution_or_a_mark_as_a_change(day, tmp_
             assert said in comment["body"]
     finally:
         gh.close()
+
+
+def test_one_word_for_each_change_of_a_mark() -> None:
+    deferred = MarkView("deferred", "a" * 40)
+    knock_on = MarkView("deferred", "a" * 40, root="p1.patch")
+    upstream = MarkView("upstream", "b" * 40, evidence="c" * 40)
+    no_op = MarkView("no-op", "d" * 40, root="p2.patch")  # a mark of that kind, where kept
+    assert state_word(None, None, False) is None
+    assert state_word(deferred, deferred, True) is None  # still deferred: no change
+    assert state_word(None, deferred, False) == "deferred"
+    assert state_word(deferred, knock_on, False) == "deferred"  # the mark changed
+    assert state_word(None, upstream, False) == "upstream"
+    assert state_word(deferred, upstream, True) == "resolved to nothing"
+    assert state_word(upstream, MarkView("upstream", "b" * 40), False) == "upstream"
+    assert state_word(None, no_op, False) == "no-op"
+    assert state_word(knock_on, None, False) == state_word(upstream, None, False) == "brought back"
+
+
+def test_the_marks_and_resolutions_fit_a_comment(day, tmp_path) -> None:
+    """Shortened, the Markdown still counts every state and resolution: the resolutions' hunks
+    go before the graph, the lists of the marks' sections before any table row."""
+    repo, base, head = resolution_pr(tmp_path, day[2], day[0])
+    series = (repo.path / "patches" / "series").read_text()
+    (repo.path / "patches" / "series").write_text(re.sub(r"# deferred: .*\n", "", series))
+    commit(repo, "bring p1 back")
+    git = find_repo(str(repo.path))
+    try:
+        rv = load_review(base, repo.head(), git, "patches")
+    finally:
+        git.close()
+    full = render_review(rv, "markdown")
+    assert "+d 10 fast <b>upstream</b>" in full
+    for limit in (len(full.encode()) - 1, 2000, 1500):
+        out = render_review(rv, "markdown", limit=limit)
+        assert len(out.encode()) < limit
+        assert "#### Brought back (2)" in out and "#### Recorded resolutions (2)" in out
+    assert "+d 10 fast <b>upstream</b>" not in out and "shortened to stay under GitHub's" in out
+    assert "the recorded resolutions' hunks are left out" in out
+    assert "| `p1.patch` |" not in out and "the marks' sections are counted" in out
