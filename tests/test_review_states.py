@@ -295,3 +295,15 @@ def test_the_marks_and_resolutions_fit_a_comment(day, tmp_path) -> None:
     assert "+d 10 fast <b>upstream</b>" not in out and "shortened to stay under GitHub's" in out
     assert "the recorded resolutions' hunks are left out" in out
     assert "| `p1.patch` |" not in out and "the marks' sections are counted" in out
+
+
+def test_a_patch_dropped_by_drop_merged_says_which_commit_took_it(day, tmp_path) -> None:
+    repo, _before, after = day
+    new = shutil.copytree(after, tmp_path / "new")
+    text = (new / "series").read_text()
+    text = re.sub(r"# upstream: p2.patch .*\n|p2.patch # essential\n", "", text)
+    (new / "series").write_text(text)
+    (new / "p2.patch").unlink()
+    out = repo.ps("review", str(after), str(new)).stdout
+    evidence = repo.git("rev-parse", "up~1").strip()
+    assert f"dropped (was upstream: in {evidence[:12]} upstream takes the c.py fix" in out

@@ -121,6 +121,10 @@ def status_words(p: PatchReview) -> list[str]:
             out.append("description changed")
         elif word == p.state:
             out.append(_state_text(p))
+        elif word in ("added", "dropped") and (p.new_mark or p.old_mark):
+            mark = p.new_mark or p.old_mark
+            assert mark is not None
+            out.append(f"{word} ({'marked' if p.new_mark else 'was'} {mark.kind}: {mark.text})")
         else:
             out.append(word)
     return out
