@@ -307,3 +307,29 @@ def test_a_patch_dropped_by_drop_merged_says_which_commit_took_it(day, tmp_path)
     out = repo.ps("review", str(after), str(new)).stdout
     evidence = repo.git("rev-parse", "up~1").strip()
     assert f"dropped (was upstream: in {evidence[:12]} upstream takes the c.py fix" in out
+
+
+def test_a_link_in_place_of_the_resolutions_folder_is_shown(day, tmp_path) -> None:
+    repo, _before, after = day
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x").write_text("patchstack-resolution 1\n")
+
+    def linked(folder: Path) -> Path:
+        shutil.rmtree(folder / "resolutions")
+        (folder / "resolutions").symlink_to(outside)
+        return folder
+
+    by_dir = review_json(repo, after, linked(shutil.copytree(after, tmp_path / "new")))
+    series = make_repo(tmp_path / "series", {"README": "the team's series\n"})
+    shutil.copytree(after, series.path / "patches")
+    commit(series, "the series")
+    linked(series.path / "patches")
+    commit(series, "a link in place of resolutions/")
+    by_rev = json.loads(series.ps("review", "HEAD~1", "HEAD", "--json").stdout)
+    for doc in (by_dir, by_rev):
+        shown = [(r["change"], r["file"], r["patch"], r["note"]) for r in doc["resolutions"]]
+        assert ("added", "resolutions/", None, "not a regular file (refresh does not use it)") in (
+            shown
+        )
+        assert [c for c, _f, patch, _n in shown if patch == "p4.patch"] == ["removed"]

@@ -105,7 +105,9 @@ def from_revision(git: Git, rev: str, folder: str) -> SeriesState:
                 files[entry.name] = git.read_blob(names[entry.name])
     found: dict[str, bytes | None] = {}
     for path, (mode, oid) in listing.items():
-        if path.startswith(prefix + RESOLUTIONS):
+        if path == prefix + RESOLUTIONS.rstrip("/"):
+            found[""] = None  # a link or a file in the folder's place
+        elif path.startswith(prefix + RESOLUTIONS):
             regular = mode in ("100644", "100755")
             found[path[len(prefix + RESOLUTIONS) :]] = git.read_blob(oid) if regular else None
     return _state(rev, f"{rev}:{prefix}", files, commit, found)
