@@ -298,6 +298,7 @@ def test_review_and_show_json_have_a_version(tmp_path) -> None:
         "patches",
         "graph",
         "resolutions",
+        "marked",
     }
     gamma = next(p for p in data["patches"] if p["name"] == "gamma.patch")
     assert gamma["words"] == ["changed", "description"] and "++gamma extra 2" in gamma["interdiff"]

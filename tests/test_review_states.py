@@ -87,6 +87,7 @@ def test_the_review_of_a_refresh_shows_what_it_left_behind(day) -> None:
         "p5.patch": ("deferred", ["deferred"]),
     }
     assert doc["summary"]["deferred"] == 2 and doc["summary"]["upstream"] == 1
+    assert doc["marked"] == {"deferred": 2, "upstream": 2}
     by = {p["name"]: p for p in doc["patches"]}
     series = repo.read("patches/series")
     deferred = re.search(r"# deferred: p1.patch (\S+)\n", series)
@@ -144,6 +145,7 @@ def test_a_day_after_brings_back_changes_marks_and_resolutions(day, tmp_path) ->
         "p4.patch": (None, ["unchanged"]),
         "p5.patch": (None, ["unchanged"]),  # still deferred: its mark is as it was
     }
+    assert doc["marked"] == {"deferred": 1, "upstream": 2}  # what the series leaves behind
     by = {p["name"]: p for p in doc["patches"]}
     assert by["p1.patch"]["new_mark"] is None and by["p1.patch"]["old_mark"]["kind"] == "deferred"
     assert by["p2.patch"]["new_mark"]["evidence"] == forged

@@ -187,6 +187,13 @@ class Review:
     resolutions: tuple[ResolutionChange, ...] = ()  # the files of resolutions/ changed
 
     @property
+    def marked(self) -> tuple[tuple[str, int], ...]:
+        """How many patches of the new series carry each kind of mark (changed or not): what
+        the series leaves behind, which a change that keeps the marks does not show."""
+        kinds = [p.new_mark.kind for p in self.patches if p.new_mark]
+        return tuple((k, kinds.count(k)) for k in dict.fromkeys(sorted(kinds)))
+
+    @property
     def states(self) -> tuple[tuple[str, tuple[PatchReview, ...]], ...]:
         """(state word, the patches whose mark changed so), in the order of `STATES`."""
         found = ((w, tuple(p for p in self.patches if p.state == w)) for w in STATES)

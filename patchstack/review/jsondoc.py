@@ -92,6 +92,7 @@ def review_json(r: Review) -> dict[str, Any]:
             "behind": b.behind,
         },
         "summary": dict(r.summary),
+        "marked": dict(r.marked),
         "patches": [_patch_json(p) for p in r.patches],
         "graph": to_json(r.graph),
         "resolutions": [_resolution_json(x) for x in r.resolutions],

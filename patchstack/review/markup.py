@@ -137,7 +137,7 @@ def _state_text(p: PatchReview) -> str:
     if new is None:
         return f"{p.state} (was {old.kind})" if old else str(p.state)
     if new.kind == UPSTREAM and p.state == UPSTREAM:
-        return f"{p.state} (in {new.evidence[:12]})" if new.evidence else f"{p.state} (in ?)"
+        return f"{p.state} ({f'in {new.evidence[:12]}' if new.evidence else 'commit unknown'})"
     if new.root:
         return f"{p.state} ({new.text})"
     return str(p.state)
