@@ -13,7 +13,9 @@ refreshes them and drops nothing.
 
 The file is one ``marshal`` of plain values (no code), read once per command when first
 wanted and written at the end of a command that changes state (`Checkout.save_caches`, under
-the repository lock) by an atomic rename; commands that only read write nothing.
+the repository lock) by an atomic rename; of the commands that only read, `status` alone
+writes it (under the shared lock: a reader racing it may lose an entry, which costs time), so
+that the drift it walked (section ``drift``) makes the next `status` a blink.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def test_conflict_in_a_non_ascii_file_is_reported_and_never_committed(tmp_path) 
     repo.git("checkout", "-q", "main")
     result = repo.ps("refresh", "--onto", "upstream", code=1)
     assert "file café.txt" in result.stderr and "café.txt:10:" in result.stderr
-    assert "| c 10 upstream" in result.stderr
+    assert "+ c 10 upstream" in result.stderr
     assert "--continue" in result.stderr
     assert repo.ps("refresh", "--continue", code=2).stderr.count("café.txt:") == 4
     text = repo.read("café.txt")

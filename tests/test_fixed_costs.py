@@ -212,6 +212,23 @@ def test_loose_writes_are_read_only_objects_git_reads_whatever_is_in_the_way(
         git.close()
 
 
+def test_loose_writes_use_gits_own_loose_compression_level(repo: Repo) -> None:
+    """Loose objects are deflated at level 1, git's default for them (core.looseCompression):
+    a replay writes thousands of throwaway objects, and level 6 cost 2-3.5x the time. The zlib
+    header's FLEVEL bits say which level wrote the stream (0: fastest), and git reads it."""
+    git = find_repo(str(repo.path))
+    try:
+        data = b"def f():\n    return 1\n" * 200
+        oid = git.write_loose("blob", data)
+        path = os.path.join(git.common_dir, "objects", oid[:2], oid[2:])
+        with open(path, "rb") as f:
+            header = f.read(2)
+        assert header[0] == 0x78 and header[1] >> 6 == 0, header.hex()
+        assert repo.git("cat-file", "blob", oid) == data.decode()
+    finally:
+        git.close()
+
+
 def test_tree_changes_are_what_diff_tree_lists(repo: Repo) -> None:
     """What a replay re-reads after a merge (`tree_changes`): exactly the entries ``git
     diff-tree -r -t`` lists between the two trees, found or gone, and only within the paths
@@ -388,3 +405,85 @@ def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> N
     Repo(copy).ps("refresh", "--onto", moved)
     assert len(parsed) == 3
     assert Repo(copy).head() == repo.head()
+
+
+def test_status_walks_upstreams_history_once_per_base_and_tip(
+    repo: Repo, tmp_path, monkeypatch
+) -> None:
+    """The drift (which upstream commits touch which patches) is walked once for a series base,
+    an upstream tip and the files the patches touch, and kept: the next status prints the same
+    without a walk of the history; a new upstream commit, or a patch touching another file, is
+    walked again."""
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.git("branch", "up", repo.git("rev-parse", "HEAD~1").strip())
+    repo.git("branch", "--set-upstream-to", "up")
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "a.py", "a 30\n", "a 30 upstream\n")
+    repo.commit_all("upstream edits a.py")
+    repo.write("other.py", "other\n")
+    repo.commit_all("upstream adds other.py")
+    repo.git("checkout", "-q", "main")
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+
+    def status() -> tuple[str, list[str]]:
+        if trace.exists():
+            trace.unlink()
+        out = repo.ps("status").stdout
+        walks = [ln for ln in trace.read_text().splitlines() if "git log --reverse" in ln]
+        return out, walks
+
+    first, walked = status()
+    assert "upstream moved: 2 commits since the series base" in first and walked
+    again, walked = status()
+    assert again == first and not walked
+    repo.git("checkout", "-q", "up")
+    repo.write("third.py", "third\n")
+    repo.commit_all("upstream adds third.py")
+    repo.git("checkout", "-q", "main")
+    moved, walked = status()
+    assert "upstream moved: 3 commits" in moved and walked
+
+
+def test_status_of_many_paths_filters_what_git_status_of_the_pathspec_lists(repo: Repo) -> None:
+    """Beyond a few paths, the work tree's state is read whole and filtered here (git matches
+    a long pathspec slowly): the same records as the literal pathspec gives, for files,
+    folders, untracked files in new folders, a file where a folder is asked, and paths that
+    do not exist; checked on random choices against git itself."""
+    import random
+
+    from patchstack.git import listings
+
+    for path in ("a.py", "dir/x.py", "dir/sub/y.py", "d2/z.py", "keep.txt", "sp ace/é.txt"):
+        repo.write(path, path + "\n")
+    repo.commit_all("more files")
+    repo.write("dir/x.py", "changed\n")
+    repo.write("dir/sub/y.py", "changed\n")
+    repo.git("add", "dir/sub/y.py")
+    repo.write("dir/sub/y.py", "changed again\n")
+    (repo.path / "d2" / "z.py").unlink()
+    repo.write("new/deep/n.py", "untracked\n")
+    repo.write("dir/u.txt", "untracked\n")
+    repo.write("sp ace/é.txt", "changed\n")
+    candidates = [
+        "a.py", "dir", "dir/x.py", "dir/sub", "dir/sub/y.py", "d2/z.py", "new", "new/deep",
+        "new/deep/n.py", "dir/u.txt", "keep.txt", "missing.py", "a.py/below", "sp ace/é.txt",
+        "sp ace", "di", "dir/su",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    git = find_repo(str(repo.path))
+    try:
+        for _ in range(40):
+            paths = rng.sample(candidates, rng.randint(1, len(candidates)))
+            seen = []
+            for most in (0, 10_000):  # filtered here, then given to git as a pathspec
+                old, listings.PATHSPEC_MAX = listings.PATHSPEC_MAX, most
+                try:
+                    seen.append(git.dirty(paths=paths))
+                finally:
+                    listings.PATHSPEC_MAX = old
+            assert seen[0] == seen[1], paths
+    finally:
+        git.close()

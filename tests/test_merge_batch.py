@@ -1,25 +1,29 @@
-"""Merges through one ``merge-tree --stdin`` process (git >= 2.49) give what one process per
-merge gives: the same trees once the markers are labelled, the same conflicted paths and the
-same messages, on clean merges, conflicts, renames, deletions and awkward names.
-
-CI's git (Debian 12's 2.39) has no such process, so there this file is skipped; run it with a
-newer git on PATH (``tools/git_versions.sh ... v2.55.0 -- tests/test_merge_batch.py``).
+"""Merges through one ``merge-tree --stdin`` process (of trees on git >= 2.49, of throwaway
+commits under ``stdbuf -o0`` on 2.39-2.48, CI's Debian 12 git among them) give what one process
+per merge gives: the same trees once the markers are labelled, the same conflicted paths and
+the same messages, on clean merges, conflicts, renames, deletions and awkward names. Run it
+with another git on PATH too (``tools/git_versions.sh ... v2.55.0 -- tests/test_merge_batch.py``).
 """
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 
 from patchstack.engine.merging import merge
 from patchstack.git import find_repo
-from patchstack.git.merge import BATCH_VERSION
+from patchstack.git.merge import BATCH_VERSION, COMMIT_BATCH_VERSION
 from patchstack.git.process import version
 
 from .conftest import Repo, numbered
 
 pytestmark = pytest.mark.skipif(
-    version()[0] < BATCH_VERSION,
-    reason=f"merge-tree --stdin answers one merge at a time from git {BATCH_VERSION} on",
+    version()[0] < COMMIT_BATCH_VERSION
+    or (version()[0] < BATCH_VERSION and shutil.which("stdbuf") is None),
+    reason="merge-tree --stdin answers one merge at a time from git 2.49 on, and from 2.39"
+    " under stdbuf -o0",
 )
 
 BASE = {
@@ -88,11 +92,11 @@ def test_one_process_for_all_merges_equals_one_process_each(repo: Repo) -> None:
     triples = cases(repo)
     git = find_repo(str(repo.path))
     try:
-        assert git.batch_merges()
+        assert git.merge_mode() in ("trees", "commits")
         labels = ("new base", "the patch")
         batch = [merge(git, b, o, t, labels, "old base") for _, b, o, t in triples]
         assert "merge-tree" in git._procs  # the one process answered them
-        git._memo[("merge-batch",)] = False
+        git._memo[("merge-mode",)] = "each"
         single = [merge(git, b, o, t, labels, "old base") for _, b, o, t in triples]
     finally:
         git.close()
@@ -120,7 +124,10 @@ def test_a_merge_git_refuses_is_an_error_naming_git_and_the_process_recovers(rep
     git = find_repo(str(repo.path))
     try:
         with pytest.raises(Exception, match="merge-tree"):
-            git.merge_trees(base, "0" * len(base), base, ("a", "b"))
+            if git.merge_mode() == "trees":
+                git.merge_trees(base, "0" * len(base), base, ("a", "b"))
+            else:  # asked of commits: one that does not exist
+                git.merge_commits("f" * len(base), "f" * len(base), ("a", "b"))
         assert git.merge_trees(base, base, base, ("a", "b")).tree == base
     finally:
         git.close()
@@ -139,11 +146,11 @@ def test_an_answer_cut_short_is_not_taken_for_the_next_one(repo: Repo, monkeypat
         real = merge_module._Answers.field
         calls = {"n": 0}
 
-        def cut(self: merge_module._Answers) -> bytes:
+        def cut(self: merge_module._Answers, timeout: float | None = None) -> bytes:
             calls["n"] += 1
             if calls["n"] == 2:
                 raise KeyboardInterrupt
-            return real(self)
+            return real(self, timeout)
 
         monkeypatch.setattr(merge_module._Answers, "field", cut)
         with pytest.raises(KeyboardInterrupt):
@@ -152,3 +159,33 @@ def test_an_answer_cut_short_is_not_taken_for_the_next_one(repo: Repo, monkeypat
         assert git.merge_trees(b, o, t, ("x", "y")) == expected
     finally:
         git.close()
+
+
+@pytest.mark.skipif(version()[0] >= BATCH_VERSION, reason="a git that flushes needs no proof")
+def test_a_git_whose_answers_stay_buffered_gets_a_process_per_merge(
+    repo: Repo, tmp_path, monkeypatch
+) -> None:
+    """Where ``stdbuf -o0`` does not unbuffer git (a stand-in that ignores it), the first
+    answer does not come whole: merges go one process each, with the same results."""
+    from patchstack.git import merge as merge_module
+
+    fake = tmp_path / "bin" / "stdbuf"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nshift\nexec "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(merge_module, "PROBE_SECONDS", 0.5)
+    triples = cases(repo)
+    git = find_repo(str(repo.path))
+    try:
+        assert git.merge_mode() == "commits"
+        labels = ("new base", "the patch")
+        results = [merge(git, b, o, t, labels, "old base") for _, b, o, t in triples]
+        assert "merge-tree" not in git._procs or git._procs["merge-tree"].poll() is not None
+        git._memo[("merge-mode",)] = "each"
+        single = [merge(git, b, o, t, labels, "old base") for _, b, o, t in triples]
+    finally:
+        git.close()
+    assert [(r.tree, r.clean, r.conflicted) for r in results] == [
+        (r.tree, r.clean, r.conflicted) for r in single
+    ]

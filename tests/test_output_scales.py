@@ -236,3 +236,63 @@ def test_a_sixty_conflict_check_reads_in_a_screen_and_its_progress_keeps_moving(
     after = seen[60:]  # the reports: the bar goes on, to the end
     assert len(after) >= 60 and after[-1][0] == after[-1][1] - 1 and after[-1][1] > 60
     assert [d for d, _t in after] == sorted(d for d, _t in after)
+
+
+def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) -> None:
+    """A patch rewriting 20 lines in each of 100 files that upstream rewrote too, among 60
+    conflicting patches: the stop of 'refresh --onto' and 'check --patch NAME' each print a
+    report within the line budget (upstream's and the patch's change as capped diffs, at most
+    three commits a hunk, a count of what is left out); --verbose and --json give every hunk."""
+    from patchstack.cli.output import STOP_BUDGET
+
+    files = {f"f{i:03}.py": numbered(40, f"f{i}") for i in range(100)}
+    repo = make_repo(
+        tmp_path / "fork", {**files, **{f"s{i:02}.py": numbered(8, "s") for i in range(59)}}
+    )
+    base = repo.head()
+
+    def rewrite(path: str, word: str) -> None:
+        lines = repo.read(path).splitlines(keepends=True)
+        lines[5:25] = [f"{word} {path} {n}\n" for n in range(20)]
+        repo.write(path, "".join(lines))
+
+    for path in files:
+        rewrite(path, "mine")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "Big\n\nPatchstack-Tag: essential")
+    for i in range(59):
+        repo.write(f"s{i:02}.py", repo.read(f"s{i:02}.py").replace("s 3\n", f"mine {i}\n"))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", f"Small {i}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for n, path in enumerate(files):
+        rewrite(path, "theirs")
+        if n % 25 == 0:
+            repo.commit_all(f"upstream rewrites {path} and before")
+    for i in range(59):
+        repo.write(f"s{i:02}.py", repo.read(f"s{i:02}.py").replace("s 3\n", f"theirs {i}\n"))
+    repo.commit_all("upstream rewrites the rest")
+    repo.git("checkout", "-q", "main")
+
+    check = repo.ps("check", "--onto", "up", "--patch", "Big.patch", code=1).stdout
+    report = check[check.index("conflict in patch Big.patch") :].splitlines()
+    report = report[: next(i for i, ln in enumerate(report) if ln.startswith("conflicts:"))]
+    assert len(report) <= STOP_BUDGET, "\n".join(report)
+    assert report[1].startswith("  files (100): f000.py, f001.py") and "and 95 more" in report[1]
+    assert "more conflicting hunk(s) in" in report[-1] and "--verbose" in report[-1]
+    assert "      ... 34 more line(s) (--verbose)" in report  # 20 lines out, 20 in: 40, 6 shown
+    full = repo.ps("check", "--onto", "up", "--patch", "Big.patch", "--verbose", code=1).stdout
+    assert full.count("    the patch expected:") == 100 + 59
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    big = next(c for c in data["conflicts"] if c["patch"] == "Big.patch")
+    assert len(big["hunks"]) == 100 and len(data["conflicts"]) == 60
+
+    stop = repo.ps("refresh", "--onto", "up", code=1)
+    lines = stop.stderr.splitlines()
+    start = lines.index("conflict in patch Big.patch")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("hint: "))
+    assert end - start <= STOP_BUDGET, "\n".join(lines[start:end])
+    assert len(stop.stdout.splitlines()) + len(lines) <= STOP_BUDGET + 10

@@ -56,6 +56,15 @@ def test_conflict_names_patch_file_hunk_and_unselected_culprit(tmp_path) -> None
     err = result.stderr
     assert "patch 'ess.patch' conflicts" in err
     assert "file x.py" in err
+    assert (
+        "upstream made (the patch expected -> there now):\n      - x 10 diag\n      + x 10\n" in err
+    )
+    assert (
+        "the patch makes (it expected -> it wants):\n"
+        "      - x 10 diag\n      + x 10 diag and essential\n" in err
+    )
+    # --verbose: the three versions whole.
+    err = repo.ps("push", "--only", "essential", "--verbose", code=1).stderr
     assert "the patch expected:\n      | x 10 diag" in err
     assert "there now:\n      | x 10\n" in err
     assert "the patch wants:\n      | x 10 diag and essential" in err

@@ -141,8 +141,11 @@ def test_conflict_stops_with_report_markers_and_continue(tmp_path) -> None:
     assert "conflict  near.patch" in out
     err = result.stderr
     assert "conflict in patch near.patch" in err and "file a.py" in err
-    assert "the patch expected:\n      | a 10\n      | a 11\n" in err
-    assert "there now:\n      | a 10\n      | a 11 upstream\n" in err
+    # The short report: upstream's change and the patch's, each a diff from what it expected.
+    assert (
+        "upstream made (the patch expected -> there now):\n      - a 11\n      + a 11 upstream\n"
+        in err
+    )
     assert f"upstream commits that changed these lines:\n      {culprit}" in err
     assert "a: rework line 11 next to the patch" in err
     assert "refresh --continue" in err and "refresh --abort" in err

@@ -81,7 +81,7 @@ def test_a_move_that_cannot_be_built_changes_nothing_and_names_both(fork: Repo) 
         before = full(fork)
         result = fork.ps("move", "three", "--before", "one", code=1)
         assert "patch 'three.patch' conflicts with 'one.patch'" in result.stderr
-        assert "file a.py" in result.stderr and "| a 5 one three" in result.stderr
+        assert "file a.py" in result.stderr and "+ a 5 one three" in result.stderr
         assert "patches it moves across that change these files: one.patch" in result.stderr
         assert "nothing was changed" in result.stderr
         assert full(fork) == before

@@ -265,7 +265,8 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         return fault.exit_code
     except ConflictError as exc:
         out(f"patchstack: {exc.message}", err=True)
-        for line in render_conflict(exc.report):
+        full = any(a in ("--verbose", "-v") for a in _ARGV)  # the command's own flag
+        for line in render_conflict(exc.report, full=full):
             out(line, err=True)
         if exc.hint:
             out(f"hint: {exc.hint}", err=True)

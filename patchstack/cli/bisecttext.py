@@ -56,7 +56,7 @@ def step_lines(
         out.append(f"     (the same conflict as at {seen[key]})")
         return out
     seen[key] = short(step.commit)
-    return out + ["     " + line for line in render_conflict(c)]
+    return out + ["     " + line for line in render_conflict(c, full=True)]
 
 
 def stop_line(stop: Stop, r: BisectResult) -> str:

@@ -314,7 +314,7 @@ def import_branch_cmd(
     if result.stopped is not None:
         for line in stop_lines(result) + branch_lines(result, verbose):
             echo(ctx, line)
-        for line in render_conflict(result.stopped):
+        for line in render_conflict(result.stopped, full=verbose):
             echo(ctx, line, err=True)
         echo(ctx, STOP_HINT, err=True)
         ctx.exit(1)

@@ -255,39 +255,112 @@ def names_line(verb: str, names: Any, verbose: bool, shown: int = 10, where: str
     return f"{verb} {len(names)} patch(es){where}: {', '.join(listed)}{more}"
 
 
-def render_conflict(c: Any) -> list[str]:
-    """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk
-    where, what the patch expected, what is there now, what it wants, and the upstream commits
-    that changed those lines (or touched the file)."""
+STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the patch's size
+DIFF_LINES = 6  # lines of each of a hunk's two diffs in the short report
+FILES_SHOWN = 5  # files named on the report's file line
+CULPRITS_SHOWN = 3  # upstream commits named under a hunk
+
+
+def render_conflict(c: Any, full: bool = False) -> list[str]:
+    """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk where
+    it is, what upstream did there and what the patch does (each as a diff from what the patch
+    expected), and the upstream commits that changed those lines (or touched the file).
+
+    Short (the default) it fits a screen: at most `STOP_BUDGET` lines, each diff capped, at
+    most `CULPRITS_SHOWN` commits a hunk, and a last line counting what was left out. ``full``
+    (``--verbose``) prints every file and hunk with the three versions whole, as ``--json``
+    holds them."""
     lines = [f"conflict in patch {c.patch}"]
     if getattr(c, "kind", "primary") == "knock-on" and c.root:
         lines.append(
             f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
             " missing; resolving that one places it again"
         )
-    for path in c.files:
-        lines.append(f"  file {path}")
-    for h in c.hunks:
-        lines.append(f"  {h.path}:{h.line}:")
-        for title, body in (
-            ("the patch expected", h.expected),
-            ("there now", h.now),
-            ("the patch wants", h.wanted),
-        ):
-            lines.append(f"    {title}:")
-            lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
-        if h.upstream:
-            what = "changed these lines" if h.traced else "touched this file"
-            lines.append(f"    upstream commits that {what}:")
-            lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
+    files = list(c.files)
+    if full or len(files) <= FILES_SHOWN:
+        lines += [f"  file {path}" for path in files]
+    else:
+        lines.append(
+            f"  files ({len(files)}): {', '.join(files[:FILES_SHOWN])}"
+            f" and {len(files) - FILES_SHOWN} more"
+        )
+    tail = []
     if c.culprits:
-        lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
-        lines.append("  ('patchstack graph' shows which patch leans on which)")
+        tail.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
+        tail.append("  ('patchstack graph' shows which patch leans on which)")
     if c.detail and not c.hunks:
-        lines += ["  " + ln for ln in c.detail.splitlines()]
+        tail += ["  " + ln for ln in c.detail.splitlines()]
     if c.note:
-        lines.append("  " + c.note)
+        tail.append("  " + c.note)
+    hunks = list(c.hunks)
+    shown = 0
+    for h in hunks:
+        block = _hunk_full(h) if full else _hunk_short(h)
+        if not full and shown and len(lines) + len(block) + len(tail) + 1 > STOP_BUDGET:
+            break
+        lines += block
+        shown += 1
+    if shown < len(hunks):
+        rest = hunks[shown:]
+        where = len({h.path for h in rest})
+        lines.append(
+            f"  ... {len(rest)} more conflicting hunk(s) in {where} file(s)"
+            " (--verbose or --json show every one)"
+        )
+    return lines + tail
+
+
+def _hunk_full(h: Any) -> list[str]:
+    lines = [f"  {h.path}:{h.line}:"]
+    for title, body in (
+        ("the patch expected", h.expected),
+        ("there now", h.now),
+        ("the patch wants", h.wanted),
+    ):
+        lines.append(f"    {title}:")
+        lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
+    if h.upstream:
+        what = "changed these lines" if h.traced else "touched this file"
+        lines.append(f"    upstream commits that {what}:")
+        lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
     return lines
+
+
+def _hunk_short(h: Any) -> list[str]:
+    """One hunk in a few lines: upstream's change and the patch's, each a capped diff from
+    what the patch expected (the lines they share left out), and the first commits."""
+    lines = [f"  {h.path}:{h.line}:"]
+    for title, after in (
+        ("upstream made (the patch expected -> there now)", h.now),
+        ("the patch makes (it expected -> it wants)", h.wanted),
+    ):
+        lines.append(f"    {title}:")
+        lines += _capped_diff(list(h.expected), list(after))
+    if h.upstream:
+        what = "changed these lines" if h.traced else "touched this file"
+        named = [f"{u.oid[:10]} {u.subject}" for u in h.upstream[:CULPRITS_SHOWN]]
+        more = len(h.upstream) - len(named)
+        lines.append(f"    upstream commits that {what}:")
+        lines += [f"      {n}" for n in named]
+        if more:
+            lines.append(f"      ... and {more} more (--verbose)")
+    return lines
+
+
+def _capped_diff(before: list[str], after: list[str]) -> list[str]:
+    import difflib
+
+    changed = [
+        ln
+        for ln in difflib.unified_diff(before, after, lineterm="", n=0)
+        if not ln.startswith(("---", "+++", "@@"))
+    ]
+    if not changed:
+        return ["      (no change)"]
+    shown = [f"      {ln[0]} {ln[1:]}" for ln in changed[:DIFF_LINES]]
+    if len(changed) > DIFF_LINES:
+        shown.append(f"      ... {len(changed) - DIFF_LINES} more line(s) (--verbose)")
+    return shown
 
 
 KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose

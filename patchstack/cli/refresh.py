@@ -220,7 +220,7 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     if result.stopped:
-        for line in render_conflict(result.stopped):
+        for line in render_conflict(result.stopped, full=verbose):
             echo(ctx, line, err=True)
         echo(
             ctx,
@@ -361,7 +361,7 @@ def check(
             if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
                 if c in result.deferred:
                     echo(ctx, f"deferred {c.patch}: its conflict on {result.target_name} now")
-                for line in render_conflict(c):
+                for line in render_conflict(c, full=verbose):
                     echo(ctx, line)
         for line in conflict_summary(result.conflicts, verbose):
             echo(ctx, line)

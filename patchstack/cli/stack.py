@@ -136,6 +136,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
     drift = do_drift(ws, st.real_base)
+    ws.save_caches()  # the drift walked: the next status reads it (and what it proved)
     if as_json:
         from .statustext import standing_json
 

@@ -40,11 +40,13 @@ class MoveResult:
 
     @property
     def added(self) -> list[str]:
-        return [n for n in self.after if n not in self.before]
+        before = set(self.before)
+        return [n for n in self.after if n not in before]
 
     @property
     def removed(self) -> list[str]:
-        return [n for n in self.before if n not in self.after]
+        after = set(self.after)
+        return [n for n in self.before if n not in after]
 
 
 def unchanged(stack: Stack) -> MoveResult:

@@ -22,8 +22,6 @@ from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
 from .replay import Done, Step
 
-VERDICTS = ("unchanged", "offset", "merged", "conflict", "deferred", "upstream")
-
 
 def same_hunks(a: Patch, b: Patch) -> bool:
     def key(p: Patch) -> list[tuple[str, bool, tuple[tuple[str, ...], ...]]]:

@@ -91,9 +91,10 @@ class GitBase:
         stderr: int | IO[bytes] | None = None,
         env: Mapping[str, str] | None = None,
         throwaway: bool = False,
+        prefix: Sequence[str] = (),
     ) -> subprocess.Popen[bytes]:
         env = self._objects_env(env, throwaway)
-        proc = spawn(args, self.top, stdin=stdin, stderr=stderr, env=env)
+        proc = spawn(args, self.top, stdin=stdin, stderr=stderr, env=env, prefix=prefix)
         self._spawned = [p for p in self._spawned if p.poll() is None] + [proc]
         return proc
 

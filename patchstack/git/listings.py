@@ -113,8 +113,10 @@ class Listings(History):
         """
         if paths is not None and not paths:
             return DirtyState((), (), ())
-        if paths is not None and sum(len(p) for p in paths) > 200_000:
-            paths = None  # beyond what a command line holds comfortably: look at everything
+        # git matches a long pathspec slowly (1,100 paths of a 6,000-file tree: 1.2 s, the
+        # whole tree 0.15 s): beyond a few paths, everything is looked at and the records
+        # kept as the literal pathspec would keep them (the path, or a path under it).
+        asked = set(paths) if paths is not None and len(paths) > PATHSPEC_MAX else None
         out = self.run(
             "status",
             "--porcelain=v2",
@@ -123,7 +125,7 @@ class Listings(History):
             "--no-renames",
             "--ignore-submodules=none",
             "--",
-            *(paths or ()),
+            *(paths if paths is not None and asked is None else ()),
         ).stdout
         modified, untracked, unmerged, partly, inside = [], [], [], [], []
         prefix = (exclude.rstrip("/") + "/") if exclude else None
@@ -134,6 +136,8 @@ class Listings(History):
             fields = rec.split(b" ", {b"1 ": 8, b"u ": 10, b"? ": 1}[kind])
             path = decode_path(fields[-1])
             if prefix and (path + "/").startswith(prefix):
+                continue
+            if asked is not None and not _under_any(path, asked):
                 continue
             if kind == b"? ":
                 untracked.append(path)
@@ -150,3 +154,17 @@ class Listings(History):
         return DirtyState(
             tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly), tuple(inside)
         )
+
+
+PATHSPEC_MAX = 16  # paths given to ``git status`` as a pathspec; more are filtered here
+
+
+def _under_any(path: str, asked: set[str]) -> bool:
+    """Whether a literal pathspec of ``asked`` matches ``path``: it is one of them, or lies in
+    a folder that is."""
+    while True:
+        if path in asked:
+            return True
+        path, sep, _ = path.rpartition("/")
+        if not sep:
+            return False

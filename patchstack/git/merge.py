@@ -1,17 +1,23 @@
 """Three-way merges of trees in the object database (``merge-tree --write-tree``, merge-ort):
 no index, no work tree.
 
-From git 2.49 on, every merge of a command goes through one ``merge-tree --stdin`` process,
-each asked as ``<base tree> -- <ours tree> <theirs tree>`` (trees are accepted from 2.45; 2.49
-is the first to flush each answer, without which a question and its answer deadlock) and
-answered at once: a process start (2-3 ms) and the reading of the same blobs through long delta
-chains (a few ms, which the one process keeps cached) saved per merge. ``PATCHSTACK_NO_MERGE_BATCH``
-turns it off (the tests run both ways).
+Every merge of a command goes through one ``merge-tree --stdin`` process where git can
+answer one question at a time: a process start (2-3 ms) and the reading of the same blobs
+through long delta chains (a few ms, which the one process keeps cached) saved per merge.
 
-Older gits (the floor, 2.38, and Debian 12's 2.39) get one ``merge-tree`` process per merge. Without
-``--merge-base``, two throwaway commits sharing a parent whose tree is the wanted base make git
-find exactly that merge base. They are written as loose objects (`throwaway_commit`), in a graph
-of their own: no process, and no history to walk.
+- From git 2.49 each question is ``<base tree> -- <ours tree> <theirs tree>`` (trees are
+  accepted from 2.45; 2.49 is the first to flush each answer whole).
+- Before (2.39-2.48, Debian 12's 2.39 among them) ``--stdin`` takes two commits and leaves the
+  NUL that ends an answer in its output buffer until the next one, so that a question and its
+  answer would deadlock: the process runs under ``stdbuf -o0`` (coreutils), which unbuffers
+  its standard output, and is asked about throwaway commits (below). A first question proves
+  that answers come whole; where they do not (no ``stdbuf``, a git that ignores it), or on
+  2.38, each merge is a process of its own, as ``PATCHSTACK_NO_MERGE_BATCH`` asks (the tests
+  run both ways).
+
+Without ``--merge-base``, two throwaway commits sharing a parent whose tree is the wanted base
+make git find exactly that merge base. They are written as loose objects (`throwaway_commit`),
+in a graph of their own: no process, and no history to walk.
 
 Either way the ids git merged label the conflict markers inside merged files;
 `MergeResult.sides` maps them to the caller's labels, and putting readable labels into the
@@ -21,6 +27,8 @@ markers is the caller's business (see `engine.merging`).
 from __future__ import annotations
 
 import os
+import select
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -47,8 +55,11 @@ class MergeResult:
     sides: tuple[tuple[str, str], ...] = ()  # (commit id in the markers, the caller's label)
 
 
-# The git that answers merges in one process (see the module docstring).
+# The gits that answer merges in one process (see the module docstring): of trees, flushing
+# each answer; of commits, under ``stdbuf -o0``.
 BATCH_VERSION = (2, 49)
+COMMIT_BATCH_VERSION = (2, 39)
+PROBE_SECONDS = 10.0  # the first answer's wait, before a git that buffers is given up
 
 # What every merge runs with: diff3 markers (the conflict report reads the base side) and
 # renames followed whatever the user configured.
@@ -77,6 +88,22 @@ class Merges(Objects):
         o = self.throwaway_commit(ours, b, labels[0])
         return self.merge_commits(o, t, labels)
 
+    def merge_mode(self) -> str:
+        """How merges are asked: ``trees`` (one process, git >= 2.49), ``commits`` (one process
+        under ``stdbuf -o0``, 2.39-2.48) or ``each`` (a process per merge)."""
+        key = ("merge-mode",)
+        if key not in self._memo:
+            found = version()[0]
+            if os.environ.get("PATCHSTACK_NO_MERGE_BATCH") is not None:
+                self._memo[key] = "each"
+            elif found >= BATCH_VERSION:
+                self._memo[key] = "trees"
+            elif found >= COMMIT_BATCH_VERSION and shutil.which("stdbuf"):
+                self._memo[key] = "commits"
+            else:
+                self._memo[key] = "each"
+        return str(self._memo[key])
+
     def prepare_merges(self, sides: Sequence[tuple[str, str, str]]) -> None:
         """Make the throwaway base and "theirs" commits of future `merge_trees` calls,
         (base tree, theirs tree, theirs label) each (written loose: no process)."""
@@ -86,6 +113,10 @@ class Merges(Objects):
     def merge_commits(self, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
         """merge-tree of two commits whose one merge base has the wanted base tree (the
         caller made sure); ``labels`` name ours and theirs."""
+        if self.merge_mode() == "commits":
+            answer = self._merge_process()
+            if answer is not None:
+                return self._ask(answer, f"{ours} {theirs}\n", (ours, theirs), labels)
         proc = self.run(*MERGE_ARGS, ours, theirs, check=False, throwaway=True)
         if proc.returncode not in (0, 1):
             err = proc.stderr.decode("utf-8", "replace").strip()
@@ -100,22 +131,25 @@ class Merges(Objects):
         )
 
     def batch_merges(self) -> bool:
-        """Whether merges go through one ``merge-tree --stdin`` (git >= 2.49)."""
-        key = ("merge-batch",)
-        if key not in self._memo:
-            off = os.environ.get("PATCHSTACK_NO_MERGE_BATCH") is not None
-            self._memo[key] = not off and version()[0] >= BATCH_VERSION
-        return bool(self._memo[key])
+        """Whether trees are merged as they are, through one ``merge-tree --stdin`` (git >=
+        2.49); before, a merge is asked of commits (`merge_commits`)."""
+        return self.merge_mode() == "trees"
 
     def _batch_merge(
         self, base: str, ours: str, theirs: str, labels: tuple[str, str]
     ) -> MergeResult:
-        names = (base, ours, theirs)
+        answer = self._merge_process()
+        assert answer is not None  # a git that flushes answers needs no proof
+        return self._ask(answer, f"{base} -- {ours} {theirs}\n", (base, ours, theirs), labels)
+
+    def _ask(
+        self, answer: _Answers, question: str, names: tuple[str, ...], labels: tuple[str, str]
+    ) -> MergeResult:
+        ours, theirs = names[-2:]
         if any(not n or any(c.isspace() for c in n) for n in names):
             raise GitFailure(f"not an object name for git merge-tree --stdin: {names!r}")
-        answer = self._merge_process()
         try:
-            answer.ask(f"{base} -- {ours} {theirs}\n".encode())
+            answer.ask(question.encode())
             clean = answer.field()
             tree = Oid(answer.field().decode())
             conflicted: list[str] = []
@@ -142,17 +176,42 @@ class Merges(Objects):
             ((ours, labels[0]), (theirs, labels[1])),
         )
 
-    def _merge_process(self) -> _Answers:
+    def _merge_process(self) -> _Answers | None:
+        """The one ``merge-tree --stdin`` process (started again after it stopped); None
+        where a git asked of commits did not prove it answers whole: then merges go one
+        process each for the rest of the command."""
         answers: _Answers | None = self._memo.get(("merge-process",))
         if answers is None or answers.proc.poll() is not None:
+            if self._memo.get(("merge-unproven",)):
+                return None
+            commits = self.merge_mode() == "commits"
             errors = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
             proc = self.spawn(
-                [*MERGE_ARGS, "--stdin"], stdin=subprocess.PIPE, stderr=errors, throwaway=True
+                [*MERGE_ARGS, "--stdin"],
+                stdin=subprocess.PIPE,
+                stderr=errors,
+                throwaway=True,
+                prefix=[shutil.which("stdbuf") or "stdbuf", "-o0"] if commits else (),
             )
             self._procs["merge-tree"] = proc  # closed with the others
             answers = _Answers(proc, errors)
+            if commits and not self._answers_whole(answers):
+                answers.stop()
+                self._memo[("merge-unproven",)] = True
+                return None
             self._memo[("merge-process",)] = answers
         return answers
+
+    def _answers_whole(self, answers: _Answers) -> bool:
+        """Ask a first merge (a commit with itself) and see that its answer comes whole,
+        its last NUL included, without another question: under ``stdbuf -o0`` it does."""
+        root = self.throwaway_commit(self.fmt.empty_tree, None, "probe")
+        try:
+            answers.ask(f"{root} {root}\n".encode())
+            fields = [answers.field(PROBE_SECONDS) for _ in range(4)]
+        except (GitFailure, TimeoutError):
+            return False
+        return fields[0] == b"1" and fields[2:] == [b"", b""]
 
     def throwaway_commit(self, tree: str, parent: str | None, label: str) -> Oid:
         """A commit of ``tree`` (on ``parent``, or a root) that nothing will reference, made
@@ -239,10 +298,14 @@ class _Answers:
         self.proc.kill()
         self.proc.wait()
 
-    def field(self) -> bytes:
+    def field(self, timeout: float | None = None) -> bytes:
+        """The next field; with ``timeout``, `TimeoutError` when none comes in that time."""
         assert self.proc.stdout is not None
         while (end := self.buffer.find(b"\0")) < 0:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            fd = self.proc.stdout.fileno()
+            if timeout is not None and not select.select([fd], [], [], timeout)[0]:
+                raise TimeoutError("merge-tree --stdin did not answer")
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise self._failure()
             self.buffer += chunk

@@ -126,11 +126,13 @@ def spawn(
     stdin: int | IO[bytes] | None = None,
     stderr: int | IO[bytes] | None = None,
     env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """A long-running git process (a stream or a batch), like every git run here in its own
-    session and holding the repository lock."""
+    session and holding the repository lock; ``prefix`` runs it under another program
+    (``stdbuf -o0``)."""
     return subprocess.Popen(
-        ["git", *args],
+        [*prefix, "git", *args],
         cwd=cwd,
         env=sealed_env(env),
         stdin=stdin,

@@ -99,12 +99,6 @@ class Refs(GitBase):
             err = proc.stderr.decode("utf-8", "replace").strip()
             raise RefTransactionFailed(f"git update-ref failed: {err}", err)
 
-    def update_refs(self, updates: Sequence[tuple[str, str, str | None]], message: str) -> None:
-        """One transaction: (ref, new, expected old or None for "must not exist")."""
-        self.ref_transaction(
-            [RefUpdate(r, Oid(n), Oid(o) if o else None) for r, n, o in updates], message
-        )
-
     def set_ref(self, ref: str, new: str | None, old: str | None) -> bool:
         """Move (or delete, ``new`` None) a ref if it still holds ``old``; False when it moved."""
         try:

@@ -163,10 +163,6 @@ class Worktree(Listings):
             found.update(decode_path(p) for p in out.split(b"\0") if p)
         return sorted(found)
 
-    def reset_worktree(self, tree: str) -> None:
-        """Index and work tree exactly ``tree`` (tracked files only; untracked ones stay)."""
-        self.run("read-tree", "--reset", "-u", tree)
-
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", check=False)
 

@@ -57,13 +57,3 @@ class ObjectFormat:
 
 SHA1 = ObjectFormat("sha1")
 SHA256 = ObjectFormat("sha256")
-
-
-def format_of(oid: str) -> ObjectFormat | None:
-    """The format a full id belongs to, by its length (None when it is neither)."""
-    return {40: SHA1, 64: SHA256}.get(len(oid))
-
-
-def is_hex_id(text: str) -> bool:
-    """A full SHA-1 or SHA-256 id (40 or 64 lowercase hex digits)."""
-    return re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) is not None

@@ -149,10 +149,6 @@ class Series:
         """The deferred or upstream mark of this patch, if it has one."""
         return self.deferred.get(name) or self.upstream.get(name)
 
-    def with_deferred(self, deferrals: Iterable[Deferral]) -> Series:
-        """The series with exactly these deferrals (and its upstream marks as they are)."""
-        return self.with_marks(list(deferrals), list(self.upstream.values()))
-
     def with_marks(self, deferrals: Iterable[Deferral], upstream: Iterable[Upstream]) -> Series:
         """The series with exactly these marks, in series order, right after the base line."""
         lines = [ln for ln in self.lines if not (isinstance(ln, Other) and is_mark(ln.raw))]
@@ -420,8 +416,3 @@ def parse_series(text: str, path: str = "series") -> Series:
 def new_series(base: str, ref: str | None = None) -> Series:
     header = "# patchstack series: one patch a line, 'name.patch [-pN] # tag[, label...]'\n"
     return parse_series(header).with_base(base, ref)
-
-
-def entries_matching(entries: Iterable[Entry], tags: Iterable[str]) -> list[Entry]:
-    wanted = set(tags)
-    return [e for e in entries if e.tag in wanted]

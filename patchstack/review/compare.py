@@ -102,7 +102,7 @@ class Version:
 class PatchReview:
     old: Version | None
     new: Version | None
-    change: str  # added, dropped, changed, rebased, unchanged
+    change: str  # added, dropped, changed, rebased or unchanged
     moved: bool = False
     renamed: bool = False
     retagged: bool = False

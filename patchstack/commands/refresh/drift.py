@@ -5,6 +5,7 @@ says so): a fork cloned without tracking must not read "nothing to do" while ups
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -61,12 +62,50 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     found = git.rev_parse(upstream) if upstream else None
     name = upstream or "HEAD"
     target = found if found is not None else below
-    if target == base or not git.is_ancestor(base, target):
+    if target == base:
         return Drift(base, target, name, 0, (), guessed=guessed)
     owners: dict[str, list[str]] = {}
     for e in series.entries:
         for p in ws.proven_bytes(e)[1].paths:
             owners.setdefault(p, []).append(e.name)
+    key = _cache_key(base, target, owners)
+    known = ws.store.get(CACHE, key)  # kept only where base is an ancestor of target
+    if known is None and not git.is_ancestor(base, target):
+        return Drift(base, target, name, 0, (), guessed=guessed)
+    if known is not None:
+        count, touching_, every_ = known
+        return Drift(
+            base,
+            target,
+            name,
+            count,
+            tuple(DriftCommit(o, s, tuple(f), tuple(n)) for o, s, f, n in touching_),
+            tuple((o, s) for o, s in every_),
+            guessed,
+        )
+    count, touching, every = _walk(ws, base, target, owners)
+    ws.store.put(
+        CACHE,
+        key,
+        (count, [(c.oid, c.subject, list(c.files), list(c.patches)) for c in touching], every),
+    )
+    return Drift(base, target, name, count, tuple(touching), tuple(every), guessed)
+
+
+CACHE = "drift"  # the store's section: a drift by (base, upstream tip, what each patch touches)
+
+
+def _cache_key(base: str, target: str, owners: dict[str, list[str]]) -> str:
+    digest = hashlib.sha256(repr(sorted(owners.items())).encode("utf-8", "surrogateescape"))
+    return f"{base} {target} {digest.hexdigest()}"
+
+
+def _walk(
+    ws: Checkout, base: str, target: str, owners: dict[str, list[str]]
+) -> tuple[int, list[DriftCommit], list[tuple[str, str]]]:
+    """The commits of base..target (upstream's, not a merged stack's), and those of them that
+    touch a file of the series: two walks of the range, what `drift` caches."""
+    git = ws.git
     rng = f"{base}..{target}"
     grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's
     listed = git.log_commits(rng, exclude_grep=grep)
@@ -79,8 +118,8 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
             hit = [f for f in changed if f in owners]
             patches = tuple(dict.fromkeys(n for f in hit for n in owners[f]))
             touching.append(DriftCommit(oid, subject, tuple(hit), patches))
-    every = tuple((oid, subject) for oid, _parents, subject in listed)
-    return Drift(base, target, name, count, tuple(touching), every, guessed)
+    every = [(str(oid), subject) for oid, _parents, subject in listed]
+    return count, touching, every
 
 
 def _guess_upstream(ws: Checkout, base_ref: str | None) -> tuple[str | None, str]:

@@ -39,7 +39,7 @@ from .taken import applied_fields, dropped_note, upstream_evidence, upstream_mar
 class Verdict:
     name: str
     tag: str
-    verdict: str  # one of engine.verdicts.VERDICTS
+    verdict: str  # unchanged, offset, merged, conflict, deferred or upstream
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
     recorded: bool = False  # a conflict settled by a recorded resolution
     rewritten: bool = False  # the patch file was rewritten
