@@ -335,3 +335,16 @@ def test_a_link_in_place_of_the_resolutions_folder_is_shown(day, tmp_path) -> No
             shown
         )
         assert [c for c, _f, patch, _n in shown if patch == "p4.patch"] == ["removed"]
+
+
+def test_a_changed_resolution_shows_the_change_of_its_resolved_file(day, tmp_path) -> None:
+    repo, _before, after = day
+    new = shutil.copytree(after, tmp_path / "new")
+    (record,) = (new / "resolutions").iterdir()
+    data = record.read_bytes()
+    record.write_bytes(data.replace(b"d 20\n", b"d 20\nd 20 kept from p4\n"))
+    (change,) = review_json(repo, after, new)["resolutions"]
+    assert (change["change"], change["patch"], change["path"]) == ("changed", "p4.patch", "d.py")
+    assert change["diff"][:2] == ["--- a/d.py (recorded before)", "+++ b/d.py (recorded now)"]
+    assert "+d 20 kept from p4" in change["diff"]
+    assert "versions were" not in change["note"]  # the same conflict, resolved otherwise
