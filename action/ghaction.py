@@ -195,6 +195,13 @@ def check() -> int:
 # -- review ---------------------------------------------------------------------------------------
 
 
+def count_changes(data: dict[str, Any]) -> int:
+    """The changes of a review (review.json): patches not only unchanged (a mark's change
+    included), the base's move, and the recorded resolutions added, changed or removed."""
+    patches = sum(p["words"] != ["unchanged"] for p in data["patches"])
+    return patches + int(bool(data["base"]["moved"])) + len(data.get("resolutions", []))
+
+
 def render_review(old: str, new: str, check_md: str | None, full_url: str) -> tuple[bool, str]:
     """Review OLD..NEW into review.{json,html,md} and the comment (comment.md); returns
     whether the pull request changes the series, and the comment's path."""
@@ -223,9 +230,7 @@ def render_review(old: str, new: str, check_md: str | None, full_url: str) -> tu
             raise SystemExit(proc.returncode)
     with open(os.path.join(out, "review.json"), encoding="utf-8") as f:
         data = json.load(f)
-    changes = sum(p["words"] != ["unchanged"] for p in data["patches"]) + int(
-        bool(data["base"]["moved"])
-    )
+    changes = count_changes(data)
     md = os.path.join(out, "review.md")
     if not changes:
         with open(md, "w", encoding="utf-8") as f:

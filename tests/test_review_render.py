@@ -289,7 +289,17 @@ def test_review_and_show_json_have_a_version(tmp_path) -> None:
     repo, _old, _new = every_classification(tmp_path)
     data = json.loads(repo.ps("review", "fork~1", "fork", "--json").stdout)
     assert data["version"] == 1
-    assert set(data) == {"version", "old", "new", "base", "summary", "patches", "graph"}
+    assert set(data) == {
+        "version",
+        "old",
+        "new",
+        "base",
+        "summary",
+        "patches",
+        "graph",
+        "resolutions",
+        "marked",
+    }
     gamma = next(p for p in data["patches"] if p["name"] == "gamma.patch")
     assert gamma["words"] == ["changed", "description"] and "++gamma extra 2" in gamma["interdiff"]
     assert set(gamma["new"]) >= {"name", "tag", "labels", "position", "subject", "diff", "files"}

@@ -144,7 +144,9 @@ def review(
 
     Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
     context or line numbers changed), changed (with the interdiff: how its own change differs)
-    or unchanged, with description changes and the move of the series base.
+    or unchanged, with description changes and the move of the series base. A change of its
+    series mark is shown too (deferred, upstream with its evidence, no-op, resolved to
+    nothing, brought back), and so is every file of resolutions/ added, changed or removed.
 
     \b
     Example:

@@ -40,18 +40,31 @@ interdiff that makes the realignment plain, never as ``rebased`` when it is not.
 
 ``retagged`` (category tag or labels differ, old -> new) and the *description* (subject and
 free text) are compared on their own; a description change comes with a diff of its text.
+A change of the patch's mark in the series file (deferred, upstream, brought back, ...) and
+the recorded resolutions are compared in `states`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from ..model import fields
 from ..model.patchfile import FileDiff, Patch, decode
 from ..model.series import Entry, Series
 from .graph import Graph, build, subgraph
 from .interdiff import file_meta, file_title, interdiff, moves, text_diff
+from .states import (
+    STATES,
+    Blob,
+    Files,
+    MarkView,
+    ResolutionChange,
+    compare_resolutions,
+    resolved_patches,
+    state_word,
+    view,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,7 @@ class SeriesState:
     series: Series
     patches: Mapping[str, tuple[bytes, Patch]]
     commit: str | None = None  # the revision's commit id, when it is one
+    resolutions: Files = field(default_factory=dict)  # the files of its resolutions/
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,9 @@ class PatchReview:
     interdiff: tuple[str, ...] = ()  # changed: the change; rebased: the context
     description_diff: tuple[str, ...] = ()
     moves: tuple[str, ...] = ()  # rebased: where the changes moved, one line a file
+    state: str | None = None  # what the change of its mark did (`states.STATES`)
+    old_mark: MarkView | None = None
+    new_mark: MarkView | None = None
 
     @property
     def probe_change(self) -> tuple[str | None, str | None] | None:
@@ -132,6 +149,8 @@ class PatchReview:
         words = [w for w, on in (("renamed", self.renamed), ("moved", self.moved)) if on]
         if self.retagged:
             words.append("retagged")
+        if self.state:
+            words.append(self.state)
         if self.change != "unchanged":
             words.append(self.change)
         if self.description_changed:
@@ -192,6 +211,20 @@ class Review:
     patches: tuple[PatchReview, ...] = field(default=())
     # The changed and added patches, the ones they lean on and the ones leaning on them.
     graph: Graph = field(default=Graph())
+    resolutions: tuple[ResolutionChange, ...] = ()  # the files of resolutions/ changed
+
+    @property
+    def marked(self) -> tuple[tuple[str, int], ...]:
+        """How many patches of the new series carry each kind of mark (changed or not): what
+        the series leaves behind, which a change that keeps the marks does not show."""
+        kinds = [p.new_mark.kind for p in self.patches if p.new_mark]
+        return tuple((k, kinds.count(k)) for k in dict.fromkeys(sorted(kinds)))
+
+    @property
+    def states(self) -> tuple[tuple[str, tuple[PatchReview, ...]], ...]:
+        """(state word, the patches whose mark changed so), in the order of `STATES`."""
+        found = ((w, tuple(p for p in self.patches if p.state == w)) for w in STATES)
+        return tuple((w, ps) for w, ps in found if ps)
 
     def count(self, word: str) -> int:
         return sum(1 for p in self.patches if word in p.words)
@@ -199,7 +232,7 @@ class Review:
     @property
     def summary(self) -> tuple[tuple[str, int], ...]:
         order: tuple[str, ...] = ("added", "dropped", "renamed", "moved", "retagged")
-        order += ("changed", "rebased", "description", "probe", "unchanged")
+        order += STATES + ("changed", "rebased", "description", "probe", "unchanged")
         label = {"description": "description changed", "probe": "probe set or changed"}
         return tuple((label.get(w, w), n) for w in order if (n := self.count(w)))
 
@@ -314,8 +347,15 @@ def _compare(
     )
 
 
-def review(old: SeriesState, new: SeriesState, base: BaseChange | None = None) -> Review:
-    """Classify every patch of the change from ``old`` to ``new`` (see the module doc)."""
+def review(
+    old: SeriesState,
+    new: SeriesState,
+    base: BaseChange | None = None,
+    blob: Blob | None = None,
+    subject: Callable[[str], str] | None = None,
+) -> Review:
+    """Classify every patch of the change from ``old`` to ``new`` (see the module doc);
+    ``blob`` and ``subject`` read objects of the repository at hand, when there is one."""
     old_v = {
         e.name: make_version(e, i, *old.patches[e.name])
         for i, e in enumerate(old.series.entries, 1)
@@ -378,4 +418,25 @@ def review(old: SeriesState, new: SeriesState, base: BaseChange | None = None) -
     if reported:
         whole = build([(e, new.patches[e.name][1]) for e in new.series.entries])
         graph = subgraph(whole, reported)
-    return Review(old.label, new.label, base, tuple(rows), graph)
+    resolutions = compare_resolutions(old.resolutions, new.resolutions, blob)
+    rows = _with_states(rows, old, new, resolved_patches(resolutions), subject)
+    return Review(old.label, new.label, base, tuple(rows), graph, resolutions)
+
+
+def _with_states(
+    rows: list[PatchReview],
+    old: SeriesState,
+    new: SeriesState,
+    resolved: set[str],
+    subject: Callable[[str], str] | None,
+) -> list[PatchReview]:
+    """Each row with the change of its mark (`states`)."""
+    out = []
+    for row in rows:
+        old_mark = view(old.series.mark_of(row.old.name), subject) if row.old else None
+        new_mark = view(new.series.mark_of(row.new.name), subject) if row.new else None
+        word = state_word(old_mark, new_mark, row.name in resolved) if row.old and row.new else None
+        if old_mark or new_mark:
+            row = replace(row, state=word, old_mark=old_mark, new_mark=new_mark)
+        out.append(row)
+    return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from .compare import PatchReview, Review, Version
 from .graph import to_json
+from .states import MarkView, ResolutionChange
 
 VERSION = 1
 
@@ -47,6 +48,33 @@ def _patch_json(p: PatchReview) -> dict[str, Any]:
         "description_diff": list(p.description_diff),
         "probe_diff": list(p.probe_diff),
         "moves": list(p.moves),
+        "state": p.state,
+        "old_mark": _mark_json(p.old_mark),
+        "new_mark": _mark_json(p.new_mark),
+    }
+
+
+def _mark_json(m: MarkView | None) -> dict[str, Any] | None:
+    if m is None:
+        return None
+    return {
+        "kind": m.kind,
+        "commit": m.commit,
+        "root": m.root,
+        "evidence": m.evidence,
+        "evidence_subject": m.subject or None,
+    }
+
+
+def _resolution_json(r: ResolutionChange) -> dict[str, Any]:
+    return {
+        "change": r.change,
+        "file": r.file,
+        "patch": r.patch or None,
+        "path": r.path or None,
+        "mode": r.mode or None,
+        "note": r.note,
+        "diff": list(r.diff),
     }
 
 
@@ -66,6 +94,8 @@ def review_json(r: Review) -> dict[str, Any]:
             "behind": b.behind,
         },
         "summary": dict(r.summary),
+        "marked": dict(r.marked),
         "patches": [_patch_json(p) for p in r.patches],
         "graph": to_json(r.graph),
+        "resolutions": [_resolution_json(x) for x in r.resolutions],
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from ..model.marks import UPSTREAM
 from .compare import PatchReview, Review
 from .interdiff import effect
 
@@ -122,9 +123,61 @@ def status_words(p: PatchReview) -> list[str]:
             old, new = p.probe_change
             what = "set" if old is None else "removed" if new is None else "changed"
             out.append(f"probe {what}")
+        elif word == p.state:
+            out.append(_state_text(p))
+        elif word in ("added", "dropped") and (p.new_mark or p.old_mark):
+            mark = p.new_mark or p.old_mark
+            assert mark is not None
+            out.append(f"{word} ({'marked' if p.new_mark else 'was'} {mark.kind}: {mark.text})")
         else:
             out.append(word)
     return out
+
+
+def _state_text(p: PatchReview) -> str:
+    old, new = p.old_mark, p.new_mark
+    if old and new and old.kind == new.kind:
+        return f"{p.state} (mark changed: {old.text} → {new.text})"
+    if new is None:
+        return f"{p.state} (was {old.kind})" if old else str(p.state)
+    if new.kind == UPSTREAM and p.state == UPSTREAM:
+        return f"{p.state} ({f'in {new.evidence[:12]}' if new.evidence else 'commit unknown'})"
+    if new.root:
+        return f"{p.state} ({new.text})"
+    return str(p.state)
+
+
+STATE_HEADINGS = {
+    "deferred": "Left out of the stack: they conflict on the base (a knock-on waits for the"
+    " patch it names); 'patchstack push NAME' brings one back",
+    "upstream": "The base holds their change: left unapplied, kept until '--drop-merged'",
+    "no-op": "They change nothing while the patch they name is missing",
+    "resolved to nothing": "A conflict resolved by taking upstream's side: nothing of the patch"
+    " is left, the base holds it (see the recorded resolutions)",
+    "brought back": "A mark removed: applied again",
+}
+
+
+def state_heading(word: str) -> str:
+    """What a state's section says of its patches."""
+    return STATE_HEADINGS.get(word, "")
+
+
+def mark_text(p: PatchReview) -> str:
+    """The mark a state's section shows: the new one, or the one removed."""
+    mark = p.new_mark or p.old_mark
+    if mark is None:
+        return ""
+    text = f"commit {mark.commit[:12]}"
+    if mark.kind == UPSTREAM:
+        text = mark.text + f"; its change: {text}"
+    elif mark.root:
+        text += f", {mark.text}"
+    if p.old_mark and p.new_mark and p.old_mark != p.new_mark:
+        text = f"{text} (was {p.old_mark.kind}: {p.old_mark.text})"
+    elif p.new_mark is None:
+        text = f"was {mark.kind}: {text}"
+    return text
 
 
 def base_text(review: Review) -> str:

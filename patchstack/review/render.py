@@ -18,10 +18,11 @@ table row or a fenced block, each step only when the one before was not enough:
 1. the rows of patches that are only ``unchanged`` or only ``rebased`` collapse into one
    counted line, and the collapsed sections of rebased patches go;
 2. the largest diffs move out, largest first: first the full new versions of changed
-   patches, then the code of dropped patches, then the graph, then the diffs of added
-   patches and the interdiffs of changed ones; each such patch keeps its section, which says
-   where the whole review is;
-3. only then whole sections, and last table rows, are left out from the end, counted.
+   patches, then the code of dropped patches, then the recorded resolutions' hunks, then the
+   graph, then the diffs of added patches and the interdiffs of changed ones; each such patch
+   keeps its section, which says where the whole review is;
+3. only then whole sections, then the lists of the marks' sections (each keeps its count),
+   and last table rows, are left out from the end, counted.
 
 This module is the only one that imports jinja2, and only the commands that render import it.
 """
@@ -75,6 +76,8 @@ class Plan:
     graph: bool = True
     rows_left: int = 0  # table rows left out from the end
     items_left: int = 0  # sections left out from the end
+    states: bool = True  # the sections of the marks' changes list their patches
+    resolution_diffs: bool = True  # the recorded resolutions show their hunks
 
     @property
     def truncated(self) -> bool:
@@ -82,6 +85,8 @@ class Plan:
             self.rows_left
             or self.items_left
             or not self.graph
+            or not self.states
+            or not self.resolution_diffs
             or any(s.omitted or s.full_omitted for s in self.items)
         )
 
@@ -158,6 +163,8 @@ def environment(
         line_class=markup.line_class,
         status_words=markup.status_words,
         base_text=markup.base_text,
+        state_heading=markup.state_heading,
+        mark_text=markup.mark_text,
         counts=markup.counts_text,
         style=style,
         diff_style=lambda ln: style(ln, _COLORS.get(markup.line_class(ln))),
@@ -175,6 +182,8 @@ _COLORS = {"add": "green", "del": "red", "hunk": "cyan", "meta": "yellow"}
 _WORD_COLORS = {
     "added": "green",
     "dropped": "red",
+    "deferred": "red",
+    "brought": "green",
     "changed": "yellow",
     "rebased": "blue",
     "unchanged": "bright_black",
@@ -233,7 +242,9 @@ def collapse(review: Review, plan: Plan) -> Plan:
     )
 
 
-def _move_out(plan: Plan, size: int, limit: int, render: Callable[[Plan], int]) -> Plan:
+def _move_out(
+    plan: Plan, size: int, limit: int, render: Callable[[Plan], int], resolutions: int = 0
+) -> Plan:
     """Step 2: drop the largest diffs until the estimate fits, then measure; repeat."""
     items = list(plan.items)
 
@@ -244,7 +255,10 @@ def _move_out(plan: Plan, size: int, limit: int, render: Callable[[Plan], int]) 
     dropped = largest(i for i, s in enumerate(items) if s.lines and s.p.change == "dropped")
     diffs = largest(i for i, s in enumerate(items) if s.lines and i not in dropped)
     steps: list[tuple[str, int]] = [("full", i) for i in fulls]
-    steps += [("diff", i) for i in dropped] + [("graph", -1)] + [("diff", i) for i in diffs]
+    steps += [("diff", i) for i in dropped] + (
+        [("resolutions", resolutions)] if resolutions else []
+    )
+    steps += [("graph", -1)] + [("diff", i) for i in diffs]
     while steps and size >= limit:
         while steps and size >= limit:
             kind, i = steps.pop(0)
@@ -254,6 +268,9 @@ def _move_out(plan: Plan, size: int, limit: int, render: Callable[[Plan], int]) 
             elif kind == "diff":
                 size -= items[i].cost(False)
                 items[i] = replace(items[i], omitted=True, cut=len(items[i].lines))
+            elif kind == "resolutions":
+                plan = replace(plan, resolution_diffs=False)
+                size -= i
             else:
                 plan = replace(plan, graph=False)
                 size -= 3000
@@ -284,7 +301,8 @@ def fit(review: Review, plan: Plan, limit: int, render: Callable[[Plan], str]) -
     if size(text) < limit:
         return text
     plan = collapse(review, plan)
-    plan = _move_out(plan, size(render(plan)), limit, lambda p: size(render(p)))
+    resolutions = sum(len(ln) + 1 for r in review.resolutions for ln in r.diff)
+    plan = _move_out(plan, size(render(plan)), limit, lambda p: size(render(p)), resolutions)
     text = render(plan)
     if size(text) < limit:
         return text
@@ -294,6 +312,11 @@ def fit(review: Review, plan: Plan, limit: int, render: Callable[[Plan], str]) -
 
     n = _fewest_left(lambda k: size(render(without_items(k))) < limit, len(plan.items))
     plan = without_items(n)
+    text = render(plan)
+    if size(text) < limit:
+        return text
+
+    plan = replace(plan, states=False)  # the marks' sections as counts, before any row goes
     text = render(plan)
     if size(text) < limit:
         return text

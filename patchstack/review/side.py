@@ -10,19 +10,28 @@ stream: nothing is checked out. An existing directory wins over a revision of th
 from __future__ import annotations
 
 import os
+import re
+import stat
+from collections.abc import Callable
 
+from ..engine.evidence import recorded
 from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
 from ..model.patchfile import parse_patch
 from ..model.series import Series, parse_series
 from .compare import BaseChange, Review, SeriesState, review
+from .states import RESOLUTIONS, Files
+
+RESOLUTION_MAX = 16 << 20  # bytes of one resolution file the review reads (larger: not read)
 
 
 class NoSeries(PatchstackError):
     """The revision or directory has no series file."""
 
 
-def _state(label: str, where: str, files: dict[str, bytes], commit: str | None) -> SeriesState:
+def _state(
+    label: str, where: str, files: dict[str, bytes], commit: str | None, resolutions: Files
+) -> SeriesState:
     """Parse the series file and every patch it names; ``where`` prefixes names in errors."""
     series_path = where + "series"
     if "series" not in files:
@@ -37,7 +46,7 @@ def _state(label: str, where: str, files: dict[str, bytes], commit: str | None) 
             raise InputError(series_path, entry.lineno, f"patch file '{entry.name}' not found")
         data = files[entry.name]
         patches[entry.name] = (data, parse_patch(data, where + entry.name, entry.strip_level))
-    return SeriesState(label, series, patches, commit)
+    return SeriesState(label, series, patches, commit, resolutions)
 
 
 def from_directory(path: str, label: str | None = None) -> SeriesState:
@@ -52,7 +61,29 @@ def from_directory(path: str, label: str | None = None) -> SeriesState:
             if os.path.isfile(p):
                 with open(p, "rb") as f:
                     files[entry.name] = f.read()
-    return _state(label or path, os.path.join(path, ""), files, None)
+    found = _folder_resolutions(os.path.join(path, RESOLUTIONS.rstrip("/")))
+    return _state(label or path, os.path.join(path, ""), files, None, found)
+
+
+def _folder_resolutions(folder: str) -> dict[str, bytes | None]:
+    """The files of a resolutions/ folder, read without following a link (None: a file that
+    is not a regular one, or too large to read)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return {}
+    if not stat.S_ISDIR(st.st_mode):
+        return {"": None}  # a link or a file in the folder's place
+    found: dict[str, bytes | None] = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        st = os.lstat(path)
+        found[name] = None
+        if stat.S_ISREG(st.st_mode) and st.st_size <= RESOLUTION_MAX:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                found[name] = f.read(RESOLUTION_MAX + 1)
+    return found
 
 
 def from_revision(git: Git, rev: str, folder: str) -> SeriesState:
@@ -72,7 +103,14 @@ def from_revision(git: Git, rev: str, folder: str) -> SeriesState:
         for entry in series.entries:
             if entry.name in names:
                 files[entry.name] = git.read_blob(names[entry.name])
-    return _state(rev, f"{rev}:{prefix}", files, commit)
+    found: dict[str, bytes | None] = {}
+    for path, (mode, oid) in listing.items():
+        if path == prefix + RESOLUTIONS.rstrip("/"):
+            found[""] = None  # a link or a file in the folder's place
+        elif path.startswith(prefix + RESOLUTIONS):
+            regular = mode in ("100644", "100755")
+            found[path[len(prefix + RESOLUTIONS) :]] = git.read_blob(oid) if regular else None
+    return _state(rev, f"{rev}:{prefix}", files, commit, found)
 
 
 def load(arg: str, git: Git | None, folder: str | None) -> SeriesState:
@@ -112,7 +150,39 @@ def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None)
         raise missing[0]
     args = (old_arg, new_arg)
     old, new = (s or SeriesState(a, Series(), {}) for s, a in zip(sides, args, strict=True))
-    return review(old, new, base_change(git, old, new))
+    if git is None:
+        return review(old, new, base_change(git, old, new))
+    return review(old, new, base_change(git, old, new), _blob(git), _subject(git))
+
+
+_HEX = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+def _blob(git: Git) -> Callable[[str], bytes | None]:
+    """A blob by its id; only a full id is looked up (a resolution file names it, and a name
+    such as ``REV:PATH`` would read any file of the repository into the review)."""
+
+    def read(oid: str) -> bytes | None:
+        if not _HEX.match(oid):
+            return None
+        try:
+            return git.read_blob(oid) if git.has_objects([oid])[oid] else None
+        except PatchstackError:
+            return None
+
+    return read
+
+
+def _subject(git: Git) -> Callable[[str], str]:
+    def subject(oid: str) -> str:
+        if not _HEX.match(oid):
+            return ""
+        try:
+            return recorded(git, oid).subject
+        except PatchstackError:
+            return ""
+
+    return subject
 
 
 TEMPLATES = ".patchstack/templates"

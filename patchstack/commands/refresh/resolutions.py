@@ -63,6 +63,27 @@ class Recorded:
     file: str
 
 
+def parse_record(data: bytes, file: str) -> Recorded | None:
+    """The record a resolution file's bytes hold (``file`` names it), or None when they are
+    not one. The one parser of the format: refresh's replays and ``review`` read with it."""
+    try:
+        head, _, body = data.partition(b"\n\n")
+        lines = head.decode("utf-8", "surrogateescape").split("\n")
+        if lines[0] != MAGIC:
+            return None
+        fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+        resolved = _entry(fields["resolved"])
+        base, ours, theirs = (_entry(fields[k]) for k in ("base", "ours", "theirs"))
+        key = key_of(fields["patch"], fields["path"], base, ours, theirs)
+        mode = resolved[0] if resolved else None
+        recorded = fields.get("recorded", "")
+        return Recorded(
+            key, fields["patch"], fields["path"], base, ours, theirs, mode, body, recorded, file
+        )
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
 class Resolutions:
     """The series folder's recorded resolutions, read when first wanted."""
 
@@ -88,29 +109,9 @@ class Resolutions:
         try:
             with open(path, "rb") as f:
                 data = f.read()
-            head, _, body = data.partition(b"\n\n")
-            lines = head.decode("utf-8", "surrogateescape").split("\n")
-            if lines[0] != MAGIC:
-                return None
-            fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-            resolved = _entry(fields["resolved"])
-            base, ours, theirs = (_entry(fields[k]) for k in ("base", "ours", "theirs"))
-            key = key_of(fields["patch"], fields["path"], base, ours, theirs)
-            mode = resolved[0] if resolved else None
-            return Recorded(
-                key,
-                fields["patch"],
-                fields["path"],
-                base,
-                ours,
-                theirs,
-                mode,
-                body,
-                fields.get("recorded", ""),
-                path,
-            )
-        except (OSError, KeyError, ValueError, IndexError):
+        except OSError:
             return None
+        return parse_record(data, path)
 
     def record(
         self,
