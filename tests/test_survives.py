@@ -111,6 +111,8 @@ def test_undo_works_after_the_checkout_is_moved(tmp_path) -> None:
     assert not (tmp_path / "a" / "fork").exists()  # nothing written at the old place
     assert moved.ps("undo").exit_code == 0  # and further back: the 'new p2'
     assert not (moved.path / "patches" / "p2.patch").exists()
+    moved.ps("redo")  # and forward again, here too
+    assert (moved.path / "patches" / "p2.patch").exists()
     assert not (tmp_path / "a" / "fork").exists()
 
 
