@@ -61,7 +61,7 @@ class Options:
             while_stopped=while_stopped,
         )
         ctx.call_on_close(held.release)
-        if ws.git.lock_reasons():  # a killed bisect's or probe run's scratch tree, maybe
+        if any("scratch" in r for r in ws.git.lock_reasons()):  # a killed bisect's, maybe
             from ..commands.worktree import remove_stale_scratch
 
             remove_stale_scratch(ws.git)
