@@ -61,6 +61,10 @@ class Options:
             while_stopped=while_stopped,
         )
         ctx.call_on_close(held.release)
+        if any("scratch" in r for r in ws.git.lock_reasons()):  # a killed bisect's, maybe
+            from ..commands.worktree import remove_stale_scratch
+
+            remove_stale_scratch(ws.git)
         if write:  # a command that only reads writes nothing, not even a cache
             ctx.call_on_close(ws.save_caches)  # runs first: under the lock
         for error in problems:

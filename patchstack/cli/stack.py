@@ -123,7 +123,8 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     Exits 1 when the stack disagrees with the series: an applied commit no longer matches its
     patch file, a patch is applied that is not in the series or out of its order, commits
     that are not patches sit on top of the applied ones, or a refresh or a git operation is
-    stopped in the middle. A stack on another base (push --onto) is reported, not counted.
+    stopped in the middle, or a command was interrupted while publishing ('patchstack undo').
+    A stack on another base (push --onto) is reported, not counted.
 
     \b
     Example:
@@ -191,6 +192,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "on_top": list(st.on_top),
                     "out_of_order": list(st.out_of_order),
                     "disagreements": list(st.disagreements),
+                    "interrupted": st.interrupted,
                 }
             )
         )
@@ -207,7 +209,9 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
             echo(ctx, line)
         if not st.series_base:
             echo(ctx, f"patchstack: warning: {NO_BASE}", err=True)
-    if st.disagreements:
+    if st.repaired:
+        echo(ctx, f"patchstack: repaired: {st.repaired}", err=True)
+    if st.disagreements or st.interrupted:
         ctx.exit(1)
 
 

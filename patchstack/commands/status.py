@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..checkout import Checkout, experiment_note
-from ..journal.oplog import current_refresh
+from ..git import FastImport
+from ..journal.oplog import BrokenLog, current_refresh, interrupted
 from ..model.ids import Oid
 from ..model.marks import Mark
 from ..model.series import Series, new_series
@@ -74,6 +75,8 @@ class StatusResult:
     today: date | None = None  # when a submission's age is told
     submodules: tuple[str, ...] = ()  # submodules with changes to their own files (no patch's)
     marks: tuple[Mark, ...] = ()  # the series' deferred and upstream marks
+    interrupted: str | None = None  # a command whose publish was interrupted (status exits 1)
+    repaired: str | None = None  # what status repaired: a dangling scratch ref it deleted
 
     def mark_of(self, name: str) -> Mark | None:
         return next((m for m in self.marks if m.name == name), None)
@@ -193,7 +196,31 @@ def status(ws: Checkout) -> StatusResult:
         today(ws) if any(s.upstream.updated for s in standing) else None,
         dirty.submodules,
         tuple(m for n in series.names if (m := series.mark_of(n))),
+        _interrupted(ws),
+        _repaired(ws),
     )
+
+
+def _repaired(ws: Checkout) -> str | None:
+    """A scratch ref that names an object the repository does not have (an older version's
+    replay killed midway left it; git gc, fsck and log --all stop at it), deleted."""
+    dropped = ws.git.drop_dangling_scratch()
+    if dropped is None:
+        return None
+    return (
+        f"deleted {FastImport.SCRATCH}, which named {dropped}, an object this repository does"
+        " not have (left by a replay killed midway); git gc, git fsck and git log --all work"
+        " again"
+    )
+
+
+def _interrupted(ws: Checkout) -> str | None:
+    """The command line of a command that died while publishing ('undo' takes it back)."""
+    try:
+        found = interrupted(ws.git)
+    except BrokenLog:  # said when the command began
+        return None
+    return found.command if found else None
 
 
 def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from ..journal.oplog import (
     write_entry,
 )
 from ..journal.restore import check_restorable
-from ..journal.snapshot import Snapshot, as_series_only, take_snapshot
+from ..journal.snapshot import Snapshot, as_series_only, series_dir_of, take_snapshot
 from ..journal.trees import TreeChange, TreeState, capture, read_note
 from ..model.ids import Oid
 from ..transaction import MoveTree, Plan, Restore, publish
@@ -48,8 +48,8 @@ class RestoreResult:
 def _logged_dir(ws: Checkout, entry: Entry) -> Checkout:
     """The checkout with the series directory the newest entry recorded (a command run with
     ``--dir`` is undone in the folder it changed)."""
-    folder = entry.state.series_dir
-    return replace(ws, series_dir=folder) if folder and folder != ws.series_dir else ws
+    folder = series_dir_of(entry.state, ws)
+    return replace(ws, series_dir=folder) if folder != ws.series_dir else ws
 
 
 def undo(ws: Checkout, steps: int = 1, force: bool = False) -> RestoreResult:

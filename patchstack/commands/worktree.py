@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lock
 from ..checkout import Checkout
-from ..errors import PatchstackError, RefusedError
+from ..errors import GitFailure, PatchstackError, RefusedError
 from ..git import Git, WorktreeInfo, find_repo
 from ..journal.trees import LOG_PREFIX, TreeChange, TreeState, capture, read_note
 from ..model import selection
@@ -310,17 +310,27 @@ def scratch(git: Git, commit: Oid) -> Iterator[Git]:
 
 
 def remove_stale_scratch(git: Git) -> list[str]:
-    """Remove the scratch worktrees of bisects that were killed; their paths."""
+    """Remove the scratch worktrees of bisects and probe runs that were killed; their paths.
+    Every command calls it (`cli.app.Options.checkout`): what git lists as locked is read from
+    its files first, and git is run only when a dead process's scratch tree is there."""
+    if not any(_stale(reason) for reason in git.lock_reasons()):
+        return []
     removed = []
     for wt in git.worktrees()[1:]:
-        m = re.fullmatch(r"patchstack bisect scratch \(pid (\d+)\)", wt.locked or "")
-        if m and not _alive(int(m.group(1))):
-            git.worktree_remove(wt.path)
+        if _stale(wt.locked or ""):
+            with contextlib.suppress(GitFailure):  # (another command removed it meanwhile)
+                git.worktree_remove(wt.path)
             parent = os.path.dirname(wt.path)
             if os.path.basename(parent).startswith(SCRATCH_PREFIX):
                 shutil.rmtree(parent, ignore_errors=True)
             removed.append(wt.path)
     return removed
+
+
+def _stale(reason: str) -> bool:
+    """Is this the lock reason of a scratch tree whose process is gone?"""
+    m = re.fullmatch(r"patchstack bisect scratch \(pid (\d+)\)", reason)
+    return m is not None and not _alive(int(m.group(1)))
 
 
 def _alive(pid: int) -> bool:

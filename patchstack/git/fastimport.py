@@ -6,6 +6,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from .. import lock
 from ..errors import GitFailure
 from ..model.ids import Oid
 from .base import encode_path
@@ -26,9 +27,13 @@ def quote_path(path: str) -> bytes:
 
 
 class FastImport:
-    """Commits are written to a scratch ref that is deleted before the stream ends, so nothing
-    but objects is left behind (``--force``: a checkpoint may move it to an unrelated
-    commit). ``commit`` returns the new commit's id (asked with ``get-mark``)."""
+    """Commits are made on a scratch branch of the stream that never becomes a ref: it is
+    reset to nothing before every checkpoint and before the end (where fast-import writes its
+    branches), so nothing but objects is left behind, and no ref ever names an object of the
+    scratch store, which a killed command leaves to be dropped (`git gc`, `git fsck` and `git
+    log --all` stop at a ref to an object the repository does not have). Each commit names its
+    parent (``from``), so the branch's own tip is never used. ``commit`` returns the new
+    commit's id (asked with ``get-mark``)."""
 
     SCRATCH = "refs/patchstack/scratch"
 
@@ -157,7 +162,13 @@ class FastImport:
         """Make every object of the stream so far visible to other git processes (fast-import
         finishes its pack; the answer to the ``get-mark`` after it says it is done)."""
         if self.mark:
-            self._answer(b"checkpoint\nget-mark :%d\n" % self.mark)
+            self._answer(b"%scheckpoint\nget-mark :%d\n" % (self._unset(), self.mark))
+            lock.point("stream-checkpoint")
+
+    def _unset(self) -> bytes:
+        """The scratch branch reset to nothing: the checkpoint or end after it deletes the
+        ref (were one left by an older version) instead of writing it."""
+        return f"reset {self.SCRATCH}\nfrom {self.null}\n\n".encode()
 
     def close(self) -> None:
         if self.closed:
@@ -165,7 +176,7 @@ class FastImport:
         self.closed = True
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
-            self.proc.stdin.write(f"reset {self.SCRATCH}\nfrom {self.null}\n\ndone\n".encode())
+            self.proc.stdin.write(self._unset() + b"done\n")
             self.proc.stdin.close()
         except BrokenPipeError:
             pass

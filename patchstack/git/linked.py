@@ -111,6 +111,19 @@ class Linked(Listings):
             )
         return result
 
+    def lock_reasons(self) -> list[str]:
+        """The lock reasons of the locked linked worktrees, read from git's administrative
+        files, no process (a check every command can afford)."""
+        folder = os.path.join(self.common_dir, "worktrees")
+        reasons = []
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            with (
+                contextlib.suppress(OSError),
+                open(os.path.join(folder, name, "locked"), "rb") as f,
+            ):
+                reasons.append(os.fsdecode(f.read()).strip())
+        return reasons
+
     def switch_detached(self, commit: str) -> None:
         """This (scratch) worktree: HEAD detached at ``commit``, index and files exactly its
         tree, every untracked and ignored file removed; no hook runs."""

@@ -6,7 +6,7 @@ import os
 import re
 
 from ..errors import PatchstackError
-from ..model.ids import ObjectFormat
+from ..model.ids import ObjectFormat, Oid
 from .fastimport import FastImport
 from .index import TempIndex
 from .interactive import Interactive
@@ -27,6 +27,16 @@ class Git(Worktree, Linked, Merges, Similarity, Refs, Mail, Interactive):
 
     def fast_import(self) -> FastImport:
         return FastImport(self)
+
+    def drop_dangling_scratch(self) -> Oid | None:
+        """Delete the scratch ref of fast-import streams (`FastImport.SCRATCH`) when it names
+        an object this repository does not have, as an older version killed mid-replay left
+        it (``git gc``, ``git fsck`` and ``git log --all`` stop at it); the id it held, or
+        None when there is no such ref (one that names an object is left alone)."""
+        held = self.resolve(FastImport.SCRATCH)
+        if held is None or self.has_objects([held])[held]:
+            return None
+        return held if self.set_ref(FastImport.SCRATCH, None, held) else None
 
 
 _PLACES = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")

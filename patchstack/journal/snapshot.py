@@ -54,7 +54,10 @@ class Snapshot:
     stack: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()  # untracked files too large to snapshot
     refresh: str | None = None  # blob of the stopped refresh's state
-    series_dir: str | None = None  # the series directory snapshotted (absolute)
+    # the series directory snapshotted: relative to the top of the work tree when inside it
+    # (so a moved or copied checkout is undone in its own folder), else absolute; entries
+    # written before held it absolute always (see `series_dir_of`)
+    series_dir: str | None = None
     # ``series`` holds the series only (`series_files`); older snapshots hold the whole folder
     series_only: bool = False
 
@@ -352,9 +355,26 @@ def take_snapshot(
         names,
         tuple(left_out),
         refresh,
-        ws.series_dir,
+        ws.in_tree or ws.series_dir,
         series_only=True,
     )
+
+
+def series_dir_of(snap: Snapshot, ws: Checkout) -> str:
+    """The series directory ``snap`` was taken with, in the checkout of ``ws`` (absolute).
+
+    An absolute one outside the work tree that ends with the folder ``ws`` uses (its path in
+    the tree) is that folder as an older entry recorded it before the checkout was moved or
+    copied: the folder here, never the one at the old place."""
+    folder = snap.series_dir
+    if not folder:
+        return ws.series_dir
+    if not os.path.isabs(folder):
+        return os.path.normpath(os.path.join(ws.git.top, folder))
+    rel = ws.in_tree
+    if rel and not inside(folder, ws.git.top) and (folder.rstrip("/") + "/").endswith(f"/{rel}/"):
+        return ws.series_dir
+    return folder
 
 
 def moved_snapshot(

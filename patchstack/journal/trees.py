@@ -30,7 +30,7 @@ from ..files import write_atomic
 from ..git import Git, WorktreeInfo
 from ..model.ids import Oid
 from .restore import restore_worktree
-from .snapshot import Snapshot, take_snapshot
+from .snapshot import Snapshot, series_dir_of, take_snapshot
 
 LOG_PREFIX = "refs/patchstack/worktrees/"
 
@@ -243,7 +243,8 @@ def _make(git: Git, state: TreeState, series_dir: str) -> None:
         try:
             _attach(git, there, state)
             if state.snapshot is not None:
-                ws = Checkout(there, state.snapshot.series_dir or series_dir, wt.path)
+                ws = Checkout(there, series_dir, wt.path)
+                ws = replace(ws, series_dir=series_dir_of(state.snapshot, ws))
                 restore_worktree(ws, take_snapshot(ws), state.snapshot)
         finally:
             there.close()
