@@ -13,9 +13,9 @@ refreshes them and drops nothing.
 
 The file is one ``marshal`` of plain values (no code), read once per command when first
 wanted and written at the end of a command that changes state (`Checkout.save_caches`, under
-the repository lock) by an atomic rename; of the commands that only read, `status` alone
-writes it (under the shared lock: a reader racing it may lose an entry, which costs time), so
-that the drift it walked (section ``drift``) makes the next `status` a blink.
+the repository lock) by an atomic rename. Of the commands that only read, `status` alone
+writes it, and only its section ``drift`` (under the shared lock: a reader racing it may lose
+an entry, which costs time), so that the drift it walked makes the next `status` a blink.
 """
 
 from __future__ import annotations
@@ -100,8 +100,12 @@ class Store:
             for k in keys
         )
 
-    def save(self) -> None:
-        """Write what this command used and learned (nothing when it changed nothing)."""
+    def save(self, only: str | None = None) -> None:
+        """Write what this command used and learned (nothing when it changed nothing); with
+        ``only``, what it learned of that one section (a reader keeps its drift, no proofs)."""
+        if only is not None:
+            self._added = {only: self._added[only]} if only in self._added else {}
+            self._used = {only: self._used[only]} if only in self._used else {}
         if not self._loaded or not self.changed:
             return
         for section in set(self._entries) | set(self._added):
