@@ -113,3 +113,20 @@ def test_an_imported_message_with_markers_is_guarded(tmp_path: Path) -> None:
     assert "\n <<<<<<< HEAD\nours\n =======\ntheirs\n >>>>>>> b\n" in text
     repo.ps("push", "--all")
     repo.ps("status")
+
+
+def test_a_message_written_with_marker_like_lines_is_kept_indented(tmp_path) -> None:
+    """A message given to 'new -m' or 'edit -m' whose lines look like a merge's markers or a
+    message's end ('---') is written with those lines indented, as import writes them: the
+    patch file reads back, and is not taken for an unresolved merge."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(10, "a")})
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 3\n", "a 3 patched\n")
+    text = "Subject\n\n<<<<<<< mine\nwhy\n=======\n>>>>>>> theirs\n---\nthe end"
+    repo.ps("new", "p", "--tag", "essential", "-m", text)
+    assert repo.ps("status").exit_code == 0
+    body = repo.read("patches/p.patch")
+    assert "\n <<<<<<< mine\n" in body and "\n >>>>>>> theirs\n" in body and "\n ---\n" in body
+    repo.ps("edit", "p", "-m", text.replace("why", "because"))
+    assert "\n >>>>>>> theirs\n" in repo.read("patches/p.patch")
+    assert repo.ps("status").exit_code == 0

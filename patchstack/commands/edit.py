@@ -84,7 +84,7 @@ def edit(
         subject, description = message.split(text)
         if not subject:
             raise PatchstackError("aborting: the message is empty", "nothing was changed")
-        text = message.join(subject, description)
+        text = message.guard_diff_starts(message.join(subject, description))
 
     def compose(current: str, patch: Patch) -> str:
         new = current if text is None else text

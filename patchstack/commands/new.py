@@ -10,6 +10,7 @@ from ..checkout import Checkout
 from ..errors import PatchstackError, RefusedError
 from ..model import fields, trailers
 from ..model.ids import Oid
+from ..model.message import guard_diff_starts
 from ..model.patchfile import parse_patch
 from ..model.series import Entry, Series, parse_tags
 from ..model.stack import Stack
@@ -32,11 +33,13 @@ class NewResult:
 
 
 def split_message(message: str | None, fallback: str) -> str:
-    """A commit message from ``-m``: its first line is the subject, the rest the description."""
+    """A commit message from ``-m``: its first line is the subject, the rest the description
+    (a line a patch reader would take for a diff, a merge marker or the message's end,
+    indented: `message.guard_diff_starts`)."""
     lines = message.strip().splitlines() if message and message.strip() else []
     subject = lines[0].strip() if lines else fallback
     body = "\n".join(lines[1:]).strip()
-    return subject + ("\n\n" + body if body else "") + "\n"
+    return guard_diff_starts(subject + ("\n\n" + body if body else "") + "\n")
 
 
 def new(

@@ -42,8 +42,11 @@ def guard_diff_starts(message: str) -> str:
     head, sep, body = message.partition("\n\n")
     lines = body.split("\n")
 
+    # A lone "=======" underlines a heading; with other markers it is one too.
+    bare = any(is_marker(ln, bare_separator=False) for ln in lines)
+
     def guard(i: int) -> bool:
-        return is_file_start(lines, i) or patch_break(lines[i]) or is_marker(lines[i])
+        return is_file_start(lines, i) or patch_break(lines[i]) or is_marker(lines[i], bare)
 
     if not any(guard(i) for i in range(len(lines))):
         return message
