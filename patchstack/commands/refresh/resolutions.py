@@ -1,15 +1,25 @@
 """Recorded resolutions: a conflict resolved once is settled the same way wherever the very
 same versions meet again, on a colleague's clone too.
 
-``refresh --continue`` records, for each conflicted file of the patch it resumes after, what
-the user made of it, keyed by the patch, the path and the exact three versions the merge saw
-there (the patch's base, what was there, what the patch wants: mode and blob id each, or
-absent). The record is a file of the series folder (``resolutions/<key>``: a short header, a
-blank line, the resolved bytes), so it travels with the series in the team's repository.
-`Resolutions.settle` is the replays' and the engine's hook: a conflict whose every conflicted
-file has a record for exactly those versions is settled with them (``merged (recorded
-resolution)``); one with a record for other versions of a file is left a conflict, with a
-note saying the record no longer matches: never applied approximately.
+``refresh --continue`` records what the user made of a conflict: for each conflicted file,
+keyed by the path and the exact three versions the merge saw there (the patch's base, what was
+there, what the patch wants: mode and blob id each, or absent), and, with it, every other file
+the user changed while resolving (an edit ported into the file upstream moved the code to),
+each keyed by its own three versions and the conflict's (`group_of`). The key does not hold the
+patch's name (a `rename` or an undone one keeps it matching); the ``patch:`` field names the
+patch for ``resolutions`` and ``--forget``. The record is a file of the series folder
+(``resolutions/<key>``: a short header, a blank line, the resolved bytes), so it travels with
+the series in the team's repository. `Resolutions.settle` is the replays' and the engine's
+hook: a conflict whose every conflicted file has a record for exactly those versions, and whose
+other recorded files are at exactly their recorded versions, is settled with all of them
+(``merged (recorded resolution)``); one with a record for other versions of a file is left a
+conflict, with a note saying the record no longer matches: never applied approximately.
+
+The folder arrives through teammates' pull requests, so every record is checked when read
+(`_parse`): a regular file (no link is followed, no FIFO or device opened), at most
+``patchstack.snapshotMaxSize``, named by its own key, a resolved mode of 100644 or 100755, the
+header's blob id that of the body. A bad one is refused naming it (exit 2) before anything is
+written.
 
 The records are written outside the journal, as git's rerere cache is: ``undo`` takes back a
 refresh, not what it learned; ``patchstack resolutions --forget`` removes them.
@@ -19,34 +29,39 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ...checkout import Checkout
+from ...errors import InputError
 from ...files import write_atomic
 from ...git import Git, MergeResult
+from ...journal.snapshot import max_untracked
 from ...model.ids import Oid
 
 FOLDER = "resolutions"
 MAGIC = "patchstack-resolution 1"
 Entry = tuple[str, str] | None  # (mode, id), or absent
+FILE_MODES = ("100644", "100755")  # what a resolved file may be
+TREE_MODES = ("100644", "100755", "120000", "160000", "040000")  # what a side may be
 
 
 def _text(entry: Entry) -> str:
     return f"{entry[0]} {entry[1]}" if entry else "-"
 
 
-def _entry(text: str) -> Entry:
-    if text.strip() == "-":
-        return None
-    mode, oid = text.split()
-    return mode, oid
-
-
-def key_of(patch: str, path: str, base: Entry, ours: Entry, theirs: Entry) -> str:
-    text = "\0".join((patch, path, _text(base), _text(ours), _text(theirs)))
+def key_of(path: str, sides: Sequence[Entry], group: str = "") -> str:
+    """A conflicted file's key from its three versions (base, ours, theirs); with ``group``
+    (the conflict's, `group_of`), the key of another file changed with its resolution."""
+    text = "\0".join((path, *map(_text, sides), group))
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def group_of(keys: Sequence[str]) -> str:
+    """The conflict a set of conflicted files' keys makes."""
+    return hashlib.sha1("\0".join(sorted(keys)).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -61,10 +76,11 @@ class Recorded:
     data: bytes
     recorded: str  # when (ISO 8601, UTC)
     file: str
+    group: str = ""  # set on a file changed with a conflict's resolution (not conflicted)
 
 
 class Resolutions:
-    """The series folder's recorded resolutions, read when first wanted."""
+    """The series folder's recorded resolutions, read (and checked) when first wanted."""
 
     def __init__(self, ws: Checkout) -> None:
         self.ws = ws
@@ -76,41 +92,114 @@ class Resolutions:
 
     def all(self) -> dict[str, Recorded]:
         if self._all is None:
-            self._all = {}
-            if os.path.isdir(self.folder):
+            found: dict[str, Recorded] = {}
+            if self._folder_exists():
+                limit = max_untracked(self.git)
                 for name in sorted(os.listdir(self.folder)):
-                    found = self._read(os.path.join(self.folder, name))
-                    if found is not None:
-                        self._all[found.key] = found
+                    if not name.startswith("."):  # (a write's temporary file; never read)
+                        record = self._parse(os.path.join(self.folder, name), limit)
+                        found[record.key] = record
+            self._all = found
         return self._all
 
-    def _read(self, path: str) -> Recorded | None:
+    def _folder_exists(self) -> bool:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-            head, _, body = data.partition(b"\n\n")
-            lines = head.decode("utf-8", "surrogateescape").split("\n")
-            if lines[0] != MAGIC:
-                return None
-            fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-            resolved = _entry(fields["resolved"])
-            base, ours, theirs = (_entry(fields[k]) for k in ("base", "ours", "theirs"))
-            key = key_of(fields["patch"], fields["path"], base, ours, theirs)
-            mode = resolved[0] if resolved else None
-            return Recorded(
-                key,
-                fields["patch"],
-                fields["path"],
-                base,
-                ours,
-                theirs,
-                mode,
-                body,
-                fields.get("recorded", ""),
-                path,
-            )
-        except (OSError, KeyError, ValueError, IndexError):
+            st = os.lstat(self.folder)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+            raise self._bad(self.folder, f"is {kind}; the recorded resolutions are a folder")
+        return True
+
+    def _bad(self, path: str, why: str) -> InputError:
+        shown = self.ws.display(path)
+        return InputError(
+            shown,
+            None,
+            why,
+            f"remove it (git rm -r -- {shown}, or rm) and resolve the conflict again;"
+            " nothing was changed",
+        )
+
+    def _parse(self, path: str, limit: int) -> Recorded:
+        data = self._read(path, limit)
+        bad = self._bad
+        head, sep, body = data.partition(b"\n\n")
+        lines = head.decode("utf-8", "surrogateescape").split("\n")
+        if not sep or lines[0] != MAGIC:
+            raise bad(path, f"not a recorded resolution (its first line is not '{MAGIC}')")
+        fields: dict[str, str] = {}
+        for line in lines[1:]:
+            name, colon, value = line.partition(": ")
+            if not colon or name in fields:
+                raise bad(path, f"a header line is not 'field: value' once: {line[:60]!r}")
+            fields[name] = value
+        missing = [
+            k for k in ("patch", "path", "base", "ours", "theirs", "resolved") if k not in fields
+        ]
+        if missing:
+            raise bad(path, "no " + ", ".join(missing) + " in its header")
+        sides = [self._entry(path, k, fields[k], TREE_MODES) for k in ("base", "ours", "theirs")]
+        resolved = self._entry(path, "resolved", fields["resolved"], FILE_MODES)
+        if resolved is None and body:
+            raise bad(path, "resolved by deleting the file, yet it holds bytes")
+        if resolved is not None and self.git.fmt.blob_id(body) != resolved[1]:
+            raise bad(path, f"its bytes are not blob {resolved[1]}, which its header names")
+        group = fields.get("with", "")
+        if group and (len(group) != 40 or any(c not in "0123456789abcdef" for c in group)):
+            raise bad(path, f"'with: {group[:60]}' is not a conflict's key")
+        key = key_of(fields["path"], sides, group=group)
+        if os.path.basename(path) != key:
+            raise bad(path, f"its name is not its key {key} (one file a key)")
+        return Recorded(
+            key,
+            fields["patch"],
+            fields["path"],
+            sides[0],
+            sides[1],
+            sides[2],
+            resolved[0] if resolved else None,
+            body,
+            fields.get("recorded", ""),
+            path,
+            group,
+        )
+
+    def _read(self, path: str, limit: int) -> bytes:
+        """The bytes of a regular file, at most ``limit`` of them; never through a link, never
+        waiting on a FIFO."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise self._bad(path, f"cannot be read as a file ({exc.strerror})") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._bad(path, "is not a regular file")
+            if st.st_size > limit:
+                raise self._bad(
+                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
+                )
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise self._bad(
+                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
+                )
+            return data
+        finally:
+            os.close(fd)
+
+    def _entry(self, path: str, field: str, text: str, modes: Sequence[str]) -> Entry:
+        if text == "-":
             return None
+        mode, _, oid = text.partition(" ")
+        if mode not in modes:
+            raise self._bad(path, f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes))
+        if not self.git.fmt.is_full(oid):
+            raise self._bad(path, f"{field}: {oid[:80]!r} is not an object id")
+        return mode, oid
 
     def record(
         self,
@@ -118,36 +207,45 @@ class Resolutions:
         before: Oid,
         ours: Oid,
         after: Oid,
+        merged: Oid,
         resolved: Oid,
-        paths: Sequence[str],
+        conflicted: Sequence[str],
     ) -> list[str]:
         """Record what ``resolved`` has at each conflicted path of ``patch`` (whose merge of
-        ``before -> after`` onto ``ours`` conflicted there); the keys written."""
+        ``before -> after`` onto ``ours`` gave ``merged``) and at every other path where it
+        differs from ``merged``; the keys written. Nothing is recorded when a file is resolved
+        to a link, a folder or a submodule (a record holds a file): it is asked again."""
         git = self.git
-        sides = [git.entries_at(t, list(paths)) for t in (before, ours, after, resolved)]
+        known = self.all()
+        others = [p for p in git.changed_paths(merged, resolved) if p not in conflicted]
+        paths = [*conflicted, *others]
+        sides = [git.entries_at(t, paths) for t in (before, ours, after, resolved)]
+        if any(s[path][0] not in FILE_MODES for s in sides[3:] for path in paths if path in s):
+            return []
+        keys = [key_of(p, [s.get(p) for s in sides[:3]]) for p in conflicted]
+        group = group_of(keys)
+        for old in known.values():
+            if old.group == group:
+                os.unlink(old.file)  # an earlier resolution of the same conflict
         when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        keys = []
-        for path in paths:
+        for path in others:
+            keys.append(key_of(path, [s.get(path) for s in sides[:3]], group=group))
+        os.makedirs(self.folder, exist_ok=True)
+        for i, (path, key) in enumerate(zip(paths, keys, strict=True)):
             base, mine, theirs, done = (s.get(path) for s in sides)
-            if done is not None and done[0] in ("040000", "160000"):
-                continue  # a folder or a submodule: not a file's resolution
-            key = key_of(patch, path, base, mine, theirs)
             body = git.read_blob(done[1]) if done else b""
-            head = "\n".join(
-                (
-                    MAGIC,
-                    f"patch: {patch}",
-                    f"path: {path}",
-                    f"base: {_text(base)}",
-                    f"ours: {_text(mine)}",
-                    f"theirs: {_text(theirs)}",
-                    f"resolved: {_text(done)}",
-                    f"recorded: {when}",
-                )
-            )
-            os.makedirs(self.folder, exist_ok=True)
-            write_atomic(os.path.join(self.folder, key), head.encode() + b"\n\n" + body)
-            keys.append(key)
+            head = [
+                MAGIC,
+                f"patch: {patch}",
+                f"path: {path}",
+                f"base: {_text(base)}",
+                f"ours: {_text(mine)}",
+                f"theirs: {_text(theirs)}",
+                f"resolved: {_text(done)}",
+                *([f"with: {group}"] if i >= len(conflicted) else []),
+                f"recorded: {when}",
+            ]
+            write_atomic(os.path.join(self.folder, key), "\n".join(head).encode() + b"\n\n" + body)
         self._all = None
         return keys
 
@@ -155,7 +253,8 @@ class Resolutions:
         self, name: str, before: Oid, ours: Oid, after: Oid, merged: MergeResult
     ) -> Oid | None:
         """The merge ``merged`` of patch ``name`` settled by records of exactly these
-        versions of every conflicted file, or None."""
+        versions of every conflicted file, and of every other file recorded with them, or
+        None."""
         known = self.all()
         if not known or not merged.conflicted:
             return None
@@ -163,16 +262,37 @@ class Resolutions:
         paths = list(merged.conflicted)
         sides = [git.entries_at(t, paths) for t in (before, ours, after)]
         changes: dict[str, tuple[str, str] | None] = {}
+        keys = []
         for path in paths:
-            key = key_of(name, path, *(s.get(path) for s in sides))
+            key = key_of(path, [s.get(path) for s in sides])
             found = known.get(key)
             if found is None:
-                if any(r.patch == name and r.path == path for r in known.values()):
-                    self.stale.append((name, path))
+                self._note_stale(name, [path], known)
                 return None
+            keys.append(key)
             changes[path] = (found.mode, git.write_blob(found.data)) if found.mode else None
+        group = group_of(keys)
+        also = [r for r in known.values() if r.group == group]
+        there = [git.entries_at(t, [r.path for r in also]) for t in (before, ours, after)]
+        moved = [
+            r.path
+            for r in also
+            if key_of(r.path, [t.get(r.path) for t in there], group=group) != r.key
+        ]
+        if moved:
+            self._note_stale(name, moved, known, anyway=True)
+            return None
+        for r in also:
+            changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
         self.used.append(name)
         return git.edit_tree(merged.tree, changes)
+
+    def _note_stale(
+        self, name: str, paths: Sequence[str], known: dict[str, Recorded], anyway: bool = False
+    ) -> None:
+        for path in paths:
+            if anyway or any(r.patch == name and r.path == path for r in known.values()):
+                self.stale.append((name, path))
 
     def note(self, name: str) -> str:
         """What to say in a conflict report of ``name`` about records that did not match."""
@@ -183,6 +303,21 @@ class Resolutions:
             "a recorded resolution of " + ", ".join(stale) + " is for other versions of the"
             " file (upstream or the patch changed since it was recorded); it was not applied"
         )
+
+    def renamed(self, old: str, new: str) -> None:
+        """Say ``new`` in the records of patch ``old`` (the keys hold no name: they match
+        either way; this keeps ``resolutions NAME`` and the notes right)."""
+        for r in self.all().values():
+            if r.patch == old:
+                with open(r.file, "rb") as f:
+                    data = f.read()
+                head, _, body = data.partition(b"\n\n")
+                lines = [
+                    f"patch: {new}".encode() if ln == f"patch: {old}".encode() else ln
+                    for ln in head.split(b"\n")
+                ]
+                write_atomic(r.file, b"\n".join(lines) + b"\n\n" + body)
+        self._all = None
 
     def forget(self, patch: str | None = None) -> list[Recorded]:
         """Remove the records (of ``patch`` only, when given); those removed."""

@@ -32,6 +32,7 @@ from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
+from .taking import at_stop
 from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
 
 
@@ -352,8 +353,10 @@ def stop(
     if state.before is None:  # the refresh starts here: --abort goes back to this state
         before = take_snapshot(ws)
         state = replace(state, before=before)
+    moved = {*git.changed_paths(src[0], merged.tree), *src[1]}
     state = replace(
         state,
+        at_stop=at_stop(ws, moved),
         done=tuple(done),
         stopped_at=name,
         stop_head=stop_head,
