@@ -32,8 +32,8 @@ from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .proof import remember_exact
 from .stopped import State, store
-from .taking import at_stop
 from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
+from .taking import at_stop
 
 
 @dataclass(frozen=True)
