@@ -114,3 +114,56 @@ def test_continue_refuses_a_new_untracked_file_naming_it(tmp_path) -> None:
     text = repo.read("patches/p1.patch")
     assert "+++ b/helper.py" in text and "a.py.orig" not in text
     assert outside_series(repo) == []
+
+
+def two_conflicts(tmp_path: Path) -> Repo:
+    """p1 and p2 each change a line upstream changes too."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    replace_line(repo, "b.py", "b 10\n", "b 10 mine\n")
+    repo.ps("new", "p2", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    replace_line(repo, "b.py", "b 10\n", "b 10 upstream\n")
+    repo.commit_all("upstream changes both")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def test_abort_after_a_continue_says_it_keeps_the_resolution_recorded(tmp_path) -> None:
+    repo = two_conflicts(tmp_path)
+    before = repo.state()
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.write("a.py", numbered(20, "a").replace("a 10\n", "a 10 upstream and mine\n"))
+    stopped = repo.ps("refresh", "--continue", code=1)
+    assert "conflict in patch p2.patch" in stopped.stderr
+    aborted = repo.ps("refresh", "--abort").stdout
+    assert "everything as before\n" not in aborted
+    assert "kept the resolution its --continue recorded: p1.patch  a.py" in aborted
+    assert "'patchstack resolutions p1.patch --forget'" in aborted
+    assert repo.state() == before
+    assert "p1.patch  a.py" in repo.ps("resolutions").stdout
+    # What it says is what happens: the next refresh settles p1 with it.
+    again = repo.ps("refresh", "--onto", "up", code=1)
+    assert "p1.patch  (recorded resolution)" in again.stdout
+    data = json.loads(repo.ps("refresh", "--abort", "--json").stdout)
+    assert data["kept_resolutions"] == []  # this refresh recorded none
+
+
+def test_a_renamed_patch_keeps_its_recorded_resolutions(tmp_path) -> None:
+    repo = two_conflicts(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.write("a.py", numbered(20, "a").replace("a 10\n", "a 10 upstream and mine\n"))
+    repo.ps("refresh", "--continue", code=1)
+    repo.ps("refresh", "--abort")
+    repo.ps("rename", "p1", "essential-fix")
+    again = repo.ps("refresh", "--onto", "up", code=1)
+    assert "essential-fix.patch  (recorded resolution)" in again.stdout
+    assert "conflict in patch p2.patch" in again.stderr
+    repo.ps("refresh", "--abort")
+    assert "essential-fix.patch  a.py" in repo.ps("resolutions").stdout
+    repo.ps("resolutions", "essential-fix", "--forget")
+    assert "no recorded resolutions" in repo.ps("resolutions").stdout

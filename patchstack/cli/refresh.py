@@ -188,7 +188,18 @@ def refresh(
 
 def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
-        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
+        if not result.kept:
+            echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
+            return
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before but")
+        patches = sorted({patch for patch, _path in result.kept})
+        for patch, path in result.kept:
+            echo(ctx, f"  kept the resolution its --continue recorded: {patch}  {path}")
+        echo(
+            ctx,
+            "hint: the next refresh settles the same conflict with it; 'patchstack resolutions"
+            f" {patches[0]} --forget' removes it (as git keeps its rerere records)",
+        )
         return
     old = (result.old_base or "?")[:12]
     new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")

@@ -211,4 +211,17 @@ def abort(ws: Checkout, kind: str = "refresh") -> RefreshResult:
         Oid(target.head),
         state.applied_before,
         aborted=True,
+        kept=_kept(ws, state),
     )
+
+
+def _kept(ws: Checkout, state: stopped.State) -> tuple[tuple[str, str], ...]:
+    """(patch, path) of the resolutions this refresh recorded that are still there: written
+    outside the journal, as git's rerere records are, an abort keeps them (and says so)."""
+    if not state.recorded:
+        return ()
+    try:
+        there = {(r.patch, r.path) for r in Resolutions(ws).all().values()}
+    except PatchstackError:
+        return state.recorded
+    return tuple(k for k in state.recorded if k in there)

@@ -73,6 +73,7 @@ class RefreshResult:
     stopped: Conflict | None = None
     aborted: bool = False
     deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
+    kept: tuple[tuple[str, str], ...] = ()  # aborted: (patch, path) of resolutions it recorded
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class RefreshResult:
             "stopped": self.stopped.to_json() if self.stopped else None,
             "aborted": self.aborted,
             "deferred": [c.to_json() for c in self.deferred],
+            **({"kept_resolutions": [list(k) for k in self.kept]} if self.aborted else {}),
         }
 
 
@@ -387,8 +389,9 @@ def stop(
         so_far[d.name] = "deferred"
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}
+    recorded = {d.name for d in done if d.recorded}
     verdicts = tuple(
-        Verdict(e.name, e.tag, so_far[e.name], resolved=e.name in resolved)
+        Verdict(e.name, e.tag, so_far[e.name], e.name in resolved, e.name in recorded)
         for e in series.entries
         if e.name in so_far
     )
