@@ -74,7 +74,13 @@ def probe_options(f: Any) -> Any:
     is_flag=True,
     help="Rebuild applied commits that differ from their patch files from the files.",
 )
-@click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option(
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="Go on after resolving a conflict: takes every tracked file changed since the stop"
+    " (no git add needed); refuses a new untracked file until it is git add-ed or removed.",
+)
 @click.option(
     "--skip",
     "skip_",
@@ -125,6 +131,13 @@ def refresh(
     that only exists because an earlier deferred patch is missing (a knock-on) is deferred
     with it. --skip leaves the conflicting patch out, deferred: it stays in the series with
     its file as it was, and 'patchstack push NAME' brings it back later.
+
+    --continue takes what you changed since the stop, as 'git add -A && git rebase
+    --continue' would: the conflicted files and every other tracked file you edited (an edit
+    ported into the file upstream moved the code to), into the patch and into its recorded
+    resolution. A file you already had uncommitted at the stop and left alone stays yours. A
+    new untracked file is refused, named (it may be a merge tool's *.orig or a log, which git
+    would commit): 'git add' it for the patch to hold it, or remove it.
 
     \b
     Example:
