@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -104,3 +105,20 @@ def test_the_folder_as_a_link_is_refused_and_nothing_is_written_or_deleted_throu
     refused(repo, "patches/resolutions", "is a symbolic link")
     assert repo.ps("resolutions", "--forget", code=2)
     assert os.listdir(elsewhere) == [record.name]
+
+
+def test_forget_is_one_entry_of_the_log_and_undo_puts_the_records_back(tmp_path) -> None:
+    repo = drift(tmp_path)
+    resolve_p1(repo)
+    folder = repo.path / "patches" / "resolutions"
+    records = {p.name: p.read_bytes() for p in folder.iterdir()}
+    state = repo.state()
+    assert "forgot 1 recorded resolution(s)" in repo.ps("resolutions", "--forget").stdout
+    assert not folder.exists()
+    assert "no recorded resolutions" in repo.ps("resolutions").stdout
+    assert repo.state() == state
+    repo.ps("undo")  # the forget, not the refresh before it
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == records
+    assert repo.state() == state
+    kinds = [e["kind"] for e in json.loads(repo.ps("log", "--json").stdout)]
+    assert kinds[:2] == ["undo", "resolutions"]

@@ -79,7 +79,8 @@ def probe_options(f: Any) -> Any:
     "continue_",
     is_flag=True,
     help="Go on after resolving a conflict: takes every tracked file changed since the stop"
-    " (no git add needed); refuses a new untracked file until it is git add-ed or removed.",
+    " (no git add needed) into the patch and its recorded resolution; refuses a new"
+    " untracked file (a merge tool's *.orig?) until it is git add-ed or removed.",
 )
 @click.option(
     "--skip",
@@ -131,13 +132,6 @@ def refresh(
     that only exists because an earlier deferred patch is missing (a knock-on) is deferred
     with it. --skip leaves the conflicting patch out, deferred: it stays in the series with
     its file as it was, and 'patchstack push NAME' brings it back later.
-
-    --continue takes what you changed since the stop, as 'git add -A && git rebase
-    --continue' would: the conflicted files and every other tracked file you edited (an edit
-    ported into the file upstream moved the code to), into the patch and into its recorded
-    resolution. A file you already had uncommitted at the stop and left alone stays yours. A
-    new untracked file is refused, named (it may be a merge tool's *.orig or a log, which git
-    would commit): 'git add' it for the patch to hold it, or remove it.
 
     \b
     Example:
@@ -201,18 +195,12 @@ def refresh(
 
 def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
-        if not result.kept:
-            echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
-            return
-        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before but")
-        patches = sorted({patch for patch, _path in result.kept})
+        but = " but" if result.kept else ""
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
         for patch, path in result.kept:
             echo(ctx, f"  kept the resolution its --continue recorded: {patch}  {path}")
-        echo(
-            ctx,
-            "hint: the next refresh settles the same conflict with it; 'patchstack resolutions"
-            f" {patches[0]} --forget' removes it (as git keeps its rerere records)",
-        )
+        if result.kept:
+            echo(ctx, f"hint: 'patchstack resolutions {result.kept[0][0]} --forget' removes it")
         return
     old = (result.old_base or "?")[:12]
     new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")

@@ -27,6 +27,7 @@ refresh, not what it learned; ``patchstack resolutions --forget`` removes them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -320,11 +321,23 @@ class Resolutions:
         self._all = None
 
     def forget(self, patch: str | None = None) -> list[Recorded]:
-        """Remove the records (of ``patch`` only, when given); those removed."""
+        """Remove the records (of ``patch`` only, when given), one entry of the operation log
+        (``undo`` puts them back: the state before holds them); those removed."""
+        from ...journal.oplog import current_refresh
+        from ...journal.snapshot import take_snapshot
+        from ...transaction import FileWrite, Plan, publish
+
         gone = [r for r in self.all().values() if patch is None or r.patch == patch]
-        for r in gone:
-            os.unlink(r.file)
-        if os.path.isdir(self.folder) and not os.listdir(self.folder):
-            os.rmdir(self.folder)
+        if not gone:
+            return []
+        git = self.git
+        head = git.head()
+        assert head is not None
+        names = [f"{FOLDER}/{os.path.basename(r.file)}" for r in gone]
+        before = take_snapshot(self.ws, refresh=current_refresh(git), also=names)
+        files = tuple(FileWrite(r.file, None) for r in gone)
+        publish(self.ws, Plan("resolutions", head, head, files, before=before))
+        with contextlib.suppress(OSError):
+            os.rmdir(self.folder)  # (only when left empty)
         self._all = None
         return gone
