@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Sequence
@@ -51,6 +52,22 @@ TREE_MODES = ("100644", "100755", "120000", "160000", "040000")  # what a side m
 
 def _text(entry: Entry) -> str:
     return f"{entry[0]} {entry[1]}" if entry else "-"
+
+
+def _quoted(text: str) -> str:
+    """A header value on one line: as it is, or a JSON string when it holds a line break, a
+    control character or starts with a quote (a path may hold any byte but NUL)."""
+    plain = text.isprintable() and not text.startswith('"') and text.strip() == text
+    return text if plain else json.dumps(text)
+
+
+def _unquoted(text: str) -> str:
+    if not text.startswith('"'):
+        return text
+    value = json.loads(text)
+    if not isinstance(value, str):
+        raise ValueError(text)
+    return value
 
 
 def key_of(path: str, sides: Sequence[Entry], group: str = "") -> str:
@@ -147,16 +164,20 @@ class Resolutions:
             raise bad(path, "resolved by deleting the file, yet it holds bytes")
         if resolved is not None and self.git.fmt.blob_id(body) != resolved[1]:
             raise bad(path, f"its bytes are not blob {resolved[1]}, which its header names")
+        try:
+            patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
+        except ValueError:
+            raise bad(path, "its patch or path is not a quoted string") from None
         group = fields.get("with", "")
         if group and (len(group) != 40 or any(c not in "0123456789abcdef" for c in group)):
             raise bad(path, f"'with: {group[:60]}' is not a conflict's key")
-        key = key_of(fields["path"], sides, group=group)
+        key = key_of(where, sides, group=group)
         if os.path.basename(path) != key:
             raise bad(path, f"its name is not its key {key} (one file a key)")
         return Recorded(
             key,
-            fields["patch"],
-            fields["path"],
+            patch,
+            where,
             sides[0],
             sides[1],
             sides[2],
@@ -237,8 +258,8 @@ class Resolutions:
             body = git.read_blob(done[1]) if done else b""
             head = [
                 MAGIC,
-                f"patch: {patch}",
-                f"path: {path}",
+                f"patch: {_quoted(patch)}",
+                f"path: {_quoted(path)}",
                 f"base: {_text(base)}",
                 f"ours: {_text(mine)}",
                 f"theirs: {_text(theirs)}",
@@ -246,7 +267,8 @@ class Resolutions:
                 *([f"with: {group}"] if i >= len(conflicted) else []),
                 f"recorded: {when}",
             ]
-            write_atomic(os.path.join(self.folder, key), "\n".join(head).encode() + b"\n\n" + body)
+            text = "\n".join(head).encode("utf-8", "surrogateescape")
+            write_atomic(os.path.join(self.folder, key), text + b"\n\n" + body)
         self._all = None
         return keys
 
@@ -313,10 +335,10 @@ class Resolutions:
                 with open(r.file, "rb") as f:
                     data = f.read()
                 head, _, body = data.partition(b"\n\n")
-                lines = [
-                    f"patch: {new}".encode() if ln == f"patch: {old}".encode() else ln
-                    for ln in head.split(b"\n")
-                ]
+                was, now = (
+                    f"patch: {_quoted(n)}".encode("utf-8", "surrogateescape") for n in (old, new)
+                )
+                lines = [now if ln == was else ln for ln in head.split(b"\n")]
                 write_atomic(r.file, b"\n".join(lines) + b"\n\n" + body)
         self._all = None
 
