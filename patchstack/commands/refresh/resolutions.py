@@ -22,7 +22,9 @@ header's blob id that of the body. A bad one is refused naming it (exit 2) befor
 written.
 
 The records are written outside the journal, as git's rerere cache is: ``undo`` takes back a
-refresh, not what it learned; ``patchstack resolutions --forget`` removes them.
+refresh, not what it learned (``refresh --abort`` says which it keeps). ``patchstack
+resolutions --forget`` removes them as one entry of the operation log, whose state before holds
+them, so ``undo`` puts them back.
 """
 
 from __future__ import annotations
