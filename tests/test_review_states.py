@@ -184,6 +184,7 @@ def resolution_pr(root: Path, after: Path, day: Repo) -> tuple[Repo, str, str]:
     resolved = ours.replace("d 10 <b>upstream</b> @someone\n", "d 10 fast <b>upstream</b>\n")
     resolved = resolved.replace("d 20\n", f"d 20 {HOSTILE}\n```\n")
     oid = repo.git("hash-object", "-w", "--stdin", input=ours).strip()
+    done = repo.git("hash-object", "--stdin", input=resolved).strip()  # the body's own id
     theirs = "100644 " + "1" * 40
     header = "\n".join(
         (
@@ -193,7 +194,7 @@ def resolution_pr(root: Path, after: Path, day: Repo) -> tuple[Repo, str, str]:
             "base: -",
             f"ours: 100644 {oid}",
             f"theirs: {theirs}",
-            "resolved: 100644 " + "2" * 40,
+            f"resolved: 100644 {done}",
             "recorded: 2026-01-01T00:00:00Z",
         )
     )
@@ -214,7 +215,7 @@ def test_a_pull_request_that_changes_only_resolutions_is_reviewed(day, tmp_path)
     hunk = doc["resolutions"][0]["diff"]
     assert hunk[0] == f"--- a/d.py {HOSTILE} (as the merge found it)"
     assert "-d 10 <b>upstream</b> @someone" in hunk and "+d 10 fast <b>upstream</b>" in hunk
-    assert doc["resolutions"][1]["note"] == "not a regular file (refresh does not use it)"
+    assert doc["resolutions"][1]["note"] == "not a regular file (refresh refuses it)"
     text = repo.ps("review", base, head).stdout
     assert "== recorded resolutions (2)" in text and "+d 10 fast <b>upstream</b>\n" in text
     md = repo.ps("review", base, head, "--format", "markdown").stdout
@@ -331,9 +332,7 @@ def test_a_link_in_place_of_the_resolutions_folder_is_shown(day, tmp_path) -> No
     by_rev = json.loads(series.ps("review", "HEAD~1", "HEAD", "--json").stdout)
     for doc in (by_dir, by_rev):
         shown = [(r["change"], r["file"], r["patch"], r["note"]) for r in doc["resolutions"]]
-        assert ("added", "resolutions/", None, "not a regular file (refresh does not use it)") in (
-            shown
-        )
+        assert ("added", "resolutions/", None, "not a regular file (refresh refuses it)") in (shown)
         assert [c for c, _f, patch, _n in shown if patch == "p4.patch"] == ["removed"]
 
 
@@ -342,7 +341,11 @@ def test_a_changed_resolution_shows_the_change_of_its_resolved_file(day, tmp_pat
     new = shutil.copytree(after, tmp_path / "new")
     (record,) = (new / "resolutions").iterdir()
     data = record.read_bytes()
-    record.write_bytes(data.replace(b"d 20\n", b"d 20\nd 20 kept from p4\n"))
+    head, _, body = data.partition(b"\n\n")
+    changed = body.replace(b"d 20\n", b"d 20\nd 20 kept from p4\n")
+    ids = [repo.git("hash-object", "--stdin", input=b.decode()).strip() for b in (body, changed)]
+    was, now = (f"resolved: 100644 {i}".encode() for i in ids)
+    record.write_bytes(head.replace(was, now) + b"\n\n" + changed)
     (change,) = review_json(repo, after, new)["resolutions"]
     assert (change["change"], change["patch"], change["path"]) == ("changed", "p4.patch", "d.py")
     assert change["diff"][:2] == ["--- a/d.py (recorded before)", "+++ b/d.py (recorded now)"]

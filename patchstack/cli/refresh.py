@@ -74,7 +74,14 @@ def probe_options(f: Any) -> Any:
     is_flag=True,
     help="Rebuild applied commits that differ from their patch files from the files.",
 )
-@click.option("--continue", "continue_", is_flag=True, help="Go on after resolving a conflict.")
+@click.option(
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="Go on after resolving a conflict: takes every tracked file changed since the stop"
+    " (no git add needed) into the patch and its recorded resolution; refuses a new"
+    " untracked file (a merge tool's *.orig?) until it is git add-ed or removed.",
+)
 @click.option(
     "--skip",
     "skip_",
@@ -188,7 +195,12 @@ def refresh(
 
 def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
     if result.aborted:
-        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before")
+        but = " but" if result.kept else ""
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
+        for patch, path in result.kept:
+            echo(ctx, f"  kept the resolution its --continue recorded: {patch}  {path}")
+        if result.kept:
+            echo(ctx, f"hint: 'patchstack resolutions {result.kept[0][0]} --forget' removes it")
         return
     old = (result.old_base or "?")[:12]
     new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")

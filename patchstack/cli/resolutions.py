@@ -16,11 +16,12 @@ from .output import complete_patch_names, echo, json_text, out
 def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: bool) -> None:
     """List the recorded conflict resolutions (of NAME only, when given), or --forget them.
 
-    'refresh --continue' records how each conflicted file was resolved, keyed by the patch
-    and the exact three versions the merge saw; refresh, check, push --onto, worktree --onto
-    and bisect settle the very same conflict with it again ("recorded resolution"). The
-    records are files of the series folder (resolutions/), to commit with the series; undo
-    does not remove them.
+    'refresh --continue' records how each conflicted file was resolved, keyed by the exact
+    three versions the merge saw, and every other file changed with it; refresh, check, push
+    --onto, worktree --onto and bisect settle the very same conflict with all of them again
+    ("recorded resolution"). The records are files of the series folder (resolutions/), to
+    commit with the series, checked when read (a bad one is refused, named); undo does not
+    remove them.
 
     \b
     Example:

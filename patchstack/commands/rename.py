@@ -11,6 +11,7 @@ from ..model.ids import Oid
 from ..model.selection import resolve_name
 from ..transaction import FileWrite, Plan, publish
 from .naming import new_patch_name, require_free
+from .refresh.resolutions import Resolutions
 from .reword import Reword, reword
 from .state import read_stack, require_movable
 
@@ -36,6 +37,8 @@ def rename(ws: Checkout, old_text: str, new_text: str) -> RenameResult:
     if applied:
         require_movable(stack)
         head = reword(ws.git, stack, {old: Reword(new, entry.tag)})
+    records = Resolutions(ws)
+    records.all()  # checked before anything is written
     new_series = series.renamed(old, new)
     files = (
         FileWrite(ws.patch_path(new), data),
@@ -43,4 +46,6 @@ def rename(ws: Checkout, old_text: str, new_text: str) -> RenameResult:
         FileWrite(ws.series_path, new_series.format().encode("utf-8", "surrogateescape")),
     )
     publish(ws, Plan("rename", stack.head, head, files))
+    # Its recorded resolutions match by content either way; they name it for 'resolutions'.
+    records.renamed(old, new)
     return RenameResult(old, new, applied, head)

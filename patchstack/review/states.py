@@ -29,7 +29,7 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..commands.refresh.resolutions import Recorded, parse_record
+from ..commands.refresh.resolutions import BadRecord, Recorded, parse_record
 from ..model.marks import DEFERRED, UPSTREAM, Deferral, Mark, Upstream
 
 STATES = ("deferred", "upstream", "no-op", "resolved to nothing", "brought back")
@@ -147,13 +147,23 @@ def _resolved(r: Recorded, blob: Blob | None) -> tuple[list[str], str]:
 
 def _one(change: str, name: str, data: bytes | None, blob: Blob | None) -> ResolutionChange:
     file = RESOLUTIONS + name
-    r = parse_record(data, file) if data is not None else None
+    r, bad = _record(data, file)
     if r is None:
-        why = "not a regular file" if data is None else "not a resolution record"
-        return ResolutionChange(change, file, "", "", "", why + " (refresh does not use it)", ())
+        why = "not a regular file" if data is None else f"not a resolution record: {bad}"
+        return ResolutionChange(change, file, "", "", "", why + " (refresh refuses it)", ())
     diff, note = _resolved(r, blob)
     note = "; ".join(x for x in (note, _versions(r)) if x)
     return ResolutionChange(change, file, r.patch, r.path, r.mode or "deleted", note, tuple(diff))
+
+
+def _record(data: bytes | None, file: str) -> tuple[Recorded | None, str]:
+    """The record ``data`` holds, or None and why not."""
+    if data is None:
+        return None, ""
+    try:
+        return parse_record(data, file), ""
+    except BadRecord as exc:
+        return None, str(exc)
 
 
 def compare_resolutions(old: Files, new: Files, blob: Blob | None) -> tuple[ResolutionChange, ...]:
@@ -172,8 +182,8 @@ def compare_resolutions(old: Files, new: Files, blob: Blob | None) -> tuple[Reso
 
 def _changed(name: str, a: bytes | None, b: bytes | None) -> ResolutionChange:
     file = RESOLUTIONS + name
-    ra = parse_record(a, file) if a is not None else None
-    rb = parse_record(b, file) if b is not None else None
+    ra, _ = _record(a, file)
+    rb, _ = _record(b, file)
     if rb is None:
         return _one("changed", name, b, None)
     notes = []

@@ -1,52 +1,87 @@
 """Recorded resolutions: a conflict resolved once is settled the same way wherever the very
 same versions meet again, on a colleague's clone too.
 
-``refresh --continue`` records, for each conflicted file of the patch it resumes after, what
-the user made of it, keyed by the patch, the path and the exact three versions the merge saw
-there (the patch's base, what was there, what the patch wants: mode and blob id each, or
-absent). The record is a file of the series folder (``resolutions/<key>``: a short header, a
-blank line, the resolved bytes), so it travels with the series in the team's repository.
-`Resolutions.settle` is the replays' and the engine's hook: a conflict whose every conflicted
-file has a record for exactly those versions is settled with them (``merged (recorded
-resolution)``); one with a record for other versions of a file is left a conflict, with a
-note saying the record no longer matches: never applied approximately.
+``refresh --continue`` records what the user made of a conflict: for each conflicted file,
+keyed by the path and the exact three versions the merge saw there (the patch's base, what was
+there, what the patch wants: mode and blob id each, or absent), and, with it, every other file
+the user changed while resolving (an edit ported into the file upstream moved the code to),
+each keyed by its own three versions and the conflict's (`group_of`). The key does not hold the
+patch's name (a `rename` or an undone one keeps it matching); the ``patch:`` field names the
+patch for ``resolutions`` and ``--forget``. The record is a file of the series folder
+(``resolutions/<key>``: a short header, a blank line, the resolved bytes), so it travels with
+the series in the team's repository. `Resolutions.settle` is the replays' and the engine's
+hook: a conflict whose every conflicted file has a record for exactly those versions, and whose
+other recorded files are at exactly their recorded versions, is settled with all of them
+(``merged (recorded resolution)``); one with a record for other versions of a file is left a
+conflict, with a note saying the record no longer matches: never applied approximately.
+
+The folder arrives through teammates' pull requests, so every record is checked when read
+(`_parse`): a regular file (no link is followed, no FIFO or device opened), at most
+``patchstack.snapshotMaxSize``, named by its own key, a resolved mode of 100644 or 100755, the
+header's blob id that of the body. A bad one is refused naming it (exit 2) before anything is
+written.
 
 The records are written outside the journal, as git's rerere cache is: ``undo`` takes back a
-refresh, not what it learned; ``patchstack resolutions --forget`` removes them.
+refresh, not what it learned (``refresh --abort`` says which it keeps). ``patchstack
+resolutions --forget`` removes them as one entry of the operation log, whose state before holds
+them, so ``undo`` puts them back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ...checkout import Checkout
+from ...errors import InputError
 from ...files import write_atomic
 from ...git import Git, MergeResult
-from ...model.ids import Oid
+from ...journal.snapshot import max_untracked
+from ...model.ids import SHA1, SHA256, Oid
 
 FOLDER = "resolutions"
 MAGIC = "patchstack-resolution 1"
 Entry = tuple[str, str] | None  # (mode, id), or absent
+FILE_MODES = ("100644", "100755")  # what a resolved file may be
+TREE_MODES = ("100644", "100755", "120000", "160000", "040000")  # what a side may be
 
 
 def _text(entry: Entry) -> str:
     return f"{entry[0]} {entry[1]}" if entry else "-"
 
 
-def _entry(text: str) -> Entry:
-    if text.strip() == "-":
-        return None
-    mode, oid = text.split()
-    return mode, oid
+def _quoted(text: str) -> str:
+    """A header value on one line: as it is, or a JSON string when it holds a line break, a
+    control character or starts with a quote (a path may hold any byte but NUL)."""
+    plain = text.isprintable() and not text.startswith('"') and text.strip() == text
+    return text if plain else json.dumps(text)
 
 
-def key_of(patch: str, path: str, base: Entry, ours: Entry, theirs: Entry) -> str:
-    text = "\0".join((patch, path, _text(base), _text(ours), _text(theirs)))
+def _unquoted(text: str) -> str:
+    if not text.startswith('"'):
+        return text
+    value = json.loads(text)
+    if not isinstance(value, str):
+        raise ValueError(text)
+    return value
+
+
+def key_of(path: str, sides: Sequence[Entry], group: str = "") -> str:
+    """A conflicted file's key from its three versions (base, ours, theirs); with ``group``
+    (the conflict's, `group_of`), the key of another file changed with its resolution."""
+    text = "\0".join((path, *map(_text, sides), group))
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def group_of(keys: Sequence[str]) -> str:
+    """The conflict a set of conflicted files' keys makes."""
+    return hashlib.sha1("\0".join(sorted(keys)).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -61,31 +96,87 @@ class Recorded:
     data: bytes
     recorded: str  # when (ISO 8601, UTC)
     file: str
+    group: str = ""  # set on a file changed with a conflict's resolution (not conflicted)
 
 
-def parse_record(data: bytes, file: str) -> Recorded | None:
-    """The record a resolution file's bytes hold (``file`` names it), or None when they are
-    not one. The one parser of the format: refresh's replays and ``review`` read with it."""
-    try:
-        head, _, body = data.partition(b"\n\n")
-        lines = head.decode("utf-8", "surrogateescape").split("\n")
-        if lines[0] != MAGIC:
-            return None
-        fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-        resolved = _entry(fields["resolved"])
-        base, ours, theirs = (_entry(fields[k]) for k in ("base", "ours", "theirs"))
-        key = key_of(fields["patch"], fields["path"], base, ours, theirs)
-        mode = resolved[0] if resolved else None
-        recorded = fields.get("recorded", "")
-        return Recorded(
-            key, fields["patch"], fields["path"], base, ours, theirs, mode, body, recorded, file
-        )
-    except (KeyError, ValueError, IndexError):
+class BadRecord(ValueError):
+    """Why bytes are not a recorded resolution."""
+
+
+def _entry(field: str, text: str, modes: Sequence[str]) -> Entry:
+    if text == "-":
         return None
+    mode, _, oid = text.partition(" ")
+    if mode not in modes:
+        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes))
+    if not (len(oid) in (40, 64) and all(c in "0123456789abcdef" for c in oid)):
+        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id")
+    return mode, oid
+
+
+def legacy_key_of(patch: str, path: str, sides: Sequence[Entry]) -> str:
+    """The key records were named by before they followed a rename (the patch's name in it)."""
+    text = "\0".join((patch, path, *map(_text, sides)))
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
+    """The record a resolution file's bytes hold, checked: its header's fields once each,
+    modes a file may have, object ids, the body the blob its header names; with ``name``
+    (the file's name in the folder), that it is named by its key (one file a key; a name of
+    the earlier form, with the patch in the key, is read as the record it is). The one
+    parser of the format: refresh's replays and ``review`` read with it. `BadRecord` says why
+    bytes are not one."""
+    head, sep, body = data.partition(b"\n\n")
+    lines = head.decode("utf-8", "surrogateescape").split("\n")
+    if not sep or lines[0] != MAGIC:
+        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')")
+    fields: dict[str, str] = {}
+    for line in lines[1:]:
+        field, colon, value = line.partition(": ")
+        if not colon or field in fields:
+            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}")
+        fields[field] = value
+    missing = [
+        k for k in ("patch", "path", "base", "ours", "theirs", "resolved") if k not in fields
+    ]
+    if missing:
+        raise BadRecord("no " + ", ".join(missing) + " in its header")
+    sides = [_entry(k, fields[k], TREE_MODES) for k in ("base", "ours", "theirs")]
+    resolved = _entry("resolved", fields["resolved"], FILE_MODES)
+    if resolved is None and body:
+        raise BadRecord("resolved by deleting the file, yet it holds bytes")
+    if resolved is not None:
+        fmt = SHA1 if len(resolved[1]) == 40 else SHA256
+        if fmt.hash("blob", body) != resolved[1]:
+            raise BadRecord(f"its bytes are not blob {resolved[1]}, which its header names")
+    try:
+        patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
+    except ValueError:
+        raise BadRecord("its patch or path is not a quoted string") from None
+    group = fields.get("with", "")
+    if group and (len(group) != 40 or any(c not in "0123456789abcdef" for c in group)):
+        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key")
+    key = key_of(where, sides, group=group)
+    if name is not None and name != key and (group or name != legacy_key_of(patch, where, sides)):
+        raise BadRecord(f"its name is not its key {key} (one file a key)")
+    return Recorded(
+        key,
+        patch,
+        where,
+        sides[0],
+        sides[1],
+        sides[2],
+        resolved[0] if resolved else None,
+        body,
+        fields.get("recorded", ""),
+        file,
+        group,
+    )
 
 
 class Resolutions:
-    """The series folder's recorded resolutions, read when first wanted."""
+    """The series folder's recorded resolutions, read (and checked) when first wanted."""
 
     def __init__(self, ws: Checkout) -> None:
         self.ws = ws
@@ -97,21 +188,66 @@ class Resolutions:
 
     def all(self) -> dict[str, Recorded]:
         if self._all is None:
-            self._all = {}
-            if os.path.isdir(self.folder):
+            found: dict[str, Recorded] = {}
+            if self._folder_exists():
+                limit = max_untracked(self.git)
                 for name in sorted(os.listdir(self.folder)):
-                    found = self._read(os.path.join(self.folder, name))
-                    if found is not None:
-                        self._all[found.key] = found
+                    if not name.startswith("."):  # (a write's temporary file; never read)
+                        record = self._parse(os.path.join(self.folder, name), limit)
+                        found[record.key] = record
+            self._all = found
         return self._all
 
-    def _read(self, path: str) -> Recorded | None:
+    def _folder_exists(self) -> bool:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        return parse_record(data, path)
+            st = os.lstat(self.folder)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+            raise self._bad(self.folder, f"is {kind}; the recorded resolutions are a folder")
+        return True
+
+    def _bad(self, path: str, why: str) -> InputError:
+        shown = self.ws.display(path)
+        return InputError(
+            shown,
+            None,
+            why,
+            f"remove it (git rm -r -- {shown}, or rm) and resolve the conflict again;"
+            " nothing was changed",
+        )
+
+    def _parse(self, path: str, limit: int) -> Recorded:
+        try:
+            return parse_record(self._read(path, limit), path, os.path.basename(path))
+        except BadRecord as exc:
+            raise self._bad(path, str(exc)) from None
+
+    def _read(self, path: str, limit: int) -> bytes:
+        """The bytes of a regular file, at most ``limit`` of them; never through a link, never
+        waiting on a FIFO."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise self._bad(path, f"cannot be read as a file ({exc.strerror})") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._bad(path, "is not a regular file")
+            if st.st_size > limit:
+                raise self._bad(
+                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
+                )
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise self._bad(
+                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
+                )
+            return data
+        finally:
+            os.close(fd)
 
     def record(
         self,
@@ -119,36 +255,46 @@ class Resolutions:
         before: Oid,
         ours: Oid,
         after: Oid,
+        merged: Oid,
         resolved: Oid,
-        paths: Sequence[str],
+        conflicted: Sequence[str],
     ) -> list[str]:
         """Record what ``resolved`` has at each conflicted path of ``patch`` (whose merge of
-        ``before -> after`` onto ``ours`` conflicted there); the keys written."""
+        ``before -> after`` onto ``ours`` gave ``merged``) and at every other path where it
+        differs from ``merged``; the keys written. Nothing is recorded when a file is resolved
+        to a link, a folder or a submodule (a record holds a file): it is asked again."""
         git = self.git
-        sides = [git.entries_at(t, list(paths)) for t in (before, ours, after, resolved)]
+        known = self.all()
+        others = [p for p in git.changed_paths(merged, resolved) if p not in conflicted]
+        paths = [*conflicted, *others]
+        sides = [git.entries_at(t, paths) for t in (before, ours, after, resolved)]
+        if any(s[path][0] not in FILE_MODES for s in sides[3:] for path in paths if path in s):
+            return []
+        keys = [key_of(p, [s.get(p) for s in sides[:3]]) for p in conflicted]
+        group = group_of(keys)
+        for old in known.values():
+            if old.group == group:
+                os.unlink(old.file)  # an earlier resolution of the same conflict
         when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        keys = []
-        for path in paths:
+        for path in others:
+            keys.append(key_of(path, [s.get(path) for s in sides[:3]], group=group))
+        os.makedirs(self.folder, exist_ok=True)
+        for i, (path, key) in enumerate(zip(paths, keys, strict=True)):
             base, mine, theirs, done = (s.get(path) for s in sides)
-            if done is not None and done[0] in ("040000", "160000"):
-                continue  # a folder or a submodule: not a file's resolution
-            key = key_of(patch, path, base, mine, theirs)
             body = git.read_blob(done[1]) if done else b""
-            head = "\n".join(
-                (
-                    MAGIC,
-                    f"patch: {patch}",
-                    f"path: {path}",
-                    f"base: {_text(base)}",
-                    f"ours: {_text(mine)}",
-                    f"theirs: {_text(theirs)}",
-                    f"resolved: {_text(done)}",
-                    f"recorded: {when}",
-                )
-            )
-            os.makedirs(self.folder, exist_ok=True)
-            write_atomic(os.path.join(self.folder, key), head.encode() + b"\n\n" + body)
-            keys.append(key)
+            head = [
+                MAGIC,
+                f"patch: {_quoted(patch)}",
+                f"path: {_quoted(path)}",
+                f"base: {_text(base)}",
+                f"ours: {_text(mine)}",
+                f"theirs: {_text(theirs)}",
+                f"resolved: {_text(done)}",
+                *([f"with: {group}"] if i >= len(conflicted) else []),
+                f"recorded: {when}",
+            ]
+            text = "\n".join(head).encode("utf-8", "surrogateescape")
+            write_atomic(os.path.join(self.folder, key), text + b"\n\n" + body)
         self._all = None
         return keys
 
@@ -156,7 +302,8 @@ class Resolutions:
         self, name: str, before: Oid, ours: Oid, after: Oid, merged: MergeResult
     ) -> Oid | None:
         """The merge ``merged`` of patch ``name`` settled by records of exactly these
-        versions of every conflicted file, or None."""
+        versions of every conflicted file, and of every other file recorded with them, or
+        None."""
         known = self.all()
         if not known or not merged.conflicted:
             return None
@@ -164,16 +311,37 @@ class Resolutions:
         paths = list(merged.conflicted)
         sides = [git.entries_at(t, paths) for t in (before, ours, after)]
         changes: dict[str, tuple[str, str] | None] = {}
+        keys = []
         for path in paths:
-            key = key_of(name, path, *(s.get(path) for s in sides))
+            key = key_of(path, [s.get(path) for s in sides])
             found = known.get(key)
             if found is None:
-                if any(r.patch == name and r.path == path for r in known.values()):
-                    self.stale.append((name, path))
+                self._note_stale(name, [path], known)
                 return None
+            keys.append(key)
             changes[path] = (found.mode, git.write_blob(found.data)) if found.mode else None
+        group = group_of(keys)
+        also = [r for r in known.values() if r.group == group]
+        there = [git.entries_at(t, [r.path for r in also]) for t in (before, ours, after)]
+        moved = [
+            r.path
+            for r in also
+            if key_of(r.path, [t.get(r.path) for t in there], group=group) != r.key
+        ]
+        if moved:
+            self._note_stale(name, moved, known, anyway=True)
+            return None
+        for r in also:
+            changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
         self.used.append(name)
         return git.edit_tree(merged.tree, changes)
+
+    def _note_stale(
+        self, name: str, paths: Sequence[str], known: dict[str, Recorded], anyway: bool = False
+    ) -> None:
+        for path in paths:
+            if anyway or any(r.patch == name and r.path == path for r in known.values()):
+                self.stale.append((name, path))
 
     def note(self, name: str) -> str:
         """What to say in a conflict report of ``name`` about records that did not match."""
@@ -185,12 +353,39 @@ class Resolutions:
             " file (upstream or the patch changed since it was recorded); it was not applied"
         )
 
+    def renamed(self, old: str, new: str) -> None:
+        """Say ``new`` in the records of patch ``old`` (the keys hold no name: they match
+        either way; this keeps ``resolutions NAME`` and the notes right)."""
+        for r in self.all().values():
+            if r.patch == old:
+                with open(r.file, "rb") as f:
+                    data = f.read()
+                head, _, body = data.partition(b"\n\n")
+                was, now = (
+                    f"patch: {_quoted(n)}".encode("utf-8", "surrogateescape") for n in (old, new)
+                )
+                lines = [now if ln == was else ln for ln in head.split(b"\n")]
+                write_atomic(r.file, b"\n".join(lines) + b"\n\n" + body)
+        self._all = None
+
     def forget(self, patch: str | None = None) -> list[Recorded]:
-        """Remove the records (of ``patch`` only, when given); those removed."""
+        """Remove the records (of ``patch`` only, when given), one entry of the operation log
+        (``undo`` puts them back: the state before holds them); those removed."""
+        from ...journal.oplog import current_refresh
+        from ...journal.snapshot import take_snapshot
+        from ...transaction import FileWrite, Plan, publish
+
         gone = [r for r in self.all().values() if patch is None or r.patch == patch]
-        for r in gone:
-            os.unlink(r.file)
-        if os.path.isdir(self.folder) and not os.listdir(self.folder):
-            os.rmdir(self.folder)
+        if not gone:
+            return []
+        git = self.git
+        head = git.head()
+        assert head is not None
+        names = [f"{FOLDER}/{os.path.basename(r.file)}" for r in gone]
+        before = take_snapshot(self.ws, refresh=current_refresh(git), also=names)
+        files = tuple(FileWrite(r.file, None) for r in gone)
+        publish(self.ws, Plan("resolutions", head, head, files, before=before))
+        with contextlib.suppress(OSError):
+            os.rmdir(self.folder)  # (only when left empty)
         self._all = None
         return gone

@@ -1,8 +1,10 @@
 """``refresh --continue`` and ``refresh --abort``: go on from a stopped refresh, or back to the
 state before it started.
 
-``--continue`` takes the files the conflicting patch touches from the work tree (no ``git
-add``), refuses while markers remain, and replays the rest. ``--abort`` restores the snapshot
+``--continue`` takes what the user changed since the stop from the work tree, as ``git add -A
+&& git rebase --continue`` would (no ``git add`` needed; the rule, and why a new untracked file
+is refused instead, is `taking`'s), records it as the conflict's resolution, refuses while
+markers remain, and replays the rest. ``--abort`` restores the snapshot
 the stopped refresh recorded of the state before it (HEAD, work tree, index and series files,
 byte for byte). Both are one transaction each; ``undo`` of either gives the stopped refresh back.
 """
@@ -10,7 +12,7 @@ byte for byte). Both are one transaction each; ``undo`` of either gives the stop
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
@@ -26,6 +28,7 @@ from . import stopped
 from .resolutions import Resolutions
 from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
 from .start import marked, resolver
+from .taking import taken
 
 
 def find_markers(ws: Checkout, paths: tuple[str, ...]) -> list[tuple[str, int]]:
@@ -70,14 +73,15 @@ def _not_import(state: stopped.State) -> None:
         )
 
 
-def _work_tree(ws: Checkout, state: stopped.State) -> Oid:
-    """The tree the refresh stopped at with the conflicting patch's files as the work tree
-    holds them (resolved, or still with markers)."""
+def _work_tree(ws: Checkout, state: stopped.State, paths: Sequence[str] = ()) -> Oid:
+    """The tree the refresh stopped at with the conflicting patch's files (or ``paths``) as
+    the work tree holds them (resolved, or still with markers)."""
     git = ws.git
     assert state.stop_tree
+    wanted = list(paths or state.touched)
     # A file the patch creates and the user deleted while resolving is in neither place.
-    had = git.ls_tree_paths(state.stop_tree, list(state.touched))
-    paths = [p for p in state.touched if p in had or os.path.lexists(os.path.join(git.top, p))]
+    had = git.ls_tree_paths(state.stop_tree, wanted)
+    paths = [p for p in wanted if p in had or os.path.lexists(os.path.join(git.top, p))]
     with git.temp_index() as idx:
         idx.read_tree(state.stop_tree)
         idx.add_paths(paths)
@@ -94,14 +98,21 @@ def continue_(ws: Checkout, progress: Callable[[int, int], None] | None = None) 
             "edit the files to resolve them, then run 'patchstack refresh --continue' again"
             " (or 'patchstack refresh --skip' to leave the patch out, deferred)",
         )
-    resolved_tree = _work_tree(ws, state)
-    assert state.stopped_at and state.stop_tree
+    records = Resolutions(ws)
+    records.all()  # checked before anything is written
+    paths = taken(ws, state.touched, state.at_stop, state.command)
+    resolved_tree = _work_tree(ws, state, paths)
+    assert state.stopped_at and state.stop_tree and state.merged_tree
     step = next(s for s in state.steps if s.name == state.stopped_at)
-    Resolutions(ws).record(
-        step.name, step.before, Oid(state.stop_tree), step.after, resolved_tree, state.conflicted
+    before, ours, merged = step.before, Oid(state.stop_tree), Oid(state.merged_tree)
+    keys = records.record(
+        step.name, before, ours, step.after, merged, resolved_tree, state.conflicted
     )
-    first = Done(state.stopped_at, Oid(state.stop_tree), resolved_tree, True)
-    return _go_on(ws, state, [*state.done, first], resolved_tree, resolved_tree, progress)
+    now = {(r.patch, r.path) for r in records.all().values() if r.key in keys}
+    state = replace(state, recorded=tuple(sorted({*state.recorded, *now})))
+    first = Done(step.name, ours, resolved_tree, True)
+    src = (resolved_tree, paths)
+    return _go_on(ws, state, [*state.done, first], resolved_tree, src, progress)
 
 
 def skip(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> RefreshResult:
@@ -119,7 +130,7 @@ def skip(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> Re
     stop_tree = Oid(state.stop_tree)
     state = replace(state, deferrals=(*state.deferrals, (step.name, step.commit, None)))
     shown = _work_tree(ws, state)
-    return _go_on(ws, state, list(state.done), stop_tree, shown, progress)
+    return _go_on(ws, state, list(state.done), stop_tree, (shown, state.touched), progress)
 
 
 def _go_on(
@@ -127,11 +138,11 @@ def _go_on(
     state: stopped.State,
     done: list[Done],
     tree: Oid,
-    shown: Oid,
+    src: tuple[Oid, Sequence[str]],
     progress: Callable[[int, int], None] | None,
 ) -> RefreshResult:
-    """Replay the patches after the stopped one onto ``tree``; the work tree holds
-    ``shown`` (the stopped tree with the conflicting patch's files as they are now)."""
+    """Replay the patches after the stopped one onto ``tree``; the work tree holds ``src``
+    (the stopped tree with these files as they are now)."""
     git = ws.git
     head = git.head()
     assert head is not None and state.stopped_at
@@ -154,7 +165,6 @@ def _go_on(
             hold=knock_ons.needs,
         )
         done += marked(more, records)
-        src = (shown, state.touched)
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons.needs.held)
         if stopped_at is not None:
@@ -202,4 +212,17 @@ def abort(ws: Checkout, kind: str = "refresh") -> RefreshResult:
         Oid(target.head),
         state.applied_before,
         aborted=True,
+        kept=_kept(ws, state),
     )
+
+
+def _kept(ws: Checkout, state: stopped.State) -> tuple[tuple[str, str], ...]:
+    """(patch, path) of the resolutions this refresh recorded that are still there: written
+    outside the journal, as git's rerere records are, an abort keeps them (and says so)."""
+    if not state.recorded:
+        return ()
+    try:
+        there = {(r.patch, r.path) for r in Resolutions(ws).all().values()}
+    except PatchstackError:
+        return state.recorded
+    return tuple(k for k in state.recorded if k in there)

@@ -35,6 +35,7 @@ from .holds import held_reports, needs
 from .proof import remember_exact
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
+from .taking import at_stop
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class RefreshResult:
     stopped: Conflict | None = None
     aborted: bool = False
     deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
+    kept: tuple[tuple[str, str], ...] = ()  # aborted: (patch, path) of resolutions it recorded
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +91,7 @@ class RefreshResult:
             "stopped": self.stopped.to_json() if self.stopped else None,
             "aborted": self.aborted,
             "deferred": [c.to_json() for c in self.deferred],
+            **({"kept_resolutions": [list(k) for k in self.kept]} if self.aborted else {}),
         }
 
 
@@ -364,8 +367,10 @@ def stop(
     if state.before is None:  # the refresh starts here: --abort goes back to this state
         before = take_snapshot(ws)
         state = replace(state, before=before)
+    moved = {*git.changed_paths(src[0], merged.tree), *src[1]}
     state = replace(
         state,
+        at_stop=at_stop(ws, moved),
         done=tuple(done),
         stopped_at=name,
         stop_head=stop_head,
@@ -396,8 +401,9 @@ def stop(
         so_far[d.name] = "deferred"
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}
+    recorded = {d.name for d in done if d.recorded}
     verdicts = tuple(
-        Verdict(e.name, e.tag, so_far[e.name], resolved=e.name in resolved)
+        Verdict(e.name, e.tag, so_far[e.name], e.name in resolved, e.name in recorded)
         for e in series.entries
         if e.name in so_far
     )

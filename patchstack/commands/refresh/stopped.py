@@ -40,6 +40,11 @@ class State:
     merged_tree: str | None = None
     touched: tuple[str, ...] = ()
     conflicted: tuple[str, ...] = ()
+    # What the work tree held uncommitted at the stop, besides the stop's own files: (path,
+    # `taking.fingerprints`), the user's, which --continue leaves alone.
+    at_stop: tuple[tuple[str, str], ...] = ()
+    # The recorded resolutions the --continue's of this refresh wrote: (patch, path).
+    recorded: tuple[tuple[str, str], ...] = ()
     # Patches this refresh left out, deferred (--skip, --defer-conflicts): (name, the commit of
     # its change, the root it waits for or None).
     deferrals: tuple[tuple[str, str, str | None], ...] = ()
@@ -79,6 +84,8 @@ class State:
         )
         data["deferrals"] = tuple(tuple(d) for d in data.get("deferrals") or ())
         data["undefer"] = tuple(data.get("undefer") or ())
+        data["at_stop"] = tuple(tuple(p) for p in data.get("at_stop") or ())
+        data["recorded"] = tuple(tuple(p) for p in data.get("recorded") or ())
         data["done"] = tuple(Done(**d) for d in data["done"])
         data["before"] = Snapshot.from_json(data["before"]) if data.get("before") else None
         for key in ("applied_before", "folded", "touched", "conflicted"):

@@ -1,0 +1,82 @@
+"""What ``refresh --continue`` takes from the work tree: what the user changed since the stop.
+
+The rule is git's (``git add -A && git rebase --continue``), with one exception, for untracked
+files:
+
+- the files the stopped patch's merge wrote (its conflicted files and the others it changed)
+  are taken as the work tree holds them, as before;
+- every other tracked file (in HEAD or in the index) the user changed since the stop is taken
+  too: the edit ported into the file upstream moved the code to, a deleted file, a file the
+  user ``git add``-ed;
+- a file the user already had uncommitted when the refresh stopped, and has not touched since,
+  is the user's own and stays so (`at_stop` fingerprints them at the stop);
+- an untracked file that was not there at the stop is not taken and not left silently either:
+  ``--continue`` refuses, naming it. It may be a file the patch should create, or a merge
+  tool's ``*.orig``, a log, a scratch copy; git's ``add -A`` would commit all of those into
+  the patch (and its recorded resolution, which travels with the series), so the user says
+  which: ``git add`` it to take it, or delete it (or ignore it) to leave it out.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+
+from ...checkout import Checkout
+from ...errors import RefusedError
+
+
+def fingerprints(ws: Checkout, paths: Iterable[str]) -> dict[str, str]:
+    """path -> what it holds: a regular file's blob id (its bytes, no filters), ``-`` when
+    missing, a link's target, or the kind of anything else."""
+    found: dict[str, str] = {}
+    files: list[tuple[str, str]] = []
+    for path in paths:
+        full = os.path.join(ws.git.top, path)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            found[path] = "-"
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files.append((path, "100755" if st.st_mode & 0o111 else "100644"))
+        elif stat.S_ISLNK(st.st_mode):
+            found[path] = "link " + os.readlink(full)
+        else:
+            found[path] = f"kind {stat.S_IFMT(st.st_mode)}"
+    oids = ws.git.hash_files([os.path.join(ws.git.top, p) for p, _m in files])
+    for (path, mode), oid in zip(files, oids, strict=True):
+        found[path] = f"{mode} {oid}"
+    return found
+
+
+def at_stop(ws: Checkout, moved: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(path, fingerprint) of what the work tree holds uncommitted, other than ``moved`` (what
+    the stop is about to write): the user's own, which ``--continue`` leaves alone."""
+    dirty = ws.git.dirty(exclude=ws.in_tree)
+    skip = set(moved)
+    paths = [p for p in (*dirty.modified, *dirty.untracked) if p not in skip]
+    return tuple(sorted(fingerprints(ws, paths).items()))
+
+
+def taken(
+    ws: Checkout, touched: Sequence[str], before: Sequence[tuple[str, str]], command: str
+) -> tuple[str, ...]:
+    """The paths ``--continue`` takes: ``touched`` (what the stopped merge wrote) and every
+    tracked file changed since the stop (``before``: `at_stop`); refused, naming them, while
+    untracked files that were not there at the stop are in the work tree."""
+    dirty = ws.git.dirty(exclude=ws.in_tree)
+    was = dict(before)
+    mine = set(touched)
+    new = sorted(p for p in dirty.untracked if p not in mine and p not in was)
+    if new:
+        shown = ", ".join(new[:10]) + (f" and {len(new) - 10} more" if len(new) > 10 else "")
+        raise RefusedError(
+            f"untracked file(s) not there when the {command.split()[-1]} stopped: {shown}",
+            "'git add' those the patch should hold, delete (or ignore) the others, then run"
+            f" '{command} --continue' again; nothing was changed",
+        )
+    changed = [p for p in dirty.modified if p not in mine]
+    now = fingerprints(ws, [p for p in changed if p in was])
+    return (*touched, *(p for p in changed if p not in was or now[p] != was[p]))
