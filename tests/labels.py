@@ -267,7 +267,9 @@ class _Gen:
                     what.append(f"delete {path} (an earlier patch's file)")
             elif kind == "revert":
                 e = rng.choice(earlier)
-                changed = {p for p in set(e.before) | set(e.after) if e.before.get(p) != e.after.get(p)}
+                changed = {
+                    p for p in set(e.before) | set(e.after) if e.before.get(p) != e.after.get(p)
+                }
                 if changed and all(cur.get(p) == e.after.get(p) for p in changed):
                     op = ("set", {p: (e.after.get(p), e.before.get(p)) for p in changed})
                     what.append(f"revert {e.subject}")
@@ -313,7 +315,10 @@ class _Gen:
             line = rng.choice(touched)
             got = apply_ops(
                 files,
-                [("insert_before", line, [f"    if ({tag}) {{"]), ("insert_after", line, ["    }"])],
+                [
+                    ("insert_before", line, [f"    if ({tag}) {{"]),
+                    ("insert_after", line, ["    }"]),
+                ],
             )
             return [(got, [f"wrap {line.strip()!r} in a block"])] if got else []
         if kind == "edit-far" and unique:
@@ -551,13 +556,17 @@ class Git:
             fixed = resolve_markers(text)
             if fixed is None:
                 return None
-            blob = subprocess.run(
-                ["git", "hash-object", "-w", "--stdin"],
-                cwd=self.repo.path,
-                input=fixed.encode(),
-                capture_output=True,
-                check=True,
-            ).stdout.decode().strip()
+            blob = (
+                subprocess.run(
+                    ["git", "hash-object", "-w", "--stdin"],
+                    cwd=self.repo.path,
+                    input=fixed.encode(),
+                    capture_output=True,
+                    check=True,
+                )
+                .stdout.decode()
+                .strip()
+            )
             self.run("update-index", "--cacheinfo", f"{listing[0]},{blob},{path}", env=env)
         return self.commit(self.run("write-tree", env=env).strip(), onto)
 
@@ -621,8 +630,9 @@ class Oracle:
         self.git = Git(repo)
         self.findings: list[str] = []
 
-    def fail(self, where: str, text: str) -> None:
-        self.findings.append(f"{where}: {text}")
+    def fail(self, where: str, text: str, item: str = "") -> None:
+        """A wrong label; ``item``: the bug of issue 33 it is an instance of, when known."""
+        self.findings.append(f"{where}: {text}" + (f" [issue 33 item {item}]" if item else ""))
 
     # the definitions
 
@@ -637,21 +647,35 @@ class Oracle:
         full = git.run("rev-parse", "--verify", "-q", ev + "^{commit}", check=False).strip()
         in_range = git.run("rev-list", f"{old}..{new}").split()
         if full not in in_range:
-            self.fail(where, f"{name}: evidence {ev[:12]} is not an upstream commit of the range")
+            self.fail(
+                where,
+                f"{name}: evidence {ev[:12]} is not an upstream commit of the range",
+                item="6",
+            )
             return
         if not self.holds(full, patch):
-            self.fail(where, f"{name}: upstream in {ev[:12]}, but git: the patch still changes "
-                      f"something on {ev[:12]} ({git.pick(full, patch)[0]})")
+            self.fail(
+                where,
+                f"{name}: upstream in {ev[:12]}, but git: the patch still changes "
+                f"something on {ev[:12]} ({git.pick(full, patch)[0]})",
+                item="6",
+            )
             return
         if self.holds(full + "^", patch):
-            self.fail(where, f"{name}: upstream in {ev[:12]}, but git: its parent already "
-                      "holds the change (that commit did not bring it)")
+            self.fail(
+                where,
+                f"{name}: upstream in {ev[:12]}, but git: its parent already "
+                "holds the change (that commit did not bring it)",
+                item="6",
+            )
             return
         had = git.all_lines(full + "^")
         brought = set(git.added_lines(full))
         missing = [ln for ln in git.added_lines(patch) if ln not in had and ln not in brought]
         if missing:
-            self.fail(where, f"{name}: upstream in {ev[:12]}, but git show lacks {missing[:2]}")
+            self.fail(
+                where, f"{name}: upstream in {ev[:12]}, but git show lacks {missing[:2]}", item="6"
+            )
 
     def patch_file_commit(self, where: str, name: str, commit: str) -> None:
         """The patch file's change is ``commit``'s (its parent to it)."""
@@ -668,8 +692,11 @@ class Oracle:
         )
         made = git.run("write-tree", env=env).strip() if proc.returncode == 0 else None
         if made != git.tree(commit):
-            self.fail(where, f"{name}: deferred at {commit[:12]}, but git: the patch file does "
-                      "not make that commit's change")
+            self.fail(
+                where,
+                f"{name}: deferred at {commit[:12]}, but git: the patch file does "
+                "not make that commit's change",
+            )
 
     def culprits(self, where: str, report: dict, old: str, new: str) -> None:
         """Each upstream commit named for a primary hunk changed those lines."""
@@ -691,9 +718,13 @@ class Oracle:
             for c in named:
                 full = git.run("rev-parse", "--verify", "-q", c + "^{commit}", check=False).strip()
                 if full not in ok:
-                    self.fail(where, f"{report['patch']}: culprit {c[:12]} of {path}:"
-                              f"{hunk['line']}, but git log -L/-S over those lines does not "
-                              "name it")
+                    self.fail(
+                        where,
+                        f"{report['patch']}: culprit {c[:12]} of {path}:"
+                        f"{hunk['line']}, but git log -L/-S over those lines does not "
+                        "name it",
+                        item="6",
+                    )
 
     def superseded(self, where: str, report: dict) -> None:
         sup = report.get("superseded_by")
@@ -705,8 +736,12 @@ class Oracle:
             adds = [ln for ln in hunk["wanted"] if ln not in hunk["expected"] and ln.strip()]
             lacking = [ln for ln in adds if ln.strip() not in brought]
             if lacking:
-                self.fail(where, f"{report['patch']}: superseded by {sup['commit'][:12]}, but "
-                          f"git show lacks {lacking[:2]}")
+                self.fail(
+                    where,
+                    f"{report['patch']}: superseded by {sup['commit'][:12]}, but "
+                    f"git show lacks {lacking[:2]}",
+                    item="6",
+                )
                 return
 
     def knock_on(self, where: str, name: str, root: str, onto: str, patches: list) -> None:
@@ -722,8 +757,11 @@ class Oracle:
         if root not in chain.resolved and root in chain.conflicts:
             return  # its conflict is not in lines: the oracle cannot place it (unknown)
         if name in chain.conflicts:
-            self.fail(where, f"{name}: knock-on of {root}, but git: with {root} applied it "
-                      "still conflicts")
+            self.fail(
+                where,
+                f"{name}: knock-on of {root}, but git: with {root} applied it still conflicts",
+                item="5",
+            )
 
     # one command's labels
 
@@ -747,16 +785,24 @@ class Oracle:
                     said = "conflicts" if name in ref.conflicts else "changes something"
                     self.fail(where, f"{name}: upstream, but git: placed there it {said}")
                 elif name in self_noop:
-                    self.fail(where, f"{name}: upstream, but git: it changes nothing only "
-                              "because a missing (deferred) patch before it is missing: a no-op")
+                    self.fail(
+                        where,
+                        f"{name}: upstream, but git: it changes nothing only "
+                        "because a missing (deferred) patch before it is missing: a no-op",
+                        item="2",
+                    )
                 elif ev:
                     self.upstream_evidence(where, name, commits[name], ev, old, new)
             elif verdict == "no-op":
                 if name not in ref.empty:
                     self.fail(where, f"{name}: no-op, but git: placed there it changes something")
                 elif name not in self_noop:
-                    self.fail(where, f"{name}: no-op, but git: it changes something with every "
-                              "missing patch present; upstream brought it")
+                    self.fail(
+                        where,
+                        f"{name}: no-op, but git: it changes something with every "
+                        "missing patch present; upstream brought it",
+                        item="2",
+                    )
             elif verdict in ("unchanged", "offset", "merged"):
                 if name in ref.conflicts:
                     self.fail(where, f"{name}: {verdict}, but git: it conflicts")
@@ -764,14 +810,6 @@ class Oracle:
                     self.fail(where, f"{name}: {verdict}, but git: it changes nothing there")
             elif verdict == "conflict" and name not in ref.conflicts:
                 self.fail(where, f"{name}: conflict, but git: it applies")
-
-    def reports(self, where: str, reports: list[dict], onto: str, patches, old, new) -> None:
-        for r in reports:
-            if r["kind"] == "knock-on" and r["root"]:
-                self.knock_on(where, r["patch"], r["root"], onto, patches)
-            elif r["kind"] == "primary":
-                self.culprits(where, r, old, new)
-            self.superseded(where, r)
 
     def marks(self, where: str, status: dict, commits: dict[str, str], ref, self_noop, old, new):
         for p in status["patches"]:
@@ -824,6 +862,13 @@ class Day:
             for p in status["patches"]
             if p.get("mark") and p["mark"]["kind"] == "deferred"
         }
+        # a patch marked upstream is placed again by the next refresh (git rebase would
+        # carry it no more): judged alone, on the new base
+        self.taken = {
+            p["name"]: p["mark"]["commit"]
+            for p in status["patches"]
+            if p.get("mark") and p["mark"]["kind"] == "upstream"
+        }
         self.applied = stack_of(repo, old)
         self.commits = {**self.deferred, **dict(self.applied)}
         self.ref = o.git.chain(new, self.applied)
@@ -837,6 +882,14 @@ class Day:
         o = self.o
         o.verdicts(where, entries, self.ref, self.commits, self.self_noop, self.old, self.new)
         for e in entries:
+            if e["name"] in self.taken and e["verdict"] in ("conflict", "deferred"):
+                if o.git.pick(self.new, self.taken[e["name"]])[0] != "conflict":
+                    o.fail(
+                        where,
+                        f"{e['name']}: {e['verdict']} (marked upstream before), but "
+                        "git: it applies on the new base",
+                    )
+                continue
             if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
                 o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
         applied = {n for n, _c in self.applied}
@@ -863,14 +916,18 @@ class Day:
             chain = self.o.git.chain(self.new, self.in_order(present), frozenset([root]))
             own = self.o.git.pick(chain.at[root], self.commits[root])[2] if root in chain.at else []
             if root in chain.resolved and name not in chain.conflicts and not files & set(own):
-                self.o.fail(where, f"{name}: primary, but git: it applies once {root} "
-                            "(missing) is applied: a knock-on")
+                self.o.fail(
+                    where,
+                    f"{name}: primary, but git: it applies once {root} "
+                    "(missing) is applied: a knock-on",
+                    item="5",
+                )
                 return
 
     def check(self) -> None:
         data = _json(self.o.repo, "check", "--onto", self.ref_name)
         where = f"{self.label} check"
-        got = sorted(c["patch"] for c in data["conflicts"])
+        got = sorted(c["patch"] for c in data["conflicts"] if c["patch"] not in self.taken)
         if got != sorted(self.ref.conflicts):
             self.o.fail(where, f"conflicts {got}, git {sorted(self.ref.conflicts)}")
         self.judge(where, data["patches"], data["conflicts"])
@@ -879,7 +936,7 @@ class Day:
         repo, o = self.o.repo, self.o
         data = _json(repo, "refresh", "--onto", self.ref_name, "--defer-conflicts")
         where = f"{self.label} refresh"
-        got = sorted(c["patch"] for c in data["deferred"])
+        got = sorted(c["patch"] for c in data["deferred"] if c["patch"] not in self.taken)
         if got != sorted(self.ref.conflicts):
             o.fail(where, f"deferred {got}, git skipped {sorted(self.ref.conflicts)}")
         if repo.tree() != o.git.tree(self.ref.head):
@@ -890,8 +947,15 @@ class Day:
         o.marks(where, status, self.commits, self.ref, self.self_noop, self.old, self.new)
         for name in status["in_base"]:
             entry = {"name": name, "verdict": "upstream", "evidence": None}
-            o.verdicts(f"{where} in_base", [entry], self.ref, self.commits, self.self_noop,
-                       self.old, self.new)
+            o.verdicts(
+                f"{where} in_base",
+                [entry],
+                self.ref,
+                self.commits,
+                self.self_noop,
+                self.old,
+                self.new,
+            )
         return data
 
 
@@ -913,12 +977,14 @@ def bring_back(o: Oracle, name: str, onto: str) -> None:
     ref = o.git.chain(onto, present, frozenset([name]))
     where = f"push {name}"
     result = repo.ps("push", name, code=None)
+    conflicts = name in ref.conflicts or name in ref.resolved
     for line in result.stdout.splitlines():
-        if line.strip().startswith(f"upstream {name}") and name not in ref.empty:
-            said = "conflicts" if name in ref.conflicts else "changes something"
-            o.fail(where, f"upstream, but git: picked again at its place it {said}")
-    if name in ref.conflicts and name not in ref.resolved and result.exit_code == 0:
-        o.fail(where, "exit 0, but git: it conflicts there")
+        if line.split()[:2] == ["upstream", name] and name not in ref.empty:
+            said = "conflicts" if conflicts else "changes something"
+            o.fail(where, f"upstream, but git: picked again at its place it {said}", item="1")
+    if conflicts and result.exit_code == 0:
+        o.fail(where, "exit 0 with no conflict, but git: it conflicts there", item="1")
+        return
     for _ in range(2 * len(order) + 2):
         if result.exit_code == 0:
             break
@@ -942,8 +1008,12 @@ def bring_back(o: Oracle, name: str, onto: str) -> None:
     if result.exit_code != 0:
         return
     if repo.tree() != o.git.tree(ref.head):
-        o.fail(where, "the tree is not git's with the patch picked again at its place "
-               f"(git: conflicts {ref.conflicts}, empty {ref.empty})")
+        o.fail(
+            where,
+            "the tree is not git's with the patch picked again at its place "
+            f"(git: conflicts {ref.conflicts}, empty {ref.empty})",
+            item="4",
+        )
 
 
 def run(case: Case, tmp: Path) -> list[str]:
