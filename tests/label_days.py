@@ -160,32 +160,42 @@ def bring_back(o: Oracle, name: str, onto: str) -> None:
     result = repo.ps("push", name, code=None)
     conflicts = name in ref.conflicts or name in ref.resolved
     for line in result.stdout.splitlines():
-        if line.split()[:2] == ["upstream", name] and name not in ref.empty:
-            said = "conflicts" if conflicts else "changes something"
-            o.fail(where, f"upstream, but git: picked again at its place it {said}", item="1")
+        said = line.split()[:2]
+        if len(said) < 2 or said[0] != "upstream" or said[1] not in commits:
+            continue
+        other = said[1]
+        if other not in ref.empty:
+            does = "conflicts" if other in (*ref.conflicts, *ref.resolved) else "changes something"
+            o.fail(where, f"upstream {other}, but git: placed at its place it {does}", item="1")
     if conflicts and result.exit_code == 0:
         o.fail(where, "exit 0 with no conflict, but git: it conflicts there", item="1")
         return
     for _ in range(2 * len(order) + 2):
-        if result.exit_code == 0:
+        if result.exit_code != 1:
             break
-        assert result.exit_code == 1, result.output
         stopped = _json(repo, "status")["stopped"]
         if stopped is None:
             return  # refused: nothing to compare
-        if stopped["patch"] != name or name not in ref.resolved:
-            if stopped["patch"] == name:
-                repo.ps("refresh", "--abort")
-                return  # not a conflict of lines: the oracle cannot resolve it
+        at = stopped["patch"]
+        if at not in (*ref.conflicts, *ref.resolved):
+            o.fail(where, f"stops at a conflict in {at}, but git: it applies there")
+            repo.ps("refresh", "--abort")
+            return
+        if at != name:
             result = repo.ps("refresh", "--skip", code=None)
             continue
+        fixed = {}
         for path in stopped["conflicted"]:
-            fixed = resolve_markers(repo.read(path))
-            if fixed is None:
-                repo.ps("refresh", "--abort")
-                return
-            repo.write(path, fixed)
+            text = (repo.path / path).read_text() if (repo.path / path).is_file() else ""
+            fixed[path] = resolve_markers(text)
+        if name not in ref.resolved or None in fixed.values():
+            repo.ps("refresh", "--abort")
+            return  # not a conflict of lines: the oracle cannot resolve it
+        for path, text in fixed.items():
+            repo.write(path, text)
         result = repo.ps("refresh", "--continue", code=None)
+    if result.exit_code not in (0, 1):
+        o.fail(where, f"exit {result.exit_code}: {result.stderr.strip()[:200]}")
     if result.exit_code != 0:
         return
     if repo.tree() != o.git.tree(ref.head):

@@ -263,8 +263,9 @@ class Oracle:
                 continue
             path, now, expected = hunk["path"], hunk["now"], hunk["expected"]
             ok: set[str] = set()
-            if now and hunk["line"] > 0:
-                span = f"{hunk['line']},+{len(now)}:{path}"
+            at = self.place(new, path, now, hunk["line"])
+            if at:
+                span = f"{at},+{len(now)}:{path}"
                 out = git.run("log", "--format=%H", "-s", "-L", span, f"{old}..{new}", check=False)
                 ok |= {ln for ln in out.splitlines() if len(ln) >= 40}
             for line in set(now) ^ set(expected):
@@ -282,6 +283,16 @@ class Oracle:
                         "name it",
                         item="6",
                     )
+
+    def place(self, rev: str, path: str, lines: list[str], near: int) -> int:
+        """Where ``lines`` stand in ``rev``'s ``path`` (1-based; the match nearest ``near``, a
+        line of the merged file); 0 when they are not there."""
+        if not lines:
+            return 0
+        text = self.git.run("show", f"{rev}:{path}", check=False).split("\n")
+        n = len(lines)
+        hits = [i + 1 for i in range(len(text) - n + 1) if text[i : i + n] == lines]
+        return min(hits, key=lambda i: abs(i - near)) if hits else 0
 
     def superseded(self, where: str, report: dict) -> None:
         sup = report.get("superseded_by")
