@@ -84,8 +84,8 @@ class Day:
 
     def primary(self, where: str, name: str, files: set[str], applied: set[str]) -> None:
         """A primary conflict is upstream's: no one missing patch before it, applied, lets it
-        apply (judged where that patch's own conflict is in other files, so that taking it
-        as the patch has it decides nothing in this one's files)."""
+        apply (judged where that patch applies or its own conflict is in other files, so that
+        taking it as the patch has it decides nothing in this one's files)."""
         if name not in self.order:
             return
         before = self.order[: self.order.index(name)]
@@ -95,7 +95,8 @@ class Day:
             present = (applied - set(self.ref.conflicts)) | {root, name}
             chain = self.o.git.chain(self.new, self.in_order(present), frozenset([root]))
             own = self.o.git.pick(chain.at[root], self.commits[root])[2] if root in chain.at else []
-            if root in chain.resolved and name not in chain.conflicts and not files & set(own):
+            placed = root in chain.at and root not in (*chain.conflicts, *chain.empty)
+            if placed and name not in chain.conflicts and not files & set(own):
                 self.o.fail(
                     where,
                     f"{name}: primary, but git: it applies once {root} "
