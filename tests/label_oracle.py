@@ -180,12 +180,18 @@ class Oracle:
         self.git = Git(repo)
         self.findings: list[str] = []
         self.judged: dict[str, int] = {}  # how many labels of each kind were checked
+        self.tainted = ""  # the item of a push NAME that went wrong, when one did
 
     def saw(self, kind: str) -> None:
         self.judged[kind] = self.judged.get(kind, 0) + 1
 
     def fail(self, where: str, text: str, item: str = "") -> None:
-        """A wrong label; ``item``: the bug of issue 33 it is an instance of, when known."""
+        """A wrong label; ``item``: the bug of issue 33 it is an instance of, when known. After
+        ``push NAME`` went wrong (a known item), what follows is that item's doing too."""
+        if item and where.startswith("push "):
+            self.tainted = self.tainted or item
+        elif not item and self.tainted:
+            item, text = self.tainted, text + " (after push NAME went wrong)"
         self.findings.append(f"{where}: {text}" + (f" [issue 33 item {item}]" if item else ""))
 
     # the definitions
