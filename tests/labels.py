@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .conftest import Repo
+from .differential import SWITCHES
 from .label_days import Day, bring_back
 from .label_oracle import Oracle
 
@@ -466,9 +467,29 @@ def write_case(case: Case, path: Path) -> Repo:
     return repo
 
 
-def run(case: Case, tmp: Path, judged: dict[str, int] | None = None) -> list[str]:
+def run(
+    case: Case, tmp: Path, judged: dict[str, int] | None = None, shortcuts: bool = True
+) -> list[str]:
     """Every wrong label of ``case`` over two days (empty: every label is right);
-    ``judged`` gets how many labels of each kind were checked."""
+    ``judged`` gets how many labels of each kind were checked. ``shortcuts=False``: the
+    plain path (`differential.SWITCHES`), which must print the same labels."""
+    saved = {k: os.environ.get(k) for k in SWITCHES}
+    if not shortcuts:
+        os.environ.update(SWITCHES)
+    try:
+        o = _two_days(case, tmp)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if judged is not None:
+        judged.update(o.judged)
+    return o.findings
+
+
+def _two_days(case: Case, tmp: Path) -> Oracle:
     repo = write_case(case, tmp / "fork")
     repo.ps("import", "commits", "base..work", "--tag", "essential")
     (repo.path / ".git" / "info" / "exclude").write_text("patches/\n")
@@ -484,9 +505,7 @@ def run(case: Case, tmp: Path, judged: dict[str, int] | None = None) -> list[str
     after = Day(o, "day after", up1, up, "up")
     after.check()
     after.refresh()
-    if judged is not None:
-        judged.update(o.judged)
-    return o.findings
+    return o
 
 
 def seeds_from_env(default: list[int]) -> list[int]:
