@@ -140,9 +140,11 @@ class Day:
         return data
 
 
-def bring_back(o: Oracle, name: str, onto: str) -> None:
+def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> None:
     """``push NAME`` of a deferred patch, its conflict resolved as the patch has it (the
-    others skipped), against git picking it again at its place."""
+    others skipped), against git picking it again at its place: ``git rebase`` of the series
+    as it was written (``original``: each patch's commit before the refresh that deferred it)
+    with the patches still deferred left out."""
     repo = o.repo
     status = _json(repo, "status")
     order = [p["name"] for p in status["patches"]]
@@ -152,10 +154,10 @@ def bring_back(o: Oracle, name: str, onto: str) -> None:
         m = marks.get(n)
         if m and m["kind"] == "deferred" and m.get("root") in waiting:
             waiting.add(n)
-    commits = dict(stack_of(repo, onto))
-    commits.update({n: marks[n]["commit"] for n in waiting})
+    commits = {n: original[n] for n, _c in stack_of(repo, onto)}
+    commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})
     present = [(n, commits[n]) for n in order if n in commits]
-    ref = o.git.chain(onto, present, frozenset([name]))
+    ref = o.git.chain(onto, present, frozenset([name, *o.brought]))
     where = f"push {name}"
     o.saw("push")
     result = repo.ps("push", name, code=None)
@@ -199,6 +201,7 @@ def bring_back(o: Oracle, name: str, onto: str) -> None:
         o.fail(where, f"exit {result.exit_code}: {result.stderr.strip()[:200]}")
     if result.exit_code != 0:
         return
+    o.brought.add(name)
     if repo.tree() != o.git.tree(ref.head):
         o.fail(
             where,

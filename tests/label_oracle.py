@@ -181,6 +181,7 @@ class Oracle:
         self.findings: list[str] = []
         self.judged: dict[str, int] = {}  # how many labels of each kind were checked
         self.tainted = ""  # the item of a push NAME that went wrong, when one did
+        self.brought: set[str] = set()  # deferred patches brought back, resolved as they have it
 
     def saw(self, kind: str) -> None:
         self.judged[kind] = self.judged.get(kind, 0) + 1

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from .conftest import Repo
 from .differential import SWITCHES
-from .label_days import Day, bring_back
+from .label_days import Day, bring_back, stack_of
 from .label_oracle import Oracle
 
 Lines = list[str]
@@ -496,12 +496,13 @@ def _two_days(case: Case, tmp: Path) -> Oracle:
     repo.ps("push", "--all")
     o = Oracle(repo)
     base, up1, up = o.git.rev("base"), o.git.rev("up1"), o.git.rev("up")
+    original = dict(stack_of(repo, base))
     one = Day(o, "day one", base, up1, "up1")
     one.check()
     data = one.refresh()
     primaries = [c["patch"] for c in data["deferred"] if c["kind"] == "primary"]
     for name in primaries[: case.bring_back]:
-        bring_back(o, name, up1)
+        bring_back(o, name, up1, original)
     after = Day(o, "day after", up1, up, "up")
     after.check()
     after.refresh()
