@@ -40,7 +40,8 @@ FIXED = [
     pytest.param(14, marks=known("1", "5", "6")),  # push p2 (deferred, conflicting): upstream
     pytest.param(21, marks=known("2")),  # p2 deletes what deferred p1 made: refresh: upstream
     pytest.param(25, marks=known("5", "6")),  # p4's conflict is missing p3's lines: primary
-    pytest.param(57, marks=known("4", "6")),  # push p2: p3 placed after it reverts it
+    pytest.param(57, marks=known("4", "6")),  # push p2: p3 after it reverts it (a shortcut)
+    pytest.param(898, marks=known("4")),  # deferring p1 took p1's line's removal out of p2
 ]
 
 
