@@ -4,6 +4,7 @@ deferred patch brought back with ``push NAME`` (`bring_back`), each label judged
 from __future__ import annotations
 
 import json
+import os
 
 from .conftest import Repo
 from .label_oracle import Oracle, resolve_markers
@@ -121,7 +122,14 @@ class Day:
         if got != sorted(self.ref.conflicts):
             o.fail(where, f"deferred {got}, git skipped {sorted(self.ref.conflicts)}")
         if repo.tree() != o.git.tree(self.ref.head):
-            o.fail(where, "the tree is not git rebase's (the same patches skipped)")
+            # found here, not in issue 33: a deferred patch's change leaks into the next
+            # patch's commit when a patch marked upstream is in the series (a shortcut)
+            leak = bool(self.taken) and not os.environ.get("PATCHSTACK_NO_FAST_PATH")
+            o.fail(
+                where,
+                "the tree is not git rebase's (the same patches skipped)",
+                item="deferred-leak" if leak else "",
+            )
         self.judge(where, data["patches"], data["deferred"], self.ref.conflicts)
         status = _json(repo, "status")
         where = f"{self.label} status"

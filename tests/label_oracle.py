@@ -172,6 +172,11 @@ class Chain:
 # -- the checks -------------------------------------------------------------------------------
 
 
+def tag(item: str) -> str:
+    """A known bug: an item of issue 33 (a number), or one this oracle found (a word)."""
+    return f"issue 33 item {item}" if item.isdigit() else f"new: {item}"
+
+
 class Oracle:
     """Judges the labels of one case; ``findings`` collects every wrong one."""
 
@@ -187,13 +192,13 @@ class Oracle:
         self.judged[kind] = self.judged.get(kind, 0) + 1
 
     def fail(self, where: str, text: str, item: str = "") -> None:
-        """A wrong label; ``item``: the bug of issue 33 it is an instance of, when known. After
+        """A wrong label; ``item``: the known bug it is an instance of (`tag`). After
         ``push NAME`` went wrong (a known item), what follows is that item's doing too."""
         if item and where.startswith("push "):
             self.tainted = self.tainted or item
         elif not item and self.tainted:
             item, text = self.tainted, text + " (after push NAME went wrong)"
-        self.findings.append(f"{where}: {text}" + (f" [issue 33 item {item}]" if item else ""))
+        self.findings.append(f"{where}: {text}" + (f" [{tag(item)}]" if item else ""))
 
     # the definitions
 
