@@ -196,7 +196,7 @@ class Oracle:
         ``push NAME`` went wrong (a known item), what follows is that item's doing too."""
         if item and where.startswith("push "):
             self.tainted = self.tainted or item
-        elif not item and self.tainted:
+        elif self.tainted and not item.isdigit():
             item, text = self.tainted, text + " (after push NAME went wrong)"
         self.findings.append(f"{where}: {text}" + (f" [{tag(item)}]" if item else ""))
 
