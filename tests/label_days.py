@@ -1,0 +1,219 @@
+"""The label oracle's two days: one refresh with its check and status (`Day`), and a
+deferred patch brought back with ``push NAME`` (`bring_back`), each label judged by `Oracle`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .conftest import Repo
+from .label_oracle import Oracle, resolve_markers
+
+# -- the two days -------------------------------------------------------------------------------
+
+
+def stack_of(repo: Repo, base: str) -> list[tuple[str, str]]:
+    """The applied patches over ``base``: (name, commit), oldest first."""
+    out = repo.git("log", "--reverse", "-z", "--format=%H%x01%B", f"{base}..HEAD")
+    found = []
+    for record in filter(None, out.split("\0")):
+        commit, message = record.lstrip("\n").split("\x01", 1)
+        for line in message.splitlines():
+            if line.startswith("Patchstack-Patch: "):
+                found.append((line.split(": ", 1)[1].strip(), commit))
+    return found
+
+
+def _json(repo: Repo, *args: str) -> dict:
+    result = repo.ps(*args, "--json", code=None)
+    assert result.exit_code in (0, 1), (args, result.output)
+    return json.loads(result.stdout)
+
+
+class Day:
+    """One refresh onto ``new`` of the stack applied over ``old``, its labels checked."""
+
+    def __init__(self, o: Oracle, label: str, old: str, new: str, ref_name: str) -> None:
+        self.o, self.label, self.old, self.new, self.ref_name = o, label, old, new, ref_name
+        repo = o.repo
+        status = _json(repo, "status")
+        self.order = [p["name"] for p in status["patches"]]
+        self.deferred = {
+            p["name"]: p["mark"]["commit"]
+            for p in status["patches"]
+            if p.get("mark") and p["mark"]["kind"] == "deferred"
+        }
+        # a patch marked upstream is placed again by the next refresh (git rebase would
+        # carry it no more): judged alone, on the new base
+        self.taken = {
+            p["name"]: p["mark"]["commit"]
+            for p in status["patches"]
+            if p.get("mark") and p["mark"]["kind"] == "upstream"
+        }
+        self.applied = stack_of(repo, old)
+        self.commits = {**self.deferred, **dict(self.applied)}
+        self.ref = o.git.chain(new, self.applied)
+        kept = [(n, c) for n, c in self.applied if n not in self.ref.conflicts]
+        self.self_noop = set(o.git.chain(old, kept).empty)
+
+    def in_order(self, present: set[str]) -> list[tuple[str, str]]:
+        return [(n, self.commits[n]) for n in self.order if n in present and n in self.commits]
+
+    def judge(self, where: str, entries: list[dict], reports: list[dict], now=()) -> None:
+        o = self.o
+        o.verdicts(where, entries, self.ref, self.commits, self.self_noop, self.old, self.new)
+        for e in entries:
+            if e["name"] in self.taken and e["verdict"] in ("conflict", "deferred"):
+                if o.git.pick(self.new, self.taken[e["name"]])[0] != "conflict":
+                    o.fail(
+                        where,
+                        f"{e['name']}: {e['verdict']} (marked upstream before), but "
+                        "git: it applies on the new base",
+                    )
+                continue
+            if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
+                o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
+        applied = {n for n, _c in self.applied}
+        for r in reports:
+            present = applied | ({r["root"]} if r.get("root") else set())
+            if r["kind"] == "knock-on" and r["root"]:
+                o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present))
+            elif r["kind"] == "primary":
+                o.culprits(where, r, self.old, self.new)
+                self.primary(where, r["patch"], set(r["files"]), applied)
+            o.superseded(where, r)
+
+    def primary(self, where: str, name: str, files: set[str], applied: set[str]) -> None:
+        """A primary conflict is upstream's: no one missing patch before it, applied, lets it
+        apply (judged where that patch applies or its own conflict is in other files, so that
+        taking it as the patch has it decides nothing in this one's files)."""
+        if name not in self.order:
+            return
+        before = self.order[: self.order.index(name)]
+        missing = [n for n in before if n in self.commits and n not in applied]
+        missing += [n for n in before if n in self.ref.conflicts]
+        for root in missing:
+            present = (applied - set(self.ref.conflicts)) | {root, name}
+            chain = self.o.git.chain(self.new, self.in_order(present), frozenset([root]))
+            own = self.o.git.pick(chain.at[root], self.commits[root])[2] if root in chain.at else []
+            placed = root in chain.at and root not in (*chain.conflicts, *chain.empty)
+            if placed and name not in chain.conflicts and not files & set(own):
+                self.o.fail(
+                    where,
+                    f"{name}: primary, but git: it applies once {root} "
+                    "(missing) is applied: a knock-on",
+                    item="5",
+                )
+                return
+
+    def check(self) -> None:
+        data = _json(self.o.repo, "check", "--onto", self.ref_name)
+        where = f"{self.label} check"
+        got = sorted(c["patch"] for c in data["conflicts"] if c["patch"] not in self.taken)
+        if got != sorted(self.ref.conflicts):
+            self.o.fail(where, f"conflicts {got}, git {sorted(self.ref.conflicts)}")
+        self.judge(where, data["patches"], data["conflicts"])
+
+    def refresh(self) -> dict:
+        repo, o = self.o.repo, self.o
+        data = _json(repo, "refresh", "--onto", self.ref_name, "--defer-conflicts")
+        where = f"{self.label} refresh"
+        got = sorted(c["patch"] for c in data["deferred"] if c["patch"] not in self.taken)
+        if got != sorted(self.ref.conflicts):
+            o.fail(where, f"deferred {got}, git skipped {sorted(self.ref.conflicts)}")
+        if repo.tree() != o.git.tree(self.ref.head):
+            # found here, not in issue 33: a deferred patch's change leaks into the next
+            # patch's commit when a patch marked upstream is in the series (a shortcut)
+            leak = bool(self.taken) and not os.environ.get("PATCHSTACK_NO_FAST_PATH")
+            o.fail(
+                where,
+                "the tree is not git rebase's (the same patches skipped)",
+                item="deferred-leak" if leak else "",
+            )
+        self.judge(where, data["patches"], data["deferred"], self.ref.conflicts)
+        status = _json(repo, "status")
+        where = f"{self.label} status"
+        o.marks(where, status, self.commits, self.ref, self.self_noop, self.old, self.new)
+        for name in status["in_base"]:
+            entry = {"name": name, "verdict": "upstream", "evidence": None}
+            o.verdicts(
+                f"{where} in_base",
+                [entry],
+                self.ref,
+                self.commits,
+                self.self_noop,
+                self.old,
+                self.new,
+            )
+        return data
+
+
+def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> None:
+    """``push NAME`` of a deferred patch, its conflict resolved as the patch has it (the
+    others skipped), against git picking it again at its place: ``git rebase`` of the series
+    as it was written (``original``: each patch's commit before the refresh that deferred it)
+    with the patches still deferred left out."""
+    repo = o.repo
+    status = _json(repo, "status")
+    order = [p["name"] for p in status["patches"]]
+    marks = {p["name"]: p["mark"] for p in status["patches"] if p.get("mark")}
+    waiting = {name}
+    for n in order:  # the knock-ons waiting for it come back with it
+        m = marks.get(n)
+        if m and m["kind"] == "deferred" and m.get("root") in waiting:
+            waiting.add(n)
+    commits = {n: original[n] for n, _c in stack_of(repo, onto)}
+    commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})
+    present = [(n, commits[n]) for n in order if n in commits]
+    ref = o.git.chain(onto, present, frozenset([name, *o.brought]))
+    where = f"push {name}"
+    o.saw("push")
+    result = repo.ps("push", name, code=None)
+    conflicts = name in ref.conflicts or name in ref.resolved
+    for line in result.stdout.splitlines():
+        said = line.split()[:2]
+        if len(said) < 2 or said[0] != "upstream" or said[1] not in commits:
+            continue
+        other = said[1]
+        if other not in ref.empty:
+            does = "conflicts" if other in (*ref.conflicts, *ref.resolved) else "changes something"
+            o.fail(where, f"upstream {other}, but git: placed at its place it {does}", item="1")
+    if conflicts and result.exit_code == 0:
+        o.fail(where, "exit 0 with no conflict, but git: it conflicts there", item="1")
+        return
+    for _ in range(2 * len(order) + 2):
+        if result.exit_code != 1:
+            break
+        stopped = _json(repo, "status")["stopped"]
+        if stopped is None:
+            return  # refused: nothing to compare
+        at = stopped["patch"]
+        if at not in (*ref.conflicts, *ref.resolved):
+            o.fail(where, f"stops at a conflict in {at}, but git: it applies there")
+            repo.ps("refresh", "--abort")
+            return
+        if at != name:
+            result = repo.ps("refresh", "--skip", code=None)
+            continue
+        fixed = {}
+        for path in stopped["conflicted"]:
+            text = (repo.path / path).read_text() if (repo.path / path).is_file() else ""
+            fixed[path] = resolve_markers(text)
+        if name not in ref.resolved or None in fixed.values():
+            repo.ps("refresh", "--abort")
+            return  # not a conflict of lines: the oracle cannot resolve it
+        for path, text in fixed.items():
+            repo.write(path, text)
+        result = repo.ps("refresh", "--continue", code=None)
+    if result.exit_code not in (0, 1):
+        o.fail(where, f"exit {result.exit_code}: {result.stderr.strip()[:200]}")
+    if result.exit_code != 0:
+        return
+    o.brought.add(name)
+    if repo.tree() != o.git.tree(ref.head):
+        o.fail(
+            where,
+            "the tree is not git's with the patch picked again at its place "
+            f"(git: conflicts {ref.conflicts}, empty {ref.empty})",
+            item="4",
+        )

@@ -1,0 +1,411 @@
+"""The label oracle's git and its definitions (`labels` says what each label must be):
+merge-ort picks through ``git merge-tree --write-tree`` (the patch's parent the merge base, as
+``git cherry-pick``), the chain of picks that ``git rebase`` makes, and `Oracle`, which judges
+one label against git and collects the wrong ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+from .conftest import Repo
+
+# -- the oracle: git's merge-ort, one patch at a time ---------------------------------------
+
+
+def resolve_markers(text: str) -> str | None:
+    """A conflicted file resolved as the patch has it, hunk by hunk (the side after
+    ``=======``); None when it has no markers."""
+    out: list[str] = []
+    state = ""
+    seen = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("<<<<<<< ") and state == "":
+            state, seen = "ours", True
+        elif line.startswith("||||||| ") and state == "ours":
+            state = "base"
+        elif line.rstrip("\n") == "=======" and state in ("ours", "base"):
+            state = "theirs"
+        elif line.startswith(">>>>>>> ") and state == "theirs":
+            state = ""
+        elif state in ("", "theirs"):
+            out.append(line)
+    return "".join(out) if seen and state == "" else None
+
+
+class Git:
+    """The oracle's git: picks by ``merge-tree --write-tree`` (merge-ort, as ``git
+    cherry-pick``: the patch's parent the merge base), on objects of the fork's repository."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.index = repo.path / ".git" / "oracle-index"
+        self.memo: dict[tuple[str, str], tuple[str, str | None, list[str]]] = {}
+
+    def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=self.repo.path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {args}: {proc.stderr}")
+        return proc.stdout
+
+    def rev(self, name: str) -> str:
+        return self.run("rev-parse", "--verify", "-q", name + "^{commit}").strip()
+
+    def tree(self, commit: str) -> str:
+        return self.run("rev-parse", commit + "^{tree}").strip()
+
+    def commit(self, tree: str, parent: str, subject: str = "oracle") -> str:
+        return self.run("commit-tree", tree, "-p", parent, "-m", subject).strip()
+
+    def pick(self, onto: str, patch: str) -> tuple[str, str | None, list[str]]:
+        """``patch`` (a commit) cherry-picked onto ``onto``: ("clean", tree), ("empty",
+        tree) or ("conflict", tree with markers, the conflicted paths)."""
+        key = (onto, patch)
+        if key not in self.memo:
+            ours = self.commit(self.tree(onto), patch + "^")
+            proc = subprocess.run(
+                ["git", "merge-tree", "--write-tree", "--name-only", "-z", ours, patch],
+                cwd=self.repo.path,
+                capture_output=True,
+            )
+            if proc.returncode not in (0, 1):
+                raise AssertionError(proc.stderr)
+            fields = proc.stdout.decode().split("\0")
+            tree = fields[0]
+            if proc.returncode == 1:
+                paths = []
+                for f in fields[1:]:
+                    if not f:
+                        break
+                    paths.append(f)
+                self.memo[key] = ("conflict", tree, sorted(set(paths)))
+            else:
+                self.memo[key] = ("empty" if tree == self.tree(onto) else "clean", tree, [])
+        return self.memo[key]
+
+    def resolved(self, onto: str, patch: str) -> str | None:
+        """The commit of ``patch`` picked onto ``onto`` with its conflicts taken as the patch
+        has them, hunk by hunk; None when a conflict has no markers (a file's existence)."""
+        verdict, tree, paths = self.pick(onto, patch)
+        if verdict != "conflict":
+            return self.commit(tree, onto) if verdict == "clean" else onto
+        env = {"GIT_INDEX_FILE": str(self.index)}
+        self.run("read-tree", tree, env=env)
+        for path in paths:
+            listing = self.run("ls-tree", tree, "--", path).split()
+            if not listing or listing[1] != "blob":
+                return None
+            text = self.run("cat-file", "blob", listing[2])
+            fixed = resolve_markers(text)
+            if fixed is None:
+                return None
+            blob = (
+                subprocess.run(
+                    ["git", "hash-object", "-w", "--stdin"],
+                    cwd=self.repo.path,
+                    input=fixed.encode(),
+                    capture_output=True,
+                    check=True,
+                )
+                .stdout.decode()
+                .strip()
+            )
+            self.run("update-index", "--cacheinfo", f"{listing[0]},{blob},{path}", env=env)
+        return self.commit(self.run("write-tree", env=env).strip(), onto)
+
+    def chain(
+        self, onto: str, patches: list[tuple[str, str]], resolve: frozenset[str] = frozenset()
+    ) -> Chain:
+        """``git rebase`` of ``patches`` ((name, commit), in order) onto ``onto``, each conflict
+        skipped (or resolved as the patch has it, for the names of ``resolve``), each patch
+        that becomes empty dropped."""
+        head = onto
+        out = Chain(onto)
+        for name, commit in patches:
+            out.at[name] = head
+            verdict, tree, _paths = self.pick(head, commit)
+            if verdict == "conflict" and name in resolve:
+                fixed = self.resolved(head, commit)
+                if fixed is not None:
+                    out.resolved.append(name)
+                    head = fixed
+                    continue
+            if verdict == "conflict":
+                out.conflicts.append(name)
+            elif verdict == "empty":
+                out.empty.append(name)
+            else:
+                head = self.commit(tree, head)
+        out.head = head
+        return out
+
+    def added_lines(self, commit: str) -> list[str]:
+        diff = self.run("show", "--format=", "-M", "--no-color", commit)
+        return [
+            ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")
+        ]
+
+    def all_lines(self, commit: str) -> set[str]:
+        out: set[str] = set()
+        for path in self.run("ls-tree", "-r", "--name-only", commit).splitlines():
+            out |= set(self.run("show", f"{commit}:{path}").splitlines())
+        return out
+
+
+@dataclass
+class Chain:
+    onto: str
+    head: str = ""
+    at: dict[str, str] = field(default_factory=dict)  # where each patch was placed
+    conflicts: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+
+def tag(item: str) -> str:
+    """A known bug: an item of issue 33 (a number), or one this oracle found (a word)."""
+    return f"issue 33 item {item}" if item.isdigit() else f"new: {item}"
+
+
+class Oracle:
+    """Judges the labels of one case; ``findings`` collects every wrong one."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.git = Git(repo)
+        self.findings: list[str] = []
+        self.judged: dict[str, int] = {}  # how many labels of each kind were checked
+        self.tainted = ""  # the item of a push NAME that went wrong, when one did
+        self.brought: set[str] = set()  # deferred patches brought back, resolved as they have it
+
+    def saw(self, kind: str) -> None:
+        self.judged[kind] = self.judged.get(kind, 0) + 1
+
+    def fail(self, where: str, text: str, item: str = "") -> None:
+        """A wrong label; ``item``: the known bug it is an instance of (`tag`). After
+        ``push NAME`` went wrong (a known item), what follows is that item's doing too."""
+        if item and where.startswith("push "):
+            self.tainted = self.tainted or item
+        elif self.tainted and not item.isdigit():
+            item, text = self.tainted, text + " (after push NAME went wrong)"
+        self.findings.append(f"{where}: {text}" + (f" [{tag(item)}]" if item else ""))
+
+    # the definitions
+
+    def holds(self, tree_commit: str, patch: str) -> bool:
+        return self.git.pick(tree_commit, patch)[0] == "empty"
+
+    def upstream_evidence(self, where: str, name: str, patch: str, ev: str, old: str, new: str):
+        """``ev`` (an id or its prefix) brought ``patch``'s change: it is in old..new, the
+        patch changes something on its parent and nothing on it, and it adds every line the
+        patch adds that its parent lacked."""
+        self.saw("evidence")
+        git = self.git
+        full = git.run("rev-parse", "--verify", "-q", ev + "^{commit}", check=False).strip()
+        in_range = git.run("rev-list", f"{old}..{new}").split()
+        if full not in in_range:
+            self.fail(
+                where,
+                f"{name}: evidence {ev[:12]} is not an upstream commit of the range",
+                item="6",
+            )
+            return
+        if not self.holds(full, patch):
+            self.fail(
+                where,
+                f"{name}: upstream in {ev[:12]}, but git: the patch still changes "
+                f"something on {ev[:12]} ({git.pick(full, patch)[0]})",
+                item="6",
+            )
+            return
+        if self.holds(full + "^", patch):
+            self.fail(
+                where,
+                f"{name}: upstream in {ev[:12]}, but git: its parent already "
+                "holds the change (that commit did not bring it)",
+                item="6",
+            )
+            return
+        had = git.all_lines(full + "^")
+        brought = set(git.added_lines(full))
+        missing = [ln for ln in git.added_lines(patch) if ln not in had and ln not in brought]
+        if missing:
+            self.fail(
+                where, f"{name}: upstream in {ev[:12]}, but git show lacks {missing[:2]}", item="6"
+            )
+
+    def patch_file_commit(self, where: str, name: str, commit: str) -> None:
+        """The patch file's change is ``commit``'s (its parent to it)."""
+        self.saw("deferred")
+        git = self.git
+        env = {"GIT_INDEX_FILE": str(git.index)}
+        git.run("read-tree", commit + "^", env=env)
+        patch = self.repo.path / "patches" / name
+        proc = subprocess.run(
+            ["git", "apply", "--cached", str(patch)],
+            cwd=self.repo.path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+        )
+        made = git.run("write-tree", env=env).strip() if proc.returncode == 0 else None
+        if made != git.tree(commit):
+            self.fail(
+                where,
+                f"{name}: deferred at {commit[:12]}, but git: the patch file does "
+                "not make that commit's change",
+            )
+
+    def culprits(self, where: str, report: dict, old: str, new: str) -> None:
+        """Each upstream commit named for a primary hunk changed those lines."""
+        git = self.git
+        for hunk in report["hunks"]:
+            named = [c["commit"] for c in hunk["upstream_commits"] if c["commit"]]
+            if not named:
+                continue
+            path, now, expected = hunk["path"], hunk["now"], hunk["expected"]
+            ok: set[str] = set()
+            at = self.place(new, path, now, hunk["line"])
+            if at:
+                span = f"{at},+{len(now)}:{path}"
+                out = git.run("log", "--format=%H", "-s", "-L", span, f"{old}..{new}", check=False)
+                ok |= {ln for ln in out.splitlines() if len(ln) >= 40}
+            for line in set(now) ^ set(expected):
+                if line.strip() and line.strip() not in "{}":
+                    out = git.run("log", "--format=%H", "-S" + line, f"{old}..{new}")
+                    ok |= set(out.split())
+            for c in named:
+                self.saw("culprit")
+                full = git.run("rev-parse", "--verify", "-q", c + "^{commit}", check=False).strip()
+                if full not in ok:
+                    self.fail(
+                        where,
+                        f"{report['patch']}: culprit {c[:12]} of {path}:"
+                        f"{hunk['line']}, but git log -L/-S over those lines does not "
+                        "name it",
+                        item="6",
+                    )
+
+    def place(self, rev: str, path: str, lines: list[str], near: int) -> int:
+        """Where ``lines`` stand in ``rev``'s ``path`` (1-based; the match nearest ``near``, a
+        line of the merged file); 0 when they are not there."""
+        if not lines:
+            return 0
+        text = self.git.run("show", f"{rev}:{path}", check=False).split("\n")
+        n = len(lines)
+        hits = [i + 1 for i in range(len(text) - n + 1) if text[i : i + n] == lines]
+        return min(hits, key=lambda i: abs(i - near)) if hits else 0
+
+    def superseded(self, where: str, report: dict) -> None:
+        sup = report.get("superseded_by")
+        if not sup or not sup["commit"]:
+            return
+        self.saw("superseded")
+        full = self.git.rev(sup["commit"])
+        brought = {ln.strip() for ln in self.git.added_lines(full)}
+        for hunk in report["hunks"]:
+            adds = [ln for ln in hunk["wanted"] if ln not in hunk["expected"] and ln.strip()]
+            lacking = [ln for ln in adds if ln.strip() not in brought]
+            if lacking:
+                self.fail(
+                    where,
+                    f"{report['patch']}: superseded by {sup['commit'][:12]}, but "
+                    f"git show lacks {lacking[:2]}",
+                    item="6",
+                )
+                return
+
+    def knock_on(self, where: str, name: str, root: str, onto: str, patches: list) -> None:
+        """``name`` applies once ``root`` is applied (its conflict taken as it has it)."""
+        self.saw("knock-on")
+        order = [n for n, _c in patches]
+        if root not in order or name not in order:
+            self.fail(where, f"{name}: knock-on of {root}, which is not before it in the series")
+            return
+        if order.index(root) > order.index(name):
+            self.fail(where, f"{name}: knock-on of {root}, which comes after it")
+            return
+        chain = self.git.chain(onto, patches[: order.index(name) + 1], frozenset([root]))
+        if root not in chain.resolved and root in chain.conflicts:
+            return  # its conflict is not in lines: the oracle cannot place it (unknown)
+        if name in chain.conflicts:
+            self.fail(
+                where,
+                f"{name}: knock-on of {root}, but git: with {root} applied it still conflicts",
+                item="5",
+            )
+
+    # one command's labels
+
+    def verdicts(
+        self,
+        where: str,
+        entries: list[dict],
+        ref: Chain,
+        commits: dict[str, str],
+        self_noop: set[str],
+        old: str,
+        new: str,
+    ) -> None:
+        for e in entries:
+            name, verdict = e["name"], e["verdict"]
+            if name not in commits:
+                continue
+            ev = (e.get("evidence") or {}).get("commit") or ""
+            self.saw(verdict)
+            if verdict == "upstream":
+                if name not in ref.empty:
+                    said = "conflicts" if name in ref.conflicts else "changes something"
+                    self.fail(where, f"{name}: upstream, but git: placed there it {said}")
+                elif name in self_noop:
+                    self.fail(
+                        where,
+                        f"{name}: upstream, but git: it changes nothing only "
+                        "because a missing (deferred) patch before it is missing: a no-op",
+                        item="2",
+                    )
+                elif ev:
+                    self.upstream_evidence(where, name, commits[name], ev, old, new)
+            elif verdict == "no-op":
+                if name not in ref.empty:
+                    self.fail(where, f"{name}: no-op, but git: placed there it changes something")
+                elif name not in self_noop:
+                    self.fail(
+                        where,
+                        f"{name}: no-op, but git: it changes something with every "
+                        "missing patch present; upstream brought it",
+                        item="2",
+                    )
+            elif verdict in ("unchanged", "offset", "merged"):
+                if name in ref.conflicts:
+                    self.fail(where, f"{name}: {verdict}, but git: it conflicts")
+                elif name in ref.empty:
+                    self.fail(where, f"{name}: {verdict}, but git: it changes nothing there")
+            elif verdict == "conflict" and name not in ref.conflicts:
+                self.fail(where, f"{name}: conflict, but git: it applies")
+
+    def marks(self, where: str, status: dict, commits: dict[str, str], ref, self_noop, old, new):
+        for p in status["patches"]:
+            mark = p.get("mark")
+            if not mark:
+                continue
+            name = p["name"]
+            if mark["kind"] == "deferred":
+                if p["applied"]:
+                    self.fail(where, f"{name}: deferred, but it is applied")
+                self.patch_file_commit(where, name, mark["commit"])
+            elif mark["kind"] == "upstream" and name in commits:
+                entry = {"name": name, "verdict": "upstream", "evidence": None}
+                if mark.get("evidence"):
+                    entry["evidence"] = {"commit": mark["evidence"]}
+                self.verdicts(f"{where} (mark)", [entry], ref, commits, self_noop, old, new)
