@@ -41,3 +41,51 @@ def test_push_of_a_deferred_patch_that_still_conflicts_stops(tmp_path: Path) -> 
     repo.ps("refresh", "--abort")
     series = repo.read("patches/series")
     assert "# deferred: p1.patch " in series and "# upstream:" not in series
+
+
+def follow_up_drift(tmp_path: Path) -> Repo:
+    """p1 edits b.txt (applies); p2 creates new.txt and edits a.txt line 3, which upstream
+    edits too (conflicts); p3 deletes new.txt (changes nothing while p2 is missing)."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(10, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    repo.ps("new", "p1", "-t", "essential", "b.txt")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    repo.write("new.txt", numbered(4, "new"))
+    repo.ps("new", "p2", "-t", "essential", "a.txt", "new.txt")
+    repo.git("rm", "-q", "new.txt")
+    repo.ps("new", "p3", "-t", "essential", "new.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.txt", "a 3\n", "a 3 upstream\n")
+    repo.commit_all("upstream edits line 3")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def test_a_follow_up_of_a_deferred_patch_is_a_no_op_naming_it_never_upstream(
+    tmp_path: Path,
+) -> None:
+    repo = follow_up_drift(tmp_path)
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    by_name = {p["name"]: p for p in checked["patches"]}
+    assert by_name["p3.patch"]["verdict"] == "no-op"
+    assert "p2.patch" in by_name["p3.patch"]["note"]
+    done = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    said = {p["name"]: p for p in done["patches"]}
+    assert said["p2.patch"]["verdict"] == "deferred"
+    assert said["p3.patch"]["verdict"] == "no-op" and "p2.patch" in said["p3.patch"]["note"]
+    series = repo.read("patches/series")
+    assert "# upstream:" not in series
+    assert "# deferred: p3.patch " in series and " after p2.patch\n" in series
+    assert "--drop-merged" not in repo.ps("status", code=None).stdout
+    repo.ps("refresh", "--drop-merged")
+    assert "p3.patch" in repo.read("patches/series")  # nothing the tool advises deletes it
+    # Bringing p2 back brings p3 with it: the file p3 deletes goes again.
+    stopped = repo.ps("push", "p2.patch", code=1)
+    assert "p2.patch" in stopped.stderr
+    repo.write("a.txt", numbered(10, "a").replace("a 3\n", "a 3 upstream mine\n"))
+    repo.ps("refresh", "--continue")
+    assert not (repo.path / "new.txt").exists()
+    series = repo.read("patches/series")
+    assert "# deferred:" not in series and "# upstream:" not in series
