@@ -89,3 +89,28 @@ def test_a_follow_up_of_a_deferred_patch_is_a_no_op_naming_it_never_upstream(
     assert not (repo.path / "new.txt").exists()
     series = repo.read("patches/series")
     assert "# deferred:" not in series and "# upstream:" not in series
+
+
+def test_status_during_a_stopped_refresh_advises_no_refused_command(tmp_path: Path) -> None:
+    """p1 and p2 both conflict; p1 resolved, the refresh stops again at p2: p1's commit is
+    not its file yet, and status must not advise 'refresh --patch', refused while stopped."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(20, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    repo.ps("new", "p1", "-t", "essential", "b.txt")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    repo.ps("new", "p2", "-t", "essential", "a.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.txt", "a 3\n", "a 3 upstream\n")
+    replace_line(repo, "b.txt", "b 5\n", "b 5 up\n")
+    repo.commit_all("upstream")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.write("b.txt", numbered(10, "b").replace("b 5\n", "b 5 up mine\n"))
+    repo.ps("refresh", "--continue", code=1)
+    shown = repo.ps("status", code=None).stdout
+    assert "refresh --patch" not in shown
+    assert "'patchstack refresh --continue' rewrites the file" in shown
+    refused = repo.ps("refresh", "--patch", "p1.patch", code=None)
+    assert refused.exit_code != 0  # what it used to advise is refused indeed
