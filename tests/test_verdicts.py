@@ -114,3 +114,34 @@ def test_status_during_a_stopped_refresh_advises_no_refused_command(tmp_path: Pa
     assert "'patchstack refresh --continue' rewrites the file" in shown
     refused = repo.ps("refresh", "--patch", "p1.patch", code=None)
     assert refused.exit_code != 0  # what it used to advise is refused indeed
+
+
+def test_push_of_a_deferred_patch_now_a_knock_on_is_refused_not_ok(tmp_path: Path) -> None:
+    """p1 (a.txt line 11, next to p0's line 10) conflicts with upstream's line 12 and is
+    deferred; a later upstream conflicts with p0, deferred too. ``push p1.patch`` now finds
+    p1 conflicting only because p0 is missing: it used to exit 0 having applied nothing."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(20, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.txt", "a 10\n", "a 10 p0\n")
+    repo.ps("new", "p0", "-t", "essential", "a.txt")
+    replace_line(repo, "a.txt", "a 11\n", "a 11 p1\n")
+    repo.ps("new", "p1", "-t", "essential", "a.txt")
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    repo.ps("new", "p2", "-t", "essential", "b.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.txt", "a 12\n", "a 12 up1\n")
+    repo.commit_all("upstream 1")
+    repo.git("branch", "up1")
+    replace_line(repo, "a.txt", "a 9\n", "a 9 up2\n")
+    repo.commit_all("upstream 2")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up1", "--defer-conflicts")
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    series = repo.read("patches/series")
+    assert "# deferred: p0.patch " in series and "# deferred: p1.patch " in series
+    before = repo.state()
+    refused = repo.ps("push", "p1.patch", code=1)
+    assert "p1.patch was not applied" in refused.stderr and "p0.patch" in refused.stderr
+    assert "'patchstack push p0.patch' first" in refused.stderr
+    assert repo.state() == before

@@ -6,7 +6,8 @@ the patch's place again, placed by three-way merge like every patch (`engine.con
 the patches after it placed on top; the knock-ons waiting for it (deferred "after" it) come
 back with it, each placed again before anyone is asked about it. A conflict stops as a
 refresh stops (markers in the work tree; ``refresh --continue``, ``--skip`` to leave it
-deferred, ``--abort``), a knock-on of a patch still missing is deferred again, and the end is
+deferred, ``--abort``), a knock-on of a patch still missing is deferred again (the patch
+named is not: that is refused, nothing changed, exit 1), and the end is
 a refresh's: the patch files rewritten for where they now stand, the deferral lines gone.
 """
 
@@ -18,8 +19,9 @@ from dataclasses import replace
 from ...checkout import Checkout
 from ...engine.placer import Placer
 from ...engine.replay import Step, marked_changes, old_chain, real_changes, replay, steps
-from ...errors import PatchstackError, RefusedError
+from ...errors import ConflictError, PatchstackError, RefusedError
 from ...git import Git
+from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
@@ -98,6 +100,7 @@ def bring_back(
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left)
+        _still_waiting(names, found)
         head = stack.head
         src = (git.tree_of(head), ())
         if stopped_at is not None:
@@ -106,6 +109,19 @@ def bring_back(
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()
+
+
+def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
+    """Refuse, changing nothing, when a patch named comes back only to be deferred again: a
+    knock-on of a patch still missing (exit 1, with its conflict)."""
+    for report in found:
+        if report.patch in names and report.root:
+            raise ConflictError(
+                f"{report.patch} was not applied: it conflicts because {report.root}, still"
+                " deferred, is missing (nothing changed)",
+                report,
+                f"'patchstack push {report.root}' first, then 'patchstack push {report.patch}'",
+            )
 
 
 def _brought(git: Git, step: Step) -> Step:
