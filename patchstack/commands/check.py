@@ -11,6 +11,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
+from ..engine.claims import upstream_changes
 from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
@@ -19,7 +20,6 @@ from ..engine.replay import (
     Step,
     commit_chain,
     labels,
-    marked_changes,
     old_chain,
     replay,
     steps,
@@ -105,7 +105,8 @@ def check(
     engine = make_engine(ws, series, stack)
     try:
         chain = old_chain(git, engine, series)
-        plan = steps(series, chain, {}, marked=marked_changes(git, series))
+        where = ws.display(ws.series_path)
+        plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
         prefetch(

@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
+from ...engine.chain import Engine
+from ...engine.claims import deferred_change, upstream_changes
 from ...engine.placer import Placer
-from ...engine.replay import Step, marked_changes, old_chain, real_changes, replay, steps
+from ...engine.replay import Step, old_chain, real_changes, replay, steps
 from ...errors import ConflictError, PatchstackError, RefusedError
-from ...git import Git
 from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
@@ -66,11 +67,12 @@ def bring_back(
     try:
         chain = old_chain(git, engine, series)
         commits = [engine.canonical_commit(k) for k in range(len(chain))]
-        kept = marked_changes(git, series)
+        where = ws.display(ws.series_path)
+        kept = upstream_changes(engine, series, where)
         plan = list(steps(series, chain, real_changes(stack), commits, kept))
         for i, s in enumerate(plan):
             if s.name in back:
-                plan[i] = _brought(git, s)
+                plan[i] = _brought(engine, series, where, s)
         base = Oid(series.base or stack.base)
         state = State(
             old_base=base,
@@ -124,14 +126,16 @@ def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
             )
 
 
-def _brought(git: Git, step: Step) -> Step:
-    """The step of a deferred patch coming back: its deferral commit's change."""
+def _brought(engine: Engine, series: Series, where: str, step: Step) -> Step:
+    """The step of a deferred patch coming back: its deferral commit's change, proven its
+    patch file's (`engine.claims`)."""
     commit = step.commit or ""
-    if not commit or not git.has_objects([commit])[commit]:
+    if not commit or not engine.git.has_objects([commit])[commit]:
         raise PatchstackError(
             f"the change of the deferred patch '{step.name}' ({commit[:12]}) is not in this"
             " repository",
             "fetch it from the clone that deferred it, or delete the patch and capture it again",
         )
-    before, after = git.trees_of([commit + "^", commit])
+    mark = series.deferred[step.name]
+    before, after = deferred_change(engine, series, where, mark)
     return replace(step, before=before, after=after, deferred=False)
