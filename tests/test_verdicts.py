@@ -186,6 +186,8 @@ def test_a_forged_deferred_mark_is_refused_naming_its_line(tmp_path: Path) -> No
     assert f"sed -i '{line}d' patches/series" in refused.stderr
     assert repo.state() == before
     assert not (repo.path / "install.sh").exists()
+    shown = repo.ps("check", "--patch", "p2.patch", code=2)  # its conflict shown again
+    assert f"patches/series:{line}: the deferred mark of p2.patch" in shown.stderr
 
 
 def test_a_forged_upstream_mark_is_refused_naming_its_line(tmp_path: Path) -> None:

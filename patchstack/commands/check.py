@@ -11,7 +11,7 @@ from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
-from ..engine.claims import upstream_changes
+from ..engine.claims import deferred_change, upstream_changes
 from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
@@ -130,7 +130,8 @@ def check(
             ),
         )
         _top, commits = commit_chain(engine, target, done)
-        again = _placed_again(ws, plan, commits, target, full, labels(series.base, target, name))
+        shown = labels(series.base, target, name)
+        again = _placed_again(ws, engine, series, plan, commits, target, full, shown)
         classified = classify(git, engine, plan, done, commits)
         left_out = skip | {c[0] for c in conflicts} | series.deferred.keys()
         judged = judge(ws, series, plan, classified.verdicts, left_out, target)
@@ -172,6 +173,8 @@ def check(
 
 def _placed_again(
     ws: Checkout,
+    engine: Engine,
+    series: Series,
     plan: Sequence[Step],
     commits: dict[str, Oid],
     target: Oid,
@@ -192,7 +195,8 @@ def _placed_again(
     for step in plan:
         tree = trees.get(step.name, tree)
         if step in wanted and step.commit and found.get(step.commit):
-            before, after = git.trees_of([step.commit + "^", step.commit])
+            where = ws.display(ws.series_path)
+            before, after = deferred_change(engine, series, where, series.deferred[step.name])
             merged = place(git, before, tree, after, (labels[0], step.name), labels[1])
             if not merged.clean:
                 out.append((step.name, tree, merged))
