@@ -224,3 +224,19 @@ def test_an_upstream_mark_naming_a_commit_that_did_not_bring_it_is_refused(tmp_p
     refused = repo.ps("check", code=2)
     assert "the upstream mark of p2.patch" in refused.stderr
     assert "did not bring its change" in refused.stderr
+
+
+def test_the_day_after_check_and_refresh_give_the_same_verdicts(tmp_path: Path) -> None:
+    """A second refresh with deferred patches in the series: check's verdicts are refresh's
+    (a conflict check lists is one refresh --defer-conflicts defers)."""
+    repo = follow_up_drift(tmp_path)
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "b.txt", "b 9\n", "b 9 up\n")
+    repo.write("c.txt", "c\n")
+    repo.commit_all("upstream, the day after")
+    repo.git("checkout", "-q", "main")
+    checked = verdicts(repo, "--onto", "up")
+    done = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    refreshed = {p["name"]: p["verdict"] for p in done["patches"]}
+    assert {n: "deferred" if v == "conflict" else v for n, v in checked.items()} == refreshed

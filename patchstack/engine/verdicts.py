@@ -174,16 +174,16 @@ def _on_old_base(
     if not old_base:
         return {}
     off = None
+    steps = steps[: next(q for q, s in enumerate(steps) if s.name == last) + 1]
+    start = git.tree_of(old_base)
     for q, s in enumerate(steps):
-        joined = steps[q - 1].after == s.before if q else True
+        joined = s.before == (steps[q - 1].after if q else start)
         if s.name in missing or s.deferred or not joined:
             off = q
             break
-        if s.name == last:
-            return {}
     if off is None:
         return {}
-    tree = steps[off - 1].after if off else git.tree_of(old_base)
+    tree = steps[off - 1].after if off else start
     labels = ("old base", "old base")
     skip = frozenset(missing)
     done, _conflicts = replay(git, steps, off, tree, labels, keep_going=True, skip=skip)
