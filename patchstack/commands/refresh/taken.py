@@ -43,7 +43,9 @@ def judge(
 def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:
     """``state`` with each ``no-op`` patch deferred as a knock-on of the deferred patch whose
     absence makes it one: it comes back with it (``push ROOT``), never marked upstream."""
-    commit = {s.name: s.commit for s in state.steps}
+    # Only a patch whose commit carries its own change: a deferral's commit is proven its
+    # file's when it comes back (`engine.claims`).
+    commit = {s.name: s.commit for s in state.steps if s.before != s.after}
     made = list(state.deferrals)
     for name, h in judged.items():
         roots = [n for n in h.missing if n in deferred]
