@@ -85,7 +85,7 @@ def upstream_changes(engine: Engine, series: Series, where: str) -> dict[str, tu
     git = engine.git
     out = {}
     for mark in series.upstream.values():
-        if not git.has_objects([mark.commit])[mark.commit]:
+        if mark.name not in series or not git.has_objects([mark.commit])[mark.commit]:
             continue  # the patch file itself stands for it
         found = proven_change(engine, mark.name, mark.commit)
         if isinstance(found, str):
