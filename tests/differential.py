@@ -9,11 +9,12 @@ modifies, renames files and folders, deletes, changes modes, adds files, and tak
 verbatim or differently. Each file's lines are unique, so that git's rename detection and
 three-way merges have real work to do. The whole case is written with one ``fast-import``.
 
-`compare` runs patchstack (``check --onto``, ``refresh --onto``, ``push --all --onto``, with the
-shortcuts on and off) and the reference, and returns the differences, each one sentence: the
-conflict sets, which patches upstream already has, and, where clean, the tree, modes and
-message of every commit. An empty list is agreement. ``describe`` tells what a case is, to
-reproduce a failure: ``PATCHSTACK_DIFF_SEEDS=17 python -m pytest tests/test_differential.py``.
+`compare` runs patchstack (``check --onto``, ``refresh --onto``, ``push --all --onto``, and
+``push NAME`` of a patch ``--defer-conflicts`` deferred, with the shortcuts on and off) and
+the reference, and returns the differences, each one sentence: the conflict sets, which
+patches upstream already has, and, where clean, the tree, modes and message of every commit.
+An empty list is agreement. ``describe`` tells what a case is, to reproduce a failure:
+``PATCHSTACK_DIFF_SEEDS=17 python -m pytest tests/test_differential.py``.
 """
 
 from __future__ import annotations
@@ -612,6 +613,7 @@ def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> d
             repo.ps("undo")
         repo.ps("undo")  # the pop
         assert repo.head() == stack_head
+        brought = bring_back(repo, stack_head)
     finally:
         for k, v in saved.items():
             if v is None:
@@ -625,7 +627,39 @@ def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> d
         "ids": ids,
         "push_ids": push_ids,
         "held": held,
+        "brought": brought,
     }
+
+
+def bring_back(repo: Repo, stack_head: str) -> tuple[object, ...]:
+    """``refresh --onto up --defer-conflicts``, then ``push NAME`` of the first deferred patch:
+    (its exit status, the series file, HEAD's tree, the work tree's state), to compare the
+    shortcuts with the plain path. Its conflict stops it (exit 1), never an ``# upstream:``."""
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    series = repo.read("patches/series")
+    roots = [
+        ln.split()[2]
+        for ln in series.splitlines()
+        if ln.startswith("# deferred:") and " after " not in ln
+    ]
+    if not roots:
+        repo.ps("undo")
+        assert repo.head() == stack_head
+        return ()
+    result = repo.ps("push", roots[0], code=None)
+    assert result.exit_code in (0, 1), result.output
+    after = repo.read("patches/series")
+    got = (result.exit_code, after, repo.tree(), repo.status_all())
+    steps = 1  # the refresh
+    if result.exit_code == 1 and "conflict in patch" in result.stderr:
+        assert f"# upstream: {roots[0]} " not in after
+        repo.ps("refresh", "--abort")
+        steps += 2  # the push that stopped and the abort
+    elif result.exit_code == 0:
+        steps += 1
+    repo.ps("undo", str(steps))
+    assert repo.head() == stack_head
+    return got
 
 
 def compare(case: Case, tmp: Path, each: Callable[[str], None] | None = None) -> list[str]:
@@ -672,6 +706,8 @@ def compare(case: Case, tmp: Path, each: Callable[[str], None] | None = None) ->
         diffs.append("refresh: the shortcuts made other commit ids than the plain path")
     if runs[True]["push_ids"] != runs[False]["push_ids"]:
         diffs.append("push --onto: the shortcuts made other commit ids than the plain path")
+    if runs[True]["brought"] != runs[False]["brought"]:
+        diffs.append("push NAME of a deferred patch: the shortcuts differ from the plain path")
     return diffs
 
 

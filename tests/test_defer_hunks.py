@@ -141,8 +141,9 @@ def test_the_knock_on_brought_back_alone_keeps_its_hunk(tmp_path) -> None:
     want = picked_again(repo, tmp_path / "git")
     p2 = repo.read("patches/p2.patch")
     repo.ps("refresh", "--onto", "up", "--defer-conflicts")
-    result = repo.ps("push", "p2", code=None)
-    assert "p2.patch: placed without p1.patch, its change to b.txt" in result.stdout
+    result = repo.ps("push", "p2", code=1)  # refused, naming its root: nothing changed
+    assert "placed without p1.patch, its change to b.txt" in result.stderr
+    assert "'patchstack push p1.patch' first" in result.stderr
     assert repo.read("patches/p2.patch") == p2
     assert " after p1.patch\n" in repo.read("patches/series")
     bring_p1_back(repo)

@@ -111,9 +111,9 @@ def test_a_patch_that_only_reverts_an_unselected_one_is_a_no_op_not_upstream(tmp
     data = by_name(json.loads(repo.ps("check", "--only", "essential", "--json").stdout))
     assert data["quiet.patch"]["verdict"] == "no-op"
     assert data["quiet.patch"]["evidence"] is None
-    assert "unselected" in data["quiet.patch"]["note"]
+    assert "diag.patch" in data["quiet.patch"]["note"]  # the patch whose absence makes it one
     text = repo.ps("check", "--only", "essential").stdout
-    assert "no-op     quiet.patch  (changes nothing with this selection" in text
+    assert "no-op     quiet.patch  (changes nothing without diag.patch" in text
     assert "upstream" not in text.split("\n", 1)[1]
 
 

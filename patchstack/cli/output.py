@@ -197,6 +197,7 @@ _VERDICT_COLOURS = {
     "deferred": "red",
     "upstream": "magenta",
     "no-op": "bright_black",
+    "unknown": "yellow",
 }
 
 

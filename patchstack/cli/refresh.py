@@ -226,6 +226,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
                 if v.dropped
                 else "already in the new base; not applied ('--drop-merged' removes it)"
             )
+        elif v.note:  # no-op, unknown: never advised away
+            notes.append(v.note)
         echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
     if more:
         echo(ctx, more)

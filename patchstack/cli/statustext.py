@@ -100,7 +100,14 @@ def status_lines(
     rows = []
     for p in applied:
         note = ""
-        if p.matches == "differs":
+        if p.matches == "differs" and stopped:  # 'refresh --patch' is refused while stopped
+            command = st.stopped.command if st.stopped else "patchstack refresh"
+            note = style(
+                f"  commit differs from its patch file (this refresh's: '{command} --continue'"
+                " rewrites the file when it ends)",
+                fg="yellow",
+            )
+        elif p.matches == "differs":
             note = style(
                 "  commit differs from its patch file (adopt: 'patchstack refresh --patch"
                 f" {p.name}'; drop: '--discard-changes')",

@@ -5,30 +5,30 @@ patch is left out and the replay goes on, so one run lists every conflict."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
+from ..engine.claims import deferred_change, upstream_changes
 from ..engine.contract import place
-from ..engine.evidence import SELF, first_holding, history
+from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
 from ..engine.replay import (
     Step,
     commit_chain,
     labels,
-    marked_changes,
     old_chain,
     replay,
     steps,
 )
 from ..engine.triage import Failed, prefetch, reports
-from ..engine.verdicts import classify
+from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
-from ..model.conflict import Conflict, UpstreamCommit
+from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
@@ -36,9 +36,6 @@ from .refresh.holds import held_reports, needs
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
-
-NO_OP = "no-op"  # changes nothing on the old base either, with the same selection
-SELECTION_NO_OP = "changes nothing with this selection: it repeats or reverts an unselected patch"
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,8 @@ def check(
     engine = make_engine(ws, series, stack)
     try:
         chain = old_chain(git, engine, series)
-        plan = steps(series, chain, {}, marked=marked_changes(git, series))
+        where = ws.display(ws.series_path)
+        plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
         holds = needs(ws, series, plan)
@@ -135,9 +133,11 @@ def check(
             hold=holds,
         )
         _top, commits = commit_chain(engine, target, done)
-        again = _placed_again(ws, plan, commits, target, full, labels(series.base, target, name))
+        shown = labels(series.base, target, name)
+        again = _placed_again(ws, engine, series, plan, commits, target, full, shown)
         classified = classify(git, engine, plan, done, commits)
-        evidence = _evidence(ws, plan, classified.verdicts, skip, series.base, target)
+        left_out = skip | {c[0] for c in conflicts} | series.deferred.keys()
+        judged = judge(ws, series, plan, classified.verdicts, left_out, target)
         n = len(plan)
         tick = (lambda d, t: progress(n + d, n + t)) if progress else None  # noqa: E731
         reports = _reports(
@@ -158,17 +158,18 @@ def check(
             return "conflict"
         if name in deferred:
             return "deferred"
-        return NO_OP if evidence.get(name) == SELF else classified.verdicts[name]
+        return judged[name].verdict if name in judged else classified.verdicts[name]
 
     settled = set(records.used)
+    none = Held("")
     verdicts = tuple(
         Verdict(
             e.name,
             e.tag,
             word(e.name),
             recorded=e.name in settled,
-            evidence=hit if isinstance(hit := evidence.get(e.name), UpstreamCommit) else None,
-            note=SELECTION_NO_OP if evidence.get(e.name) == SELF else "",
+            evidence=judged.get(e.name, none).evidence,
+            note=judged.get(e.name, none).note,
         )
         for e in series.entries
         if e.name not in skip
@@ -178,6 +179,8 @@ def check(
 
 def _placed_again(
     ws: Checkout,
+    engine: Engine,
+    series: Series,
     plan: Sequence[Step],
     commits: dict[str, Oid],
     target: Oid,
@@ -198,41 +201,34 @@ def _placed_again(
     for step in plan:
         tree = trees.get(step.name, tree)
         if step in wanted and step.commit and found.get(step.commit):
-            before, after = git.trees_of([step.commit + "^", step.commit])
+            where = ws.display(ws.series_path)
+            before, after = deferred_change(engine, series, where, series.deferred[step.name])
             merged = place(git, before, tree, after, (labels[0], step.name), labels[1])
             if not merged.clean:
                 out.append((step.name, tree, merged))
     return out
 
 
-def _evidence(
+def judge(
     ws: Checkout,
+    series: Series,
     plan: Sequence[Step],
     verdicts: dict[str, str],
-    skip: frozenset[str],
-    old_base: str | None,
+    left_out: Collection[str],
     target: Oid,
-) -> dict[str, UpstreamCommit | str]:
-    """For each ``upstream`` verdict: the upstream commit that brought the patch's change,
-    or `SELF` when, with the same selection, it changes nothing on the old base either (it
-    only repeats or reverts an unselected patch: a selection's no-op, not upstream's)."""
-    git = ws.git
-    wanted = [s for s in plan if verdicts.get(s.name) == "upstream" and s.before != s.after]
-    if not wanted or not old_base:
+) -> dict[str, Held]:
+    """The verdict of each patch the target holds (`engine.verdicts.held`), an earlier
+    refresh's proof (an ``# upstream:`` mark's commit) taken where the mark is this change's."""
+    names = {n for n, v in verdicts.items() if v == UPSTREAM}
+    if not names:
         return {}
-    at_old: dict[str, Oid] = {}
-    if skip:  # where each selected patch lands on the old base, the unselected left out
-        done, _conflicts = replay(
-            git, plan, 0, git.tree_of(old_base), ("old base", "old base"), True, skip
-        )
-        at_old = {d.name: d.parent for d in done}
-    found: dict[str, UpstreamCommit | str] = {}
-    upstream = history(git, old_base, target)
-    for step in wanted:
-        hit = first_holding(git, step.before, step.after, upstream, at_old.get(step.name))
-        if hit is not None:
-            found[step.name] = hit
-    return found
+    by_name = {s.name: s for s in plan}
+    proved = {
+        n: recorded_commit(ws.git, u.evidence)
+        for n, u in series.upstream.items()
+        if n in names and u.evidence and by_name[n].commit == u.commit
+    }
+    return held(ws.git, plan, names, left_out, series.base, target, proved)
 
 
 def _reports(

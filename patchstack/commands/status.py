@@ -224,16 +224,19 @@ def _interrupted(ws: Checkout) -> str | None:
 
 
 def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:
-    """The unapplied patches whose every file the series base already holds as the patch
-    makes it (the blob its index line names): what ``refresh`` reports as ``upstream`` and
-    keeps in the series. ``push`` cannot apply them; ``refresh --drop-merged`` drops them."""
+    """The unapplied patches ``refresh`` judged ``upstream`` (`engine.verdicts.held`: their
+    ``# upstream:`` mark names the commit that brought them) whose every file the series base
+    still holds as the patch makes it (the blob its index line names). ``push`` cannot apply
+    them; ``refresh --drop-merged`` drops them. A mark naming no commit is no proof: such a
+    patch is never advised away."""
     base = series.base
     if not base or stack.base != base:
         return ()
     fmt = ws.git.fmt
     wanted: dict[str, list[tuple[str, str]]] = {}
     for e in series.entries:
-        if stack.find(e.name) is not None:
+        mark = series.upstream.get(e.name)
+        if stack.find(e.name) is not None or mark is None or not mark.evidence:
             continue
         files = ws.proven_bytes(e)[1].files
         if files and all(

@@ -14,7 +14,8 @@ patches' changes back on ``R`` (``O[k-1] -> C[k-1]`` merged into ``R``) gives ex
 k and the missing patches commute. Otherwise k needs them, and its root is the nearest
 left-out patch that touches a path where the two differ. A merge of k onto ``O[k-1]`` that
 conflicts proves nothing here (the placement on the new base finds that conflict and triage
-files it); ``O`` then keeps that merge's result for k.
+files it); ``O`` then keeps that merge's result for k. Nor does one that changes nothing:
+k is then a no-op for want of the left-out patches, which `verdicts.held` names.
 
 ``O`` differs from the old chain only on the paths of the left-out patches (a merge changes
 a path only where its patch does), so it is kept as those paths' entries; a patch touching
@@ -126,7 +127,9 @@ class Needs:
         watched = sorted(self.entries)
         ours = git.edit_tree(before, dict(self.entries))
         placed = git.merge_trees(before, ours, after, ("without", name))
-        if placed.clean:
+        # A patch that changes nothing without them is a no-op naming them (the one verdict,
+        # `verdicts.held`, says so and defers it after its root): not held here.
+        if placed.clean and placed.tree != ours:
             back = git.merge_trees(ours, placed.tree, before, ("placed", "left out"))
             if hold and (not back.clean or back.tree != after):
                 lost = sorted(set(back.conflicted) | set(git.changed_paths(back.tree, after)))

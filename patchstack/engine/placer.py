@@ -238,10 +238,16 @@ class Placer:
         merge is patch i's own, made exactly (with its labels) when needed."""
         if not (self.engine.shortcuts and self.followed) or i in self.conflicting:
             return False
-        if self.anchor[0] == i:
+        if self.anchor[0] == i or not self._joined(self.anchor[0], i):
             return False
         diff = self._diff(i)
         return not (any(d[0] == "000000" for d in diff) and any(d[1] == "000000" for d in diff))
+
+    def _joined(self, m: int, k: int) -> bool:
+        """Do steps m..k make one chain, each starting where the one before it ends? Not
+        across a patch placed with a change of its own (a deferred patch brought back, one
+        kept as upstream's): ``C[m] -> C[k+1]`` would leave that change out."""
+        return all(self.steps[q].after == self.steps[q + 1].before for q in range(m, k))
 
     def placed(self, i: int) -> Done | None:
         """Patch i, when a merge run placed it already."""
@@ -258,7 +264,7 @@ class Placer:
         if len(run) < 2:
             return None
         git = self.git
-        if self.followed:
+        if self.followed and self._joined(self.anchor[0], i):
             m, anchor = self.anchor
         else:
             tree = tree or self.tree()
@@ -331,7 +337,7 @@ class Placer:
                 step.name in self.skip
                 or step.deferred
                 or step.before == step.after
-                or (q != i and q in self.conflicting)
+                or (q != i and (q in self.conflicting or not self._joined(q - 1, q)))
                 or (q != i and self.watching is not None and self.watching(q))
             ):
                 break

@@ -79,7 +79,7 @@ def steps(
     """The replay's steps: each patch's change on the old chain (``commits``: its commits,
     ``K[0..n]``, when known); a deferred patch's step is left out of the replay, and a patch
     kept as upstream's (`model.marks.Upstream`) is placed again with its recorded change, which
-    ``marked`` (`marked_changes`) gives."""
+    ``marked`` (`claims.upstream_changes`) gives."""
     deferred, upstream = series.deferred, series.upstream
     out = []
     for i, e in enumerate(series.entries):
@@ -89,14 +89,6 @@ def steps(
         before, after = (marked or {}).get(e.name, (chain[i], chain[i + 1]))
         out.append(Step(e.name, before, after, real.get(e.name), commit, d is not None))
     return tuple(out)
-
-
-def marked_changes(git: Git, series: Series) -> dict[str, tuple[Oid, Oid]]:
-    """The recorded change (parent's tree, tree) of each patch the series keeps as
-    upstream's whose commit this repository has."""
-    wanted = [u for u in series.upstream.values() if git.has_objects([u.commit])[u.commit]]
-    trees = git.trees_of([c for u in wanted for c in (u.commit + "^", u.commit)])
-    return {u.name: (trees[2 * i], trees[2 * i + 1]) for i, u in enumerate(wanted)}
 
 
 def real_changes(stack: Stack) -> dict[str, tuple[Oid, Oid]]:

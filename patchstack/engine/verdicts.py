@@ -2,7 +2,9 @@
 
 ``unchanged``: the change ``T[k-1] -> T[k]`` has the very blobs and modes of ``C[k-1] -> C[k]``,
 so its diff is the same text and the file keeps its bytes (it is not even rewritten).
-``upstream``: ``T[k] == T[k-1]``, the new base already contains the change. Otherwise the file
+A patch that changes nothing on the new base (``T[k] == T[k-1]``) is judged by `held`, the one
+place that says ``upstream``, ``no-op`` or ``unknown`` (definitions in
+``docs/architecture.md``, "Verdicts"). Otherwise the file
 is regenerated with ``format-patch`` from a commit with the patch's own author, date and message,
 so only the diff part changes: ``offset`` when every hunk has the same lines as before (only
 line numbers and blob ids moved), ``merged`` when the hunks' lines changed. ``conflict``: the
@@ -12,15 +14,19 @@ merge did not resolve. ``deferred``: left out, its file kept as it was (``refres
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..git import Git
 from ..model import message, trailers
+from ..model.conflict import UpstreamCommit
 from ..model.ids import Oid
 from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
-from .replay import Done, Step
+from .evidence import SELF, History, first_holding, history
+from .replay import Done, Step, replay
+
+UPSTREAM, NO_OP, UNKNOWN = "upstream", "no-op", "unknown"
 
 
 def same_hunks(a: Patch, b: Patch) -> bool:
@@ -84,3 +90,123 @@ def format_chain(git: Git, commits: dict[str, Oid], wanted: Sequence[str]) -> di
         return {n: git.format_patch(commits[n]) for n in wanted}
     texts = git.format_commits([commits[n] for n in wanted])
     return dict(zip(wanted, texts, strict=True))
+
+
+@dataclass(frozen=True)
+class Held:
+    """The verdict of a patch that changes nothing on the new base: ``upstream`` with the
+    commit that brought it, ``no-op`` with the left-out patches whose absence makes it one,
+    or ``unknown``."""
+
+    verdict: str
+    evidence: UpstreamCommit | None = None
+    missing: tuple[str, ...] = ()
+
+    @property
+    def note(self) -> str:
+        if self.verdict == NO_OP:
+            return (
+                f"changes nothing without {', '.join(self.missing)} (left out): it repeats or"
+                " reverts what that changes"
+            )
+        if self.verdict == UNKNOWN:
+            return "changes nothing on the new base; no upstream commit is known to bring it"
+        return ""
+
+
+def held(
+    git: Git,
+    steps: Sequence[Step],
+    names: Collection[str],
+    missing: Collection[str],
+    old_base: str | None,
+    new_base: str,
+    recorded: Mapping[str, UpstreamCommit] = {},
+) -> dict[str, Held]:
+    """The verdict of each of ``names`` (patches that change nothing on ``new_base``, the
+    patches of ``missing`` left out there: deferred, unselected, conflicting). ``recorded``:
+    the upstream commit an earlier refresh proved brought a patch (its mark's).
+
+    ``upstream``: placed where it lands on the old base with the same patches left out, it
+    changes something, and the named upstream commit is the first after which it changes
+    nothing (`evidence.first_holding`). ``no-op``: it changes nothing there either, and a
+    patch left out before it is why (the one touching its files, else every one). Otherwise
+    ``unknown``. A patch with a change of its own where no base moved (a deferred patch
+    brought back) is searched for from its change's parent."""
+    wanted = [s for s in steps if s.name in names]
+    if not wanted:
+        return {}
+    moved = bool(old_base) and old_base != new_base
+    lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name)
+    index = {s.name: q for q, s in enumerate(steps)}
+    walked: dict[str, History] = {}
+    out: dict[str, Held] = {}
+    for s in wanted:
+        if s.name in recorded:
+            out[s.name] = Held(UPSTREAM, recorded[s.name])
+            continue
+        q = index[s.name]
+        base, there = old_base, lands.get(s.name, s.before)
+        if not moved and s.commit and q and steps[q - 1].after != s.before:
+            base, there = s.commit + "^", s.before  # brought back: its change's own parent
+        if not base:
+            out[s.name] = Held(UNKNOWN)
+            continue
+        if base not in walked:
+            walked[base] = history(git, base, new_base)
+        hit = first_holding(git, s.before, s.after, walked[base], there)
+        if hit == SELF:
+            gone = _why_no_op(git, steps, s, missing)
+            out[s.name] = Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
+        elif isinstance(hit, UpstreamCommit) and hit.oid:
+            out[s.name] = Held(UPSTREAM, hit)
+        else:
+            out[s.name] = Held(UNKNOWN)
+    return out
+
+
+def _on_old_base(
+    git: Git, steps: Sequence[Step], missing: Collection[str], old_base: str | None, last: str
+) -> dict[str, Oid]:
+    """The tree each patch lands on at the old base with ``missing`` left out (as on the
+    new base), from the first step off the old chain (left out, or with a change of its own);
+    a patch before it lands on its old chain's tree (``Step.before``)."""
+    if not old_base:
+        return {}
+    off = None
+    steps = steps[: next(q for q, s in enumerate(steps) if s.name == last) + 1]
+    start = git.tree_of(old_base)
+    for q, s in enumerate(steps):
+        joined = s.before == (steps[q - 1].after if q else start)
+        if s.name in missing or s.deferred or not joined:
+            off = q
+            break
+    if off is None:
+        return {}
+    tree = steps[off - 1].after if off else start
+    labels = ("old base", "old base")
+    skip = frozenset(missing)
+    done, _conflicts = replay(git, steps, off, tree, labels, keep_going=True, skip=skip)
+    return {d.name: d.parent for d in done}
+
+
+def _why_no_op(
+    git: Git, steps: Sequence[Step], step: Step, missing: Collection[str]
+) -> tuple[str, ...]:
+    """The patches left out before ``step`` whose absence makes it a no-op: those that touch
+    one of its files, else every one."""
+    k = next(i for i, s in enumerate(steps) if s.name == step.name)
+    before = [s for s in steps[:k] if s.name in missing or s.deferred]
+    if not before:
+        return ()
+    mine = set(git.changed_paths(step.before, step.after))
+    touching = [s.name for s in before if mine & set(_paths(git, s))]
+    return tuple(touching or [s.name for s in before])
+
+
+def _paths(git: Git, step: Step) -> list[str]:
+    if step.before != step.after:
+        return git.changed_paths(step.before, step.after)
+    if step.commit and git.has_objects([step.commit])[step.commit]:
+        return git.changed_paths(step.commit + "^", step.commit)
+    return []

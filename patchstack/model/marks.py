@@ -6,7 +6,10 @@ by the commit of its change where that file was made (kept by the operation log)
   knock-on, waiting for the patch ROOT.
 - ``# upstream: NAME COMMIT [in UPSTREAM]``: the base holds its change (a refresh found the
   patch changing nothing there), kept in the series until ``--drop-merged`` or ``delete``;
-  ``in UPSTREAM``: the upstream commit that brought it, when known.
+  ``in UPSTREAM``: the upstream commit proven to bring it (`engine.verdicts.held`); without
+  it the verdict is ``unknown``, and nothing drops or advises dropping the patch.
+
+Each is a claim, checked where it is used (`engine.claims`).
 
 Both kinds add nothing to the canonical chain. quilt ignores comments, and applies the patch.
 """
@@ -114,4 +117,4 @@ def describe(mark: Mark) -> str:
         return f"deferred: conflicts on the base ('patchstack push {mark.name}' brings it back)"
     if mark.evidence:
         return f"the base holds it: upstream took it in {mark.evidence[:10]}"
-    return "the base holds it"
+    return "the base holds it (which upstream commit brought it is unknown)"

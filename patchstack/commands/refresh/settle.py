@@ -19,10 +19,10 @@ from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
-from ...engine.needs import Held
+from ...engine.needs import Held as HeldBack
 from ...engine.replay import Done, commit_chain
 from ...engine.triage import KNOCK_ON, Failed, reports
-from ...engine.verdicts import Classified, classify
+from ...engine.verdicts import UPSTREAM, Classified, Held, classify
 from ...errors import PatchstackError
 from ...git import Git, MergeResult
 from ...journal.snapshot import take_snapshot
@@ -34,7 +34,7 @@ from ...transaction import FileWrite, Overlay, Plan, publish
 from .holds import held_reports, needs
 from .proof import remember_exact
 from .stopped import State, store
-from .taken import applied_fields, dropped_note, upstream_evidence, upstream_marks
+from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import at_stop
 
 
@@ -42,14 +42,14 @@ from .taking import at_stop
 class Verdict:
     name: str
     tag: str
-    verdict: str  # unchanged, offset, merged, conflict, deferred or upstream
+    verdict: str  # unchanged offset merged conflict deferred, or `engine.verdicts.held`'s
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
     recorded: bool = False  # a conflict settled by a recorded resolution
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
     evidence: UpstreamCommit | None = None  # upstream: the upstream commit that brought it
-    note: str = ""  # why, where the verdict needs saying (a no-op of a selection)
+    note: str = ""  # why, where the verdict needs saying (a no-op, unknown)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -161,7 +161,7 @@ def defer(
     state: State,
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
-    held: Sequence[Held] = (),
+    held: Sequence[HeldBack] = (),
 ) -> tuple[State, list[Conflict]]:
     """``state`` with these conflicting patches, and those ``held`` for needing one that is
     missing, deferred (each with the commit of its old change, and the root of a knock-on),
@@ -208,18 +208,21 @@ def finish(
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
+    held = {d.name for d in done if d.upstream}
+    left_out = [d.name for d in deferrals_after(series, state)]
+    judged = judge(git, series, state, held, left_out)
+    state = no_op_deferrals(state, judged, left_out)
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
-    upstream = {d.name for d in done if d.upstream}
-    evidence = upstream_evidence(git, series, state, upstream)
+    upstream = held - deferred  # kept in the series by a mark
+    evidence = {n: e for n, h in judged.items() if h.verdict == UPSTREAM and (e := h.evidence)}
     marks = upstream_marks(series, state, upstream, evidence)
     new_series = series.with_base(new_base, state.new_ref).with_marks(deferrals, marks)
     dropped = set()
-    if state.drop_merged:
-        for d in done:
-            if d.upstream:
-                new_series = new_series.remove(d.name)
-                dropped.add(d.name)
+    if state.drop_merged:  # only what an upstream commit is proven to have brought
+        for name in sorted(upstream & evidence.keys(), key=series.index):
+            new_series = new_series.remove(name)
+            dropped.add(name)
     applied_after = [
         n
         for n in new_series.names
@@ -244,13 +247,14 @@ def finish(
         Verdict(
             e.name,
             e.tag,
-            "deferred" if e.name in deferred else classified.verdicts[e.name],
+            _word(e.name, judged, deferred, classified.verdicts),
             resolved=e.name in resolved,
             recorded=e.name in recorded,
             rewritten=e.name in classified.data or e.name in filled,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
             evidence=evidence.get(e.name),
+            note=judged[e.name].note if e.name in judged else "",
         )
         for e in series.entries
     )
@@ -266,6 +270,12 @@ def finish(
         state.fold_into,
         deferred=tuple(reports),
     )
+
+
+def _word(name: str, judged: dict[str, Held], deferred: set[str], said: dict[str, str]) -> str:
+    if name in judged:
+        return judged[name].verdict
+    return "deferred" if name in deferred else said[name]
 
 
 def _remember(
@@ -397,8 +407,9 @@ def stop(
             " for this patch: resolve it here",
         )
     so_far = classify(git, engine, state.steps, done, commits).verdicts
-    for d in deferrals_after(series, state):
-        so_far[d.name] = "deferred"
+    left_out = [d.name for d in deferrals_after(series, state)]
+    held = judge(git, series, state, {d.name for d in done if d.upstream}, left_out)
+    so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}

@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...checkout import Checkout
+from ...engine.claims import upstream_changes
 from ...engine.merging import merge
 from ...engine.placer import Placer
 from ...engine.replay import (
     Done,
     Resolver,
     Step,
-    marked_changes,
     merge_resolver,
     old_chain,
     real_changes,
@@ -152,7 +152,7 @@ def refresh(
                 chain,
                 real,
                 [engine.canonical_commit(k) for k in range(len(chain))],
-                marked_changes(git, series),
+                upstream_changes(engine, series, ws.display(ws.series_path)),
             ),
             fold_into=fold_into,
             folded=folded,

@@ -1,15 +1,20 @@
-"""What a refresh says of the patches the new base holds: the upstream commit that brought
-each (`engine.evidence`), the series' ``# upstream:`` marks that keep them (`model.marks`), the
+"""What a refresh says of the patches the new base holds: their verdicts
+(`engine.verdicts.held`), the series' ``# upstream:`` marks that keep them (`model.marks`), the
 ``Applied-Upstream:`` field it fills in where the patch's header has none, and why
 ``--drop-merged`` took one out (a note of the operation log, shown by ``log NAME``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from ...checkout import Checkout
-from ...engine.evidence import History, first_holding, history, recorded
+from ...engine.evidence import recorded
+from ...engine.verdicts import NO_OP, Held, held
 from ...git import Git
 from ...model import fields
 from ...model.conflict import UpstreamCommit
+from ...model.ids import Oid
 from ...model.patchfile import Patch
 from ...model.series import Series, Upstream
 from ...transaction import FileWrite
@@ -18,26 +23,35 @@ from ..upstream import applied_upstream, day_of
 from .stopped import State
 
 
-def upstream_evidence(
-    git: Git, series: Series, state: State, upstream: set[str]
-) -> dict[str, UpstreamCommit]:
-    """The upstream commit that brought each of ``upstream`` (the patches the new base
-    holds), where one can be named (`engine.evidence`)."""
-    found: dict[str, UpstreamCommit] = {}
-    walked: History | None = None
-    moved = bool(state.old_base) and state.old_base != state.new_base
+def judge(
+    git: Git, series: Series, state: State, names: set[str], missing: Sequence[str]
+) -> dict[str, Held]:
+    """The verdict of each of ``names`` (the patches the new base holds), ``missing`` left
+    out (`engine.verdicts.held`); an earlier refresh's proof (the mark's upstream commit)
+    taken where the mark is this change's."""
+    if not names:
+        return {}
+    proved = {}
     for step in state.steps:
-        if step.name not in upstream or step.before == step.after:
-            continue
         mark = series.upstream.get(step.name)
-        if mark and mark.evidence and mark.commit == step.commit:
-            found[step.name] = recorded(git, mark.evidence)  # found by an earlier refresh
-        elif moved and state.old_base:
-            walked = walked or history(git, state.old_base, state.new_base)
-            hit = first_holding(git, step.before, step.after, walked)
-            if isinstance(hit, UpstreamCommit):
-                found[step.name] = hit
-    return found
+        if step.name in names and mark and mark.evidence and mark.commit == step.commit:
+            proved[step.name] = recorded(git, mark.evidence)
+    old = state.old_base
+    return held(git, state.steps, names, missing, old, state.new_base, proved)
+
+
+def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:
+    """``state`` with each ``no-op`` patch deferred as a knock-on of the deferred patch whose
+    absence makes it one: it comes back with it (``push ROOT``), never marked upstream."""
+    # Only a patch whose commit carries its own change: a deferral's commit is proven its
+    # file's when it comes back (`engine.claims`).
+    commit = {s.name: s.commit for s in state.steps if s.before != s.after}
+    made = list(state.deferrals)
+    for name, h in judged.items():
+        roots = [n for n in h.missing if n in deferred]
+        if h.verdict == NO_OP and roots and commit.get(name):
+            made.append((name, Oid(commit[name] or ""), roots[-1]))
+    return replace(state, deferrals=tuple(made))
 
 
 def upstream_marks(

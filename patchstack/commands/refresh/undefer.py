@@ -6,7 +6,8 @@ the patch's place again, placed by three-way merge like every patch (`engine.con
 the patches after it placed on top; the knock-ons waiting for it (deferred "after" it) come
 back with it, each placed again before anyone is asked about it. A conflict stops as a
 refresh stops (markers in the work tree; ``refresh --continue``, ``--skip`` to leave it
-deferred, ``--abort``), a knock-on of a patch still missing is deferred again, and the end is
+deferred, ``--abort``), a knock-on of a patch still missing is deferred again (the patch
+named is not: that is refused, nothing changed, exit 1), and the end is
 a refresh's: the patch files rewritten for where they now stand, the deferral lines gone.
 """
 
@@ -16,10 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
+from ...engine.chain import Engine
+from ...engine.claims import deferred_change, upstream_changes
 from ...engine.placer import Placer
-from ...engine.replay import Step, marked_changes, old_chain, real_changes, replay, steps
-from ...errors import PatchstackError, RefusedError
-from ...git import Git
+from ...engine.replay import Step, old_chain, real_changes, replay, steps
+from ...errors import ConflictError, PatchstackError, RefusedError
+from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
@@ -64,11 +67,12 @@ def bring_back(
     try:
         chain = old_chain(git, engine, series)
         commits = [engine.canonical_commit(k) for k in range(len(chain))]
-        kept = marked_changes(git, series)
+        where = ws.display(ws.series_path)
+        kept = upstream_changes(engine, series, where)
         plan = list(steps(series, chain, real_changes(stack), commits, kept))
         for i, s in enumerate(plan):
             if s.name in back:
-                plan[i] = _brought(git, s)
+                plan[i] = _brought(engine, series, where, s)
         base = Oid(series.base or stack.base)
         state = State(
             old_base=base,
@@ -99,6 +103,7 @@ def bring_back(
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        _still_waiting(names, found)
         head = stack.head
         src = (git.tree_of(head), ())
         if stopped_at is not None:
@@ -109,14 +114,29 @@ def bring_back(
         engine.close()
 
 
-def _brought(git: Git, step: Step) -> Step:
-    """The step of a deferred patch coming back: its deferral commit's change."""
+def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
+    """Refuse, changing nothing, when a patch named comes back only to be deferred again: a
+    knock-on of a patch still missing (exit 1, with its conflict)."""
+    for report in found:
+        if report.patch in names and report.root:
+            raise ConflictError(
+                f"{report.patch} was not applied: it conflicts because {report.root}, still"
+                " deferred, is missing (nothing changed)",
+                report,
+                f"'patchstack push {report.root}' first, then 'patchstack push {report.patch}'",
+            )
+
+
+def _brought(engine: Engine, series: Series, where: str, step: Step) -> Step:
+    """The step of a deferred patch coming back: its deferral commit's change, proven its
+    patch file's (`engine.claims`)."""
     commit = step.commit or ""
-    if not commit or not git.has_objects([commit])[commit]:
+    if not commit or not engine.git.has_objects([commit])[commit]:
         raise PatchstackError(
             f"the change of the deferred patch '{step.name}' ({commit[:12]}) is not in this"
             " repository",
             "fetch it from the clone that deferred it, or delete the patch and capture it again",
         )
-    before, after = git.trees_of([commit + "^", commit])
+    mark = series.deferred[step.name]
+    before, after = deferred_change(engine, series, where, mark)
     return replace(step, before=before, after=after, deferred=False)
