@@ -277,9 +277,10 @@ def render_conflict(c: Any) -> list[str]:
             lines.append(f"    {title}:")
             lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
         if h.upstream:
-            what = "changed these lines" if h.traced else "touched this file"
-            lines.append(f"    upstream commits that {what}:")
+            lines.append("    upstream commits that changed these lines:")
             lines += [f"      {u.oid[:10]} {u.subject}" for u in h.upstream]
+        elif c.kind != "knock-on":
+            lines.append("    upstream commit: unknown (these lines could not be traced)")
     if c.culprits:
         lines.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
         lines.append("  ('patchstack graph' shows which patch leans on which)")

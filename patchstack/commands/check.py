@@ -24,7 +24,7 @@ from ..engine.replay import (
     replay,
     steps,
 )
-from ..engine.triage import Failed, prefetch, reports
+from ..engine.triage import Failed, reports
 from ..engine.verdicts import classify
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
@@ -111,12 +111,6 @@ def check(
         plan = steps(series, chain, {}, marked=marked_changes(git, series))
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
-        prefetch(
-            git,
-            series.base,
-            target,
-            (p for e in series.entries for p in engine.patch(e.name).head.paths),
-        )
         done, conflicts = replay(
             git,
             plan,
@@ -254,7 +248,11 @@ def _reports(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    found = reports(git, failed, paths_of, old_base, target, tick=tick)
+    def change_of(name: str) -> tuple[Oid, Oid]:
+        k = series.index(name)
+        return engine.canonical(k), engine.canonical(k + 1)
+
+    found = reports(git, failed, paths_of, old_base, target, tick=tick, change_of=change_of)
     out = []
     selected = [e.name for e in series.entries if e.name not in skip]
     for report, (name, _onto, merged) in zip(found, conflicts, strict=True):

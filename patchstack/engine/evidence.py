@@ -16,7 +16,7 @@ made those lines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..git import Git
@@ -91,15 +91,32 @@ def recorded(git: Git, oid: str) -> UpstreamCommit:
     return UpstreamCommit(oid, found[0][2] if found else "")
 
 
-def superseded(report: Conflict) -> UpstreamCommit | None:
-    """The upstream commit that holds the patch's own lines where it conflicts, when every
-    conflicting hunk's upstream side has every line the patch adds there."""
+def superseded(
+    report: Conflict, show: Callable[[str, str], bytes | None] | None = None
+) -> UpstreamCommit | None:
+    """Whether upstream may have taken the patch its own way: None when some conflicting
+    hunk's upstream side lacks a line the patch adds there; else the first of the hunks'
+    upstream commits whose version of every such file holds those lines (``show(commit,
+    path)``: that version, as ``git show``), or an empty id when none does (not known)."""
     if not report.hunks:
         return None
+    added: list[tuple[str, set[str]]] = []
     for h in report.hunks:  # lines compared without their indentation: upstream may nest them
         expected, now = {ln.strip() for ln in h.expected}, {ln.strip() for ln in h.now}
-        added = [ln.strip() for ln in h.wanted if ln.strip() and ln.strip() not in expected]
-        if not added or not all(ln in now for ln in added):
+        new = {ln.strip() for ln in h.wanted if ln.strip() and ln.strip() not in expected}
+        if not new or not new <= now:
             return None
-    found: Sequence[UpstreamCommit] = [u for h in report.hunks for u in h.upstream]
-    return found[0] if found else UpstreamCommit("", "")
+        added.append((h.path, new))
+    candidates = dict.fromkeys(u for h in report.hunks for u in h.upstream)
+    for commit in candidates:
+        if show is None:
+            break
+        versions = {path: show(commit.oid, path) for path in {p for p, _ in added}}
+        held = {
+            p: {ln.strip() for ln in v.decode("utf-8", "surrogateescape").split("\n")}
+            for p, v in versions.items()
+            if v is not None
+        }
+        if all(p in held and lines <= held[p] for p, lines in added):
+            return commit
+    return UpstreamCommit("", "")

@@ -116,7 +116,10 @@ def triaged(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    return reports(ws.git, failed, paths_of, state.old_base, state.new_base, attribute)
+    changes = {s.name: (s.before, s.after) for s in state.steps}
+    return reports(
+        ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
+    )
 
 
 class KnockOns:
