@@ -24,6 +24,7 @@ from ..git.history import LineChanges
 from ..model.conflict import ConflictHunk, UpstreamCommit, parse_markers
 
 SHOWN = 5  # culprits kept per hunk, oldest first
+SLIDE = 1  # how far apart two diffs may place the same deletion
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
 
@@ -94,9 +95,11 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
         spans.append((a0, a0 + alen, c0, c0 + clen))
 
     def meets(c0: int, c1: int) -> bool:
-        if s == e:
-            return c0 < s < c1 or c0 == c1 == s
-        return (c0 < e and s < c1) if c1 > c0 else s < c0 < e
+        if c1 > c0:
+            return c0 < s < c1 if s == e else c0 < e and s < c1
+        # lines taken out next to the region: diffs may place a deletion a line apart (a
+        # blank line at either end of the lines taken out is the same either side)
+        return s - SLIDE <= c0 <= e + SLIDE
 
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):

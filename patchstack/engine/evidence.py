@@ -3,9 +3,10 @@ is upstream having taken the patch its own way.
 
 A patch a replay finds changing nothing on the new base is **upstream**'s when its change
 placed on the old base (with the same patches around it) still changes something: then the
-first upstream commit after which it changes nothing is the one that brought it, found by
-bisection over the first-parent history between the bases (each step a placement, `contract`;
-most are merges of the patch's paths alone). When it changes nothing on the old base either,
+first-parent commit between the bases from which on it changes nothing for good is the one
+that brought it (a revert and re-land names the re-land): the commits touching the patch's
+paths are checked from the newest back (each check a placement, `contract`; most are merges
+of the patch's paths alone). When it changes nothing on the old base either,
 the no-op is not upstream's doing: with ``--only``/``--except``, a patch that only reverts or
 repeats an unselected one is such a no-op, and is said to be one.
 
@@ -24,6 +25,7 @@ from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from .contract import NULL_MODE, enabled, place_fast
 
+SCAN = 256  # commits checked one by one from the newest before bisecting the rest
 SELF = "self"  # a no-op already on the old base: not upstream's doing
 
 
@@ -47,9 +49,10 @@ def history(git: Git, old_base: str, new_base: str) -> History:
 def first_holding(
     git: Git, before: Oid, after: Oid, upstream: History, old_tree: Oid | None = None
 ) -> UpstreamCommit | str | None:
-    """The first commit of ``upstream`` on whose tree the change ``before -> after`` changes
-    nothing; `SELF` when it changes nothing on ``old_tree`` (the tree it was placed on at the
-    old base; default: the old base's) already; None when no commit of the range holds it
+    """The commit of ``upstream`` from whose tree on the change ``before -> after`` changes
+    nothing for good (after a revert and re-land: the re-land); `SELF` when it changes
+    nothing on ``old_tree`` (the tree it was placed on at the old base; default: the old
+    base's) already; None when no commit of the range holds it
     (the new base was reached another way)."""
 
     diff = git.changed_entries(before, after)
@@ -72,7 +75,27 @@ def first_holding(
     trees = upstream.trees
     if not trees or not holds(trees[-1]):
         return None
-    lo, hi = 0, len(trees) - 1
+    # Whether a tree holds the change can only turn at a commit touching its paths: from the
+    # newest such commit back, the first of the last run that holds brought it for good (a
+    # revert and re-land: the re-land), not wherever a bisection would land.
+    rng = f"{upstream.old_base}..{upstream.commits[-1]}"
+    touching = {c for c, _p, _s in git.log_commits(rng, changed, first_parent=True)}
+    turns = [i for i, c in enumerate(upstream.commits) if c in touching]
+    hi = len(trees) - 1
+    found: int | None = None
+    for scanned, i in enumerate(reversed(turns)):
+        if scanned == SCAN:
+            hi = i + 1 if found is None else found  # past SCAN: bisected, as if monotonic
+            break
+        if not holds(trees[i]):
+            if found is not None:
+                return UpstreamCommit(upstream.commits[found], upstream.subjects[found])
+            break  # the newest touching commit does not hold it, the tip does: bisected
+        found = i
+    else:
+        if found is not None:
+            return UpstreamCommit(upstream.commits[found], upstream.subjects[found])
+    lo = 0
     while lo < hi:
         mid = (lo + hi) // 2
         if holds(trees[mid]):
