@@ -182,3 +182,25 @@ def test_evidence_after_a_revert_and_re_land_names_the_re_land(tmp_path) -> None
     (p1,) = data["patches"]
     assert p1["verdict"] == "upstream"
     assert p1["evidence"]["commit"] == reland
+
+
+def test_superseded_names_the_commit_whose_version_holds_the_lines(tmp_path) -> None:
+    """Upstream first reworks line 11 (next to where p1 adds ``guard()``), then adds the call
+    its own way: both changed the hunk's lines, but only the second holds ``guard()``."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10\nguard()\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 11\n", "a 11 reworked\n")
+    first = repo.commit_all("upstream reworks line 11")
+    replace_line(repo, "a.py", "a 10\n", "a 10\nif ok:\n    guard()\n")
+    guards = repo.commit_all("upstream guards a 10 its own way")
+    repo.git("checkout", "-q", "main")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    (conflict,) = data["conflicts"]
+    assert [u["commit"] for u in conflict["hunks"][0]["upstream_commits"]] == [first, guards]
+    assert "guard()" not in repo.git("show", f"{first}:a.py")
+    assert "guard()" in repo.git("show", f"{guards}:a.py")
+    assert conflict["superseded_by"]["commit"] == guards

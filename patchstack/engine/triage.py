@@ -1,21 +1,16 @@
 """The conflicts of a replay, triaged and reported at once: which are the user's real work.
 
-A conflict is **primary** when upstream changed the lines the patch expected, and a
-**knock-on** when it conflicts only because an earlier patch that conflicted or was deferred
-is missing (its *root*): say patch 1 creates ``dflash_info.py`` and conflicts, then every later
-patch editing that file is a modify/delete of a file neither base ever had. A conflicted path
-is a knock-on of a missing patch that touches it when upstream left the path as it was (the
-same entry in the old and the new base), or, hunk by hunk, when the lines there now are lines
-the old base already had in that order (upstream did not make them; a missing patch's change
-is what the patch expected). A conflict is a knock-on when every path of it is; its root is
-the nearest missing patch before it among those. Anything else is primary.
+A conflict is a **knock-on** when it conflicts only because an earlier patch that conflicted
+or was deferred is missing (its *root*): say patch 1 creates ``dflash_info.py`` and
+conflicts, then every later patch editing that file is a modify/delete of a file neither base
+ever had. That is proven, never guessed from the lines: the missing patches touching every
+conflicted file are merged (as they merge, markers and all) onto the tree the patch was placed
+on, then the patch again; a clean merge makes it a knock-on of the nearest of them. Anything
+else is **primary**: upstream changed the lines the patch expected.
 
-The reports are built for all conflicts together: the merged files, the old and new base's
-entries and the upstream commits touching the files are each read in one batch. A primary
-conflict's hunks name the upstream commit that made the lines there now: among the commits of
-the range that touched the file, the oldest whose version of the file holds those lines
-(found by bisection over the versions, read through the persistent ``cat-file``). The full
-line history (``git log -L``, `merging.blame`) is for one patch's report on demand.
+The reports are built for all conflicts together: the merged files and the new base's entries
+are read in one batch, and the primary hunks' upstream commits are traced at their place in
+one walk (`culprits`).
 """
 
 from __future__ import annotations
