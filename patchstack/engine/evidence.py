@@ -5,10 +5,10 @@ A patch a replay finds changing nothing on the new base is **upstream**'s when i
 placed on the old base (with the same patches around it) still changes something: then the
 first-parent commit between the bases from which on it changes nothing for good is the one
 that brought it (a revert and re-land names the re-land): the commits touching the patch's
-paths are checked from the newest back (each check a placement, `contract`; most are merges
-of the patch's paths alone). When it changes nothing on the old base either,
-the no-op is not upstream's doing: with ``--only``/``--except``, a patch that only reverts or
-repeats an unselected one is such a no-op, and is said to be one.
+paths are searched from the newest back, in steps that double (each check a placement,
+`contract`; most are merges of the patch's paths alone). When it changes nothing on the old
+base either, the no-op is not upstream's doing: with ``--only``/``--except``, a patch that
+only reverts or repeats an unselected one is such a no-op, and is said to be one.
 
 A conflicting patch is **superseded** when upstream's side of every conflicting hunk already
 holds every line the patch adds there (indentation aside): the commit named is the one that
@@ -25,7 +25,6 @@ from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from .contract import NULL_MODE, enabled, place_fast
 
-SCAN = 256  # commits checked one by one from the newest before bisecting the rest
 SELF = "self"  # a no-op already on the old base: not upstream's doing
 
 
@@ -75,34 +74,28 @@ def first_holding(
     trees = upstream.trees
     if not trees or not holds(trees[-1]):
         return None
-    # Whether a tree holds the change can only turn at a commit touching its paths: from the
-    # newest such commit back, the first of the last run that holds brought it for good (a
-    # revert and re-land: the re-land), not wherever a bisection would land.
+    # Whether a tree holds the change can only turn at a commit touching its paths. From the
+    # newest such commit back, in steps that double, to one that does not hold it, then
+    # bisected between: the start of the last run that holds it (a revert and re-land names
+    # the re-land), in a number of merges that grows with the log of the touching commits.
     rng = f"{upstream.old_base}..{upstream.commits[-1]}"
     touching = {c for c, _p, _s in git.log_commits(rng, changed, first_parent=True)}
     turns = [i for i, c in enumerate(upstream.commits) if c in touching]
-    hi = len(trees) - 1
-    found: int | None = None
-    for scanned, i in enumerate(reversed(turns)):
-        if scanned == SCAN:
-            hi = i + 1 if found is None else found  # past SCAN: bisected, as if monotonic
+    if not turns or not holds(trees[turns[-1]]):
+        turns = list(range(len(trees)))  # the tip holds it, its last toucher not: bisected
+    good, bad, step = len(turns) - 1, -1, 1  # turns[bad] does not hold it (-1: the old base)
+    while good - step >= 0:
+        if not holds(trees[turns[good - step]]):
+            bad = good - step
             break
-        if not holds(trees[i]):
-            if found is not None:
-                return UpstreamCommit(upstream.commits[found], upstream.subjects[found])
-            break  # the newest touching commit does not hold it, the tip does: bisected
-        found = i
-    else:
-        if found is not None:
-            return UpstreamCommit(upstream.commits[found], upstream.subjects[found])
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if holds(trees[mid]):
-            hi = mid
+        good, step = good - step, step * 2
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if holds(trees[turns[mid]]):
+            good = mid
         else:
-            lo = mid + 1
-    return UpstreamCommit(upstream.commits[lo], upstream.subjects[lo])
+            bad = mid
+    return UpstreamCommit(upstream.commits[turns[good]], upstream.subjects[turns[good]])
 
 
 def recorded(git: Git, oid: str) -> UpstreamCommit:
