@@ -3,8 +3,8 @@
 A conflict is a **knock-on** when it conflicts only because an earlier patch that conflicted
 or was deferred is missing (its *root*): say patch 1 creates ``dflash_info.py`` and
 conflicts, then every later patch editing that file is a modify/delete of a file neither base
-ever had. That is proven, never guessed from the lines: the missing patches touching every
-conflicted file are merged (as they merge, markers and all) onto the tree the patch was placed
+ever had. That is proven, never guessed from the lines: the (up to three) nearest missing
+patches touching every conflicted file are merged (as they merge, markers and all) onto the tree the patch was placed
 on, then the patch again; a clean merge makes it a knock-on of the nearest of them. Anything
 else is **primary**: upstream changed the lines the patch expected.
 
@@ -26,6 +26,7 @@ from .contract import place_fast
 from .evidence import superseded
 
 PRIMARY, KNOCK_ON = "primary", "knock-on"
+ROOTS = 3  # the nearest missing patches merged in place to prove a knock-on (a deeper one: primary)
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,9 @@ def _root(
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
 ) -> str | None:
     """The missing patch ``f`` is a knock-on of: the nearest missing patch touching its
-    conflicted files, when ``f`` merges cleanly once the missing patches touching them are
-    merged (as they merge, markers and all) onto the tree it was placed on; else None."""
+    conflicted files, when ``f`` merges cleanly once the `ROOTS` nearest missing patches
+    touching them are merged (as they merge, markers and all) onto the tree it was placed on;
+    else None."""
     paths = f.merged.conflicted
     near = [p for p in f.missing if any(path in paths_of(p) for path in paths)]
     if change_of is None or not paths or not near:
@@ -123,7 +125,7 @@ def _root(
     if not all(any(path in paths_of(p) for p in near) for path in paths):
         return None
     tree = f.onto
-    for name in [*near, f.name]:
+    for name in [*near[-ROOTS:], f.name]:
         change = change_of(name)
         if change is None:
             return None
