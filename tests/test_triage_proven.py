@@ -204,3 +204,21 @@ def test_superseded_names_the_commit_whose_version_holds_the_lines(tmp_path) -> 
     assert "guard()" not in repo.git("show", f"{first}:a.py")
     assert "guard()" in repo.git("show", f"{guards}:a.py")
     assert conflict["superseded_by"]["commit"] == guards
+
+
+def test_a_patch_commit_in_upstream_s_range_is_no_culprit(tmp_path) -> None:
+    """A commit carrying a patch of the fork (its trailer) changed the lines first, then an
+    upstream commit: only the upstream one is named."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 20\n", "a 20 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 20\n", "a 20 carried\n")
+    repo.git("commit", "-qam", "carried\n\nPatchstack-Patch: other.patch")
+    replace_line(repo, "a.py", "a 20 carried\n", "a 20 upstream\n")
+    upstream = repo.commit_all("upstream reworks line 20")
+    repo.git("checkout", "-q", "main")
+    assert len(log_l(repo, base, 20, 20, "a.py")) == 2
+    assert culprits_of(repo) == [[upstream]]

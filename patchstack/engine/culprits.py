@@ -21,6 +21,7 @@ from difflib import SequenceMatcher
 
 from ..git import Git
 from ..git.history import LineChanges
+from ..model import trailers
 from ..model.conflict import ConflictHunk, UpstreamCommit, parse_markers
 
 SHOWN = 5  # culprits kept per hunk, oldest first
@@ -130,7 +131,7 @@ def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[Up
         if lines.hunks is None:
             return ()
         met, region = _back(lines.hunks, region)
-        if met:
+        if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
             break
@@ -159,7 +160,7 @@ def attribute(
     paths = sorted({f[0] for f, found in zip(files, places, strict=True) if any(found)})
     if not old_base or old_base == new_base or not paths:
         return out
-    changes = git.line_changes(f"{old_base}..{new_base}", paths)
+    changes = git.line_changes(f"{old_base}..{new_base}", paths, trailers.PATCH)
     for k, (path, _base, _merged) in enumerate(files):
         found = places[k] + [None] * (len(out[k]) - len(places[k]))
         traced = [trace(changes, path, place) if place else () for place in found]

@@ -4,9 +4,9 @@ A conflict is a **knock-on** when it conflicts only because an earlier patch tha
 or was deferred is missing (its *root*): say patch 1 creates ``dflash_info.py`` and
 conflicts, then every later patch editing that file is a modify/delete of a file neither base
 ever had. That is proven, never guessed from the lines: the (up to three) nearest missing
-patches touching every conflicted file are merged (as they merge, markers and all) onto the tree the patch was placed
-on, then the patch again; a clean merge makes it a knock-on of the nearest of them. Anything
-else is **primary**: upstream changed the lines the patch expected.
+patches touching every conflicted file are merged (as they merge, markers and all) onto the
+tree the patch was placed on, then the patch again; a clean merge makes it a knock-on of the
+nearest of them. Anything else is **primary**: upstream changed the lines the patch expected.
 
 The reports are built for all conflicts together: the merged files and the new base's entries
 are read in one batch, and the primary hunks' upstream commits are traced at their place in

@@ -27,6 +27,7 @@ class LineChanges:
     oid: Oid
     subject: str
     files: dict[str, FileLines]
+    flagged: bool = False  # its message has the trailer `line_changes` was asked about
 
 
 @dataclass(frozen=True)
@@ -160,14 +161,18 @@ class History(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
-    def line_changes(self, rng: str, paths: Sequence[str]) -> list[LineChanges]:
+    def line_changes(
+        self, rng: str, paths: Sequence[str], trailer: str | None = None
+    ) -> list[LineChanges]:
         """What each first-parent commit of ``rng`` did to the lines of ``paths``, newest
-        first (a merge against its first parent): one ``log -p -U0`` walk for every path."""
+        first (a merge against its first parent): one ``log -p -U0`` walk for every path;
+        ``trailer``: flag the commits whose message has this trailer."""
         if not paths:
             return []
         args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0"]
         args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"]
-        args.append("--format=%x02%H%x01%s")
+        flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
+        args.append(f"--format=%x02%H%x01%s{flag}")
         out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
         encoded = {p: p.encode("utf-8", "surrogateescape") for p in paths}
         headers = {b"diff --git a/%s b/%s" % (e, e): p for p, e in encoded.items()}
@@ -177,9 +182,9 @@ class History(Trees):
         head = False  # in a file's header, before its first hunk
         for line in out.split(b"\n"):
             if line.startswith(b"\x02"):
-                oid, _, subject = line[1:].decode("utf-8", "surrogateescape").partition("\x01")
+                oid, subject, *value = line[1:].decode("utf-8", "surrogateescape").split("\x01")
                 files = {}
-                result.append(LineChanges(Oid(oid), subject, files))
+                result.append(LineChanges(Oid(oid), subject, files, bool("".join(value).strip())))
                 path, head = None, False
             elif line.startswith(b"diff --git "):
                 path, head = headers.get(line), True
