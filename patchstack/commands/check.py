@@ -87,7 +87,7 @@ def check(
 
     The conflicts are triaged and reported at once (`engine.triage`); ``full``: the patches
     (True: every one) whose report also traces each hunk's lines through upstream's history
-    (``git log -L``)."""
+    (`engine.culprits`)."""
     git = ws.git
     stopped = refresh_error(ws)
     if stopped:

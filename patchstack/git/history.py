@@ -218,32 +218,6 @@ class History(Trees):
                 result.append((Oid(words[0]), Oid(words[1]), int(words[2])))
         return result
 
-    def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
-        """(commit, subject) of the commits of ``rng`` that changed lines start..end of
-        ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""
-        if ":" in path or "\n" in path:
-            return []  # -L cannot name such a path; callers fall back to the file's commits
-        proc = self.run(
-            "log",
-            "--reverse",
-            "-s",
-            "-z",
-            "--format=%H %s",
-            f"-L{start},{end}:{path}",
-            "--end-of-options",
-            rng,
-            check=False,
-        )
-        if proc.returncode != 0:
-            return []  # the lines are not in the file at the tip (e.g. a deletion)
-        result = []
-        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-            first = rec.strip().split("\n", 1)[0]
-            if first:
-                oid, _, subject = first.partition(" ")
-                result.append((Oid(oid), subject))
-        return result
-
     def commit_range(self, rng: str, first_parent: bool = False) -> list[CommitMeta]:
         """The commits of ``rng`` (``A..B``), oldest first, with author, raw date and message;
         ``first_parent``: only B's first-parent history (a merge stands for its side)."""
