@@ -256,7 +256,8 @@ def _reports(
     out = []
     selected = [e.name for e in series.entries if e.name not in skip]
     for report, (name, _onto, merged) in zip(found, conflicts, strict=True):
-        if full is True or (full and name in full):
+        # a primary conflict's hunks are traced already (`reports`); a knock-on's on demand
+        if (full is True or (full and name in full)) and report.kind == "knock-on":
             traced = blame(git, name, merged, old_base, target)
             report = replace(report, hunks=traced.hunks)
         if skip:  # --only/--except: the unselected patches the conflict needs
