@@ -40,9 +40,11 @@ FIXED = [
     7,  # deferred patches brought back, culprits, the day after
     pytest.param(14, marks=known("1", "5", "6")),  # push p2 (deferred, conflicting): upstream
     pytest.param(21, marks=known("2")),  # p2 deletes what deferred p1 made: refresh: upstream
-    pytest.param(25, marks=known("5", "6")),  # p4's conflict is missing p3's lines: primary
-    pytest.param(57, marks=known("4", "6")),  # push p2: p3 after it reverts it (a shortcut)
-    pytest.param(898, marks=known("4")),  # deferring p1 took p1's line's removal out of p2
+    25,  # p4's conflict is missing p3's lines: a knock-on (item 5 and 6, fixed)
+    57,  # push p2: p3 after it reverted it (a shortcut; fixed)
+    # deferring p1 took p1's line's removal out of p2 (item 4, fixed: p2 and p3 are held with
+    # p1), which this oracle does not know yet: it compares with git rebase skipping p1 alone
+    pytest.param(898, marks=pytest.mark.xfail(strict=True, reason="held patches: oracle")),
     # not in issue 33: the day after, deferred p2's change lands in p3's commit (p4 is marked
     # upstream; right with the shortcuts off)
     pytest.param(80, marks=known("deferred-leak")),

@@ -243,7 +243,7 @@ def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) 
     conflicting patches: the stop of 'refresh --onto' and 'check --patch NAME' each print a
     report within the line budget (upstream's and the patch's change as capped diffs, at most
     three commits a hunk, a count of what is left out); --verbose and --json give every hunk."""
-    from patchstack.cli.output import STOP_BUDGET
+    from patchstack.cli.conflicttext import STOP_BUDGET
 
     files = {f"f{i:03}.py": numbered(40, f"f{i}") for i in range(100)}
     repo = make_repo(

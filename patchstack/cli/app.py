@@ -19,7 +19,8 @@ import click
 
 from .. import __version__
 from . import terminal
-from .output import out, render_conflict
+from .conflicttext import render_conflict
+from .output import out
 from .terminal import color_option
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from collections.abc import MutableMapping
 
 from ..commands.bisect import BisectResult, Step
 from ..commands.bisect_run import Stop
-from .output import render_conflict, style
+from .conflicttext import render_conflict
+from .output import style
 
 
 def short(oid: str | None) -> str:

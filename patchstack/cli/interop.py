@@ -276,7 +276,7 @@ def import_branch_cmd(
     from ..interop.branch import import_branch
     from ..interop.ending import abort_import, continue_import
     from .branchtext import STOP_HINT, branch_doc, branch_lines, stop_lines
-    from .output import render_conflict
+    from .conflicttext import render_conflict
 
     if continue_ or abort_:
         if continue_ and abort_ or rev or upstream or tag or append or abort_ and take_merge:

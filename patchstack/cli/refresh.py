@@ -7,17 +7,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
+from .conflicttext import conflict_summary, evidence_note, render_conflict
 from .output import (
     complete_patch_names,
     complete_revisions,
     complete_tags,
-    conflict_summary,
     echo,
-    evidence_note,
     json_text,
     listed_verdicts,
     out,
-    render_conflict,
     selector,
     verdict,
     verdict_counts,

@@ -24,7 +24,7 @@ from ..engine.replay import (
     replay,
     steps,
 )
-from ..engine.triage import Failed, prefetch, reports
+from ..engine.triage import Failed, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
@@ -85,7 +85,7 @@ def check(
 
     The conflicts are triaged and reported at once (`engine.triage`); ``full``: the patches
     (True: every one) whose report also traces each hunk's lines through upstream's history
-    (``git log -L``)."""
+    (`engine.culprits`)."""
     git = ws.git
     stopped = refresh_error(ws)
     if stopped:
@@ -111,12 +111,6 @@ def check(
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
         holds = needs(ws, series, plan)
-        prefetch(
-            git,
-            series.base,
-            target,
-            (p for e in series.entries for p in engine.patch(e.name).head.paths),
-        )
         done, conflicts = replay(
             git,
             plan,
@@ -257,11 +251,16 @@ def _reports(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    found = reports(git, failed, paths_of, old_base, target, tick=tick)
+    def change_of(name: str) -> tuple[Oid, Oid]:
+        k = series.index(name)
+        return engine.canonical(k), engine.canonical(k + 1)
+
+    found = reports(git, failed, paths_of, old_base, target, tick=tick, change_of=change_of)
     out = []
     selected = [e.name for e in series.entries if e.name not in skip]
     for report, (name, _onto, merged) in zip(found, conflicts, strict=True):
-        if full is True or (full and name in full):
+        # a primary conflict's hunks are traced already (`reports`); a knock-on's on demand
+        if (full is True or (full and name in full)) and report.kind == "knock-on":
             traced = blame(git, name, merged, old_base, target)
             report = replace(report, hunks=traced.hunks)
         if skip:  # --only/--except: the unselected patches the conflict needs

@@ -3,11 +3,12 @@ is upstream having taken the patch its own way.
 
 A patch a replay finds changing nothing on the new base is **upstream**'s when its change
 placed on the old base (with the same patches around it) still changes something: then the
-first upstream commit after which it changes nothing is the one that brought it, found by
-bisection over the first-parent history between the bases (each step a placement, `contract`;
-most are merges of the patch's paths alone). When it changes nothing on the old base either,
-the no-op is not upstream's doing: with ``--only``/``--except``, a patch that only reverts or
-repeats an unselected one is such a no-op, and is said to be one.
+first-parent commit between the bases from which on it changes nothing for good is the one
+that brought it (a revert and re-land names the re-land): the commits touching the patch's
+paths are searched from the newest back, in steps that double (each check a placement,
+`contract`; most are merges of the patch's paths alone). When it changes nothing on the old
+base either, the no-op is not upstream's doing: with ``--only``/``--except``, a patch that
+only reverts or repeats an unselected one is such a no-op, and is said to be one.
 
 A conflicting patch is **superseded** when upstream's side of every conflicting hunk already
 holds every line the patch adds there (indentation aside): the commit named is the one that
@@ -16,7 +17,7 @@ made those lines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..git import Git
@@ -47,9 +48,10 @@ def history(git: Git, old_base: str, new_base: str) -> History:
 def first_holding(
     git: Git, before: Oid, after: Oid, upstream: History, old_tree: Oid | None = None
 ) -> UpstreamCommit | str | None:
-    """The first commit of ``upstream`` on whose tree the change ``before -> after`` changes
-    nothing; `SELF` when it changes nothing on ``old_tree`` (the tree it was placed on at the
-    old base; default: the old base's) already; None when no commit of the range holds it
+    """The commit of ``upstream`` from whose tree on the change ``before -> after`` changes
+    nothing for good (after a revert and re-land: the re-land); `SELF` when it changes
+    nothing on ``old_tree`` (the tree it was placed on at the old base; default: the old
+    base's) already; None when no commit of the range holds it
     (the new base was reached another way)."""
 
     diff = git.changed_entries(before, after)
@@ -72,14 +74,28 @@ def first_holding(
     trees = upstream.trees
     if not trees or not holds(trees[-1]):
         return None
-    lo, hi = 0, len(trees) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if holds(trees[mid]):
-            hi = mid
+    # Whether a tree holds the change can only turn at a commit touching its paths. From the
+    # newest such commit back, in steps that double, to one that does not hold it, then
+    # bisected between: the start of the last run that holds it (a revert and re-land names
+    # the re-land), in a number of merges that grows with the log of the touching commits.
+    rng = f"{upstream.old_base}..{upstream.commits[-1]}"
+    touching = {c for c, _p, _s in git.log_commits(rng, changed, first_parent=True)}
+    turns = [i for i, c in enumerate(upstream.commits) if c in touching]
+    if not turns or not holds(trees[turns[-1]]):
+        turns = list(range(len(trees)))  # the tip holds it, its last toucher not: bisected
+    good, bad, step = len(turns) - 1, -1, 1  # turns[bad] does not hold it (-1: the old base)
+    while good - step >= 0:
+        if not holds(trees[turns[good - step]]):
+            bad = good - step
+            break
+        good, step = good - step, step * 2
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if holds(trees[turns[mid]]):
+            good = mid
         else:
-            lo = mid + 1
-    return UpstreamCommit(upstream.commits[lo], upstream.subjects[lo])
+            bad = mid
+    return UpstreamCommit(upstream.commits[turns[good]], upstream.subjects[turns[good]])
 
 
 def recorded(git: Git, oid: str) -> UpstreamCommit:
@@ -91,15 +107,32 @@ def recorded(git: Git, oid: str) -> UpstreamCommit:
     return UpstreamCommit(oid, found[0][2] if found else "")
 
 
-def superseded(report: Conflict) -> UpstreamCommit | None:
-    """The upstream commit that holds the patch's own lines where it conflicts, when every
-    conflicting hunk's upstream side has every line the patch adds there."""
+def superseded(
+    report: Conflict, show: Callable[[str, str], bytes | None] | None = None
+) -> UpstreamCommit | None:
+    """Whether upstream may have taken the patch its own way: None when some conflicting
+    hunk's upstream side lacks a line the patch adds there; else the first of the hunks'
+    upstream commits whose version of every such file holds those lines (``show(commit,
+    path)``: that version, as ``git show``), or an empty id when none does (not known)."""
     if not report.hunks:
         return None
+    added: list[tuple[str, set[str]]] = []
     for h in report.hunks:  # lines compared without their indentation: upstream may nest them
         expected, now = {ln.strip() for ln in h.expected}, {ln.strip() for ln in h.now}
-        added = [ln.strip() for ln in h.wanted if ln.strip() and ln.strip() not in expected]
-        if not added or not all(ln in now for ln in added):
+        new = {ln.strip() for ln in h.wanted if ln.strip() and ln.strip() not in expected}
+        if not new or not new <= now:
             return None
-    found: Sequence[UpstreamCommit] = [u for h in report.hunks for u in h.upstream]
-    return found[0] if found else UpstreamCommit("", "")
+        added.append((h.path, new))
+    candidates = dict.fromkeys(u for h in report.hunks for u in h.upstream)
+    for commit in candidates:
+        if show is None:
+            break
+        versions = {path: show(commit.oid, path) for path in {p for p, _ in added}}
+        held = {
+            p: {ln.strip() for ln in v.decode("utf-8", "surrogateescape").split("\n")}
+            for p, v in versions.items()
+            if v is not None
+        }
+        if all(p in held and lines <= held[p] for p, lines in added):
+            return commit
+    return UpstreamCommit("", "")

@@ -4,8 +4,7 @@ git labels the markers of a merge with the throwaway commits it merged (`git.mer
 tree that goes into the user's work tree gets labels that say what each side is instead (the
 new base, the old base, the patch). A report lists each conflicting region with what the patch
 expected there, what is there now and what it wants; `blame` adds the upstream commits that
-changed those lines between the old and the new base (``git log -L``), or, when the lines
-cannot be traced, the commits that touched the file.
+changed those lines between the old and the new base, traced at their place (`culprits`).
 """
 
 from __future__ import annotations
@@ -14,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..git import Git, MergeResult
-from ..model import trailers
-from ..model.conflict import Conflict, ConflictHunk, UpstreamCommit, parse_markers, relabel
+from ..model.conflict import Conflict, ConflictHunk, parse_markers, relabel
 from ..model.diff import Patch
 from ..model.ids import Oid
 from ..model.misfits import notes_for
+from . import culprits
 
 
 def merge(
@@ -73,50 +72,21 @@ def conflict_hunks(git: Git, merged: Oid, files: Sequence[str]) -> list[Conflict
     return hunks
 
 
-def _find(lines: Sequence[str], seq: Sequence[str]) -> int | None:
-    n = len(seq)
-    for i in range(len(lines) - n + 1):
-        if list(lines[i : i + n]) == list(seq):
-            return i
-    return None
-
-
 def blame(
     git: Git, name: str, merged: MergeResult, old_base: str | None, new_base: str
 ) -> Conflict:
     """The report of a patch that did not merge onto ``new_base``, each region with the
-    upstream commits (``old_base..new_base``) that changed its lines or touched its file."""
-    hunks: list[ConflictHunk] = []
+    upstream commits (``old_base..new_base``) that changed its lines, traced at its place
+    (`culprits`); none where they cannot be told."""
     files = merged.conflicted
     listing = git.ls_tree_paths(merged.tree, list(files))
-    rng = f"{old_base}..{new_base}" if old_base and old_base != new_base else None
+    texts = []
     for path in files:
-        if path not in listing or listing[path][0] in ("040000", "160000"):
-            continue
-        text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
-        merged_lines = text.split("\n")
-        base_blob = git.show_file(new_base, path)
-        base_lines = base_blob.decode("utf-8", "surrogateescape").split("\n") if base_blob else []
-        for h in parse_markers(path, text):
-            commits: list[tuple[str, str]] = []
-            traced = False
-            if rng:
-                anchor = list(h.now)
-                if not any(ln.strip() for ln in anchor):
-                    end = h.line + len(h.now) + len(h.expected) + len(h.wanted) + 2
-                    anchor = [
-                        merged_lines[i] for i in (h.line - 2, end) if 0 <= i < len(merged_lines)
-                    ]
-                pos = _find(base_lines, anchor) if anchor else None
-                if pos is not None:
-                    commits = list(git.log_lines(rng, path, pos + 1, pos + len(anchor)))
-                    traced = bool(commits)
-                if not commits:
-                    found = git.log_commits(rng, [path], exclude_grep=trailers.PATCH_COMMIT_GREP)
-                    commits = [(c, s) for c, _p, s in found]
-            upstream = tuple(UpstreamCommit(c, s) for c, s in commits)
-            hunks.append(replace(h, upstream=upstream, traced=traced))
-    return Conflict(name, files, tuple(hunks), (), merged.messages.strip(), merged.tree)
+        if path in listing and listing[path][0] not in ("040000", "160000"):
+            texts.append((path, git.show_file(new_base, path), git.read_blob(listing[path][1])))
+    found = culprits.attribute(git, old_base, new_base, texts)
+    hunks = tuple(h for each in found for h in each)
+    return Conflict(name, files, hunks, (), merged.messages.strip(), merged.tree)
 
 
 def misfit_notes(git: Git, tree: Oid, patch: Patch) -> list[str]:

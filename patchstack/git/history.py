@@ -4,16 +4,30 @@ paths decoded one way, see `base.decode_path`)."""
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import PatchstackError
-from ..lock import inherited_fds
 from ..model.ids import Oid
-from .base import decode_path
-from .process import failure, sealed_env
+from .process import failure
 from .trees import Trees
+
+
+@dataclass(frozen=True)
+class FileLines:
+    """One commit's change to one file: whether it created it, and its ``-U0`` hunks as
+    (old start, old count, new start, new count) as git writes them (None: binary)."""
+
+    created: bool
+    hunks: tuple[tuple[int, int, int, int], ...] | None
+
+
+@dataclass(frozen=True)
+class LineChanges:
+    oid: Oid
+    subject: str
+    files: dict[str, FileLines]
+    flagged: bool = False  # its message has the trailer `line_changes` was asked about
 
 
 @dataclass(frozen=True)
@@ -147,81 +161,47 @@ class History(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
-    @staticmethod
-    def _touching_args(rng: str, paths: Sequence[str], exclude_grep: str | None) -> list[str]:
-        # --full-history: which commits touch a path must not depend on what else is asked
-        # (history simplification would prune a side branch by every path of the pathspec)
-        args = ["log", "--reverse", "-z", "--no-renames", "--name-only", "--full-history"]
-        args.append("--format=%x02%H%x01%s")
-        if exclude_grep:
-            args += ["--invert-grep", "--extended-regexp", f"--grep={exclude_grep}"]
-        return [*args, "--end-of-options", rng, "--", *paths]
-
-    def prefetch_touching(
-        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
-    ) -> None:
-        """Start in the background the walk of `log_touching`, for every path a later call
-        may ask about: on a real drift it is thousands of commits (most of a second), made
-        while the replay works on another core. Its output goes to a file (a pipe would stop
-        it at 64 KB); `close` ends it if no call took it."""
-        key = ("touching", rng, exclude_grep)
-        if key in self._memo or not paths:
-            return
-        out = tempfile.TemporaryFile()  # noqa: SIM115 (read, then closed, by the taker)
-        proc = subprocess.Popen(
-            ["git", *self._touching_args(rng, paths, exclude_grep)],
-            cwd=self.top,
-            env=sealed_env(self._objects_env(None, False)),
-            stdout=out,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            pass_fds=inherited_fds(),
-        )
-        self._background.append(proc)
-        self._memo[key] = (frozenset(paths), proc, out)
-
-    def _prefetched_touching(
-        self, rng: str, paths: Sequence[str], exclude_grep: str | None
-    ) -> bytes | None:
-        found = self._memo.get(("touching", rng, exclude_grep))
-        if found is None or not set(paths) <= found[0]:
-            return None
-        known, proc, out = found
-        if proc is not None:  # the first taker reads the file; the others take its bytes
-            with out:
-                code = proc.wait()
-                out.seek(0)
-                out = out.read() if code == 0 else None
-            self._memo[("touching", rng, exclude_grep)] = (known, None, out)
-        return out  # type: ignore[no-any-return]
-
-    def log_touching(
-        self, rng: str, paths: Sequence[str], exclude_grep: str | None = None
-    ) -> list[tuple[Oid, str, tuple[str, ...]]]:
-        """(commit, subject, the ``paths`` it changed) of each commit of ``rng`` that touched
-        any of ``paths``, oldest first: one walk of the range (``--name-only``), or the one
-        `prefetch_touching` started."""
-        out = self._prefetched_touching(rng, paths, exclude_grep)
-        if out is None:
-            out = self.run(*self._touching_args(rng, paths, exclude_grep)).stdout
-        wanted = set(paths)
-        result: list[tuple[Oid, str, tuple[str, ...]]] = []
-        current: tuple[Oid, str] | None = None
-        changed: list[str] = []
-        for token in out.split(b"\0"):
-            token = token.lstrip(b"\n")
-            if token.startswith(b"\x02"):
-                if current:
-                    result.append((*current, tuple(changed)))
-                oid, _, subject = token[1:].decode("utf-8", "surrogateescape").partition("\x01")
-                current, changed = (Oid(oid), subject), []
-            elif token:
-                changed.append(decode_path(token))
-        if current:
-            result.append((*current, tuple(changed)))
-        # a walk for more paths: only the asked ones, and the commits that touched them
-        narrowed = [(c, s, tuple(p for p in ch if p in wanted)) for c, s, ch in result]
-        return [r for r in narrowed if r[2]]
+    def line_changes(
+        self, rng: str, paths: Sequence[str], trailer: str | None = None
+    ) -> list[LineChanges]:
+        """What each first-parent commit of ``rng`` did to the lines of ``paths``, newest
+        first (a merge against its first parent): one ``log -p -U0`` walk for every path;
+        ``trailer``: flag the commits whose message has this trailer."""
+        if not paths:
+            return []
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0"]
+        args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"]
+        flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
+        args.append(f"--format=%x02%H%x01%s{flag}")
+        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        encoded = {p: p.encode("utf-8", "surrogateescape") for p in paths}
+        headers = {b"diff --git a/%s b/%s" % (e, e): p for p, e in encoded.items()}
+        result: list[LineChanges] = []
+        files: dict[str, FileLines] = {}
+        path: str | None = None
+        head = False  # in a file's header, before its first hunk
+        for line in out.split(b"\n"):
+            if line.startswith(b"\x02"):
+                oid, subject, *value = line[1:].decode("utf-8", "surrogateescape").split("\x01")
+                files = {}
+                result.append(LineChanges(Oid(oid), subject, files, bool("".join(value).strip())))
+                path, head = None, False
+            elif line.startswith(b"diff --git "):
+                path, head = headers.get(line), True
+                if path is not None:
+                    files[path] = FileLines(False, ())
+            elif path is None:
+                continue
+            elif line.startswith(b"@@ -"):
+                head = False
+                old, new = line[4:].split(b" @@", 1)[0].split(b" +")
+                hunk = (*_span(old), *_span(new))
+                files[path] = FileLines(files[path].created, (*(files[path].hunks or ()), hunk))
+            elif head and line == b"--- /dev/null":
+                files[path] = FileLines(True, files[path].hunks)
+            elif head and line.startswith(b"Binary files "):
+                files[path] = FileLines(files[path].created, None)
+        return result
 
     def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
         """(commit, tree, committer time) of the commits of ``rev`` that changed anything
@@ -236,32 +216,6 @@ class History(Trees):
             words = rec.split()
             if len(words) == 3:
                 result.append((Oid(words[0]), Oid(words[1]), int(words[2])))
-        return result
-
-    def log_lines(self, rng: str, path: str, start: int, end: int) -> list[tuple[Oid, str]]:
-        """(commit, subject) of the commits of ``rng`` that changed lines start..end of
-        ``path`` (numbered as at the tip of ``rng``), oldest first (``git log -L``)."""
-        if ":" in path or "\n" in path:
-            return []  # -L cannot name such a path; callers fall back to the file's commits
-        proc = self.run(
-            "log",
-            "--reverse",
-            "-s",
-            "-z",
-            "--format=%H %s",
-            f"-L{start},{end}:{path}",
-            "--end-of-options",
-            rng,
-            check=False,
-        )
-        if proc.returncode != 0:
-            return []  # the lines are not in the file at the tip (e.g. a deletion)
-        result = []
-        for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-            first = rec.strip().split("\n", 1)[0]
-            if first:
-                oid, _, subject = first.partition(" ")
-                result.append((Oid(oid), subject))
         return result
 
     def commit_range(self, rng: str, first_parent: bool = False) -> list[CommitMeta]:
@@ -343,6 +297,11 @@ class History(Trees):
         return self.out(
             "log", "-1", "--format=%ad", "--date=raw", "--end-of-options", rev, "--"
         ).strip()
+
+
+def _span(text: bytes) -> tuple[int, int]:
+    start, _, count = text.partition(b",")
+    return int(start), int(count or b"1")
 
 
 def _commit_record(rec: bytes) -> CommitRecord:

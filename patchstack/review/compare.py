@@ -46,14 +46,14 @@ the recorded resolutions are compared in `states`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..model import fields
 from ..model.patchfile import FileDiff, Patch, decode
 from ..model.series import Entry, Series
 from .graph import Graph, build, subgraph
-from .interdiff import file_meta, file_title, interdiff, moves, text_diff
+from .interdiff import file_meta, file_title, interdiff, lcs, moves, text_diff
 from .states import (
     STATES,
     Blob,
@@ -291,30 +291,6 @@ def make_version(entry: Entry, position: int, data: bytes, patch: Patch) -> Vers
 
 
 # -- order ------------------------------------------------------------------------------------
-
-
-def lcs(a: Sequence[str], b: Sequence[str]) -> set[str]:
-    """The items of one longest common subsequence of ``a`` and ``b`` (distinct items)."""
-    n, m = len(a), len(b)
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        row, below = table[i], table[i + 1]
-        for j in range(m - 1, -1, -1):
-            row[j] = below[j + 1] + 1 if a[i] == b[j] else max(below[j], row[j + 1])
-    kept: set[str] = set()
-    i = j = 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            kept.add(a[i])
-            i, j = i + 1, j + 1
-        elif table[i + 1][j] >= table[i][j + 1]:
-            i += 1
-        else:
-            j += 1
-    return kept
-
-
-# -- the review -------------------------------------------------------------------------------
 
 
 def _description(v: Version) -> list[str]:

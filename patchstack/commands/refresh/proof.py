@@ -34,12 +34,13 @@ from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
 from ...model.ids import ObjectFormat, Oid
 from ...model.patchfile import FileDiff, Patch, parse_patch
-from ...model.series import Series
+from ...model.series import Entry, Series
 from ...model.stack import Stack
 from ...store import Store
 
 if TYPE_CHECKING:
     from ...engine.chain import Engine
+    from ...engine.verdicts import Classified
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
 
@@ -299,3 +300,37 @@ def _recorded_files(ws: Checkout, names: Sequence[str]) -> dict[str, bytes]:
         return {}
     listing = ws.git.ls_tree_paths(last.state.series, list(names))
     return {n: ws.git.read_blob(oid) for n, (_mode, oid) in listing.items()}
+
+
+def remember_refresh(
+    ws: Checkout,
+    engine: Engine,
+    series: Series,
+    base: Oid,
+    commits: dict[str, Oid],
+    classified: Classified,
+) -> None:
+    """Tell the next commands what this refresh proved: each commit it made is its patch
+    file applied to its parent (an unchanged file: the commit has the blobs of the old one,
+    which the file made; a rewritten file is the commit's own diff), so the commit is exact
+    (`proof.remember_exact`) and, from the new base on, the series' canonical chain
+    (`Engine.learn_chain`). Otherwise a series whose files have no full index lines (quilt's)
+    was proven and applied again by ``git apply`` patch by patch: 20 s for the next ``status``
+    and 37 s for the next ``push --all`` of 1,000 patches."""
+    made = []
+    chain: list[tuple[Entry, bytes, Oid]] = []
+    on_chain = True
+    for e in series.entries:
+        if e.name in series.deferred:
+            continue  # not on the chain (`Engine.extend`)
+        commit = commits.get(e.name)
+        if commit is None:
+            on_chain = False
+            continue
+        data = classified.data.get(e.name) or engine.patch(e.name).data
+        digest = hashlib.sha256(data).hexdigest()
+        made.append((commit, digest, e.strip_level, e.name in classified.data))
+        if on_chain:
+            chain.append((e, data, commit))
+    remember_exact(ws, made)
+    engine.learn_chain(base, chain)

@@ -9,7 +9,6 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -32,7 +31,7 @@ from ...model.patchfile import parse_patch
 from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .holds import held_reports, needs
-from .proof import remember_exact
+from .proof import remember_refresh
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import at_stop
@@ -123,7 +122,10 @@ def triaged(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    return reports(ws.git, failed, paths_of, state.old_base, state.new_base, attribute)
+    changes = {s.name: (s.before, s.after) for s in state.steps}
+    return reports(
+        ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
+    )
 
 
 class KnockOns:
@@ -242,7 +244,7 @@ def finish(
     notes = tuple(f"{n}: {dropped_note(evidence.get(n))}" for n in sorted(dropped))
     plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
     publish(ws, plan)
-    _remember(ws, engine, new_series, new_base, commits, classified)
+    remember_refresh(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
         Verdict(
             e.name,
@@ -276,40 +278,6 @@ def _word(name: str, judged: dict[str, Held], deferred: set[str], said: dict[str
     if name in judged:
         return judged[name].verdict
     return "deferred" if name in deferred else said[name]
-
-
-def _remember(
-    ws: Checkout,
-    engine: Engine,
-    series: Series,
-    base: Oid,
-    commits: dict[str, Oid],
-    classified: Classified,
-) -> None:
-    """Tell the next commands what this refresh proved: each commit it made is its patch
-    file applied to its parent (an unchanged file: the commit has the blobs of the old one,
-    which the file made; a rewritten file is the commit's own diff), so the commit is exact
-    (`proof.remember_exact`) and, from the new base on, the series' canonical chain
-    (`Engine.learn_chain`). Otherwise a series whose files have no full index lines (quilt's)
-    was proven and applied again by ``git apply`` patch by patch: 20 s for the next ``status``
-    and 37 s for the next ``push --all`` of 1,000 patches."""
-    made = []
-    chain: list[tuple[Entry, bytes, Oid]] = []
-    on_chain = True
-    for e in series.entries:
-        if e.name in series.deferred:
-            continue  # not on the chain (`Engine.extend`)
-        commit = commits.get(e.name)
-        if commit is None:
-            on_chain = False
-            continue
-        data = classified.data.get(e.name) or engine.patch(e.name).data
-        digest = hashlib.sha256(data).hexdigest()
-        made.append((commit, digest, e.strip_level, e.name in classified.data))
-        if on_chain:
-            chain.append((e, data, commit))
-    remember_exact(ws, made)
-    engine.learn_chain(base, chain)
 
 
 def _final_head(

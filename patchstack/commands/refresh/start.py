@@ -39,7 +39,6 @@ from ...engine.replay import (
     replay,
     steps,
 )
-from ...engine.triage import prefetch
 from ...errors import PatchstackError, RefusedError
 from ...git import DirtyState, Git, MergeResult
 from ...model.ids import Oid
@@ -161,12 +160,6 @@ def refresh(
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
-        prefetch(
-            git,
-            state.old_base,
-            state.new_base,
-            (p for e in series.entries for p in engine.patch(e.name).head.paths),
-        )
         done, conflicts = replay(
             git,
             state.steps,

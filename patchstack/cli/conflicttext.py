@@ -1,0 +1,192 @@
+"""What a conflict looks like on a terminal: the one conflict report (`render_conflict`, short
+by default, whole with ``--verbose``) and the one-line-per-primary summary of many."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .output import verdict_word
+
+STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the patch's size
+DIFF_LINES = 6  # lines of each of a hunk's two diffs in the short report
+FILES_SHOWN = 5  # files named on the report's file line
+CULPRITS_SHOWN = 3  # upstream commits named under a hunk
+
+
+def render_conflict(c: Any, full: bool = False) -> list[str]:
+    """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk where
+    it is, what upstream did there and what the patch does (each as a diff from what the patch
+    expected), and the upstream commits that changed those lines (or touched the file).
+
+    Short (the default) it fits a screen: at most `STOP_BUDGET` lines, each diff capped, at
+    most `CULPRITS_SHOWN` commits a hunk, and a last line counting what was left out. ``full``
+    (``--verbose``) prints every file and hunk with the three versions whole, as ``--json``
+    holds them."""
+    lines = [f"conflict in patch {c.patch}"]
+    if getattr(c, "held", False):
+        lines.append(f"  a knock-on of {c.root}: it merges, but not as its own change")
+    elif getattr(c, "kind", "primary") == "knock-on" and c.root:
+        lines.append(
+            f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
+            " missing; resolving that one places it again"
+        )
+    files = list(c.files)
+    if full or len(files) <= FILES_SHOWN:
+        lines += [f"  file {path}" for path in files]
+    else:
+        lines.append(
+            f"  files ({len(files)}): {', '.join(files[:FILES_SHOWN])}"
+            f" and {len(files) - FILES_SHOWN} more"
+        )
+    tail = []
+    if c.culprits:
+        tail.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
+        tail.append("  ('patchstack graph' shows which patch leans on which)")
+    if c.detail and not c.hunks:
+        tail += ["  " + ln for ln in c.detail.splitlines()]
+    if c.note:
+        tail.append("  " + c.note)
+    hunks = list(c.hunks)
+    shown = 0
+    primary = getattr(c, "kind", "primary") != "knock-on"
+    for h in hunks:
+        block = _hunk_full(h, primary) if full else _hunk_short(h, primary)
+        if not full and shown and len(lines) + len(block) + len(tail) + 1 > STOP_BUDGET:
+            break
+        lines += block
+        shown += 1
+    if shown < len(hunks):
+        rest = hunks[shown:]
+        where = len({h.path for h in rest})
+        lines.append(
+            f"  ... {len(rest)} more conflicting hunk(s) in {where} file(s)"
+            " (--verbose or --json show every one)"
+        )
+    return lines + tail
+
+
+def _culprits(h: Any, primary: bool, shown: int | None = None) -> list[str]:
+    """The upstream commits that changed a hunk's lines (``shown`` of them), or, for a
+    primary conflict, that they could not be traced: never a guess."""
+    if not h.upstream:
+        return ["    upstream commit: unknown (these lines could not be traced)"] if primary else []
+    named = [f"      {u.oid[:10]} {u.subject}" for u in h.upstream[:shown]]
+    more = len(h.upstream) - len(named)
+    return [
+        "    upstream commits that changed these lines:",
+        *named,
+        *([f"      ... and {more} more (--verbose)"] if more else []),
+    ]
+
+
+def _hunk_full(h: Any, primary: bool) -> list[str]:
+    lines = [f"  {h.path}:{h.line}:"]
+    for title, body in (
+        ("the patch expected", h.expected),
+        ("there now", h.now),
+        ("the patch wants", h.wanted),
+    ):
+        lines.append(f"    {title}:")
+        lines += [f"      | {ln}" for ln in body] or ["      (nothing)"]
+    return lines + _culprits(h, primary)
+
+
+def _hunk_short(h: Any, primary: bool) -> list[str]:
+    """One hunk in a few lines: upstream's change and the patch's, each a capped diff from
+    what the patch expected (the lines they share left out), and the first commits."""
+    lines = [f"  {h.path}:{h.line}:"]
+    for title, after in (
+        ("upstream made (the patch expected -> there now)", h.now),
+        ("the patch makes (it expected -> it wants)", h.wanted),
+    ):
+        lines.append(f"    {title}:")
+        lines += _capped_diff(list(h.expected), list(after))
+    return lines + _culprits(h, primary, CULPRITS_SHOWN)
+
+
+def _capped_diff(before: list[str], after: list[str]) -> list[str]:
+    import difflib
+
+    changed = [
+        ln
+        for ln in difflib.unified_diff(before, after, lineterm="", n=0)
+        if not ln.startswith(("---", "+++", "@@"))
+    ]
+    if not changed:
+        return ["      (no change)"]
+    shown = [f"      {ln[0]} {ln[1:]}" for ln in changed[:DIFF_LINES]]
+    if len(changed) > DIFF_LINES:
+        shown.append(f"      ... {len(changed) - DIFF_LINES} more line(s) (--verbose)")
+    return shown
+
+
+KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose
+
+
+def evidence_note(v: Any) -> str:
+    """Why a patch changes nothing: the upstream commit that brought its change, or the
+    verdict's own note (a selection's no-op)."""
+    if v.evidence:
+        return f"in {v.evidence.oid[:10]} {v.evidence.subject}".rstrip()
+    return str(v.note)
+
+
+def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
+    """One line per primary conflict (patch, file, the upstream commit that made the lines
+    there), each followed by one line for the knock-ons waiting for it: the size of the
+    user's real work, whatever the series' length. Full reports: ``render_conflict``."""
+    conflicts = list(conflicts)
+    if not conflicts:
+        return []
+    waits = {c.patch: c.root for c in conflicts if c.kind == "knock-on" and c.root}
+
+    def first_root(name: str) -> str:
+        """A knock-on of a knock-on waits for the first patch of the chain."""
+        seen = {name}
+        while name in waits and waits[name] not in seen:
+            name = waits[name]
+            seen.add(name)
+        return name
+
+    under: dict[str, list[str]] = {}
+    for c in conflicts:
+        if c.patch in waits:
+            under.setdefault(first_root(c.patch), []).append(c.patch)
+    primary = [c for c in conflicts if c.kind != "knock-on" or not c.root]
+    n_knock = len(conflicts) - len(primary)
+    head = f"conflicts: {len(primary)} primary (upstream changed the lines)"
+    if n_knock:
+        head += f", {n_knock} knock-on (an earlier patch is missing)"
+    lines = [head]
+    shown_roots = set()
+    for c in primary:
+        files = list(c.files)
+        where = files[0] if files else "?"
+        if len(files) > 1:
+            where += f" (+{len(files) - 1} more)"
+        commits = [u for h in c.hunks for u in h.upstream]
+        upstream = f"  {commits[0].oid[:10]} {commits[0].subject}" if commits else ""
+        lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
+        if c.superseded is not None:
+            by = f" by {c.superseded.oid[:10]}" if c.superseded.oid else ""
+            lines.append(f"      superseded{by}? upstream's side already has every line it adds")
+        if c.culprits:
+            lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
+        lines += _knock_on_line(c.patch, under, verbose)
+        shown_roots.add(c.patch)
+    for root in under:  # roots deferred earlier, or not among the conflicts shown
+        if root not in shown_roots:
+            lines.append(f"  {verdict_word('deferred')} {root}")
+            lines += _knock_on_line(root, under, verbose)
+    # A knock-on that merges cleanly but would lose lines of its root says why (`engine.needs`).
+    lines += [f"      {c.patch}: {c.note}" for c in conflicts if c.patch in waits and c.held]
+    return lines
+
+
+def _knock_on_line(root: str, under: dict[str, list[str]], verbose: bool) -> list[str]:
+    names = under.get(root, [])
+    if not names:
+        return []
+    listed = names if verbose or len(names) <= KNOCK_ONS_SHOWN else names[:KNOCK_ONS_SHOWN]
+    more = f" and {len(names) - len(listed)} more" if len(listed) < len(names) else ""
+    return [f"      + {len(names)} knock-on(s) waiting for it: {', '.join(listed)}{more}"]

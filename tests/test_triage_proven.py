@@ -1,0 +1,224 @@
+"""Every triage label proven: a conflict is a knock-on of P only when it applies once P is
+applied (merged again with P in place), and a hunk's culprit is the upstream commit that
+changed its lines at its place, checked against git's own ``log -L``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import Repo, make_repo, numbered, replace_line
+
+
+def kinds(repo: Repo, *args: str) -> dict[str, tuple[str, str | None]]:
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", *args, code=1).stdout)
+    return {c["patch"]: (c["kind"], c["root"]) for c in data["conflicts"]}
+
+
+def brace_fork(tmp_path: Path) -> Repo:
+    """p1 changes a.c's line 5, which upstream changes too (primary). p2 changes line 20,
+    which upstream replaced by ``}``: a line the old file holds elsewhere (its first line),
+    so a containment test took upstream's line for the old base's."""
+    repo = make_repo(tmp_path / "fork", {"a.c": "}\n" + numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 5\n", "a 5 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    replace_line(repo, "a.c", "a 20\n", "a 20 mine\n")
+    repo.ps("new", "p2", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 5\n", "a 5 upstream\n")
+    repo.commit_all("upstream reworks line 5")
+    replace_line(repo, "a.c", "a 20\n", "}\n")
+    repo.commit_all("upstream closes the block at line 20")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def test_a_conflict_upstream_made_with_a_repeated_line_is_primary(tmp_path) -> None:
+    repo = brace_fork(tmp_path)
+    assert kinds(repo) == {"p1.patch": ("primary", None), "p2.patch": ("primary", None)}
+    # the oracle: p2 on upstream with p1 in place (p1's conflict taken as p1 has it) conflicts
+    repo.git("checkout", "-q", "-b", "oracle", "up")
+    repo.git("cherry-pick", "-X", "theirs", "main~1")
+    proc = repo.git("cherry-pick", "main", check=False)
+    assert repo.git("diff", "--name-only", "--diff-filter=U").split() == ["a.c"], proc
+    repo.git("cherry-pick", "--abort")
+
+
+def test_a_real_knock_on_stays_a_knock_on(tmp_path) -> None:
+    """p1 changes line 10 (and line 5, which upstream changes too); p2 changes the line p1
+    made: without p1 it conflicts on lines the old base had, with p1 in place it applies."""
+    repo = make_repo(tmp_path / "fork", {"a.c": "}\n" + numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 5\n", "a 5 mine\n")
+    replace_line(repo, "a.c", "a 10\n", "a 10 p1\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    replace_line(repo, "a.c", "a 10 p1\n", "a 10 p2\n")
+    repo.ps("new", "p2", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 5\n", "a 5 upstream\n")
+    repo.commit_all("upstream reworks line 5")
+    repo.git("checkout", "-q", "main")
+    assert kinds(repo) == {"p1.patch": ("primary", None), "p2.patch": ("knock-on", "p1.patch")}
+    data = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    deferred = {c["patch"]: (c["kind"], c["root"]) for c in data["deferred"]}
+    assert deferred == {"p1.patch": ("primary", None), "p2.patch": ("knock-on", "p1.patch")}
+
+
+def culprits_of(repo: Repo) -> list[list[str]]:
+    """Each hunk's upstream commits in ``check --json``, and the same from the whole report
+    of ``check --patch`` (a stop's report), which must agree."""
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    found = [
+        [u["commit"] for u in h["upstream_commits"]] for c in data["conflicts"] for h in c["hunks"]
+    ]
+    whole = json.loads(repo.ps("check", "--onto", "up", "--patch", "p1", "--json", code=1).stdout)
+    again = [
+        [u["commit"] for u in h["upstream_commits"]] for c in whole["conflicts"] for h in c["hunks"]
+    ]
+    assert again == found
+    return found
+
+
+def log_l(repo: Repo, base: str, start: int, end: int, path: str) -> list[str]:
+    """The oracle: ``git log -L`` of lines start..end at up, oldest first."""
+    out = repo.git(
+        "log",
+        "--reverse",
+        "--first-parent",
+        "-s",
+        "--format=%H",
+        f"-L{start},{end}:{path}",
+        f"{base}..up",
+    )
+    return [ln for ln in out.split() if len(ln) == 40]
+
+
+def test_the_culprit_of_moved_lines_is_the_move_not_the_newest_commit(tmp_path) -> None:
+    """Upstream moves lines 20-22 below line 35, then makes a one-line change at line 1 (the
+    newest commit touching the file); p1 edits line 21: the culprit is the move."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 21\n", "a 21 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 20\na 21\na 22\n", "")
+    replace_line(repo, "a.py", "a 35\n", "a 35\na 20\na 21\na 22\n")
+    move = repo.commit_all("upstream moves lines 20-22 down")
+    replace_line(repo, "a.py", "a 1\n", "a 1 tweaked\n")
+    repo.commit_all("upstream tweaks line 1")
+    repo.git("checkout", "-q", "main")
+    # the lines around the point where 20-22 were: a 19 and a 23 (lines 19 and 20 at up)
+    assert log_l(repo, base, 19, 20, "a.py") == [move]
+    assert culprits_of(repo) == [[move]]
+
+
+def test_the_culprit_of_duplicated_lines_is_the_commit_at_the_hunk_s_place(tmp_path) -> None:
+    """f and g have the same body; upstream first changes f's ``x = 1`` to ``x = 2``, then
+    g's; p1 edits g's: the culprit is the second commit, not the first textual match."""
+    body = "    x = 1\n    return x\n"
+    repo = make_repo(tmp_path / "fork", {"a.py": f"def f():\n{body}\n\ndef g():\n{body}"})
+    base = repo.head()
+    repo.ps("init")
+    repo.write("a.py", f"def f():\n{body}\n\ndef g():\n    x = 3\n    return x\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write("a.py", f"def f():\n    x = 2\n    return x\n\n\ndef g():\n{body}")
+    repo.commit_all("upstream changes f")
+    repo.write("a.py", "def f():\n    x = 2\n    return x\n\n\ndef g():\n    x = 2\n    return x\n")
+    second = repo.commit_all("upstream changes g the same way")
+    repo.git("checkout", "-q", "main")
+    assert log_l(repo, base, 7, 7, "a.py") == [second]
+    assert culprits_of(repo) == [[second]]
+
+
+def test_the_culprit_of_code_moved_to_another_file_is_the_move(tmp_path) -> None:
+    """Upstream moves ``helper`` from a.py to b.py, then changes a.py's first line; p1 edits
+    ``helper`` in a.py: the culprit is the move (``git show`` of it has the lines in b.py)."""
+    helper = "def helper():\n    return 1\n"
+    text = "import os\n" + numbered(10, "pad") + "\n" + helper + "\nx = 1\n"
+    repo = make_repo(tmp_path / "fork", {"a.py": text})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "    return 1\n", "    return 2\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", helper + "\n", "")
+    repo.write("b.py", helper)
+    move = repo.commit_all("upstream moves helper to b.py")
+    replace_line(repo, "a.py", "import os\n", "import os, sys\n")
+    repo.commit_all("upstream imports sys")
+    repo.git("checkout", "-q", "main")
+    assert "def helper():" in repo.git("show", move, "--", "b.py")
+    assert log_l(repo, base, 12, 13, "a.py") == [move]
+    assert culprits_of(repo) == [[move]]
+
+
+def test_evidence_after_a_revert_and_re_land_names_the_re_land(tmp_path) -> None:
+    """Upstream lands p1's change, two commits elsewhere, reverts it, lands it again: the
+    base holds it for good from the re-land on."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "b.py": numbered(5, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.commit_all("land the fix")
+    for n in (1, 2):
+        replace_line(repo, "b.py", f"b {n}\n", f"b {n} elsewhere\n")
+        repo.commit_all(f"elsewhere {n}")
+    repo.git("revert", "--no-edit", "HEAD~2")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    reland = repo.commit_all("land the fix again")
+    repo.git("checkout", "-q", "main")
+    # the oracle: the newest commit whose diff adds the line, and the base holds it since
+    added = repo.git("log", "--first-parent", "--format=%H", "-S", "a 10 fixed", f"{base}..up")
+    assert added.split()[0] == reland
+    data = json.loads(repo.ps("check", "--onto", "up", "--json").stdout)
+    (p1,) = data["patches"]
+    assert p1["verdict"] == "upstream"
+    assert p1["evidence"]["commit"] == reland
+
+
+def test_superseded_names_the_commit_whose_version_holds_the_lines(tmp_path) -> None:
+    """Upstream first reworks line 11 (next to where p1 adds ``guard()``), then adds the call
+    its own way: both changed the hunk's lines, but only the second holds ``guard()``."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10\nguard()\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 11\n", "a 11 reworked\n")
+    first = repo.commit_all("upstream reworks line 11")
+    replace_line(repo, "a.py", "a 10\n", "a 10\nif ok:\n    guard()\n")
+    guards = repo.commit_all("upstream guards a 10 its own way")
+    repo.git("checkout", "-q", "main")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    (conflict,) = data["conflicts"]
+    assert [u["commit"] for u in conflict["hunks"][0]["upstream_commits"]] == [first, guards]
+    assert "guard()" not in repo.git("show", f"{first}:a.py")
+    assert "guard()" in repo.git("show", f"{guards}:a.py")
+    assert conflict["superseded_by"]["commit"] == guards
+
+
+def test_a_patch_commit_in_upstream_s_range_is_no_culprit(tmp_path) -> None:
+    """A commit carrying a patch of the fork (its trailer) changed the lines first, then an
+    upstream commit: only the upstream one is named."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 20\n", "a 20 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 20\n", "a 20 carried\n")
+    repo.git("commit", "-qam", "carried\n\nPatchstack-Patch: other.patch")
+    replace_line(repo, "a.py", "a 20 carried\n", "a 20 upstream\n")
+    upstream = repo.commit_all("upstream reworks line 20")
+    repo.git("checkout", "-q", "main")
+    assert len(log_l(repo, base, 20, 20, "a.py")) == 2
+    assert culprits_of(repo) == [[upstream]]
