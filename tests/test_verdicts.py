@@ -118,13 +118,15 @@ def test_status_during_a_stopped_refresh_advises_no_refused_command(tmp_path: Pa
 
 def test_push_of_a_deferred_patch_now_a_knock_on_is_refused_not_ok(tmp_path: Path) -> None:
     """p1 (a.txt line 11, next to p0's line 10) conflicts with upstream's line 12 and is
-    deferred; a later upstream conflicts with p0, deferred too. ``push p1.patch`` now finds
-    p1 conflicting only because p0 is missing: it used to exit 0 having applied nothing."""
+    deferred; a later upstream takes line 12 back and conflicts with p0 in b.txt, deferred
+    too. ``push p1.patch`` now finds p1 conflicting only because p0 is missing (it applies once
+    p0's deferred change is put back): it used to exit 0 having applied nothing."""
     repo = make_repo(tmp_path / "fork", {"a.txt": numbered(20, "a"), "b.txt": numbered(10, "b")})
     base = repo.head()
     repo.ps("init")
     replace_line(repo, "a.txt", "a 10\n", "a 10 p0\n")
-    repo.ps("new", "p0", "-t", "essential", "a.txt")
+    replace_line(repo, "b.txt", "b 3\n", "b 3 p0\n")
+    repo.ps("new", "p0", "-t", "essential", "a.txt", "b.txt")
     replace_line(repo, "a.txt", "a 11\n", "a 11 p1\n")
     repo.ps("new", "p1", "-t", "essential", "a.txt")
     replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
@@ -133,7 +135,8 @@ def test_push_of_a_deferred_patch_now_a_knock_on_is_refused_not_ok(tmp_path: Pat
     replace_line(repo, "a.txt", "a 12\n", "a 12 up1\n")
     repo.commit_all("upstream 1")
     repo.git("branch", "up1")
-    replace_line(repo, "a.txt", "a 9\n", "a 9 up2\n")
+    replace_line(repo, "b.txt", "b 3\n", "b 3 up2\n")  # p0 conflicts, in b.txt
+    replace_line(repo, "a.txt", "a 12 up1\n", "a 12\n")  # p1's own conflict is gone
     repo.commit_all("upstream 2")
     repo.git("checkout", "-q", "main")
     repo.ps("refresh", "--onto", "up1", "--defer-conflicts")

@@ -123,6 +123,13 @@ def triaged(
         return ws.proven_bytes(series.entry(name))[1].paths
 
     changes = {s.name: (s.before, s.after) for s in state.steps}
+    # A patch still deferred is not on the chain (its step changes nothing): the knock-on
+    # proof puts back its deferral's change, as `check` puts back the canonical chain's.
+    kept = [s for s in state.steps if s.deferred and s.commit and s.before == s.after]
+    if kept:
+        trees = ws.git.trees_of([t for s in kept for t in (f"{s.commit}^", str(s.commit))])
+        for i, s in enumerate(kept):
+            changes[s.name] = (trees[2 * i], trees[2 * i + 1])
     return reports(
         ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
     )
