@@ -238,6 +238,7 @@ def test_a_sixty_conflict_check_reads_in_a_screen_and_its_progress_keeps_moving(
     assert [d for d, _t in after] == sorted(d for d, _t in after)
 
 
+@pytest.mark.slow  # ~5 s: a hundred files, sixty conflicts
 def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) -> None:
     """A patch rewriting 20 lines in each of 100 files that upstream rewrote too, among 60
     conflicting patches: the stop of 'refresh --onto' and 'check --patch NAME' each print a

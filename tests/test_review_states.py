@@ -228,6 +228,7 @@ def test_a_pull_request_that_changes_only_resolutions_is_reviewed(day, tmp_path)
     assert "<script>" not in html and "&lt;/details&gt;&lt;script&gt;" in html
 
 
+@pytest.mark.slow  # the Action's runner, twice
 def test_the_actions_comment_counts_a_resolution_or_a_mark_as_a_change(day, tmp_path) -> None:
     """The pull request changes no patch file: only resolutions/, then only a mark."""
     action_copy = tmp_path / "action" / "patchstack"

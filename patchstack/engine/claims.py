@@ -18,26 +18,13 @@ from ..model.ids import Oid
 from ..model.marks import Deferral, Mark, Upstream, parse_mark
 from ..model.series import Other, Series
 from .chain import Engine
-from .contract import place_fast
+from .evidence import brought, first_parent
 
 
 def _line(series: Series, mark: Mark) -> int | None:
     for ln in series.lines:
         if isinstance(ln, Other) and parse_mark(ln.raw) == mark:
             return ln.lineno
-    return None
-
-
-def _parent(git: Git, commit: str) -> Oid | None:
-    """The first parent of ``commit``; None when it is not a commit or has none."""
-    found = git.read_object(commit)
-    if found is None or found[0] != "commit":
-        return None
-    for raw in found[1].split(b"\n"):
-        if not raw:
-            break
-        if raw.startswith(b"parent "):
-            return Oid(raw[7:].decode("ascii"))
     return None
 
 
@@ -58,7 +45,7 @@ def proven_change(engine: Engine, name: str, commit: str) -> tuple[Oid, Oid] | s
     git = engine.git
     if not git.has_objects([commit])[commit]:
         return f"{commit[:12]} is not in this repository"
-    parent = _parent(git, commit)
+    parent = first_parent(git, commit)
     if parent is None:
         return f"{commit[:12]} is not a commit with a parent"
     before, after = git.trees_of([parent, commit])
@@ -104,15 +91,9 @@ def _not_brought(git: Git, base: str | None, mark: Upstream, before: Oid, after:
     upstream = mark.evidence or ""
     if not git.has_objects([upstream])[upstream]:
         return f"{upstream[:12]} is not in this repository"
-    parent = _parent(git, upstream)
+    parent = first_parent(git, upstream)
     if parent is None or not base or not git.is_ancestor(upstream, base):
         return f"the series base does not hold {upstream[:12]}"
-    there, below = git.trees_of([upstream, parent])
-
-    def holds(tree: Oid) -> bool:
-        merged = place_fast(git, before, tree, after, ("upstream", mark.name))
-        return merged.clean and merged.tree == tree
-
-    if not holds(there) or holds(below):
+    if not brought(git, before, after, upstream):
         return f"{upstream[:12]} did not bring its change"
     return ""

@@ -45,6 +45,36 @@ def history(git: Git, old_base: str, new_base: str) -> History:
     return History(old_base, commits, tuple(t for _c, t, _s in found), tuple(s for *_, s in found))
 
 
+def first_parent(git: Git, commit: str) -> Oid | None:
+    """The first parent of ``commit``; None when it is not a commit or has none."""
+    found = git.read_object(commit)
+    if found is None or found[0] != "commit":
+        return None
+    for raw in found[1].split(b"\n"):
+        if not raw:
+            break
+        if raw.startswith(b"parent "):
+            return Oid(raw[7:].decode("ascii"))
+    return None
+
+
+def brought(git: Git, before: Oid, after: Oid, commit: str) -> bool:
+    """The definition of "``commit`` brought the change ``before -> after``": placed on
+    ``commit``'s tree the change changes nothing, and on its first parent's it changes
+    something (merge-ort, as `contract.place`). What an ``upstream ... in C`` label and an
+    ``# upstream: NAME X in C`` mark claim, checked by both before either is said."""
+    parent = first_parent(git, commit)
+    if parent is None:
+        return False
+    there, below = git.trees_of([commit, parent])
+
+    def holds(tree: Oid) -> bool:
+        merged = place_fast(git, before, tree, after, ("upstream", "patch"))
+        return merged.clean and merged.tree == tree
+
+    return holds(there) and not holds(below)
+
+
 def first_holding(
     git: Git, before: Oid, after: Oid, upstream: History, old_tree: Oid | None = None
 ) -> UpstreamCommit | str | None:

@@ -23,7 +23,7 @@ from ..model.conflict import UpstreamCommit
 from ..model.ids import Oid
 from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
-from .evidence import SELF, History, first_holding, history
+from .evidence import SELF, History, brought, first_holding, history
 from .replay import Done, Step, replay
 
 UPSTREAM, NO_OP, UNKNOWN = "upstream", "no-op", "unknown"
@@ -129,10 +129,11 @@ def held(
 
     ``upstream``: placed where it lands on the old base with the same patches left out, it
     changes something, and the named upstream commit is the first after which it changes
-    nothing (`evidence.first_holding`). ``no-op``: it changes nothing there either, and a
-    patch left out before it is why (the one touching its files, else every one). Otherwise
-    ``unknown``. A patch with a change of its own where no base moved (a deferred patch
-    brought back) is searched for from its change's parent."""
+    nothing (`evidence.first_holding`), checked by the definition (`evidence.brought`: what
+    the mark it writes claims, checked again when read). ``no-op``: it changes nothing there
+    either, and a patch left out before it is why (the one touching its files, else every
+    one). Otherwise ``unknown``. A patch with a change of its own where no base moved (a
+    deferred patch brought back) is searched for from its change's parent."""
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
@@ -158,7 +159,9 @@ def held(
         if hit == SELF:
             gone = _why_no_op(git, steps, s, missing)
             out[s.name] = Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
-        elif isinstance(hit, UpstreamCommit) and hit.oid:
+        elif (
+            isinstance(hit, UpstreamCommit) and hit.oid and brought(git, s.before, s.after, hit.oid)
+        ):
             out[s.name] = Held(UPSTREAM, hit)
         else:
             out[s.name] = Held(UNKNOWN)
