@@ -305,3 +305,47 @@ def test_a_deferred_patch_s_change_stays_out_of_the_day_after_s_tree(tmp_path) -
     finally:
         os.environ.pop("PATCHSTACK_NO_FAST_PATH")
     assert slow.tree() == want
+
+
+def test_a_merge_run_from_an_anchor_does_not_cross_a_patch_brought_back(tmp_path) -> None:
+    """p2, deferred by the first refresh, comes back with ``push p2.patch`` once upstream
+    reverted what it conflicted with: carried by ids with its own recorded change, then p3 and
+    p5 are merged in one run. From the anchor before p2 that merge would leave p2's change out
+    of p3's file (its base is the chain before the first refresh, its "theirs" lacks p2)."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(40, "a"), "b.c": numbered(40, "b")})
+    base = repo.head()
+    repo.ps("init")
+    edits = [
+        ("p2", "a.c", "a 10\n", "a 10 p2\n"),
+        ("p3", "a.c", "a 30\n", ""),
+        ("p5", "b.c", "b 5\n", "b 5 p5\n"),
+    ]
+    for name, path, old, new in edits:
+        replace_line(repo, path, old, new)
+        repo.ps("new", name, "--tag", "essential")
+    commits = repo.git("rev-list", "--reverse", f"{base}..HEAD").split()
+    repo.git("checkout", "-q", "-b", "up1", base)
+    replace_line(repo, "a.c", "a 10\n", "{\na 10\n}\n")
+    replace_line(repo, "b.c", "b 20\n", "b 20 up\n")
+    repo.commit_all("wrap a 10, change b 20")
+    repo.git("checkout", "-q", "-b", "up")
+    replace_line(repo, "a.c", "{\na 10\n}\n", "a 10\n")
+    repo.commit_all("unwrap a 10")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up1", "--defer-conflicts")
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    assert "# deferred: p2.patch" in (repo.path / "patches" / "series").read_text()
+    clone = Repo(tmp_path / "rebase")
+    subprocess.run(["git", "clone", "-q", "--shared", str(repo.path), str(clone.path)], check=True)
+    clone.git("checkout", "-q", "-B", "work", repo.git("rev-parse", "up").strip())
+    clone.git("cherry-pick", *commits)
+    slow = copy_repo(repo.path, tmp_path / "slow")
+    repo.ps("push", "p2.patch")
+    assert "a 10 p2\n" in repo.read("a.c")
+    assert repo.tree() == clone.tree()
+    os.environ["PATCHSTACK_NO_FAST_PATH"] = "1"
+    try:
+        slow.ps("push", "p2.patch")
+    finally:
+        os.environ.pop("PATCHSTACK_NO_FAST_PATH")
+    assert slow.tree() == clone.tree()
