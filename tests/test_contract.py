@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, names, numbered
+from .conftest import Repo, copy_repo, make_repo, names, numbered, replace_line
 
 
 def rebase_result(repo: Repo, base: str, onto: str, tmp: Path) -> tuple[int, str]:
@@ -248,3 +248,104 @@ def test_twenty_refreshes_leave_the_cache_the_size_two_leave(tmp_path) -> None:
     assert sizes[-1] <= sizes[1] * 1.3, sizes
     assert not (repo.path / ".git" / "patchstack" / "proven").exists()
     assert not (repo.path / ".git" / "patchstack" / "parsed").exists()
+
+
+def day_after(tmp_path: Path) -> tuple[Repo, str]:
+    """p2 changes ``a 10``, p3 deletes ``a 30``, p4 inserts after ``c 5``. up1 takes p4 and
+    wraps ``a 10`` in braces; up, on top of it, moves ``a 1``-``a 5`` to a new file. After
+    ``refresh --onto up1 --defer-conflicts`` p2 is deferred and p4 marked upstream's.
+    Returns the repository and p3's commit as it was made."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(40, "a"), "c.c": numbered(20, "c")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 10\n", "a 10 p2\n")
+    repo.ps("new", "p2", "--tag", "essential")
+    replace_line(repo, "a.c", "a 30\n", "")
+    repo.ps("new", "p3", "--tag", "essential")
+    p3 = repo.head()
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.ps("new", "p4", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up1", base)
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.commit_all("take p4")
+    replace_line(repo, "a.c", "a 10\n", "{\na 10\n}\n")
+    repo.commit_all("wrap a 10")
+    repo.git("checkout", "-q", "-b", "up")
+    text = repo.read("a.c")
+    head = numbered(5, "a")
+    assert text.startswith(head)
+    repo.write("a.c", text[len(head) :])
+    repo.write("moved.c", head)
+    repo.commit_all("move a 1-5 to moved.c")
+    repo.git("checkout", "-q", "main")
+    day1 = repo.ps("refresh", "--onto", "up1", "--defer-conflicts")
+    assert "p2" in day1.stdout
+    assert "# upstream:" in (repo.path / "patches" / "series").read_text()
+    return repo, p3
+
+
+def test_a_deferred_patch_s_change_stays_out_of_the_day_after_s_tree(tmp_path) -> None:
+    """The shortcuts once carried deferred p2's change into p3's commit on the day after
+    (a merge from an anchor across the steps of p2 and upstream-marked p4); git rebase
+    onto up, p2 skipped and p4 dropped as empty, is p3 alone on up."""
+    repo, p3 = day_after(tmp_path)
+    clone = Repo(tmp_path / "rebase")
+    subprocess.run(["git", "clone", "-q", "--shared", str(repo.path), str(clone.path)], check=True)
+    clone.git("checkout", "-q", "-B", "work", repo.git("rev-parse", "up").strip())
+    clone.git("cherry-pick", p3)
+    want = clone.tree()
+    slow = copy_repo(repo.path, tmp_path / "slow")
+    result = repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    assert "deferred  p2.patch" in result.stdout
+    assert "a 10 p2" not in repo.read("a.c")
+    assert repo.tree() == want
+    os.environ["PATCHSTACK_NO_FAST_PATH"] = "1"
+    try:
+        slow.ps("refresh", "--onto", "up", "--defer-conflicts")
+    finally:
+        os.environ.pop("PATCHSTACK_NO_FAST_PATH")
+    assert slow.tree() == want
+
+
+def test_a_merge_run_from_an_anchor_does_not_cross_a_patch_brought_back(tmp_path) -> None:
+    """p2, deferred by the first refresh, comes back with ``push p2.patch`` once upstream
+    reverted what it conflicted with: carried by ids with its own recorded change, then p3 and
+    p5 are merged in one run. From the anchor before p2 that merge would leave p2's change out
+    of p3's file (its base is the chain before the first refresh, its "theirs" lacks p2)."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(40, "a"), "b.c": numbered(40, "b")})
+    base = repo.head()
+    repo.ps("init")
+    edits = [
+        ("p2", "a.c", "a 10\n", "a 10 p2\n"),
+        ("p3", "a.c", "a 30\n", ""),
+        ("p5", "b.c", "b 5\n", "b 5 p5\n"),
+    ]
+    for name, path, old, new in edits:
+        replace_line(repo, path, old, new)
+        repo.ps("new", name, "--tag", "essential")
+    commits = repo.git("rev-list", "--reverse", f"{base}..HEAD").split()
+    repo.git("checkout", "-q", "-b", "up1", base)
+    replace_line(repo, "a.c", "a 10\n", "{\na 10\n}\n")
+    replace_line(repo, "b.c", "b 20\n", "b 20 up\n")
+    repo.commit_all("wrap a 10, change b 20")
+    repo.git("checkout", "-q", "-b", "up")
+    replace_line(repo, "a.c", "{\na 10\n}\n", "a 10\n")
+    repo.commit_all("unwrap a 10")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up1", "--defer-conflicts")
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    assert "# deferred: p2.patch" in (repo.path / "patches" / "series").read_text()
+    clone = Repo(tmp_path / "rebase")
+    subprocess.run(["git", "clone", "-q", "--shared", str(repo.path), str(clone.path)], check=True)
+    clone.git("checkout", "-q", "-B", "work", repo.git("rev-parse", "up").strip())
+    clone.git("cherry-pick", *commits)
+    slow = copy_repo(repo.path, tmp_path / "slow")
+    repo.ps("push", "p2.patch")
+    assert "a 10 p2\n" in repo.read("a.c")
+    assert repo.tree() == clone.tree()
+    os.environ["PATCHSTACK_NO_FAST_PATH"] = "1"
+    try:
+        slow.ps("push", "p2.patch")
+    finally:
+        os.environ.pop("PATCHSTACK_NO_FAST_PATH")
+    assert slow.tree() == clone.tree()

@@ -45,9 +45,9 @@ FIXED = [
     # deferring p1 took p1's line's removal out of p2 (item 4, fixed: p2 and p3 are held with
     # p1), which this oracle does not know yet: it compares with git rebase skipping p1 alone
     pytest.param(898, marks=pytest.mark.xfail(strict=True, reason="held patches: oracle")),
-    # not in issue 33: the day after, deferred p2's change lands in p3's commit (p4 is marked
-    # upstream; right with the shortcuts off)
-    pytest.param(80, marks=known("deferred-leak")),
+    # the day-after leak of deferred p2 into p3 is fixed (test_contract); p4, marked upstream,
+    # is called primary where git finds it a knock-on of p2
+    pytest.param(80, marks=known("5")),
 ]
 
 

@@ -13,8 +13,10 @@ tree ``C[k]``.
 **The anchor.** The last tree the replay knows outside the stream is the anchor ``A = T[m]``
 (the new base, a merge's result, an applied commit's tree, a canonical tree). When every patch
 from m to k-1 was carried that way and only changed files that existed (no file
-added or deleted), merging ``C[m] -> C[k+1]`` into ``T[m]`` gives exactly ``T[k+1]``, the tree
-the merge of patch k alone onto ``T[k]`` gives:
+added or deleted), and each step from m to k starts where the one before it ends (`_joined`:
+not across a step with a change of its own, a deferred patch brought back or one marked
+upstream's, whose trees are of another chain), merging ``C[m] -> C[k+1]`` into ``T[m]``
+gives exactly ``T[k+1]``, the tree the merge of patch k alone onto ``T[k]`` gives:
 
 - on every path those patches changed, ``T[m]`` and ``C[m]`` agree (the proof of each patch
   was that its preimage in T is its preimage in C) and so do ``T[k]`` and ``C[k]``: both merges
@@ -39,7 +41,9 @@ of a replay), so the patches k..j that follow a patch needing a merge are merged
 one: ``C[m] -> C[j+1]`` into the anchor ``T[m]`` (or ``C[k] -> C[j+1]`` into ``T[k]`` when the
 anchor does not hold), when each of them only modifies files that exist in ``T[m]`` (no file
 added, deleted or renamed, no ``.gitattributes``), no two of them change the same path, and
-none is skipped, empty or applied on another base than its own. Then, for every path p of
+none is skipped, empty, applied on another base than its own or a step with a change of its
+own (a run across an upstream-marked step once merged a deferred patch's change, which its
+recorded trees hold, into the patch before it). Then, for every path p of
 patch q in the run, the merge sees the very three versions the merge of patch q alone
 would: its base ``C[m][p] = C[q][p]`` or, where the proven patches since the anchor changed
 p, ``T[m][p] = C[m][p]`` (their proof) so that both merges take the C side; no other patch of
