@@ -178,7 +178,9 @@ def test_suse_and_yocto_headers(tmp_path: Path) -> None:
     suse = repo.read("patches/suse.patch")
     assert head_of(suse) == head_of(text)
     assert "@@ -8,7 +8,7 @@" in suse  # the diff did move
-    assert upstream_of(repo, "suse.patch")["applied_check"] == "in-base"
+    # The base contains the commit the header names, but holds no change of the patch's (it is
+    # applied): not "upstream already", which only a refresh's proof may say.
+    assert upstream_of(repo, "suse.patch")["applied_check"] == "in-base-unproven"
     assert upstream_of(repo, "yocto.patch")["state"] == "pending"
     repo.ps("upstream", "yocto", "submitted", "https://lists.example.org/1")
     yocto = repo.read("patches/yocto.patch")
@@ -199,3 +201,33 @@ def test_the_hook_refresh_can_record_upstream_evidence_with() -> None:
         "Subject\n\nWhy.\n\nUpstream-Status: Backport [commit:0be30d4aa1]\n"
         "Applied-Upstream: commit:0be30d4aa1\nLast-Update: 2026-02-12\n"
     )
+
+
+def test_a_patch_upstream_took_and_then_reverted_is_never_advised_away(tmp_path) -> None:
+    """Upstream takes p4 (a refresh marks it upstream and writes Applied-Upstream into its
+    header), then reverts it: the next refresh drops the mark, and status no longer calls it
+    upstream already or advises deleting it, though the base contains the commit named."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a"), "c.c": numbered(20, "c")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 3\n", "a 3 p1\n")
+    repo.ps("new", "p1", "-t", "essential", "a.c")
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.ps("new", "p4", "-t", "essential", "c.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.commit_all("upstream takes p4")
+    repo.git("branch", "up1")
+    replace_line(repo, "c.c", "c 5\np4\n", "c 5\n")
+    repo.commit_all("upstream reverts p4")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up1")
+    assert "# upstream: p4.patch " in repo.read("patches/series")
+    assert upstream_of(repo, "p4.patch")["applied_check"] == "in-base"
+    repo.ps("refresh", "--onto", "up")
+    assert "# upstream:" not in repo.read("patches/series")
+    status = repo.ps("status").stdout
+    assert "upstream already" not in status and "delete it" not in status
+    assert upstream_of(repo, "p4.patch")["applied_check"] == "in-base-unproven"
+    repo.ps("push", "--all")
+    assert "p4\n" in repo.read("c.c")  # nothing of it was lost

@@ -183,7 +183,7 @@ def upstream(opts: Options, name: str, state: str, detail: tuple[str, ...]) -> N
       patchstack upstream nccl-diagnostic-logging not-needed fork-only diagnostics
       patchstack upstream oea-routing pending
     """
-    from ..commands.upstream import IN_BASE, NOT_IN_BASE, set_upstream, standings
+    from ..commands.upstream import IN_BASE, NOT_IN_BASE, UNKNOWN, set_upstream, standings
 
     ws = opts.checkout()
     result = set_upstream(ws, name, state, " ".join(detail) or None)
@@ -202,6 +202,11 @@ def upstream(opts: Options, name: str, state: str, detail: tuple[str, ...]) -> N
         )
     elif check == NOT_IN_BASE:
         out("the series base does not contain that commit yet (a refresh onto it will)")
+    elif check is not None and check != UNKNOWN:
+        out(
+            "the series base contains that commit; 'patchstack refresh' proves whether it"
+            " holds the patch's change before anything calls it upstream"
+        )
 
 
 @cli.command()

@@ -14,7 +14,7 @@ from typing import Any
 from ..commands.advice import next_step
 from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
-from ..commands.upstream import IN_BASE, NOT_IN_BASE, UNKNOWN, Standing
+from ..commands.upstream import IN_BASE, IN_BASE_UNPROVEN, NOT_IN_BASE, UNKNOWN, Standing
 from ..model.fields import NONE, summary
 from ..model.marks import describe
 from .output import style, tag_text
@@ -195,6 +195,9 @@ def standing_lines(found: Sequence[Standing], today: date | None, verbose: bool)
     notes = {
         IN_BASE: "which the series base contains: it is upstream already (delete it, or"
         " 'refresh --drop-merged')",
+        IN_BASE_UNPROVEN: "which the series base contains, but no refresh proved the base holds"
+        " its change (upstream may have reverted or changed it): keep it ('patchstack check'"
+        " says where it stands)",
         NOT_IN_BASE: "which the series base does not contain yet",
         UNKNOWN: "unknown to this repository ('git fetch' the upstream that has it)",
     }

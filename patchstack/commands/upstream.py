@@ -34,6 +34,9 @@ from .edit import EditResult, rewrite_message
 
 SETTABLE = ("submitted", "applied", "not-needed", "pending")
 IN_BASE, NOT_IN_BASE, UNKNOWN = "in-base", "not-in-base", "unknown"
+# The base contains the commit the header names, but no refresh proved that the base holds the
+# patch's change (no '# upstream:' mark): upstream may have reverted or changed it since.
+IN_BASE_UNPROVEN = "in-base-unproven"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Standing:
     tag: str
     upstream: Upstream
     probe: str | None
-    applied_check: str | None = None  # IN_BASE, NOT_IN_BASE, UNKNOWN; None: no commit named
+    applied_check: str | None = None  # IN_BASE(_UNPROVEN), NOT_IN_BASE, UNKNOWN; None: none named
 
 
 def day_of(git_date: str) -> date:
@@ -184,8 +187,10 @@ def standings(ws: Checkout, series: Series, base: str | None) -> list[Standing]:
             commit = git.rev_parse(up.commit)
             if commit is None:
                 check = UNKNOWN
-            elif base:
-                check = IN_BASE if git.is_ancestor(commit, base) else NOT_IN_BASE
+            elif base and not git.is_ancestor(commit, base):
+                check = NOT_IN_BASE
+            elif base:  # "upstream already" only where a refresh proved the base holds it
+                check = IN_BASE if entry.name in series.upstream else IN_BASE_UNPROVEN
         out.append(Standing(entry.name, entry.tag, up, fields.probe_of(found), check))
     return out
 
