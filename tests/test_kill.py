@@ -505,14 +505,13 @@ def test_kill_deferred_push_continue_with_resolutions_and_import_branch_at_every
 
 @pytest.mark.slow  # over ~5 s; .ci/run runs the slow tests
 def test_kill_resolutions_forget_at_every_point(tmp_path) -> None:
-    """'resolutions --forget', once it is journaled: killed anywhere, undo brings back what it
+    """'resolutions --forget' is journaled: killed anywhere, undo brings back what it
     removed."""
     repo = build(tmp_path, 6)
     deferred_and_recorded(repo, tmp_path)
     entries = repo.git("rev-list", "--count", "refs/patchstack/oplog")
     repo.ps("resolutions", "--forget")
-    if repo.git("rev-list", "--count", "refs/patchstack/oplog") == entries:
-        pytest.skip("'resolutions --forget' is not journaled here (issue 34, item 3)")
+    assert repo.git("rev-list", "--count", "refs/patchstack/oplog") != entries
     repo.ps("undo")
     fig = Figures()
     kill_everywhere(repo, ["resolutions", "--forget"], fig, tmp_path, state=with_resolutions)
