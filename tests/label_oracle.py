@@ -90,6 +90,42 @@ class Git:
                 self.memo[key] = ("empty" if tree == self.tree(onto) else "clean", tree, [])
         return self.memo[key]
 
+    def revert(self, onto: str, patch: str) -> tuple[str, str | None]:
+        """``git revert`` of ``patch`` (a commit) onto ``onto``, as merge-ort does it (the
+        patch the merge base, its parent theirs): ("clean", commit) or ("conflict", None)."""
+        ours = self.commit(self.tree(onto), patch)
+        theirs = self.commit(self.tree(patch + "^"), patch)
+        proc = subprocess.run(
+            ["git", "merge-tree", "--write-tree", "-z", ours, theirs],
+            cwd=self.repo.path,
+            capture_output=True,
+        )
+        if proc.returncode not in (0, 1):
+            raise AssertionError(proc.stderr)
+        if proc.returncode == 1:
+            return "conflict", None
+        return "clean", self.commit(proc.stdout.decode().split("\0")[0], onto)
+
+    def commutes(self, stack: list[tuple[str, str]], name: str, left: list[str]) -> bool | None:
+        """Does ``name`` (of ``stack``: (name, commit) in order, each commit's parent the one
+        before) commute with the left-out patches ``left`` before it? On the old stack: the
+        left-out ones reverted, ``name`` cherry-picked, they picked again; True when that gives
+        ``name``'s own tree (`tests/differential.held_oracle`), None when git meets a conflict
+        on the way (it cannot judge)."""
+        commits = dict(stack)
+        head = commits[name] + "^"
+        for m in reversed(left):
+            verdict, head_or_none = self.revert(head, commits[m])
+            if head_or_none is None:
+                return None
+            head = head_or_none
+        for m in [name, *left]:
+            verdict, tree, _paths = self.pick(head, commits[m])
+            if verdict == "conflict":
+                return None
+            head = self.commit(tree, head)
+        return self.tree(head) == self.tree(commits[name])
+
     def resolved(self, onto: str, patch: str) -> str | None:
         """The commit of ``patch`` picked onto ``onto`` with its conflicts taken as the patch
         has them, hunk by hunk; None when a conflict has no markers (a file's existence)."""
@@ -324,6 +360,22 @@ class Oracle:
                     item="6",
                 )
                 return
+
+    def held(self, where: str, stack: list[tuple[str, str]], held: set[str], out: set[str]):
+        """Each patch held with a left-out one (``held``; ``out``: those left out for their
+        own conflict) does not commute with the left-out patches before it, on the old stack
+        (`Git.commutes`): it would be its own change without them, and holding it is wrong."""
+        order = [n for n, _c in stack]
+        for name in order:
+            if name not in held:
+                continue
+            self.saw("held")
+            before = order[: order.index(name)]
+            left = [n for n in before if n in out or n in held]
+            if not left:
+                self.fail(where, f"{name}: held, but no patch before it is left out")
+            elif self.git.commutes(stack, name, left):
+                self.fail(where, f"{name}: held, but git: it commutes with {left} on the old base")
 
     def knock_on(self, where: str, name: str, root: str, onto: str, patches: list) -> None:
         """``name`` applies once ``root`` is applied (its conflict taken as it has it)."""
