@@ -72,12 +72,16 @@ class Day:
         return [r for r in reports if r["patch"] not in held]
 
     def in_order(self, present: set[str]) -> list[tuple[str, str]]:
-        return [(n, self.commits[n]) for n in self.order if n in present and n in self.commits]
+        # one marked upstream is placed again by the refresh: with the commit of its mark
+        commits = {**self.taken, **self.commits}
+        return [(n, commits[n]) for n in self.order if n in present and n in commits]
 
     def judge(self, where: str, entries: list[dict], reports: list[dict], now=()) -> None:
         o = self.o
         # a held patch's "conflict" is its holding, judged by git in `judge_held`
-        entries = [e for e in entries if not (e["name"] in self.held and e["verdict"] == "conflict")]
+        entries = [
+            e for e in entries if not (e["name"] in self.held and e["verdict"] == "conflict")
+        ]
         o.verdicts(where, entries, self.ref, self.commits, self.self_noop, self.old, self.new)
         for e in entries:
             if e["name"] in self.taken and e["verdict"] in ("conflict", "deferred"):
@@ -104,8 +108,8 @@ class Day:
         """A primary conflict is upstream's: no one missing patch before it, applied, lets it
         apply (judged where that patch applies or its own conflict is in other files, so that
         taking it as the patch has it decides nothing in this one's files)."""
-        if name not in self.order:
-            return
+        if name not in self.order or name in self.taken:
+            return  # one marked upstream is judged alone on the new base (`judge`)
         before = self.order[: self.order.index(name)]
         missing = [n for n in before if n in self.commits and n not in applied]
         missing += [n for n in before if n in self.ref.conflicts or n in self.held]

@@ -6,6 +6,7 @@ one label against git and collects the wrong ones."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 
@@ -323,7 +324,7 @@ class Oracle:
             for c in named:
                 self.saw("culprit")
                 full = git.run("rev-parse", "--verify", "-q", c + "^{commit}", check=False).strip()
-                if full not in ok:
+                if full not in ok and not self.touches(full, path, expected, hunk["line"]):
                     self.fail(
                         where,
                         f"{report['patch']}: culprit {c[:12]} of {path}:"
@@ -331,6 +332,35 @@ class Oracle:
                         "name it",
                         item="6",
                     )
+
+    def touches(self, commit: str, path: str, expected: list[str], near: int) -> bool:
+        """``commit`` changes ``path`` inside the span the hunk's base lines (``expected``)
+        have in its parent: it removes some of them or inserts between them (a move within the
+        file, a block wrapped around them, which ``-S`` does not see and ``-L`` over lines
+        now gone cannot follow)."""
+        text = self.git.run("show", f"{commit}^:{path}", check=False).split("\n")
+        start = self.place(f"{commit}^", path, expected, near)
+        if start:
+            first, last = start, start + len(expected) - 1
+        else:  # earlier upstream commits changed the span: its first and last own lines
+            own = [ln for ln in expected if ln.strip() and ln.strip() not in "{}"]
+            if not own:
+                return False
+            at = [i + 1 for i, ln in enumerate(text) if ln == own[0]]
+            end = [i + 1 for i, ln in enumerate(text) if ln == own[-1]]
+            if not at or not end:
+                return False
+            first = min(at, key=lambda i: abs(i - near))
+            after = [i for i in end if i >= first]
+            if not after:
+                return False
+            last = min(after)
+        diff = self.git.run("diff", "-U0", "--no-color", f"{commit}^", commit, "--", path)
+        for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? ", diff, re.M):
+            a, n = int(m.group(1)), int(m.group(2) or "1")
+            if (n == 0 and first <= a < last) or (n and a <= last and a + n - 1 >= first):
+                return True
+        return False
 
     def place(self, rev: str, path: str, lines: list[str], near: int) -> int:
         """Where ``lines`` stand in ``rev``'s ``path`` (1-based; the match nearest ``near``, a
