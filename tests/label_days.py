@@ -95,10 +95,16 @@ class Day:
             if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
                 o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
         applied = {n for n, _c in self.applied}
+        roots = {r["patch"]: r["root"] for r in reports if r["kind"] == "knock-on" and r["root"]}
         for r in reports:
-            present = applied | ({r["root"]} if r.get("root") else set())
+            waits = set()  # the root, and the root it waits for in turn (a knock-on's)
+            at = r.get("root")
+            while at and at not in waits:
+                waits.add(at)
+                at = roots.get(at)
+            present = applied | {r["patch"]} | waits
             if r["kind"] == "knock-on" and r["root"]:
-                o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present))
+                o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present), waits)
             elif r["kind"] == "primary":
                 o.culprits(where, r, self.old, self.new)
                 self.primary(where, r["patch"], set(r["files"]), applied)
@@ -153,8 +159,22 @@ class Day:
                 "the tree is not git rebase's (the same patches skipped)",
                 item="deferred-leak" if leak else "",
             )
-        self.judge(where, data["patches"], data["deferred"], {*self.ref.conflicts, *self.held})
         status = _json(repo, "status")
+        left_out = {*self.ref.conflicts, *self.held, *self.deferred}
+        # a no-op for want of a left-out patch is deferred after it (`# deferred: NAME C after
+        # ROOT`), when git finds it one: empty here, changing something with every patch there
+        after = {
+            p["name"]
+            for p in status["patches"]
+            if p.get("mark")
+            and p["mark"]["kind"] == "deferred"
+            and p["mark"].get("root") in left_out
+            and p["name"] in self.ref.empty
+            and p["name"] in self.self_noop
+        }
+        self.judge(
+            where, data["patches"], data["deferred"], {*self.ref.conflicts, *self.held, *after}
+        )
         where = f"{self.label} status"
         o.marks(where, status, self.commits, self.ref, self.self_noop, self.old, self.new)
         for name in status["in_base"]:

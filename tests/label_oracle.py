@@ -407,8 +407,11 @@ class Oracle:
             elif self.git.commutes(stack, name, left):
                 self.fail(where, f"{name}: held, but git: it commutes with {left} on the old base")
 
-    def knock_on(self, where: str, name: str, root: str, onto: str, patches: list) -> None:
-        """``name`` applies once ``root`` is applied (its conflict taken as it has it)."""
+    def knock_on(
+        self, where: str, name: str, root: str, onto: str, patches: list, waits: set[str]
+    ) -> None:
+        """``name`` applies once ``root`` is applied (its conflict taken as it has it), with
+        the roots it waits for in turn (``waits``: a knock-on root comes back with its own)."""
         self.saw("knock-on")
         order = [n for n, _c in patches]
         if root not in order or name not in order:
@@ -417,7 +420,7 @@ class Oracle:
         if order.index(root) > order.index(name):
             self.fail(where, f"{name}: knock-on of {root}, which comes after it")
             return
-        chain = self.git.chain(onto, patches[: order.index(name) + 1], frozenset([root]))
+        chain = self.git.chain(onto, patches[: order.index(name) + 1], frozenset(waits))
         if root not in chain.resolved and root in chain.conflicts:
             return  # its conflict is not in lines: the oracle cannot place it (unknown)
         if name in chain.conflicts:
