@@ -379,8 +379,20 @@ class Oracle:
         self.saw("superseded")
         full = self.git.rev(sup["commit"])
         brought = {ln.strip() for ln in self.git.added_lines(full)}
-        for hunk in report["hunks"]:
-            adds = [ln for ln in hunk["wanted"] if ln not in hunk["expected"] and ln.strip()]
+
+        def holds(rev: str, path: str, lines: list[str]) -> bool:
+            text = self.git.run("show", f"{rev}:{path}", check=False)
+            return {ln.strip() for ln in lines} <= {ln.strip() for ln in text.splitlines()}
+
+        wants = [
+            (h["path"], [ln for ln in h["wanted"] if ln not in h["expected"] and ln.strip()])
+            for h in report["hunks"]
+        ]
+        if all(holds(full, p, adds) for p, adds in wants) and not all(
+            holds(full + "^", p, adds) for p, adds in wants
+        ):
+            return  # it completes them, upstream taking the patch in parts
+        for _path, adds in wants:
             lacking = [ln for ln in adds if ln.strip() not in brought]
             if lacking:
                 self.fail(
