@@ -343,7 +343,8 @@ class Oracle:
         if start:
             first, last = start, start + len(expected) - 1
         else:  # earlier upstream commits changed the span: its first and last own lines
-            own = [ln for ln in expected if ln.strip() and ln.strip() not in "{}"]
+            there = set(text)
+            own = [ln for ln in expected if ln.strip() and ln.strip() not in "{}" and ln in there]
             if not own:
                 return False
             at = [i + 1 for i, ln in enumerate(text) if ln == own[0]]
