@@ -52,15 +52,36 @@ class Day:
         }
         self.applied = stack_of(repo, old)
         self.commits = {**self.deferred, **dict(self.applied)}
-        self.ref = o.git.chain(new, self.applied)
-        kept = [(n, c) for n, c in self.applied if n not in self.ref.conflicts]
-        self.self_noop = set(o.git.chain(old, kept).empty)
+        self.against(set())
+
+    def against(self, held: set[str]) -> None:
+        """git's reference for patchstack's ``held`` patches (`engine.needs`: left out with a
+        left-out patch whose lines they change): ``git rebase`` with them dropped as well, as
+        `tests/differential.py` compares."""
+        self.held = held
+        placed = [(n, c) for n, c in self.applied if n not in held]
+        self.ref = self.o.git.chain(self.new, placed)
+        kept = [(n, c) for n, c in placed if n not in self.ref.conflicts]
+        self.self_noop = set(self.o.git.chain(self.old, kept).empty)
+
+    def judge_held(self, where: str, reports: list[dict]) -> list[dict]:
+        """The reports of patches held (`against`), each judged by git; the others back."""
+        held = {r["patch"] for r in reports if r.get("held")}
+        self.against(held)
+        self.o.held(where, self.applied, held, set(self.ref.conflicts))
+        return [r for r in reports if r["patch"] not in held]
 
     def in_order(self, present: set[str]) -> list[tuple[str, str]]:
-        return [(n, self.commits[n]) for n in self.order if n in present and n in self.commits]
+        # one marked upstream is placed again by the refresh: with the commit of its mark
+        commits = {**self.taken, **self.commits}
+        return [(n, commits[n]) for n in self.order if n in present and n in commits]
 
     def judge(self, where: str, entries: list[dict], reports: list[dict], now=()) -> None:
         o = self.o
+        # a held patch's "conflict" is its holding, judged by git in `judge_held`
+        entries = [
+            e for e in entries if not (e["name"] in self.held and e["verdict"] == "conflict")
+        ]
         o.verdicts(where, entries, self.ref, self.commits, self.self_noop, self.old, self.new)
         for e in entries:
             if e["name"] in self.taken and e["verdict"] in ("conflict", "deferred"):
@@ -74,10 +95,16 @@ class Day:
             if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
                 o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
         applied = {n for n, _c in self.applied}
+        roots = {r["patch"]: r["root"] for r in reports if r["kind"] == "knock-on" and r["root"]}
         for r in reports:
-            present = applied | ({r["root"]} if r.get("root") else set())
+            waits = set()  # the root, and the root it waits for in turn (a knock-on's)
+            at = r.get("root")
+            while at and at not in waits:
+                waits.add(at)
+                at = roots.get(at)
+            present = applied | {r["patch"]} | waits
             if r["kind"] == "knock-on" and r["root"]:
-                o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present))
+                o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present), waits)
             elif r["kind"] == "primary":
                 o.culprits(where, r, self.old, self.new)
                 self.primary(where, r["patch"], set(r["files"]), applied)
@@ -87,13 +114,13 @@ class Day:
         """A primary conflict is upstream's: no one missing patch before it, applied, lets it
         apply (judged where that patch applies or its own conflict is in other files, so that
         taking it as the patch has it decides nothing in this one's files)."""
-        if name not in self.order:
-            return
+        if name not in self.order or name in self.taken:
+            return  # one marked upstream is judged alone on the new base (`judge`)
         before = self.order[: self.order.index(name)]
         missing = [n for n in before if n in self.commits and n not in applied]
-        missing += [n for n in before if n in self.ref.conflicts]
+        missing += [n for n in before if n in self.ref.conflicts or n in self.held]
         for root in missing:
-            present = (applied - set(self.ref.conflicts)) | {root, name}
+            present = (applied - set(self.ref.conflicts) - self.held) | {root, name}
             chain = self.o.git.chain(self.new, self.in_order(present), frozenset([root]))
             own = self.o.git.pick(chain.at[root], self.commits[root])[2] if root in chain.at else []
             placed = root in chain.at and root not in (*chain.conflicts, *chain.empty)
@@ -109,7 +136,8 @@ class Day:
     def check(self) -> None:
         data = _json(self.o.repo, "check", "--onto", self.ref_name)
         where = f"{self.label} check"
-        got = sorted(c["patch"] for c in data["conflicts"] if c["patch"] not in self.taken)
+        own = self.judge_held(where, data["conflicts"])
+        got = sorted(c["patch"] for c in own if c["patch"] not in self.taken)
         if got != sorted(self.ref.conflicts):
             self.o.fail(where, f"conflicts {got}, git {sorted(self.ref.conflicts)}")
         self.judge(where, data["patches"], data["conflicts"])
@@ -118,7 +146,8 @@ class Day:
         repo, o = self.o.repo, self.o
         data = _json(repo, "refresh", "--onto", self.ref_name, "--defer-conflicts")
         where = f"{self.label} refresh"
-        got = sorted(c["patch"] for c in data["deferred"] if c["patch"] not in self.taken)
+        own = self.judge_held(where, data["deferred"])
+        got = sorted(c["patch"] for c in own if c["patch"] not in self.taken)
         if got != sorted(self.ref.conflicts):
             o.fail(where, f"deferred {got}, git skipped {sorted(self.ref.conflicts)}")
         if repo.tree() != o.git.tree(self.ref.head):
@@ -130,8 +159,22 @@ class Day:
                 "the tree is not git rebase's (the same patches skipped)",
                 item="deferred-leak" if leak else "",
             )
-        self.judge(where, data["patches"], data["deferred"], self.ref.conflicts)
         status = _json(repo, "status")
+        left_out = {*self.ref.conflicts, *self.held, *self.deferred}
+        # a no-op for want of a left-out patch is deferred after it (`# deferred: NAME C after
+        # ROOT`), when git finds it one: empty here, changing something with every patch there
+        after = {
+            p["name"]
+            for p in status["patches"]
+            if p.get("mark")
+            and p["mark"]["kind"] == "deferred"
+            and p["mark"].get("root") in left_out
+            and p["name"] in self.ref.empty
+            and p["name"] in self.self_noop
+        }
+        self.judge(
+            where, data["patches"], data["deferred"], {*self.ref.conflicts, *self.held, *after}
+        )
         where = f"{self.label} status"
         o.marks(where, status, self.commits, self.ref, self.self_noop, self.old, self.new)
         for name in status["in_base"]:
