@@ -38,9 +38,9 @@ def known(*items: str) -> pytest.MarkDecorator:
 FIXED = [
     5,  # upstream with its commit, knock-ons, culprits, deferred, a deferred patch brought back
     7,  # deferred patches brought back, culprits, the day after
-    # the day after, p1 (marked upstream: up4 took it) conflicts again beside up7's edit:
-    # "superseded by up7", which does not make p1's line (up4 did, before the range)
-    pytest.param(14, marks=known("6")),
+    # the day after, p1 (marked upstream: up4 took it) conflicts again beside up7's edit: not
+    # "superseded by up7", which does not make p1's line (up4 did, before the range; fixed)
+    14,
     21,  # p2 deletes what deferred p1 made: no-op, deferred after p1 (item 2, fixed)
     25,  # p4's conflict is missing p3's lines: a knock-on (item 5 and 6, fixed)
     57,  # push p2: p3 after it reverted it (a shortcut; fixed)

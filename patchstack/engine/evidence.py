@@ -142,8 +142,9 @@ def superseded(
 ) -> UpstreamCommit | None:
     """Whether upstream may have taken the patch its own way: None when some conflicting
     hunk's upstream side lacks a line the patch adds there; else the first of the hunks'
-    upstream commits whose version of every such file holds those lines (``show(commit,
-    path)``: that version, as ``git show``), or an empty id when none does (not known)."""
+    upstream commits whose version of every such file holds those lines and whose parent's
+    does not (``show(rev, path)``: that version, as ``git show``): the commit that made them;
+    or an empty id when none did (not known)."""
     if not report.hunks:
         return None
     added: list[tuple[str, set[str]]] = []
@@ -154,15 +155,23 @@ def superseded(
             return None
         added.append((h.path, new))
     candidates = dict.fromkeys(u for h in report.hunks for u in h.upstream)
-    for commit in candidates:
-        if show is None:
-            break
-        versions = {path: show(commit.oid, path) for path in {p for p, _ in added}}
+    paths = {p for p, _ in added}
+
+    def holds(rev: str) -> bool:
+        assert show is not None
+        versions = {path: show(rev, path) for path in paths}
         held = {
             p: {ln.strip() for ln in v.decode("utf-8", "surrogateescape").split("\n")}
             for p, v in versions.items()
             if v is not None
         }
-        if all(p in held and lines <= held[p] for p, lines in added):
+        return all(p in held and lines <= held[p] for p, lines in added)
+
+    for commit in candidates:
+        if show is None:
+            break
+        # It made them: its version holds every line, its parent's not (lines made before
+        # the range, by a commit that took the patch earlier, are not this commit's doing).
+        if holds(commit.oid) and not holds(commit.oid + "^"):
             return commit
     return UpstreamCommit("", "")
