@@ -222,3 +222,29 @@ def test_a_patch_commit_in_upstream_s_range_is_no_culprit(tmp_path) -> None:
     repo.git("checkout", "-q", "main")
     assert len(log_l(repo, base, 20, 20, "a.py")) == 2
     assert culprits_of(repo) == [[upstream]]
+
+
+def test_a_knock_on_names_the_missing_patch_whose_lines_it_needs(tmp_path) -> None:
+    """p1 adds P1C to c.txt, p2 edits c3, p3 edits P1C; upstream edits a3 and c3, so p1 and
+    p2 conflict. p3 is a knock-on of p1 (git: with p1 applied it merges), not of p2, the
+    nearest missing patch in its file (with p2 applied and p1 still out it conflicts)."""
+    a = "".join(f"a{i}\n" for i in range(1, 7))
+    c = "".join(f"c{i}\n" for i in range(1, 13))
+    repo = make_repo(tmp_path / "fork", {"a.txt": a, "c.txt": c})
+    base = repo.head()
+    repo.ps("init")
+    repo.write("a.txt", a.replace("a2\n", "a2\nP1A\n"))
+    repo.write("c.txt", c.replace("c10\n", "c10\nP1C\n"))
+    repo.ps("new", "p1", "-t", "essential")
+    repo.write("c.txt", repo.read("c.txt").replace("c3\n", "c3 p2\n"))
+    repo.ps("new", "p2", "-t", "essential")
+    repo.write("c.txt", repo.read("c.txt").replace("P1C\n", "P1C p3\n"))
+    repo.ps("new", "p3", "-t", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write("a.txt", a.replace("a3\n", "a3 up\n"))
+    repo.write("c.txt", c.replace("c3\n", "c3 up\n"))
+    repo.commit_all("upstream edits a3 and c3")
+    repo.git("checkout", "-q", "main")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    found = {c["patch"]: (c["kind"], c["root"]) for c in data["conflicts"]}
+    assert found["p3.patch"] == ("knock-on", "p1.patch")

@@ -114,25 +114,45 @@ def _root(
     paths_of: Callable[[str], Sequence[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
 ) -> str | None:
-    """The missing patch ``f`` is a knock-on of: the nearest missing patch touching its
-    conflicted files, when ``f`` merges cleanly once the `ROOTS` nearest missing patches
-    touching them are merged (as they merge, markers and all) onto the tree it was placed on;
-    else None."""
+    """The missing patch ``f`` is a knock-on of, when ``f`` merges cleanly once the `ROOTS`
+    nearest missing patches touching its conflicted files are merged (as they merge, markers
+    and all) onto the tree it was placed on: of those, the nearest that alone lets it merge,
+    else the nearest; None when it is primary."""
     paths = f.merged.conflicted
     near = [p for p in f.missing if any(path in paths_of(p) for path in paths)]
     if change_of is None or not paths or not near:
         return None
     if not all(any(path in paths_of(p) for p in near) for path in paths):
         return None
+    roots = near[-ROOTS:]
+    if not _clean_with(git, f, roots, change_of):
+        return None
+    # The root named is one whose lines f needs: the nearest that alone lets f merge (the
+    # nearest in its file may be another's neighbour), else the nearest of those it needs.
+    if len(roots) > 1:
+        for name in reversed(roots):
+            if _clean_with(git, f, [name], change_of):
+                return name
+    return roots[-1]
+
+
+def _clean_with(
+    git: Git,
+    f: Failed,
+    roots: Sequence[str],
+    change_of: Callable[[str], tuple[Oid, Oid] | None],
+) -> bool:
+    """Does ``f`` merge cleanly once ``roots`` are merged, as they merge, markers and all,
+    onto the tree it was placed on?"""
     tree = f.onto
-    for name in [*near[-ROOTS:], f.name]:
+    for name in [*roots, f.name]:
         change = change_of(name)
         if change is None:
-            return None
+            return False
         before, after = change
         if before != after:
             merged = place_fast(git, before, tree, after, ("triage", name))
             if name == f.name:
-                return near[-1] if merged.clean else None
+                return merged.clean
             tree = merged.tree
-    return near[-1]  # f changes nothing: it cannot conflict once its roots are in
+    return True  # f changes nothing: it cannot conflict once its roots are in
