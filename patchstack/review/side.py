@@ -10,10 +10,10 @@ stream: nothing is checked out. An existing directory wins over a revision of th
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 
+from ..commands.refresh.resolutions import BadRecord, read_bounded
 from ..engine.evidence import recorded
 from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
@@ -76,13 +76,10 @@ def _folder_resolutions(folder: str) -> dict[str, bytes | None]:
         return {"": None}  # a link or a file in the folder's place
     found: dict[str, bytes | None] = {}
     for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        st = os.lstat(path)
-        found[name] = None
-        if stat.S_ISREG(st.st_mode) and st.st_size <= RESOLUTION_MAX:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as f:
-                found[name] = f.read(RESOLUTION_MAX + 1)
+        try:
+            found[name] = read_bounded(os.path.join(folder, name), RESOLUTION_MAX)
+        except BadRecord:
+            found[name] = None
     return found
 
 
@@ -155,15 +152,12 @@ def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None)
     return review(old, new, base_change(git, old, new), _blob(git), _subject(git))
 
 
-_HEX = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
-
-
 def _blob(git: Git) -> Callable[[str], bytes | None]:
     """A blob by its id; only a full id is looked up (a resolution file names it, and a name
     such as ``REV:PATH`` would read any file of the repository into the review)."""
 
     def read(oid: str) -> bytes | None:
-        if not _HEX.match(oid):
+        if not git.fmt.is_full(oid):
             return None
         try:
             return git.read_blob(oid) if git.has_objects([oid])[oid] else None
@@ -175,7 +169,7 @@ def _blob(git: Git) -> Callable[[str], bytes | None]:
 
 def _subject(git: Git) -> Callable[[str], str]:
     def subject(oid: str) -> str:
-        if not _HEX.match(oid):
+        if not git.fmt.is_full(oid):
             return ""
         try:
             return recorded(git, oid).subject

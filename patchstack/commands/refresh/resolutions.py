@@ -109,7 +109,7 @@ def _entry(field: str, text: str, modes: Sequence[str]) -> Entry:
     mode, _, oid = text.partition(" ")
     if mode not in modes:
         raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes))
-    if not (len(oid) in (40, 64) and all(c in "0123456789abcdef" for c in oid)):
+    if not (SHA1.is_full(oid) or SHA256.is_full(oid)):
         raise BadRecord(f"{field}: {oid[:80]!r} is not an object id")
     return mode, oid
 
@@ -155,7 +155,7 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
     except ValueError:
         raise BadRecord("its patch or path is not a quoted string") from None
     group = fields.get("with", "")
-    if group and (len(group) != 40 or any(c not in "0123456789abcdef" for c in group)):
+    if group and not SHA1.is_full(group):
         raise BadRecord(f"'with: {group[:60]}' is not a conflict's key")
     key = key_of(where, sides, group=group)
     if name is not None and name != key and (group or name != legacy_key_of(patch, where, sides)):
@@ -173,6 +173,26 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
         file,
         group,
     )
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them; never through a link, never
+    waiting on a FIFO (`BadRecord` says why not): how a record is read, by refresh and by
+    ``review`` of a folder."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BadRecord(f"cannot be read as a file ({exc.strerror})") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadRecord("is not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise BadRecord(f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)")
+        return data
+    finally:
+        os.close(fd)
 
 
 class Resolutions:
@@ -220,34 +240,9 @@ class Resolutions:
 
     def _parse(self, path: str, limit: int) -> Recorded:
         try:
-            return parse_record(self._read(path, limit), path, os.path.basename(path))
+            return parse_record(read_bounded(path, limit), path, os.path.basename(path))
         except BadRecord as exc:
             raise self._bad(path, str(exc)) from None
-
-    def _read(self, path: str, limit: int) -> bytes:
-        """The bytes of a regular file, at most ``limit`` of them; never through a link, never
-        waiting on a FIFO."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:
-            raise self._bad(path, f"cannot be read as a file ({exc.strerror})") from exc
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise self._bad(path, "is not a regular file")
-            if st.st_size > limit:
-                raise self._bad(
-                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
-                )
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read(limit + 1)
-            if len(data) > limit:
-                raise self._bad(
-                    path, f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)"
-                )
-            return data
-        finally:
-            os.close(fd)
 
     def record(
         self,
