@@ -91,6 +91,20 @@ def test_a_follow_up_of_a_deferred_patch_is_a_no_op_naming_it_never_upstream(
     assert "# deferred:" not in series and "# upstream:" not in series
 
 
+def test_push_of_a_no_op_whose_root_stays_deferred_is_refused(tmp_path: Path) -> None:
+    """p3 is deferred as a no-op of p2 (it deletes the file p2 creates); ``push p3.patch``
+    alone, p2 still deferred, would apply nothing: refused naming p2, nothing changed (on a
+    real branch it exited 0 and called the patch 'unknown')."""
+    repo = follow_up_drift(tmp_path)
+    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
+    assert " after p2.patch\n" in repo.read("patches/series")
+    before = repo.state()
+    refused = repo.ps("push", "p3.patch", code=2)
+    assert "p3.patch was not applied: it changes nothing without p2.patch" in refused.stderr
+    assert "'patchstack push p2.patch' first" in refused.stderr
+    assert repo.state() == before
+
+
 def test_status_during_a_stopped_refresh_advises_no_refused_command(tmp_path: Path) -> None:
     """p1 and p2 both conflict; p1 resolved, the refresh stops again at p2: p1's commit is
     not its file yet, and status must not advise 'refresh --patch', refused while stopped."""

@@ -152,8 +152,8 @@ class Needs:
         found = git.entries_at(root_before, paths)
         ours = git.edit_tree(before, {p: found.get(p) for p in paths})
         placed = git.merge_trees(before, ours, after, ("without", name))
-        if not placed.clean:
-            return False  # the placement meets the conflict, and triage files it
+        if not placed.clean or placed.tree == ours:
+            return False  # the placement meets the conflict (triage files it), or a no-op
         back = git.merge_trees(ours, placed.tree, before, ("placed", "left out"))
         if back.clean and back.tree == after:
             return False

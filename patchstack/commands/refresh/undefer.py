@@ -20,7 +20,7 @@ from ...checkout import Checkout
 from ...engine.chain import Engine
 from ...engine.claims import deferred_change, upstream_changes
 from ...engine.placer import Placer
-from ...engine.replay import Step, old_chain, real_changes, replay, steps
+from ...engine.replay import Done, Step, old_chain, real_changes, replay, steps
 from ...errors import ConflictError, PatchstackError, RefusedError
 from ...model.conflict import Conflict
 from ...model.ids import Oid
@@ -104,6 +104,7 @@ def bring_back(
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons.needs.held)
         _still_waiting(names, found)
+        _still_nothing(series, names, back, done)
         head = stack.head
         src = (git.tree_of(head), ())
         if stopped_at is not None:
@@ -124,6 +125,24 @@ def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
                 " deferred, is missing (nothing changed)",
                 report,
                 f"'patchstack push {report.root}' first, then 'patchstack push {report.patch}'",
+            )
+
+
+def _still_nothing(
+    series: Series, names: Sequence[str], back: Sequence[str], done: Sequence[Done]
+) -> None:
+    """Refuse, changing nothing, when a patch named was deferred as a no-op of a patch that
+    stays deferred (``# deferred: NAME C after ROOT``) and still changes nothing: bringing it
+    back alone would apply nothing (it exited 0, calling it 'unknown')."""
+    empty = {d.name for d in done if d.upstream}
+    for name in names:
+        mark = series.deferred.get(name)
+        root = mark.root if mark else None
+        if name in empty and root and root in series.deferred and root not in back:
+            raise RefusedError(
+                f"{name} was not applied: it changes nothing without {root}, still deferred"
+                " (nothing changed)",
+                f"'patchstack push {root}' first, then 'patchstack push {name}'",
             )
 
 
