@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from .conftest import Repo
+from .conftest import Repo, make_repo, numbered, replace_line
 from .refresh_fixtures import make_fork, snapshot
 
 
@@ -107,3 +107,20 @@ def test_status_drift_against_the_upstream_ref_and_after_refresh(tmp_path) -> No
     drift = json.loads(repo.ps("status", "--json").stdout)["drift"]
     assert drift["commits"] == 0 and drift["touching"] == []
     assert "upstream moved" not in repo.ps("status").stdout
+
+
+def test_check_without_an_upstream_says_it_checked_head_not_upstream(tmp_path) -> None:
+    """No --onto and no @{upstream}: 'all patches apply' against HEAD is true by construction;
+    the check says what it checked and how to name upstream, in text and JSON."""
+    repo = make_repo(tmp_path / "fork", {"x.py": numbered(30, "x")})
+    repo.ps("init")
+    replace_line(repo, "x.py", "x 10\n", "x 10 ess\n")
+    repo.ps("new", "ess", "--tag", "essential")
+    result = repo.ps("check")
+    assert "check against HEAD (below the stack)" in result.stdout
+    assert "no upstream (@{upstream}) and no --onto was given" in result.stderr
+    assert "'patchstack check --onto origin/main'" in result.stderr
+    warnings = json.loads(repo.ps("check", "--json").stdout)["warnings"]
+    assert any("checked against HEAD, not against upstream" in w for w in warnings)
+    # Named: no such note.
+    assert "no upstream" not in repo.ps("check", "--onto", "HEAD~1").stderr

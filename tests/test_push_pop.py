@@ -301,3 +301,33 @@ def test_push_onto_builds_the_stack_on_another_base(repo: Repo) -> None:
     assert names(repo) == ["p.patch"]
     result = repo.ps("push", "--onto", "no-such-rev", code=2)
     assert "unknown revision 'no-such-rev'" in result.stderr
+
+
+def test_a_conflict_a_commit_under_the_stack_caused_does_not_advise_with_deps(tmp_path) -> None:
+    """No unselected patch is involved: the hint says the tree under the patch changed and
+    points at refresh, not at --with-deps (which adds nothing here)."""
+    repo = make_repo(tmp_path / "fork", {"x.py": numbered(30, "x")})
+    repo.ps("init")
+    replace_line(repo, "x.py", "x 10\n", "x 10 ess\n")
+    repo.ps("new", "ess", "--tag", "essential")
+    repo.ps("pop", "--all")
+    replace_line(repo, "x.py", "x 10\n", "x 10 mine\n")
+    repo.commit_all("under the stack")
+    before = repo.state()
+    err = repo.ps("push", "--all", code=1).stderr
+    assert "--with-deps" not in err
+    assert "the tree it is pushed onto changed these lines" in err
+    assert "'patchstack refresh'" in err
+    assert repo.state() == before
+
+
+def test_a_conflict_an_unselected_patch_explains_names_it_in_the_hint(tmp_path) -> None:
+    repo = make_repo(tmp_path / "fork", {"x.py": numbered(30, "x")})
+    repo.ps("init")
+    replace_line(repo, "x.py", "x 10\n", "x 10 diag\n")
+    repo.ps("new", "diag", "--tag", "diagnostic")
+    replace_line(repo, "x.py", "x 10 diag\n", "x 10 diag and essential\n")
+    repo.ps("new", "ess", "--tag", "essential")
+    repo.ps("pop", "--all")
+    err = repo.ps("push", "--only", "essential", code=1).stderr
+    assert "carry the patches it leans on too (diag.patch): 'push --with-deps'" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -412,6 +413,8 @@ def export_mbox_cmd(ctx: click.Context, file: str) -> None:
     ws = ctx.obj.checkout(write=False)
     result, data = export_mbox(ws, file)
     if file == "-":
-        click.get_binary_stream("stdout").write(data)  # type: ignore[operator]
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
     else:
         echo(ctx, f"exported {len(result.names)} patch(es) to {ws.display(result.path)}")

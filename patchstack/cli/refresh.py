@@ -341,6 +341,8 @@ def check(
         " case: one file on macOS and Windows, so the series is not portable there"
         for a, b in case_clashes(series)
     ]
+    if result.no_upstream:
+        warnings.append(result.no_upstream)
     report = None
     if probes:
         left_out = {

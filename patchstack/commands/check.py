@@ -32,6 +32,7 @@ from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
+from .refresh.drift import no_upstream_note
 from .refresh.holds import held_reports, needs
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
@@ -46,6 +47,9 @@ class CheckResult:
     verdicts: tuple[Verdict, ...]
     conflicts: tuple[Conflict, ...]
     deferred: tuple[Conflict, ...] = ()  # deferred patches' reports again, when asked for
+    # Neither --onto nor @{upstream}: what was checked is HEAD, and this says so (with the
+    # remote branch status would compare against, when there is one).
+    no_upstream: str = ""
 
     @property
     def ok(self) -> bool:
@@ -92,6 +96,7 @@ def check(
         raise stopped
     series = ws.load_series()
     stack = read_stack(git)
+    no_upstream = ""
     if onto:
         target, name = resolve_rev(git, onto), onto
     else:
@@ -99,6 +104,7 @@ def check(
         found = git.rev_parse(upstream) if upstream else None
         if found is None:
             target, name = stack.base, "HEAD" if not stack.applied else "HEAD (below the stack)"
+            no_upstream = no_upstream_note(ws, series.base_ref)
         else:
             target, name = found, upstream or "HEAD"
     check_words(series, sel)
@@ -168,7 +174,9 @@ def check(
         for e in series.entries
         if e.name not in skip
     )
-    return CheckResult(target, name, series.base, verdicts, tuple(reports), tuple(shown_again))
+    return CheckResult(
+        target, name, series.base, verdicts, tuple(reports), tuple(shown_again), no_upstream
+    )
 
 
 def _placed_again(

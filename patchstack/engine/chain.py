@@ -288,13 +288,13 @@ class Engine:
                 self.settled.append(name)
                 return settled
         if isinstance(result, MergeResult):
+            report = self.conflict_report(
+                name, result.tree, result.conflicted, result.messages, selected
+            )
             raise ConflictError(
                 f"patch '{name}' conflicts with the tree it is pushed onto",
-                self.conflict_report(
-                    name, result.tree, result.conflicted, result.messages, selected
-                ),
-                "carry the patches it leans on too: 'push --with-deps' and 'pop --keep-deps'"
-                " add them (nothing was changed)",
+                report,
+                _conflict_hint(report),
             )
         return result
 
@@ -353,6 +353,21 @@ class Engine:
             if not expected or added & expected:
                 found.append(entry.name)
         return tuple(found)
+
+
+def _conflict_hint(report: Conflict) -> str:
+    """The next step of a failed placement: the unselected patches the report names, when it
+    names any; otherwise the tree under the patch changed its lines, and no patch helps."""
+    if report.culprits:
+        return (
+            f"carry the patches it leans on too ({', '.join(report.culprits)}): 'push"
+            " --with-deps' and 'pop --keep-deps' add them (nothing was changed)"
+        )
+    return (
+        "the tree it is pushed onto changed these lines, not a missing patch: 'patchstack"
+        " refresh' carries the series onto it and stops here for you to resolve"
+        " (nothing was changed)"
+    )
 
 
 def no_base_error(base: str) -> PatchstackError:

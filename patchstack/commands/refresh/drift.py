@@ -130,3 +130,13 @@ def _guess_upstream(ws: Checkout, base_ref: str | None) -> tuple[str | None, str
         return base_ref, "the branch the series base was taken from"
     found = git.remote_default()
     return (found, "the remote's default branch") if found else (None, "")
+
+
+def no_upstream_note(ws: Checkout, base_ref: str | None) -> str:
+    """What a check against HEAD, for want of an upstream, did not check, and how to name one."""
+    guess, _why = _guess_upstream(ws, base_ref)
+    onto = guess or "origin/main"
+    return (
+        "this branch has no upstream (@{upstream}) and no --onto was given: checked against"
+        f" HEAD, not against upstream; 'patchstack check --onto {onto}' checks against it"
+    )
