@@ -177,3 +177,70 @@ def test_chromium_shows_the_table_without_breaking_a_name(demo_review: str, tmp_
     ).stdout
     found = json.loads(html.unescape(re.search(r'data-m="([^"]*)"', dom).group(1)))  # type: ignore[union-attr]
     assert found["broken"] == [] and found["scroll"] <= found["width"], found
+
+
+def _series_dir(path: Path, names: list[str]) -> None:
+    """A series folder of one-line patches, each creating its own file."""
+    (path / "patches").mkdir(parents=True)
+    for i, name in enumerate(names):
+        body = (
+            f"From: Fork <fork@example.org>\nSubject: [PATCH] {name}: {'a long subject ' * 6}\n\n"
+            f"---\ndiff --git a/f{i}.py b/f{i}.py\nnew file mode 100644\n--- /dev/null\n"
+            f"+++ b/f{i}.py\n@@ -0,0 +1 @@\n+x = {i}\n"
+        )
+        (path / "patches" / name).write_text(body)
+    (path / "patches" / "series").write_text("".join(f"{n} # essential\n" for n in names))
+
+
+@pytest.mark.slow
+def test_chromium_shows_a_47_patch_html_review_within_1280_px(tmp_path) -> None:
+    """The HTML page of a review of 47 patches with long names, each renamed to a longer one
+    (the status cell says 'renamed (from OLD)'), fits a 1,280 px window: the page never
+    scrolls sideways outside its diffs (a real branch's review overflowed at 1,382 px)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed")
+    old = [
+        f"reload-opt-in-record-replay-{i:02d}-SGLANG_ENABLE_RECORD_REPLAY.patch" for i in range(47)
+    ]
+    new = [n.replace("reload-opt-in", "partial-reload-opt-in-and-delta") for n in old]
+    _series_dir(tmp_path / "old", old)
+    _series_dir(tmp_path / "new", new)
+    repo = Repo(tmp_path / "new")
+    subprocess.run(["git", "init", "-q", str(repo.path)], check=True)
+    page = tmp_path / "review.html"
+    repo.ps(
+        "review",
+        str(tmp_path / "old/patches"),
+        str(tmp_path / "new/patches"),
+        "--format",
+        "html",
+        "-o",
+        str(page),
+    )
+    text = page.read_text()
+    assert text.count("renamed (from ") >= 47
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    probe = (
+        "<script>{ var d = document.documentElement; document.body.dataset.m ="
+        " JSON.stringify({scroll: d.scrollWidth, width: d.clientWidth, wide:"
+        " [...document.querySelectorAll('body *')].filter(e => !e.closest('pre') &&"
+        " e.getBoundingClientRect().right > d.clientWidth + 1).map(e => e.tagName)}); }</script>"
+    )
+    page.write_text(text.replace("</body>", probe + "</body>"))
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1280,900",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    found = json.loads(html.unescape(re.search(r'data-m="([^"]*)"', dom).group(1)))  # type: ignore[union-attr]
+    assert found["scroll"] <= found["width"] and found["wide"] == [], found
