@@ -340,9 +340,7 @@ def check(
         f"{series.path}:{b.lineno}: '{b.name}' and '{a.name}' (line {a.lineno}) differ only by"
         " case: one file on macOS and Windows, so the series is not portable there"
         for a, b in case_clashes(series)
-    ]
-    if result.no_upstream:
-        warnings.append(result.no_upstream)
+    ] + ([result.no_upstream] if result.no_upstream else [])
     report = None
     if probes:
         left_out = {
