@@ -5,6 +5,8 @@
     ghaction.py comment FILE          keep one pull request comment up to date with FILE
     ghaction.py pull-request          (a workflow_run workflow) review the pull request of the
                                       run from git objects and keep its comment up to date
+    ghaction.py refresh               the refresh bot (ghbot.py): refresh onto upstream, keep
+                                      one pull request of the fork up to date
     ghaction.py event FIELD           a field of the event that started the workflow
 
 action.yml runs this file with the Action's own interpreter in isolated mode (``python -I``):
@@ -119,12 +121,23 @@ class TimedOut(Exception):
     pass
 
 
-def patchstack(args: list[str], timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+def patchstack(
+    args: list[str],
+    timeout: float | None = None,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run patchstack in a session of its own; past ``timeout`` seconds the whole session is
     killed (a template's nested loop must not keep the runner busy until the job's timeout)."""
     cmd = [patchstack_program(), *args]
     with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
@@ -306,6 +319,11 @@ def comment(path: str, pr_arg: str, mode: str, if_exists: bool) -> int:
 def _fetch_with_token(*refspecs: str) -> None:
     """Fetch from origin; the token goes in git's environment (never into .git/config), and
     only to the server the workflow runs on."""
+    git("fetch", "--quiet", "--no-tags", "origin", *refspecs, env=origin_auth_env())
+
+
+def origin_auth_env() -> dict[str, str]:
+    """The token for origin in git's environment, only for the server the workflow runs on."""
     server = os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     token = os.environ.get("GITHUB_TOKEN", "")
     url = git("remote", "get-url", "origin", check=False)
@@ -317,7 +335,7 @@ def _fetch_with_token(*refspecs: str) -> None:
             "GIT_CONFIG_KEY_0": f"http.{server}/.extraheader",
             "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
         }
-    git("fetch", "--quiet", "--no-tags", "origin", *refspecs, env=env)
+    return env
 
 
 def pull_request() -> int:
@@ -374,6 +392,36 @@ def pull_request() -> int:
     return 0
 
 
+def refresh_bot() -> int:
+    """command: refresh (ghbot.py): refresh onto upstream and keep the bot's pull request."""
+    import ghbot
+
+    api = ghcomment.Api()
+    try:
+        settings = ghbot.settings_from(inp)
+        outcome = ghbot.refresh(
+            settings,
+            api,
+            lambda args, cwd, env: patchstack(args, None, cwd, env),
+            origin_auth_env(),
+            out_dir(),
+        )
+    except ghbot.LostRace as exc:
+        error(str(exc))
+        add_summary(f"patchstack refresh bot: lost a race, nothing published.\n\n{exc}\n")
+        set_outputs(result="lost-race")
+        return 1
+    except (ghbot.BotFailure, urllib.error.HTTPError, TimedOut) as exc:
+        error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        add_summary(f"patchstack refresh bot failed:\n\n```\n{exc}\n```\n")
+        ghbot.report_failure(api, str(exc), run_url())
+        set_outputs(result="failed")
+        return 1
+    add_summary(outcome.summary)
+    set_outputs(result=outcome.result, pull_request=str(outcome.pr or ""))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "event":
         print(event_field(argv[1]))
@@ -384,6 +432,8 @@ def main(argv: list[str]) -> int:
         return review()
     if argv == ["pull-request"]:
         return pull_request()
+    if argv == ["refresh"]:
+        return refresh_bot()
     if len(argv) >= 2 and argv[0] == "comment":
         rest = argv[2:]
         pr = rest[rest.index("--pr") + 1] if "--pr" in rest else ""

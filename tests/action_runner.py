@@ -13,8 +13,9 @@ that uses this action runs it with `run_action`, the other actions' steps are re
 their inputs.
 
 `FakeGitHub` is a small local HTTP server that answers the few REST calls the action makes
-(issue comments, pull requests by head and by number), so that the comment steps are tested
-end to end.
+(issue comments, pull requests by head and by number, the refresh bot's pull request: made,
+edited, merged; issues: listed, opened, edited), so that the comment steps and the refresh bot
+are tested end to end.
 """
 
 from __future__ import annotations
@@ -318,6 +319,7 @@ class FakeGitHub:
         self.repo, self.token, self.writable = repo, token, writable
         self.comments: dict[int, dict[str, Any]] = {}
         self.pulls: list[dict[str, Any]] = []
+        self.issues: list[dict[str, Any]] = []
         self.calls: list[tuple[str, str]] = []
         self.next_id = 1000
         owner = self
@@ -352,6 +354,9 @@ class FakeGitHub:
             def do_PATCH(self) -> None:  # noqa: N802
                 self._handle("PATCH")
 
+            def do_PUT(self) -> None:  # noqa: N802
+                self._handle("PUT")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -376,7 +381,7 @@ class FakeGitHub:
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}
         rest = path[len(prefix) :]
-        if method in ("POST", "PATCH") and not self.writable:
+        if method in ("POST", "PATCH", "PUT") and not self.writable:
             return 403, {"message": "Resource not accessible by integration"}
         if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
             pr = int(m.group(1))
@@ -394,8 +399,51 @@ class FakeGitHub:
             return 200, {"id": int(m.group(1))}
         if rest == "/pulls" and method == "GET":
             head = query.get("head", [""])[0]
-            return 200, [p for p in self.pulls if p["head"]["label"] == head]
-        if (m := re.fullmatch(r"/pulls/(\d+)", rest)) and method == "GET":
+            state = query.get("state", ["open"])[0]
+            return 200, [
+                p
+                for p in self.pulls
+                if p["head"]["label"] == head and state in ("all", p.get("state", "open"))
+            ]
+        if rest == "/pulls" and method == "POST":
+            number = self.new_number()
+            owner = self.repo.split("/")[0]
+            pr = {
+                "number": number,
+                "state": "open",
+                "title": body["title"],
+                "body": body["body"],
+                "head": {"label": f"{owner}:{body['head']}", "ref": body["head"]},
+                "base": {"ref": body["base"]},
+                "merged": False,
+            }
+            self.pulls.append(pr)
+            return 201, pr
+        if m := re.fullmatch(r"/pulls/(\d+)(/merge)?", rest):
             found = [p for p in self.pulls if p["number"] == int(m.group(1))]
-            return (200, found[0]) if found else (404, {"message": "Not Found"})
+            if not found:
+                return 404, {"message": "Not Found"}
+            if method == "PATCH" and not m.group(2):
+                found[0].update({k: v for k, v in body.items() if k in ("title", "body")})
+                return 200, found[0]
+            if method == "PUT" and m.group(2):
+                found[0].update(merged=True, state="closed", merged_sha=body.get("sha"))
+                return 200, {"merged": True}
+            if method == "GET" and not m.group(2):
+                return 200, found[0]
+        if rest == "/issues" and method == "GET":
+            return 200, [i for i in self.issues if i["state"] == "open"]
+        if rest == "/issues" and method == "POST":
+            issue = {"number": self.new_number(), "state": "open", **body}
+            self.issues.append(issue)
+            return 201, issue
+        if (m := re.fullmatch(r"/issues/(\d+)", rest)) and method == "PATCH":
+            found = [i for i in self.issues if i["number"] == int(m.group(1))]
+            if found:
+                found[0].update(body)
+                return 200, found[0]
         return 404, {"message": "Not Found"}
+
+    def new_number(self) -> int:
+        self.next_id += 1
+        return self.next_id
