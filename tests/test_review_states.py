@@ -352,3 +352,35 @@ def test_a_changed_resolution_shows_the_change_of_its_resolved_file(day, tmp_pat
     assert change["diff"][:2] == ["--- a/d.py (recorded before)", "+++ b/d.py (recorded now)"]
     assert "+d 20 kept from p4" in change["diff"]
     assert "versions were" not in change["note"]  # the same conflict, resolved otherwise
+
+
+def test_the_review_names_the_upstream_commits_that_changed_each_patchs_files(
+    day, tmp_path
+) -> None:
+    """The picture of the base's move (which upstream commits hit which patches), checked
+    against git and unidiff: every commit of old..new that changed a file a patch of either
+    side changes, oldest first, with exactly those patches; none else."""
+    import unidiff
+
+    repo, before, after = day
+    doc = review_json(repo, before, after)
+    old, new = doc["base"]["old"], doc["base"]["new"]
+    owners: dict[str, set[str]] = {}
+    for folder in (before, after):
+        for patch in sorted(Path(folder).glob("*.patch")):
+            for f in unidiff.PatchSet(patch.read_text()):
+                owners.setdefault(f.path, set()).add(patch.name)
+    expected = []
+    for commit in repo.git("rev-list", "--reverse", f"{old}..{new}").split():
+        files = repo.git("diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
+        names = set().union(*(owners.get(f, set()) for f in files))
+        if names:
+            expected.append((commit, sorted(names)))
+    assert expected and len(expected) == 3
+    assert [(h["commit"], sorted(h["patches"])) for h in doc["base"]["hits"]] == expected
+    md = repo.ps("review", str(before), str(after), "--format", "markdown").stdout
+    assert "| `9afaa2a3ca9c` | upstream reworks a.py | `p1.patch` deferred |" in md or (
+        f"| `{expected[0][0][:12]}` | upstream reworks a.py | `p1.patch` deferred |" in md
+    )
+    html = repo.ps("review", str(before), str(after), "--format", "html").stdout
+    assert "Upstream commits that changed the patches' files" in html

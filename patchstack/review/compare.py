@@ -190,6 +190,16 @@ class PatchReview:
 
 
 @dataclass(frozen=True)
+class Hit:
+    """An upstream commit of the base's move that changed a file of these patches (a fact of
+    `git show --stat`, not a claim that it conflicts with them)."""
+
+    oid: str
+    subject: str
+    patches: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class BaseChange:
     old: str | None
     new: str | None
@@ -197,6 +207,9 @@ class BaseChange:
     new_ref: str | None = None
     ahead: int | None = None  # commits in new base and not in old (None: not known)
     behind: int | None = None  # commits in old base and not in new
+    # The commits of old..new that changed a file of a patch of either side, oldest first
+    # (only when the new base descends from the old one and both are in the repository).
+    hits: tuple[Hit, ...] = ()
 
     @property
     def moved(self) -> bool:

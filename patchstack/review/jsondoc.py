@@ -92,6 +92,9 @@ def review_json(r: Review) -> dict[str, Any]:
             "moved": b.moved,
             "ahead": b.ahead,
             "behind": b.behind,
+            "hits": [
+                {"commit": h.oid, "subject": h.subject, "patches": list(h.patches)} for h in b.hits
+            ],
         },
         "summary": dict(r.summary),
         "marked": dict(r.marked),

@@ -199,3 +199,19 @@ def base_text(review: Review) -> str:
 def counts_text(counts: Sequence[tuple[str, int]]) -> str:
     """``585 unchanged, 14 rebased`` from (word, count) pairs."""
     return ", ".join(f"{n} {word}" for word, n in counts)
+
+
+HITS_SHOWN = 20  # the rows of the picture of the base's move
+
+
+def hit_rows(review: Review) -> tuple[list[tuple[str, str, list[tuple[str, str]]]], int]:
+    """Which upstream commits of the base's move changed which patches' files, the commits
+    touching most patches first (at most `HITS_SHOWN`), each patch with its first status word
+    in this review; and how many commits were left out."""
+    words = {p.name: p.words[0] if p.words else "" for p in review.patches}
+    ranked = sorted(review.base.hits, key=lambda h: -len(h.patches))
+    rows = [
+        (h.oid[:12], h.subject, [(n, words.get(n, "")) for n in h.patches])
+        for h in ranked[:HITS_SHOWN]
+    ]
+    return rows, max(0, len(ranked) - HITS_SHOWN)

@@ -174,7 +174,7 @@ def environment(
         interdiff_style=interdiff_style,
         pad=lambda text, width: text + " " * max(0, width - len(text)),
     )
-    env.globals.update(marker=MARKER, limit=COMMENT_LIMIT)
+    env.globals.update(marker=MARKER, limit=COMMENT_LIMIT, hit_rows=markup.hit_rows)
     return env
 
 

@@ -13,13 +13,14 @@ import os
 import stat
 from collections.abc import Callable
 
+from ..commands.refresh.drift import walk
 from ..commands.refresh.resolutions import BadRecord, read_bounded
 from ..engine.evidence import recorded
 from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
 from ..model.patchfile import parse_patch
 from ..model.series import Series, parse_series
-from .compare import BaseChange, Review, SeriesState, review
+from .compare import BaseChange, Hit, Review, SeriesState, review
 from .states import RESOLUTIONS, Files
 
 RESOLUTION_MAX = 16 << 20  # bytes of one resolution file the review reads (larger: not read)
@@ -126,9 +127,24 @@ def base_change(git: Git | None, old: SeriesState, new: SeriesState) -> BaseChan
     """The move of the base, with commit counts when both bases are in the repository."""
     a, b = old.series.base, new.series.base
     ahead = behind = None
+    hits: tuple[Hit, ...] = ()
     if git is not None and a and b and a != b and git.rev_parse(a) and git.rev_parse(b):
         ahead, behind = git.ahead_behind(a, b)
-    return BaseChange(a, b, old.series.base_ref, new.series.base_ref, ahead, behind)
+        if not behind:
+            hits = _hits(git, a, b, (old, new))
+    return BaseChange(a, b, old.series.base_ref, new.series.base_ref, ahead, behind, hits)
+
+
+def _hits(git: Git, a: str, b: str, sides: tuple[SeriesState, SeriesState]) -> tuple[Hit, ...]:
+    """The upstream commits of a..b that changed a file some patch of either side changes."""
+    owners: dict[str, list[str]] = {}
+    for side in sides:
+        for name, (_data, patch) in side.patches.items():
+            for path in patch.paths:
+                if name not in owners.setdefault(path, []):
+                    owners[path].append(name)
+    _count, touching, _every = walk(git, a, b, owners)
+    return tuple(Hit(c.oid, c.subject, c.patches) for c in touching)
 
 
 def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None) -> Review:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...checkout import Checkout
+from ...git import Git
 from ...model import trailers
 from ...model.ids import Oid
 from ..state import check_base, read_stack
@@ -83,7 +84,7 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
             tuple((o, s) for o, s in every_),
             guessed,
         )
-    count, touching, every = _walk(ws, base, target, owners)
+    count, touching, every = walk(git, base, target, owners)
     ws.store.put(
         CACHE,
         key,
@@ -100,12 +101,12 @@ def _cache_key(base: str, target: str, owners: dict[str, list[str]]) -> str:
     return f"{base} {target} {digest.hexdigest()}"
 
 
-def _walk(
-    ws: Checkout, base: str, target: str, owners: dict[str, list[str]]
+def walk(
+    git: Git, base: str, target: str, owners: dict[str, list[str]]
 ) -> tuple[int, list[DriftCommit], list[tuple[str, str]]]:
     """The commits of base..target (upstream's, not a merged stack's), and those of them that
-    touch a file of the series: two walks of the range, what `drift` caches."""
-    git = ws.git
+    touch a file of the series (``owners``: a path and the patches that change it): two walks
+    of the range, what `drift` caches and the review's picture of the move shows."""
     rng = f"{base}..{target}"
     grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's
     listed = git.log_commits(rng, exclude_grep=grep)
