@@ -44,3 +44,46 @@ def test_status_after_a_push_of_an_imported_series_proves_nothing_again(
     assert "diff-tree --stdin" in traced  # (the plain way does read them)
     assert fast == plain
     assert {p["matches"] for p in json.loads(fast)["patches"]} == {"exact"}
+
+
+def _knock_ons(repo: Repo) -> None:
+    """p1 conflicts with upstream in b.py; p2 and p3 edit the lines of a.py next to p1's, so
+    each conflicts only for p1's absence: both are placed on the same tree (upstream's), and
+    their proofs merge p1 there."""
+    repo.ps("init")
+    repo.git("branch", "up")
+    replace_line(repo, "b.py", "b 5\n", "b 5 p1\n")
+    for i, n in enumerate((10, 11, 12)):
+        replace_line(repo, "a.py", f"a {n}\n", f"a {n} p{i + 1} was here\n")
+        repo.ps("new", f"p{i + 1}", "--tag", "essential")
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "b.py", "b 5\n", "b 5 upstream\n")
+    repo.commit_all("upstream edits b 5")
+    repo.git("checkout", "-q", "main")
+
+
+def test_a_run_of_knock_ons_merges_each_root_once_and_says_the_same(
+    repo: Repo, monkeypatch
+) -> None:
+    """Knock-ons placed on the same tree prove their roots with the same merges: each is
+    made once (`engine.triage`), and check's report is byte for byte the plain path's."""
+    from patchstack.engine import triage
+
+    _knock_ons(repo)
+    made: list[tuple[str, ...]] = []
+    plain_place = triage.place_fast
+
+    def counted(git, before, tree, after, labels, *rest):  # type: ignore[no-untyped-def]
+        made.append((before, tree, after, labels[1]))
+        return plain_place(git, before, tree, after, labels, *rest)
+
+    monkeypatch.setattr(triage, "place_fast", counted)
+    fast = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert len(made) == len(set(made))
+    monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "1")
+    made.clear()
+    plain = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert len(made) > len(set(made))  # (the plain way merges p1 there again)
+    assert fast == plain
+    kinds = {c["patch"]: c["kind"] for c in json.loads(fast)["conflicts"]}
+    assert kinds == {"p1.patch": "primary", "p2.patch": "knock-on", "p3.patch": "knock-on"}
