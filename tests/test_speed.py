@@ -87,3 +87,23 @@ def test_a_run_of_knock_ons_merges_each_root_once_and_says_the_same(
     assert fast == plain
     kinds = {c["patch"]: c["kind"] for c in json.loads(fast)["conflicts"]}
     assert kinds == {"p1.patch": "primary", "p2.patch": "knock-on", "p3.patch": "knock-on"}
+
+
+def test_pop_walks_the_stack_once_for_its_snapshots_and_records_the_same(
+    repo: Repo, tmp_path: Path, monkeypatch
+) -> None:
+    """The operation log's snapshots name the applied patches before and after: a pop's HEAD
+    after is in the stack read before it, so the history is walked once, not twice; what is
+    recorded is what a snapshot taken afresh says."""
+    from .test_fixed_costs import recorded_and_taken, stack_of_three
+
+    stack_of_three(repo)
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    for args in (["pop"], ["push", "--all"], ["pop", "p1.patch"], ["pop", "--all"]):
+        _out, traced = _traced(repo, trace, *args)
+        walks = [ln for ln in traced.splitlines() if "%H%x01%T%x01%P%x01%B" in ln]
+        recorded, taken = recorded_and_taken(repo)
+        assert recorded == taken, args
+        if args[0] == "pop" and args[1:] != ["--all"]:  # (down to the base: walked below it)
+            assert len(walks) == 2, (args, walks)  # read_stack's, and the snapshot's
