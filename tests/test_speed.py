@@ -107,3 +107,42 @@ def test_pop_walks_the_stack_once_for_its_snapshots_and_records_the_same(
         assert recorded == taken, args
         if args[0] == "pop" and args[1:] != ["--all"]:  # (down to the base: walked below it)
             assert len(walks) == 2, (args, walks)  # read_stack's, and the snapshot's
+
+
+def test_an_upstream_marks_claim_is_proven_once_and_says_the_same(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``# upstream: NAME COMMIT in UPSTREAM`` is checked by two merges (`evidence.brought`);
+    once a refresh proved it, the next check takes the proof from the cache, and says what
+    the plain path (which merges again) says."""
+    from patchstack.engine import claims
+
+    from .test_verdicts import two_patches
+
+    repo, _evil = two_patches(tmp_path)
+    base = repo.git("rev-parse", "HEAD~2").strip()
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.txt", "b 5\n", "b 5 mine\n")
+    took = repo.commit_all("upstream takes p2")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up")
+    assert f" in {took}\n" in repo.read("patches/series")
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "a.txt", "a 8\n", "a 8 up\n")
+    repo.commit_all("upstream edits a 8")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up")  # proves the mark, and keeps the proof
+    asked: list[str] = []
+    plain_brought = claims.brought
+
+    def counted(git, before, after, commit):  # type: ignore[no-untyped-def]
+        asked.append(commit)
+        return plain_brought(git, before, after, commit)
+
+    monkeypatch.setattr(claims, "brought", counted)
+    fast = repo.ps("check", "--json").stdout
+    assert asked == []
+    monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "1")
+    plain = repo.ps("check", "--json").stdout
+    assert asked == [took]
+    assert fast == plain
