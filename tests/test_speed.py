@@ -146,3 +146,43 @@ def test_an_upstream_marks_claim_is_proven_once_and_says_the_same(
     plain = repo.ps("check", "--json").stdout
     assert asked == [took]
     assert fast == plain
+
+
+def test_the_upstream_search_reads_the_versions_at_once_and_finds_the_same(
+    repo: Repo, monkeypatch
+) -> None:
+    """The search for the upstream commit that brought a patch (`evidence.first_holding`)
+    steps through the versions of the patch's files; their trees are read in one batch per
+    depth up front, not a few round trips per step, and the commit found is the same."""
+    from patchstack.engine import evidence
+    from patchstack.git.objects import Objects
+
+    repo.write("deep/er/still/a.txt", "".join(f"a {i}\n" for i in range(1, 80)))
+    repo.commit_all("a deep file")
+    repo.ps("init")
+    replace_line(repo, "deep/er/still/a.txt", "a 5\n", "a 5 mine\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", "HEAD~1")
+    for i in range(30, 75):
+        replace_line(repo, "deep/er/still/a.txt", f"a {i}\n", f"a {i} up\n")
+        repo.commit_all(f"upstream edits a {i}")
+        if i == 50:
+            replace_line(repo, "deep/er/still/a.txt", "a 5\n", "a 5 mine\n")
+            took = repo.commit_all("upstream takes p")
+    repo.git("checkout", "-q", "main")
+    reads: list[int] = []
+    plain_read = Objects.read_objects
+
+    def counted(self, names):  # type: ignore[no-untyped-def]
+        reads.append(len(names))
+        return plain_read(self, names)
+
+    monkeypatch.setattr(Objects, "read_objects", counted)
+    ahead = repo.ps("check", "--onto", "up", "--json").stdout
+    batched = len(reads)
+    reads.clear()
+    monkeypatch.setattr(evidence, "AHEAD", 0)
+    one_by_one = repo.ps("check", "--onto", "up", "--json").stdout
+    assert ahead == one_by_one
+    assert json.loads(ahead)["patches"][0]["evidence"]["commit"] == took
+    assert batched < len(reads), (batched, len(reads))
