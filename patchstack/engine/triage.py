@@ -157,8 +157,9 @@ def _clean_with(
         before, after = change
         if before != after:
             key = (before, tree, after, name)
-            found = memo.get(key) if memo is not None else None
-            merged = found or place_fast(git, before, tree, after, ("triage", name))
+            merged = memo.get(key) if memo is not None else None
+            if merged is None:
+                merged = place_fast(git, before, tree, after, ("triage", name))
             if memo is not None:
                 memo[key] = merged
             if name == f.name:
