@@ -26,15 +26,15 @@ leaves it alone), and `restore_style` turns it back after the text was made visi
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-import secrets
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 _KEEP = frozenset("\t\n")
 # Printable, unguessable: stands for an ESC that patchstack itself wrote (colour).
-STYLE_TOKEN = "\ue000" + secrets.token_hex(8) + "\ue001"
+STYLE_TOKEN = "\ue000" + os.urandom(8).hex() + "\ue001"
 T = TypeVar("T")
 
 

@@ -15,7 +15,6 @@ from ..model.marks import Mark
 from ..model.series import Series, new_series
 from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
-from .refresh.start import owners_of_edits
 from .state import on_top_problem, plain_commits, read_stack
 from .upstream import Standing, standings, today
 
@@ -165,6 +164,8 @@ def status(ws: Checkout) -> StatusResult:
     if in_patches and not any(top in owners for owners in in_patches.values()):
         # A plain refresh folds only edits in the top patch's files: name the patch whose
         # lines the edits change, as refresh itself does when it refuses.
+        from .refresh.start import owners_of_edits  # (the engine: not loaded for a status)
+
         found = owners_of_edits(ws, series, stack, dirty)
         fold_into = found[0][1] if found else None
     edits = tuple(

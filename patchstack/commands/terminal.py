@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from ..checkout import open_checkout
 from ..git import find_repo
 from ..git.interactive import color_setting, pager_command, start_pager
-from .listing import list_series
 
 __all__ = [
     "color_setting",
@@ -48,6 +47,8 @@ def completion_patches(series_dir: str | None, applied: bool | None) -> Sequence
         try:
             if applied is None:
                 return [(e.name, e.tag) for e in ws.load_series().entries]
+            from .listing import list_series  # (not loaded for the colour setting)
+
             rows = list_series(ws).rows
         finally:
             ws.git.close()

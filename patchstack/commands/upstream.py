@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from ..checkout import Checkout
 from ..errors import PatchstackError
@@ -30,7 +31,9 @@ from ..model import fields
 from ..model.fields import Upstream
 from ..model.patchfile import Patch
 from ..model.series import Series
-from .edit import EditResult, rewrite_message
+
+if TYPE_CHECKING:
+    from .edit import EditResult
 
 SETTABLE = ("submitted", "applied", "not-needed", "pending")
 IN_BASE, NOT_IN_BASE, UNKNOWN = "in-base", "not-in-base", "unknown"
@@ -107,6 +110,8 @@ def set_upstream(ws: Checkout, name_text: str, state: str, detail: str | None) -
     def compose(current: str, patch: Patch) -> str:
         found = fields.read(current.partition("\n\n")[2])
         return fields.write(current, changes_for(state, text, found, today))
+
+    from .edit import rewrite_message  # (a publish: not loaded for a status)
 
     return rewrite_message(ws, name_text, compose, None, "upstream")
 

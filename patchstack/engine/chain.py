@@ -126,6 +126,11 @@ class Engine:
             lp = self.patch(entries[j - 1].name)
             key = self._chain_key(parent, lp)
             commit = self.cache.get(key)
+            if commit is not None and commit != parent:
+                # Made from this file on this parent before (or learned from a refresh that
+                # made it so): exact, as `commands.proof` would prove it again.
+                digest = hashlib.sha256(lp.data).hexdigest()
+                self.proven.append((Oid(commit), digest, lp.entry.strip_level, False))
             if commit is None and self.shortcuts and self._provable(lp):
                 session = session or ProvenStream(self.git, parent)
                 due = ahead.due(j - 1)

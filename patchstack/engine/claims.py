@@ -13,11 +13,12 @@ with the command that repairs it (exit 2), before anything is built or cached.
 from __future__ import annotations
 
 from ..errors import ConflictError, InputError
-from ..git import Git
 from ..model.ids import Oid
 from ..model.marks import Deferral, Mark, Upstream, parse_mark
 from ..model.series import Other, Series
+from .cache import Cache
 from .chain import Engine
+from .contract import enabled
 from .evidence import brought, first_parent
 
 
@@ -78,22 +79,28 @@ def upstream_changes(engine: Engine, series: Series, where: str) -> dict[str, tu
         if isinstance(found, str):
             raise _refused(where, series, mark, found)
         if mark.evidence:
-            why = _not_brought(git, series.base, mark, *found)
+            why = _not_brought(engine.cache, series.base, mark, *found)
             if why:
                 raise _refused(where, series, mark, why)
         out[mark.name] = found
     return out
 
 
-def _not_brought(git: Git, base: str | None, mark: Upstream, before: Oid, after: Oid) -> str:
+def _not_brought(cache: Cache, base: str | None, mark: Upstream, before: Oid, after: Oid) -> str:
     """Why ``in UPSTREAM`` does not hold: the base does not hold it, or it did not bring the
-    change; "" when it holds."""
+    change; "" when it holds. That a commit brought a change is a fact of their objects: once
+    proven (two merges), it is kept in the engine's cache (read by the next check or refresh)."""
+    git = cache.git
     upstream = mark.evidence or ""
     if not git.has_objects([upstream])[upstream]:
         return f"{upstream[:12]} is not in this repository"
     parent = first_parent(git, upstream)
     if parent is None or not base or not git.is_ancestor(upstream, base):
         return f"the series base does not hold {upstream[:12]}"
+    key = f"brought {before} {after} {upstream}"
+    if enabled() and cache.get(key) == upstream:
+        return ""
     if not brought(git, before, after, upstream):
         return f"{upstream[:12]} did not bring its change"
+    cache.put(key, upstream)
     return ""

@@ -25,6 +25,7 @@ from ..model.conflict import Conflict, UpstreamCommit
 from ..model.ids import Oid
 from .contract import NULL_MODE, enabled, place_fast
 
+AHEAD = 512  # the most versions of the paths read ahead for a search
 SELF = "self"  # a no-op already on the old base: not upstream's doing
 
 
@@ -113,6 +114,8 @@ def first_holding(
     turns = [i for i, c in enumerate(upstream.commits) if c in touching]
     if not turns or not holds(trees[turns[-1]]):
         turns = list(range(len(trees)))  # the tip holds it, its last toucher not: bisected
+    if quick and len(turns) <= AHEAD:  # the search's reads in one batch, not one per step
+        git.entries_in([trees[i] for i in turns], changed)
     good, bad, step = len(turns) - 1, -1, 1  # turns[bad] does not hold it (-1: the old base)
     while good - step >= 0:
         if not holds(trees[turns[good - step]]):

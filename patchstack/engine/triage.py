@@ -22,7 +22,7 @@ from ..git import Git, MergeResult
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from . import culprits
-from .contract import place_fast
+from .contract import enabled, place_fast
 from .evidence import superseded
 
 PRIMARY, KNOCK_ON = "primary", "knock-on"
@@ -76,11 +76,14 @@ def reports(
         return found[1] if found else None
 
     roots: list[str | None] = []  # each conflict's root; None: primary
+    # Conflicts placed on the same tree (a run of them) merge the same roots there: each
+    # merge is made once (`merge-tree` is a function of its trees and labels).
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
     files: list[tuple[str, bytes | None, bytes]] = []
     for i, f in enumerate(failed):
         if tick is not None:
             tick(i + 1, total)
-        roots.append(_root(git, f, paths_of, change_of))
+        roots.append(_root(git, f, paths_of, change_of, memo))
         for path in f.merged.conflicted:
             text = blob(merged_entries[i].get(path))
             if text:
@@ -113,6 +116,7 @@ def _root(
     f: Failed,
     paths_of: Callable[[str], Sequence[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
 ) -> str | None:
     """The missing patch ``f`` is a knock-on of, when ``f`` merges cleanly once the `ROOTS`
     nearest missing patches touching its conflicted files are merged (as they merge, markers
@@ -125,13 +129,13 @@ def _root(
     if not all(any(path in paths_of(p) for p in near) for path in paths):
         return None
     roots = near[-ROOTS:]
-    if not _clean_with(git, f, roots, change_of):
+    if not _clean_with(git, f, roots, change_of, memo):
         return None
     # The root named is one whose lines f needs: the nearest that alone lets f merge (the
     # nearest in its file may be another's neighbour), else the nearest of those it needs.
     if len(roots) > 1:
         for name in reversed(roots):
-            if _clean_with(git, f, [name], change_of):
+            if _clean_with(git, f, [name], change_of, memo):
                 return name
     return roots[-1]
 
@@ -141,6 +145,7 @@ def _clean_with(
     f: Failed,
     roots: Sequence[str],
     change_of: Callable[[str], tuple[Oid, Oid] | None],
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
 ) -> bool:
     """Does ``f`` merge cleanly once ``roots`` are merged, as they merge, markers and all,
     onto the tree it was placed on?"""
@@ -151,7 +156,12 @@ def _clean_with(
             return False
         before, after = change
         if before != after:
-            merged = place_fast(git, before, tree, after, ("triage", name))
+            key = (before, tree, after, name)
+            merged = memo.get(key) if memo is not None else None
+            if merged is None:
+                merged = place_fast(git, before, tree, after, ("triage", name))
+            if memo is not None:
+                memo[key] = merged
             if name == f.name:
                 return merged.clean
             tree = merged.tree

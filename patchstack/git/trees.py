@@ -52,20 +52,27 @@ class Trees(Objects):
     def entries_at(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
         """path -> (mode, id) of these paths in ``tree`` (folders too; missing ones left out),
         read through the persistent ``cat-file``, one pipelined batch of trees per depth."""
-        found: dict[str, tuple[str, str]] = {}
+        return self.entries_in([tree], paths)[0]
+
+    def entries_in(
+        self, trees: Sequence[str], paths: Sequence[str]
+    ) -> list[dict[str, tuple[str, str]]]:
+        """`entries_at` of each of ``trees``, all read together: one batch per depth."""
+        found: list[dict[str, tuple[str, str]]] = [{} for _ in trees]
         memo = self._memo
-        pending = [(p, encode_path(p).split(b"/"), 0, tree) for p in paths]
+        split = [(p, encode_path(p).split(b"/")) for p in paths]
+        pending = [(k, p, parts, 0, t) for k, t in enumerate(trees) for p, parts in split]
         while pending:
             self._read_trees([t for *_, t in pending])
             deeper = []
-            for path, parts, i, at in pending:
+            for k, path, parts, i, at in pending:
                 entry = memo[("tree-records", at)].get(parts[i])
                 if entry is None:
                     continue
                 if i == len(parts) - 1:
-                    found[path] = entry
+                    found[k][path] = entry
                 elif entry[0] == "040000":
-                    deeper.append((path, parts, i + 1, entry[1]))
+                    deeper.append((k, path, parts, i + 1, entry[1]))
             pending = deeper
         return found
 

@@ -38,7 +38,7 @@ from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
 from ..model.naming import named_files, validate_name
-from ..model.stack import stack_from_history
+from .stacks import names_at as _names
 
 DEFAULT_MAX_UNTRACKED = 64 * 1024 * 1024
 
@@ -312,11 +312,7 @@ def take_snapshot(
     null = git.fmt.null
 
     def meanwhile() -> tuple[tuple[Oid, bool], tuple[str, ...]]:
-        try:
-            names = stack_from_history(head, git.iter_first_parent(head)).names
-        except ValueError:
-            names = ()
-        return series_tree(ws, also), names
+        return series_tree(ws, also), _names(git, head)
 
     with git.temp_index() as idx:
         idx.copy_from(git.index_path)
@@ -413,10 +409,7 @@ def moved_snapshot(
             worktree = idx.try_write_tree()
     if worktree is None:
         return None
-    try:
-        names = stack_from_history(new_head, git.iter_first_parent(new_head)).names
-    except ValueError:
-        names = ()
+    names = _names(git, new_head)
     return replace(
         before, head=new_head, index=new_tree, worktree=worktree, stack=names, refresh=refresh
     )

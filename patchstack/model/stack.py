@@ -104,3 +104,16 @@ def stack_from_history(head: Oid, history: Iterable[HistoryCommit]) -> Stack:
     if first is None:
         raise ValueError("no commits")
     return Stack(head, first.oid, first.tree, ())
+
+
+def names_below(commit: Oid, stacks: Iterable[Stack]) -> tuple[str, ...] | None:
+    """The applied patches of the stack at ``commit`` when a stack read from history holds
+    it (its head, or one of its applied commits: the walk from there meets the same commits
+    down to the same base), without walking again; None when none does."""
+    for stack in stacks:
+        if commit == stack.head:
+            return stack.names
+        for i, ap in enumerate(stack.applied):
+            if ap.commit == commit:
+                return tuple(a.name for a in stack.applied[: i + 1])
+    return None

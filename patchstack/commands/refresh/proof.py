@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...checkout import Checkout, PatchSummary
-from ...engine.fastpath import proven_postimage
 from ...errors import PatchstackError, RefusedError
 from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
@@ -244,6 +243,8 @@ class _ConsistencyCache:
     def check(self, data: bytes, patch: Patch) -> bool:
         if self.knows(data):
             return True
+        from ...engine.fastpath import proven_postimage  # (not loaded when all is known)
+
         fmt = self.git.fmt
         for fd in patch.files:
             if fd.binary:

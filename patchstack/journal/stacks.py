@@ -1,0 +1,25 @@
+"""The applied patches a snapshot records at a HEAD, read from history once per command: the
+HEAD a pop leaves is in the stack read before it (`model.stack.names_below`)."""
+
+from __future__ import annotations
+
+import weakref
+
+from ..git import Git
+from ..model.ids import Oid
+from ..model.stack import Stack, names_below, stack_from_history
+
+_STACKS: weakref.WeakKeyDictionary[Git, list[Stack]] = weakref.WeakKeyDictionary()
+
+
+def names_at(git: Git, head: Oid) -> tuple[str, ...]:
+    known = _STACKS.setdefault(git, [])
+    found = names_below(head, known)
+    if found is not None:
+        return found
+    try:
+        stack = stack_from_history(head, git.iter_first_parent(head))
+    except ValueError:
+        return ()
+    known.append(stack)
+    return stack.names
