@@ -194,6 +194,7 @@ _VERDICT_COLOURS = {
     "offset": "cyan",
     "merged": "yellow",
     "conflict": "red",
+    "relocated": "red",
     "deferred": "red",
     "upstream": "magenta",
     "no-op": "bright_black",
@@ -224,7 +225,7 @@ def listed_verdicts(
     for v in verdicts:
         if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
             continue
-        if v.verdict == "conflict" and summarized and not verbose:
+        if v.verdict in ("conflict", "relocated") and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
         if v.verdict == "offset" and not verbose:
             offsets += 1

@@ -172,7 +172,8 @@ def refresh(
     if probes and not result.stopped and not result.aborted:
         from ..model.selection import Selector
 
-        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict == "conflict"}
+        stopped = ("conflict", "relocated")
+        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict in stopped}
         every = Selector(None, True, None, None)
         report = _probe(ws, result.new_base, every, left_out, jobs, probe_timeout)
     if as_json:
@@ -189,6 +190,13 @@ def refresh(
                 echo(ctx, line)
     if result.stopped or (report is not None and not report.ok):
         ctx.exit(1)
+
+
+RELOCATED_HINT = (
+    "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
+    " check them, finish or delete what was not relocated, then 'patchstack refresh"
+    " --continue' makes them the patch"
+)
 
 
 def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
@@ -234,6 +242,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
     if result.stopped:
         for line in render_conflict(result.stopped, full=verbose):
             echo(ctx, line, err=True)
+        if result.stopped.relocated:
+            echo(ctx, RELOCATED_HINT, err=True)
         echo(
             ctx,
             "hint: edit the files to resolve the conflict markers, then run"
@@ -346,7 +356,7 @@ def check(
         left_out = {
             v.name: f"does not apply on {result.target_name}"
             for v in result.verdicts
-            if v.verdict == "conflict"
+            if v.verdict in ("conflict", "relocated")
         }
         report = _probe(ws, result.target, sel, left_out, jobs, probe_timeout)
     missing = _missing_status(ws, sel) if require_status else None
