@@ -104,9 +104,7 @@ def occurrences(block: Sequence[str], lines: Sequence[str]) -> list[int]:
     ]
 
 
-def locate(
-    block: Sequence[str], files: Mapping[str, Sequence[str]]
-) -> tuple[str, int] | str:
+def locate(block: Sequence[str], files: Mapping[str, Sequence[str]]) -> tuple[str, int] | str:
     """(file, 0-based start) of the one place ``block`` occurs among ``files`` (path -> its
     lines), or the reason there is none."""
     if not block:
