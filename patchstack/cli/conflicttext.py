@@ -81,6 +81,17 @@ def relocation_lines(c: Any) -> list[str]:
     return lines
 
 
+def proposal_hint(c: Any) -> list[str]:
+    """What a refresh stopped with a relocation (a proposal) asks of the user."""
+    if not getattr(c, "relocated", False):
+        return []
+    return [
+        "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
+        " check them, finish or delete what was not relocated, then 'patchstack refresh"
+        " --continue' makes them the patch"
+    ]
+
+
 def _culprits(h: Any, primary: bool, shown: int | None = None) -> list[str]:
     """The upstream commits that changed a hunk's lines (``shown`` of them), or, for a
     primary conflict, that they could not be traced: never a guess."""

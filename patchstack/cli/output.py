@@ -202,6 +202,9 @@ _VERDICT_COLOURS = {
 }
 
 
+CONFLICTING = ("conflict", "relocated")  # a relocation is a proposal: still a conflict
+
+
 def verdict(v: Any) -> str:
     return verdict_word(v.verdict)
 
@@ -225,7 +228,7 @@ def listed_verdicts(
     for v in verdicts:
         if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
             continue
-        if v.verdict in ("conflict", "relocated") and summarized and not verbose:
+        if v.verdict in CONFLICTING and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
         if v.verdict == "offset" and not verbose:
             offsets += 1

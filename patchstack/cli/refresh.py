@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .conflicttext import conflict_summary, evidence_note, render_conflict
+from .conflicttext import conflict_summary, evidence_note, proposal_hint, render_conflict
 from .output import (
+    CONFLICTING,
     complete_patch_names,
     complete_revisions,
     complete_tags,
@@ -172,8 +173,7 @@ def refresh(
     if probes and not result.stopped and not result.aborted:
         from ..model.selection import Selector
 
-        stopped = ("conflict", "relocated")
-        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict in stopped}
+        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict in CONFLICTING}
         every = Selector(None, True, None, None)
         report = _probe(ws, result.new_base, every, left_out, jobs, probe_timeout)
     if as_json:
@@ -190,13 +190,6 @@ def refresh(
                 echo(ctx, line)
     if result.stopped or (report is not None and not report.ok):
         ctx.exit(1)
-
-
-RELOCATED_HINT = (
-    "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
-    " check them, finish or delete what was not relocated, then 'patchstack refresh"
-    " --continue' makes them the patch"
-)
 
 
 def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
@@ -240,10 +233,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     if result.stopped:
-        for line in render_conflict(result.stopped, full=verbose):
+        for line in render_conflict(result.stopped, verbose) + proposal_hint(result.stopped):
             echo(ctx, line, err=True)
-        if result.stopped.relocated:
-            echo(ctx, RELOCATED_HINT, err=True)
         echo(
             ctx,
             "hint: edit the files to resolve the conflict markers, then run"
@@ -356,7 +347,7 @@ def check(
         left_out = {
             v.name: f"does not apply on {result.target_name}"
             for v in result.verdicts
-            if v.verdict in ("conflict", "relocated")
+            if v.verdict in CONFLICTING
         }
         report = _probe(ws, result.target, sel, left_out, jobs, probe_timeout)
     missing = _missing_status(ws, sel) if require_status else None
