@@ -26,7 +26,15 @@ from ..git import Git, MergeResult
 from ..model.diff import FileDiff
 from ..model.diffparse import parse_diff
 from ..model.ids import Oid
-from ..model.relocation import Moved, Relocation, locate, overlapping, replaced, sides
+from ..model.relocation import (
+    Moved,
+    Relocation,
+    line_index,
+    locate,
+    overlapping,
+    replaced,
+    sides,
+)
 
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _FILE_MODES = ("100644", "100755")
@@ -55,6 +63,7 @@ class Relocator:
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         self._lines: dict[str, list[str] | None] = {}
+        self._index: dict[str, dict[str, list[int]]] = {}
 
     def deleted(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` lacks: modify/delete."""
@@ -86,13 +95,13 @@ class Relocator:
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
             if f.old_path is not None and f.old_path in gone and not f.binary
         }
-        files = self._candidates(onto)
+        files, index = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
             for k, h in enumerate(fd.hunks if fd else (), start=1):
                 pair = sides(h)
-                where = locate(pair[0], files) if pair else "the hunk is at a file's last line"
+                where = locate(pair[0], files, index) if pair else "the hunk is at a file's end"
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
         moved, written = self._carry(found, files, merged)
@@ -104,9 +113,11 @@ class Relocator:
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
         return Proposal(tree, relocations, tuple(tree_changes))
 
-    def _candidates(self, onto: Oid) -> dict[str, list[str]]:
+    def _candidates(
+        self, onto: Oid
+    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
         """path -> lines of every text file of ``onto`` the drift changed (old base ->
-        ``onto``): where moved code can have gone."""
+        ``onto``): where moved code can have gone; and path -> where each line is."""
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
@@ -118,8 +129,15 @@ class Relocator:
         for b in set(wanted) - set(small):
             self._lines[b] = None
         for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
-            self._lines[b] = _lines(got[1]) if got and b"\0" not in got[1] else None
-        return {p: ls for p, b in sorted(blobs.items()) if (ls := self._lines.get(b)) is not None}
+            lines = _lines(got[1]) if got and b"\0" not in got[1] else None
+            self._lines[b] = lines
+            if lines is not None:
+                self._index[b] = line_index(lines)
+        files, index = {}, {}
+        for path, b in sorted(blobs.items()):
+            if (lines := self._lines.get(b)) is not None:
+                files[path], index[path] = lines, self._index[b]
+        return files, index
 
     def _carry(
         self,

@@ -91,27 +91,43 @@ def sides(hunk: Hunk) -> tuple[list[str], list[str]] | None:
     return old, new
 
 
-def occurrences(block: Sequence[str], lines: Sequence[str]) -> list[int]:
-    """0-based starts of ``block`` as a run of whole lines of ``lines``."""
+def occurrences(
+    block: Sequence[str], lines: Sequence[str], starts: Sequence[int] | None = None
+) -> list[int]:
+    """0-based starts of ``block`` as a run of whole lines of ``lines``; ``starts``: the
+    places of its first line, when known (`line_index`)."""
     n = len(block)
     if not n or n > len(lines):
         return []
-    first = block[0]
-    return [
-        i
-        for i in range(len(lines) - n + 1)
-        if lines[i] == first and list(lines[i : i + n]) == list(block)
-    ]
+    if starts is None:
+        starts = [i for i, ln in enumerate(lines) if ln == block[0]]
+    return [i for i in starts if list(lines[i : i + n]) == list(block)]
 
 
-def locate(block: Sequence[str], files: Mapping[str, Sequence[str]]) -> tuple[str, int] | str:
+def line_index(lines: Sequence[str]) -> dict[str, list[int]]:
+    """Each line of ``lines`` -> where it is (0-based)."""
+    index: dict[str, list[int]] = {}
+    for i, ln in enumerate(lines):
+        index.setdefault(ln, []).append(i)
+    return index
+
+
+def locate(
+    block: Sequence[str],
+    files: Mapping[str, Sequence[str]],
+    index: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
+) -> tuple[str, int] | str:
     """(file, 0-based start) of the one place ``block`` occurs among ``files`` (path -> its
-    lines), or the reason there is none."""
+    lines; ``index``: path -> its `line_index`), or the reason there is none."""
     if not block:
         return "the hunk has no old lines to find"
     if not any(_WORD.search(ln) for ln in block):
         return "its lines hold no letter or digit (braces, blank lines): too common to follow"
-    found = [(path, i) for path, lines in files.items() for i in occurrences(block, lines)]
+    found = []
+    for path, lines in files.items():
+        starts = index[path].get(block[0], ()) if index is not None else None
+        if starts is None or starts:
+            found += [(path, i) for i in occurrences(block, lines, starts)]
     if not found:
         return "its context lines are in no file upstream changed (deleted, or changed too)"
     if len(found) > 1:
