@@ -270,3 +270,61 @@ def test_locate_takes_only_one_exact_place(block, files, found) -> None:
         assert got == found
     else:
         assert isinstance(got, str) and found in got
+
+
+def random_case(seed: int) -> Case:
+    """Upstream deals a.c's functions out among one to three new files (some kept in a.c's
+    successor twice, some changed as they moved, some dropped for good); the patch edits a
+    few functions' first statements. An edit is followed exactly when its function lands
+    once, unchanged."""
+    import random
+
+    rnd = random.Random(seed)
+    names = [f"lib/part{i}.c" for i in range(rnd.randint(1, 3))]
+    layout: dict[str, list[object]] = {n: [f"/* {n} */\n\n"] for n in names}
+    layout["b.c"] = list(OLD["b.c"])
+    fate: dict[int, str] = {}
+    for k in range(1, N + 1):
+        fate[k] = rnd.choice(["moved", "moved", "moved", "twice", "changed", "dropped"])
+        if fate[k] == "dropped":
+            continue
+        places = rnd.sample(names, 2) if fate[k] == "twice" and len(names) > 1 else [rnd.choice(names)]
+        if fate[k] == "twice" and len(names) == 1:
+            places = [names[0], names[0]]
+        for place in places:
+            layout[place].append(("changed", k) if fate[k] == "changed" else k)
+    for n in names:  # much new code, so that no part pairs with a.c as a rename
+        layout[n].append(filler(n.replace("/", "_").removesuffix(".c"), 70))
+    edited = sorted(rnd.sample(range(1, N + 1), 3))
+    edits = frozenset((k, "mid") for k in edited)
+    followed = frozenset((k, "mid") for k in edited if fate[k] == "moved")
+    dests = {n for n in names for k, _m in followed if k in layout[n]}
+    return Case(f"seed{seed}", layout, edits, followed, dests)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_corpus_never_relocates_wrongly(tmp_path: Path, seed: int) -> None:
+    case = random_case(seed)
+    repo = scenario(tmp_path, case)
+    result = repo.ps("refresh", "--onto", "upstream", "--json", code=1)
+    [relocation] = json.loads(result.stdout)["stopped"]["relocations"]
+    carried = {h["dest"] for h in relocation["hunks"] if h["dest"]}
+    assert carried == case.dests
+    assert sum(1 for h in relocation["hunks"] if h["dest"]) == len(case.followed)
+    for path, text in build(case.new, case.followed).items():
+        assert repo.read(path) == text, (seed, path)
+    assert (repo.path / "a.c").exists() == (case.followed != case.edits)
+
+
+def test_a_taken_proposal_is_recorded_and_reused(tmp_path: Path) -> None:
+    """--continue records the relocation as the conflict's resolution (every file of it):
+    the same refresh again, after two undos, takes it without a stop, to the same tree."""
+    repo = scenario(tmp_path, CASES[1])
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    repo.ps("refresh", "--continue")
+    tree = repo.tree()
+    repo.ps("undo")
+    repo.ps("undo")
+    out = repo.ps("refresh", "--onto", "upstream").stdout
+    assert "recorded resolution" in out
+    assert repo.tree() == tree
