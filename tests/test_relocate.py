@@ -288,9 +288,9 @@ def random_case(seed: int) -> Case:
         fate[k] = rnd.choice(["moved", "moved", "moved", "twice", "changed", "dropped"])
         if fate[k] == "dropped":
             continue
-        places = rnd.sample(names, 2) if fate[k] == "twice" and len(names) > 1 else [rnd.choice(names)]
-        if fate[k] == "twice" and len(names) == 1:
-            places = [names[0], names[0]]
+        places = [rnd.choice(names)]
+        if fate[k] == "twice":
+            places = rnd.sample(names, 2) if len(names) > 1 else [names[0], names[0]]
         for place in places:
             layout[place].append(("changed", k) if fate[k] == "changed" else k)
     for n in names:  # much new code, so that no part pairs with a.c as a rename
