@@ -347,10 +347,10 @@ def stop(
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
-    step = next(s for s in state.steps if s.name == name)
+    step = next((s for s in state.steps if s.name == name), None)
     relocator = Relocator(git, state.old_base, state.new_base)
-    proposal = relocator.propose(step.before, step.after, parent_tree, merged)
-    shown = proposal.tree if proposal is not None else merged.tree
+    proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
+    shown = proposal.tree if proposal else merged.tree
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
     changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
@@ -379,7 +379,7 @@ def stop(
     report = blame(git, name, merged, state.old_base, state.new_base)
     triage = triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
-    if proposal is not None:
+    if proposal:
         report = replace(report, relocations=proposal.relocations)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
