@@ -30,6 +30,7 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
             f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
             " missing; resolving that one places it again"
         )
+    lines += relocation_lines(c)
     files = list(c.files)
     if full or len(files) <= FILES_SHOWN:
         lines += [f"  file {path}" for path in files]
@@ -63,6 +64,32 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
             " (--verbose or --json show every one)"
         )
     return lines + tail
+
+
+def relocation_lines(c: Any) -> list[str]:
+    """Where the hunks of each file upstream deleted went (`engine.relocate`): a proposal."""
+    lines = []
+    for r in getattr(c, "relocations", ()):
+        said = " (a proposal, not yet the patch)" if r.carried else ""
+        lines.append(f"  {r.summary()}{said}")
+        for m in r.hunks:
+            at = f"hunk {m.hunk} ({r.path}:{m.old_start})"
+            if m.dest is not None:
+                lines.append(f"    {at} -> {m.dest}:{m.line}")
+            else:
+                lines.append(f"    {at} not relocated: {m.reason}")
+    return lines
+
+
+def proposal_hint(c: Any) -> list[str]:
+    """What a refresh stopped with a relocation (a proposal) asks of the user."""
+    if not getattr(c, "relocated", False):
+        return []
+    return [
+        "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
+        " check them, finish or delete what was not relocated, then 'patchstack refresh"
+        " --continue' makes them the patch"
+    ]
 
 
 def _culprits(h: Any, primary: bool, shown: int | None = None) -> list[str]:

@@ -194,11 +194,15 @@ _VERDICT_COLOURS = {
     "offset": "cyan",
     "merged": "yellow",
     "conflict": "red",
+    "relocated": "red",
     "deferred": "red",
     "upstream": "magenta",
     "no-op": "bright_black",
     "unknown": "yellow",
 }
+
+
+CONFLICTING = ("conflict", "relocated")  # a relocation is a proposal: still a conflict
 
 
 def verdict(v: Any) -> str:
@@ -224,7 +228,7 @@ def listed_verdicts(
     for v in verdicts:
         if v.verdict == "unchanged" and not (verbose or getattr(v, "resolved", False)):
             continue
-        if v.verdict == "conflict" and summarized and not verbose:
+        if v.verdict in CONFLICTING and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
         if v.verdict == "offset" and not verbose:
             offsets += 1

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .conflicttext import conflict_summary, evidence_note, render_conflict
+from .conflicttext import conflict_summary, evidence_note, proposal_hint, render_conflict
 from .output import (
+    CONFLICTING,
     complete_patch_names,
     complete_revisions,
     complete_tags,
@@ -172,7 +173,7 @@ def refresh(
     if probes and not result.stopped and not result.aborted:
         from ..model.selection import Selector
 
-        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict == "conflict"}
+        left_out = {v.name: "deferred" for v in result.verdicts if v.verdict in CONFLICTING}
         every = Selector(None, True, None, None)
         report = _probe(ws, result.new_base, every, left_out, jobs, probe_timeout)
     if as_json:
@@ -232,7 +233,7 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     if result.stopped:
-        for line in render_conflict(result.stopped, full=verbose):
+        for line in render_conflict(result.stopped, verbose) + proposal_hint(result.stopped):
             echo(ctx, line, err=True)
         echo(
             ctx,
@@ -346,7 +347,7 @@ def check(
         left_out = {
             v.name: f"does not apply on {result.target_name}"
             for v in result.verdicts
-            if v.verdict == "conflict"
+            if v.verdict in CONFLICTING
         }
         report = _probe(ws, result.target, sel, left_out, jobs, probe_timeout)
     missing = _missing_status(ws, sel) if require_status else None

@@ -16,6 +16,7 @@ from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
+from ..engine.relocate import Relocator
 from ..engine.replay import (
     Step,
     commit_chain,
@@ -146,6 +147,7 @@ def check(
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
+        reports = relocated(ws, plan, conflicts, reports, series.base, target)
         reports = sorted([*reports, *held_reports(holds.held)], key=lambda r: series.index(r.patch))
         shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
     finally:
@@ -153,9 +155,12 @@ def check(
     bad = {c[0] for c in conflicts} | set(holds.names)
     deferred = series.deferred
 
+    moved = {r.patch: "; ".join(x.summary() for x in r.relocations) for r in reports}
+    proposed = {r.patch for r in reports if r.relocated}
+
     def word(name: str) -> str:
         if name in bad:
-            return "conflict"
+            return "relocated" if name in proposed else "conflict"
         if name in deferred:
             return "deferred"
         return judged[name].verdict if name in judged else classified.verdicts[name]
@@ -169,7 +174,7 @@ def check(
             word(e.name),
             recorded=e.name in settled,
             evidence=judged.get(e.name, none).evidence,
-            note=judged.get(e.name, none).note,
+            note=judged.get(e.name, none).note or moved.get(e.name, ""),
         )
         for e in series.entries
         if e.name not in skip
@@ -177,6 +182,30 @@ def check(
     return CheckResult(
         target, name, series.base, verdicts, tuple(reports), tuple(shown_again), no_upstream
     )
+
+
+def relocated(
+    ws: Checkout,
+    plan: Sequence[Step],
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    reports: Sequence[Conflict],
+    old_base: str | None,
+    target: Oid,
+) -> list[Conflict]:
+    """The reports with where the hunks of each file upstream deleted would go
+    (`engine.relocate`): reported as a proposal, the conflict stands."""
+    by_name = {s.name: s for s in plan}
+    relocator = Relocator(ws.git, old_base, target)
+    out = []
+    for report in reports:
+        found = next((c for c in conflicts if c[0] == report.patch), None)
+        step = by_name.get(report.patch)
+        if found is not None and step is not None:
+            proposal = relocator.propose(step.before, step.after, found[1], found[2])
+            if proposal is not None:
+                report = replace(report, relocations=proposal.relocations)
+        out.append(report)
+    return out
 
 
 def _placed_again(

@@ -161,6 +161,14 @@ class History(Trees):
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
         return result
 
+    def deleted_by(self, rng: str, path: str) -> Oid | None:
+        """The newest first-parent commit of ``rng`` that deleted ``path`` (a merge against
+        its first parent), or None."""
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
+        args += ["-s", "--diff-filter=D", "--format=%H", "--end-of-options", rng, "--", path]
+        out = self.out(*args).strip()
+        return Oid(out) if out else None
+
     def line_changes(
         self, rng: str, paths: Sequence[str], trailer: str | None = None
     ) -> list[LineChanges]:

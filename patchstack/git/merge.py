@@ -88,6 +88,19 @@ class Merges(Objects):
         o = self.throwaway_commit(ours, b, labels[0])
         return self.merge_commits(o, t, labels)
 
+    def merge_file(self, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, bool]:
+        """``git merge-file`` of three texts: (the merged text, clean)."""
+        with tempfile.TemporaryDirectory(prefix="patchstack-merge-file-") as room:
+            names = []
+            for side, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                names.append(os.path.join(room, side))
+                with open(names[-1], "wb") as f:
+                    f.write(data)
+            proc = self.run("merge-file", "-p", "--diff3", "--", *names, check=False)
+        if proc.returncode < 0 or proc.returncode > 127:
+            raise failure(["merge-file"], proc.returncode, proc.stderr)
+        return proc.stdout, proc.returncode == 0
+
     def merge_mode(self) -> str:
         """How merges are asked: ``trees`` (one process, git >= 2.49), ``commits`` (one process
         under ``stdbuf -o0``, 2.39-2.48) or ``each`` (a process per merge)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import UnresolvedMerge
 from .ids import Oid
+from .relocation import Relocation
 
 _MARKER_RE = re.compile(r"(<<<<<<<|>>>>>>>|\|\|\|\|\|\|\|)( |\Z)|=======\Z")
 
@@ -54,6 +55,13 @@ class Conflict:
     # A knock-on with no conflict of its own: placed without ``root`` it would lose or alter
     # its change (it changes lines ``root`` makes), so it waits for it (`engine.needs`).
     held: bool = False
+    # A file upstream deleted: where each of its hunks went (`engine.relocate`), a proposal
+    relocations: tuple[Relocation, ...] = ()
+
+    @property
+    def relocated(self) -> bool:
+        """Some hunk was carried to where upstream moved its lines: a proposal stands."""
+        return any(r.carried for r in self.relocations)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +92,7 @@ class Conflict:
                 else None
             ),
             "held": self.held,
+            "relocations": [r.to_json() for r in self.relocations],
         }
 
 

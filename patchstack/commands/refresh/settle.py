@@ -19,6 +19,7 @@ from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame
 from ...engine.needs import Held as HeldBack
+from ...engine.relocate import Relocator
 from ...engine.replay import Done, commit_chain
 from ...engine.triage import KNOCK_ON, Failed, reports
 from ...engine.verdicts import UPSTREAM, Classified, Held, classify
@@ -345,14 +346,19 @@ def stop(
     git = ws.git
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
+    # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
+    step = next((s for s in state.steps if s.name == name), None)
+    relocator = Relocator(git, state.old_base, state.new_base)
+    proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
+    shown = proposal.tree if proposal else merged.tree
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
-    changed = git.changed_paths(parent_tree, merged.tree)
+    changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
     before = None
     if state.before is None:  # the refresh starts here: --abort goes back to this state
         before = take_snapshot(ws)
         state = replace(state, before=before)
-    moved = {*git.changed_paths(src[0], merged.tree), *src[1]}
+    moved = {*git.changed_paths(src[0], shown), *src[1]}
     state = replace(
         state,
         at_stop=at_stop(ws, moved),
@@ -364,7 +370,7 @@ def stop(
         touched=touched,
         conflicted=merged.conflicted,
     )
-    overlay = Overlay(src[0], tuple(src[1]), merged.tree)
+    overlay = Overlay(src[0], tuple(src[1]), shown)
     keep = tuple(Oid(c) for _n, c, _r in state.deferrals)
     plan = Plan(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
@@ -373,6 +379,8 @@ def stop(
     report = blame(git, name, merged, state.old_base, state.new_base)
     triage = triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
+    if proposal:
+        report = replace(report, relocations=proposal.relocations)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
         report = replace(
@@ -385,11 +393,19 @@ def stop(
     left_out = [d.name for d in deferrals_after(series, state)]
     held = judge(git, series, state, {d.name for d in done if d.upstream}, left_out)
     so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
-    so_far[name] = "conflict"
+    so_far[name] = "relocated" if report.relocated else "conflict"
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
+    said = "; ".join(r.summary() for r in report.relocations)
     verdicts = tuple(
-        Verdict(e.name, e.tag, so_far[e.name], e.name in resolved, e.name in recorded)
+        Verdict(
+            e.name,
+            e.tag,
+            so_far[e.name],
+            e.name in resolved,
+            e.name in recorded,
+            note=said if e.name == name else "",
+        )
         for e in series.entries
         if e.name in so_far
     )

@@ -1,0 +1,229 @@
+"""Following the code: a patch whose file upstream deleted (a modify/delete conflict: the file
+was moved where git's rename detection could not pair it, split, or emptied into others) has
+each hunk carried to where its lines went, as a *proposal*.
+
+For each such file, the upstream commit that deleted it is named (``log --diff-filter=D``).
+Each hunk of the patch's change to it is located by the rule of `model.relocation` (its whole
+old side found exactly once among the files the drift changed, in the tree the patch is
+placed onto), and the located hunks of a destination are carried there by ``git merge-file``
+(ours: the destination as the conflicting merge left it, with the patch's own change to it;
+base: the destination where the patch was placed; theirs: that with the hunks' old blocks
+replaced by their new lines). A merge that conflicts carries none of that destination's
+hunks. A file all of whose hunks went elsewhere is removed from the proposal, as upstream
+removed it; otherwise the patch's version stays, for the user to finish.
+
+The proposal is never taken silently: ``refresh`` stops with it in the work tree (taken by
+``refresh --continue``), and ``check`` reports it; the merge result the conflict report and
+the recorded resolutions key on stays git's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..git import Git, MergeResult
+from ..model.diff import FileDiff
+from ..model.diffparse import parse_diff
+from ..model.ids import Oid
+from ..model.relocation import (
+    Moved,
+    Relocation,
+    line_index,
+    locate,
+    overlapping,
+    replaced,
+    sides,
+)
+
+MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
+_FILE_MODES = ("100644", "100755")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The conflicting merge's tree with the relocated hunks carried (``tree``), the paths it
+    changed from that tree, and each deleted file's relocation."""
+
+    tree: Oid
+    relocations: tuple[Relocation, ...]
+    paths: tuple[str, ...]
+
+    @property
+    def carried(self) -> bool:
+        return any(r.carried for r in self.relocations)
+
+    def summary(self) -> str:
+        return "; ".join(r.summary() for r in self.relocations)
+
+
+class Relocator:
+    """Relocations for one command: the candidate files' lines kept by blob id."""
+
+    def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
+        self.git, self.old_base, self.new_base = git, old_base, new_base
+        self._lines: dict[str, list[str] | None] = {}
+        self._index: dict[str, dict[str, list[int]]] = {}
+
+    def deleted(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
+        """The conflicted paths the patch changes that ``onto`` lacks: modify/delete."""
+        paths = list(merged.conflicted)
+        if not paths:
+            return []
+        here = self.git.entries_at(onto, paths)
+        old, new = self.git.entries_at(before, paths), self.git.entries_at(after, paths)
+        return [
+            p
+            for p in paths
+            if p not in here
+            and old.get(p, ("", ""))[0] in _FILE_MODES
+            and new.get(p, ("", ""))[0] in _FILE_MODES
+            and old[p][1] != new[p][1]
+        ]
+
+    def propose(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> Proposal | None:
+        """Where the hunks of the patch ``before -> after``, merged onto ``onto`` as
+        ``merged``, go when upstream deleted their files; None when it deleted none of them
+        (or the old base is not known)."""
+        gone = self.deleted(before, after, onto, merged)
+        if not gone or not self.old_base:
+            return None
+        git = self.git
+        text = git.diff_patch(before, after).decode("utf-8", "surrogateescape")
+        diffs: dict[str, FileDiff] = {
+            f.old_path: f
+            for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
+            if f.old_path is not None and f.old_path in gone and not f.binary
+        }
+        files, index = self._candidates(onto)
+        found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
+        for path in gone:
+            fd = diffs.get(path)
+            for k, h in enumerate(fd.hunks if fd else (), start=1):
+                pair = sides(h)
+                where = locate(pair[0], files, index) if pair else "the hunk is at a file's end"
+                old, new = pair if pair else ([], [])
+                found.append((path, k, where, old, new))
+        moved, written = self._carry(found, files, merged)
+        settled, tree_changes = self._settle(gone, diffs, found, moved, written)
+        commits = {p: git.deleted_by(f"{self.old_base}..{self.new_base}", p) for p in gone}
+        relocations = tuple(
+            Relocation(r.path, str(commits[r.path] or ""), r.hunks) for r in settled
+        )
+        tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
+        return Proposal(tree, relocations, tuple(tree_changes))
+
+    def _candidates(
+        self, onto: Oid
+    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
+        """path -> lines of every text file of ``onto`` the drift changed (old base ->
+        ``onto``): where moved code can have gone; and path -> where each line is."""
+        assert self.old_base
+        git = self.git
+        changed = git.changed_paths(self.old_base, onto)
+        listing = git.entries_at(onto, changed)
+        blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
+        wanted = sorted({b for b in blobs.values() if b not in self._lines})
+        sizes = git.object_sizes(wanted) if wanted else {}
+        small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
+        for b in set(wanted) - set(small):
+            self._lines[b] = None
+        for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
+            lines = _lines(got[1]) if got and b"\0" not in got[1] else None
+            self._lines[b] = lines
+            if lines is not None:
+                self._index[b] = line_index(lines)
+        files, index = {}, {}
+        for path, b in sorted(blobs.items()):
+            if (lines := self._lines.get(b)) is not None:
+                files[path], index[path] = lines, self._index[b]
+        return files, index
+
+    def _carry(
+        self,
+        found: Sequence[tuple[str, int, tuple[str, int] | str, list[str], list[str]]],
+        files: dict[str, list[str]],
+        merged: MergeResult,
+    ) -> tuple[dict[tuple[str, int], tuple[str, int] | str], dict[str, tuple[str, str]]]:
+        """(path, hunk) -> (destination, 1-based line) carried, or why not: the located
+        hunks of each destination merged into it by ``git merge-file``; and the destinations
+        written, path -> (mode, blob)."""
+        out: dict[tuple[str, int], tuple[str, int] | str] = {}
+        by_dest: dict[str, list[tuple[str, int, int, list[str], list[str]]]] = {}
+        for path, k, where, old, new in found:
+            if isinstance(where, str):
+                out[(path, k)] = where
+            else:
+                by_dest.setdefault(where[0], []).append((path, k, where[1], old, new))
+        written: dict[str, tuple[str, str]] = {}
+        ours_listing = self.git.entries_at(merged.tree, list(by_dest))
+        for dest, hunks in sorted(by_dest.items()):
+            spans = [(start, len(old)) for _p, _k, start, old, _n in hunks]
+            bad = overlapping(spans)
+            for i in sorted(bad):
+                p, k = hunks[i][0], hunks[i][1]
+                out[(p, k)] = f"its place in {dest} overlaps another hunk's"
+            good = [h for i, h in enumerate(hunks) if i not in bad]
+            if not good:
+                continue
+            base = files[dest]
+            theirs = replaced(base, [(s, len(o), n) for _p, _k, s, o, n in good])
+            entry = ours_listing.get(dest)
+            if entry is None or entry[0] not in _FILE_MODES:
+                why = f"{dest} is not a file in the merge's result"
+                out.update({(p, k): why for p, k, *_r in good})
+                continue
+            ours = self.git.read_blob(entry[1])
+            result, clean = self.git.merge_file(ours, _bytes(base), _bytes(theirs))
+            if not clean:
+                why = f"merging it into {dest} conflicts with the patch's own change there"
+                out.update({(p, k): why for p, k, *_r in good})
+                continue
+            written[dest] = (entry[0], self.git.write_blob(result))
+            for p, k, start, _o, _n in good:
+                out[(p, k)] = (dest, start + 1)
+        return out, written
+
+    def _settle(
+        self,
+        gone: Sequence[str],
+        diffs: dict[str, FileDiff],
+        found: Sequence[tuple[str, int, tuple[str, int] | str, list[str], list[str]]],
+        moved: dict[tuple[str, int], tuple[str, int] | str],
+        written: dict[str, tuple[str, str]],
+    ) -> tuple[list[Relocation], dict[str, tuple[str, str] | None]]:
+        changes: dict[str, tuple[str, str] | None] = dict(written)
+        relocations = []
+        starts = {(p, k): diffs[p].hunks[k - 1].old_start for p, k, *_r in found}
+        for path in gone:
+            hunks = []
+            for (p, k), where in sorted(moved.items()):
+                if p != path:
+                    continue
+                if isinstance(where, str):
+                    hunks.append(Moved(k, starts[(p, k)], reason=where))
+                else:
+                    hunks.append(Moved(k, starts[(p, k)], where[0], where[1]))
+            relocation = Relocation(path, "", tuple(hunks))
+            relocations.append(relocation)
+            if relocation.whole:
+                changes[path] = None  # every hunk went elsewhere: upstream's deletion stands
+        return relocations, changes
+
+
+def _lines(data: bytes) -> list[str]:
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    else:
+        lines[-1] += "\0"  # no newline at its end: the last line matches no hunk's line
+    return lines
+
+
+def _bytes(lines: Sequence[str]) -> bytes:
+    """Lines (as `_lines` read them) back to bytes."""
+    text = "".join(ln + "\n" for ln in lines)
+    if text.endswith("\0\n"):
+        text = text[:-2]
+    return text.encode("utf-8", "surrogateescape")

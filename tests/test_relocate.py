@@ -1,0 +1,330 @@
+"""Following the code (issue 36, item 3): a patch whose file upstream deleted has each hunk
+carried to where its lines went, as a proposal, only where its old lines are found exactly
+once. A generated corpus of moves and splits with a known right answer: the upstream layout
+built again from the *patched* functions, for the hunks that can be followed; a hunk carried
+anywhere else, or one carried that should not be, fails the test."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from patchstack.model.relocation import locate
+
+from .conftest import Repo, make_repo
+
+N = 8  # functions f1..f8, then fend, in the old a.c
+
+
+def func(k: int, edits: frozenset[tuple[int, str]] = frozenset(), moved: str = "") -> str:
+    """Function ``k`` as the old a.c has it, with the patch's edits to it made; ``moved``:
+    upstream's own change to its first statement (the code moved *and* changed)."""
+    if k == 0:  # fend: the last function of a.c, no blank line after it
+        body = "    return 43;" if (0, "last") in edits else "    return 42;"
+        return f"int fend(void)\n{{\n{body}\n}}\n"
+    head = f"static int f{k}(int x)" if (k, "first") in edits else f"int f{k}(int x)"
+    stmt = f"    int y = x + {k}{moved};"
+    if (k, "mid") in edits:
+        stmt = f"    int y = x + {k}{moved} * 2;"
+    brace = "    /* checked */\n" if (k, "brace") in edits else ""
+    return (
+        f"{head}\n{{\n{stmt}\n    if (y > 0) {{\n        return y;\n    }}\n{brace}"
+        "    return 0;\n}\n\n"
+    )
+
+
+def filler(tag: str, n: int) -> str:
+    return "".join(f"int {tag}_{i}(void) {{ return {i * 7 + len(tag)}; }}\n" for i in range(n))
+
+
+def build(layout: dict[str, list[object]], edits: frozenset[tuple[int, str]]) -> dict[str, str]:
+    """The files of a layout: each a list of function numbers (0: fend), strings, and
+    ("changed", k) for f{k} as upstream changed it."""
+    files = {}
+    for path, parts in layout.items():
+        text = ""
+        for part in parts:
+            if isinstance(part, int):
+                text += func(part, edits)
+            elif isinstance(part, tuple):
+                text += func(part[1], edits, moved=" + 0")
+            else:
+                text += str(part)
+        files[path] = text
+    return files
+
+
+OLD = {"a.c": [*range(1, N + 1), 0], "b.c": ["int b_main(void) { return 0; }\n"]}
+
+
+@dataclass
+class Case:
+    name: str
+    new: dict[str, list[object]]  # upstream's layout (a.c deleted)
+    edits: frozenset[tuple[int, str]]  # the patch: (function, kind)
+    followed: frozenset[tuple[int, str]]  # the edits whose hunk can be followed
+    dests: set[str] = field(default_factory=set)  # where the followed hunks go
+
+
+CASES = [
+    Case(
+        "moved",  # moved with much new code: git's rename detection does not pair it
+        {"lib/impl.c": [filler("impl", 120), *range(1, N + 1), 0], **{"b.c": OLD["b.c"]}},
+        frozenset({(2, "mid"), (5, "mid")}),
+        frozenset({(2, "mid"), (5, "mid")}),
+        {"lib/impl.c"},
+    ),
+    Case(
+        "split",  # one file into three, each with a header of its own
+        {
+            "x.c": ["#include <x.h>\n\n", 1, 2, 3],
+            "y.c": ["#include <y.h>\n\n", 4, 5, 6],
+            "z.c": ["#include <z.h>\n\n", 7, 8, 0, filler("z", 3)],
+            "b.c": OLD["b.c"],
+        },
+        frozenset({(1, "first"), (5, "mid"), (0, "last")}),  # both edges and the middle
+        frozenset({(1, "first"), (5, "mid"), (0, "last")}),
+        {"x.c", "y.c", "z.c"},
+    ),
+    Case(
+        "function-moved",  # f3 moved to b.c (which grew), the rest deleted for good
+        {"b.c": [*OLD["b.c"], "\n", 3, filler("b", 2)]},
+        frozenset({(3, "mid"), (6, "mid")}),
+        frozenset({(3, "mid")}),
+        {"b.c"},
+    ),
+    Case(
+        "deleted",  # the code is gone for good: nothing to follow
+        {"b.c": OLD["b.c"]},
+        frozenset({(2, "mid"), (7, "mid")}),
+        frozenset(),
+    ),
+    Case(
+        "braces",  # a hunk whose lines are braces and repeated statements: ambiguous
+        {"lib/impl.c": [filler("impl", 120), *range(1, N + 1), 0], "b.c": OLD["b.c"]},
+        frozenset({(4, "brace"), (6, "mid")}),
+        frozenset({(6, "mid")}),
+        {"lib/impl.c"},
+    ),
+    Case(
+        "copied-twice",  # f2 now in two files: found twice, not followed
+        {
+            "x.c": [filler("x", 30), 2, 3],
+            "y.c": [filler("y", 30), 2, 4],
+            "b.c": OLD["b.c"],
+        },
+        frozenset({(2, "mid"), (4, "mid")}),
+        frozenset({(4, "mid")}),
+        {"y.c"},
+    ),
+    Case(
+        "moved-and-changed",  # upstream changed f4's lines as it moved them
+        {
+            "lib/impl.c": [filler("impl", 120), 1, 2, 3, ("changed", 4), 5, 6, 7, 8, 0],
+            "b.c": OLD["b.c"],
+        },
+        frozenset({(4, "mid"), (7, "mid")}),
+        frozenset({(7, "mid")}),
+        {"lib/impl.c"},
+    ),
+]
+
+
+def scenario(tmp_path: Path, case: Case) -> Repo:
+    """A fork with the patch on the old a.c, and upstream's branch ``upstream`` that moved
+    the code (``case.new``) in one commit."""
+    repo = make_repo(tmp_path / "fork", build(OLD, frozenset()))
+    repo.git("checkout", "-q", "-b", "upstream")
+    repo.git("rm", "-q", "a.c")
+    for path, text in build(case.new, frozenset()).items():
+        repo.write(path, text)
+    repo.commit_all("Move the code around")
+    repo.git("checkout", "-q", "main")
+    repo.ps("init")
+    repo.write("a.c", build(OLD, case.edits)["a.c"])
+    repo.ps("new", "p1", "--tag", "essential", "-m", "Tune the functions")
+    return repo
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_corpus_refresh_stops_with_the_right_proposal(tmp_path: Path, case: Case) -> None:
+    repo = scenario(tmp_path, case)
+    result = repo.ps("refresh", "--onto", "upstream", "--json", code=1)
+    data = json.loads(result.stdout)
+    stopped = data["stopped"]
+    assert stopped["patch"] == "p1.patch"
+    [relocation] = stopped["relocations"]
+    assert relocation["path"] == "a.c"
+    assert relocation["commit"] == repo.git("rev-parse", "upstream").strip()
+    carried = [h for h in relocation["hunks"] if h["dest"]]
+    assert len(carried) == len(case.followed)
+    assert {h["dest"] for h in carried} == case.dests
+    assert len(relocation["hunks"]) == len(case.edits)
+    for h in relocation["hunks"]:
+        assert bool(h["dest"]) != bool(h["reason"]), h
+    verdict = {p["name"]: p["verdict"] for p in data["patches"]}["p1.patch"]
+    assert verdict == ("relocated" if case.followed else "conflict")
+    # the right answer: upstream's layout made of the patched functions, where followed
+    want = build(case.new, case.followed)
+    for path, text in want.items():
+        assert repo.read(path) == text, path
+    whole = case.followed == case.edits
+    assert (repo.path / "a.c").exists() == (not whole)
+    if not whole:  # the patch's version stays, for the user to finish
+        assert repo.read("a.c") == build(OLD, case.edits)["a.c"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_corpus_check_reports_the_proposal(tmp_path: Path, case: Case) -> None:
+    repo = scenario(tmp_path, case)
+    before = repo.state()
+    out = repo.ps("check", "--onto", "upstream", "--patch", "p1", code=1).stdout
+    assert repo.state() == before  # check writes nothing: a proposal is only reported
+    n, total = len(case.followed), len(case.edits)
+    short = repo.git("rev-parse", "--short=12", "upstream").strip()
+    if n:
+        dests = ", ".join(sorted(case.dests))
+        assert f"relocated a.c -> {dests} by {short} ({n} of {total} hunks)" in out
+        assert "1 relocated" in out
+    else:
+        assert f"a.c: deleted upstream by {short}; no hunk relocated" in out
+        assert "relocated a.c" not in out
+    assert out.count("not relocated:") == total - n
+
+
+def test_continue_takes_the_proposal(tmp_path: Path) -> None:
+    case = CASES[1]  # split: every hunk followed
+    repo = scenario(tmp_path, case)
+    out = repo.ps("refresh", "--onto", "upstream", code=1).stderr
+    assert "a proposal" in out and "refresh --continue' makes them the patch" in out
+    repo.ps("refresh", "--continue")
+    patch = repo.read("patches/p1.patch")
+    assert "a/a.c" not in patch
+    assert {"a/x.c", "a/y.c", "a/z.c"} <= {w for w in patch.split() if w.startswith("a/")}
+    want = build(case.new, case.edits)
+    for path, text in want.items():
+        assert repo.git("show", f"HEAD:{path}") == text
+    assert repo.git("ls-tree", "HEAD", "a.c") == ""
+    # the rewritten series applies on upstream as it is now
+    assert "all patches apply" in repo.ps("check", "--onto", "upstream").stdout
+
+
+def test_partial_proposal_continue_after_the_user_deletes_the_rest(tmp_path: Path) -> None:
+    case = CASES[2]  # f3 followed into b.c, f6 deleted for good
+    repo = scenario(tmp_path, case)
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    (repo.path / "a.c").unlink()  # the user drops what could not be followed
+    repo.ps("refresh", "--continue")
+    assert repo.git("show", "HEAD:b.c") == build(case.new, case.followed)["b.c"]
+    assert repo.git("ls-tree", "HEAD", "a.c") == ""
+
+
+def test_abort_after_a_proposal_gives_everything_back(tmp_path: Path) -> None:
+    repo = scenario(tmp_path, CASES[0])
+    before = repo.state()
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    repo.ps("refresh", "--abort")
+    assert repo.state() == before
+
+
+def test_the_proposal_merges_with_the_patchs_own_change_to_the_destination(
+    tmp_path: Path,
+) -> None:
+    """The patch edits b.c too; upstream moved f3 into b.c: both changes in b.c."""
+    b_old = "int b_main(void) { return 0; }\n" + filler("pre", 5)
+    old = {**build(OLD, frozenset()), "b.c": b_old}
+    repo = make_repo(tmp_path / "fork", old)
+    repo.git("checkout", "-q", "-b", "upstream")
+    repo.git("rm", "-q", "a.c")
+    repo.write("b.c", b_old + "\n" + func(3))
+    repo.commit_all("Move f3 to b.c")
+    repo.git("checkout", "-q", "main")
+    repo.ps("init")
+    repo.write("a.c", build(OLD, frozenset({(3, "mid")}))["a.c"])
+    repo.write("b.c", b_old.replace("return 0;", "return 1;"))
+    repo.ps("new", "p1", "--tag", "essential", "-m", "Both files")
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    want = b_old.replace("return 0;", "return 1;") + "\n" + func(3, frozenset({(3, "mid")}))
+    assert repo.read("b.c") == want
+    assert not (repo.path / "a.c").exists()
+
+
+@pytest.mark.parametrize(
+    ("block", "files", "found"),
+    [
+        (["int f(void)", "{"], {"x.c": ["int f(void)", "{", "}"]}, ("x.c", 0)),
+        (["}", ""], {"x.c": ["}", "", "z", "}", ""]}, "no letter or digit"),
+        (["{", "}"], {"x.c": ["a", "{", "}"]}, "no letter or digit"),
+        (["a", "b"], {"x.c": ["a", "b"], "y.c": ["c", "a", "b"]}, "occur 2 times"),
+        (["a", "b"], {"x.c": ["a", "b", "a", "b"]}, "occur 2 times"),
+        (["a", "b"], {"x.c": ["a", " b"]}, "in no file"),  # indentation counts
+        (["a", "b"], {"x.c": ["a"]}, "in no file"),
+    ],
+)
+def test_locate_takes_only_one_exact_place(block, files, found) -> None:
+    got = locate(block, files)
+    if isinstance(found, tuple):
+        assert got == found
+    else:
+        assert isinstance(got, str) and found in got
+
+
+def random_case(seed: int) -> Case:
+    """Upstream deals a.c's functions out among one to three new files (some kept in a.c's
+    successor twice, some changed as they moved, some dropped for good); the patch edits a
+    few functions' first statements. An edit is followed exactly when its function lands
+    once, unchanged."""
+    import random
+
+    rnd = random.Random(seed)
+    names = [f"lib/part{i}.c" for i in range(rnd.randint(1, 3))]
+    layout: dict[str, list[object]] = {n: [f"/* {n} */\n\n"] for n in names}
+    layout["b.c"] = list(OLD["b.c"])
+    fate: dict[int, str] = {}
+    for k in range(1, N + 1):
+        fate[k] = rnd.choice(["moved", "moved", "moved", "twice", "changed", "dropped"])
+        if fate[k] == "dropped":
+            continue
+        places = [rnd.choice(names)]
+        if fate[k] == "twice":
+            places = rnd.sample(names, 2) if len(names) > 1 else [names[0], names[0]]
+        for place in places:
+            layout[place].append(("changed", k) if fate[k] == "changed" else k)
+    for n in names:  # much new code, so that no part pairs with a.c as a rename
+        layout[n].append(filler(n.replace("/", "_").removesuffix(".c"), 70))
+    edited = sorted(rnd.sample(range(1, N + 1), 3))
+    edits = frozenset((k, "mid") for k in edited)
+    followed = frozenset((k, "mid") for k in edited if fate[k] == "moved")
+    dests = {n for n in names for k, _m in followed if k in layout[n]}
+    return Case(f"seed{seed}", layout, edits, followed, dests)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_corpus_never_relocates_wrongly(tmp_path: Path, seed: int) -> None:
+    case = random_case(seed)
+    repo = scenario(tmp_path, case)
+    result = repo.ps("refresh", "--onto", "upstream", "--json", code=1)
+    [relocation] = json.loads(result.stdout)["stopped"]["relocations"]
+    carried = {h["dest"] for h in relocation["hunks"] if h["dest"]}
+    assert carried == case.dests
+    assert sum(1 for h in relocation["hunks"] if h["dest"]) == len(case.followed)
+    for path, text in build(case.new, case.followed).items():
+        assert repo.read(path) == text, (seed, path)
+    assert (repo.path / "a.c").exists() == (case.followed != case.edits)
+
+
+def test_a_taken_proposal_is_recorded_and_reused(tmp_path: Path) -> None:
+    """--continue records the relocation as the conflict's resolution (every file of it):
+    the same refresh again, after two undos, takes it without a stop, to the same tree."""
+    repo = scenario(tmp_path, CASES[1])
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    repo.ps("refresh", "--continue")
+    tree = repo.tree()
+    repo.ps("undo")
+    repo.ps("undo")
+    out = repo.ps("refresh", "--onto", "upstream").stdout
+    assert "recorded resolution" in out
+    assert repo.tree() == tree
