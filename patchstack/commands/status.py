@@ -16,6 +16,7 @@ from ..model.series import Series, new_series
 from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
 from .refresh.start import owners_of_edits
+from .refresh.steps import where
 from .state import on_top_problem, plain_commits, read_stack
 from .upstream import Standing, standings, today
 
@@ -77,6 +78,7 @@ class StatusResult:
     marks: tuple[Mark, ...] = ()  # the series' deferred and upstream marks
     interrupted: str | None = None  # a command whose publish was interrupted (status exits 1)
     repaired: str | None = None  # what status repaired: a dangling scratch ref it deleted
+    stepping: str | None = None  # where a stepped refresh (refresh --steps) is
 
     def mark_of(self, name: str) -> Mark | None:
         return next((m for m in self.marks if m.name == name), None)
@@ -198,6 +200,7 @@ def status(ws: Checkout) -> StatusResult:
         tuple(m for n in series.names if (m := series.mark_of(n))),
         _interrupted(ws),
         _repaired(ws),
+        stepping=where(ws),
     )
 
 
