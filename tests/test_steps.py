@@ -3,7 +3,9 @@ own refresh (one ``undo`` each), stopping at the conflicts of one upstream chang
 
 from __future__ import annotations
 
-import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from .conftest import Repo, make_repo, numbered, replace_line
@@ -76,7 +78,7 @@ def test_without_conflicts_steps_give_the_one_shot_result(tmp_path: Path) -> Non
         out = repo.ps("refresh", "--onto", "up", "--steps", mode).stdout
         assert "all" in out and "step(s) done" in out, out
         assert repo.state() == one_shot, mode
-        assert not (repo.path / ".git/patchstack/steps.json").exists()
+        assert "stepped" not in repo.ps("status").stdout  # done
         repo.ps("undo")
         if mode == "2":  # three steps, one undo each
             assert repo.state() != before
@@ -87,36 +89,110 @@ def test_without_conflicts_steps_give_the_one_shot_result(tmp_path: Path) -> Non
 
 def test_culprit_steps_stop_at_one_upstream_change_each(tmp_path: Path) -> None:
     repo = drift(tmp_path)
-    # The one-shot refresh, resolved as the patch's side, for the comparison.
-    repo.ps("refresh", "--onto", "up", "--defer-conflicts")
-    repo.ps("undo")
     before = repo.state()
     r = repo.ps("refresh", "--onto", "up", "--steps", code=1)
     assert "step 1 of 3: 2 upstream commit(s), ending after" in r.stdout
     assert "u2 a.py 10 (culprit of 1 conflict hunk(s))" in r.stdout
     assert "conflict in patch p1.patch" in r.stderr
     assert "step 1 of 3: its conflicts meet upstream's change up to" in r.stderr
-    assert len(r.stderr.splitlines()) <= 62
+    # The step's report: upstream's one change beside the patch's, its commit named.
+    report = r.stderr[r.stderr.index("a.py:10:") :]
+    assert "- a 10\n      + a 10 up" in report and "- a 10\n      + a 10 mine" in report
+    assert "u2 a.py 10" in report and "u4" not in report
     st = repo.ps("status", code=1).stdout
-    assert "stepped refresh onto up: 0 of 3 step(s) done" in st, st
+    assert "a stepped refresh onto up: 0 of 3 step(s) done" in st, st
     resolve_as_the_patch(repo, "a.py")
     r = repo.ps("refresh", "--continue", code=1)
-    assert "step 2 of 3" in r.stdout and "u4 b.py 20" in r.stdout
-    assert "conflict in patch p2.patch" in r.stderr
+    assert "step 1 of 3" in r.stdout and "step 2 of 3" in r.stdout and "u4 b.py 20" in r.stdout
+    assert "conflict in patch p2.patch" in r.stderr and "u4 b.py 20" in r.stderr
+    stopped_at_2 = repo.state()
+    # --abort goes back to before the first step, in one operation that undo takes back.
+    r = repo.ps("refresh", "--abort")
+    assert "the stepped refresh onto up is over" in r.stdout
+    assert repo.state() == before
+    assert "stepped" not in repo.ps("status").stdout
+    repo.ps("undo")
+    assert repo.state() == stopped_at_2
     resolve_as_the_patch(repo, "b.py")
     r = repo.ps("refresh", "--continue")
     assert "step 3 of 3" in r.stdout and "all 3 step(s) done: the series is on up" in r.stdout
+    done = repo.state()
     assert repo.read("a.py") == numbered(40, "a").replace("a 10\n", "a 10 mine\n").replace(
         "a 30\n", "a 30 up\n"
     )
     assert "b 20 mine\n" in repo.read("b.py") and "b 5 up\n" in repo.read("b.py")
-    series = repo.read("patches/series")
-    assert repo.git("rev-parse", "up").strip()[:12] in series
-    assert not (repo.path / ".git/patchstack/steps.json").exists()
-    # One undo per step: the last step, the --continue that finished step 2, ...
+    assert repo.git("rev-parse", "up").strip()[:12] in repo.read("patches/series")
+    assert "stepped" not in repo.ps("status").stdout  # done
+    # One undo per step: the last step's refresh is one operation.
     repo.ps("undo")
-    assert "1 of 3 step(s) done" not in repo.ps("status").stdout
-    # --abort goes back to before the first step, from wherever the steps are.
-    after = repo.state()
-    repo.ps("redo")
-    assert repo.state() != after
+    st = repo.ps("status").stdout
+    assert "a stepped refresh onto up: 2 of 3 step(s) done" in st, st
+    assert "next: 'patchstack refresh --continue' goes on with the next step" in st
+    repo.ps("refresh", "--continue")
+    assert repo.state() == done
+
+
+def test_a_resolution_made_at_a_step_is_reused_by_the_later_steps(tmp_path: Path) -> None:
+    """p1's conflict with u2 resolved at step 1; u1 touches a.py again after it (step 2): the
+    recorded resolution of step 1 does not settle step 2 (upstream moved a.py on), but
+    a one-shot refresh, later, of the same drift does reuse what the steps recorded."""
+    repo = drift(tmp_path)
+    before = repo.state()
+    repo.ps("refresh", "--onto", "up", "--steps", code=1)
+    resolve_as_the_patch(repo, "a.py")
+    repo.ps("refresh", "--continue", code=1)
+    resolve_as_the_patch(repo, "b.py")
+    repo.ps("refresh", "--continue")
+    stepped = repo.state()
+    listing = repo.ps("resolutions").stdout
+    assert "p1.patch  a.py" in listing and "p2.patch  b.py" in listing
+    repo.ps("refresh", "--abort", code=2)  # nothing under way any more
+    while repo.state() != before:
+        repo.ps("undo")
+    # The same steps again: every stop settled by the resolutions recorded the first time.
+    r = repo.ps("refresh", "--onto", "up", "--steps")
+    assert r.stdout.count("(recorded resolution)") == 2, r.stdout
+    assert repo.state() == stepped
+
+
+def spawn(repo: Repo, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTACK_TEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "patchstack", *args],
+        cwd=repo.path,
+        env={**keep, **env},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_a_kill_between_steps_or_inside_one_loses_nothing(tmp_path: Path) -> None:
+    repo = drift(tmp_path, conflicts=False)
+    repo.write("notes.txt", "my untracked note\n")
+    repo.ps("refresh", "--onto", "up")
+    one_shot = repo.state()
+    repo.ps("undo")
+    # Killed after the first of three steps: status says where it is and what to run.
+    proc = spawn(
+        repo, "refresh", "--onto", "up", "--steps", "2", PATCHSTACK_TEST_KILL_AT="step-done"
+    )
+    assert proc.returncode == -9, proc.stderr
+    st = repo.ps("status").stdout
+    assert "a stepped refresh onto up: 1 of 3 step(s) done" in st, st
+    assert "next: 'patchstack refresh --continue' goes on with the next step" in st
+    repo.ps("refresh", "--continue")
+    assert repo.state() == one_shot
+    for _ in range(3):
+        repo.ps("undo")
+    # Killed inside the second step's publish: undo puts that step back, then --continue.
+    proc = spawn(
+        repo, "refresh", "--onto", "up", "--steps", "2", PATCHSTACK_TEST_KILL_AT="journal-running#2"
+    )
+    assert proc.returncode == -9, proc.stderr
+    r = repo.ps("status", code=None)
+    assert "undo" in r.stdout + r.stderr
+    repo.ps("undo")
+    st = repo.ps("status").stdout
+    assert "a stepped refresh onto up: 1 of 3 step(s) done" in st, st
+    repo.ps("refresh", "--continue")
+    assert repo.state() == one_shot

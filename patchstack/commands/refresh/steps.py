@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from ... import lock
 from ...checkout import Checkout
 from ...errors import PatchstackError, RefusedError
 from ...files import read_bytes, write_atomic
@@ -100,9 +101,23 @@ def load(ws: Checkout) -> StepPlan | None:
         ) from exc
 
 
-def _forget(ws: Checkout) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(plan_path(ws))
+def live(ws: Checkout) -> StepPlan | None:
+    """The stepped refresh under way: its plan, when the series' base is the end of one of its
+    steps but the last, or a refresh is stopped inside one of its steps; else None (done,
+    aborted, or never begun: a kill before the first step published)."""
+    plan = load(ws)
+    if plan is None:
+        return None
+    n = len(plan.ends)
+    if current_refresh(ws.git) is not None:
+        from .stopped import load as stopped_state
+
+        state = stopped_state(ws)
+        k = plan.next_step(state.old_base)
+        inside = k is not None and k < n and state.new_base == plan.ends[k].commit
+        return plan if inside and state.route == "onto" else None
+    k = plan.next_step(ws.load_series().base)
+    return plan if k is not None and 0 < k < n else None
 
 
 def _counts(ws: Checkout, target: str, progress: Progress) -> dict[str, int]:
@@ -129,7 +144,7 @@ def start(
     mode = plans.parse_mode(mode_text)
     if not onto:
         raise PatchstackError("--steps needs --onto TARGET", "e.g. --onto origin/main --steps")
-    if load(ws) is not None:
+    if live(ws) is not None:
         raise RefusedError(
             "a stepped refresh is under way",
             "'patchstack refresh --continue' goes on with it; '--abort' goes back",
@@ -185,7 +200,7 @@ def run(
         if mode is None:
             return None
         return start(ws, onto, mode, drop_merged, defer_conflicts, progress)
-    plan = load(ws)
+    plan = live(ws)
     if plan is None:
         return None
     if how == "abort":
@@ -245,7 +260,7 @@ def _run(ws: Checkout, plan: StepPlan, progress: Progress) -> Stepped:
         runs.append((k, result))
         if result.stopped:
             return Stepped(plan, tuple(runs))
-    _forget(ws)
+        lock.point("step-done")  # between two steps: a kill here loses nothing
     return Stepped(plan, tuple(runs))
 
 
@@ -256,7 +271,6 @@ def abort(ws: Checkout) -> RefreshResult:
     head = ws.git.head()
     assert head is not None
     publish(ws, Plan("refresh", head, Oid(plan.before.head), worktree=Restore(plan.before)))
-    _forget(ws)
     return RefreshResult(
         "onto",
         plan.start,
@@ -272,16 +286,11 @@ def abort(ws: Checkout) -> RefreshResult:
 def where(ws: Checkout) -> str | None:
     """Where the stepped refresh under way is, for ``status``; None when there is none."""
     try:
-        plan = load(ws)
+        plan = live(ws)
     except PatchstackError as exc:
         return str(exc)
     if plan is None:
         return None
-    k = plan.next_step(ws.load_series().base)
+    k = plan.next_step(ws.load_series().base) or 0
     n = len(plan.ends)
-    if k is None:
-        return (
-            f"a stepped refresh onto {plan.target_name} is under way, but the series' base is"
-            " none of its steps' ends: 'patchstack refresh --abort' goes back to before it"
-        )
     return f"a stepped refresh onto {plan.target_name}: {k} of {n} step(s) done"
