@@ -13,7 +13,6 @@ back) and forgets the plan.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable
