@@ -3,6 +3,7 @@ own refresh (one ``undo`` each), stopping at the conflicts of one upstream chang
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -196,3 +197,70 @@ def test_a_kill_between_steps_or_inside_one_loses_nothing(tmp_path: Path) -> Non
     assert "a stepped refresh onto up: 1 of 3 step(s) done" in st, st
     repo.ps("refresh", "--continue")
     assert repo.state() == one_shot
+
+
+def test_skip_inside_a_step_defers_the_patch_and_goes_on(tmp_path: Path) -> None:
+    repo = drift(tmp_path)
+    repo.ps("refresh", "--onto", "up", "--steps", code=1)
+    r = repo.ps("refresh", "--skip", code=1)  # p1 deferred; step 2 stops at p2
+    assert "step 2 of 3" in r.stdout and "conflict in patch p2.patch" in r.stderr
+    resolve_as_the_patch(repo, "b.py")
+    r = repo.ps("refresh", "--continue", "--json")
+    data = json.loads(r.stdout)
+    assert [s["ran"] for s in data["steps"]] == [False, True, True]
+    assert [s["why"] for s in data["steps"]] == ["culprit", "culprit", "target"]
+    assert data["new_base"] == repo.git("rev-parse", "up").strip()
+    assert "# deferred: p1.patch" in repo.read("patches/series")
+    assert "a 10 mine" not in repo.read("a.py") and "b 20 mine" in repo.read("b.py")
+
+
+def test_bad_steps_are_refused_and_nothing_changes(tmp_path: Path) -> None:
+    repo = drift(tmp_path)
+    before = repo.state()
+    for args, said in (
+        (("--onto", "up", "--steps", "often"), "--steps: 'often' is not 'culprits', 'tags'"),
+        (("--onto", "up", "--steps", "0"), "--steps: '0' is not"),
+        (("--steps", "3"), "--steps needs --onto TARGET"),
+        (("--onto", "up", "--steps", "--patch", "p1"), "--steps takes no --patch"),
+    ):
+        r = repo.ps("refresh", *args, code=2)
+        assert said in r.stderr, r.stderr
+        assert repo.state() == before
+    assert "stepped" not in repo.ps("status").stdout
+
+
+def test_a_plain_refresh_after_an_aborted_stepped_one_is_not_stepped(tmp_path: Path) -> None:
+    repo = drift(tmp_path)
+    repo.ps("refresh", "--onto", "up", "--steps", code=1)
+    repo.ps("refresh", "--abort")
+    repo.ps("refresh", "--onto", "up~1", code=1)  # a plain refresh elsewhere, stopped
+    assert "stepped" not in repo.ps("status", code=1).stdout
+    resolve_as_the_patch(repo, "a.py")
+    r = repo.ps("refresh", "--continue", code=1)
+    assert "step" not in r.stdout
+    resolve_as_the_patch(repo, "b.py")
+    r = repo.ps("refresh", "--continue")
+    assert "step" not in r.stdout
+    assert repo.git("rev-parse", "up~1").strip()[:12] in repo.read("patches/series")
+
+
+def test_a_step_stop_with_many_hunks_keeps_its_screen(tmp_path: Path) -> None:
+    """Forty conflicting hunks in one step: the report with the step's line stays within the
+    conflict report's budget (60 lines), plus the two hint lines."""
+    text = "".join(f"x {i}\n\n\n\n" for i in range(40))
+    repo = make_repo(tmp_path / "fork", {"x.py": text})
+    base = repo.head()
+    repo.ps("init")
+    repo.write("x.py", text.replace("x ", "x mine "))
+    repo.ps("new", "big", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write("x.py", text.replace("x ", "x up "))
+    repo.commit_all("upstream rewrites every x")
+    repo.write("y.py", "y\n")
+    repo.commit_all("upstream adds y")
+    repo.git("checkout", "-q", "main")
+    r = repo.ps("refresh", "--onto", "up", "--steps", code=1)
+    assert "step 1 of 2" in r.stdout and "(culprit of 40 conflict hunk(s))" in r.stdout
+    assert "its conflicts meet upstream's change up to" in r.stderr
+    assert "upstream rewrites every x" in r.stderr
+    assert len(r.stderr.splitlines()) <= 60 + 2, r.stderr

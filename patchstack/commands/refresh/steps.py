@@ -292,4 +292,8 @@ def where(ws: Checkout) -> str | None:
         return None
     k = plan.next_step(ws.load_series().base) or 0
     n = len(plan.ends)
-    return f"a stepped refresh onto {plan.target_name}: {k} of {n} step(s) done"
+    end = plan.ends[k]
+    return (
+        f"a stepped refresh onto {plan.target_name}: {k} of {n} step(s) done; step {k + 1}"
+        f" ends after {end.commit[:10]} {plan.subjects[k]}".rstrip()
+    )
