@@ -264,3 +264,27 @@ def test_a_step_stop_with_many_hunks_keeps_its_screen(tmp_path: Path) -> None:
     assert "its conflicts meet upstream's change up to" in r.stderr
     assert "upstream rewrites every x" in r.stderr
     assert len(r.stderr.splitlines()) <= 60 + 2, r.stderr
+
+
+def test_a_step_stop_shows_the_hunks_of_its_end_commit_first(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 5\n", "a 5 mine\n")
+    replace_line(repo, "a.py", "a 30\n", "a 30 mine\n")
+    repo.ps("new", "p", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 5\n", "a 5 up\n")
+    repo.commit_all("first: a 5")
+    replace_line(repo, "a.py", "a 30\n", "a 30 up\n")
+    repo.commit_all("second: a 30")
+    repo.git("checkout", "-q", "main")
+    r = repo.ps("refresh", "--onto", "up", "--steps", "2", code=1)
+    assert "step 1 of 1" in r.stdout and "ending after" in r.stdout and "second: a 30" in r.stdout
+    err = r.stderr
+    assert err.index("+ a 30 up") < err.index("+ a 5 up"), err
+    assert "(1 of 2 conflicting hunk(s) changed by it, shown first)" in err
+    # Without --steps the report keeps the file's order.
+    repo.ps("refresh", "--abort")
+    err = repo.ps("refresh", "--onto", "up", code=1).stderr
+    assert err.index("+ a 5 up") < err.index("+ a 30 up")

@@ -94,11 +94,7 @@ def print_steps(ctx: click.Context, stepped: Stepped, verbose: bool) -> None:
             return
         echo(ctx, step_line(plan, k))
         if result.stopped:
-            end = plan.ends[k]
-            meets = f"step {k + 1} of {n}: its conflicts meet upstream's change up to"
-            meets += f" {end.commit[:10]} {plan.subjects[k]}".rstrip()
-            note = "; ".join(x for x in (meets, result.stopped.note) if x)
-            result = replace(result, stopped=replace(result.stopped, note=note))
+            result = replace(result, stopped=_step_stop(plan, k, result.stopped))
         print_refresh(ctx, result, verbose)
         if result.stopped:
             echo(
@@ -111,3 +107,21 @@ def print_steps(ctx: click.Context, stepped: Stepped, verbose: bool) -> None:
             return
     if stepped.runs and not stepped.last.stopped:
         echo(ctx, f"all {n} step(s) done: the series is on {plan.target_name}")
+
+
+def _step_stop(plan: StepPlan, k: int, stopped: Any) -> Any:
+    """The stop's report with the hunks the step's end commit changed first (its one upstream
+    change, beside the patch's hunk), and a line naming the step and that change."""
+    end = plan.ends[k]
+
+    def meets(h: Any) -> bool:
+        return any(u.oid == end.commit for u in h.upstream)
+
+    hunks = sorted(stopped.hunks, key=lambda h: not meets(h))
+    met = sum(map(meets, hunks))
+    said = f"step {k + 1} of {len(plan.ends)}: its conflicts meet upstream's change up to"
+    said += f" {end.commit[:10]} {plan.subjects[k]}".rstrip()
+    if met:
+        said += f" ({met} of {len(hunks)} conflicting hunk(s) changed by it, shown first)"
+    note = "; ".join(x for x in (said, stopped.note) if x)
+    return replace(stopped, hunks=tuple(hunks), note=note)
