@@ -288,3 +288,14 @@ def test_a_step_stop_shows_the_hunks_of_its_end_commit_first(tmp_path: Path) -> 
     repo.ps("refresh", "--abort")
     err = repo.ps("refresh", "--onto", "up", code=1).stderr
     assert err.index("+ a 5 up") < err.index("+ a 30 up")
+
+
+def test_defer_conflicts_goes_through_every_step(tmp_path: Path) -> None:
+    repo = drift(tmp_path)
+    r = repo.ps("refresh", "--onto", "up", "--steps", "--defer-conflicts", "--json")
+    data = json.loads(r.stdout)
+    assert [s["ran"] for s in data["steps"]] == [True, True, True]
+    assert data["new_base"] == repo.git("rev-parse", "up").strip()
+    series = repo.read("patches/series")
+    assert "# deferred: p1.patch" in series and "# deferred: p2.patch" in series
+    assert repo.tree() == repo.tree("up")
