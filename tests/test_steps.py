@@ -134,9 +134,9 @@ def test_culprit_steps_stop_at_one_upstream_change_each(tmp_path: Path) -> None:
 
 
 def test_a_resolution_made_at_a_step_is_reused_by_the_later_steps(tmp_path: Path) -> None:
-    """p1's conflict with u2 resolved at step 1; u1 touches a.py again after it (step 2): the
-    recorded resolution of step 1 does not settle step 2 (upstream moved a.py on), but
-    a one-shot refresh, later, of the same drift does reuse what the steps recorded."""
+    """Each --continue of a step records its resolution (`refresh/resolutions`, as any
+    --continue does); the same steps again, from the start, are settled by them, to the same
+    end, without a stop."""
     repo = drift(tmp_path)
     before = repo.state()
     repo.ps("refresh", "--onto", "up", "--steps", code=1)

@@ -6,9 +6,10 @@ steps, as by any replay), the last one onto TARGET itself.
 The plan (`model.steps`) is kept in the git directory (``patchstack/steps.json``) from before
 the first step until the last one is published. Which step comes next is never stored: it is
 read from the series' base (the start, or a step's end), so a ``kill -9`` between steps, an
-``undo`` of a step or a crash in one (then ``undo``) leaves a plan that still says where it is.
-``--abort`` goes back to the state before the first step (one operation, which ``undo`` takes
-back) and forgets the plan.
+``undo`` of a step or a crash in one (then ``undo``) leaves a plan that still says where it is
+(`live`). ``--abort`` goes back to the state before the first step (one operation, which
+``undo`` takes back, the stepped refresh with it). A plan whose steps are all done, or that
+was aborted, sleeps in its file until the next ``--steps`` replaces it.
 """
 
 from __future__ import annotations
