@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,33 +21,13 @@ from .output import (
     verdict,
     verdict_counts,
 )
+from .probing import missing_status, probe_options, run_probes
+from .steptext import print_steps, stepped_refresh, steps_json, steps_option
 
 if TYPE_CHECKING:
-    from ..checkout import Checkout
-    from ..commands.probes import ProbeReport
     from ..commands.refresh.settle import RefreshResult
-    from ..commands.upstream import Standing
-    from ..model.selection import Selector
 
 # -- refresh / check --------------------------------------------------------------------------
-
-
-def probe_options(f: Any) -> Any:
-    f = click.option(
-        "--probe-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=300.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="With --probes: a probe running longer fails.",
-    )(f)
-    return click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
-    )(f)
 
 
 @cli.command()
@@ -93,6 +73,7 @@ def probe_options(f: Any) -> Any:
     help="Defer every conflicting patch instead of stopping (for CI and bots).",
 )
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
+@steps_option
 @click.option(
     "--probes",
     is_flag=True,
@@ -115,6 +96,7 @@ def refresh(
     skip_: bool,
     defer_conflicts: bool,
     abort_: bool,
+    steps_mode: str | None,
     probes: bool,
     jobs: int | None,
     probe_timeout: float,
@@ -140,13 +122,18 @@ def refresh(
       patchstack refresh --abort        # back to exactly the state before
       patchstack refresh --onto origin/main --defer-conflicts   # CI: defer them all
       patchstack refresh --onto origin/main --probes   # then: does each patch still work?
+      patchstack refresh --onto origin/main --steps    # a big drift: one culprit at a time
     """
     from ..commands.refresh.resume import abort, skip
     from ..commands.refresh.resume import continue_ as do_continue
     from ..commands.refresh.start import refresh as do_refresh
     from ..errors import PatchstackError
 
-    starting = onto or patch_name or drop_merged or discard or defer_conflicts
+    starting = onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode
+    if steps_mode is not None and (patch_name or discard):
+        raise PatchstackError(
+            "--steps takes no --patch or --discard-changes", "see 'patchstack refresh --help'"
+        )
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
         raise PatchstackError(
             "--continue, --skip and --abort take no other option",
@@ -157,7 +144,11 @@ def refresh(
     try:
         if not abort_:
             bar.step("replaying the series")
-        if abort_:
+        how = "abort" if abort_ else "continue" if continue_ else "skip" if skip_ else "start"
+        runs = stepped_refresh(ws, how, steps_mode, onto, drop_merged, defer_conflicts, bar)
+        if runs is not None:
+            result = runs.last
+        elif abort_:
             result = abort(ws)
         elif continue_:
             result = do_continue(ws, bar)
@@ -175,12 +166,16 @@ def refresh(
 
         left_out = {v.name: "deferred" for v in result.verdicts if v.verdict in CONFLICTING}
         every = Selector(None, True, None, None)
-        report = _probe(ws, result.new_base, every, left_out, jobs, probe_timeout)
+        report = run_probes(ws, result.new_base, every, left_out, jobs, probe_timeout)
     if as_json:
         data = result.to_json()
         if report is not None:
             data["probes"] = report.to_json()
+        if runs is not None:
+            data["steps"] = steps_json(runs)
         out(json_text(data), verbatim=True)
+    elif runs is not None:
+        print_steps(ctx, runs, verbose)
     else:
         print_refresh(ctx, result, verbose)
         if report is not None:
@@ -349,8 +344,8 @@ def check(
             for v in result.verdicts
             if v.verdict in CONFLICTING
         }
-        report = _probe(ws, result.target, sel, left_out, jobs, probe_timeout)
-    missing = _missing_status(ws, sel) if require_status else None
+        report = run_probes(ws, result.target, sel, left_out, jobs, probe_timeout)
+    missing = missing_status(ws, sel) if require_status else None
     failed = not result.ok or (report is not None and not report.ok) or bool(missing)
     if as_json:
         extra: dict[str, object] = {"warnings": warnings}
@@ -399,32 +394,3 @@ def check(
             echo(ctx, line)
     if failed:
         ctx.exit(1)
-
-
-def _probe(
-    ws: Checkout,
-    target: str,
-    sel: Selector,
-    left_out: dict[str, str],
-    jobs: int | None,
-    timeout: float,
-) -> ProbeReport:
-    from ..commands.probes import probe_series
-    from ..model.ids import Oid
-
-    ws.progress.step("running the probes")
-    try:
-        return probe_series(ws, Oid(target), sel, left_out, jobs, timeout, ws.progress)
-    finally:
-        ws.progress.close()
-
-
-def _missing_status(ws: Checkout, sel: Selector) -> list[Standing]:
-    from ..commands.upstream import standings
-    from ..commands.worktree import selected_names
-    from ..model.fields import NONE
-
-    series = ws.load_series()
-    chosen = set(selected_names(series, sel))
-    found = standings(ws, series, series.base)
-    return [s for s in found if s.name in chosen and s.upstream.state == NONE]

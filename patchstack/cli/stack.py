@@ -193,6 +193,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
                     "out_of_order": list(st.out_of_order),
                     "disagreements": list(st.disagreements),
                     "interrupted": st.interrupted,
+                    "stepping": st.stepping,
                 }
             )
         )

@@ -73,6 +73,8 @@ def status_lines(
         out += _capped([f"  conflict: {path}" for path in at.conflicted], verbose, "file(s)")
     elif stopped:
         out.append(style("a refresh is stopped at a conflict", fg="red"))
+    if st.stepping:
+        out.append(style(st.stepping, fg="yellow"))
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
     out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")

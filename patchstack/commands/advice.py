@@ -28,6 +28,11 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             f"resolve the conflict markers, then '{command} --continue'"
             f" (or '{command} --abort' to go back)"
         )
+    if st.stepping:
+        return (
+            "'patchstack refresh --continue' goes on with the next step"
+            " ('patchstack refresh --abort' goes back to before the first)"
+        )
     applied = [p for p in st.patches if p.applied]
     if st.plain_series:
         return (

@@ -4,6 +4,7 @@ says of its probe and its upstream status."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import date
 
@@ -76,6 +77,7 @@ class StatusResult:
     marks: tuple[Mark, ...] = ()  # the series' deferred and upstream marks
     interrupted: str | None = None  # a command whose publish was interrupted (status exits 1)
     repaired: str | None = None  # what status repaired: a dangling scratch ref it deleted
+    stepping: str | None = None  # where a stepped refresh (refresh --steps) is
 
     def mark_of(self, name: str) -> Mark | None:
         return next((m for m in self.marks if m.name == name), None)
@@ -199,6 +201,7 @@ def status(ws: Checkout) -> StatusResult:
         tuple(m for n in series.names if (m := series.mark_of(n))),
         _interrupted(ws),
         _repaired(ws),
+        stepping=_stepping(ws),
     )
 
 
@@ -298,3 +301,11 @@ def _out_of_order(series: Series, applied: tuple[str, ...]) -> tuple[str, ...]:
     known = [n for n in applied if n in series]
     ranked = sorted(known, key=series.index)
     return tuple(n for n, want in zip(known, ranked, strict=True) if n != want)
+
+
+def _stepping(ws: Checkout) -> str | None:
+    if not os.path.exists(os.path.join(ws.git.git_dir, "patchstack", "steps.json")):
+        return None  # no stepped refresh: its module is not loaded for a status
+    from .refresh.steps import where
+
+    return where(ws)

@@ -146,6 +146,17 @@ class Refs(GitBase):
         )
         return [name for name in out.splitlines() if name]
 
+    def tagged_commits(self) -> dict[Oid, list[str]]:
+        """The commit each tag names (an annotated tag peeled) -> the tags' names (``v1.0``)."""
+        fmt = "--format=%(objectname) %(*objectname) %(refname:lstrip=2)"
+        found: dict[Oid, list[str]] = {}
+        for line in self.out("for-each-ref", fmt, "refs/tags").splitlines():
+            words = line.split(" ", 2)
+            if len(words) == 3:
+                oid = words[1] or words[0]
+                found.setdefault(Oid(oid), []).append(words[2])
+        return found
+
     def ref_exists(self, ref: str) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
