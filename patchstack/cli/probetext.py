@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
+
+import click
 
 from ..commands.probes import BROKEN, EFFECTIVE, INEFFECTIVE, NOT_RUN, ProbeReport, Run
 from ..commands.upstream import Standing
@@ -16,6 +19,24 @@ _MEANS = {
     BROKEN: "fails with it",
 }
 SHOWN = 10
+
+
+def probe_options(f: Any) -> Any:
+    f = click.option(
+        "--probe-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=300.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="With --probes: a probe running longer fails.",
+    )(f)
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
+    )(f)
 
 
 def _run(label: str, run: Run) -> str:

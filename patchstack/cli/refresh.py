@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +20,8 @@ from .output import (
     verdict,
     verdict_counts,
 )
+from .probetext import probe_options
+from .resolvertext import accepted_note, refused_lines, resolver_options, resolver_setting
 
 if TYPE_CHECKING:
     from ..checkout import Checkout
@@ -29,24 +31,6 @@ if TYPE_CHECKING:
     from ..model.selection import Selector
 
 # -- refresh / check --------------------------------------------------------------------------
-
-
-def probe_options(f: Any) -> Any:
-    f = click.option(
-        "--probe-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=300.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="With --probes: a probe running longer fails.",
-    )(f)
-    return click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
-    )(f)
 
 
 @cli.command()
@@ -92,6 +76,7 @@ def probe_options(f: Any) -> Any:
     help="Defer every conflicting patch instead of stopping (for CI and bots).",
 )
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
+@resolver_options
 @click.option(
     "--probes",
     is_flag=True,
@@ -114,6 +99,8 @@ def refresh(
     skip_: bool,
     defer_conflicts: bool,
     abort_: bool,
+    resolver: str | None,
+    resolver_timeout: float | None,
     probes: bool,
     jobs: int | None,
     probe_timeout: float,
@@ -139,6 +126,7 @@ def refresh(
       patchstack refresh --abort        # back to exactly the state before
       patchstack refresh --onto origin/main --defer-conflicts   # CI: defer them all
       patchstack refresh --onto origin/main --probes   # then: does each patch still work?
+      patchstack refresh --onto origin/main --resolver 'python3 ~/bin/resolve.py'
     """
     from ..commands.refresh.resume import abort, skip
     from ..commands.refresh.resume import continue_ as do_continue
@@ -146,6 +134,7 @@ def refresh(
     from ..errors import PatchstackError
 
     starting = onto or patch_name or drop_merged or discard or defer_conflicts
+    starting = starting or resolver is not None or resolver_timeout is not None
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
         raise PatchstackError(
             "--continue, --skip and --abort take no other option",
@@ -163,8 +152,9 @@ def refresh(
         elif skip_:
             result = skip(ws, bar)
         else:
+            how = resolver_setting(ws, resolver, resolver_timeout)
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts=defer_conflicts
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, how
             )
     finally:
         bar.close()
@@ -212,7 +202,9 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         if v.name in summarized and not verbose:
             continue
         notes = []
-        if v.recorded:
+        if said := accepted_note(result, v.name):
+            notes.append(said)
+        elif v.recorded:
             notes.append("recorded resolution")
         elif v.resolved:
             notes.append("resolved")
@@ -231,6 +223,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, more)
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
+    for line in refused_lines(result):
+        echo(ctx, line)
     if result.stopped:
         for line in render_conflict(result.stopped, full=verbose):
             echo(ctx, line, err=True)
