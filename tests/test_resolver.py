@@ -219,3 +219,21 @@ def test_nothing_in_the_series_folder_sets_the_resolver(tmp_path) -> None:
     result = repo.ps("refresh", "--onto", "up")
     assert ran.exists() and f"resolved by {cmd}" in result.stdout
     assert repo.read("a.py") == GOOD
+
+
+def test_a_knock_on_is_not_handed_to_the_resolver(tmp_path) -> None:
+    """p2 conflicts only because p1 is left out: a knock-on, deferred with p1 as without a
+    resolver, never a proposal (a resolution there would bake p1's absence into p2)."""
+    repo = drift(tmp_path)
+    asked = tmp_path / "asked"
+    body = f"open({str(asked)!r}, 'a').write(json.load(sys.stdin)['patch']['name'] + '\\n')\n"
+    cmd = resolver(tmp_path, "declines", body + "sys.exit(3)\n")
+    args = ("refresh", "--onto", "up", "--defer-conflicts", "--resolver", cmd, "--json")
+    doc = json.loads(repo.ps(*args).stdout)
+    assert asked.read_text() == "p1.patch\n"
+    assert [(c["patch"], c["kind"]) for c in doc["deferred"]] == [
+        ("p1.patch", "primary"),
+        ("p2.patch", "knock-on"),
+    ]
+    (p,) = doc["proposals"]
+    assert p["patch"] == "p1.patch" and p["why"] == "it exited with status 3"

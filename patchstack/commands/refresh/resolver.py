@@ -16,7 +16,9 @@ a plain scratch folder. Asking for a resolver is asking for that probe to run. A
 proposal settles the conflict as a recorded resolution does, and is recorded as one
 ``resolved by CMD`` (`Resolutions.record`); the refresh that took it is one entry of the
 operation log, so ``undo`` takes it back. A refused one stops the refresh as before, its
-report saying why the proposal was refused.
+report saying why the proposal was refused. A knock-on (a conflict only because a patch
+before it is left out, as `settle.triaged` tells) is never handed over: it is deferred with
+its root, as without a resolver.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ... import lock
 from ...checkout import Checkout
 from ...engine.culprits import attribute
 from ...engine.replay import Step
+from ...engine.triage import KNOCK_ON
 from ...errors import PatchstackError
 from ...git import Git, MergeResult
 from ...git.process import program_env
@@ -45,6 +48,7 @@ from ...model.proposal import Proposal
 from ...model.series import Series
 from .. import sessions
 from .resolutions import FILE_MODES, Resolutions
+from .settle import KnockOns, triaged
 from .stopped import State
 
 _TAIL = 400  # characters of a command's standard error quoted in a refusal
@@ -80,13 +84,13 @@ def setting(ws: Checkout, command: str | None, seconds: float | None) -> Setting
     return Setting(found.strip(), seconds)
 
 
-def proposer_of(ws: Checkout, series: Series, state: State) -> Proposer | None:
+def proposer_of(ws: Checkout, series: Series, state: State, knock_ons: KnockOns) -> Proposer | None:
     """The resolver the refresh was started with (kept in its stopped state for
     ``--continue``), or None."""
     if not state.resolver:
         return None
     how = Setting(state.resolver, state.resolver_seconds or proposal.DEFAULT_SECONDS)
-    return Proposer(ws, series, (state.old_base, state.new_base), how)
+    return Proposer(ws, series, knock_ons, how)
 
 
 def notes(recorded: str, proposer: Proposer | None, name: str) -> str:
@@ -106,15 +110,16 @@ class Proposer:
     """The replay's hook: ``propose(step, tree, merged)`` is a verified proposal's tree, or
     None (the conflict stops the refresh as before); `proposals` says what became of each."""
 
-    def __init__(
-        self, ws: Checkout, series: Series, bases: tuple[str | None, str], how: Setting
-    ) -> None:
+    def __init__(self, ws: Checkout, series: Series, knock_ons: KnockOns, how: Setting) -> None:
         self.ws = ws
         self.git = ws.git
         self.series = series
-        self.bases = bases  # (old base, new base): the range the culprits are traced in
+        self.knock_ons = knock_ons
+        state = knock_ons.state
+        self.bases = (state.old_base, state.new_base)  # where the culprits are traced
         self.how = how
         self.proposals: list[Proposal] = []
+        self.unsettled: list[tuple[str, Oid, MergeResult]] = []  # left out: missing after
 
     def note(self, name: str) -> str:
         """Why the last proposal for ``name`` was refused (for its conflict report), or ""."""
@@ -128,6 +133,9 @@ class Proposer:
     ) -> Oid | None:
         if step.name not in self.series:
             return None
+        if self._knock_on(step.name, tree, merged):
+            self.unsettled.append((step.name, tree, merged))
+            return None
         folder = tempfile.mkdtemp(prefix="patchstack-resolver-")
         try:
             found, why = self._try(step, tree, merged, folder)
@@ -135,6 +143,7 @@ class Proposer:
             shutil.rmtree(folder, ignore_errors=True)
         self.proposals.append(Proposal(step.name, self.how.command, found is not None, why))
         if found is None:
+            self.unsettled.append((step.name, tree, merged))
             return None
         records.record(
             step.name,
@@ -148,6 +157,15 @@ class Proposer:
         )
         records.used.append(step.name)
         return found
+
+    def _knock_on(self, name: str, tree: Oid, merged: MergeResult) -> bool:
+        """Whether the conflict is a knock-on of a patch left out before it (triaged as the
+        replay will triage it): deferred with its root, never resolved without it."""
+        k = self.knock_ons
+        order = {s.name: i for i, s in enumerate(k.state.steps)}
+        before = {c[0]: c for c in [*k.seen, *self.unsettled] if c[0] != name}
+        seen = [*sorted(before.values(), key=lambda c: order[c[0]]), (name, tree, merged)]
+        return triaged(k.ws, k.state, k.series, seen, False, k.needs.names)[-1].kind == KNOCK_ON
 
     # -- one proposal --------------------------------------------------------------------
 

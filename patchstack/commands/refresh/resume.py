@@ -154,7 +154,7 @@ def _go_on(
         k = [s.name for s in state.steps].index(state.stopped_at)
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
-        proposer = proposer_of(ws, series, state)
+        proposer = proposer_of(ws, series, state, knock_ons)
         more, conflicts = replay(
             git,
             state.steps,

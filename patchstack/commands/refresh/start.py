@@ -165,7 +165,7 @@ def refresh(
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
-        proposer = proposer_of(ws, series, state)
+        proposer = proposer_of(ws, series, state, knock_ons)
         done, conflicts = replay(
             git,
             state.steps,
