@@ -237,3 +237,31 @@ def test_a_knock_on_is_not_handed_to_the_resolver(tmp_path) -> None:
     ]
     (p,) = doc["proposals"]
     assert p["patch"] == "p1.patch" and p["why"] == "it exited with status 3"
+
+
+def test_continue_goes_on_with_the_resolver_the_refresh_started_with(tmp_path) -> None:
+    """p1 and p3 conflict; the resolver declines p1 (the user resolves it) and resolves p3
+    after --continue; `resolutions` names the machine-made record."""
+    repo = drift(tmp_path)
+    repo.git("checkout", "-q", "up")
+    repo.write("b.py", numbered(40, "b").replace("b 20\n", "b 20 upstream\n"))
+    repo.commit_all("upstream reworks b.py line 20")
+    repo.git("checkout", "-q", "main")
+    b_good = numbered(40, "b").replace("b 20\n", "b 20 upstream and mine\n")
+    body = (
+        "if json.load(sys.stdin)['patch']['name'] != 'p3.patch':\n"
+        "    sys.exit('not mine')\n"
+        f"open('result/b.py', 'w').write({b_good!r})\n"
+    )
+    cmd = resolver(tmp_path, "p3-only", body)
+    stopped = repo.ps("refresh", "--onto", "up", "--resolver", cmd, code=1)
+    assert "was refused: it exited with status 1: not mine" in stopped.stderr
+    repo.write("a.py", GOOD)
+    result = repo.ps("refresh", "--continue")
+    assert f"p3.patch  (resolved by {cmd}: machine-made" in result.stdout
+    assert repo.read("b.py") == b_good and repo.read("a.py") == GOOD
+    listing = repo.ps("resolutions").stdout
+    assert f"machine-made: resolved by {cmd})" in listing
+    assert listing.count("machine-made") == 1  # p1's is the user's
+    rows = json.loads(repo.ps("resolutions", "--json").stdout)["resolutions"]
+    assert sorted((r["patch"], r["by"]) for r in rows) == [("p1.patch", ""), ("p3.patch", cmd)]
