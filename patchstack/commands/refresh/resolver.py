@@ -139,6 +139,8 @@ class Proposer:
         folder = tempfile.mkdtemp(prefix="patchstack-resolver-")
         try:
             found, why = self._try(step, tree, merged, folder)
+        except OSError as exc:  # a file of the scratch folder it could not write or read
+            found, why = None, f"its scratch folder failed: {exc}"
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         self.proposals.append(Proposal(step.name, self.how.command, found is not None, why))
