@@ -53,7 +53,7 @@ def test_every_json_output_has_a_valid_schema() -> None:
     assert schemas.schema_name(matrix) == "bisect-matrix"
     assert schemas.schema_name(["bisect", "A", "B", "--json", "--", "./t", "--matrix"]) == "bisect"
     shipped = {p.stem for p in schemas.SCHEMAS.glob("*.json")} - {"common"}
-    assert shipped == {*named.values(), "patch-log", "bisect-matrix"}
+    assert shipped == {*named.values(), "patch-log", "bisect-matrix", "resolver"}
 
 
 def test_a_document_that_breaks_its_schema_is_caught() -> None:

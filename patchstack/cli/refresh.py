@@ -22,6 +22,7 @@ from .output import (
     verdict_counts,
 )
 from .probing import missing_status, probe_options, run_probes
+from .resolvertext import accepted_note, refused_lines, resolver_options, resolver_setting
 from .steptext import print_steps, stepped_refresh, steps_json, steps_option
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
 )
 @click.option("--abort", "abort_", is_flag=True, help="Restore the state before the refresh.")
 @steps_option
+@resolver_options
 @click.option(
     "--probes",
     is_flag=True,
@@ -97,6 +99,8 @@ def refresh(
     defer_conflicts: bool,
     abort_: bool,
     steps_mode: str | None,
+    resolver: str | None,
+    resolver_timeout: float | None,
     probes: bool,
     jobs: int | None,
     probe_timeout: float,
@@ -123,6 +127,7 @@ def refresh(
       patchstack refresh --onto origin/main --defer-conflicts   # CI: defer them all
       patchstack refresh --onto origin/main --probes   # then: does each patch still work?
       patchstack refresh --onto origin/main --steps    # a big drift: one culprit at a time
+      patchstack refresh --onto origin/main --resolver 'python3 ~/bin/resolve.py'
     """
     from ..commands.refresh.resume import abort, skip
     from ..commands.refresh.resume import continue_ as do_continue
@@ -130,9 +135,11 @@ def refresh(
     from ..errors import PatchstackError
 
     starting = onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode
-    if steps_mode is not None and (patch_name or discard):
+    starting = starting or resolver is not None or resolver_timeout is not None
+    if steps_mode is not None and (patch_name or discard or resolver is not None):
         raise PatchstackError(
-            "--steps takes no --patch or --discard-changes", "see 'patchstack refresh --help'"
+            "--steps takes no --patch, --discard-changes or --resolver",
+            "see 'patchstack refresh --help'",
         )
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
         raise PatchstackError(
@@ -155,8 +162,9 @@ def refresh(
         elif skip_:
             result = skip(ws, bar)
         else:
+            how = resolver_setting(ws, resolver, resolver_timeout)
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts=defer_conflicts
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, how
             )
     finally:
         bar.close()
@@ -208,7 +216,9 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         if v.name in summarized and not verbose:
             continue
         notes = []
-        if v.recorded:
+        if said := accepted_note(result, v.name):
+            notes.append(said)
+        elif v.recorded:
             notes.append("recorded resolution")
         elif v.resolved:
             notes.append("resolved")
@@ -227,6 +237,8 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, more)
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
+    for line in refused_lines(result):
+        echo(ctx, line)
     if result.stopped:
         for line in render_conflict(result.stopped, verbose) + proposal_hint(result.stopped):
             echo(ctx, line, err=True)

@@ -41,7 +41,8 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
     found = [r for r in records.all().values() if patch is None or r.patch == patch]
     if as_json:
         rows = [
-            {"key": r.key, "patch": r.patch, "path": r.path, "recorded": r.recorded} for r in found
+            {"key": r.key, "patch": r.patch, "path": r.path, "recorded": r.recorded, "by": r.by}
+            for r in found
         ]
         out(json_text({"resolutions": rows}), verbatim=True)
         return
@@ -49,5 +50,6 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
         echo(ctx, "no recorded resolutions")
         return
     for r in sorted(found, key=lambda r: (r.patch, r.path)):
-        echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]})")
+        by = f", machine-made: resolved by {r.by}" if r.by else ""
+        echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]}{by})")
     echo(ctx, f"{len(found)} recorded resolution(s) in {ws.display(records.folder)}")

@@ -24,6 +24,7 @@ STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an interrupted progr
 Process = subprocess.Popen[bytes]
 PIPE = subprocess.PIPE
 STDOUT = subprocess.STDOUT
+DEVNULL = subprocess.DEVNULL
 
 
 def start(
@@ -33,8 +34,10 @@ def start(
     stdout: int | IO[bytes] = PIPE,
     stderr: int | IO[bytes] | None = None,
     hint: str = "give a command that exists",
+    stdin: int | IO[bytes] = DEVNULL,
 ) -> Process:
-    """``command`` running in a session of its own, its standard input closed. Call it in
+    """``command`` running in a session of its own, its standard input closed (or
+    ``stdin``). Call it in
     a `lock.critical` section that also keeps the process, so that a signal that arrives
     meanwhile finds it known."""
     try:
@@ -42,7 +45,7 @@ def start(
             list(command),
             cwd=cwd,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,

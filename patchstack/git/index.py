@@ -63,6 +63,12 @@ class TempIndex:
     def write_tree(self) -> Oid:
         return self.git.oid("write-tree", env=self.env)
 
+    def checkout_to(self, folder: str) -> None:
+        """Write every file of this index into ``folder`` (not a work tree of the repository:
+        a plain folder a user's program runs in)."""
+        prefix = os.path.join(os.path.abspath(folder), "")
+        self.git.run("checkout-index", "--all", "--force", f"--prefix={prefix}", env=self.env)
+
     def copy_from(self, index_file: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             shutil.copy2(index_file, self.path)  # keeps mtime: racy entries stay racy

@@ -103,6 +103,14 @@ class Listings(History):
             b,
         ).stdout
 
+    def commit_diff(self, commit: str, paths: Sequence[str]) -> bytes:
+        """What ``commit`` did to ``paths`` (against its first parent), as a text patch."""
+        return self.run(
+            "diff-tree", "-p", "--root", "--no-commit-id", "--first-parent", "--no-renames",
+            "--no-ext-diff", "--no-textconv", "--no-color", "--end-of-options", commit, "--",
+            *paths,
+        ).stdout  # fmt: skip
+
     # -- the work tree ---------------------------------------------------------------------------
 
     def dirty(self, exclude: str | None = None, paths: Sequence[str] | None = None) -> DirtyState:

@@ -75,6 +75,7 @@ def _resolution_json(r: ResolutionChange) -> dict[str, Any]:
         "mode": r.mode or None,
         "note": r.note,
         "diff": list(r.diff),
+        "by": r.by or None,
     }
 
 

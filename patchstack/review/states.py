@@ -103,6 +103,7 @@ class ResolutionChange:
     mode: str  # the resolved file's mode, "deleted" (resolved by deleting it), or "" (unread)
     note: str  # what else a reviewer must know: not a record, binary, deleted, versions
     diff: tuple[str, ...]  # the resolved hunks
+    by: str = ""  # machine-made: the command that proposed it (refresh --resolver); "": a person
 
 
 Files = Mapping[str, bytes | None]  # name under resolutions/ -> bytes (None: not a file)
@@ -153,7 +154,8 @@ def _one(change: str, name: str, data: bytes | None, blob: Blob | None) -> Resol
         return ResolutionChange(change, file, "", "", "", why + " (refresh refuses it)", ())
     diff, note = _resolved(r, blob)
     note = "; ".join(x for x in (note, _versions(r)) if x)
-    return ResolutionChange(change, file, r.patch, r.path, r.mode or "deleted", note, tuple(diff))
+    mode = r.mode or "deleted"
+    return ResolutionChange(change, file, r.patch, r.path, mode, note, tuple(diff), r.by)
 
 
 def _record(data: bytes | None, file: str) -> tuple[Recorded | None, str]:
@@ -202,7 +204,8 @@ def _changed(name: str, a: bytes | None, b: bytes | None) -> ResolutionChange:
         diff = _diff(ra.data if ra else None, rb.data, rb.path, "recorded before", "recorded now")
     notes.append(_versions(rb))
     mode = rb.mode or "deleted"
-    return ResolutionChange("changed", file, rb.patch, rb.path, mode, "; ".join(notes), tuple(diff))
+    said = "; ".join(notes)
+    return ResolutionChange("changed", file, rb.patch, rb.path, mode, said, tuple(diff), rb.by)
 
 
 def resolved_patches(changes: tuple[ResolutionChange, ...]) -> set[str]:

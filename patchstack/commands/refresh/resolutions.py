@@ -97,6 +97,7 @@ class Recorded:
     recorded: str  # when (ISO 8601, UTC)
     file: str
     group: str = ""  # set on a file changed with a conflict's resolution (not conflicted)
+    by: str = ""  # the command that proposed it (`refresh --resolver`); "": a person
 
 
 class BadRecord(ValueError):
@@ -152,6 +153,7 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
             raise BadRecord(f"its bytes are not blob {resolved[1]}, which its header names")
     try:
         patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
+        by = _unquoted(fields.get("by", ""))
     except ValueError:
         raise BadRecord("its patch or path is not a quoted string") from None
     group = fields.get("with", "")
@@ -172,6 +174,7 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
         fields.get("recorded", ""),
         file,
         group,
+        by,
     )
 
 
@@ -253,11 +256,14 @@ class Resolutions:
         merged: Oid,
         resolved: Oid,
         conflicted: Sequence[str],
+        by: str = "",
     ) -> list[str]:
         """Record what ``resolved`` has at each conflicted path of ``patch`` (whose merge of
         ``before -> after`` onto ``ours`` gave ``merged``) and at every other path where it
-        differs from ``merged``; the keys written. Nothing is recorded when a file is resolved
-        to a link, a folder or a submodule (a record holds a file): it is asked again."""
+        differs from ``merged``; the keys written. ``by``: the command that proposed it
+        (``resolved by COMMAND``, machine-made), not a person. Nothing is recorded when a file
+        is resolved to a link, a folder or a submodule (a record holds a file): it is asked
+        again."""
         git = self.git
         known = self.all()
         others = [p for p in git.changed_paths(merged, resolved) if p not in conflicted]
@@ -286,6 +292,7 @@ class Resolutions:
                 f"theirs: {_text(theirs)}",
                 f"resolved: {_text(done)}",
                 *([f"with: {group}"] if i >= len(conflicted) else []),
+                *([f"by: {_quoted(by)}"] if by else []),
                 f"recorded: {when}",
             ]
             text = "\n".join(head).encode("utf-8", "surrogateescape")

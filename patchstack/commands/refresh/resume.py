@@ -26,6 +26,7 @@ from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
 from .resolutions import Resolutions
+from .resolver import notes, proposer_of
 from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
 from .start import marked, resolver
 from .taking import taken
@@ -153,13 +154,14 @@ def _go_on(
         k = [s.name for s in state.steps].index(state.stopped_at)
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
+        proposer = proposer_of(ws, series, state, knock_ons)
         more, conflicts = replay(
             git,
             state.steps,
             k + 1,
             tree,
             labels_of(state),
-            resolve=resolver(ws, series, state, records),
+            resolve=resolver(ws, series, state, records, proposer),
             progress=progress,
             go_on=knock_ons,
             hold=knock_ons.needs,
@@ -168,9 +170,11 @@ def _go_on(
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons.needs.held)
         if stopped_at is not None:
-            note = records.note(stopped_at[0])
-            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
-        return finish(ws, state, engine, series, done, src, head, found)
+            note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
+            result = stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+        else:
+            result = finish(ws, state, engine, series, done, src, head, found)
+        return replace(result, proposals=tuple(proposer.proposals)) if proposer else result
     finally:
         engine.close()
 

@@ -29,6 +29,7 @@ from ...journal.snapshot import take_snapshot
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
+from ...model.proposal import Proposal
 from ...model.series import Deferral, Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .holds import held_reports, needs
@@ -76,6 +77,7 @@ class RefreshResult:
     aborted: bool = False
     deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
     kept: tuple[tuple[str, str], ...] = ()  # aborted: (patch, path) of resolutions it recorded
+    proposals: tuple[Proposal, ...] = ()  # what became of each resolver's proposal (--resolver)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class RefreshResult:
             "aborted": self.aborted,
             "deferred": [c.to_json() for c in self.deferred],
             **({"kept_resolutions": [list(k) for k in self.kept]} if self.aborted else {}),
+            "proposals": [p.to_json() for p in self.proposals],
         }
 
 

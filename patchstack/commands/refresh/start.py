@@ -48,6 +48,7 @@ from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .resolutions import Resolutions
+from .resolver import Proposer, Setting, notes, proposer_of
 from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
 from .stopped import State
 
@@ -92,9 +93,11 @@ def refresh(
     discard: bool = False,
     progress: Callable[[int, int], None] | None = None,
     defer_conflicts: bool = False,
+    resolver_setting: Setting | None = None,
 ) -> RefreshResult:
     """``defer_conflicts``: leave every conflicting patch out, deferred, instead of stopping
-    at the first (each later patch placed without it, as ``git rebase --skip`` places it)."""
+    at the first (each later patch placed without it, as ``git rebase --skip`` places it);
+    ``resolver_setting``: hand each conflict no record settles to a command (`resolver`)."""
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -156,10 +159,13 @@ def refresh(
             fold_into=fold_into,
             folded=folded,
             resolution=git.tree_of(stack.head) if target.route == "merge" else None,
+            resolver=resolver_setting.command if resolver_setting else None,
+            resolver_seconds=resolver_setting.seconds if resolver_setting else None,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
+        proposer = proposer_of(ws, series, state, knock_ons)
         done, conflicts = replay(
             git,
             state.steps,
@@ -168,7 +174,7 @@ def refresh(
             labels_of(state),
             placer=placer,
             progress=progress,
-            resolve=resolver(ws, series, state, records),
+            resolve=resolver(ws, series, state, records, proposer),
             keep_going=defer_conflicts,
             go_on=knock_ons,
             hold=knock_ons.needs,
@@ -177,19 +183,26 @@ def refresh(
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons.needs.held)
         if stopped is not None:
-            note = records.note(stopped[0])
-            return stop(ws, state, engine, series, done, stopped, src, head, found, note)
-        return finish(ws, state, engine, series, done, src, head, found)
+            note = notes(records.note(stopped[0]), proposer, stopped[0])
+            result = stop(ws, state, engine, series, done, stopped, src, head, found, note)
+        else:
+            result = finish(ws, state, engine, series, done, src, head, found)
+        return replace(result, proposals=tuple(proposer.proposals)) if proposer else result
     finally:
         engine.close()
 
 
 def resolver(
-    ws: Checkout, series: Series, state: State, records: Resolutions | None = None
+    ws: Checkout,
+    series: Series,
+    state: State,
+    records: Resolutions | None = None,
+    proposer: Proposer | None = None,
 ) -> Resolver | None:
     """What settles a conflict without asking: after ``git pull`` merged upstream into the
     stack, the user's merge resolution, for the conflicts whose file the conflicting patch is
-    the last applied one to change; else a recorded resolution of exactly those versions."""
+    the last applied one to change; else a recorded resolution of exactly those versions;
+    else a verified proposal of the user's resolver (``proposer``)."""
     pull: Resolver | None = None
     if state.resolution:
         owners: dict[str, str] = {}
@@ -205,6 +218,8 @@ def resolver(
         found = pull(step, tree, merged) if pull is not None else None
         if found is None and records is not None:
             found = records.settle(step.name, step.before, tree, step.after, merged)
+        if found is None and records is not None and proposer is not None:
+            found = proposer.propose(records, step, tree, merged)
         return found
 
     return resolve

@@ -52,6 +52,9 @@ class State:
     # The command that stopped goes on with this after the replay (route "import": the
     # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
     then: str | None = None
+    # ``refresh --resolver``: the command each conflict is handed to, and its time limit.
+    resolver: str | None = None
+    resolver_seconds: float | None = None
 
     @property
     def verb(self) -> str:
