@@ -134,7 +134,7 @@ def refresh(
     from ..commands.refresh.start import refresh as do_refresh
     from ..errors import PatchstackError
 
-    starting = onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode
+    starting = bool(onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode)
     starting = starting or resolver is not None or resolver_timeout is not None
     if steps_mode is not None and (patch_name or discard or resolver is not None):
         raise PatchstackError(
@@ -162,9 +162,9 @@ def refresh(
         elif skip_:
             result = skip(ws, bar)
         else:
-            how = resolver_setting(ws, resolver, resolver_timeout)
+            setting = resolver_setting(ws, resolver, resolver_timeout)
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, how
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, setting
             )
     finally:
         bar.close()
