@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .conflicttext import conflict_summary, evidence_note, render_conflict
+from .conflicttext import conflict_summary, evidence_note, recorded_note, render_conflict
 from .output import (
     complete_patch_names,
     complete_revisions,
@@ -213,7 +213,7 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
             continue
         notes = []
         if v.recorded:
-            notes.append("recorded resolution")
+            notes.append(recorded_note(v.reused_hunks))
         elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
@@ -364,7 +364,7 @@ def check(
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            notes = ["recorded resolution"] if v.recorded else []
+            notes = [recorded_note(v.reused_hunks)] if v.recorded else []
             notes += [evidence_note(v)] if v.evidence or v.note else []
             echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:

@@ -44,6 +44,7 @@ class Verdict:
     verdict: str  # unchanged offset merged conflict deferred, or `engine.verdicts.held`'s
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
     recorded: bool = False  # a conflict settled by a recorded resolution
+    reused_hunks: tuple[str, ...] = ()  # "path:line" of each hunk a hunk's record settled
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
@@ -217,6 +218,7 @@ def finish(
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
+    reused = {d.name: tuple(d.reused_hunks) for d in done}
     held = {d.name for d in done if d.upstream}
     left_out = [d.name for d in deferrals_after(series, state)]
     judged = judge(git, series, state, held, left_out)
@@ -259,6 +261,7 @@ def finish(
             _word(e.name, judged, deferred, classified.verdicts),
             resolved=e.name in resolved,
             recorded=e.name in recorded,
+            reused_hunks=reused.get(e.name, ()),
             rewritten=e.name in classified.data or e.name in filled,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
@@ -388,8 +391,16 @@ def stop(
     so_far[name] = "conflict"
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
+    reused = {d.name: tuple(d.reused_hunks) for d in done}
     verdicts = tuple(
-        Verdict(e.name, e.tag, so_far[e.name], e.name in resolved, e.name in recorded)
+        Verdict(
+            e.name,
+            e.tag,
+            so_far[e.name],
+            e.name in resolved,
+            e.name in recorded,
+            reused_hunks=reused.get(e.name, ()),
+        )
         for e in series.entries
         if e.name in so_far
     )
