@@ -236,3 +236,68 @@ def test_a_hunk_record_is_shown_in_review(tmp_path) -> None:
     assert f"resolutions/{record.name}: p1.patch, a.py (resolved: hunk)" in text
     md = repo.ps("review", *sides, "--format", "markdown").stdout
     assert "(resolved: hunk)" in md and "one conflict hunk of a.py" in md
+
+
+def two_hunks(tmp_path: Path) -> Repo:
+    """p1 changes a.py lines 10 and 20, upstream (``up``) both: two conflict hunks. ``up2``:
+    up with lines added at the top; ``up3``: up with line 20 changed again."""
+    repo = make_repo(tmp_path, {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    repo.write(
+        "a.py", numbered(40, "a").replace("a 10\n", "a 10 mine\n").replace("a 20\n", "a 20 mine\n")
+    )
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write(
+        "a.py", numbered(40, "a").replace("a 10\n", "a 10 up\n").replace("a 20\n", "a 20 up\n")
+    )
+    repo.commit_all("upstream reworks lines 10 and 20")
+    repo.git("checkout", "-q", "-b", "up2")
+    repo.write("a.py", "# header\n" + repo.read("a.py"))
+    repo.commit_all("upstream adds a header")
+    repo.git("checkout", "-q", "-b", "up3", "up")
+    replace_line(repo, "a.py", "a 20 up\n", "a 20 up again\n")
+    repo.commit_all("upstream reworks line 20 again")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def resolve_both(repo: Repo, outside: bool = False) -> list[Path]:
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    assert text.count("<<<<<<<") == 2
+    blocks = iter(["a 10 up and mine\n", "a 20 up and mine\n"])
+    text = re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", lambda _m: next(blocks), text, flags=re.S)
+    if outside:  # the user also changes a line the merge left alone
+        text = text.replace("a 30\n", "a 30 tidied\n")
+    repo.write("a.py", text)
+    repo.ps("refresh", "--continue")
+    repo.ps("undo")
+    repo.ps("undo")
+    return sorted((repo.path / "patches" / "resolutions").iterdir())
+
+
+def test_each_hunk_of_a_file_is_recorded_and_reused_and_a_new_one_stops(tmp_path) -> None:
+    repo = two_hunks(tmp_path / "fork")
+    records = resolve_both(repo)
+    assert len(records) == 2
+    assert all(r.read_bytes().startswith(b"patchstack-resolution-hunk 1\n") for r in records)
+    out = repo.ps("check", "--onto", "up2").stdout
+    assert "(recorded resolution reused for hunk a.py:11, a.py:21)" in out, out
+    # One hunk upstream changed again: the other's record alone is not applied; said so.
+    result = repo.ps("refresh", "--onto", "up3", code=1)
+    assert "match 1 of the 2 conflict hunks of a.py (a.py:10)" in result.stderr, result.stderr
+    assert repo.read("a.py").count("<<<<<<<") == 2
+    repo.ps("refresh", "--abort")
+
+
+def test_a_resolution_that_edits_outside_the_hunks_is_recorded_whole(tmp_path) -> None:
+    repo = two_hunks(tmp_path / "fork")
+    (record,) = resolve_both(repo, outside=True)
+    assert record.read_bytes().startswith(b"patchstack-resolution 1\n")
+    out = repo.ps("refresh", "--onto", "up").stdout  # the very same versions: settled whole
+    assert "p1.patch  (recorded resolution)" in out and "a 30 tidied\n" in repo.read("a.py")
+    repo.ps("undo")
+    repo.ps("refresh", "--onto", "up2", code=1)  # a whole-file record: not past other edits
+    repo.ps("refresh", "--abort")

@@ -142,18 +142,23 @@ def _find(lines: Sequence[bytes], want: Sequence[bytes], start: int) -> int | No
     return None
 
 
-def apply(parts: Sequence[Part], resolutions: Mapping[str, bytes]) -> bytes | None:
-    """The file with each hunk replaced by its resolution (by key), or None when one has none."""
-    out = []
+def apply(
+    parts: Sequence[Part], resolutions: Mapping[str, bytes]
+) -> tuple[bytes, list[int]] | None:
+    """The file with each hunk replaced by its resolution (by key), and the line where each
+    resolution starts in it; None when a hunk has none."""
+    out, lines = [], []
+    at = 1
     for part in parts:
         if isinstance(part, Hunk):
             found = resolutions.get(part.key)
             if found is None:
                 return None
-            out.append(found)
-        else:
-            out.append(part)
-    return b"".join(out)
+            lines.append(at)
+            part = found
+        out.append(part)
+        at += part.count(b"\n")
+    return b"".join(out), lines
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ FILE_MODES = ("100644", "100755")
 @dataclass(frozen=True)
 class Outcome:
     tree: Oid | None  # the merge settled, or None
-    hunks: tuple[str, ...] = ()  # "path:line" of each hunk settled by its record
+    hunks: tuple[str, ...] = ()  # "path:line" of each hunk settled (its line in the result)
     notes: tuple[str, ...] = ()  # why a record that matched was not applied
     stale: tuple[str, ...] = ()  # paths of the patch with hunk records that matched none
 
@@ -69,10 +69,11 @@ def settle_hunks(
                     " markers; it was not applied"
                 )
                 return Outcome(None, notes=(note,))
-        result = hunks.apply(parts, {h.key: known[h.key].data for h in have})
-        assert result is not None
+        applied = hunks.apply(parts, {h.key: known[h.key].data for h in have})
+        assert applied is not None
+        result, starts = applied
         changes[path] = (entry[0], git.write_blob(result))
-        settled += [f"{path}:{h.line}" for h in have]
+        settled += [f"{path}:{n}" for n in starts]
     return Outcome(git.edit_tree(merged.tree, changes), tuple(settled))
 
 
