@@ -177,18 +177,19 @@ def test_a_tampered_hunk_record_is_refused_naming_it(tmp_path) -> None:
     record = day_one(repo)
     assert "reused for hunk a.py:12" in repo.ps("check", "--onto", "up2").stdout
     good = record.read_bytes()
-    cases = [
-        (b"a 10 upstream\n", b"a 10 UPSTREAM\n", "its name is not its key"),  # same sizes
-        (b"a 10 upstream and mine\n", b"a 10 upstream and mine!\n", "its sizes add up to"),
-        (b"\nline: ", b"\nline: x", "is not a line number"),
-        (b"\nsizes: ", b"\nsizes: 1 ", "is not four sizes"),
+    cases = [  # the file and, where one header line is at fault, its line
+        (b"a 10 upstream\n", b"a 10 UPSTREAM\n", ": its name is not its key"),  # same sizes
+        (b"a 10 upstream and mine\n", b"a 10 upstream and mine!\n", ":5: its sizes add up"),
+        (b"\nline: ", b"\nline: x", ":4: 'line: x10' is not a line number"),
+        (b"\nsizes: ", b"\nsizes: 1 ", ":5: 'sizes: 1 "),
+        (b"\nrecorded: ", b"\nrecorded:", ":6: a header line is not 'field: value'"),
     ]
     for old, new, why in cases:
         edited(record, old, new)
         before = repo.state()
         for args in (("refresh", "--onto", "up2"), ("check", "--onto", "up2"), ("resolutions",)):
             result = repo.ps(*args, code=2)
-            assert record.name in result.stderr and why in result.stderr, (args, result.stderr)
+            assert record.name + why in result.stderr, (args, result.stderr)
             assert "Traceback" not in result.stderr
         assert repo.state() == before
         record.write_bytes(good)

@@ -17,7 +17,7 @@ resolution, byte for byte, exactly what the user would do by hand.
 
 A record is a file of the series folder's ``resolutions/``, named by its key: a header (the
 patch and path it was recorded for, the hunk's line, the four parts' sizes), a blank line, and
-upstream's side, the base, the patch's side and the resolution, one after the other. `parse`
+upstream's side, the base, the patch's side and the resolution, one after the other. `record`
 checks it when read (`BadRecord` says why not).
 """
 
@@ -191,24 +191,47 @@ def render(patch: str, path: str, hunk: Hunk, resolution: bytes, when: str) -> b
     return "\n".join(head).encode("utf-8", "surrogateescape") + b"\n\n" + body
 
 
-def parse(fields: Mapping[str, str], body: bytes) -> tuple[Hunk, bytes]:
-    """The hunk and resolution of a record's checked header ``fields`` and ``body``;
-    ValueError says why they are not one."""
+class BadRecord(ValueError):
+    """Why bytes are not a recorded resolution (``line``: of its header, when one is at fault)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def record(
+    fields: Mapping[str, str],
+    at: Mapping[str, int],
+    body: bytes,
+    names: tuple[str, str, str],
+    name: str | None,
+) -> HunkRecord:
+    """The record of a hunk's resolution file: its header ``fields`` (each at its line, ``at``)
+    and ``body`` checked, ``names`` its (patch, path, file); with ``name`` (its name in the
+    folder), that it is named by its key. `BadRecord` says why they are not one."""
     missing = [k for k in ("patch", "path", "line", "sizes") if k not in fields]
     if missing:
-        raise ValueError("no " + ", ".join(missing) + " in its header")
+        raise BadRecord("no " + ", ".join(missing) + " in its header")
     words = fields["sizes"].split(" ")
     if len(words) != 4 or not all(w.isdigit() and len(w) < 16 for w in words):
-        raise ValueError(f"'sizes: {fields['sizes'][:60]}' is not four sizes in bytes")
+        why = f"'sizes: {fields['sizes'][:60]}' is not four sizes in bytes"
+        raise BadRecord(why, at["sizes"])
     sizes = [int(w) for w in words]
     if sum(sizes) != len(body):
-        raise ValueError(f"its sizes add up to {sum(sizes)} bytes, its body holds {len(body)}")
+        why = f"its sizes add up to {sum(sizes)} bytes, its body holds {len(body)}"
+        raise BadRecord(why, at["sizes"])
     line = fields["line"]
     if not (line.isdigit() and len(line) < 16):
-        raise ValueError(f"'line: {line[:60]}' is not a line number")
-    cuts, at = [], 0
+        raise BadRecord(f"'line: {line[:60]}' is not a line number", at["line"])
+    cuts, start = [], 0
     for size in sizes:
-        cuts.append(body[at : at + size])
-        at += size
+        cuts.append(body[start : start + size])
+        start += size
     ours, base, theirs, resolution = cuts
-    return Hunk(ours, base, theirs, int(line)), resolution
+    hunk = Hunk(ours, base, theirs, int(line))
+    if name is not None and name != hunk.key:
+        raise BadRecord(f"its name is not its key {hunk.key} (one file a conflict hunk)")
+    patch, path, file = names
+    return HunkRecord(
+        hunk.key, patch, path, hunk.line, hunk, resolution, fields.get("recorded", ""), file
+    )

@@ -44,6 +44,7 @@ from ...git import Git, MergeResult
 from ...journal.snapshot import max_untracked
 from ...model.ids import SHA1, SHA256, Oid
 from . import hunks
+from .hunks import BadRecord as BadRecord  # (re-exported: the one error of a record)
 from .hunks import HunkRecord
 from .reuse import hunks_of, settle_hunks
 
@@ -104,18 +105,14 @@ class Recorded:
 Record = Recorded | HunkRecord
 
 
-class BadRecord(ValueError):
-    """Why bytes are not a recorded resolution."""
-
-
-def _entry(field: str, text: str, modes: Sequence[str]) -> Entry:
+def _entry(field: str, text: str, modes: Sequence[str], line: int | None = None) -> Entry:
     if text == "-":
         return None
     mode, _, oid = text.partition(" ")
     if mode not in modes:
-        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes))
+        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes), line)
     if not (SHA1.is_full(oid) or SHA256.is_full(oid)):
-        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id")
+        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id", line)
     return mode, oid
 
 
@@ -136,35 +133,36 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Record:
     head, sep, body = data.partition(b"\n\n")
     lines = head.decode("utf-8", "surrogateescape").split("\n")
     if not sep or lines[0] not in (MAGIC, hunks.MAGIC):
-        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')")
+        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')", 1)
     fields: dict[str, str] = {}
-    for line in lines[1:]:
+    at: dict[str, int] = {}  # the header line of each field
+    for n, line in enumerate(lines[1:], start=2):
         field, colon, value = line.partition(": ")
         if not colon or field in fields:
-            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}")
-        fields[field] = value
+            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}", n)
+        fields[field], at[field] = value, n
+    try:
+        patch, where = _unquoted(fields.get("patch", "")), _unquoted(fields.get("path", ""))
+    except ValueError:
+        raise BadRecord("its patch or path is not a quoted string") from None
     if lines[0] == hunks.MAGIC:
-        return _hunk_record(fields, body, file, name)
+        return hunks.record(fields, at, body, (patch, where, file), name)
     missing = [
         k for k in ("patch", "path", "base", "ours", "theirs", "resolved") if k not in fields
     ]
     if missing:
         raise BadRecord("no " + ", ".join(missing) + " in its header")
-    sides = [_entry(k, fields[k], TREE_MODES) for k in ("base", "ours", "theirs")]
-    resolved = _entry("resolved", fields["resolved"], FILE_MODES)
+    sides = [_entry(k, fields[k], TREE_MODES, at[k]) for k in ("base", "ours", "theirs")]
+    resolved = _entry("resolved", fields["resolved"], FILE_MODES, at["resolved"])
     if resolved is None and body:
         raise BadRecord("resolved by deleting the file, yet it holds bytes")
     if resolved is not None:
         fmt = SHA1 if len(resolved[1]) == 40 else SHA256
         if fmt.hash("blob", body) != resolved[1]:
             raise BadRecord(f"its bytes are not blob {resolved[1]}, which its header names")
-    try:
-        patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
-    except ValueError:
-        raise BadRecord("its patch or path is not a quoted string") from None
     group = fields.get("with", "")
     if group and not SHA1.is_full(group):
-        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key")
+        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key", at["with"])
     key = key_of(where, sides, group=group)
     if name is not None and name != key and (group or name != legacy_key_of(patch, where, sides)):
         raise BadRecord(f"its name is not its key {key} (one file a key)")
@@ -181,21 +179,6 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Record:
         file,
         group,
     )
-
-
-def _hunk_record(fields: dict[str, str], body: bytes, file: str, name: str | None) -> HunkRecord:
-    try:
-        hunk, resolution = hunks.parse(fields, body)
-    except ValueError as exc:
-        raise BadRecord(str(exc)) from None
-    try:
-        patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
-    except ValueError:
-        raise BadRecord("its patch or path is not a quoted string") from None
-    if name is not None and name != hunk.key:
-        raise BadRecord(f"its name is not its key {hunk.key} (one file a conflict hunk)")
-    when = fields.get("recorded", "")
-    return HunkRecord(hunk.key, patch, where, hunk.line, hunk, resolution, when, file)
 
 
 def read_bounded(path: str, limit: int) -> bytes:
@@ -253,11 +236,11 @@ class Resolutions:
             raise self._bad(self.folder, f"is {kind}; the recorded resolutions are a folder")
         return True
 
-    def _bad(self, path: str, why: str) -> InputError:
+    def _bad(self, path: str, why: str, line: int | None = None) -> InputError:
         shown = self.ws.display(path)
         return InputError(
             shown,
-            None,
+            line,
             why,
             f"remove it (git rm -r -- {shown}, or rm) and resolve the conflict again;"
             " nothing was changed",
@@ -267,7 +250,7 @@ class Resolutions:
         try:
             return parse_record(read_bounded(path, limit), path, os.path.basename(path))
         except BadRecord as exc:
-            raise self._bad(path, str(exc)) from None
+            raise self._bad(path, str(exc), exc.line) from None
 
     def record(
         self,
