@@ -104,7 +104,9 @@ def test_upstream_changing_the_hunk_itself_stops_as_before(tmp_path) -> None:
     assert "p1.patch" in result.stderr and "a.py" in result.stderr
     assert "a 10 upstream again" in repo.read("a.py") and "<<<<<<<" in repo.read("a.py")
     assert "reused" not in result.stdout
-    assert "recorded resolution of a.py" in result.stderr  # the record that no longer matches
+    assert "recorded resolutions of p1.patch's conflict hunks in a.py are for other lines" in (
+        result.stderr
+    )  # the record that no longer matches
     repo.ps("refresh", "--abort")
 
 

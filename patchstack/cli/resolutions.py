@@ -51,7 +51,7 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
     if not found:
         echo(ctx, "no recorded resolutions")
         return
-    for r in sorted(found, key=lambda r: (r.patch, r.path)):
+    for r in sorted(found, key=lambda r: (r.patch, r.path, getattr(r, "line", 0))):
         hunk = f", hunk at line {r.line}" if isinstance(r, HunkRecord) else ""
         echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]}{hunk})")
     echo(ctx, f"{len(found)} recorded resolution(s) in {ws.display(records.folder)}")

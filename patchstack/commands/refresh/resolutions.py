@@ -324,7 +324,6 @@ class Resolutions:
             hunked = [r for r in self.all().values() if isinstance(r, HunkRecord)]
             outcome = settle_hunks(self.ws, name, hunked, merged)
             self.notes += [(name, n) for n in outcome.notes]
-            stale += [(name, path) for path in outcome.stale]
             found = outcome.tree
             if found is not None:
                 self.reused[name] = outcome.hunks

@@ -22,7 +22,6 @@ class Outcome:
     tree: Oid | None  # the merge settled, or None
     hunks: tuple[str, ...] = ()  # "path:line" of each hunk settled (its line in the result)
     notes: tuple[str, ...] = ()  # why a record that matched was not applied
-    stale: tuple[str, ...] = ()  # paths of the patch with hunk records that matched none
 
 
 def _parts(git: Git, entry: tuple[str, str] | None) -> list[hunks.Part] | None:
@@ -53,7 +52,11 @@ def settle_hunks(
         have = [h for h in conflicts if h.key in known]
         if not have:
             mine = any(r.patch == name and r.path == path for r in records)
-            return Outcome(None, stale=(path,) if mine else ())
+            note = (
+                f"the recorded resolutions of {name}'s conflict hunks in {path} are for other"
+                " lines (upstream or the patch changed them since); none was applied"
+            )
+            return Outcome(None, notes=(note,) if mine else ())
         if len(have) < len(conflicts):
             lines = ", ".join(f"{path}:{h.line}" for h in have)
             note = (
