@@ -239,6 +239,8 @@ def test_a_hunk_record_is_shown_in_review(tmp_path) -> None:
     assert f"resolutions/{record.name}: p1.patch, a.py (resolved: hunk)" in text
     md = repo.ps("review", *sides, "--format", "markdown").stdout
     assert "(resolved: hunk)" in md and "one conflict hunk of a.py" in md
+    html = repo.ps("review", *sides, "--format", "html").stdout
+    assert "(resolved: hunk)" in html and "one conflict hunk of a.py" in html
 
 
 def two_hunks(tmp_path: Path) -> Repo:
