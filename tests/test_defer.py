@@ -187,7 +187,8 @@ def test_a_resolution_for_other_versions_is_never_applied(tmp_path) -> None:
     repo.git("checkout", "-q", "main")
     stopped = repo.ps("refresh", "--onto", "up2", code=1)
     assert "conflict in patch p1.patch" in stopped.stderr
-    assert "a recorded resolution of a.py is for other versions of the file" in stopped.stderr
+    # upstream changed the lines of the recorded hunk: its record is for other lines
+    assert "p1.patch's conflict hunks in a.py are for other lines" in stopped.stderr
     assert "<<<<<<<" in repo.read("a.py")
     repo.ps("refresh", "--abort")
 
