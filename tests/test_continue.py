@@ -148,7 +148,7 @@ def test_abort_after_a_continue_says_it_keeps_the_resolution_recorded(tmp_path) 
     assert "p1.patch  a.py" in repo.ps("resolutions").stdout
     # What it says is what happens: the next refresh settles p1 with it.
     again = repo.ps("refresh", "--onto", "up", code=1)
-    assert "p1.patch  (recorded resolution)" in again.stdout
+    assert "p1.patch  (recorded resolution reused for hunk a.py:10)" in again.stdout
     data = json.loads(repo.ps("refresh", "--abort", "--json").stdout)
     assert data["kept_resolutions"] == []  # this refresh recorded none
 
@@ -161,7 +161,7 @@ def test_a_renamed_patch_keeps_its_recorded_resolutions(tmp_path) -> None:
     repo.ps("refresh", "--abort")
     repo.ps("rename", "p1", "essential-fix")
     again = repo.ps("refresh", "--onto", "up", code=1)
-    assert "essential-fix.patch  (recorded resolution)" in again.stdout
+    assert "essential-fix.patch  (recorded resolution reused for hunk a.py:10)" in again.stdout
     assert "conflict in patch p2.patch" in again.stderr
     repo.ps("refresh", "--abort")
     assert "essential-fix.patch  a.py" in repo.ps("resolutions").stdout

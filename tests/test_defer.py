@@ -152,11 +152,11 @@ def test_a_resolution_is_recorded_and_survives_undo(tmp_path) -> None:
     repo.ps("undo")  # the stop: back to before the refresh; what it learned stays
     assert "p1.patch  a.py" in repo.ps("resolutions").stdout
     again = repo.ps("refresh", "--onto", "up")  # the same conflict: settled, and said so
-    assert "p1.patch  (recorded resolution)" in again.stdout
+    assert "p1.patch  (recorded resolution reused for hunk a.py:10)" in again.stdout
     assert repo.tree() == resolved_tree
     repo.ps("undo")
     check = repo.ps("check", "--onto", "up").stdout
-    assert "merged    p1.patch  (recorded resolution)" in check
+    assert "merged    p1.patch  (recorded resolution reused for hunk a.py:10)" in check
     repo.ps("resolutions", "--forget")
     repo.ps("refresh", "--onto", "up", code=1)  # forgotten: asked again
     repo.ps("refresh", "--abort")
@@ -187,7 +187,8 @@ def test_a_resolution_for_other_versions_is_never_applied(tmp_path) -> None:
     repo.git("checkout", "-q", "main")
     stopped = repo.ps("refresh", "--onto", "up2", code=1)
     assert "conflict in patch p1.patch" in stopped.stderr
-    assert "a recorded resolution of a.py is for other versions of the file" in stopped.stderr
+    # upstream changed the lines of the recorded hunk: its record is for other lines
+    assert "p1.patch's conflict hunks in a.py are for other lines" in stopped.stderr
     assert "<<<<<<<" in repo.read("a.py")
     repo.ps("refresh", "--abort")
 

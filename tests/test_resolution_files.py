@@ -11,17 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo
+from .conftest import Repo, numbered
 from .test_defer import drift, resolve_p1
+from .test_hunk_resolutions import legacy_record
 
 
 def recorded(tmp_path: Path) -> tuple[Repo, Path]:
-    """A drift whose p1 conflict was resolved once and recorded; the refresh undone."""
+    """A drift whose p1 conflict was resolved once and recorded as a whole file (the earlier
+    format, which a series may still hold); the refresh undone."""
     repo = drift(tmp_path)
     resolve_p1(repo)
     repo.ps("undo")
     repo.ps("undo")
-    (record,) = (repo.path / "patches" / "resolutions").iterdir()
+    folder = repo.path / "patches" / "resolutions"
+    (hunk,) = folder.iterdir()
+    hunk.unlink()
+    resolved = numbered(40, "a").replace("a 10\n", "a 10 upstream and mine\n").encode()
+    legacy_record(repo, "p1.patch", "a.py", ["HEAD~3", "up", "HEAD~2"], resolved)
+    (record,) = folder.iterdir()
+    assert "p1.patch  (recorded resolution)" in repo.ps("check", "--onto", "up").stdout
     return repo, record
 
 

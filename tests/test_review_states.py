@@ -105,9 +105,10 @@ def test_the_review_of_a_refresh_shows_what_it_left_behind(day) -> None:
     assert (resolution["patch"], resolution["path"], resolution["mode"]) == (
         "p4.patch",
         "d.py",
-        "100644",
+        "hunk",
     )
-    assert "resolved to upstream's version" in resolution["note"]
+    assert "one conflict hunk of d.py (line 10)" in resolution["note"]
+    assert "resolved to upstream's side" in resolution["note"]
     # Every format: the row and a section of each state, and the resolutions' section.
     paths = {str(before): "OLD", str(after): "NEW"}
     for fmt, golden in (("text", "review-states.txt"), ("markdown", "review-states.md")):
@@ -341,14 +342,16 @@ def test_a_changed_resolution_shows_the_change_of_its_resolved_file(day, tmp_pat
     repo, _before, after = day
     new = shutil.copytree(after, tmp_path / "new")
     (record,) = (new / "resolutions").iterdir()
-    data = record.read_bytes()
+    data = record.read_bytes()  # one conflict hunk's record: its resolution comes last
     head, _, body = data.partition(b"\n\n")
-    changed = body.replace(b"d 20\n", b"d 20\nd 20 kept from p4\n")
-    ids = [repo.git("hash-object", "--stdin", input=b.decode()).strip() for b in (body, changed)]
-    was, now = (f"resolved: 100644 {i}".encode() for i in ids)
-    record.write_bytes(head.replace(was, now) + b"\n\n" + changed)
+    sizes = re.search(rb"\nsizes: (.*)", head).group(1)
+    more = b"d 20 kept from p4\n"
+    *parts, last = (int(w) for w in sizes.split())
+    now = " ".join(map(str, [*parts, last + len(more)])).encode()
+    record.write_bytes(head.replace(sizes, now) + b"\n\n" + body + more)
     (change,) = review_json(repo, after, new)["resolutions"]
     assert (change["change"], change["patch"], change["path"]) == ("changed", "p4.patch", "d.py")
+    assert change["mode"] == "hunk" and "resolved anew" in change["note"]
     assert change["diff"][:2] == ["--- a/d.py (recorded before)", "+++ b/d.py (recorded now)"]
     assert "+d 20 kept from p4" in change["diff"]
     assert "versions were" not in change["note"]  # the same conflict, resolved otherwise

@@ -158,6 +158,14 @@ def evidence_note(v: Any) -> str:
     return str(v.note)
 
 
+def recorded_note(hunks: Any) -> str:
+    """How a verdict says a recorded resolution settled its conflict: the hunks reused, when
+    records of conflict hunks did it."""
+    if not hunks:
+        return "recorded resolution"
+    return "recorded resolution reused for hunk " + ", ".join(hunks)
+
+
 def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
     """One line per primary conflict (patch, file, the upstream commit that made the lines
     there), each followed by one line for the knock-ons waiting for it: the size of the

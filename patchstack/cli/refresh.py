@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from .app import cli
-from .conflicttext import conflict_summary, evidence_note, proposal_hint, render_conflict
+from .conflicttext import (
+    conflict_summary,
+    evidence_note,
+    proposal_hint,
+    recorded_note,
+    render_conflict,
+)
 from .output import (
     CONFLICTING,
     complete_patch_names,
@@ -219,7 +225,7 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         if said := accepted_note(result, v.name):
             notes.append(said)
         elif v.recorded:
-            notes.append("recorded resolution")
+            notes.append(recorded_note(v.reused_hunks))
         elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
@@ -372,7 +378,7 @@ def check(
         echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
-            notes = ["recorded resolution"] if v.recorded else []
+            notes = [recorded_note(v.reused_hunks)] if v.recorded else []
             notes += [evidence_note(v)] if v.evidence or v.note else []
             echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more:

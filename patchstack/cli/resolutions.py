@@ -16,18 +16,21 @@ from .output import complete_patch_names, echo, json_text, out
 def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: bool) -> None:
     """List the recorded conflict resolutions (of NAME only, when given), or --forget them.
 
-    'refresh --continue' records how each conflicted file was resolved, keyed by the exact
-    three versions the merge saw, and every other file changed with it; refresh, check, push
-    --onto, worktree --onto and bisect settle the very same conflict with all of them again
-    ("recorded resolution"). The records are files of the series folder (resolutions/), to
-    commit with the series, checked when read (a bad one is refused, named); undo does not
-    remove them.
+    'refresh --continue' records how each conflict hunk was resolved, keyed by the hunk as
+    git's rerere keys it (its two sides, sorted, and its base), so that refresh, check, push,
+    worktree --onto and bisect settle the same hunk again wherever upstream changed the file
+    elsewhere ("recorded resolution reused for hunk FILE:LINE"). When the resolution also
+    changed text outside the hunks, or other files, each file is recorded whole instead,
+    keyed by the exact three versions the merge saw, and settles only those versions. The
+    records are files of the series folder (resolutions/), to commit with the series,
+    checked when read (a bad one is refused, named); undo does not remove them.
 
     \b
     Example:
       patchstack resolutions
       patchstack resolutions nccl-diagnostic-logging --forget
     """
+    from ..commands.refresh.hunks import HunkRecord
     from ..commands.refresh.resolutions import Resolutions
     from ..model.selection import resolve_name
 
@@ -49,7 +52,8 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
     if not found:
         echo(ctx, "no recorded resolutions")
         return
-    for r in sorted(found, key=lambda r: (r.patch, r.path)):
+    for r in sorted(found, key=lambda r: (r.patch, r.path, getattr(r, "line", 0))):
+        hunk = f", hunk at line {r.line}" if isinstance(r, HunkRecord) else ""
         by = f", machine-made: resolved by {r.by}" if r.by else ""
-        echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]}{by})")
+        echo(ctx, f"  {r.patch}  {r.path}  recorded {r.recorded}  ({r.key[:12]}{hunk}{by})")
     echo(ctx, f"{len(found)} recorded resolution(s) in {ws.display(records.folder)}")

@@ -68,6 +68,7 @@ class CheckResult:
                     "tag": v.tag,
                     "verdict": v.verdict,
                     "recorded": v.recorded,
+                    "reused_hunks": list(v.reused_hunks),
                     "evidence": v.to_json()["evidence"],
                     "note": v.note,
                 }
@@ -173,6 +174,7 @@ def check(
             e.tag,
             word(e.name),
             recorded=e.name in settled,
+            reused_hunks=records.reused.get(e.name, ()),
             evidence=judged.get(e.name, none).evidence,
             note=judged.get(e.name, none).note or moved.get(e.name, ""),
         )

@@ -55,6 +55,7 @@ class Done:
     resolved: bool = False
     commit: str | None = None  # the commit made for it on the new base, when already made
     recorded: bool = False  # settled by a recorded resolution
+    reused_hunks: tuple[str, ...] = ()  # "path:line" of each hunk a hunk's record settled
 
     @property
     def upstream(self) -> bool:

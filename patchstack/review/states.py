@@ -29,7 +29,8 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..commands.refresh.resolutions import BadRecord, Recorded, parse_record
+from ..commands.refresh.hunks import HunkRecord
+from ..commands.refresh.resolutions import BadRecord, Record, Recorded, parse_record
 from ..model.marks import DEFERRED, UPSTREAM, Deferral, Mark, Upstream
 
 STATES = ("deferred", "upstream", "no-op", "resolved to nothing", "brought back")
@@ -146,19 +147,40 @@ def _resolved(r: Recorded, blob: Blob | None) -> tuple[list[str], str]:
     return _diff(ours, r.data, r.path, label, "resolved"), note
 
 
+def _hunk(r: HunkRecord) -> tuple[list[str], str]:
+    """A hunk's record as the review shows it: from upstream's side of the hunk (as the merge
+    found it) to the resolution, and what the patch wanted there."""
+    h = r.hunk
+    if b"\0" in r.data + h.ours + h.base + h.theirs:
+        return [], f"one conflict hunk of {r.path} (line {h.line}), binary"
+    at = f"{r.path}:{h.line}"
+    diff = _diff(h.ours, r.data, at, "upstream's side of the conflict hunk", "resolved")
+    wanted = _diff(h.base, h.theirs, at, "the hunk's base", "the patch's side")
+    note = (
+        f"one conflict hunk of {r.path} (line {h.line}), reused wherever the same hunk"
+        " conflicts again, whatever upstream changed elsewhere in the file"
+    )
+    if h.ours == r.data:
+        note += "; resolved to upstream's side: nothing of the patch kept in this hunk"
+    return diff + wanted, note
+
+
 def _one(change: str, name: str, data: bytes | None, blob: Blob | None) -> ResolutionChange:
     file = RESOLUTIONS + name
     r, bad = _record(data, file)
     if r is None:
         why = "not a regular file" if data is None else f"not a resolution record: {bad}"
         return ResolutionChange(change, file, "", "", "", why + " (refresh refuses it)", ())
+    if isinstance(r, HunkRecord):
+        lines, note = _hunk(r)
+        return ResolutionChange(change, file, r.patch, r.path, "hunk", note, tuple(lines))
     diff, note = _resolved(r, blob)
     note = "; ".join(x for x in (note, _versions(r)) if x)
     mode = r.mode or "deleted"
     return ResolutionChange(change, file, r.patch, r.path, mode, note, tuple(diff), r.by)
 
 
-def _record(data: bytes | None, file: str) -> tuple[Recorded | None, str]:
+def _record(data: bytes | None, file: str) -> tuple[Record | None, str]:
     """The record ``data`` holds, or None and why not."""
     if data is None:
         return None, ""
@@ -186,7 +208,11 @@ def _changed(name: str, a: bytes | None, b: bytes | None) -> ResolutionChange:
     file = RESOLUTIONS + name
     ra, _ = _record(a, file)
     rb, _ = _record(b, file)
-    if rb is None:
+    if isinstance(ra, HunkRecord) and isinstance(rb, HunkRecord):
+        lines = _diff(ra.data, rb.data, rb.path, "recorded before", "recorded now")
+        note = f"one conflict hunk of {rb.path} (line {rb.hunk.line}), resolved anew"
+        return ResolutionChange("changed", file, rb.patch, rb.path, "hunk", note, tuple(lines))
+    if rb is None or isinstance(rb, HunkRecord) or isinstance(ra, HunkRecord):
         return _one("changed", name, b, None)
     notes = []
     if ra is None:

@@ -1,19 +1,18 @@
-"""Recorded resolutions: a conflict resolved once is settled the same way wherever the very
-same versions meet again, on a colleague's clone too.
+"""Recorded resolutions: a conflict resolved once is settled the same way wherever the same
+conflict meets again, on a colleague's clone too.
 
-``refresh --continue`` records what the user made of a conflict: for each conflicted file,
-keyed by the path and the exact three versions the merge saw there (the patch's base, what was
-there, what the patch wants: mode and blob id each, or absent), and, with it, every other file
-the user changed while resolving (an edit ported into the file upstream moved the code to),
-each keyed by its own three versions and the conflict's (`group_of`). The key does not hold the
-patch's name (a `rename` or an undone one keeps it matching); the ``patch:`` field names the
-patch for ``resolutions`` and ``--forget``. The record is a file of the series folder
-(``resolutions/<key>``: a short header, a blank line, the resolved bytes), so it travels with
-the series in the team's repository. `Resolutions.settle` is the replays' and the engine's
-hook: a conflict whose every conflicted file has a record for exactly those versions, and whose
-other recorded files are at exactly their recorded versions, is settled with all of them
-(``merged (recorded resolution)``); one with a record for other versions of a file is left a
-conflict, with a note saying the record no longer matches: never applied approximately.
+``refresh --continue`` records what the user made of a conflict, as a file of the series
+folder (``resolutions/<key>``: a short header, a blank line, the bytes), so it travels with
+the series. When the user changed only the conflict hunks, one record per hunk, keyed by the
+hunk as git's rerere keys it (`hunks`): it survives upstream's edits elsewhere in the file.
+Otherwise (the text around the hunks edited, a file deleted, another file changed with it),
+and in the records of earlier versions: one per file, keyed by the path and the exact three
+versions the merge saw (mode and blob id each, or absent), with every other file the user
+changed, each keyed by its own versions and the conflict's (`group_of`). No key holds the
+patch's name (a `rename` keeps it matching); the ``patch:`` field names it for
+``resolutions`` and ``--forget``. `Resolutions.settle` is the one lookup, every replay's and
+the engine's hook (``merged (recorded resolution)``); a record of other versions of a file,
+or of some of its hunks only, leaves the conflict, with a note: never applied approximately.
 
 The folder arrives through teammates' pull requests, so every record is checked when read
 (`_parse`): a regular file (no link is followed, no FIFO or device opened), at most
@@ -44,6 +43,10 @@ from ...files import write_atomic
 from ...git import Git, MergeResult
 from ...journal.snapshot import max_untracked
 from ...model.ids import SHA1, SHA256, Oid
+from . import hunks
+from .hunks import BadRecord as BadRecord  # (re-exported: the one error of a record)
+from .hunks import HunkRecord
+from .reuse import hunks_of, settle_hunks
 
 FOLDER = "resolutions"
 MAGIC = "patchstack-resolution 1"
@@ -100,18 +103,17 @@ class Recorded:
     by: str = ""  # the command that proposed it (`refresh --resolver`); "": a person
 
 
-class BadRecord(ValueError):
-    """Why bytes are not a recorded resolution."""
+Record = Recorded | HunkRecord
 
 
-def _entry(field: str, text: str, modes: Sequence[str]) -> Entry:
+def _entry(field: str, text: str, modes: Sequence[str], line: int | None = None) -> Entry:
     if text == "-":
         return None
     mode, _, oid = text.partition(" ")
     if mode not in modes:
-        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes))
+        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes), line)
     if not (SHA1.is_full(oid) or SHA256.is_full(oid)):
-        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id")
+        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id", line)
     return mode, oid
 
 
@@ -121,30 +123,38 @@ def legacy_key_of(patch: str, path: str, sides: Sequence[Entry]) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
+def parse_record(data: bytes, file: str, name: str | None = None) -> Record:
     """The record a resolution file's bytes hold, checked: its header's fields once each,
     modes a file may have, object ids, the body the blob its header names; with ``name``
     (the file's name in the folder), that it is named by its key (one file a key; a name of
-    the earlier form, with the patch in the key, is read as the record it is). The one
-    parser of the format: refresh's replays and ``review`` read with it. `BadRecord` says why
-    bytes are not one."""
+    the earlier form, with the patch in the key, is read as the record it is). A record of
+    one conflict hunk (`hunks`) is checked the same way: its parts' sizes those of its body,
+    its name its hunk's key. The one parser of the format: refresh's replays and ``review``
+    read with it. `BadRecord` says why bytes are not one."""
     head, sep, body = data.partition(b"\n\n")
     lines = head.decode("utf-8", "surrogateescape").split("\n")
-    if not sep or lines[0] != MAGIC:
-        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')")
+    if not sep or lines[0] not in (MAGIC, hunks.MAGIC):
+        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')", 1)
     fields: dict[str, str] = {}
-    for line in lines[1:]:
+    at: dict[str, int] = {}  # the header line of each field
+    for n, line in enumerate(lines[1:], start=2):
         field, colon, value = line.partition(": ")
         if not colon or field in fields:
-            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}")
-        fields[field] = value
+            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}", n)
+        fields[field], at[field] = value, n
+    try:
+        patch, where = _unquoted(fields.get("patch", "")), _unquoted(fields.get("path", ""))
+    except ValueError:
+        raise BadRecord("its patch or path is not a quoted string") from None
+    if lines[0] == hunks.MAGIC:
+        return hunks.record(fields, at, body, (patch, where, file), name)
     missing = [
         k for k in ("patch", "path", "base", "ours", "theirs", "resolved") if k not in fields
     ]
     if missing:
         raise BadRecord("no " + ", ".join(missing) + " in its header")
-    sides = [_entry(k, fields[k], TREE_MODES) for k in ("base", "ours", "theirs")]
-    resolved = _entry("resolved", fields["resolved"], FILE_MODES)
+    sides = [_entry(k, fields[k], TREE_MODES, at[k]) for k in ("base", "ours", "theirs")]
+    resolved = _entry("resolved", fields["resolved"], FILE_MODES, at["resolved"])
     if resolved is None and body:
         raise BadRecord("resolved by deleting the file, yet it holds bytes")
     if resolved is not None:
@@ -152,13 +162,12 @@ def parse_record(data: bytes, file: str, name: str | None = None) -> Recorded:
         if fmt.hash("blob", body) != resolved[1]:
             raise BadRecord(f"its bytes are not blob {resolved[1]}, which its header names")
     try:
-        patch, where = _unquoted(fields["patch"]), _unquoted(fields["path"])
-        by = _unquoted(fields.get("by", ""))
+        by = _unquoted(fields["by"]) if "by" in fields else ""
     except ValueError:
-        raise BadRecord("its patch or path is not a quoted string") from None
+        raise BadRecord("its 'by' is not a quoted string", at["by"]) from None
     group = fields.get("with", "")
     if group and not SHA1.is_full(group):
-        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key")
+        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key", at["with"])
     key = key_of(where, sides, group=group)
     if name is not None and name != key and (group or name != legacy_key_of(patch, where, sides)):
         raise BadRecord(f"its name is not its key {key} (one file a key)")
@@ -205,13 +214,15 @@ class Resolutions:
         self.ws = ws
         self.git: Git = ws.git
         self.folder = os.path.join(ws.series_dir, FOLDER)
-        self._all: dict[str, Recorded] | None = None
+        self._all: dict[str, Record] | None = None
         self.used: list[str] = []  # patches settled with a record
+        self.reused: dict[str, tuple[str, ...]] = {}  # patch -> "path:line" of hunks settled
         self.stale: list[tuple[str, str]] = []  # (patch, path) with a record for other versions
+        self.notes: list[tuple[str, str]] = []  # (patch, why a hunk's record was not applied)
 
-    def all(self) -> dict[str, Recorded]:
+    def all(self) -> dict[str, Record]:
         if self._all is None:
-            found: dict[str, Recorded] = {}
+            found: dict[str, Record] = {}
             if self._folder_exists():
                 limit = max_untracked(self.git)
                 for name in sorted(os.listdir(self.folder)):
@@ -231,21 +242,21 @@ class Resolutions:
             raise self._bad(self.folder, f"is {kind}; the recorded resolutions are a folder")
         return True
 
-    def _bad(self, path: str, why: str) -> InputError:
+    def _bad(self, path: str, why: str, line: int | None = None) -> InputError:
         shown = self.ws.display(path)
         return InputError(
             shown,
-            None,
+            line,
             why,
             f"remove it (git rm -r -- {shown}, or rm) and resolve the conflict again;"
             " nothing was changed",
         )
 
-    def _parse(self, path: str, limit: int) -> Recorded:
+    def _parse(self, path: str, limit: int) -> Record:
         try:
             return parse_record(read_bounded(path, limit), path, os.path.basename(path))
         except BadRecord as exc:
-            raise self._bad(path, str(exc)) from None
+            raise self._bad(path, str(exc), exc.line) from None
 
     def record(
         self,
@@ -267,6 +278,16 @@ class Resolutions:
         git = self.git
         known = self.all()
         others = [p for p in git.changed_paths(merged, resolved) if p not in conflicted]
+        # A machine-made resolution stays whole-file: its record says who made it (`by`).
+        found = None if others or by else hunks_of(git, merged, resolved, conflicted)
+        if found is not None:
+            when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            os.makedirs(self.folder, exist_ok=True)
+            for path, hunk, resolution in found:
+                data = hunks.render(_quoted(patch), _quoted(path), hunk, resolution, when)
+                write_atomic(os.path.join(self.folder, hunk.key), data)
+            self._all = None
+            return [hunk.key for _p, hunk, _r in found]
         paths = [*conflicted, *others]
         sides = [git.entries_at(t, paths) for t in (before, ours, after, resolved)]
         if any(s[path][0] not in FILE_MODES for s in sides[3:] for path in paths if path in s):
@@ -274,7 +295,7 @@ class Resolutions:
         keys = [key_of(p, [s.get(p) for s in sides[:3]]) for p in conflicted]
         group = group_of(keys)
         for old in known.values():
-            if old.group == group:
+            if isinstance(old, Recorded) and old.group == group:
                 os.unlink(old.file)  # an earlier resolution of the same conflict
         when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         for path in others:
@@ -303,57 +324,64 @@ class Resolutions:
     def settle(
         self, name: str, before: Oid, ours: Oid, after: Oid, merged: MergeResult
     ) -> Oid | None:
-        """The merge ``merged`` of patch ``name`` settled by records of exactly these
-        versions of every conflicted file, and of every other file recorded with them, or
-        None."""
-        known = self.all()
-        if not known or not merged.conflicted:
+        """The merge ``merged`` of patch ``name`` settled by records of exactly these versions
+        of every conflicted file (and of the files recorded with them), else of each conflict
+        hunk of every conflicted file (`reuse`); or None. Every replay asks this one lookup."""
+        if not self.all() or not merged.conflicted:
             return None
+        stale: list[tuple[str, str]] = []
+        found = self._settle_files(name, [before, ours, after], merged, stale)
+        if found is None:
+            hunked = [r for r in self.all().values() if isinstance(r, HunkRecord)]
+            outcome = settle_hunks(self.ws, name, hunked, merged)
+            self.notes += [(name, n) for n in outcome.notes]
+            found = outcome.tree
+            if found is not None:
+                self.reused[name] = outcome.hunks
+        if found is None:
+            self.stale += stale
+            return None
+        self.used.append(name)
+        return found
+
+    def _settle_files(
+        self, name: str, trees: list[Oid], merged: MergeResult, stale: list[tuple[str, str]]
+    ) -> Oid | None:
+        known = {k: r for k, r in self.all().items() if isinstance(r, Recorded)}
         git = self.git
         paths = list(merged.conflicted)
-        sides = [git.entries_at(t, paths) for t in (before, ours, after)]
+        sides = [git.entries_at(t, paths) for t in trees]
         changes: dict[str, tuple[str, str] | None] = {}
         keys = []
         for path in paths:
             key = key_of(path, [s.get(path) for s in sides])
             found = known.get(key)
             if found is None:
-                self._note_stale(name, [path], known)
+                if any(r.patch == name and r.path == path for r in known.values()):
+                    stale.append((name, path))
                 return None
             keys.append(key)
             changes[path] = (found.mode, git.write_blob(found.data)) if found.mode else None
         group = group_of(keys)
         also = [r for r in known.values() if r.group == group]
-        there = [git.entries_at(t, [r.path for r in also]) for t in (before, ours, after)]
-        moved = [
-            r.path
-            for r in also
-            if key_of(r.path, [t.get(r.path) for t in there], group=group) != r.key
-        ]
-        if moved:
-            self._note_stale(name, moved, known, anyway=True)
+        there = [git.entries_at(t, [r.path for r in also]) for t in trees]
+        for r in also:
+            if key_of(r.path, [t.get(r.path) for t in there], group=group) != r.key:
+                stale.append((name, r.path))
+        if any(p == name for p, _ in stale):
             return None
         for r in also:
             changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
-        self.used.append(name)
         return git.edit_tree(merged.tree, changes)
-
-    def _note_stale(
-        self, name: str, paths: Sequence[str], known: dict[str, Recorded], anyway: bool = False
-    ) -> None:
-        for path in paths:
-            if anyway or any(r.patch == name and r.path == path for r in known.values()):
-                self.stale.append((name, path))
 
     def note(self, name: str) -> str:
         """What to say in a conflict report of ``name`` about records that did not match."""
         stale = sorted({path for patch, path in self.stale if patch == name})
-        if not stale:
-            return ""
-        return (
+        said = [
             "a recorded resolution of " + ", ".join(stale) + " is for other versions of the"
             " file (upstream or the patch changed since it was recorded); it was not applied"
-        )
+        ]
+        return "; ".join([*(said if stale else []), *(n for p, n in self.notes if p == name)])
 
     def renamed(self, old: str, new: str) -> None:
         """Say ``new`` in the records of patch ``old`` (the keys hold no name: they match
@@ -370,7 +398,7 @@ class Resolutions:
                 write_atomic(r.file, b"\n".join(lines) + b"\n\n" + body)
         self._all = None
 
-    def forget(self, patch: str | None = None) -> list[Recorded]:
+    def forget(self, patch: str | None = None) -> list[Record]:
         """Remove the records (of ``patch`` only, when given), one entry of the operation log
         (``undo`` puts them back: the state before holds them); those removed."""
         from ...journal.oplog import current_refresh

@@ -46,6 +46,7 @@ class Verdict:
     verdict: str  # unchanged offset merged conflict deferred, or `engine.verdicts.held`'s
     resolved: bool = False  # a conflict the user resolved (refresh --continue)
     recorded: bool = False  # a conflict settled by a recorded resolution
+    reused_hunks: tuple[str, ...] = ()  # "path:line" of each hunk a hunk's record settled
     rewritten: bool = False  # the patch file was rewritten
     applied: bool = False  # applied after the command
     dropped: bool = False  # removed from the series (--drop-merged)
@@ -53,13 +54,10 @@ class Verdict:
     note: str = ""  # why, where the verdict needs saying (a no-op, unknown)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["evidence"] = (
-            {"commit": self.evidence.oid, "subject": self.evidence.subject}
-            if self.evidence
-            else None
-        )
-        return data
+        ev = self.evidence
+        return asdict(self) | {
+            "evidence": {"commit": ev.oid, "subject": ev.subject} if ev else None
+        }
 
 
 @dataclass(frozen=True)
@@ -221,6 +219,7 @@ def finish(
     classified = classify(git, engine, state.steps, done, commits)
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
+    reused = {d.name: tuple(d.reused_hunks) for d in done}
     held = {d.name for d in done if d.upstream}
     left_out = [d.name for d in deferrals_after(series, state)]
     judged = judge(git, series, state, held, left_out)
@@ -263,6 +262,7 @@ def finish(
             _word(e.name, judged, deferred, classified.verdicts),
             resolved=e.name in resolved,
             recorded=e.name in recorded,
+            reused_hunks=reused.get(e.name, ()),
             rewritten=e.name in classified.data or e.name in filled,
             applied=e.name in applied_after,
             dropped=e.name in dropped,
@@ -400,6 +400,7 @@ def stop(
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
     said = "; ".join(r.summary() for r in report.relocations)
+    reused = {d.name: tuple(d.reused_hunks) for d in done}
     verdicts = tuple(
         Verdict(
             e.name,
@@ -408,6 +409,7 @@ def stop(
             e.name in resolved,
             e.name in recorded,
             note=said if e.name == name else "",
+            reused_hunks=reused.get(e.name, ()),
         )
         for e in series.entries
         if e.name in so_far

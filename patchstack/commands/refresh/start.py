@@ -227,7 +227,12 @@ def resolver(
 
 def marked(done: list[Done], records: Resolutions) -> list[Done]:
     """``done`` with the patches settled by a recorded resolution said so."""
-    return [replace(d, recorded=True) if d.name in records.used else d for d in done]
+    return [
+        replace(d, recorded=True, reused_hunks=records.reused.get(d.name, ()))
+        if d.name in records.used
+        else d
+        for d in done
+    ]
 
 
 def owners_of_edits(

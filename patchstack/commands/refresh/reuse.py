@@ -1,0 +1,101 @@
+"""Recorded resolutions of conflict hunks (`hunks`), found in a merge and taken from one:
+the replays' lookup (`settle_hunks`, asked by `Resolutions.settle` after the records of whole
+files) and ``--continue``'s recording (`hunks_of`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...checkout import Checkout
+from ...git import Git, MergeResult
+from ...model.conflict import marker_lines
+from ...model.ids import Oid
+from . import hunks
+from .hunks import Hunk, HunkRecord
+
+FILE_MODES = ("100644", "100755")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    tree: Oid | None  # the merge settled, or None
+    hunks: tuple[str, ...] = ()  # "path:line" of each hunk settled (its line in the result)
+    notes: tuple[str, ...] = ()  # why a record that matched was not applied
+
+
+def _parts(git: Git, entry: tuple[str, str] | None) -> list[hunks.Part] | None:
+    if entry is None or entry[0] not in FILE_MODES:
+        return None
+    return hunks.split(git.read_blob(entry[1]))
+
+
+def settle_hunks(
+    ws: Checkout, name: str, records: Sequence[HunkRecord], merged: MergeResult
+) -> Outcome:
+    """``merged`` (patch ``name``'s merge) with each conflict hunk of every conflicted file
+    replaced by its record's resolution, when every hunk has one and none holds a conflict
+    marker (a record that does not apply is left, with a note, never trusted blindly)."""
+    known = {r.key: r for r in records}
+    if not known:
+        return Outcome(None)
+    git = ws.git
+    entries = git.entries_at(merged.tree, merged.conflicted)
+    changes: dict[str, tuple[str, str] | None] = {}
+    settled: list[str] = []
+    for path in merged.conflicted:
+        entry = entries.get(path)
+        parts = _parts(git, entry)
+        if entry is None or parts is None:
+            return Outcome(None)
+        conflicts = [p for p in parts if isinstance(p, Hunk)]
+        have = [h for h in conflicts if h.key in known]
+        if not have:
+            mine = any(r.patch == name and r.path == path for r in records)
+            note = (
+                f"the recorded resolutions of {name}'s conflict hunks in {path} are for other"
+                " lines (upstream or the patch changed them since); none was applied"
+            )
+            return Outcome(None, notes=(note,) if mine else ())
+        if len(have) < len(conflicts):
+            lines = ", ".join(f"{path}:{h.line}" for h in have)
+            note = (
+                f"recorded resolutions match {len(have)} of the {len(conflicts)} conflict hunks"
+                f" of {path} ({lines}); the others are new, so none was applied"
+            )
+            return Outcome(None, notes=(note,))
+        for h in have:
+            if marker_lines(known[h.key].data.decode("utf-8", "surrogateescape")):
+                shown = ws.display(known[h.key].file)
+                note = (
+                    f"the recorded resolution of {path}:{h.line} ({shown}) holds conflict"
+                    " markers; it was not applied"
+                )
+                return Outcome(None, notes=(note,))
+        applied = hunks.apply(parts, {h.key: known[h.key].data for h in have})
+        assert applied is not None
+        result, starts = applied
+        changes[path] = (entry[0], git.write_blob(result))
+        settled += [f"{path}:{n}" for n in starts]
+    return Outcome(git.edit_tree(merged.tree, changes), tuple(settled))
+
+
+def hunks_of(
+    git: Git, merged: Oid, resolved: Oid, conflicted: Sequence[str]
+) -> list[tuple[str, Hunk, bytes]] | None:
+    """(path, hunk, its resolution) of every conflict hunk of ``merged`` (the merge with its
+    markers) in ``resolved`` (the user's tree), or None when one file cannot be cut into its
+    hunks' resolutions: not a file with diff3 markers on either side, its mode changed,
+    deleted, or the text outside the hunks edited too (then the whole file is recorded)."""
+    at = [git.entries_at(t, conflicted) for t in (merged, resolved)]
+    found: list[tuple[str, Hunk, bytes]] = []
+    for path in conflicted:
+        was, now = at[0].get(path), at[1].get(path)
+        parts = _parts(git, was)
+        if parts is None or now is None or was is None or now[0] != was[0]:
+            return None
+        pieces = hunks.decompose(parts, git.read_blob(now[1]))
+        if pieces is None:
+            return None
+        found += [(path, hunk, resolution) for hunk, resolution in pieces]
+    return found

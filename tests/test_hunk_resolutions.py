@@ -1,0 +1,308 @@
+"""Resolutions keyed by the conflict hunk, as git's rerere keys them (issue 36, item 1): a
+resolution recorded at ``--continue`` settles the same conflict hunk again in every later
+replay, whatever upstream changed elsewhere in the file; a hunk upstream changed again stops
+as before; the whole-file records of the earlier version still work; a tampered record is
+refused, and one that does not apply is left with a note."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from .conftest import Repo, make_repo, numbered, replace_line
+
+RESOLVED = "a 10 upstream and mine\n"
+
+
+def fork(tmp_path: Path) -> Repo:
+    """p1 changes a.py line 10, which upstream (``up``) changes too; p2 changes b.py.
+    ``up2``: up, then upstream adds lines at the top of a.py and changes line 30 (elsewhere);
+    ``up3``: up, then upstream changes line 10 again (the hunk itself)."""
+    repo = make_repo(tmp_path, {"a.py": numbered(40, "a"), "b.py": numbered(40, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    replace_line(repo, "b.py", "b 5\n", "b 5 mine\n")
+    repo.ps("new", "p2", "--tag", "diagnostic")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.commit_all("upstream reworks line 10")
+    repo.git("checkout", "-q", "-b", "up2")
+    repo.write("a.py", "# header\n# more\n" + repo.read("a.py").replace("a 30\n", "a 30 up\n"))
+    repo.commit_all("upstream edits a.py elsewhere")
+    repo.git("checkout", "-q", "-b", "up3", "up")
+    replace_line(repo, "a.py", "a 10 upstream\n", "a 10 upstream again\n")
+    repo.commit_all("upstream reworks line 10 again")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def day_one(repo: Repo) -> Path:
+    """Refresh onto up, resolve p1's conflict, --continue; then back to before (undo twice:
+    the records stay, as git's rerere cache does). The record."""
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    assert "<<<<<<<" in text
+    repo.write("a.py", re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", RESOLVED, text, flags=re.S))
+    repo.ps("refresh", "--continue")
+    repo.ps("undo")
+    repo.ps("undo")
+    (record,) = (repo.path / "patches" / "resolutions").iterdir()
+    return record
+
+
+def by_hand(repo: Repo, stack: list[str], onto: str, tmp: Path) -> str:
+    """The tree plain git makes: the stack cherry-picked onto ``onto``, p1's conflict resolved
+    by hand by putting the recorded resolution in place of its conflict hunk."""
+    clone = Repo(tmp)
+    subprocess.run(["git", "clone", "-q", "--shared", str(repo.path), str(tmp)], check=True)
+    clone.git("checkout", "-q", "-B", "work", repo.git("rev-parse", onto).strip())
+    p1, p2 = stack
+    clone.git("-c", "merge.conflictStyle=diff3", "cherry-pick", p1, check=False)
+    conflicted = clone.read("a.py")
+    assert conflicted.count("<<<<<<<") == 1 and "||||||| " in conflicted
+    clone.write("a.py", re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", RESOLVED, conflicted, flags=re.S))
+    clone.git("add", "a.py")
+    clone.git("-c", "core.editor=true", "cherry-pick", "--continue")
+    clone.git("cherry-pick", p2)
+    return clone.tree()
+
+
+def test_a_hunk_resolution_survives_upstream_edits_elsewhere_in_the_file(tmp_path) -> None:
+    repo = fork(tmp_path / "fork")
+    record = day_one(repo)
+    assert record.read_bytes().startswith(b"patchstack-resolution-hunk 1\n")
+    stack = repo.git("rev-parse", "HEAD~1", "HEAD").split()
+    doc = json.loads(repo.ps("check", "--onto", "up2", "--json").stdout)
+    (p1,) = [p for p in doc["patches"] if p["name"] == "p1.patch"]
+    assert p1["recorded"] and p1["reused_hunks"] == ["a.py:12"]
+    # Upstream changed a.py elsewhere: the same hunk conflicts again, settled, no stop.
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "p1.patch  (recorded resolution reused for hunk a.py:12)" in out, out
+    text = repo.read("a.py")
+    assert "a 10 upstream and mine\n" in text and "# header\n" in text and "a 30 up\n" in text
+    assert not re.search(r"(?m)^(<<<<<<<|=======|>>>>>>>|\|\|\|\|\|\|\|)", text)
+    # The differential: exactly the tree plain git makes with the resolution put in by hand.
+    assert repo.tree() == by_hand(repo, stack, "up2", tmp_path / "git")
+    repo.ps("undo")
+    doc = json.loads(repo.ps("refresh", "--onto", "up2", "--json").stdout)
+    (p1,) = [p for p in doc["patches"] if p["name"] == "p1.patch"]
+    assert p1["recorded"] and p1["reused_hunks"] == ["a.py:12"]
+    assert repo.tree() == by_hand(repo, stack, "up2", tmp_path / "git2")
+
+
+def test_upstream_changing_the_hunk_itself_stops_as_before(tmp_path) -> None:
+    repo = fork(tmp_path / "fork")
+    day_one(repo)
+    # The control: the record works onto up2 (so the stop below is the hunk's doing).
+    assert "reused for hunk a.py:12" in repo.ps("check", "--onto", "up2").stdout
+    result = repo.ps("refresh", "--onto", "up3", code=1)
+    assert "p1.patch" in result.stderr and "a.py" in result.stderr
+    assert "a 10 upstream again" in repo.read("a.py") and "<<<<<<<" in repo.read("a.py")
+    assert "reused" not in result.stdout
+    assert "recorded resolutions of p1.patch's conflict hunks in a.py are for other lines" in (
+        result.stderr
+    )  # the record that no longer matches
+    repo.ps("refresh", "--abort")
+
+
+def test_a_deferred_patch_pushed_later_reuses_the_hunk_resolution(tmp_path) -> None:
+    colleague = fork(tmp_path / "colleague")
+    day_one(colleague)
+    repo = fork(tmp_path / "fork")
+    repo.ps("refresh", "--onto", "up2", "--defer-conflicts")
+    assert "<<<<<<<" not in repo.read("a.py") and "a 10 mine" not in repo.read("a.py")
+    records = colleague.path / "patches" / "resolutions"
+    subprocess.run(["cp", "-r", str(records), str(repo.path / "patches")], check=True)
+    repo.ps("push", "p1.patch")
+    assert "a 10 upstream and mine\n" in repo.read("a.py")
+    assert "<<<<<<<" not in repo.read("a.py")
+
+
+def legacy_record(repo: Repo, patch: str, path: str, sides: list[str], resolved: bytes) -> None:
+    """A whole-file record as the earlier version wrote it (``patchstack-resolution 1``, keyed
+    by the path and the three versions' modes and blob ids)."""
+    entries = []
+    for rev in sides:
+        mode, _kind, oid = repo.git("ls-tree", rev, "--", path).split()[:3]
+        entries.append(f"{mode} {oid}")
+    key = hashlib.sha1("\0".join((path, *entries, "")).encode()).hexdigest()
+    blob = repo.git("hash-object", "--stdin", input=resolved.decode()).strip()
+    head = [
+        "patchstack-resolution 1",
+        f"patch: {patch}",
+        f"path: {path}",
+        f"base: {entries[0]}",
+        f"ours: {entries[1]}",
+        f"theirs: {entries[2]}",
+        f"resolved: 100644 {blob}",
+        "recorded: 2026-01-01T00:00:00Z",
+    ]
+    folder = repo.path / "patches" / "resolutions"
+    folder.mkdir(exist_ok=True)
+    (folder / key).write_bytes("\n".join(head).encode() + b"\n\n" + resolved)
+
+
+def test_whole_file_records_of_the_earlier_version_still_settle_beside_hunk_records(
+    tmp_path,
+) -> None:
+    """p2's conflict has a whole-file record of the earlier format, p1's a hunk record: one
+    refresh onto up2 settles both."""
+    repo = fork(tmp_path / "fork")
+    day_one(repo)
+    upstream_b = numbered(40, "b").replace("b 5\n", "b 5 upstream\n")
+    repo.git("checkout", "-q", "up2")
+    repo.write("b.py", upstream_b)
+    repo.commit_all("upstream reworks b.py line 5")
+    repo.git("checkout", "-q", "main")
+    resolved = upstream_b.replace("b 5 upstream\n", "b 5 upstream and mine\n").encode()
+    legacy_record(repo, "p2.patch", "b.py", ["HEAD~1", "up2", "HEAD"], resolved)
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "p1.patch  (recorded resolution reused for hunk a.py:12)" in out, out
+    assert "p2.patch  (recorded resolution)" in out, out
+    assert repo.read("b.py").encode() == resolved
+    assert "a 10 upstream and mine\n" in repo.read("a.py")
+
+
+def edited(record: Path, old: bytes, new: bytes) -> None:
+    data = record.read_bytes()
+    assert data.count(old) == 1, data
+    record.write_bytes(data.replace(old, new))
+
+
+def test_a_tampered_hunk_record_is_refused_naming_it(tmp_path) -> None:
+    repo = fork(tmp_path / "fork")
+    record = day_one(repo)
+    assert "reused for hunk a.py:12" in repo.ps("check", "--onto", "up2").stdout
+    good = record.read_bytes()
+    cases = [  # the file and, where one header line is at fault, its line
+        (b"a 10 upstream\n", b"a 10 UPSTREAM\n", ": its name is not its key"),  # same sizes
+        (b"a 10 upstream and mine\n", b"a 10 upstream and mine!\n", ":5: its sizes add up"),
+        (b"\nline: ", b"\nline: x", ":4: 'line: x10' is not a line number"),
+        (b"\nsizes: ", b"\nsizes: 1 ", ":5: 'sizes: 1 "),
+        (b"\nrecorded: ", b"\nrecorded:", ":6: a header line is not 'field: value'"),
+    ]
+    for old, new, why in cases:
+        edited(record, old, new)
+        before = repo.state()
+        for args in (("refresh", "--onto", "up2"), ("check", "--onto", "up2"), ("resolutions",)):
+            result = repo.ps(*args, code=2)
+            assert record.name + why in result.stderr, (args, result.stderr)
+            assert "Traceback" not in result.stderr
+        assert repo.state() == before
+        record.write_bytes(good)
+    record.unlink()
+    record.symlink_to("/dev/zero")
+    assert "cannot be read as a file" in repo.ps("check", "--onto", "up2", code=2).stderr
+
+
+def test_a_hunk_record_whose_resolution_holds_markers_is_not_applied(tmp_path) -> None:
+    """Well formed, but its content does not apply: the conflict stops, with a note."""
+    repo = fork(tmp_path / "fork")
+    record = day_one(repo)
+    marker = b"=======\n"
+    data = record.read_bytes()
+    head, _, body = data.partition(b"\n\n")
+    sizes = [int(w) for w in re.search(rb"sizes: (.*)", head).group(1).split()]
+    sizes[3] += len(marker)
+    head = re.sub(rb"sizes: .*", b"sizes: " + " ".join(map(str, sizes)).encode(), head)
+    record.write_bytes(head + b"\n\n" + body + marker)
+    result = repo.ps("refresh", "--onto", "up2", code=1)
+    assert "holds conflict markers; it was not applied" in result.stderr, result.stderr
+    assert "<<<<<<<" in repo.read("a.py")
+    repo.ps("refresh", "--abort")
+
+
+def test_a_hunk_record_is_shown_in_review(tmp_path) -> None:
+    repo = fork(tmp_path / "fork")
+    record = day_one(repo)
+    old = tmp_path / "old"
+    subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
+    (old / "resolutions" / record.name).unlink()
+    sides = (str(old), str(repo.path / "patches"))
+    doc = json.loads(repo.ps("review", *sides, "--json").stdout)
+    (r,) = doc["resolutions"]
+    assert (r["change"], r["file"], r["patch"], r["path"], r["mode"]) == (
+        "added",
+        f"resolutions/{record.name}",
+        "p1.patch",
+        "a.py",
+        "hunk",
+    )
+    assert "one conflict hunk of a.py (line 10)" in r["note"]
+    assert "+a 10 upstream and mine" in r["diff"] and "-a 10 upstream" in r["diff"]
+    text = repo.ps("review", *sides).stdout
+    assert f"resolutions/{record.name}: p1.patch, a.py (resolved: hunk)" in text
+    md = repo.ps("review", *sides, "--format", "markdown").stdout
+    assert "(resolved: hunk)" in md and "one conflict hunk of a.py" in md
+    html = repo.ps("review", *sides, "--format", "html").stdout
+    assert "(resolved: hunk)" in html and "one conflict hunk of a.py" in html
+
+
+def two_hunks(tmp_path: Path) -> Repo:
+    """p1 changes a.py lines 10 and 20, upstream (``up``) both: two conflict hunks. ``up2``:
+    up with lines added at the top; ``up3``: up with line 20 changed again."""
+    repo = make_repo(tmp_path, {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    repo.write(
+        "a.py", numbered(40, "a").replace("a 10\n", "a 10 mine\n").replace("a 20\n", "a 20 mine\n")
+    )
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write(
+        "a.py", numbered(40, "a").replace("a 10\n", "a 10 up\n").replace("a 20\n", "a 20 up\n")
+    )
+    repo.commit_all("upstream reworks lines 10 and 20")
+    repo.git("checkout", "-q", "-b", "up2")
+    repo.write("a.py", "# header\n" + repo.read("a.py"))
+    repo.commit_all("upstream adds a header")
+    repo.git("checkout", "-q", "-b", "up3", "up")
+    replace_line(repo, "a.py", "a 20 up\n", "a 20 up again\n")
+    repo.commit_all("upstream reworks line 20 again")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def resolve_both(repo: Repo, outside: bool = False) -> list[Path]:
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    assert text.count("<<<<<<<") == 2
+    blocks = iter(["a 10 up and mine\n", "a 20 up and mine\n"])
+    text = re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", lambda _m: next(blocks), text, flags=re.S)
+    if outside:  # the user also changes a line the merge left alone
+        text = text.replace("a 30\n", "a 30 tidied\n")
+    repo.write("a.py", text)
+    repo.ps("refresh", "--continue")
+    repo.ps("undo")
+    repo.ps("undo")
+    return sorted((repo.path / "patches" / "resolutions").iterdir())
+
+
+def test_each_hunk_of_a_file_is_recorded_and_reused_and_a_new_one_stops(tmp_path) -> None:
+    repo = two_hunks(tmp_path / "fork")
+    records = resolve_both(repo)
+    assert len(records) == 2
+    assert all(r.read_bytes().startswith(b"patchstack-resolution-hunk 1\n") for r in records)
+    out = repo.ps("check", "--onto", "up2").stdout
+    assert "(recorded resolution reused for hunk a.py:11, a.py:21)" in out, out
+    # One hunk upstream changed again: the other's record alone is not applied; said so.
+    result = repo.ps("refresh", "--onto", "up3", code=1)
+    assert "match 1 of the 2 conflict hunks of a.py (a.py:10)" in result.stderr, result.stderr
+    assert repo.read("a.py").count("<<<<<<<") == 2
+    repo.ps("refresh", "--abort")
+
+
+def test_a_resolution_that_edits_outside_the_hunks_is_recorded_whole(tmp_path) -> None:
+    repo = two_hunks(tmp_path / "fork")
+    (record,) = resolve_both(repo, outside=True)
+    assert record.read_bytes().startswith(b"patchstack-resolution 1\n")
+    out = repo.ps("refresh", "--onto", "up").stdout  # the very same versions: settled whole
+    assert "p1.patch  (recorded resolution)" in out and "a 30 tidied\n" in repo.read("a.py")
+    repo.ps("undo")
+    repo.ps("refresh", "--onto", "up2", code=1)  # a whole-file record: not past other edits
+    repo.ps("refresh", "--abort")
