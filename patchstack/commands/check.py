@@ -119,10 +119,10 @@ def check(
             failing += settled is None
             return settled
 
-        # The bar counts the patches and the reports to come (one a conflict found, and the
-        # culprits), so it never goes back when the reports begin: a conflict found at a step
-        # adds one to the total as the step adds one to the count.
-        counted = (lambda d, t: progress(d, t + failing + 1)) if progress else None  # noqa: E731
+        # The bar counts the patches and the reports to come (one a conflict found), so it
+        # never goes back when the reports begin: a conflict found at a step adds one to the
+        # total as the step adds one to the count.
+        counted = (lambda d, t: progress(d, t + failing)) if progress else None  # noqa: E731
         done, conflicts = replay(
             git,
             plan,
@@ -143,7 +143,8 @@ def check(
         left_out = skip | {c[0] for c in conflicts} | series.deferred.keys()
         judged = judge(ws, series, plan, classified.verdicts, left_out, target)
         n = len(plan)
-        tick = (lambda d, t: progress(n + d, n + t)) if progress else None  # noqa: E731
+        # `reports` counts its conflicts and then the culprits: t - 1 reports
+        tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         reports = _reports(
             ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names
         )
