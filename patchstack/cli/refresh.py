@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .conflicttext import conflict_summary, evidence_note, render_conflict
+from .conflicttext import conflict_summary, evidence_note, render_conflict, tracer
 from .output import (
     complete_patch_names,
     complete_revisions,
@@ -152,6 +152,7 @@ def refresh(
             "see 'patchstack refresh --help'",
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_ or skip_)
+    ws.printed = tracer(verbose or as_json)
     bar = ws.progress
     try:
         if not abort_:

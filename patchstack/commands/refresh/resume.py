@@ -166,10 +166,12 @@ def _go_on(
         )
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         if stopped_at is not None:
             note = records.note(stopped_at[0])
-            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+            return stop(
+                ws, state, engine, series, done, stopped_at, src, head, found, note, knock_ons.known
+            )
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()

@@ -175,10 +175,12 @@ def refresh(
         )
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         if stopped is not None:
             note = records.note(stopped[0])
-            return stop(ws, state, engine, series, done, stopped, src, head, found, note)
+            return stop(
+                ws, state, engine, series, done, stopped, src, head, found, note, knock_ons.known
+            )
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()
