@@ -137,3 +137,46 @@ def test_markers_read_from_their_openings_are_every_lines_reading() -> None:
     for _ in range(5000):
         text = "\n".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
         assert parse_markers("p", text) == _plain_markers("p", text), repr(text)
+
+
+def test_stop_by_stop_defers_what_defer_conflicts_defers(tmp_path) -> None:
+    """Each conflict is triaged once (`KnockOns.known`, taken by `defer` and `stop`): moving
+    the series stop by stop, skipping each primary conflict, leaves the same series (every
+    deferral with its knock-ons' roots) as deferring every conflict in one run, which triages
+    them all at once."""
+    repo = make_repo(tmp_path / "fork", {f"m{i}.py": numbered(12, f"m{i}") for i in range(6)})
+    base = repo.head()
+    for i in range(18):
+        if i < 6:  # primary: upstream rewrites the line; the first three create a file too
+            repo.write(f"m{i}.py", repo.read(f"m{i}.py").replace(f"m{i} 6\n", f"mine {i}\n"))
+            if i < 3:
+                repo.write(f"new{i}.py", numbered(8, f"new{i}"))
+        else:  # each edits a file a primary creates (a knock-on), or a line a primary made
+            k = i % 3
+            if i % 2:
+                repo.write(f"new{k}.py", repo.read(f"new{k}.py") + f"tuned {i}\n")
+            else:
+                lines = repo.read(f"m{k}.py").splitlines(keepends=True)
+                lines[5] = f"mine {k}, then {i}\n"  # the line the primary made
+                repo.write(f"m{k}.py", "".join(lines))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", f"Patch {i}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for i in range(6):
+        repo.write(f"m{i}.py", repo.read(f"m{i}.py").replace(f"m{i} 6\n", f"theirs {i}\n"))
+    repo.commit_all("upstream rewrites line 6 everywhere")
+    repo.git("checkout", "-q", "main")
+    at_once = copy_repo(repo.path, tmp_path / "at-once")
+    at_once.ps("refresh", "--onto", "up", "--defer-conflicts")
+    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
+    while (step := repo.ps("refresh", "--skip", code=None)).exit_code == 1:
+        stops.append(step.stderr)
+    assert step.exit_code == 0, step.stderr
+    assert len(stops) == 12  # the six primaries and the six that change a line one made
+    series = repo.read("patches/series")
+    assert series == at_once.read("patches/series")
+    assert series.count(" after Patch-") == 6  # the knock-ons, each with its root
+    assert repo.tree() == at_once.tree()
