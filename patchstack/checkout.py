@@ -18,12 +18,14 @@ import json
 import os
 import shlex
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import git as gitmod
 from .errors import InputError, PatchstackError
 from .model import paths
+from .model.conflict import Conflict
 from .model.diff import commit_text
 from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
@@ -40,6 +42,9 @@ class Checkout:
     cwd: str
     command: str = ""  # the command line, as the operation log records it
     progress: Progress = field(default=QUIET, repr=False)  # what the command says meanwhile
+    # How many hunks of a conflict report the command prints, from the first (their upstream
+    # commits are traced, the others' are not); None: every one (--verbose, --json).
+    printed: Callable[[Conflict], int] | None = field(default=None, repr=False)
     _parsed: dict[Any, tuple[bytes, Patch]] = field(default_factory=dict, repr=False)
     _series: dict[Any, Series] = field(default_factory=dict, repr=False)
     _summaries: dict[Any, tuple[bytes, PatchSummary]] = field(default_factory=dict, repr=False)

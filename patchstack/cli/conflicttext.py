@@ -3,6 +3,7 @@ by default, whole with ``--verbose``) and the one-line-per-primary summary of ma
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .output import verdict_word
@@ -22,6 +23,57 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
     most `CULPRITS_SHOWN` commits a hunk, and a last line counting what was left out. ``full``
     (``--verbose``) prints every file and hunk with the three versions whole, as ``--json``
     holds them."""
+    lines, tail = _head_and_tail(c, full)
+    hunks = list(c.hunks)
+    shown = _shown(c, full, len(lines), len(tail))
+    primary = getattr(c, "kind", "primary") != "knock-on"
+    for h in hunks[:shown]:
+        lines += _hunk_full(h, primary) if full else _hunk_short(h, primary)
+    if shown < len(hunks):
+        rest = hunks[shown:]
+        where = len({h.path for h in rest})
+        lines.append(
+            f"  ... {len(rest)} more conflicting hunk(s) in {where} file(s)"
+            " (--verbose or --json show every one)"
+        )
+    return lines + tail
+
+
+def tracer(full: bool) -> Any:
+    """What a command that may stop at a conflict is given as `Checkout.printed`: the short
+    report's `printed_hunks`, or None (trace every hunk) for ``--verbose`` and ``--json``, or
+    with ``PATCHSTACK_TRACE_ALL=1`` (the differential tests' plain algorithm)."""
+    return None if full or os.environ.get("PATCHSTACK_TRACE_ALL") == "1" else printed_hunks
+
+
+def printed_hunks(c: Any) -> int:
+    """How many of ``c``'s hunks, from the first, its short report prints at most, whatever
+    their upstream commits: each counted with its commits at their shortest (one line,
+    "unknown", or none for a knock-on), so a longer block only ends the report sooner.
+    Tracing these hunks is tracing every one the report prints (`Checkout.printed`)."""
+    lines, tail = _head_and_tail(c, False)
+    return _shown(c, False, len(lines), len(tail), bare=True)
+
+
+def _shown(c: Any, full: bool, head: int, tail: int, bare: bool = False) -> int:
+    """How many hunks fit the budget after ``head`` lines and before ``tail`` (every one
+    when ``full``); ``bare``: each hunk counted without its upstream commits."""
+    hunks = list(c.hunks)
+    if full:
+        return len(hunks)
+    primary = getattr(c, "kind", "primary") != "knock-on"
+    used, shown = head, 0
+    for h in hunks:
+        size = len(_hunk_short(h, primary, bare))
+        if shown and used + size + tail + 1 > STOP_BUDGET:
+            break
+        used += size
+        shown += 1
+    return shown
+
+
+def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
+    """A report's lines before its hunks (the patch, its files) and after them."""
     lines = [f"conflict in patch {c.patch}"]
     if getattr(c, "held", False):
         lines.append(f"  a knock-on of {c.root}: it merges, but not as its own change")
@@ -47,23 +99,7 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
         tail += ["  " + ln for ln in c.detail.splitlines()]
     if c.note:
         tail.append("  " + c.note)
-    hunks = list(c.hunks)
-    shown = 0
-    primary = getattr(c, "kind", "primary") != "knock-on"
-    for h in hunks:
-        block = _hunk_full(h, primary) if full else _hunk_short(h, primary)
-        if not full and shown and len(lines) + len(block) + len(tail) + 1 > STOP_BUDGET:
-            break
-        lines += block
-        shown += 1
-    if shown < len(hunks):
-        rest = hunks[shown:]
-        where = len({h.path for h in rest})
-        lines.append(
-            f"  ... {len(rest)} more conflicting hunk(s) in {where} file(s)"
-            " (--verbose or --json show every one)"
-        )
-    return lines + tail
+    return lines, tail
 
 
 def relocation_lines(c: Any) -> list[str]:
@@ -92,10 +128,11 @@ def proposal_hint(c: Any) -> list[str]:
     ]
 
 
-def _culprits(h: Any, primary: bool, shown: int | None = None) -> list[str]:
+def _culprits(h: Any, primary: bool, shown: int | None = None, bare: bool = False) -> list[str]:
     """The upstream commits that changed a hunk's lines (``shown`` of them), or, for a
-    primary conflict, that they could not be traced: never a guess."""
-    if not h.upstream:
+    primary conflict, that they could not be traced: never a guess; ``bare``: as if none
+    were found (the fewest lines)."""
+    if bare or not h.upstream:
         return ["    upstream commit: unknown (these lines could not be traced)"] if primary else []
     named = [f"      {u.oid[:10]} {u.subject}" for u in h.upstream[:shown]]
     more = len(h.upstream) - len(named)
@@ -118,7 +155,7 @@ def _hunk_full(h: Any, primary: bool) -> list[str]:
     return lines + _culprits(h, primary)
 
 
-def _hunk_short(h: Any, primary: bool) -> list[str]:
+def _hunk_short(h: Any, primary: bool, bare: bool = False) -> list[str]:
     """One hunk in a few lines: upstream's change and the patch's, each a capped diff from
     what the patch expected (the lines they share left out), and the first commits."""
     lines = [f"  {h.path}:{h.line}:"]
@@ -128,7 +165,7 @@ def _hunk_short(h: Any, primary: bool) -> list[str]:
     ):
         lines.append(f"    {title}:")
         lines += _capped_diff(list(h.expected), list(after))
-    return lines + _culprits(h, primary, CULPRITS_SHOWN)
+    return lines + _culprits(h, primary, CULPRITS_SHOWN, bare)
 
 
 def _capped_diff(before: list[str], after: list[str]) -> list[str]:

@@ -277,7 +277,7 @@ def import_branch_cmd(
     from ..interop.branch import import_branch
     from ..interop.ending import abort_import, continue_import
     from .branchtext import STOP_HINT, branch_doc, branch_lines, stop_lines
-    from .conflicttext import render_conflict
+    from .conflicttext import render_conflict, tracer
 
     if continue_ or abort_:
         if continue_ and abort_ or rev or upstream or tag or append or abort_ and take_merge:
@@ -291,6 +291,7 @@ def import_branch_cmd(
             "e.g. 'patchstack import branch origin/my-fork --upstream origin/main'",
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_)
+    ws.printed = tracer(verbose or as_json)
     try:
         if abort_:
             result = abort_import(ws)

@@ -13,6 +13,7 @@ from .conflicttext import (
     proposal_hint,
     recorded_note,
     render_conflict,
+    tracer,
 )
 from .output import (
     CONFLICTING,
@@ -153,6 +154,7 @@ def refresh(
             "see 'patchstack refresh --help'",
         )
     ws = ctx.obj.checkout(while_stopped=continue_ or abort_ or skip_)
+    ws.printed = tracer(verbose or as_json)
     bar = ws.progress
     try:
         if not abort_:

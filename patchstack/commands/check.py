@@ -119,6 +119,18 @@ def check(
         placer = Placer(engine, target, [s.name for s in plan])
         records = Resolutions(ws)
         holds = needs(ws, series, plan)
+        failing = 0  # conflicts so far: each is one more report to build after the replay
+
+        def settle(step: Step, tree: Oid, merged: MergeResult) -> Oid | None:
+            nonlocal failing
+            settled = records.settle(step.name, step.before, tree, step.after, merged)
+            failing += settled is None
+            return settled
+
+        # The bar counts the patches and the reports to come (one a conflict found), so it
+        # never goes back when the reports begin: a conflict found at a step adds one to the
+        # total as the step adds one to the count.
+        counted = (lambda d, t: progress(d, t + failing)) if progress else None  # noqa: E731
         done, conflicts = replay(
             git,
             plan,
@@ -128,10 +140,8 @@ def check(
             keep_going=True,
             skip=skip,
             placer=placer,
-            progress=progress,
-            resolve=lambda step, tree, merged: records.settle(
-                step.name, step.before, tree, step.after, merged
-            ),
+            progress=counted,
+            resolve=settle,
             hold=holds,
         )
         _top, commits = commit_chain(engine, target, done)
@@ -141,7 +151,8 @@ def check(
         left_out = skip | {c[0] for c in conflicts} | series.deferred.keys()
         judged = judge(ws, series, plan, classified.verdicts, left_out, target)
         n = len(plan)
-        tick = (lambda d, t: progress(n + d, n + t)) if progress else None  # noqa: E731
+        # `reports` counts its conflicts and then the culprits: t - 1 reports
+        tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         reports = _reports(
             ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names
         )

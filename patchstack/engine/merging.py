@@ -78,15 +78,39 @@ def blame(
     """The report of a patch that did not merge onto ``new_base``, each region with the
     upstream commits (``old_base..new_base``) that changed its lines, traced at its place
     (`culprits`); none where they cannot be told."""
+    return blame_first(git, unblamed(git, name, merged), old_base, new_base)
+
+
+def unblamed(git: Git, name: str, merged: MergeResult) -> Conflict:
+    """The report of a patch that did not merge, its regions' upstream commits not traced yet
+    (`blame_first` traces them)."""
     files = merged.conflicted
     listing = git.ls_tree_paths(merged.tree, list(files))
-    texts = []
+    hunks: list[ConflictHunk] = []
     for path in files:
         if path in listing and listing[path][0] not in ("040000", "160000"):
-            texts.append((path, git.show_file(new_base, path), git.read_blob(listing[path][1])))
+            text = git.read_blob(listing[path][1]).decode("utf-8", "surrogateescape")
+            hunks += parse_markers(path, text)
+    return Conflict(name, files, tuple(hunks), (), merged.messages.strip(), merged.tree)
+
+
+def blame_first(
+    git: Git, report: Conflict, old_base: str | None, new_base: str, count: int | None = None
+) -> Conflict:
+    """``report`` (`unblamed`) with the upstream commits of its first ``count`` regions (None:
+    every one) traced, in one walk of their files only: a file's trace does not depend on
+    the other files walked with it (``--first-parent`` compares each commit with its first
+    parent only), so what is traced is what tracing every file gives."""
+    first = report.hunks if count is None else report.hunks[:count]
+    paths = list(dict.fromkeys(h.path for h in first))
+    if not paths or report.merged_tree is None:
+        return report
+    listing = git.ls_tree_paths(report.merged_tree, paths)
+    texts = [(p, git.show_file(new_base, p), git.read_blob(listing[p][1])) for p in paths]
     found = culprits.attribute(git, old_base, new_base, texts)
-    hunks = tuple(h for each in found for h in each)
-    return Conflict(name, files, hunks, (), merged.messages.strip(), merged.tree)
+    traced = {p: iter(each) for p, each in zip(paths, found, strict=True)}
+    hunks = tuple(next(traced[h.path]) if h.path in traced else h for h in report.hunks)
+    return replace(report, hunks=hunks)
 
 
 def misfit_notes(git: Git, tree: Oid, patch: Patch) -> list[str]:

@@ -24,7 +24,7 @@ from ..commands.refresh import stopped
 from ..commands.refresh.resume import abort, resolution
 from ..engine.chain import Engine
 from ..engine.loaded import LoadedPatch
-from ..engine.merging import blame
+from ..engine.merging import blame_first, unblamed
 from ..engine.replay import Done, commit_chain, labels
 from ..errors import ConflictError, PatchstackError, RefusedError
 from ..git import CommitMeta, MergeResult
@@ -191,7 +191,8 @@ def stop(
         "import", place.head, stop_head, (), overlay, blob, before=before if first else None
     )
     publish(ws, plan)
-    report = blame(git, name, merged, walk.base, onto)
+    ws.progress.step("tracing the conflicting lines upstream")
+    report = unblamed(git, name, merged)
     report = replace(
         report,
         note=f"merge {c.oid[:12]} brought upstream {onto[:12]}; its own tree does not settle"
@@ -201,6 +202,8 @@ def stop(
         f" '{take_merge_command(ws, c.oid, merged.conflicted)}'. 'import branch --continue"
         " --take-merge' then takes the merge's version at every later conflict like it",
     )
+    count = ws.printed(report) if ws.printed is not None else None  # only what is printed
+    report = blame_first(git, report, walk.base, onto, count)
     return BranchResult(walk, None, 0, stopped=report, stopped_merge=c.oid)
 
 

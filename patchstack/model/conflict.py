@@ -101,25 +101,43 @@ def parse_markers(path: str, text: str) -> list[ConflictHunk]:
     hunks = []
     lines = text.split("\n")
     i = 0
-    while i < len(lines):
-        if lines[i].startswith("<<<<<<< ") or lines[i] == "<<<<<<<":
-            start = i + 1
-            now: list[str] = []
-            expected: list[str] = []
-            wanted: list[str] = []
-            part = now
+    for at in _opening_lines(text):
+        if at < i:  # a line of the region before
+            continue
+        start = i = at + 1
+        now: list[str] = []
+        expected: list[str] = []
+        wanted: list[str] = []
+        part = now
+        while i < len(lines) and not lines[i].startswith(">>>>>>>"):
+            if lines[i].startswith("|||||||"):
+                part = expected
+            elif lines[i] == "=======":
+                part = wanted
+            else:
+                part.append(lines[i])
             i += 1
-            while i < len(lines) and not lines[i].startswith(">>>>>>>"):
-                if lines[i].startswith("|||||||"):
-                    part = expected
-                elif lines[i] == "=======":
-                    part = wanted
-                else:
-                    part.append(lines[i])
-                i += 1
-            hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
+        hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
         i += 1
     return hunks
+
+
+def _opening_lines(text: str) -> list[int]:
+    """The (0-based) lines of ``text`` that may open a conflict region, found with
+    ``str.find`` (a large merged file has few): `parse_markers` reads the regions only."""
+    found = []
+    line = last = 0
+    at = text.find("<<<<<<<")
+    while at != -1:
+        if at == 0 or text[at - 1] == "\n":
+            line += text.count("\n", last, at)
+            last = at
+            end = text.find("\n", at)
+            head = text[at : end if end != -1 else len(text)]
+            if head[:8] == "<<<<<<< " or head == "<<<<<<<":
+                found.append(line)
+        at = text.find("<<<<<<<", at + 1)
+    return found
 
 
 def ours_side(data: bytes) -> bytes | None:

@@ -13,7 +13,17 @@ tree is rebase's. It also times that move alone (``git read-tree -m -u`` from TI
 ONTO's, as refresh runs it): no refresh can be faster than the move, so ``rebase / move``
 bounds the refresh ratio any tool can reach on the machine. Nothing in CLONE changes but a
 scratch worktree and branch, removed at the end.
-A branch with merges is linearized first (``patchstack import branch`` onboards those)."""
+A branch with merges is linearized first (``patchstack import branch`` onboards those).
+
+    python tools/bench/real_drift.py --stops FORK --onto REF [--runs 3] [--code DIR ...]
+
+times the moments a maintainer waits on at a terminal, from FORK, a clone whose series is
+imported (``import branch``, merges and all) and pushed, copied afresh for each run: the first
+stop (``refresh --onto``, against ``git rebase --onto`` to its first stop) and the stop-by-stop
+path (``refresh --onto`` then ``refresh --skip`` at every stop, against ``git rebase`` with
+``--skip`` at every stop + ``format-patch``), wall and CPU, medians; with ``--code DIR`` (a
+copy of a version's ``patchstack`` package; repeated: before and after a change) those
+versions are timed instead of this one, in the same runs, and must print the same stops."""
 
 from __future__ import annotations
 
@@ -109,14 +119,123 @@ def move(fork: Path, onto: str) -> tuple[float, float]:
     return wall, cpu
 
 
+def first_stop(fork: Path, base: str, onto: str) -> tuple[float, float]:
+    """Wall and CPU seconds of ``git rebase --onto`` to its first stop, then aborted."""
+    argv = ["git", "rebase", "-q", "--reapply-cherry-picks", "--onto", onto, base]
+    _out, wall, cpu = run(argv, fork, check=False)
+    run(["git", "rebase", "--abort"], fork, check=False)
+    return wall, cpu
+
+
+def stop_by_stop(
+    fork: Path, onto: str, code: str | None
+) -> tuple[float, float, float, float, list[str]]:
+    """(first stop wall, CPU, all stops wall, CPU, what each stop printed) of ``refresh
+    --onto`` then ``--skip`` at each stop, run by the package in ``code`` (None: this one)."""
+    env = dict(ENV, **({"PYTHONPATH": code} if code else {}))
+
+    def ps_at(*args: str) -> tuple[int, str, float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        argv = [sys.executable, "-m", "patchstack", *args]
+        proc = subprocess.run(argv, cwd=fork, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if proc.returncode not in (0, 1):
+            sys.exit(f"patchstack {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc.returncode, proc.stderr, wall, cpu
+
+    code_, said, wall, cpu = ps_at("refresh", "--onto", onto)
+    first = (wall, cpu)
+    stops = [said] if code_ == 1 else []
+    while code_ == 1:
+        code_, said, w, c = ps_at("refresh", "--skip")
+        wall, cpu = wall + w, cpu + c
+        if code_ == 1:
+            stops.append(said)
+    return first[0], first[1], wall, cpu, stops
+
+
+def stops_main(args: argparse.Namespace) -> None:
+    """``--stops FORK``: the first stop and the stop-by-stop path (see the docstring)."""
+    src = args.stops.resolve()
+    onto = git(src, "rev-parse", args.onto)
+    base = json.loads(ps(src, "series", "--json")[0])["base"]
+    for code in args.code:
+        compileall.compile_dir(str(Path(code) / "patchstack"), quiet=1)
+    compileall.compile_dir(str(Path(__file__).resolve().parents[2] / "patchstack"), quiet=1)
+    versions: list[str | None] = [str(Path(c).resolve()) for c in args.code] or [None]
+    keys = ["git", *[f"patchstack {v or 'this'}" for v in versions]]
+    first: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
+    every: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
+    printed: dict[str, list[str]] = {}
+    scratch = Path(tempfile.mkdtemp(prefix="real-drift-stops."))
+    try:
+        for _ in range(args.runs):
+            for key, version in [("git", None), *zip(keys[1:], versions, strict=True)]:
+                fork = scratch / "fork"
+                shutil.rmtree(fork, ignore_errors=True)
+                subprocess.run(["cp", "-a", str(src), str(fork)], check=True)
+                if key == "git":
+                    first[key].append(first_stop(fork, base, onto))
+                    got = rebase(fork, base, onto, scratch)
+                    every[key].append((float(got["wall"]), float(got["cpu"])))  # type: ignore[arg-type]
+                    continue
+                w1, c1, w, c, stops = stop_by_stop(fork, onto, version)
+                first[key].append((w1, c1))
+                every[key].append((w, c))
+                printed.setdefault(key, stops)
+        same = len({tuple(v) for v in printed.values()}) <= 1
+        med = {
+            k: {
+                "first_wall": statistics.median(x[0] for x in first[k]),
+                "first_cpu": statistics.median(x[1] for x in first[k]),
+                "stops_wall": statistics.median(x[0] for x in every[k]),
+                "stops_cpu": statistics.median(x[1] for x in every[k]),
+            }
+            for k in keys
+        }
+        stops = {k: len(v) for k, v in printed.items()}
+        if args.json:
+            print(json.dumps({"onto": args.onto, "medians": med, "stops": stops, "same": same}))
+            return
+        print(f"{src.name} onto {args.onto}: medians of {args.runs} (wall s / CPU s)")
+        for k in keys:
+            m = med[k]
+            print(
+                f"  {k:<40} first stop {m['first_wall']:6.2f} / {m['first_cpu']:6.2f}"
+                f"   every stop skipped {m['stops_wall']:6.2f} / {m['stops_cpu']:6.2f}"
+                + (f"  ({stops[k]} stops)" if k in stops else "")
+            )
+        g = med["git"]
+        for k in keys[1:]:
+            m = med[k]
+            print(
+                f"  {k}: first stop {m['first_wall'] / g['first_wall']:.2f}x git's wall,"
+                f" {m['first_cpu'] / g['first_cpu']:.2f}x CPU; stop by stop"
+                f" {m['stops_wall'] / g['stops_wall']:.2f}x wall,"
+                f" {m['stops_cpu'] / g['stops_cpu']:.2f}x CPU"
+            )
+        print(f"  every version printed {'the same stops' if same else 'DIFFERENT stops'}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repo", type=Path, required=True, help="a clone holding the branch")
-    ap.add_argument("--range", required=True, help="BASE..TIP, a linear branch")
+    ap.add_argument("--repo", type=Path, help="a clone holding the branch")
+    ap.add_argument("--range", help="BASE..TIP, a linear branch")
+    ap.add_argument("--stops", type=Path, metavar="FORK", help="time the stops (see above)")
+    ap.add_argument("--code", action="append", default=[], metavar="DIR", help="with --stops")
     ap.add_argument("--onto", required=True, help="today's upstream")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    if args.stops:
+        return stops_main(args)
+    if not args.repo or not args.range:
+        ap.error("--repo and --range (or --stops FORK)")
     repo = args.repo.resolve()
     base_ref, tip_ref = args.range.split("..")
     base, tip = git(repo, "rev-parse", base_ref), git(repo, "rev-parse", tip_ref)

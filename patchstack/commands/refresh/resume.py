@@ -168,10 +168,12 @@ def _go_on(
         )
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         if stopped_at is not None:
             note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
-            result = stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+            result = stop(
+                ws, state, engine, series, done, stopped_at, src, head, found, note, knock_ons.known
+            )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)
         return replace(result, proposals=tuple(proposer.proposals)) if proposer else result

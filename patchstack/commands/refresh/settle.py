@@ -9,7 +9,7 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -17,7 +17,7 @@ from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.loaded import LoadedPatch
-from ...engine.merging import blame
+from ...engine.merging import blame_first, unblamed
 from ...engine.needs import Held as HeldBack
 from ...engine.relocate import Relocator
 from ...engine.replay import Done, commit_chain
@@ -109,16 +109,19 @@ def triaged(
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     attribute: bool = True,
     held: Sequence[str] = (),
+    known: Collection[str] = (),
 ) -> list[Conflict]:
-    """The reports of ``conflicts`` (in replay order), each primary or a knock-on of an
-    earlier patch this replay is missing (`engine.triage`); ``held``: the patches the replay
-    left out for needing a missing one (`engine.needs`), missing too."""
+    """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
+    primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
+    ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
+    missing too."""
     missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
     for name, onto, merged in conflicts:
         before = tuple(n for n in missing if order.get(n, -1) < order[name])
-        failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
+        if name not in known:
+            failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
         missing.append(name)
 
     def paths_of(name: str) -> tuple[str, ...]:
@@ -148,11 +151,15 @@ class KnockOns:
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
         self.needs = needs(ws, series, state.steps, left, state.undefer)
+        # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
+        # report (never traced) is theirs; a primary one is only primary.
+        self.known: dict[str, Conflict] = {}
 
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
-        held = self.needs.names
-        last = triaged(self.ws, self.state, self.series, self.seen, False, held)[-1]
+        held, earlier = self.needs.names, self.known.keys()
+        last = triaged(self.ws, self.state, self.series, self.seen, False, held, earlier)[0]
+        self.known[name] = last
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
             return True
@@ -173,14 +180,17 @@ def defer(
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     held: Sequence[HeldBack] = (),
+    known: Mapping[str, Conflict] = {},
 ) -> tuple[State, list[Conflict]]:
     """``state`` with these conflicting patches, and those ``held`` for needing one that is
     missing, deferred (each with the commit of its old change, and the root of a knock-on),
-    and their reports, triaged, in replay order."""
+    and their reports, triaged, in replay order; ``known``: `KnockOns.known`."""
     if not conflicts and not held:
         return state, []
     order = {s.name: i for i, s in enumerate(state.steps)}
-    found = triaged(ws, state, series, conflicts, True, [h.name for h in held])
+    again = {n: c for n, c in known.items() if c.kind == KNOCK_ON}
+    found = triaged(ws, state, series, conflicts, True, [h.name for h in held], again.keys())
+    found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
     made = list(state.deferrals)
@@ -345,6 +355,7 @@ def stop(
     current_head: Oid,
     deferred_now: Sequence[Conflict] = (),
     note: str = "",
+    known: Mapping[str, Conflict] = {},
 ) -> RefreshResult:
     git = ws.git
     name, parent_tree, merged = conflict
@@ -379,8 +390,9 @@ def stop(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
     )
     publish(ws, plan)
-    report = blame(git, name, merged, state.old_base, state.new_base)
-    triage = triaged(ws, state, series, [conflict], attribute=False)[0]
+    ws.progress.step("reporting the conflict")
+    report = unblamed(git, name, merged)
+    triage = known.get(name) or triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if proposal:
         report = replace(report, relocations=proposal.relocations)
@@ -392,6 +404,11 @@ def stop(
             f" changes of {', '.join(later)} (applied after {name}), so it cannot be taken"
             " for this patch: resolve it here",
         )
+    # Only the hunks the report prints are traced (`Checkout.printed`): a stop waits for no more.
+    count = ws.printed(report) if ws.printed is not None else None
+    ws.progress.step("tracing the conflicting lines upstream")
+    report = blame_first(git, report, state.old_base, state.new_base, count)
+    ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     left_out = [d.name for d in deferrals_after(series, state)]
     held = judge(git, series, state, {d.name for d in done if d.upstream}, left_out)

@@ -181,10 +181,12 @@ def refresh(
         )
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         if stopped is not None:
             note = notes(records.note(stopped[0]), proposer, stopped[0])
-            result = stop(ws, state, engine, series, done, stopped, src, head, found, note)
+            result = stop(
+                ws, state, engine, series, done, stopped, src, head, found, note, knock_ons.known
+            )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)
         return replace(result, proposals=tuple(proposer.proposals)) if proposer else result

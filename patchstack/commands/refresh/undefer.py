@@ -102,14 +102,16 @@ def bring_back(
         )
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         _still_waiting(names, found)
         _still_nothing(series, names, back, done)
         head = stack.head
         src = (git.tree_of(head), ())
         if stopped_at is not None:
             note = records.note(stopped_at[0])
-            return stop(ws, state, engine, series, done, stopped_at, src, head, found, note)
+            return stop(
+                ws, state, engine, series, done, stopped_at, src, head, found, note, knock_ons.known
+            )
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
         engine.close()
