@@ -105,7 +105,7 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
             return None
-        return line + sum((a1 - a0) - (c1 - c0) for a0, a1, _c0, c1 in spans if c1 <= line)
+        return line + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= line)
 
     met = [sp for sp in spans if meets(sp[2], sp[3])]
     if s == e:  # a point between lines s - 1 and s
