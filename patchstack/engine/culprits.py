@@ -122,19 +122,28 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
 
 def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[UpstreamCommit, ...]:
     """The commits of ``changes`` (newest first) that changed ``region`` of ``path``, oldest
-    first, at most `SHOWN`; none when a binary change is met (it cannot be told)."""
+    first, at most `SHOWN`; none when a binary change is met (it cannot be told). Commits
+    that together change nothing (the file before the oldest is the file after the newest:
+    a change and its revert) changed no line: none of them is named, and the trace goes on
+    from the region as it was after them."""
     found: list[UpstreamCommit] = []
+    seen: dict[str, tuple[int, Region]] = {}  # a version of the file: what was found, where
     for change in changes:
         lines = change.files.get(path)
         if lines is None:
             continue
         if lines.hunks is None:
             return ()
+        if lines.after.strip("0"):
+            seen.setdefault(lines.after, (len(found), region))
         met, region = _back(lines.hunks, region)
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
             break
+        if lines.before in seen:
+            count, region = seen[lines.before]
+            del found[count:]
     return tuple(reversed(found))[:SHOWN]
 
 
