@@ -53,6 +53,14 @@ FIXED = [
     # p1 marked upstream; the day after, up4 takes p3, which deletes p1's file: placed again,
     # p1 changes something, and is applied again, not left out (fixed)
     1021,
+    # p5 needs p2, p3 and p4 (each short of the others): no one of them is its root, primary;
+    # a root's own conflict is resolved as it has it when proving a knock-on (item 5; fixed)
+    2057,
+    # the day after, p2 (marked upstream) conflicts again beside up5's wrap and lacks deferred
+    # p1's lines: check proved the knock-on with p2's patch file, not the marked change the
+    # replay placed, and called it a knock-on of p1, which alone does not let it apply (item
+    # 5; fixed)
+    2019,
 ]
 
 
