@@ -111,9 +111,19 @@ class Day:
             if r["kind"] == "knock-on" and r["root"]:
                 o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present), waits)
             elif r["kind"] == "primary":
-                o.culprits(where, r, self.old, self.new)
+                o.culprits(where, r, self.old, self.new, self.merged(r["patch"]))
                 self.primary(where, r["patch"], set(r["files"]), applied)
             o.superseded(where, r)
+
+    def merged(self, name: str) -> dict[str, str]:
+        """git's merged files of ``name``'s conflict where git's rebase places it."""
+        commit = {**self.taken, **self.commits}.get(name)
+        if commit is None or name not in self.ref.at:
+            return {}
+        verdict, tree, paths = self.o.git.pick(self.ref.at[name], commit)
+        if verdict != "conflict":
+            return {}
+        return {p: self.o.git.run("show", f"{tree}:{p}", check=False) for p in paths}
 
     def primary(self, where: str, name: str, files: set[str], applied: set[str]) -> None:
         """A primary conflict is upstream's: no one missing patch before it, applied, lets it

@@ -61,6 +61,9 @@ FIXED = [
     # replay placed, and called it a knock-on of p1, which alone does not let it apply (item
     # 5; fixed)
     2019,
+    # the oracle placed p1's hunk (``}``, up3's wrap) at the ``}`` nearest its line in the
+    # merged file, another block's; it now aligns git's merged file with the new base (fixed)
+    1053,
 ]
 
 
