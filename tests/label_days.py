@@ -43,8 +43,10 @@ class Day:
             for p in status["patches"]
             if p.get("mark") and p["mark"]["kind"] == "deferred"
         }
-        # a patch marked upstream is placed again by the next refresh (git rebase would
-        # carry it no more): judged alone, on the new base
+        # a patch marked upstream is placed again by the next refresh, at its place with the
+        # change of its mark's commit: git rebase of the series with it picked there, which
+        # drops it while the base holds it, applies it again once upstream reverted it
+        # (never lost), and skips it when it conflicts (it is judged alone, on the new base)
         self.taken = {
             p["name"]: p["mark"]["commit"]
             for p in status["patches"]
@@ -52,6 +54,8 @@ class Day:
         }
         self.applied = stack_of(repo, old)
         self.commits = {**self.deferred, **dict(self.applied)}
+        carried = {**self.taken, **dict(self.applied)}
+        self.carried = [(n, carried[n]) for n in self.order if n in carried]
         self.against(set())
 
     def against(self, held: set[str]) -> None:
@@ -59,8 +63,9 @@ class Day:
         left-out patch whose lines they change): ``git rebase`` with them dropped as well, as
         `tests/differential.py` compares."""
         self.held = held
-        placed = [(n, c) for n, c in self.applied if n not in held]
+        placed = [(n, c) for n, c in self.carried if n not in held]
         self.ref = self.o.git.chain(self.new, placed)
+        self.conflicts = sorted(n for n in self.ref.conflicts if n not in self.taken)
         kept = [(n, c) for n, c in placed if n not in self.ref.conflicts]
         self.self_noop = set(self.o.git.chain(self.old, kept).empty)
 
@@ -85,16 +90,16 @@ class Day:
         o.verdicts(where, entries, self.ref, self.commits, self.self_noop, self.old, self.new)
         for e in entries:
             if e["name"] in self.taken and e["verdict"] in ("conflict", "deferred"):
-                if o.git.pick(self.new, self.taken[e["name"]])[0] != "conflict":
+                if e["name"] not in self.ref.conflicts:
                     o.fail(
                         where,
                         f"{e['name']}: {e['verdict']} (marked upstream before), but "
-                        "git: it applies on the new base",
+                        "git: it applies at its place on the new base",
                     )
                 continue
             if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
                 o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
-        applied = {n for n, _c in self.applied}
+        applied = {n for n, _c in self.carried}
         roots = {r["patch"]: r["root"] for r in reports if r["kind"] == "knock-on" and r["root"]}
         for r in reports:
             waits = set()  # the root, and the root it waits for in turn (a knock-on's)
@@ -106,9 +111,19 @@ class Day:
             if r["kind"] == "knock-on" and r["root"]:
                 o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present), waits)
             elif r["kind"] == "primary":
-                o.culprits(where, r, self.old, self.new)
+                o.culprits(where, r, self.old, self.new, self.merged(r["patch"]))
                 self.primary(where, r["patch"], set(r["files"]), applied)
             o.superseded(where, r)
+
+    def merged(self, name: str) -> dict[str, str]:
+        """git's merged files of ``name``'s conflict where git's rebase places it."""
+        commit = {**self.taken, **self.commits}.get(name)
+        if commit is None or name not in self.ref.at:
+            return {}
+        verdict, tree, paths = self.o.git.pick(self.ref.at[name], commit)
+        if verdict != "conflict":
+            return {}
+        return {p: self.o.git.run("show", f"{tree}:{p}", check=False) for p in paths}
 
     def primary(self, where: str, name: str, files: set[str], applied: set[str]) -> None:
         """A primary conflict is upstream's: no one missing patch before it, applied, lets it
@@ -122,7 +137,8 @@ class Day:
         for root in missing:
             present = (applied - set(self.ref.conflicts) - self.held) | {root, name}
             chain = self.o.git.chain(self.new, self.in_order(present), frozenset([root]))
-            own = self.o.git.pick(chain.at[root], self.commits[root])[2] if root in chain.at else []
+            commit = {**self.taken, **self.commits}[root]
+            own = self.o.git.pick(chain.at[root], commit)[2] if root in chain.at else []
             placed = root in chain.at and root not in (*chain.conflicts, *chain.empty)
             if placed and name not in chain.conflicts and not files & set(own):
                 self.o.fail(
@@ -138,8 +154,8 @@ class Day:
         where = f"{self.label} check"
         own = self.judge_held(where, data["conflicts"])
         got = sorted(c["patch"] for c in own if c["patch"] not in self.taken)
-        if got != sorted(self.ref.conflicts):
-            self.o.fail(where, f"conflicts {got}, git {sorted(self.ref.conflicts)}")
+        if got != self.conflicts:
+            self.o.fail(where, f"conflicts {got}, git {self.conflicts}")
         self.judge(where, data["patches"], data["conflicts"])
 
     def refresh(self) -> dict:
@@ -148,8 +164,8 @@ class Day:
         where = f"{self.label} refresh"
         own = self.judge_held(where, data["deferred"])
         got = sorted(c["patch"] for c in own if c["patch"] not in self.taken)
-        if got != sorted(self.ref.conflicts):
-            o.fail(where, f"deferred {got}, git skipped {sorted(self.ref.conflicts)}")
+        if got != self.conflicts:
+            o.fail(where, f"deferred {got}, git skipped {self.conflicts}")
         if repo.tree() != o.git.tree(self.ref.head):
             # found here, not in issue 33: a deferred patch's change leaks into the next
             # patch's commit when a patch marked upstream is in the series (a shortcut)
@@ -160,6 +176,15 @@ class Day:
                 item="deferred-leak" if leak else "",
             )
         status = _json(repo, "status")
+        now_applied = {p["name"] for p in status["patches"] if p["applied"]}
+        for name in self.taken:
+            back = name not in (*self.ref.conflicts, *self.ref.empty, *self.held)
+            if back and name not in now_applied:
+                o.fail(
+                    where,
+                    f"{name}: marked upstream before, left unapplied, but git: the base no "
+                    "longer holds it (at its place it changes something)",
+                )
         left_out = {*self.ref.conflicts, *self.held, *self.deferred}
         # a no-op for want of a left-out patch is deferred after it (`# deferred: NAME C after
         # ROOT`), when git finds it one: empty here, changing something with every patch there

@@ -5,6 +5,7 @@ one label against git and collects the wrong ones."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -206,6 +207,36 @@ class Chain:
     resolved: list[str] = field(default_factory=list)
 
 
+def base_line(merged: str, j: int, base: list[str]) -> int:
+    """Where the ``j``-th conflict region of ``merged`` (git's merged file) starts in
+    ``base`` (the file it was merged onto; 1-based), aligning the merged file's first sides
+    with it; 0 when it cannot tell."""
+    ours: list[str] = []
+    start = -1
+    state, k = "", -1
+    for line in merged.split("\n"):
+        if line.startswith("<<<<<<<") and state == "":
+            state, k = "ours", k + 1
+            if k == j:
+                start = len(ours)
+        elif line.startswith("|||||||") and state == "ours":
+            state = "base"
+        elif line == "=======" and state in ("ours", "base"):
+            state = "theirs"
+        elif line.startswith(">>>>>>>") and state == "theirs":
+            state = ""
+        elif state in ("", "ours"):
+            ours.append(line)
+    if start < 0:
+        return 0
+    blocks = difflib.SequenceMatcher(None, ours, base, autojunk=False).get_matching_blocks()
+    for a, b, n in blocks:
+        if a <= start < a + n or (n and a == start):
+            return b + (start - a) + 1
+    before = [(a, b, n) for a, b, n in blocks if n and a + n <= start]
+    return before[-1][1] + before[-1][2] + 1 if before else 0
+
+
 # -- the checks -------------------------------------------------------------------------------
 
 
@@ -303,16 +334,26 @@ class Oracle:
                 "not make that commit's change",
             )
 
-    def culprits(self, where: str, report: dict, old: str, new: str) -> None:
-        """Each upstream commit named for a primary hunk changed those lines."""
+    def culprits(
+        self, where: str, report: dict, old: str, new: str, merged: dict[str, str] | None = None
+    ) -> None:
+        """Each upstream commit named for a primary hunk changed those lines (``merged``:
+        git's merged file of each path, where the oracle made the same merge, to find where
+        a hunk's lines stand in the new base)."""
         git = self.git
+        seen: dict[str, int] = {}
         for hunk in report["hunks"]:
+            path, now, expected = hunk["path"], hunk["now"], hunk["expected"]
+            j = seen[path] = seen.get(path, -1) + 1
             named = [c["commit"] for c in hunk["upstream_commits"] if c["commit"]]
             if not named:
                 continue
-            path, now, expected = hunk["path"], hunk["now"], hunk["expected"]
             ok: set[str] = set()
-            at = self.place(new, path, now, hunk["line"])
+            near = hunk["line"]
+            if merged and path in merged:
+                base = git.run("show", f"{new}:{path}", check=False).split("\n")
+                near = base_line(merged[path], j, base) or near
+            at = self.place(new, path, now, near)
             if at:
                 span = f"{at},+{len(now)}:{path}"
                 out = git.run("log", "--format=%H", "-s", "-L", span, f"{old}..{new}", check=False)

@@ -248,3 +248,39 @@ def test_a_knock_on_names_the_missing_patch_whose_lines_it_needs(tmp_path) -> No
     data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
     found = {c["patch"]: (c["kind"], c["root"]) for c in data["conflicts"]}
     assert found["p3.patch"] == ("knock-on", "p1.patch")
+
+
+def test_a_wrap_and_its_revert_are_no_culprits(tmp_path) -> None:
+    """Upstream wraps line 20 in a block, reverts the wrap, then edits line 20: the wrap and
+    its revert together change nothing (``git log -L`` at up does not name them); the edit
+    is the culprit."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 20\n", "a 20 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 20\n", "if (x) {\na 20\n}\n")
+    repo.commit_all("upstream wraps line 20")
+    repo.git("revert", "--no-edit", "HEAD")
+    replace_line(repo, "a.c", "a 20\n", "a 20 upstream\n")
+    edit = repo.commit_all("upstream reworks line 20")
+    repo.git("checkout", "-q", "main")
+    assert log_l(repo, base, 20, 20, "a.c") == [edit]
+    assert culprits_of(repo) == [[edit]]
+
+
+def test_the_culprit_of_a_file_whose_name_git_quotes(tmp_path) -> None:
+    """A path git writes quoted in a diff header (a double quote, a backslash) is traced as
+    any other, not left "unknown"."""
+    name = 'we"ird\\name.c'
+    repo = make_repo(tmp_path / "fork", {name: numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, name, "a 20\n", "a 20 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", name)
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, name, "a 20\n", "a 20 upstream\n")
+    edit = repo.commit_all("upstream reworks line 20")
+    repo.git("checkout", "-q", "main")
+    assert culprits_of(repo) == [[edit]]

@@ -231,3 +231,28 @@ def test_a_patch_upstream_took_and_then_reverted_is_never_advised_away(tmp_path)
     assert upstream_of(repo, "p4.patch")["applied_check"] == "in-base-unproven"
     repo.ps("push", "--all")
     assert "p4\n" in repo.read("c.c")  # nothing of it was lost
+
+
+def test_a_patch_upstream_took_and_reverted_comes_back_applied(tmp_path) -> None:
+    """Upstream takes p4 (the refresh keeps it unapplied with its ``# upstream:`` mark), then
+    reverts it: the next refresh applies it again, as git rebase would carry it; it is not
+    left out, with the base no longer holding it."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a"), "c.c": numbered(20, "c")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 3\n", "a 3 p1\n")
+    repo.ps("new", "p1", "-t", "essential", "a.c")
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.ps("new", "p4", "-t", "essential", "c.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "c.c", "c 5\n", "c 5\np4\n")
+    repo.commit_all("upstream takes p4")
+    repo.git("branch", "up1")
+    repo.git("revert", "--no-edit", "HEAD")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up1")
+    assert "p4\n" in repo.read("c.c")  # the base's
+    data = json.loads(repo.ps("refresh", "--onto", "up", "--json").stdout)
+    assert data["applied"] == ["p1.patch", "p4.patch"]
+    assert "p4\n" in repo.read("c.c")
+    assert repo.git("diff", "up", "HEAD", "--", "c.c").count("+p4") == 1

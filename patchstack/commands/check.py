@@ -154,7 +154,7 @@ def check(
         # `reports` counts its conflicts and then the culprits: t - 1 reports
         tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         reports = _reports(
-            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names
+            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names, plan
         )
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
@@ -286,6 +286,7 @@ def _reports(
     full: Sequence[str] | bool,
     tick: Callable[[int, int], None] | None = None,
     held: Sequence[str] = (),
+    plan: Sequence[Step] = (),
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
@@ -301,7 +302,18 @@ def _reports(
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
+    # each patch's change as the replay placed it (one kept as upstream's: its mark's), a
+    # deferred one's its deferral's, as `refresh` proves a knock-on (`settle`)
+    changes = {s.name: (s.before, s.after) for s in plan}
+    kept = [s for s in plan if s.deferred and s.commit]
+    if kept:
+        trees = git.trees_of([t for s in kept for t in (f"{s.commit}^", str(s.commit))])
+        for i, s in enumerate(kept):
+            changes[s.name] = (trees[2 * i], trees[2 * i + 1])
+
     def change_of(name: str) -> tuple[Oid, Oid]:
+        if name in changes:
+            return changes[name]
         k = series.index(name)
         return engine.canonical(k), engine.canonical(k + 1)
 

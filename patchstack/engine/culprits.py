@@ -105,7 +105,7 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
             return None
-        return line + sum((a1 - a0) - (c1 - c0) for a0, a1, _c0, c1 in spans if c1 <= line)
+        return line + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= line)
 
     met = [sp for sp in spans if meets(sp[2], sp[3])]
     if s == e:  # a point between lines s - 1 and s
@@ -122,19 +122,28 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
 
 def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[UpstreamCommit, ...]:
     """The commits of ``changes`` (newest first) that changed ``region`` of ``path``, oldest
-    first, at most `SHOWN`; none when a binary change is met (it cannot be told)."""
+    first, at most `SHOWN`; none when a binary change is met (it cannot be told). Commits
+    that together change nothing (the file before the oldest is the file after the newest:
+    a change and its revert) changed no line: none of them is named, and the trace goes on
+    from the region as it was after them."""
     found: list[UpstreamCommit] = []
+    seen: dict[str, tuple[int, Region]] = {}  # a version of the file: what was found, where
     for change in changes:
         lines = change.files.get(path)
         if lines is None:
             continue
         if lines.hunks is None:
             return ()
+        if lines.after.strip("0"):
+            seen.setdefault(lines.after, (len(found), region))
         met, region = _back(lines.hunks, region)
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
             break
+        if lines.before in seen:
+            count, region = seen[lines.before]
+            del found[count:]
     return tuple(reversed(found))[:SHOWN]
 
 

@@ -3,10 +3,11 @@
 A conflict is a **knock-on** when it conflicts only because an earlier patch that conflicted
 or was deferred is missing (its *root*): say patch 1 creates ``dflash_info.py`` and
 conflicts, then every later patch editing that file is a modify/delete of a file neither base
-ever had. That is proven, never guessed from the lines: the (up to three) nearest missing
-patches touching every conflicted file are merged (as they merge, markers and all) onto the
-tree the patch was placed on, then the patch again; a clean merge makes it a knock-on of the
-nearest of them. Anything else is **primary**: upstream changed the lines the patch expected.
+ever had. That is proven, never guessed from the lines: of the (up to three) nearest missing
+patches touching every conflicted file, the nearest R such that, merged onto the tree the
+patch was placed on (with the roots R waits for in turn, each conflict resolved as that patch
+has it), the patch merges cleanly, is its root. Anything else is **primary**: upstream changed
+the lines the patch expected (or no one missing patch alone is why).
 
 The reports are built for all conflicts together: the merged files and the new base's entries
 are read in one batch, and the primary hunks' upstream commits are traced at their place in
@@ -15,11 +16,11 @@ one walk (`culprits`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..git import Git, MergeResult
-from ..model.conflict import Conflict
+from ..model.conflict import Conflict, one_side
 from ..model.ids import Oid
 from . import culprits
 from .contract import enabled, place_fast
@@ -79,11 +80,13 @@ def reports(
     # Conflicts placed on the same tree (a run of them) merge the same roots there: each
     # merge is made once (`merge-tree` is a function of its trees and labels).
     memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
+    known: dict[str, str | None] = {}
     files: list[tuple[str, bytes | None, bytes]] = []
     for i, f in enumerate(failed):
         if tick is not None:
             tick(i + 1, total)
-        roots.append(_root(git, f, paths_of, change_of, memo))
+        roots.append(_root(git, f, paths_of, change_of, memo, known))
+        known[f.name] = roots[-1]
         for path in f.merged.conflicted:
             text = blob(merged_entries[i].get(path))
             if text:
@@ -117,27 +120,45 @@ def _root(
     paths_of: Callable[[str], Sequence[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    known: Mapping[str, str | None] | None = None,
 ) -> str | None:
-    """The missing patch ``f`` is a knock-on of, when ``f`` merges cleanly once the `ROOTS`
-    nearest missing patches touching its conflicted files are merged (as they merge, markers
-    and all) onto the tree it was placed on: of those, the nearest that alone lets it merge,
-    else the nearest; None when it is primary."""
+    """The missing patch ``f`` is a knock-on of: of the `ROOTS` nearest missing patches
+    touching its conflicted files, the nearest R such that ``f`` merges cleanly once R is
+    applied onto the tree it was placed on, with the roots R waits for in turn (``known``: the
+    root of each conflict triaged before ``f``; `_clean_with`); as ``push R`` brings back what
+    waits for it, resolving R makes ``f``'s conflict go away. None when no one such patch
+    does (upstream's lines, or several missing patches each short of the others): primary."""
     paths = f.merged.conflicted
     near = [p for p in f.missing if any(path in paths_of(p) for path in paths)]
     if change_of is None or not paths or not near:
         return None
     if not all(any(path in paths_of(p) for p in near) for path in paths):
         return None
+    known = known or {}
+
+    def with_its_roots(name: str) -> list[str]:
+        found: set[str] = set()
+        at: str | None = name
+        while at is not None and at not in found:
+            found.add(at)
+            at = known.get(at)
+        return [m for m in f.missing if m in found]
+
     roots = near[-ROOTS:]
-    if not _clean_with(git, f, roots, change_of, memo):
+    if not _clean_with(
+        git,
+        f,
+        sorted({m for r in roots for m in with_its_roots(r)}, key=f.missing.index),
+        change_of,
+        memo,
+    ):
         return None
-    # The root named is one whose lines f needs: the nearest that alone lets f merge (the
-    # nearest in its file may be another's neighbour), else the nearest of those it needs.
-    if len(roots) > 1:
-        for name in reversed(roots):
-            if _clean_with(git, f, [name], change_of, memo):
-                return name
-    return roots[-1]
+    # The root named is one whose lines f needs: the nearest that lets f merge (the nearest in
+    # its file may be another's neighbour).
+    for name in reversed(roots):
+        if _clean_with(git, f, with_its_roots(name), change_of, memo):
+            return name
+    return None
 
 
 def _clean_with(
@@ -147,8 +168,8 @@ def _clean_with(
     change_of: Callable[[str], tuple[Oid, Oid] | None],
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
 ) -> bool:
-    """Does ``f`` merge cleanly once ``roots`` are merged, as they merge, markers and all,
-    onto the tree it was placed on?"""
+    """Does ``f`` merge cleanly once ``roots`` are applied onto the tree it was placed on,
+    each root's conflict resolved as the root has it (`_as_the_patch_has_it`)?"""
     tree = f.onto
     for name in [*roots, f.name]:
         change = change_of(name)
@@ -164,5 +185,21 @@ def _clean_with(
                 memo[key] = merged
             if name == f.name:
                 return merged.clean
-            tree = merged.tree
+            tree = merged.tree if merged.clean else _as_the_patch_has_it(git, merged)
     return True  # f changes nothing: it cannot conflict once its roots are in
+
+
+def _as_the_patch_has_it(git: Git, merged: MergeResult) -> Oid:
+    """The tree of a patch's conflicting merge with each conflict region resolved as the patch
+    has it (its side, hunk by hunk, as ``git checkout --theirs`` per hunk): the root applied
+    as its author would apply it. A conflict without markers (a file's existence or type) is
+    left as merge-ort left it."""
+    entries = git.entries_at(merged.tree, list(merged.conflicted))
+    files = {p: e for p, e in entries.items() if e[0][:2] == "10"}
+    texts = dict(zip(files, git.read_objects([e[1] for e in files.values()]), strict=True))
+    changes: dict[str, tuple[str, str] | None] = {}
+    for path, found in texts.items():
+        theirs = one_side(found[1], "theirs") if found else None
+        if theirs is not None:
+            changes[path] = (files[path][0], git.write_blob(theirs))
+    return git.edit_tree(merged.tree, changes) if changes else merged.tree

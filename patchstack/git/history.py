@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import PatchstackError
 from ..model.ids import Oid
@@ -16,10 +16,13 @@ from .trees import Trees
 @dataclass(frozen=True)
 class FileLines:
     """One commit's change to one file: whether it created it, and its ``-U0`` hunks as
-    (old start, old count, new start, new count) as git writes them (None: binary)."""
+    (old start, old count, new start, new count) as git writes them (None: binary); the
+    file's blob ids before and after it ("" where git wrote none: a mode change alone)."""
 
     created: bool
     hunks: tuple[tuple[int, int, int, int], ...] | None
+    before: str = ""
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,12 +181,11 @@ class History(Trees):
         if not paths:
             return []
         args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0"]
-        args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"]
+        args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
         flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
         args.append(f"--format=%x02%H%x01%s{flag}")
         out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
-        encoded = {p: p.encode("utf-8", "surrogateescape") for p in paths}
-        headers = {b"diff --git a/%s b/%s" % (e, e): p for p, e in encoded.items()}
+        headers = {_diff_header(p): p for p in paths}
         result: list[LineChanges] = []
         files: dict[str, FileLines] = {}
         path: str | None = None
@@ -204,11 +206,14 @@ class History(Trees):
                 head = False
                 old, new = line[4:].split(b" @@", 1)[0].split(b" +")
                 hunk = (*_span(old), *_span(new))
-                files[path] = FileLines(files[path].created, (*(files[path].hunks or ()), hunk))
+                files[path] = replace(files[path], hunks=(*(files[path].hunks or ()), hunk))
             elif head and line == b"--- /dev/null":
-                files[path] = FileLines(True, files[path].hunks)
+                files[path] = replace(files[path], created=True)
             elif head and line.startswith(b"Binary files "):
-                files[path] = FileLines(files[path].created, None)
+                files[path] = replace(files[path], hunks=None)
+            elif head and line.startswith(b"index "):
+                before, _, after = line[6:].split(b" ")[0].decode().partition("..")
+                files[path] = replace(files[path], before=before, after=after)
         return result
 
     def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
@@ -305,6 +310,23 @@ class History(Trees):
         return self.out(
             "log", "-1", "--format=%ad", "--date=raw", "--end-of-options", rev, "--"
         ).strip()
+
+
+# git's C-style quoting of a path in a diff header (``core.quotePath`` is pinned off, so
+# only these bytes and the other control characters make it quote)
+_ESCAPES = {9: b"\\t", 10: b"\\n", 34: b'\\"', 92: b"\\\\", 7: b"\\a", 8: b"\\b"}
+_ESCAPES |= {12: b"\\f", 13: b"\\r", 11: b"\\v"}
+
+
+def _diff_header(path: str) -> bytes:
+    """The ``diff --git`` line git writes for ``path`` changed in place (no rename)."""
+    raw = path.encode("utf-8", "surrogateescape")
+    if not any(b < 32 or b in (34, 92, 127) for b in raw):
+        return b"diff --git a/%s b/%s" % (raw, raw)
+    quoted = b"".join(
+        _ESCAPES.get(b) or (b"\\%03o" % b if b < 32 or b == 127 else bytes([b])) for b in raw
+    )
+    return b'diff --git "a/%s" "b/%s"' % (quoted, quoted)
 
 
 def _span(text: bytes) -> tuple[int, int]:

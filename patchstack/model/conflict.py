@@ -144,6 +144,13 @@ def ours_side(data: bytes) -> bytes | None:
     """A diff3-style merged file with each conflict region replaced by its first side
     ("ours"), or None when its markers do not read as git writes them (the caller makes sure
     that no side held marker lines of its own)."""
+    return one_side(data, "ours")
+
+
+def one_side(data: bytes, side: str) -> bytes | None:
+    """A diff3-style merged file with each conflict region replaced by one side: ``"ours"``
+    (the first) or ``"theirs"`` (after ``=======``: the patch's, when a patch was merged); None
+    when its markers do not read as git writes them."""
     out, state = [], "out"
     for line in data.splitlines(keepends=True):
         bare = line.rstrip(b"\r\n")
@@ -161,7 +168,7 @@ def ours_side(data: bytes) -> bytes | None:
             if state != "theirs":
                 return None
             state = "out"
-        elif state in ("out", "ours"):
+        elif state in ("out", side):
             out.append(line)
     return b"".join(out) if state == "out" else None
 

@@ -245,10 +245,12 @@ def finish(
         for name in sorted(upstream & evidence.keys(), key=series.index):
             new_series = new_series.remove(name)
             dropped.add(name)
+    # a patch kept as upstream's is placed again; when the base no longer holds it (upstream
+    # reverted it), it is applied again, as it was before the base took it: never lost
     applied_after = [
         n
         for n in new_series.names
-        if (n in state.applied_before or n in state.undefer)
+        if (n in state.applied_before or n in state.undefer or n in series.upstream)
         and n not in upstream
         and n not in deferred
     ]
