@@ -260,8 +260,11 @@ class _Merger:
         result = list(order)
         for seq in (seq_a, seq_b):
             anchor: str | None = None
-            for key in seq:
-                if key in added and key not in result:
+            last = max((i for i, k in enumerate(seq) if k in merged and k not in added), default=-1)
+            for i, key in enumerate(seq):
+                if key in added and key not in result and i > last and last >= 0:
+                    result.append(key)  # an append stays one, wherever the rest moved
+                elif key in added and key not in result:
                     at = 0 if anchor is None else result.index(anchor) + 1
                     while at < len(result) and result[at] in added and result[at] not in seq:
                         at += 1  # the other side's additions here come first
