@@ -170,6 +170,9 @@ def test_a_teammates_rename_is_followed(team: Team) -> None:
     assert "two-renamed" in status.stdout
     assert "patchstack log" not in status.stdout and "undo" not in status.stdout
     assert "not in the series" not in status.stdout
+    assert "'patchstack push --all' gives the applied commits their patches' new names" in (
+        status.stdout
+    )
     bob.ps("pop", "two-renamed")
     listed = bob.ps("series").stdout
     assert "two-renamed" in listed and "two.patch" not in listed

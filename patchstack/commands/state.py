@@ -58,6 +58,33 @@ def pulled_merge(git: Git, stack: Stack) -> tuple[Stack, Oid] | None:
     return None
 
 
+def follow_renames(ws: Checkout, series: Series, stack: Stack) -> Stack:
+    """The stack with each applied commit whose patch the series no longer names (a
+    teammate's ``rename``, merged with the series) known by the series' name of the patch
+    file that is exactly its change (`refresh.proof`: exact or carried), among the patches
+    not applied. Nothing is guessed: a commit no unapplied patch file proves stays unknown."""
+    lost = [ap for ap in stack.applied if ap.name not in series]
+    if not lost:
+        return stack
+    from .refresh.proof import CARRIED, EXACT, prove
+
+    free = [n for n in series.names if stack.find(n) is None]
+    pairs: dict[str, str] = {}
+    for ap in lost:
+        for name in free:
+            if name in pairs.values():
+                continue
+            one = Stack(ap.commit, ap.parent, ws.git.tree_of(ap.parent), (replace(ap, name=name),))
+            try:
+                verdict = prove(ws, series, one).verdicts.get(name)
+            except PatchstackError:
+                continue
+            if verdict in (EXACT, CARRIED):
+                pairs[ap.name] = name
+                break
+    return stack.with_renamed(pairs) if pairs else stack
+
+
 def on_top_problem(stack: Stack) -> tuple[str, str] | None:
     """(what, what to do) when plain commits sit on top of the applied patches; every command
     and ``status`` say the same."""
