@@ -26,14 +26,14 @@ def series(*lines: str, base: str = B1, marks: tuple[str, ...] = ()) -> str:
     )
 
 
-O = series("a.patch # essential", "b.patch # diagnostic", "c.patch # optimization")
+BASE = series("a.patch # essential", "b.patch # diagnostic", "c.patch # optimization")
 
 
 def test_appends_on_both_sides_merge_ours_first() -> None:
-    ours = series(*O.splitlines()[2:], "d.patch # essential")
-    theirs = series(*O.splitlines()[2:], "e.patch # diagnostic")
-    got = merge_series(O, ours, theirs)
-    assert got.text == series(*O.splitlines()[2:], "d.patch # essential", "e.patch # diagnostic")
+    ours = series(*BASE.splitlines()[2:], "d.patch # essential")
+    theirs = series(*BASE.splitlines()[2:], "e.patch # diagnostic")
+    got = merge_series(BASE, ours, theirs)
+    assert got.text == series(*BASE.splitlines()[2:], "d.patch # essential", "e.patch # diagnostic")
 
 
 def test_retag_here_reorder_and_insert_there() -> None:
@@ -44,7 +44,7 @@ def test_retag_here_reorder_and_insert_there() -> None:
         "x.patch # essential",
         "b.patch # diagnostic",
     )
-    got = merge_series(O, ours, theirs)
+    got = merge_series(BASE, ours, theirs)
     assert got.text == series(
         "c.patch # optimization",
         "a.patch # essential",
@@ -56,7 +56,7 @@ def test_retag_here_reorder_and_insert_there() -> None:
 def test_a_rename_is_followed_by_the_other_sides_retag_and_mark() -> None:
     ours = series("a.patch # essential", "bee.patch # diagnostic", "c.patch # optimization")
     theirs = series(
-        *O.splitlines()[2:-1], "c.patch # essential", marks=(f"# deferred: b.patch {C1}\n",)
+        *BASE.splitlines()[2:-1], "c.patch # essential", marks=(f"# deferred: b.patch {C1}\n",)
     )
     theirs = series(
         "a.patch # essential",
@@ -64,7 +64,7 @@ def test_a_rename_is_followed_by_the_other_sides_retag_and_mark() -> None:
         "c.patch # optimization",
         marks=(f"# deferred: b.patch {C1}\n",),
     )
-    got = merge_series(O, ours, theirs)
+    got = merge_series(BASE, ours, theirs)
     assert got.text == series(
         "a.patch # essential",
         "bee.patch # optimization",
@@ -74,18 +74,18 @@ def test_a_rename_is_followed_by_the_other_sides_retag_and_mark() -> None:
 
 
 def test_marks_on_both_sides_of_different_patches() -> None:
-    ours = series(*O.splitlines()[2:], marks=(f"# deferred: a.patch {C1}\n",))
-    theirs = series(*O.splitlines()[2:], marks=(f"# upstream: c.patch {C2} in {C1}\n",))
-    got = merge_series(O, ours, theirs)
+    ours = series(*BASE.splitlines()[2:], marks=(f"# deferred: a.patch {C1}\n",))
+    theirs = series(*BASE.splitlines()[2:], marks=(f"# upstream: c.patch {C2} in {C1}\n",))
+    got = merge_series(BASE, ours, theirs)
     assert got.text == series(
-        *O.splitlines()[2:],
+        *BASE.splitlines()[2:],
         marks=(f"# deferred: a.patch {C1}\n", f"# upstream: c.patch {C2} in {C1}\n"),
     )
 
 
 def test_the_same_retag_on_both_sides_is_no_conflict() -> None:
     both = series("a.patch # diagnostic", "b.patch # diagnostic", "c.patch # optimization")
-    assert merge_series(O, both, both).text == both
+    assert merge_series(BASE, both, both).text == both
 
 
 def test_what_cannot_merge_is_named() -> None:
@@ -106,25 +106,25 @@ def test_what_cannot_merge_is_named() -> None:
             lines("a.patch # essential", "c.patch # optimization", "b.patch # diagnostic"),
         ),
         "d.patch: added on both sides, differently": (
-            lines(*O.splitlines()[2:], "d.patch # essential"),
-            lines(*O.splitlines()[2:], "d.patch # diagnostic"),
+            lines(*BASE.splitlines()[2:], "d.patch # essential"),
+            lines(*BASE.splitlines()[2:], "d.patch # diagnostic"),
         ),
         "both sides moved the base": (
-            series(*O.splitlines()[2:], base=B2),
-            series(*O.splitlines()[2:], base="3" * 40),
+            series(*BASE.splitlines()[2:], base=B2),
+            series(*BASE.splitlines()[2:], base="3" * 40),
         ),
     }
     for reason, (ours, theirs) in cases.items():
-        got = merge_series(O, ours, theirs)
+        got = merge_series(BASE, ours, theirs)
         assert got.text is None, reason
         assert any(reason in c for c in got.conflicts), (reason, got.conflicts)
 
 
 def test_one_side_refreshed_the_other_appended() -> None:
-    ours = series(*O.splitlines()[2:], base=B2)
-    theirs = series(*O.splitlines()[2:], "d.patch # essential")
-    assert merge_series(O, ours, theirs).text == series(
-        *O.splitlines()[2:], "d.patch # essential", base=B2
+    ours = series(*BASE.splitlines()[2:], base=B2)
+    theirs = series(*BASE.splitlines()[2:], "d.patch # essential")
+    assert merge_series(BASE, ours, theirs).text == series(
+        *BASE.splitlines()[2:], "d.patch # essential", base=B2
     )
 
 
@@ -177,7 +177,7 @@ def test_merging_is_symmetric_and_keeps_every_change(data: st.DataObject) -> Non
     merged = parse_series(got.text)
     assert sorted(merged.names) == sorted(parse_series(back.text).names)
     base = dict(start)
-    for side, other in ((dict(ours), dict(theirs)), (dict(theirs), dict(ours))):
+    for side in (dict(ours), dict(theirs)):
         for name, tag in side.items():
             if name not in base or tag != base[name]:
                 assert merged.entry(name).tag == tag  # every change of a side is in

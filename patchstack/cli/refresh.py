@@ -98,6 +98,12 @@ def probe_options(f: Any) -> Any:
     help="After the replay, run each patch's probe on the new base with and without it"
     " (exit 1 when one is ineffective or broken).",
 )
+@click.option(
+    "--publish",
+    type=click.Choice(["ff"]),
+    help="ff: end with a merge of the tip before the refresh whose tree is the refreshed fork,"
+    " so consumers follow with 'git pull --ff-only'.",
+)
 @probe_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option(
@@ -115,6 +121,7 @@ def refresh(
     defer_conflicts: bool,
     abort_: bool,
     probes: bool,
+    publish: str | None,
     jobs: int | None,
     probe_timeout: float,
     as_json: bool,
@@ -145,7 +152,7 @@ def refresh(
     from ..commands.refresh.start import refresh as do_refresh
     from ..errors import PatchstackError
 
-    starting = onto or patch_name or drop_merged or discard or defer_conflicts
+    starting = onto or patch_name or drop_merged or discard or defer_conflicts or publish
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
         raise PatchstackError(
             "--continue, --skip and --abort take no other option",
@@ -164,7 +171,14 @@ def refresh(
             result = skip(ws, bar)
         else:
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts=defer_conflicts
+                ws,
+                onto,
+                drop_merged,
+                patch_name,
+                discard,
+                bar,
+                defer_conflicts=defer_conflicts,
+                publish=publish,
             )
     finally:
         bar.close()

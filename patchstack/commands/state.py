@@ -38,6 +38,11 @@ def read_stack(git: Git) -> Stack:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
     pulled = pulled_merge(git, stack)
     stack = replace(stack, pulled=pulled[1]) if pulled else stack
+    if not pulled:
+        from .refresh.publish import published
+
+        merge = published(git, stack)
+        stack = replace(stack, on_top=(), published=merge) if merge else stack
     known[head] = stack
     return stack
 

@@ -54,6 +54,9 @@ class Stack:
     # ``rename``, merged with the series): (the name in the commit, the series' name);
     # ``applied`` already says the series' name (`commands.state.follow_renames`).
     renamed: tuple[tuple[str, str], ...] = ()
+    # HEAD is the merge ``refresh --publish ff`` made on top of the applied patches (its tree
+    # theirs, its second parent the tip before): not a commit in the way.
+    published: Oid | None = None
 
     def with_renamed(self, pairs: dict[str, str]) -> Stack:
         """The stack with these applied patches known by their new names (old -> new)."""

@@ -92,9 +92,11 @@ def refresh(
     discard: bool = False,
     progress: Callable[[int, int], None] | None = None,
     defer_conflicts: bool = False,
+    publish: str | None = None,
 ) -> RefreshResult:
     """``defer_conflicts``: leave every conflicting patch out, deferred, instead of stopping
-    at the first (each later patch placed without it, as ``git rebase --skip`` places it)."""
+    at the first (each later patch placed without it, as ``git rebase --skip`` places it);
+    ``publish``: "ff", the refreshed fork published as a fast-forward (`publish`)."""
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -156,6 +158,7 @@ def refresh(
             fold_into=fold_into,
             folded=folded,
             resolution=git.tree_of(stack.head) if target.route == "merge" else None,
+            publish_from=stack.head if publish else None,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)

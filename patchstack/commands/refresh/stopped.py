@@ -52,6 +52,8 @@ class State:
     # The command that stopped goes on with this after the replay (route "import": the
     # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
     then: str | None = None
+    # ``--publish ff``: the tip before the refresh, which the published merge follows.
+    publish_from: str | None = None
 
     @property
     def verb(self) -> str:
