@@ -215,3 +215,37 @@ def test_without_install_a_committed_gitattributes_runs_nothing(tmp_path: Path) 
     # git's own text merge, no driver: the append next to the retag still merges as text.
     assert "merge-driver" not in pulled.stdout + pulled.stderr
     assert bob.git("-C", "patches", "config", "--get", "merge.patchstack.driver", check=False) == ""
+
+
+def test_a_rename_there_and_a_refresh_with_a_recorded_resolution_here(team: Team) -> None:
+    alice, bob, upstream = team.alice, team.bob, team.upstream
+    alice.ps("rename", "two", "two-renamed")
+    team.publish(alice, "alice: two renamed")
+    replace_line(upstream, "b.py", "b 5\n", "b 5 upstream\n")
+    upstream.git("commit", "-qam", "upstream changes b 5 its way")
+    new_base = upstream.head()
+    bob.git("fetch", "-q", "origin")
+    bob.ps("refresh", "--onto", "origin/main", code=1)
+    resolved = upstream.read("b.py").replace("b 5 upstream\n", "b 5 upstream two\n")
+    bob.write("b.py", resolved)
+    bob.ps("refresh", "--continue")
+    records = list((bob.path / "patches" / "resolutions").iterdir())
+    assert len(records) == 1 and "patch: two.patch" in records[0].read_text()
+    pulled = team.pull(bob, "bob: refreshed onto upstream")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    series = bob.read("patches/series")
+    assert "two-renamed.patch # diagnostic" in series and f"# base: {new_base}" in series
+    assert "+b 5 upstream two" in bob.read("patches/two-renamed.patch")
+    listed = bob.ps("resolutions", "two-renamed").stdout
+    assert "1 recorded resolution(s)" in listed
+    assert "'patchstack push --all' gives the applied commits" in bob.ps("status").stdout
+    bob.ps("push", "--all")
+    assert "patch: two-renamed.patch" in records[0].read_text()
+    assert "Patchstack-Patch: two-renamed" in bob.git("log", "--format=%B", "-n", "3")
+    assert bob.read("b.py") == resolved
+    # Alice takes Bob's merge: a fast-forward of the series; her stack is on the old base.
+    team.series(bob, "push", "-q", "origin", "HEAD:main")
+    team.series(alice, "pull", "-q", "--ff-only")
+    alice.git("fetch", "-q", "origin")
+    alice.ps("refresh", "--onto", "origin/main")
+    assert alice.read("b.py") == resolved

@@ -112,6 +112,12 @@ def move_stack(
             engine.close()
         head, upstream = built.head, built.upstream
     publish(ws, Plan(kind, stack.head, head))
+    if stack.renamed:  # a teammate's rename: its recorded resolutions say the new name too
+        from .refresh.resolutions import Resolutions
+
+        records = Resolutions(ws)
+        for was, now in stack.renamed:
+            records.renamed(was, now)
     if rest:
         remember_exact(ws, engine.proven)
     after = tuple(n for n in target if n not in upstream)
