@@ -268,3 +268,21 @@ def selector(name: str | None, all_: bool, only: str | None, except_: str | None
         parse_tag_list(only, "--only") if only is not None else None,
         parse_tag_list(except_, "--except") if except_ is not None else None,
     )
+
+
+def probe_options(f: Any) -> Any:
+    f = click.option(
+        "--probe-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=300.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="With --probes: a probe running longer fails.",
+    )(f)
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
+    )(f)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +16,7 @@ from .output import (
     json_text,
     listed_verdicts,
     out,
+    probe_options,
     selector,
     verdict,
     verdict_counts,
@@ -29,24 +30,6 @@ if TYPE_CHECKING:
     from ..model.selection import Selector
 
 # -- refresh / check --------------------------------------------------------------------------
-
-
-def probe_options(f: Any) -> Any:
-    f = click.option(
-        "--probe-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=300.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="With --probes: a probe running longer fails.",
-    )(f)
-    return click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="With --probes: run at most N probes at once (default: the cores, at most 4).",
-    )(f)
 
 
 @cli.command()
@@ -171,14 +154,7 @@ def refresh(
             result = skip(ws, bar)
         else:
             result = do_refresh(
-                ws,
-                onto,
-                drop_merged,
-                patch_name,
-                discard,
-                bar,
-                defer_conflicts=defer_conflicts,
-                publish=publish,
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, publish
             )
     finally:
         bar.close()
