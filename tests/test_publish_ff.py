@@ -75,3 +75,29 @@ def test_a_published_branch_pops_and_pushes_by_name(tmp_path: Path) -> None:
     assert "b 20 ours" not in fork.read("b.py")
     fork.ps("push", "two")
     assert "b 20 ours" in fork.read("b.py")
+
+
+def test_a_refresh_stopped_at_a_conflict_publishes_after_continue(tmp_path: Path) -> None:
+    fork = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    fork.git("branch", "upstream")
+    fork.ps("init")
+    replace_line(fork, "a.py", "a 5\n", "a 5 ours\n")
+    fork.ps("new", "one", "--tag", "essential", "-m", "One")
+    old_tip = fork.head()
+    fork.git("checkout", "-q", "upstream")
+    replace_line(fork, "a.py", "a 5\n", "a 5 upstream\n")
+    fork.git("commit", "-q", "-am", "upstream takes line 5")
+    fork.git("checkout", "-q", "main")
+    fork.ps("refresh", "--onto", "upstream", "--publish", "ff", code=1)
+    fork.write(
+        "a.py",
+        fork.read("a.py").split("<<<<<<<")[0]
+        + "a 5 both\n"
+        + numbered(40, "a")[len(numbered(5, "a")) :],
+    )
+    fork.ps("refresh", "--continue")
+    parents = fork.git("rev-list", "--parents", "-n", "1", "HEAD").split()[1:]
+    assert len(parents) == 2 and parents[1] == old_tip
+    assert "a 5 both" in fork.read("a.py")
+    fork.ps("undo", "2")  # the --continue, then the stop
+    assert fork.head() == old_tip
