@@ -186,3 +186,16 @@ def test_merging_is_symmetric_and_keeps_every_change(data: st.DataObject) -> Non
                 raise AssertionError(f"{name} deleted on one side survived")
     for name in merged.names:  # nothing appears from nowhere
         assert name in dict(ours) or name in dict(theirs)
+
+
+def test_line_endings_and_comments_between_patches_keep_their_bytes() -> None:
+    crlf = f"# base: {B1}\r\na.patch # essential\r\nb.patch # diagnostic\r\n"
+    ours = crlf + "c.patch # essential\r\n"
+    theirs = crlf.replace("a.patch # essential", "a.patch # optimization")
+    assert merge_series(crlf, ours, theirs).text == ours.replace(
+        "a.patch # essential", "a.patch # optimization"
+    )
+    grouped = f"# base: {B1}\n# group 1\na.patch # essential\n\n# group 2\nb.patch # diagnostic\n"
+    ours = grouped.replace("# group 2", "# group two")
+    theirs = grouped + "c.patch # essential\n"
+    assert merge_series(grouped, ours, theirs).text == ours + "c.patch # essential\n"

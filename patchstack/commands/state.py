@@ -75,11 +75,20 @@ def follow_renames(ws: Checkout, series: Series, stack: Stack) -> Stack:
 
     free = [n for n in series.names if stack.find(n) is None]
     pairs: dict[str, str] = {}
-    for ap in lost:
+    parents = ws.git.trees_of([ap.parent for ap in lost])
+    changed = ws.git.raw_diffs([(p, ap.tree) for p, ap in zip(parents, lost, strict=True)])
+    for ap, parent, raw in zip(lost, parents, changed, strict=True):
+        touched = sorted({d[-1] for d in raw})
         for name in free:
             if name in pairs.values():
                 continue
-            one = Stack(ap.commit, ap.parent, ws.git.tree_of(ap.parent), (replace(ap, name=name),))
+            try:  # a cheap sieve first: the same paths
+                paths = ws.proven_bytes(series.entry(name))[1].paths
+            except PatchstackError:
+                continue
+            if sorted(set(paths)) != touched:
+                continue
+            one = Stack(ap.commit, ap.parent, parent, (replace(ap, name=name),))
             try:
                 verdict = prove(ws, series, one).verdicts.get(name)
             except PatchstackError:

@@ -54,6 +54,7 @@ class _Side:
     tail: tuple[str, ...]  # comment lines below the last entry
     base: tuple[str, str | None] | None
     marks: tuple[Mark, ...]
+    base_raw: str = ""  # the base line as it is written (its line ending)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -66,6 +67,7 @@ def _side(series: Series) -> _Side:
     pending: list[str] = []
     marks: list[Mark] = []
     base_no = series.base_lineno
+    base_raw = ""
     for line in series.lines:
         if isinstance(line, Entry):
             raw = line.raw or line.render()
@@ -79,12 +81,13 @@ def _side(series: Series) -> _Side:
             marks.append(mark)
         elif base_no is not None and line.lineno == base_no:
             pending.append(_BASE)
+            base_raw = line.raw
         else:
             pending.append(line.raw)
     if not items:
         header, pending = pending, []
     base = (series.base, series.base_ref) if series.base else None
-    return _Side(tuple(header), tuple(items), tuple(pending), base, tuple(marks))
+    return _Side(tuple(header), tuple(items), tuple(pending), base, tuple(marks), base_raw)
 
 
 def _renames(old: _Side, new: _Side) -> dict[str, str]:
@@ -184,11 +187,12 @@ class _Merger:
             item = merged[key]
             chunks += [*item.comments, item.line.replace(_NAME, item.name, 1)]
         chunks += tail
+        base_raw = next((s.base_raw for s in (self.a, self.b) if s.base == base and s.base_raw), "")
         text = ""
         for chunk in chunks:
             if text and not text.endswith("\n"):
                 text += "\n"
-            text += _base_line(base) if chunk == _BASE else chunk
+            text += (base_raw or _base_line(base)) if chunk == _BASE else chunk
         try:
             series = parse_series(text, path)
             if base and series.base is None:
