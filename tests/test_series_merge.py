@@ -199,3 +199,13 @@ def test_line_endings_and_comments_between_patches_keep_their_bytes() -> None:
     ours = grouped.replace("# group 2", "# group two")
     theirs = grouped + "c.patch # essential\n"
     assert merge_series(grouped, ours, theirs).text == ours + "c.patch # essential\n"
+
+
+def test_a_patch_replaced_by_another_is_no_rename() -> None:
+    """One side drops b and adds x with another tag in its place; the other retags b: that is
+    a patch deleted here and changed there, not b renamed to x."""
+    ours = series("a.patch # essential", "x.patch # essential", "c.patch # optimization")
+    theirs = series("a.patch # essential", "b.patch # optimization", "c.patch # optimization")
+    got = merge_series(BASE, ours, theirs)
+    assert got.text is None
+    assert any("b.patch: deleted on ours" in c for c in got.conflicts), got.conflicts

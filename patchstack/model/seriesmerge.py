@@ -91,7 +91,9 @@ def _side(series: Series) -> _Side:
 
 
 def _renames(old: _Side, new: _Side) -> dict[str, str]:
-    """new name -> old name, for the entries ``new`` renamed (see the module docstring)."""
+    """new name -> old name, for the entries ``new`` renamed (see the module docstring): the
+    one entry it removed after a surviving entry (or at the top) and the one it added there,
+    with the same line but for the name."""
     kept = set(old.names) & set(new.names)
 
     def anchors(side: _Side, names: set[str]) -> dict[str | None, list[str]]:
@@ -106,10 +108,12 @@ def _renames(old: _Side, new: _Side) -> dict[str, str]:
 
     removed = anchors(old, set(old.names) - kept)
     added = anchors(new, set(new.names) - kept)
+    lines = {i.name: i.line for i in (*old.items, *new.items)}
     out = {}
     for anchor, gone in removed.items():
         came = added.get(anchor, [])
-        if len(gone) == 1 and len(came) == 1:
+        # ``rename`` keeps the rest of the line: another tag is another patch.
+        if len(gone) == 1 and len(came) == 1 and lines[gone[0]] == lines[came[0]]:
             out[came[0]] = gone[0]
     return out
 
