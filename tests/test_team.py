@@ -249,3 +249,31 @@ def test_a_rename_there_and_a_refresh_with_a_recorded_resolution_here(team: Team
     alice.git("fetch", "-q", "origin")
     alice.ps("refresh", "--onto", "origin/main")
     assert alice.read("b.py") == resolved
+
+
+def test_a_deferral_and_new_base_there_an_append_and_retag_here(team: Team) -> None:
+    """Alice refreshes onto upstream, which conflicts with 'three': it is deferred (a mark)
+    and the base moves; Bob adds a patch and retags one meanwhile. The merge is clean and
+    'push --all' gives upstream's change with every patch but the deferred one."""
+    alice, bob, upstream = team.alice, team.bob, team.upstream
+    replace_line(upstream, "c.py", "c 5\n", "c 5 upstream\n")
+    upstream.git("commit", "-qam", "upstream changes c 5")
+    alice.git("fetch", "-q", "origin")
+    alice.ps("refresh", "--onto", "origin/main", "--defer-conflicts")
+    assert "# deferred: three.patch" in alice.read("patches/series")
+    team.publish(alice, "alice: refreshed, three deferred")
+    replace_line(bob, "d.py", "d 30\n", "d 30 bob\n")
+    bob.ps("new", "five", "--tag", "diagnostic", "-m", "Five", "d.py")
+    bob.ps("tag", "one", "essential,nvidia")
+    pulled = team.pull(bob, "bob: five, one for nvidia")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    series = bob.read("patches/series")
+    assert f"# base: {upstream.head()}" in series and "# deferred: three.patch" in series
+    assert "one.patch # essential, nvidia" in series and "five.patch # diagnostic" in series
+    bob.git("fetch", "-q", "origin")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    assert "c 5 upstream" in bob.read("c.py") and "c 5 three" not in bob.read("c.py")
+    assert "a 5 one" in bob.read("a.py") and "b 5 two" in bob.read("b.py")
+    assert "d 30 bob" in bob.read("d.py")
