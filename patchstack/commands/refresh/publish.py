@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ...git import Git
 from ...model.ids import Oid
-from ...model.stack import Stack
+from ...model.stack import Stack, stack_from_history
 
 FF = "ff"
 WAYS = (FF,)
@@ -39,10 +39,18 @@ def published_head(git: Git, top: Oid, old_tip: Oid, new_base: str, ref: str | N
 
 def published(git: Git, stack: Stack) -> Oid | None:
     """The merge ``refresh --publish ff`` put on top of the applied patches, when HEAD is one:
-    two parents, the first the top patch commit, and that commit's very tree."""
+    two parents, the first the top patch commit, and that commit's very tree; the second a
+    tip that carried patches."""
     if len(stack.on_top) != 1 or not stack.applied or stack.on_top[0] != stack.head:
         return None
     info = next(git.iter_first_parent(stack.head))
     if len(info.parents) != 2 or info.parents[0] != stack.top or info.tree != stack.top_tree:
         return None
-    return stack.head
+    # The tip before was the fork too (patches on top, maybe under an earlier such merge):
+    # a merge of anything else is the user's, named as a commit on top.
+    old_tip = info.parents[1]
+    try:
+        before = stack_from_history(old_tip, git.iter_first_parent(old_tip))
+    except ValueError:
+        return None
+    return stack.head if before.applied else None
