@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     resolutions,
     review,
     stack,
+    team,
 )
 from .app import cli, main
 

@@ -89,6 +89,12 @@ if TYPE_CHECKING:
     help="After the replay, run each patch's probe on the new base with and without it"
     " (exit 1 when one is ineffective or broken).",
 )
+@click.option(
+    "--publish",
+    type=click.Choice(["ff"]),
+    help="ff: end with a merge of the tip before the refresh whose tree is the refreshed fork,"
+    " so consumers follow with 'git pull --ff-only'.",
+)
 @probe_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (complete).")
 @click.option(
@@ -109,6 +115,7 @@ def refresh(
     resolver: str | None,
     resolver_timeout: float | None,
     probes: bool,
+    publish: str | None,
     jobs: int | None,
     probe_timeout: float,
     as_json: bool,
@@ -142,10 +149,10 @@ def refresh(
     from ..errors import PatchstackError
 
     starting = bool(onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode)
-    starting = starting or resolver is not None or resolver_timeout is not None
-    if steps_mode is not None and (patch_name or discard or resolver is not None):
+    starting = starting or resolver is not None or resolver_timeout is not None or bool(publish)
+    if steps_mode is not None and (patch_name or discard or resolver is not None or publish):
         raise PatchstackError(
-            "--steps takes no --patch, --discard-changes or --resolver",
+            "--steps takes no --patch, --discard-changes, --resolver or --publish",
             "see 'patchstack refresh --help'",
         )
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
@@ -172,7 +179,7 @@ def refresh(
         else:
             setting = resolver_setting(ws, resolver, resolver_timeout)
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, setting
+                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, setting, publish
             )
     finally:
         bar.close()

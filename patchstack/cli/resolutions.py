@@ -32,16 +32,23 @@ def resolutions(ctx: click.Context, name: str | None, forget: bool, as_json: boo
     """
     from ..commands.refresh.hunks import HunkRecord
     from ..commands.refresh.resolutions import Resolutions
+    from ..commands.state import follow_renames, read_stack
     from ..model.selection import resolve_name
 
     ws = ctx.obj.checkout(write=forget)
     records = Resolutions(ws)
-    patch = resolve_name(ws.load_series(), name) if name else None
+    series = ws.load_series()
+    patch = resolve_name(series, name) if name else None
+    # Records a teammate's rename left under the old name (merged with the series) are its.
+    renamed = follow_renames(ws, series, read_stack(ws.git)).renamed if patch else ()
+    names = {patch, *(was for was, now in renamed if now == patch)}
     if forget:
-        gone = records.forget(patch)
+        gone = []
+        for each in sorted(n for n in names if n) if patch else [None]:
+            gone += records.forget(each)
         echo(ctx, f"forgot {len(gone)} recorded resolution(s)")
         return
-    found = [r for r in records.all().values() if patch is None or r.patch == patch]
+    found = [r for r in records.all().values() if patch is None or r.patch in names]
     if as_json:
         rows = [
             {"key": r.key, "patch": r.patch, "path": r.path, "recorded": r.recorded, "by": r.by}

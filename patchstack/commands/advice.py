@@ -66,6 +66,12 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
             "'patchstack refresh' rebuilds the applied commits in the series order"
             " ('patchstack undo' takes back a series edit)"
         )
+    if st.renamed and not st.unknown_applied:
+        old, new = st.renamed[0]
+        return (
+            f"'patchstack push --all' gives the applied commits their patches' new names"
+            f" ({old} is now {new}: a rename merged with the series; the same trees)"
+        )
     if st.unknown_applied:
         return "'patchstack log' shows what changed the stack; 'patchstack undo' goes back"
     if st.tags_differ:

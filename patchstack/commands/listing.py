@@ -11,7 +11,7 @@ from ..model.ids import Oid
 from ..model.marks import Mark
 from ..model.series import Series
 from ..model.stack import Stack
-from .state import read_stack
+from .state import follow_renames, read_stack
 from .upstream import Standing, standings, today
 
 
@@ -36,7 +36,7 @@ class Listing:
 
 def list_series(ws: Checkout) -> Listing:
     series = ws.load_series()
-    stack = read_stack(ws.git)
+    stack = follow_renames(ws, series, read_stack(ws.git))
     found = standings(ws, series, series.base or stack.base)
     rows = []
     for e, standing in zip(series.entries, found, strict=True):

@@ -11,7 +11,7 @@ from ..model import selection
 from ..model.selection import Selector
 from .deps import Deps, leaned_on, with_deps
 from .push import MoveResult, Progress, move_stack, unchanged
-from .state import read_stack, require_movable
+from .state import follow_renames, read_stack, require_movable
 
 
 def pop(
@@ -25,13 +25,13 @@ def pop(
     """``alone``: only the patch NAME, not the ones above it; ``keep_deps``: the selected
     patches that a patch staying applied leans on stay too (`deps`)."""
     series = ws.load_series()
-    stack = read_stack(ws.git)
+    stack = follow_renames(ws, series, read_stack(ws.git))
     require_movable(stack)
     target = selection.pop_target(series, stack.names, sel, alone)
     deps: Deps = ()
     if keep_deps:
         deps = leaned_on(ws, series, target, (n for n in stack.names if n not in target))
         target = with_deps(stack.names, target, deps)
-    if tuple(target) == stack.names:
+    if tuple(target) == stack.names and not stack.renamed:
         return replace(unchanged(stack), deps=deps)
     return replace(move_stack(ws, series, stack, target, None, "pop", progress, discard), deps=deps)

@@ -18,7 +18,14 @@ from ..transaction import Plan, publish
 from .deps import Deps, leaned_on
 from .deps import with_deps as add_deps
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
-from .state import make_engine, plain_commits, read_stack, require_movable, resolve_rev
+from .state import (
+    follow_renames,
+    make_engine,
+    plain_commits,
+    read_stack,
+    require_movable,
+    resolve_rev,
+)
 
 if TYPE_CHECKING:
     from .refresh.settle import RefreshResult
@@ -79,6 +86,8 @@ def move_stack(
         for have, want in zip(stack.applied, target, strict=False):
             if have.name != want or proof.verdicts.get(have.name) == EDITED:
                 break
+            if stack.was_renamed(have.name):  # made again, its commit saying its new name
+                break
             keep.append(have)
     if not discard:
         refuse_dropping(proof, [ap.name for ap in stack.applied[len(keep) :]], f"patchstack {kind}")
@@ -103,6 +112,12 @@ def move_stack(
             engine.close()
         head, upstream = built.head, built.upstream
     publish(ws, Plan(kind, stack.head, head))
+    if stack.renamed:  # a teammate's rename: its recorded resolutions say the new name too
+        from .refresh.resolutions import Resolutions
+
+        records = Resolutions(ws)
+        for was, now in stack.renamed:
+            records.renamed(was, now)
     if rest:
         remember_exact(ws, engine.proven)
     after = tuple(n for n in target if n not in upstream)
@@ -122,7 +137,7 @@ def push(
     of the series with its change, `refresh.undefer`), and deferred ones are otherwise left
     out (`MoveResult.deferred`)."""
     series = ws.load_series()
-    stack = read_stack(ws.git)
+    stack = follow_renames(ws, series, read_stack(ws.git))
     deferred = series.deferred
     if sel.name is not None and resolve_name(series, sel.name) in deferred:
         from .refresh.undefer import bring_back
@@ -148,7 +163,12 @@ def push(
     ws.progress.step("checking the applied commits")
     proof = prove(ws, series, stack)
     stale = proof.named(EDITED)
-    if tuple(target) == stack.names and (onto_oid is None or onto_oid == stack.base) and not stale:
+    if (
+        tuple(target) == stack.names
+        and (onto_oid is None or onto_oid == stack.base)
+        and not stale
+        and not stack.renamed
+    ):
         return replace(unchanged(stack), deps=deps, deferred=held)
     result = move_stack(ws, series, stack, target, onto_oid, "push", progress, discard, proof)
     return replace(result, replaced=plain, deps=deps, deferred=held)

@@ -38,6 +38,11 @@ def read_stack(git: Git) -> Stack:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
     pulled = pulled_merge(git, stack)
     stack = replace(stack, pulled=pulled[1]) if pulled else stack
+    if not pulled:
+        from .refresh.publish import published
+
+        merge = published(git, stack)
+        stack = replace(stack, on_top=(), published=merge) if merge else stack
     known[head] = stack
     return stack
 
@@ -56,6 +61,42 @@ def pulled_merge(git: Git, stack: Stack) -> tuple[Stack, Oid] | None:
     if len(patched) == 1 and not sides[1 - patched[0]].applied:
         return sides[patched[0]], info.parents[1 - patched[0]]
     return None
+
+
+def follow_renames(ws: Checkout, series: Series, stack: Stack) -> Stack:
+    """The stack with each applied commit whose patch the series no longer names (a
+    teammate's ``rename``, merged with the series) known by the series' name of the patch
+    file that is exactly its change (`refresh.proof`: exact or carried), among the patches
+    not applied. Nothing is guessed: a commit no unapplied patch file proves stays unknown."""
+    lost = [ap for ap in stack.applied if ap.name not in series]
+    if not lost:
+        return stack
+    from .refresh.proof import CARRIED, EXACT, prove
+
+    free = [n for n in series.names if stack.find(n) is None]
+    pairs: dict[str, str] = {}
+    parents = ws.git.trees_of([ap.parent for ap in lost])
+    changed = ws.git.raw_diffs([(p, ap.tree) for p, ap in zip(parents, lost, strict=True)])
+    for ap, parent, raw in zip(lost, parents, changed, strict=True):
+        touched = sorted({d[-1] for d in raw})
+        for name in free:
+            if name in pairs.values():
+                continue
+            try:  # a cheap sieve first: the same paths
+                paths = ws.proven_bytes(series.entry(name))[1].paths
+            except PatchstackError:
+                continue
+            if sorted(set(paths)) != touched:
+                continue
+            one = Stack(ap.commit, ap.parent, parent, (replace(ap, name=name),))
+            try:
+                verdict = prove(ws, series, one).verdicts.get(name)
+            except PatchstackError:
+                continue
+            if verdict in (EXACT, CARRIED):
+                pairs[ap.name] = name
+                break
+    return stack.with_renamed(pairs) if pairs else stack
 
 
 def on_top_problem(stack: Stack) -> tuple[str, str] | None:

@@ -16,7 +16,7 @@ from ..model.marks import Mark
 from ..model.series import Series, new_series
 from ..model.stack import Stack
 from .refresh.proof import DIFFERS, EDITED, prove
-from .state import on_top_problem, plain_commits, read_stack
+from .state import follow_renames, on_top_problem, plain_commits, read_stack
 from .upstream import Standing, standings, today
 
 
@@ -78,6 +78,7 @@ class StatusResult:
     interrupted: str | None = None  # a command whose publish was interrupted (status exits 1)
     repaired: str | None = None  # what status repaired: a dangling scratch ref it deleted
     stepping: str | None = None  # where a stepped refresh (refresh --steps) is
+    renamed: tuple[tuple[str, str], ...] = ()  # applied commits under a name before a rename
 
     def mark_of(self, name: str) -> Mark | None:
         return next((m for m in self.marks if m.name == name), None)
@@ -135,7 +136,7 @@ def status(ws: Checkout) -> StatusResult:
         series = new_series(read_stack(git).base)  # a first 'import branch' stopped
     else:
         series = ws.load_series()
-    stack = read_stack(git)
+    stack = follow_renames(ws, series, read_stack(git))
     ws.progress.step("checking the applied commits")
     verdicts = prove(ws, series, stack).verdicts
     states = []
@@ -201,6 +202,7 @@ def status(ws: Checkout) -> StatusResult:
         tuple(m for n in series.names if (m := series.mark_of(n))),
         _interrupted(ws),
         _repaired(ws),
+        renamed=stack.renamed,
         stepping=_stepping(ws),
     )
 

@@ -84,6 +84,18 @@ class GitBase:
         found: str | None = self._memo[("config", key)]
         return found
 
+    def local_config(self, key: str) -> str | None:
+        """The value of ``key`` in the repository's own configuration file, or None."""
+        proc = self.run("config", "--local", "--get", key, check=False)
+        if proc.returncode != 0:
+            return None
+        return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+    def set_local_config(self, key: str, value: str) -> None:
+        """Set ``key`` in the repository's own configuration file."""
+        self.run("config", "--local", key, value)
+        self._memo.pop(("config", key), None)
+
     def spawn(
         self,
         args: Sequence[str],

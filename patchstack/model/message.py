@@ -133,6 +133,13 @@ def mail_part(mail: bytes) -> bytes:
     return mail[:cut]
 
 
+def mail_parts(data: bytes) -> tuple[bytes, bytes]:
+    """A patch file as (header and description, the rest from its ``---`` line); a plain
+    diff is all rest."""
+    cut = _separator(data)
+    return (b"", data) if cut is None else (data[:cut], data[cut:])
+
+
 def splice(head: bytes, old: bytes, diff_offset: int) -> bytes:
     """A header and description (`mail_part`) in front of ``old``'s diff part (from its
     ``---`` line, or from ``diff_offset`` when ``old`` is a plain diff)."""

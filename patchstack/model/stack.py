@@ -8,7 +8,7 @@ such commits at the top of HEAD's first-parent history; the base is the commit j
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Protocol
 
@@ -50,6 +50,24 @@ class Stack:
     # HEAD is that merge: ``git pull`` merged this upstream commit into the applied stack
     # (set by `commands.state.read_stack`; ``refresh`` carries the patches onto it).
     pulled: Oid | None = None
+    # Applied commits that carry a patch's name from before a rename (a teammate's
+    # ``rename``, merged with the series): (the name in the commit, the series' name);
+    # ``applied`` already says the series' name (`commands.state.follow_renames`).
+    renamed: tuple[tuple[str, str], ...] = ()
+    # HEAD is the merge ``refresh --publish ff`` made on top of the applied patches (its tree
+    # theirs, its second parent the tip before): not a commit in the way.
+    published: Oid | None = None
+
+    def with_renamed(self, pairs: dict[str, str]) -> Stack:
+        """The stack with these applied patches known by their new names (old -> new)."""
+        applied = tuple(
+            replace(p, name=pairs[p.name]) if p.name in pairs else p for p in self.applied
+        )
+        found = tuple((old, new) for old, new in pairs.items())
+        return replace(self, applied=applied, renamed=self.renamed + found)
+
+    def was_renamed(self, name: str) -> bool:
+        return any(new == name for _old, new in self.renamed)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -65,6 +65,11 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     target = found if found is not None else below
     if target == base:
         return Drift(base, target, name, 0, (), guessed=guessed)
+    head = git.head()
+    if guessed and head is not None and git.is_ancestor(target, head):
+        # The remote holds this fork's own history (the fork published there, with
+        # 'refresh --publish ff' or not): above the base it is patches, never upstream's.
+        return Drift(base, base, name, 0, (), guessed=guessed)
     owners: dict[str, list[str]] = {}
     for e in series.entries:
         for p in ws.proven_bytes(e)[1].paths:

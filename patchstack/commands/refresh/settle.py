@@ -255,6 +255,10 @@ def finish(
         and n not in deferred
     ]
     head = _final_head(git, engine, new_series, new_base, done, commits, applied_after, classified)
+    if state.publish_from:
+        from .publish import published_head
+
+        head = published_head(git, head, Oid(state.publish_from), new_base, state.new_ref)
     files = [FileWrite(ws.patch_path(n), data) for n, data in classified.data.items()]
     filled = applied_fields(ws, series, evidence)
     files += filled.values()

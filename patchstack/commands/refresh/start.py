@@ -94,10 +94,12 @@ def refresh(
     progress: Callable[[int, int], None] | None = None,
     defer_conflicts: bool = False,
     resolver_setting: Setting | None = None,
+    publish: str | None = None,
 ) -> RefreshResult:
     """``defer_conflicts``: leave every conflicting patch out, deferred, instead of stopping
     at the first (each later patch placed without it, as ``git rebase --skip`` places it);
-    ``resolver_setting``: hand each conflict no record settles to a command (`resolver`)."""
+    ``resolver_setting``: hand each conflict no record settles to a command (`resolver`);
+    ``publish``: "ff", the refreshed fork published as a fast-forward (`publish`)."""
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -161,6 +163,7 @@ def refresh(
             resolution=git.tree_of(stack.head) if target.route == "merge" else None,
             resolver=resolver_setting.command if resolver_setting else None,
             resolver_seconds=resolver_setting.seconds if resolver_setting else None,
+            publish_from=stack.head if publish else None,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)

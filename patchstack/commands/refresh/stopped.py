@@ -55,6 +55,8 @@ class State:
     # ``refresh --resolver``: the command each conflict is handed to, and its time limit.
     resolver: str | None = None
     resolver_seconds: float | None = None
+    # ``--publish ff``: the tip before the refresh, which the published merge follows.
+    publish_from: str | None = None
 
     @property
     def verb(self) -> str:
