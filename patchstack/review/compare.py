@@ -191,8 +191,7 @@ class PatchReview:
 
 @dataclass(frozen=True)
 class Hit:
-    """An upstream commit of the base's move that changed a file of these patches (a fact of
-    `git show --stat`, not a claim that it conflicts with them)."""
+    """An upstream commit of the base's move that changed these patches' files (no claim more)."""
 
     oid: str
     subject: str

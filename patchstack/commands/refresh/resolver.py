@@ -17,7 +17,7 @@ proposal settles the conflict as a recorded resolution does, and is recorded as 
 ``resolved by CMD`` (`Resolutions.record`); the refresh that took it is one entry of the
 operation log, so ``undo`` takes it back. A refused one stops the refresh as before, its
 report saying why the proposal was refused. A knock-on (a conflict only because a patch
-before it is left out, as `settle.triaged` tells) is never handed over: it is deferred with
+before it is left out, as `knockons.triaged` tells) is never handed over: it is deferred with
 its root, as without a resolver.
 """
 
@@ -47,8 +47,8 @@ from ...model.ids import Oid
 from ...model.proposal import Proposal
 from ...model.series import Series
 from .. import sessions
+from .knockons import KnockOns, triaged
 from .resolutions import FILE_MODES, Resolutions
-from .settle import KnockOns, triaged
 from .stopped import State
 
 _TAIL = 400  # characters of a command's standard error quoted in a refusal

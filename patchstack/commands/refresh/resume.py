@@ -25,9 +25,10 @@ from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
+from .knockons import KnockOns, defer
 from .resolutions import Resolutions
 from .resolver import notes, proposer_of
-from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
+from .settle import RefreshResult, finish, labels_of, stop
 from .start import marked, resolver
 from .taking import taken
 

@@ -46,10 +46,11 @@ from ...model.selection import resolve_name
 from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
+from .knockons import KnockOns, defer
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
-from .settle import KnockOns, RefreshResult, defer, finish, labels_of, stop
+from .settle import RefreshResult, finish, labels_of, stop
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")

@@ -26,8 +26,9 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
+from .knockons import KnockOns, defer
 from .resolutions import Resolutions
-from .settle import KnockOns, RefreshResult, defer, finish, stop
+from .settle import RefreshResult, finish, stop
 from .start import marked, resolver
 from .stopped import State
 

@@ -1,0 +1,131 @@
+"""Deferring at a refresh's replay: each conflict triaged once (primary, or a knock-on of a
+patch the replay is missing: `engine.triage`), the knock-ons and the patches held for a
+missing one deferred with their root (`KnockOns`, the replay's ``go_on`` and ``hold``), and
+the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+
+from ...checkout import Checkout
+from ...engine.needs import Held as HeldBack
+from ...engine.triage import KNOCK_ON, Failed, reports
+from ...errors import PatchstackError
+from ...git import MergeResult
+from ...model.conflict import Conflict
+from ...model.ids import Oid
+from ...model.series import Deferral, Series
+from .holds import held_reports, needs
+from .stopped import State
+
+
+def triaged(
+    ws: Checkout,
+    state: State,
+    series: Series,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    attribute: bool = True,
+    held: Sequence[str] = (),
+    known: Collection[str] = (),
+) -> list[Conflict]:
+    """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
+    primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
+    ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
+    missing too."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
+    failed = []
+    order = {s.name: i for i, s in enumerate(state.steps)}
+    for name, onto, merged in conflicts:
+        before = tuple(n for n in missing if order.get(n, -1) < order[name])
+        if name not in known:
+            failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
+        missing.append(name)
+
+    def paths_of(name: str) -> tuple[str, ...]:
+        return ws.proven_bytes(series.entry(name))[1].paths
+
+    changes = {s.name: (s.before, s.after) for s in state.steps}
+    # A patch still deferred is not on the chain (its step changes nothing): the knock-on
+    # proof puts back its deferral's change, as `check` puts back the canonical chain's.
+    kept = [s for s in state.steps if s.deferred and s.commit and s.before == s.after]
+    if kept:
+        trees = ws.git.trees_of([t for s in kept for t in (f"{s.commit}^", str(s.commit))])
+        for i, s in enumerate(kept):
+            changes[s.name] = (trees[2 * i], trees[2 * i + 1])
+    return reports(
+        ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
+    )
+
+
+class KnockOns:
+    """The replay's ``go_on``: a conflict that is a knock-on of a patch already left out is
+    deferred with it, and the replay goes on; a primary one stops it. ``needs``, the replay's
+    ``hold``: a patch whose change needs a patch left out is deferred with it too."""
+
+    def __init__(self, ws: Checkout, state: State, series: Series) -> None:
+        self.ws, self.state, self.series = ws, state, series
+        self.seen: list[tuple[str, Oid, MergeResult]] = []
+        self.deferred: set[str] = set()
+        left = (n for n, _c, _r in state.deferrals)
+        self.needs = needs(ws, series, state.steps, left, state.undefer)
+        # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
+        # report (never traced) is theirs; a primary one is only primary.
+        self.known: dict[str, Conflict] = {}
+
+    def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
+        self.seen.append((name, onto, merged))
+        held, earlier = self.needs.names, self.known.keys()
+        last = triaged(self.ws, self.state, self.series, self.seen, False, held, earlier)[0]
+        self.known[name] = last
+        if last.kind == KNOCK_ON:
+            self.deferred.add(name)
+            return True
+        return False
+
+    def split(
+        self, conflicts: Sequence[tuple[str, Oid, MergeResult]]
+    ) -> tuple[list[tuple[str, Oid, MergeResult]], tuple[str, Oid, MergeResult] | None]:
+        """(the conflicts deferred as knock-ons, the one the replay stopped at or None)."""
+        left = [c for c in conflicts if c[0] in self.deferred]
+        stopped = conflicts[-1] if conflicts and conflicts[-1][0] not in self.deferred else None
+        return left, stopped
+
+
+def defer(
+    ws: Checkout,
+    state: State,
+    series: Series,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
+    held: Sequence[HeldBack] = (),
+    known: Mapping[str, Conflict] = {},
+) -> tuple[State, list[Conflict]]:
+    """``state`` with these conflicting patches, and those ``held`` for needing one that is
+    missing, deferred (each with the commit of its old change, and the root of a knock-on),
+    and their reports, triaged, in replay order; ``known``: `KnockOns.known`."""
+    if not conflicts and not held:
+        return state, []
+    order = {s.name: i for i, s in enumerate(state.steps)}
+    again = {n: c for n, c in known.items() if c.kind == KNOCK_ON}
+    found = triaged(ws, state, series, conflicts, True, [h.name for h in held], again.keys())
+    found += [again[c[0]] for c in conflicts if c[0] in again]
+    found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
+    commit = {s.name: s.commit for s in state.steps}
+    made = list(state.deferrals)
+    for report in found:
+        change = commit.get(report.patch)
+        if change is None:
+            raise PatchstackError(
+                f"patch '{report.patch}' cannot be deferred: the commit of its change is unknown",
+                "resolve the conflict instead ('patchstack refresh --continue')",
+            )
+        made.append((report.patch, change, report.root))
+    return replace(state, deferrals=tuple(made)), found
+
+
+def deferrals_after(series: Series, state: State) -> list[Deferral]:
+    """The deferred patches once this refresh is done: those deferred before it that it did
+    not bring back, and those it deferred."""
+    kept = [d for n, d in series.deferred.items() if n not in state.undefer]
+    made = [Deferral(n, c, r) for n, c, r in state.deferrals]
+    return kept + made
