@@ -152,7 +152,7 @@ def test_a_resolution_made_at_a_step_is_reused_by_the_later_steps(tmp_path: Path
         repo.ps("undo")
     # The same steps again: every stop settled by the resolutions recorded the first time.
     r = repo.ps("refresh", "--onto", "up", "--steps")
-    assert r.stdout.count("(recorded resolution)") == 2, r.stdout
+    assert r.stdout.count("(recorded resolution") == 2, r.stdout
     assert repo.state() == stepped
 
 
