@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -138,6 +139,14 @@ class Repo:
 
     def state(self) -> tuple[str, str, dict[str, bytes]]:
         return self.head(), self.status_all(), self.snapshot()
+
+
+def slow_after(values: Sequence[Any], keep: int) -> list[Any]:
+    """``values`` for a parametrize: the first ``keep`` run by default, the rest only with
+    ``-m slow`` (.ci/run runs both), so that the README's test command stays short."""
+    return [
+        v if i < keep else pytest.param(v, marks=pytest.mark.slow) for i, v in enumerate(values)
+    ]
 
 
 def make_repo(path: Path, files: dict[str, str]) -> Repo:

@@ -15,6 +15,7 @@ import random
 import pytest
 
 from . import differential
+from .conftest import slow_after
 
 # 2111087, 2111104: a later patch that needs a left-out one (turns the file it adds into a
 # folder; deletes the file in the folder it makes), held with it: git with it dropped, and
@@ -22,7 +23,7 @@ from . import differential
 FIXED = [9, 16, 17, 19, 20, 38, 46, 62, 66, 79, 9002239, 2111087, 2111104]
 
 
-@pytest.mark.parametrize("seed", differential.seeds_from_env(FIXED))
+@pytest.mark.parametrize("seed", slow_after(differential.seeds_from_env(FIXED), 5))
 def test_patchstack_agrees_with_git_rebase(seed: int, tmp_path) -> None:
     case = differential.make_case(seed)
     diffs = differential.compare(case, tmp_path)

@@ -21,6 +21,7 @@ import re
 import pytest
 
 from . import label_oracle, labels
+from .conftest import slow_after
 
 
 class KnownBug(Exception):
@@ -71,7 +72,7 @@ def tagged(finding: str) -> bool:
     return re.search(r" \[(issue 33 item \d|new: [\w-]+)\]$", finding) is not None
 
 
-@pytest.mark.parametrize("seed", labels.seeds_from_env(FIXED))
+@pytest.mark.parametrize("seed", slow_after(labels.seeds_from_env(FIXED), 6))
 def test_every_label_is_what_git_says(seed: int, tmp_path) -> None:
     case = labels.make_case(seed)
     judged: dict[str, int] = {}

@@ -14,7 +14,7 @@ import pytest
 
 from patchstack.model.relocation import locate
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, make_repo, slow_after
 
 N = 8  # functions f1..f8, then fend, in the old a.c
 
@@ -302,7 +302,7 @@ def random_case(seed: int) -> Case:
     return Case(f"seed{seed}", layout, edits, followed, dests)
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", slow_after(range(12), 4))
 def test_random_corpus_never_relocates_wrongly(tmp_path: Path, seed: int) -> None:
     case = random_case(seed)
     repo = scenario(tmp_path, case)
