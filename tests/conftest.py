@@ -144,9 +144,14 @@ class Repo:
 def slow_after(values: Sequence[Any], keep: int) -> list[Any]:
     """``values`` for a parametrize: the first ``keep`` run by default, the rest only with
     ``-m slow`` (.ci/run runs both), so that the README's test command stays short."""
-    return [
-        v if i < keep else pytest.param(v, marks=pytest.mark.slow) for i, v in enumerate(values)
-    ]
+    out = []
+    for i, v in enumerate(values):
+        plain = not isinstance(v, type(pytest.param(0)))
+        args, marks, name = ((v,), [], None) if plain else (v.values, list(v.marks), v.id)
+        if i >= keep:
+            marks.append(pytest.mark.slow)
+        out.append(pytest.param(*args, marks=marks, id=name) if marks else v)
+    return out
 
 
 def make_repo(path: Path, files: dict[str, str]) -> Repo:

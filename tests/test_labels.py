@@ -65,6 +65,7 @@ FIXED = [
     # the oracle placed p1's hunk (``}``, up3's wrap) at the ``}`` nearest its line in the
     # merged file, another block's; it now aligns git's merged file with the new base (fixed)
     1053,
+    pytest.param(9090795, marks=known("4")),  # push p1: not git's tree (open; see OPEN_ITEMS)
 ]
 
 
@@ -93,8 +94,10 @@ def test_every_label_is_what_git_says(seed: int, tmp_path) -> None:
 # fixed (seeds 489931, 1004, 2057, 2019; 0 findings in seeds 3000..3059); still open: a patch
 # held for a left-out root (`engine.needs`) that also conflicts on its own is called a
 # knock-on of that root (item 5: seeds 2028, 1076), and a few culprits next to a moved
-# function or a taken patch (item 6: seeds 1098, 1106).
-OPEN_ITEMS = {"5", "6"}
+# function or a taken patch (item 6: seeds 1098, 1106). Item 4 again: CI's soak found seed
+# 9090795 (day one: p1 and p2 deferred, up4 takes p2; push p1 gives a tree other than git's
+# pick of p1 at its place), and seed 2075 shows the same; open, kept as a known seed below.
+OPEN_ITEMS = {"4", "5", "6"}
 
 
 def unknown_findings(findings: list[str]) -> list[str]:
