@@ -199,9 +199,16 @@ def body(
 # -- git ------------------------------------------------------------------------------------------
 
 
-def _git(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> str:
+def _git(
+    *args: str, env: dict[str, str] | None = None, cwd: str | None = None, stdin: str = ""
+) -> str:
     proc = subprocess.run(
-        ["git", *args], capture_output=True, text=True, cwd=cwd, env={**os.environ, **(env or {})}
+        ["git", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        input=stdin,
     )
     if proc.returncode != 0:
         raise BotFailure(f"git {args[0]} failed: {proc.stderr.strip()}")
@@ -215,12 +222,14 @@ def _commit(
     index (the workspace's index and files are never touched)."""
     env = {**BOT_IDENT, "GIT_INDEX_FILE": os.path.join(tmp, "index")}
     _git("read-tree", parent, env=env)
-    for name in names:
-        path = os.path.join(tmp, "blob")
-        with open(path, "wb") as f:
+    paths = []
+    for i, name in enumerate(names):  # one hash-object and one update-index for them all
+        paths.append(os.path.join(tmp, f"blob{i}"))
+        with open(paths[-1], "wb") as f:
             f.write(files[name])
-        oid = _git("hash-object", "-w", path)
-        _git("update-index", "--add", "--cacheinfo", f"100644,{oid},{folder}/{name}", env=env)
+    oids = _git("hash-object", "-w", "--stdin-paths", stdin="\n".join(paths) + "\n").split()
+    entries = "".join(f"100644 {o}\t{folder}/{n}\0" for o, n in zip(oids, names, strict=True))
+    _git("update-index", "-z", "--index-info", env=env, stdin=entries)
     tree = _git("write-tree", env=env)
     return _git("commit-tree", tree, "-p", parent, "-m", message, env=env)
 

@@ -29,17 +29,23 @@ def refs(path: Path) -> str:
     ).stdout
 
 
-@pytest.fixture
-def forked(tmp_path) -> dict:
-    """A fork on 'GitHub' (a bare origin) whose main holds the example series in patches/,
-    and an upstream that has since taken communicator-sm120.patch word for word and changed
-    the lines nccl-diagnostic-logging.patch edits."""
+def on_github(tmp_path: Path):
+    """The example sandbox as a fork on 'GitHub': a bare origin whose main holds the series in
+    patches/; (the sandbox, the origin)."""
     box = build_sandbox(str(tmp_path / "box"))
     fork = Repo(box.fork)
     fork.git("add", "patches")
     fork.git("commit", "-q", "-m", "The series")
     origin = tmp_path / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", box.fork, str(origin)], check=True)
+    return box, origin
+
+
+@pytest.fixture
+def forked(tmp_path) -> dict:
+    """A fork on 'GitHub' and an upstream that has since taken communicator-sm120.patch word
+    for word and changed the lines nccl-diagnostic-logging.patch edits."""
+    box, origin = on_github(tmp_path)
     upstream = Repo(box.upstream)
     taken = Path(example_dir()) / "patches" / "communicator-sm120.patch"
     upstream.git("apply", str(taken))
@@ -160,12 +166,7 @@ def test_the_bot_refuses_an_origin_that_is_the_upstream(action_copy, forked, tmp
 def test_auto_merge_safe_merges_when_every_verdict_is_safe(action_copy, tmp_path) -> None:  # noqa: F811
     """Upstream moved only lines around the patches (the later, clean upstream commit):
     every verdict is unchanged, offset or merged, so the pull request is merged."""
-    box = build_sandbox(str(tmp_path / "box"))
-    fork = Repo(box.fork)
-    fork.git("add", "patches")
-    fork.git("commit", "-q", "-m", "The series")
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "clone", "-q", "--bare", box.fork, str(origin)], check=True)
+    box, origin = on_github(tmp_path)
     upstream = Repo(box.upstream)
     upstream.write("srt/new_module.py", "x = 1\n")
     upstream.commit_all("an upstream commit away from the patches")
