@@ -299,3 +299,44 @@ def test_defer_conflicts_goes_through_every_step(tmp_path: Path) -> None:
     series = repo.read("patches/series")
     assert "# deferred: p1.patch" in series and "# deferred: p2.patch" in series
     assert repo.tree() == repo.tree("up")
+
+
+# A resolver that keeps upstream's side of each conflict region and marks it as the patch's
+# ("a 10 up" -> "a 10 up mine"): the two changes combined.
+COMBINES = """
+packet = json.load(sys.stdin)
+for f in packet["files"]:
+    path = os.path.join("result", f["path"])
+    out, side = [], None
+    for line in open(path).read().splitlines(keepends=True):
+        if line.startswith("<<<<<<<"):
+            side = "ours"
+        elif line.startswith(("|||||||", "=======")):
+            side = "other"
+        elif line.startswith(">>>>>>>"):
+            side = None
+        elif side is None:
+            out.append(line)
+        elif side == "ours":
+            out.append(line.rstrip("\\n") + " mine\\n")
+    open(path, "w").write("".join(out))
+"""
+
+
+def test_each_step_hands_its_conflicts_to_the_resolver(tmp_path: Path) -> None:
+    from .test_resolver import resolver
+
+    cmd = resolver(tmp_path, "combines", COMBINES)
+    for how, repo in (
+        (("--resolver", cmd), drift(tmp_path / "flag")),
+        ((), drift(tmp_path / "config")),
+    ):
+        if not how:
+            repo.git("config", "patchstack.resolver", cmd)
+        r = repo.ps("refresh", "--onto", "up", "--steps", "culprits", *how)
+        assert r.stdout.count(f"(resolved by {cmd}: machine-made") == 2, r.stdout
+        assert "a 10 up mine\n" in repo.read("a.py") and "b 20 up mine\n" in repo.read("b.py")
+        assert repo.git("rev-parse", "up").strip() in repo.read("patches/series")
+        records = list((repo.path / "patches" / "resolutions").iterdir())
+        assert len(records) == 2 and all(f"by: {cmd}\n" in p.read_text() for p in records)
+        assert "stepped" not in repo.ps("status").stdout

@@ -150,9 +150,9 @@ def refresh(
 
     starting = bool(onto or patch_name or drop_merged or discard or defer_conflicts or steps_mode)
     starting = starting or resolver is not None or resolver_timeout is not None or bool(publish)
-    if steps_mode is not None and (patch_name or discard or resolver is not None or publish):
+    if steps_mode is not None and (patch_name or discard or publish):
         raise PatchstackError(
-            "--steps takes no --patch, --discard-changes, --resolver or --publish",
+            "--steps takes no --patch, --discard-changes or --publish",
             "see 'patchstack refresh --help'",
         )
     if sum(map(bool, (continue_, skip_, abort_, starting))) > 1:
@@ -167,7 +167,11 @@ def refresh(
         if not abort_:
             bar.step("replaying the series")
         how = "abort" if abort_ else "continue" if continue_ else "skip" if skip_ else "start"
-        runs = stepped_refresh(ws, how, steps_mode, onto, drop_merged, defer_conflicts, bar)
+        stepping = how == "start" and steps_mode is not None
+        setting = resolver_setting(ws, resolver, resolver_timeout) if stepping else None
+        runs = stepped_refresh(
+            ws, how, steps_mode, onto, drop_merged, defer_conflicts, bar, setting
+        )
         if runs is not None:
             result = runs.last
         elif abort_:

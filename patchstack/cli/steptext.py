@@ -12,6 +12,7 @@ import click
 from .output import echo
 
 if TYPE_CHECKING:
+    from ..commands.refresh.resolver import Setting
     from ..commands.refresh.steps import Stepped, StepPlan
     from ..progress import Progress
 
@@ -40,10 +41,11 @@ def stepped_refresh(
     drop_merged: bool,
     defer_conflicts: bool,
     bar: Progress,
+    resolver: Setting | None = None,
 ) -> Stepped | None:
     from ..commands.refresh.steps import run
 
-    return run(ws, how, mode, onto, drop_merged, defer_conflicts, bar)
+    return run(ws, how, mode, onto, drop_merged, defer_conflicts, bar, resolver)
 
 
 def step_line(plan: StepPlan, k: int) -> str:

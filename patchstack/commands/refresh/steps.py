@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from ... import lock
 from ...checkout import Checkout
@@ -31,6 +32,9 @@ from ...model.selection import Selector
 from ...transaction import Plan, Restore, publish
 from ..state import resolve_rev
 from .settle import RefreshResult
+
+if TYPE_CHECKING:
+    from .resolver import Setting
 
 Progress = Callable[[int, int], None] | None
 
@@ -47,6 +51,10 @@ class StepPlan:
     drop_merged: bool
     defer_conflicts: bool
     before: Snapshot  # the state before the first step, which --abort restores
+    # The resolver the user started it with (``--resolver`` or ``patchstack.resolver``), kept
+    # in the git directory (never the series folder) for every step, as a stop keeps it.
+    resolver: str | None = None
+    resolver_seconds: float | None = None
 
     def next_step(self, base: str | None) -> int | None:
         """The step to run from the series' base ``base`` (len(ends): all done); None when
@@ -140,6 +148,7 @@ def start(
     drop_merged: bool = False,
     defer_conflicts: bool = False,
     progress: Progress = None,
+    resolver: Setting | None = None,
 ) -> Stepped:
     mode = plans.parse_mode(mode_text)
     if not onto:
@@ -180,6 +189,8 @@ def start(
         drop_merged=drop_merged,
         defer_conflicts=defer_conflicts,
         before=take_snapshot(ws),
+        resolver=resolver.command if resolver else None,
+        resolver_seconds=resolver.seconds if resolver else None,
     )
     write_atomic(plan_path(ws), plan.to_json().encode())
     return _run(ws, plan, progress)
@@ -193,13 +204,15 @@ def run(
     drop_merged: bool = False,
     defer_conflicts: bool = False,
     progress: Progress = None,
+    resolver: Setting | None = None,
 ) -> Stepped | None:
     """``refresh`` when it is stepped (``how``: start, continue, skip or abort): with
-    ``--steps``, or while a stepped refresh is under way; None otherwise (a plain refresh)."""
+    ``--steps``, or while a stepped refresh is under way; None otherwise (a plain refresh).
+    ``resolver``: the one each step hands its conflicts to (`resolver.setting`)."""
     if how == "start":
         if mode is None:
             return None
-        return start(ws, onto, mode, drop_merged, defer_conflicts, progress)
+        return start(ws, onto, mode, drop_merged, defer_conflicts, progress, resolver)
     plan = live(ws)
     if plan is None:
         return None
@@ -239,6 +252,8 @@ def go_on(ws: Checkout, first: RefreshResult | None, progress: Progress = None) 
 
 
 def _run(ws: Checkout, plan: StepPlan, progress: Progress) -> Stepped:
+    from ...model.proposal import DEFAULT_SECONDS
+    from .resolver import Setting
     from .start import refresh
 
     runs: list[tuple[int, RefreshResult]] = []
@@ -256,7 +271,14 @@ def _run(ws: Checkout, plan: StepPlan, progress: Progress) -> Stepped:
         last = k == len(plan.ends) - 1
         same = last and resolve_rev(ws.git, plan.target_name) == plan.target
         onto = plan.target_name if same else plan.ends[k].commit
-        result = refresh(ws, onto, plan.drop_merged, None, False, progress, plan.defer_conflicts)
+        how = (
+            Setting(plan.resolver, plan.resolver_seconds or DEFAULT_SECONDS)
+            if plan.resolver
+            else None
+        )
+        result = refresh(
+            ws, onto, plan.drop_merged, None, False, progress, plan.defer_conflicts, how
+        )
         runs.append((k, result))
         if result.stopped:
             return Stepped(plan, tuple(runs))
