@@ -328,3 +328,43 @@ def test_a_taken_proposal_is_recorded_and_reused(tmp_path: Path) -> None:
     out = repo.ps("refresh", "--onto", "upstream").stdout
     assert "recorded resolution" in out
     assert repo.tree() == tree
+
+
+# Passes with the patch followed into the split files, fails without it (and on a.c's absence).
+SPLIT_PROBE = "grep -q 'static int f1' x.c && grep -q 'return 43' z.c"
+
+
+def test_with_probes_a_whole_relocation_the_probe_proves_is_taken(tmp_path: Path) -> None:
+    case = CASES[1]  # split: every hunk followed
+    repo = scenario(tmp_path, case)
+    repo.ps("edit", "p1", "--probe", SPLIT_PROBE)
+    before = repo.state()
+    # Without --probes nothing of the series folder runs: the proposal stops the refresh.
+    repo.ps("refresh", "--onto", "upstream", code=1)
+    repo.ps("refresh", "--abort")
+    assert repo.state() == before
+    out = repo.ps("refresh", "--onto", "upstream", "--probes").stdout
+    short = repo.git("rev-parse", "--short=12", "upstream").strip()
+    assert (
+        f"p1.patch  (resolved by patchstack relocation: machine-made, relocated a.c -> x.c, y.c,"
+        f" z.c by {short} (3 of 3 hunks); its probe passes on it and fails without the patch)"
+    ) in out, out
+    for path, text in build(case.new, case.edits).items():
+        assert repo.git("show", f"HEAD:{path}") == text
+    assert repo.git("ls-tree", "HEAD", "a.c") == "" and "a/a.c" not in repo.read("patches/p1.patch")
+    records = list((repo.path / "patches" / "resolutions").iterdir())
+    assert records and all("by: patchstack relocation\n" in r.read_text() for r in records)
+    repo.ps("undo")
+    assert repo.state() == before
+
+
+def test_with_probes_a_relocation_the_probe_refutes_stops_as_before(tmp_path: Path) -> None:
+    repo = scenario(tmp_path, CASES[1])
+    repo.ps("edit", "p1", "--probe", "grep -q 'static int f1' a.c")  # wants the file kept
+    r = repo.ps("refresh", "--onto", "upstream", "--probes", "--json", code=1)
+    data = json.loads(r.stdout)
+    assert data["stopped"]["patch"] == "p1.patch"
+    (p,) = data["proposals"]
+    assert (p["command"], p["accepted"]) == ("patchstack relocation", False)
+    assert p["why"].endswith("the patch's probe fails on the proposal (exit 2)"), p
+    assert not (repo.path / "patches" / "resolutions").exists()

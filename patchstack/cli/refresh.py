@@ -10,7 +10,6 @@ from .app import cli
 from .conflicttext import (
     conflict_summary,
     evidence_note,
-    proposal_hint,
     recorded_note,
     render_conflict,
     tracer,
@@ -29,11 +28,12 @@ from .output import (
     verdict_counts,
 )
 from .probing import missing_status, probe_options, run_probes
-from .resolvertext import accepted_note, refused_lines, resolver_options, resolver_setting
+from .refreshtext import print_refresh
+from .resolvertext import resolver_options, resolver_setting
 from .steptext import print_steps, stepped_refresh, steps_json, steps_option
 
 if TYPE_CHECKING:
-    from ..commands.refresh.settle import RefreshResult
+    pass
 
 # -- refresh / check --------------------------------------------------------------------------
 
@@ -87,7 +87,8 @@ if TYPE_CHECKING:
     "--probes",
     is_flag=True,
     help="After the replay, run each patch's probe on the new base with and without it"
-    " (exit 1 when one is ineffective or broken).",
+    " (exit 1 when one is ineffective or broken); during it, take a relocation of code"
+    " upstream moved when the patch's probe proves it.",
 )
 @click.option(
     "--publish",
@@ -183,7 +184,16 @@ def refresh(
         else:
             setting = resolver_setting(ws, resolver, resolver_timeout)
             result = do_refresh(
-                ws, onto, drop_merged, patch_name, discard, bar, defer_conflicts, setting, publish
+                ws,
+                onto,
+                drop_merged,
+                patch_name,
+                discard,
+                bar,
+                defer_conflicts,
+                setting,
+                publish,
+                probe_timeout if probes else None,
             )
     finally:
         bar.close()
@@ -212,70 +222,6 @@ def refresh(
                 echo(ctx, line)
     if result.stopped or (report is not None and not report.ok):
         ctx.exit(1)
-
-
-def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
-    if result.aborted:
-        but = " but" if result.kept else ""
-        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
-        for patch, path in result.kept:
-            echo(ctx, f"  kept the resolution its --continue recorded: {patch}  {path}")
-        if result.kept:
-            echo(ctx, f"hint: 'patchstack resolutions {result.kept[0][0]} --forget' removes it")
-        return
-    old = (result.old_base or "?")[:12]
-    new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")
-    if result.old_base != result.new_base:
-        echo(ctx, f"base {old} -> {new}")
-    if result.fold_into:
-        echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
-    summarized = {c.patch for c in result.deferred}
-    shown, more = listed_verdicts(result.verdicts, verbose)
-    for v in shown:
-        if v.name in summarized and not verbose:
-            continue
-        notes = []
-        if said := accepted_note(result, v.name):
-            notes.append(said)
-        elif v.recorded:
-            notes.append(recorded_note(v.reused_hunks))
-        elif v.resolved:
-            notes.append("resolved")
-        if v.verdict == "upstream":
-            if v.evidence:
-                notes.append(evidence_note(v))
-            notes.append(
-                "dropped from the series (file kept)"
-                if v.dropped
-                else "already in the new base; not applied ('--drop-merged' removes it)"
-            )
-        elif v.note:  # no-op, unknown: never advised away
-            notes.append(v.note)
-        echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
-    if more:
-        echo(ctx, more)
-    for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
-        echo(ctx, line.replace("conflicts:", "deferred:", 1))
-    for line in refused_lines(result):
-        echo(ctx, line)
-    if result.stopped:
-        for line in render_conflict(result.stopped, verbose) + proposal_hint(result.stopped):
-            echo(ctx, line, err=True)
-        echo(
-            ctx,
-            "hint: edit the files to resolve the conflict markers, then run"
-            " 'patchstack refresh --continue' (no git add needed);"
-            " 'patchstack refresh --skip' leaves the patch out, deferred;"
-            " 'patchstack refresh --abort' goes back",
-            err=True,
-        )
-        return
-    rewritten = sum(v.rewritten for v in result.verdicts)
-    echo(
-        ctx,
-        f"{verdict_counts(result.verdicts)}; rewrote {rewritten} patch file(s);"
-        f" applied: {len(result.applied)} patch(es), HEAD {result.head[:12]}",
-    )
 
 
 @cli.command()

@@ -363,7 +363,7 @@ def push(
     from ..commands.push import MoveResult
 
     if not isinstance(result, MoveResult):  # a deferred patch brought back: a replay
-        from .refresh import print_refresh
+        from .refreshtext import print_refresh
 
         print_refresh(ctx, result, verbose)
         if result.stopped:

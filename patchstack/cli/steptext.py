@@ -85,7 +85,7 @@ def steps_json(stepped: Stepped) -> list[dict[str, Any]]:
 
 
 def print_steps(ctx: click.Context, stepped: Stepped, verbose: bool) -> None:
-    from .refresh import print_refresh
+    from .refreshtext import print_refresh
 
     plan = stepped.plan
     n = len(plan.ends)

@@ -161,13 +161,7 @@ class Proposer:
         return found
 
     def _knock_on(self, name: str, tree: Oid, merged: MergeResult) -> bool:
-        """Whether the conflict is a knock-on of a patch left out before it (triaged as the
-        replay will triage it): deferred with its root, never resolved without it."""
-        k = self.knock_ons
-        order = {s.name: i for i, s in enumerate(k.state.steps)}
-        before = {c[0]: c for c in [*k.seen, *self.unsettled] if c[0] != name}
-        seen = [*sorted(before.values(), key=lambda c: order[c[0]]), (name, tree, merged)]
-        return triaged(k.ws, k.state, k.series, seen, False, k.needs.names)[-1].kind == KNOCK_ON
+        return knock_on(self.knock_ons, self.unsettled, name, tree, merged)
 
     # -- one proposal --------------------------------------------------------------------
 
@@ -295,22 +289,42 @@ class Proposer:
         return _session(argv, folder, env, self.how.seconds, packet)
 
     def _verify(self, name: str, probe: str, found: Oid, without: Oid) -> str:
-        """Why the probe does not prove the proposal ("" when it does): it must pass on the
-        proposed tree and fail on the tree without the patch."""
-        env = program_env(os.environ, {"PATCHSTACK_PROBE_PATCH": name})
-        for tree, want in ((found, True), (without, False)):
-            with tempfile.TemporaryDirectory(prefix="patchstack-resolver-probe-") as there:
-                with self.git.temp_index() as idx:
-                    idx.read_tree(tree)
-                    idx.checkout_to(there)
-                ran = _session(["/bin/sh", "-c", probe], there, env, self.how.seconds, None)
-            passed = ran.status == 0
-            if passed != want:
-                how = "ran out of time" if ran.status is None else f"exit {ran.status}"
-                if want:
-                    return f"the patch's probe fails on the proposal ({how})"
-                return "the patch's probe passes without the patch too: it proves nothing here"
-        return ""
+        return probe_refutes(self.git, name, probe, found, without, self.how.seconds)
+
+
+def knock_on(
+    k: KnockOns,
+    unsettled: list[tuple[str, Oid, MergeResult]],
+    name: str,
+    tree: Oid,
+    merged: MergeResult,
+) -> bool:
+    """Whether the conflict is a knock-on of a patch left out before it (triaged as the
+    replay will triage it, with the conflicts met so far and ``unsettled``): deferred with its
+    root, never resolved without it."""
+    order = {s.name: i for i, s in enumerate(k.state.steps)}
+    before = {c[0]: c for c in [*k.seen, *unsettled] if c[0] != name}
+    seen = [*sorted(before.values(), key=lambda c: order[c[0]]), (name, tree, merged)]
+    return triaged(k.ws, k.state, k.series, seen, False, k.needs.names)[-1].kind == KNOCK_ON
+
+
+def probe_refutes(git: Git, name: str, probe: str, found: Oid, without: Oid, seconds: float) -> str:
+    """Why the probe does not prove the proposal ("" when it does): it must pass on the
+    proposed tree and fail on the tree without the patch."""
+    env = program_env(os.environ, {"PATCHSTACK_PROBE_PATCH": name})
+    for tree, want in ((found, True), (without, False)):
+        with tempfile.TemporaryDirectory(prefix="patchstack-resolver-probe-") as there:
+            with git.temp_index() as idx:
+                idx.read_tree(tree)
+                idx.checkout_to(there)
+            ran = _session(["/bin/sh", "-c", probe], there, env, seconds, None)
+        passed = ran.status == 0
+        if passed != want:
+            how = "ran out of time" if ran.status is None else f"exit {ran.status}"
+            if want:
+                return f"the patch's probe fails on the proposal ({how})"
+            return "the patch's probe passes without the patch too: it proves nothing here"
+    return ""
 
 
 def _session(

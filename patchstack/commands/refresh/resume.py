@@ -26,10 +26,11 @@ from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
 from .knockons import KnockOns, defer
+from .relocating import relocating_of
 from .resolutions import Resolutions
 from .resolver import notes, proposer_of
 from .settle import RefreshResult, finish, labels_of, stop
-from .start import marked, resolver
+from .start import marked, resolver, with_proposals
 from .taking import taken
 
 
@@ -156,13 +157,14 @@ def _go_on(
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
+        moving = relocating_of(ws, series, state, knock_ons)
         more, conflicts = replay(
             git,
             state.steps,
             k + 1,
             tree,
             labels_of(state),
-            resolve=resolver(ws, series, state, records, proposer),
+            resolve=resolver(ws, series, state, records, proposer, moving),
             progress=progress,
             go_on=knock_ons,
             hold=knock_ons.needs,
@@ -177,7 +179,7 @@ def _go_on(
             )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)
-        return replace(result, proposals=tuple(proposer.proposals)) if proposer else result
+        return with_proposals(result, moving, proposer)
     finally:
         engine.close()
 

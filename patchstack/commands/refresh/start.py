@@ -48,6 +48,7 @@ from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .knockons import KnockOns, defer
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
+from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
 from .settle import RefreshResult, finish, labels_of, stop
@@ -96,11 +97,14 @@ def refresh(
     defer_conflicts: bool = False,
     resolver_setting: Setting | None = None,
     publish: str | None = None,
+    probe_seconds: float | None = None,
 ) -> RefreshResult:
     """``defer_conflicts``: leave every conflicting patch out, deferred, instead of stopping
     at the first (each later patch placed without it, as ``git rebase --skip`` places it);
     ``resolver_setting``: hand each conflict no record settles to a command (`resolver`);
-    ``publish``: "ff", the refreshed fork published as a fast-forward (`publish`)."""
+    ``publish``: "ff", the refreshed fork published as a fast-forward (`publish`);
+    ``probe_seconds`` (``--probes``): a whole relocation its patch's probe proves is taken
+    (`relocating`)."""
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -165,11 +169,13 @@ def refresh(
             resolver=resolver_setting.command if resolver_setting else None,
             resolver_seconds=resolver_setting.seconds if resolver_setting else None,
             publish_from=stack.head if publish else None,
+            probe_seconds=probe_seconds,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
         knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
+        moving = relocating_of(ws, series, state, knock_ons)
         done, conflicts = replay(
             git,
             state.steps,
@@ -178,7 +184,7 @@ def refresh(
             labels_of(state),
             placer=placer,
             progress=progress,
-            resolve=resolver(ws, series, state, records, proposer),
+            resolve=resolver(ws, series, state, records, proposer, moving),
             keep_going=defer_conflicts,
             go_on=knock_ons,
             hold=knock_ons.needs,
@@ -193,9 +199,15 @@ def refresh(
             )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)
-        return replace(result, proposals=tuple(proposer.proposals)) if proposer else result
+        return with_proposals(result, moving, proposer)
     finally:
         engine.close()
+
+
+def with_proposals(result: RefreshResult, *hooks: Relocating | Proposer | None) -> RefreshResult:
+    """``result`` saying what became of the relocations and proposals tried."""
+    made = tuple(p for h in hooks if h is not None for p in h.proposals)
+    return replace(result, proposals=made) if made else result
 
 
 def resolver(
@@ -204,11 +216,13 @@ def resolver(
     state: State,
     records: Resolutions | None = None,
     proposer: Proposer | None = None,
+    moving: Relocating | None = None,
 ) -> Resolver | None:
     """What settles a conflict without asking: after ``git pull`` merged upstream into the
     stack, the user's merge resolution, for the conflicts whose file the conflicting patch is
     the last applied one to change; else a recorded resolution of exactly those versions;
-    else a verified proposal of the user's resolver (``proposer``)."""
+    else a whole relocation its probe proves (``moving``, `relocating`); else a verified
+    proposal of the user's resolver (``proposer``)."""
     pull: Resolver | None = None
     if state.resolution:
         owners: dict[str, str] = {}
@@ -224,6 +238,8 @@ def resolver(
         found = pull(step, tree, merged) if pull is not None else None
         if found is None and records is not None:
             found = records.settle(step.name, step.before, tree, step.after, merged)
+        if found is None and records is not None and moving is not None:
+            found = moving.accept(records, step, tree, merged)
         if found is None and records is not None and proposer is not None:
             found = proposer.propose(records, step, tree, merged)
         return found

@@ -55,6 +55,9 @@ class State:
     # ``refresh --resolver``: the command each conflict is handed to, and its time limit.
     resolver: str | None = None
     resolver_seconds: float | None = None
+    # ``--probes``: a whole relocation is taken when the patch's probe proves it
+    # (`relocating`), each probe run limited to these seconds; None without --probes.
+    probe_seconds: float | None = None
     # ``--publish ff``: the tip before the refresh, which the published merge follows.
     publish_from: str | None = None
 

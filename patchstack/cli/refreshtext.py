@@ -1,0 +1,86 @@
+"""What ``refresh`` prints (and ``push NAME`` of a deferred patch, and each step of ``refresh
+--steps``): the base move, a line per patch with its notes, the deferred summary, a stop's
+conflict report and hint, the counts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from .conflicttext import (
+    conflict_summary,
+    evidence_note,
+    proposal_hint,
+    recorded_note,
+    render_conflict,
+)
+from .output import echo, listed_verdicts, verdict, verdict_counts
+from .resolvertext import accepted_note, refused_lines
+
+if TYPE_CHECKING:
+    from ..commands.refresh.settle import RefreshResult
+
+
+def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+    if result.aborted:
+        but = " but" if result.kept else ""
+        echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
+        for patch, path in result.kept:
+            echo(ctx, f"  kept the resolution its --continue recorded: {patch}  {path}")
+        if result.kept:
+            echo(ctx, f"hint: 'patchstack resolutions {result.kept[0][0]} --forget' removes it")
+        return
+    old = (result.old_base or "?")[:12]
+    new = result.new_base[:12] + (f" ({result.new_ref})" if result.new_ref else "")
+    if result.old_base != result.new_base:
+        echo(ctx, f"base {old} -> {new}")
+    if result.fold_into:
+        echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
+    summarized = {c.patch for c in result.deferred}
+    shown, more = listed_verdicts(result.verdicts, verbose)
+    for v in shown:
+        if v.name in summarized and not verbose:
+            continue
+        notes = []
+        if said := accepted_note(result, v.name):
+            notes.append(said)
+        elif v.recorded:
+            notes.append(recorded_note(v.reused_hunks))
+        elif v.resolved:
+            notes.append("resolved")
+        if v.verdict == "upstream":
+            if v.evidence:
+                notes.append(evidence_note(v))
+            notes.append(
+                "dropped from the series (file kept)"
+                if v.dropped
+                else "already in the new base; not applied ('--drop-merged' removes it)"
+            )
+        elif v.note:  # no-op, unknown: never advised away
+            notes.append(v.note)
+        echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    if more:
+        echo(ctx, more)
+    for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
+        echo(ctx, line.replace("conflicts:", "deferred:", 1))
+    for line in refused_lines(result):
+        echo(ctx, line)
+    if result.stopped:
+        for line in render_conflict(result.stopped, verbose) + proposal_hint(result.stopped):
+            echo(ctx, line, err=True)
+        echo(
+            ctx,
+            "hint: edit the files to resolve the conflict markers, then run"
+            " 'patchstack refresh --continue' (no git add needed);"
+            " 'patchstack refresh --skip' leaves the patch out, deferred;"
+            " 'patchstack refresh --abort' goes back",
+            err=True,
+        )
+        return
+    rewritten = sum(v.rewritten for v in result.verdicts)
+    echo(
+        ctx,
+        f"{verdict_counts(result.verdicts)}; rewrote {rewritten} patch file(s);"
+        f" applied: {len(result.applied)} patch(es), HEAD {result.head[:12]}",
+    )
