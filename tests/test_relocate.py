@@ -368,3 +368,46 @@ def test_with_probes_a_relocation_the_probe_refutes_stops_as_before(tmp_path: Pa
     assert (p["command"], p["accepted"]) == ("patchstack relocation", False)
     assert p["why"].endswith("the patch's probe fails on the proposal (exit 2)"), p
     assert not (repo.path / "patches" / "resolutions").exists()
+
+
+# Upstream kept a.c but moved part of its code out (a content conflict, not modify/delete).
+SPLIT_KEPT = {"a.c": [1, 2, 3, 4], "b.c": OLD["b.c"]}
+MOVED_OUT = [
+    Case(
+        "moved-out",  # f5..fend moved to lib/more.c; the patch edits f2 (stays) and f6 (moved)
+        {**SPLIT_KEPT, "lib/more.c": [filler("more", 30), 5, 6, 7, 8, 0]},
+        frozenset({(2, "mid"), (6, "mid")}),
+        frozenset({(6, "mid")}),
+        {"lib/more.c"},
+    ),
+    Case(
+        "moved-out-and-changed",  # f6 moved *and* its statement changed: not followed
+        {**SPLIT_KEPT, "lib/more.c": [filler("more", 30), 5, ("changed", 6), 7, 8, 0]},
+        frozenset({(2, "mid"), (6, "mid")}),
+        frozenset(),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", MOVED_OUT, ids=[c.name for c in MOVED_OUT])
+def test_code_moved_out_of_a_file_upstream_kept(tmp_path: Path, case: Case) -> None:
+    repo = scenario(tmp_path, case)
+    data = json.loads(repo.ps("refresh", "--onto", "upstream", "--json", code=1).stdout)
+    stopped = data["stopped"]
+    verdict = {p["name"]: p["verdict"] for p in data["patches"]}["p1.patch"]
+    if not case.followed:  # git's own conflict stands, nothing proposed
+        assert verdict == "conflict" and stopped["relocations"] == []
+        assert "<<<<<<<" in repo.read("a.c")
+        return
+    [relocation] = stopped["relocations"]
+    assert relocation["path"] == "a.c"
+    assert relocation["commit"] == repo.git("rev-parse", "upstream").strip()
+    assert [h["dest"] for h in relocation["hunks"]] == sorted(case.dests)
+    assert verdict == "relocated"
+    want = build(case.new, case.edits)  # every edit where upstream has its function now
+    for path, text in want.items():
+        assert repo.read(path) == text, path
+    repo.ps("refresh", "--continue")
+    for path, text in want.items():
+        assert repo.git("show", f"HEAD:{path}") == text, path
+    assert "all patches apply" in repo.ps("check", "--onto", "upstream").stdout

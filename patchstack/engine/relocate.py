@@ -12,6 +12,13 @@ replaced by their new lines). A merge that conflicts carries none of that destin
 hunks. A file all of whose hunks went elsewhere is removed from the proposal, as upstream
 removed it; otherwise the patch's version stays, for the user to finish.
 
+A file upstream kept but moved some of its code out of (a content conflict) is followed the
+same way, hunk by hunk: a hunk whose whole old side the file no longer holds, found exactly
+once in another file the drift changed, is carried there, and the file itself becomes the
+three-way merge of the patch without those hunks (``git merge-file``); that only when every
+such hunk is found and that merge is clean, else git's conflict stands as it is. The commit
+named is the newest that changed how often the file holds one of the moved lines (``log -S``).
+
 The proposal is never taken silently: ``refresh`` stops with it in the work tree (taken by
 ``refresh --continue``), and ``check`` reports it; the merge result the conflict report and
 the recorded resolutions key on stays git's own.
@@ -31,6 +38,7 @@ from ..model.relocation import (
     Relocation,
     line_index,
     locate,
+    occurrences,
     overlapping,
     replaced,
     sides,
@@ -38,6 +46,10 @@ from ..model.relocation import (
 
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _FILE_MODES = ("100644", "100755")
+
+
+def _wordy(line: str) -> bool:
+    return any(c.isalnum() for c in line)
 
 
 @dataclass(frozen=True)
@@ -81,19 +93,33 @@ class Relocator:
             and old[p][1] != new[p][1]
         ]
 
+    def split(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
+        """The conflicted paths the patch changes that ``onto`` still has as a file: a
+        content conflict, where upstream may have moved some of the file's code elsewhere."""
+        paths = list(merged.conflicted)
+        if not paths:
+            return []
+        here = self.git.entries_at(onto, paths)
+        old, new = self.git.entries_at(before, paths), self.git.entries_at(after, paths)
+        files = [
+            p for p in paths if all(e.get(p, ("", ""))[0] in _FILE_MODES for e in (here, old, new))
+        ]
+        return [p for p in files if old[p][1] != new[p][1]]
+
     def propose(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> Proposal | None:
         """Where the hunks of the patch ``before -> after``, merged onto ``onto`` as
-        ``merged``, go when upstream deleted their files; None when it deleted none of them
-        (or the old base is not known)."""
+        ``merged``, go when upstream deleted their files or moved their lines out of a file it
+        kept; None when it did neither (or the old base is not known)."""
         gone = self.deleted(before, after, onto, merged)
-        if not gone or not self.old_base:
+        split = self.split(before, after, onto, merged)
+        if not (gone or split) or not self.old_base:
             return None
         git = self.git
         text = git.diff_patch(before, after).decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
-            if f.old_path is not None and f.old_path in gone and not f.binary
+            if f.old_path is not None and f.old_path in {*gone, *split} and not f.binary
         }
         files, index = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
@@ -104,14 +130,87 @@ class Relocator:
                 where = locate(pair[0], files, index) if pair else "the hunk is at a file's end"
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
+        kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
+        for path in split:
+            fd = diffs.get(path)
+            moves = self._moved_out(path, fd, files, index, onto) if fd else None
+            if moves is None or fd is None:
+                continue
+            body = self._without(before, after, onto, path, fd, [k for k, *_r in moves])
+            if body is not None:
+                kept[path] = (body, moves[0][4])
+                found += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
+        if not found:
+            return None
         moved, written = self._carry(found, files, merged)
-        settled, tree_changes = self._settle(gone, diffs, found, moved, written)
-        commits = {p: git.deleted_by(f"{self.old_base}..{self.new_base}", p) for p in gone}
+        settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
+        rng = f"{self.old_base}..{self.new_base}"
+        commits = {p: git.deleted_by(rng, p) for p in gone}
+        commits |= {p: git.removed_by(rng, p, line) for p, (_b, line) in kept.items()}
+        for path, (body, _line) in kept.items():
+            here = [r for r in settled if r.path == path]
+            if here and here[0].whole:  # the file as upstream kept it, the rest of the patch in
+                mode = git.entries_at(onto, [path])[path][0]
+                tree_changes[path] = (mode, git.write_blob(body))
         relocations = tuple(
             Relocation(r.path, str(commits[r.path] or ""), r.hunks) for r in settled
         )
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
         return Proposal(tree, relocations, tuple(tree_changes))
+
+    def _moved_out(
+        self,
+        path: str,
+        fd: FileDiff,
+        files: dict[str, list[str]],
+        index: dict[str, dict[str, list[int]]],
+        onto: Oid,
+    ) -> list[tuple[int, tuple[str, int], list[str], list[str], str]] | None:
+        """The hunks of ``path`` whose old lines upstream moved out of it: (hunk, where they
+        are now, old side, new side, a line of them ``path`` no longer holds); None when there
+        is none, or one of them is neither in ``path`` nor exactly once elsewhere (an edit
+        in place: git's conflict stands)."""
+        entry = self.git.entries_at(onto, [path]).get(path)
+        if entry is None:
+            return None
+        here = _lines(self.git.read_blob(entry[1]))
+        at = line_index(here)
+        others = {p: ln for p, ln in files.items() if p != path}
+        moves = []
+        for k, h in enumerate(fd.hunks, start=1):
+            pair = sides(h)
+            if pair is None:
+                return None
+            old, new = pair
+            if occurrences(old, here, at.get(old[0], ()) if old else None):
+                continue  # still here
+            where = locate(old, others, index)
+            if isinstance(where, str):
+                return None
+            gone_line = next((ln for ln in old if ln not in at and _wordy(ln)), "")
+            if not gone_line:
+                return None
+            moves.append((k, where, old, new, gone_line))
+        return moves or None
+
+    def _without(
+        self, before: Oid, after: Oid, onto: Oid, path: str, fd: FileDiff, moved: list[int]
+    ) -> bytes | None:
+        """``path`` merged as the patch changes it but for the ``moved`` hunks (1-based):
+        the file upstream kept with the rest of the patch, or None when that conflicts."""
+        git = self.git
+        ids = [git.entries_at(t, [path])[path][1] for t in (onto, before, after)]
+        ours, base, theirs = (git.read_blob(b) for b in ids)
+        lines = _lines(theirs)
+        undo = []
+        for k in moved:
+            h = fd.hunks[k - 1]
+            pair = sides(h)
+            assert pair is not None
+            start = h.new_start - 1 if h.new_len else h.new_start
+            undo.append((start, len(pair[1]), pair[0]))
+        result, clean = git.merge_file(ours, base, _bytes(replaced(lines, undo)))
+        return result if clean else None
 
     def _candidates(
         self, onto: Oid
@@ -186,7 +285,7 @@ class Relocator:
 
     def _settle(
         self,
-        gone: Sequence[str],
+        paths: Sequence[str],
         diffs: dict[str, FileDiff],
         found: Sequence[tuple[str, int, tuple[str, int] | str, list[str], list[str]]],
         moved: dict[tuple[str, int], tuple[str, int] | str],
@@ -195,7 +294,7 @@ class Relocator:
         changes: dict[str, tuple[str, str] | None] = dict(written)
         relocations = []
         starts = {(p, k): diffs[p].hunks[k - 1].old_start for p, k, *_r in found}
-        for path in gone:
+        for path in paths:
             hunks = []
             for (p, k), where in sorted(moved.items()):
                 if p != path:
@@ -206,8 +305,8 @@ class Relocator:
                     hunks.append(Moved(k, starts[(p, k)], where[0], where[1]))
             relocation = Relocation(path, "", tuple(hunks))
             relocations.append(relocation)
-            if relocation.whole:
-                changes[path] = None  # every hunk went elsewhere: upstream's deletion stands
+            if relocation.whole:  # every hunk went elsewhere: a deleted file stays deleted
+                changes[path] = None
         return relocations, changes
 
 

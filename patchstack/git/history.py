@@ -172,6 +172,14 @@ class History(Trees):
         out = self.out(*args).strip()
         return Oid(out) if out else None
 
+    def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
+        """The newest first-parent commit of ``rng`` that changed how often ``path`` holds
+        ``text`` (``log -S``, literal; a merge against its first parent), or None."""
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
+        args += ["-s", f"-S{text}", "--format=%H", "--end-of-options", rng, "--", path]
+        out = self.out(*args).strip()
+        return Oid(out) if out else None
+
     def line_changes(
         self, rng: str, paths: Sequence[str], trailer: str | None = None
     ) -> list[LineChanges]:
