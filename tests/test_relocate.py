@@ -386,6 +386,16 @@ MOVED_OUT = [
         frozenset({(2, "mid"), (6, "mid")}),
         frozenset(),
     ),
+    Case(
+        "moved-out-twice",  # f6 now in two files: no one place to carry the hunk to
+        {
+            **SPLIT_KEPT,
+            "lib/more.c": [filler("more", 30), 5, 6, 7, 8, 0],
+            "lib/copy.c": [filler("copy", 3), "\n", 6],
+        },
+        frozenset({(2, "mid"), (6, "mid")}),
+        frozenset(),
+    ),
 ]
 
 

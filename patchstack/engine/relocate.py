@@ -121,7 +121,17 @@ class Relocator:
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
             if f.old_path is not None and f.old_path in {*gone, *split} and not f.binary
         }
-        files, index = self._candidates(onto)
+        missing = {p: m for p in split if (m := self._missing(p, diffs.get(p), onto))}
+        if not gone and not missing:
+            return None
+        # Where a moved block can be: any file the drift changed (a deleted file's code), or
+        # one that holds a line a split file lost (``grep``: a block is found only where
+        # each of its lines is).
+        only = None
+        if not gone:
+            lost = sorted({ln for hunks in missing.values() for *_h, ln in hunks})
+            only = git.files_holding(onto, lost) - set(missing)
+        files, index = self._candidates(onto, only)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
@@ -131,12 +141,12 @@ class Relocator:
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
         kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
-        for path in split:
-            fd = diffs.get(path)
-            moves = self._moved_out(path, fd, files, index, onto) if fd else None
-            if moves is None or fd is None:
-                continue
-            body = self._without(before, after, onto, path, fd, [k for k, *_r in moves])
+        for path, hunks in missing.items():
+            others = {p: ln for p, ln in files.items() if p != path}
+            moves = [(k, locate(old, others, index), old, new, ln) for k, old, new, ln in hunks]
+            if not all(isinstance(m[1], tuple) for m in moves):
+                continue  # a block edited in place, or found twice: git's conflict stands
+            body = self._without(before, after, onto, path, diffs[path], [m[0] for m in moves])
             if body is not None:
                 kept[path] = (body, moves[0][4])
                 found += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
@@ -158,40 +168,30 @@ class Relocator:
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
         return Proposal(tree, relocations, tuple(tree_changes))
 
-    def _moved_out(
-        self,
-        path: str,
-        fd: FileDiff,
-        files: dict[str, list[str]],
-        index: dict[str, dict[str, list[int]]],
-        onto: Oid,
-    ) -> list[tuple[int, tuple[str, int], list[str], list[str], str]] | None:
-        """The hunks of ``path`` whose old lines upstream moved out of it: (hunk, where they
-        are now, old side, new side, a line of them ``path`` no longer holds); None when there
-        is none, or one of them is neither in ``path`` nor exactly once elsewhere (an edit
-        in place: git's conflict stands)."""
+    def _missing(
+        self, path: str, fd: FileDiff | None, onto: Oid
+    ) -> list[tuple[int, list[str], list[str], str]]:
+        """The hunks of ``path`` whose old lines ``onto``'s version of it no longer holds:
+        (hunk, old side, new side, one of those lines it lost); none when one of them cannot
+        be followed (no such line, or a side without its final newline)."""
         entry = self.git.entries_at(onto, [path]).get(path)
-        if entry is None:
-            return None
+        if entry is None or fd is None:
+            return []
         here = _lines(self.git.read_blob(entry[1]))
         at = line_index(here)
-        others = {p: ln for p, ln in files.items() if p != path}
-        moves = []
+        found = []
         for k, h in enumerate(fd.hunks, start=1):
             pair = sides(h)
             if pair is None:
-                return None
+                return []
             old, new = pair
             if occurrences(old, here, at.get(old[0], ()) if old else None):
                 continue  # still here
-            where = locate(old, others, index)
-            if isinstance(where, str):
-                return None
-            gone_line = next((ln for ln in old if ln not in at and _wordy(ln)), "")
-            if not gone_line:
-                return None
-            moves.append((k, where, old, new, gone_line))
-        return moves or None
+            lost = next((ln for ln in old if ln not in at and _wordy(ln)), "")
+            if not lost:
+                return []
+            found.append((k, old, new, lost))
+        return found
 
     def _without(
         self, before: Oid, after: Oid, onto: Oid, path: str, fd: FileDiff, moved: list[int]
@@ -213,13 +213,16 @@ class Relocator:
         return result if clean else None
 
     def _candidates(
-        self, onto: Oid
+        self, onto: Oid, only: set[str] | None = None
     ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
         """path -> lines of every text file of ``onto`` the drift changed (old base ->
-        ``onto``): where moved code can have gone; and path -> where each line is."""
+        ``onto``; ``only``: of these paths): where moved code can have gone; and path ->
+        where each line is."""
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
+        if only is not None:
+            changed = [p for p in changed if p in only]
         listing = git.entries_at(onto, changed)
         blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
         wanted = sorted({b for b in blobs.values() if b not in self._lines})
