@@ -519,3 +519,44 @@ def test_json_says_the_walk_and_the_import_or_where_it_stopped(fork) -> None:
     assert stopped["stopped"]["merge"] == at["tangle"] and stopped["stopped"]["commit"] == 3
     aborted = json.loads(repo.ps("import", "branch", "--abort", "--json").stdout)
     assert aborted["state"] == "aborted"
+
+
+def test_a_stop_on_code_upstream_moved_proposes_where_it_went(tmp_path: Path) -> None:
+    """Upstream moved a.py's lines 21-40 into lib/moved.py (with much new code); the branch's
+    Patch A edits a 30, Patch B edits it again and a 5, then the branch merged upstream. The
+    merge's tree cannot settle Patch A's conflict (Patch B changes the same line after it): the
+    import stops with Patch A's hunk carried where its lines went, as a refresh's stop does."""
+    filler = "".join(f"new {i}\n" for i in range(120))
+    old = numbered(40, "a")
+    kept, gone = old.split("a 21\n")[0], "a 21\n" + old.split("a 21\n")[1]
+    repo = make_repo(tmp_path / "fork", {"a.py": old, "b.py": "b\n"})
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "up")
+    repo.write("a.py", kept)
+    repo.write("lib/moved.py", filler + gone)
+    repo.commit_all("Move the second half of a.py into lib/moved.py")
+    repo.git("checkout", "-q", "-b", "feat", base)
+    replace_line(repo, "a.py", "a 30\n", "a 30 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 30 A\n", "a 30 AB\n")
+    replace_line(repo, "a.py", "a 5\n", "a 5 B\n")
+    repo.commit_all("Patch B")
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "up", check=False)
+    repo.write("a.py", kept.replace("a 5\n", "a 5 B\n"))
+    repo.write("lib/moved.py", filler + gone.replace("a 30\n", "a 30 AB\n"))
+    repo.git("add", "a.py", "lib/moved.py")
+    repo.git("commit", "-q", "-m", "Merge up into feat")
+    repo.git("checkout", "-q", "main")
+    before = repo.state()
+    args = ("import", "branch", "feat", "-u", "up", "-t", "essential", "--json")
+    data = json.loads(repo.ps(*args, code=1).stdout)
+    stopped = data["stopped"]["conflict"]
+    assert stopped["patch"] == "Patch-A.patch"
+    [relocation] = stopped["relocations"]
+    assert relocation["path"] == "a.py"
+    assert relocation["commit"] == repo.git("rev-parse", "up").strip()
+    assert [(h["dest"], h["line"]) for h in relocation["hunks"]] == [("lib/moved.py", 127)]
+    assert repo.read("lib/moved.py") == filler + gone.replace("a 30\n", "a 30 A\n")
+    assert repo.read("a.py") == kept  # the hunk went: the file as upstream kept it
+    repo.ps("import", "branch", "--abort")
+    assert repo.state() == before

@@ -25,6 +25,7 @@ from ..commands.refresh.resume import abort, resolution
 from ..engine.chain import Engine
 from ..engine.loaded import LoadedPatch
 from ..engine.merging import blame_first, unblamed
+from ..engine.relocate import Relocator
 from ..engine.replay import Done, commit_chain, labels
 from ..errors import ConflictError, PatchstackError, RefusedError
 from ..git import CommitMeta, MergeResult
@@ -159,6 +160,13 @@ def stop(
     name, parent_tree, merged = conflict
     walk = replace(walk, whole=(*walk.whole, *carrier.whole))
     stop_head, _commits = commit_chain(carrier.engine, onto, done)
+    # A file upstream deleted or moved code out of: its hunks carried where their lines went,
+    # a proposal in the work tree, as a refresh's stop shows it
+    step = next((s for s in carrier.steps if s.name == name), None)
+    proposal = step and Relocator(git, walk.base, onto).propose(
+        step.before, step.after, parent_tree, merged
+    )
+    shown = proposal.tree if proposal else merged.tree
     first = place.before is None  # the import stops for the first time: --abort goes here
     before = take_snapshot(ws) if first else place.before
     state = stopped.State(
@@ -177,15 +185,13 @@ def stop(
         stop_tree=parent_tree,
         merged_tree=merged.tree,
         # a file the merge left as it was is conflicted all the same (modify/delete)
-        touched=tuple(
-            dict.fromkeys([*git.changed_paths(parent_tree, merged.tree), *merged.conflicted])
-        ),
+        touched=tuple(dict.fromkeys([*git.changed_paths(parent_tree, shown), *merged.conflicted])),
         conflicted=merged.conflicted,
         then=walk.to_json(),
     )
-    overlay = Overlay(place.src, place.overlaid, merged.tree)
+    overlay = Overlay(place.src, place.overlaid, shown)
     steps = [t for s in carrier.steps for t in (s.before, s.after)]
-    git.keep_reachable([stop_head, merged.tree, *steps, *(d.tree for d in done)], [onto])
+    git.keep_reachable([stop_head, merged.tree, shown, *steps, *(d.tree for d in done)], [onto])
     blob = stopped.store(ws, state)
     plan = Plan(
         "import", place.head, stop_head, (), overlay, blob, before=before if first else None
@@ -202,6 +208,8 @@ def stop(
         f" '{take_merge_command(ws, c.oid, merged.conflicted)}'. 'import branch --continue"
         " --take-merge' then takes the merge's version at every later conflict like it",
     )
+    if proposal:
+        report = replace(report, relocations=proposal.relocations)
     count = ws.printed(report) if ws.printed is not None else None  # only what is printed
     report = blame_first(git, report, walk.base, onto, count)
     return BranchResult(walk, None, 0, stopped=report, stopped_merge=c.oid)
