@@ -301,3 +301,44 @@ def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) 
     end = next(i for i, ln in enumerate(lines) if ln.startswith("hint: "))
     assert end - start <= STOP_BUDGET, "\n".join(lines[start:end])
     assert len(stop.stdout.splitlines()) + len(lines) <= STOP_BUDGET + 10
+
+
+def test_a_stop_on_many_files_upstream_deleted_fits_a_screen(tmp_path) -> None:
+    """A patch editing 30 files in three places each; upstream deleted them all, moving four
+    of them into new files with much new code (relocated, not renamed): the stop and 'check
+    --patch' name where moved code went within the line budget, the files with a relocated
+    hunk first; --verbose names every hunk."""
+    from patchstack.cli.conflicttext import STOP_BUDGET
+
+    files = {f"d{i:02}.py": numbered(40, f"d{i:02}") for i in range(30)}
+    repo = make_repo(tmp_path / "fork", {**files, "keep.py": "keep\n"})
+    base = repo.head()
+    repo.ps("init")
+    for path in files:
+        text = repo.read(path)
+        for n in (5, 20, 35):
+            text = text.replace(f"{path[:3]} {n}\n", f"{path[:3]} {n} mine\n")
+        repo.write(path, text)
+    repo.ps("new", "Moved", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for k, path in enumerate(files):
+        repo.git("rm", "-q", path)
+        if k >= 26:  # moved into a new file among much new code: not a rename
+            repo.write(f"lib/n{k}.py", "".join(f"new {k} {j}\n" for j in range(150)) + files[path])
+    repo.commit_all("upstream moves four modules and drops the rest")
+    repo.git("checkout", "-q", "main")
+
+    check = repo.ps("check", "--onto", "up", "--patch", "Moved.patch", code=1).stdout
+    report = check[check.index("conflict in patch Moved.patch") :].splitlines()
+    report = report[: next(i for i, ln in enumerate(report) if ln.startswith("conflicts:"))]
+    assert len(report) <= STOP_BUDGET, "\n".join(report)
+    assert report[1].startswith("  relocated d26.py -> lib/n26.py by "), report[1]
+    assert "more file(s) upstream deleted or moved code out of" in "\n".join(report)
+    full = repo.ps("check", "--onto", "up", "--patch", "Moved.patch", "--verbose", code=1).stdout
+    assert full.count(" not relocated: ") == 26 * 3 and full.count(") -> lib/n") == 4 * 3
+
+    stop = repo.ps("refresh", "--onto", "up", code=1)
+    lines = stop.stderr.splitlines()
+    start = lines.index("conflict in patch Moved.patch")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("hint: "))
+    assert end - start <= STOP_BUDGET, "\n".join(lines[start:end])

@@ -7,6 +7,7 @@ anywhere else, or one carried that should not be, fails the test."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -192,7 +193,11 @@ def test_corpus_check_reports_the_proposal(tmp_path: Path, case: Case) -> None:
     else:
         assert f"a.c: deleted upstream by {short}; no hunk relocated" in out
         assert "relocated a.c" not in out
-    assert out.count("not relocated:") == total - n
+    # Short: one line per reason a hunk was not carried, with its count; --verbose: each hunk.
+    said = re.findall(r"    (\d+) hunk\(s\) not relocated: ", out)
+    assert sum(map(int, said)) == total - n
+    full = repo.ps("check", "--onto", "upstream", "--patch", "p1", "--verbose", code=1).stdout
+    assert full.count("not relocated:") == total - n
 
 
 def test_continue_takes_the_proposal(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the
 DIFF_LINES = 6  # lines of each of a hunk's two diffs in the short report
 FILES_SHOWN = 5  # files named on the report's file line
 CULPRITS_SHOWN = 3  # upstream commits named under a hunk
+RELOCATION_LINES = 12  # lines on where moved code went, in the short report
+CARRIED_SHOWN = 2  # relocated hunks named under a file, in the short report
 
 
 def render_conflict(c: Any, full: bool = False) -> list[str]:
@@ -82,7 +84,7 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
             f"  a knock-on: it conflicts only because {c.root} (deferred or conflicting) is"
             " missing; resolving that one places it again"
         )
-    lines += relocation_lines(c)
+    lines += relocation_lines(c, full)
     files = list(c.files)
     if full or len(files) <= FILES_SHOWN:
         lines += [f"  file {path}" for path in files]
@@ -102,18 +104,42 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
     return lines, tail
 
 
-def relocation_lines(c: Any) -> list[str]:
-    """Where the hunks of each file upstream deleted went (`engine.relocate`): a proposal."""
-    lines = []
-    for r in getattr(c, "relocations", ()):
+def relocation_lines(c: Any, full: bool = True) -> list[str]:
+    """Where the hunks of each file upstream deleted (or moved code out of) went
+    (`engine.relocate`): a proposal. ``full``: every hunk; else the files with a relocated
+    hunk first, each hunk carried (at most `CARRIED_SHOWN`) and one line per reason for those
+    not carried, within `RELOCATION_LINES` lines, and a count of the files left out."""
+    relocations = list(getattr(c, "relocations", ()))
+    if not full:
+        relocations.sort(key=lambda r: not r.carried)
+    lines: list[str] = []
+    for k, r in enumerate(relocations):
         said = " (a proposal, not yet the patch)" if r.carried else ""
-        lines.append(f"  {r.summary()}{said}")
-        for m in r.hunks:
-            at = f"hunk {m.hunk} ({r.path}:{m.old_start})"
-            if m.dest is not None:
-                lines.append(f"    {at} -> {m.dest}:{m.line}")
-            else:
-                lines.append(f"    {at} not relocated: {m.reason}")
+        block = [f"  {r.summary()}{said}"]
+        carried = [m for m in r.hunks if m.dest is not None]
+        for m in carried if full else carried[:CARRIED_SHOWN]:
+            block.append(f"    hunk {m.hunk} ({r.path}:{m.old_start}) -> {m.dest}:{m.line}")
+        if not full and len(carried) > CARRIED_SHOWN:
+            block.append(f"    ... {len(carried) - CARRIED_SHOWN} more hunk(s) relocated")
+        missed = [m for m in r.hunks if m.dest is None]
+        if full:
+            block += [
+                f"    hunk {m.hunk} ({r.path}:{m.old_start}) not relocated: {m.reason}"
+                for m in missed
+            ]
+        else:
+            reasons = dict.fromkeys(m.reason for m in missed)
+            for reason in reasons:
+                n = sum(m.reason == reason for m in missed)
+                block.append(f"    {n} hunk(s) not relocated: {reason}")
+        left = len(relocations) - k
+        if not full and lines and len(lines) + len(block) + 1 > RELOCATION_LINES:
+            lines.append(
+                f"  ... {left} more file(s) upstream deleted or moved code out of"
+                " (--verbose or --json show each)"
+            )
+            break
+        lines += block
     return lines
 
 
