@@ -67,7 +67,17 @@ class Day:
         self.ref = self.o.git.chain(self.new, placed)
         self.conflicts = sorted(n for n in self.ref.conflicts if n not in self.taken)
         kept = [(n, c) for n, c in placed if n not in self.ref.conflicts]
-        self.self_noop = set(self.o.git.chain(self.old, kept).empty)
+        on_old = self.o.git.chain(self.old, kept)
+        # a no-op for want of the missing patches: it changes nothing on the old base without
+        # them either, or it conflicts there (it leans on them) and no upstream commit brought
+        # the nothing it changes on the new base (`Oracle.not_brought`: a line it removes that
+        # a missing patch made was never upstream's)
+        commits = dict(kept)
+        self.self_noop = set(on_old.empty) | {
+            n
+            for n in on_old.conflicts
+            if n in self.ref.empty and not self.o.brought_by(commits[n], self.old, self.new)
+        }
 
     def judge_held(self, where: str, reports: list[dict]) -> list[dict]:
         """The reports of patches held (`against`), each judged by git; the others back."""
@@ -232,6 +242,14 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
             waiting.add(n)
     commits = {n: original[n] for n, _c in stack_of(repo, onto)}
     commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})
+    # A patch marked upstream is a commit of the branch as written too: git rebase picks it
+    # at its place, dropped as empty while the base holds its change, applied where the patch
+    # brought back makes it change something again (it undoes or edits that patch's lines):
+    # leaving it out would keep the brought-back patch's lines that it removes. patchstack
+    # places the mark's change again at its place likewise.
+    commits.update(
+        {n: original.get(n, m["commit"]) for n, m in marks.items() if m["kind"] == "upstream"}
+    )
     present = [(n, commits[n]) for n in order if n in commits]
     ref = o.git.chain(onto, present, frozenset([name, *o.brought]))
     where = f"push {name}"

@@ -143,6 +143,10 @@ def held(
     walked: dict[str, History] = {}
     out: dict[str, Held] = {}
     for s in wanted:
+        made = _removes_made_by(git, steps, s, missing)
+        if made:  # no upstream commit removed lines no upstream version had
+            out[s.name] = Held(NO_OP, missing=made)
+            continue
         if s.name in recorded:
             out[s.name] = Held(UPSTREAM, recorded[s.name])
             continue
@@ -205,6 +209,49 @@ def _why_no_op(
     mine = set(git.changed_paths(step.before, step.after))
     touching = [s.name for s in before if mine & set(_paths(git, s))]
     return tuple(touching or [s.name for s in before])
+
+
+def _removes_made_by(
+    git: Git, steps: Sequence[Step], step: Step, missing: Collection[str]
+) -> tuple[str, ...]:
+    """The patches left out before ``step`` that made a line it removes (where it stands in
+    ``step.before``, followed there by ``-U0`` diffs). The new base lacks such a line because
+    that patch is missing: the merge that finds the change held there, and a conflict on an
+    upstream commit's parent for want of a missing patch's context, say nothing of upstream.
+    Only a change on this chain counts (one deferred earlier made no line of ``step.before``;
+    a line there like one it made came from upstream)."""
+    k = next(i for i, s in enumerate(steps) if s.name == step.name)
+    before = [s for s in steps[:k] if (s.name in missing or s.deferred) and s.before != s.after]
+    if not before:
+        return ()
+    mine = git.line_hunks(step.before, step.after, git.changed_paths(step.before, step.after))
+    removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
+    removed = {p: lines for p, lines in removed.items() if lines}
+    out = []
+    for other in before:
+        made = git.line_hunks(other.before, other.after, sorted(removed))
+        added = {p: [(o, c) for _, _, o, c in hs if c] for p, hs in made.items()}
+        added = {p: spans for p, spans in added.items() if spans}
+        moves = git.line_hunks(other.after, step.before, sorted(added))
+        if any(
+            _carried(n, moves.get(p, ())) in removed[p]
+            for p, spans in added.items()
+            for o, c in spans
+            for n in range(o, o + c)
+        ):
+            out.append(other.name)
+    return tuple(out)
+
+
+def _carried(n: int, hunks: Sequence[tuple[int, int, int, int]]) -> int | None:
+    """Where line ``n`` of a diff's old side stands on its new side (None: changed)."""
+    shift = 0
+    for old, count, _new, new_count in hunks:
+        if count and old <= n < old + count:
+            return None
+        if (count and old + count <= n) or (not count and old < n):
+            shift += new_count - count
+    return n + shift
 
 
 def _paths(git: Git, step: Step) -> list[str]:
