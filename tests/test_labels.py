@@ -69,6 +69,11 @@ FIXED = [
     # day one: p3 only deletes deferred p1's line, which up4 (taking p2) never had: a no-op
     # deferred after p1, not "upstream in up4"; push p1 brings it back (item 4, fixed)
     9090795,
+    # day one: up3 took p2; placed without deferred p1, p2 adds its function again (git's
+    # merge of the repeated tail lines does too); push p1: git's pick of p1 before that
+    # refreshed p2 (it commutes with p1), not the one as written (the oracle's reference;
+    # fixed)
+    2075,
 ]
 
 
