@@ -132,8 +132,10 @@ def held(
     nothing (`evidence.first_holding`), checked by the definition (`evidence.brought`: what
     the mark it writes claims, checked again when read). ``no-op``: it changes nothing there
     either, and a patch left out before it is why (the one touching its files, else every
-    one). Otherwise ``unknown``. A patch with a change of its own where no base moved (a
-    deferred patch brought back) is searched for from its change's parent."""
+    one); or it removes a line a patch left out before it made (`_removes_made_by`: no
+    upstream commit removed it), naming those. Otherwise ``unknown``. A patch with a change
+    of its own where no base moved (a deferred patch brought back) is searched for from its
+    change's parent."""
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
