@@ -226,7 +226,12 @@ def _removes_made_by(
     before = [s for s in steps[:k] if (s.name in missing or s.deferred) and s.before != s.after]
     if not before:
         return ()
-    mine = git.line_hunks(step.before, step.after, git.changed_paths(step.before, step.after))
+    raws = git.raw_diffs([(step.before, step.after)] + [(s.before, s.after) for s in before])
+    paths = [{d[4] for d in raw} for raw in raws]
+    before = [s for s, theirs in zip(before, paths[1:], strict=True) if theirs & paths[0]]
+    if not before:
+        return ()
+    mine = git.line_hunks(step.before, step.after, sorted(paths[0]))
     removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
     removed = {p: lines for p, lines in removed.items() if lines}
     out = []
