@@ -230,8 +230,8 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
     """``push NAME`` of a deferred patch, its conflict resolved as the patch has it (the
     others skipped), against git picking it again at its place: ``git rebase`` of the series
     as it was written (``original``: each patch's commit before the refresh that deferred it;
-    a later patch that is its own change without it, as refreshed) with the patches still
-    deferred left out."""
+    a later patch placed without it, as refreshed, unless git proves it is not its own change
+    without it) with the patches still deferred left out."""
     repo = o.repo
     status = _json(repo, "status")
     order = [p["name"] for p in status["patches"]]
@@ -241,18 +241,20 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
         m = marks.get(n)
         if m and m["kind"] == "deferred" and m.get("root") in waiting:
             waiting.add(n)
-    # A patch applied after one coming back that commutes with those before it on the old
-    # stack (`Git.commutes`, `engine.needs`'s rule) was placed without them, its file
-    # rewritten from there: git's pick of it at its place is of that commit (git rebase -i of
-    # the refreshed branch with the patch picked again before it); it differs from the
-    # original only where upstream made the difference (it took the patch; repeated lines
-    # merge otherwise without the patch brought back). One that does not commute (held, or
-    # a hunk lost) is picked as written.
+    # A patch applied after one coming back was placed without it by the refresh (its day-one
+    # tree is git rebase's, checked), its file rewritten from there: git's pick of it at its
+    # place is of that commit (git rebase -i of the refreshed branch with the patch picked
+    # again before it). It can differ from the original where upstream made the difference
+    # (it took the patch coming back, or one this one follows; repeated lines merge otherwise
+    # without it). Only one git proves is not its own change without the patches coming back
+    # (`Git.commutes` False: a clean pick, a different tree, where `engine.needs` holds it and
+    # a refresh must not lose its hunk) is picked as written; None (a conflict on the way)
+    # proves nothing, as in `engine.needs`.
     stack = list(original.items())
     commits = {}
     for n, now in stack_of(repo, onto):
         left = [m for m in order[: order.index(n)] if m in waiting and m in original]
-        own = bool(left) and n in original and o.git.commutes(stack, n, left)
+        own = bool(left) and n in original and o.git.commutes(stack, n, left) is not False
         commits[n] = now if own else original[n]
     commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})
     # A patch marked upstream is a commit of the branch as written too: git rebase picks it

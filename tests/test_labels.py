@@ -74,6 +74,10 @@ FIXED = [
     # refreshed p2 (it commutes with p1), not the one as written (the oracle's reference;
     # fixed)
     2075,
+    # up2 took p1; p1 (deferred) resolved as it has it copies a_f0; p5, placed on day one
+    # without p1 (its line came from up2), is picked as refreshed, not as written: its
+    # insertion lands in git's copy (the oracle's reference; fixed)
+    5075,
 ]
 
 
