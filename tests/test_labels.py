@@ -78,6 +78,9 @@ FIXED = [
     # without p1 (its line came from up2), is picked as refreshed, not as written: its
     # insertion lands in git's copy (the oracle's reference; fixed)
     5075,
+    # up1 took p2, up4 took p3, which edits p2's line: p3 is upstream in up4 (the line it
+    # removes was upstream's), not a no-op of deferred p2 (fixed)
+    5223,
 ]
 
 

@@ -308,3 +308,30 @@ def test_a_follow_up_deleting_a_deferred_patchs_line_is_a_no_op_not_upstream(
     repo.ps("refresh", "--continue")
     assert repo.read("b.txt") == numbered(10, "b").replace("b 4\n", "")  # p3 took DEBUG out
     assert "# deferred:" not in repo.read("patches/series")
+
+
+def test_a_follow_up_of_a_deferred_patch_upstream_took_both_of_is_upstream(
+    tmp_path: Path,
+) -> None:
+    """p1 adds X to b.txt and edits a.txt line 3, which upstream edits too (deferred); p2 edits
+    p1's X. Upstream took X, then p2's edit: the line p2 removes was upstream's, so p2 is
+    upstream in the commit that edited it, not a no-op of p1."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(10, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    replace_line(repo, "b.txt", "b 3\n", "b 3\nX\n")
+    repo.ps("new", "p1", "-t", "essential", "a.txt", "b.txt")
+    replace_line(repo, "b.txt", "X\n", "X edited\n")
+    repo.ps("new", "p2", "-t", "essential", "b.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.txt", "b 3\n", "b 3\nX\n")
+    repo.commit_all("upstream takes X")
+    replace_line(repo, "b.txt", "X\n", "X edited\n")
+    took = repo.commit_all("upstream takes p2")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 upstream\n")
+    repo.commit_all("upstream edits line 3")
+    repo.git("checkout", "-q", "main")
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    p2 = {p["name"]: p for p in checked["patches"]}["p2.patch"]
+    assert p2["verdict"] == "upstream" and p2["evidence"]["commit"] == took, p2
