@@ -134,9 +134,8 @@ def held(
     either, and a patch left out before it is why (the one touching its files, else every
     one); or it removes a line a patch left out before it made that no upstream version had
     (the old base, the named commit's parent; `_removes_made_by`), naming those: no upstream
-    commit removed it. Otherwise ``unknown``. A patch with a change
-    of its own where no base moved (a deferred patch brought back) is searched for from its
-    change's parent."""
+    commit removed it. Otherwise ``unknown``. A patch with a change of its own where no base
+    moved (a deferred patch brought back) is searched for from its change's parent."""
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
@@ -160,7 +159,7 @@ def held(
         if base not in walked:
             walked[base] = history(git, base, new_base)
         hit = first_holding(git, s.before, s.after, walked[base], there)
-        upstream = old_base or new_base
+        start = old_base or new_base
         if hit == SELF:
             gone = tuple(made) or _why_no_op(git, steps, s, missing)
             out[s.name] = Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
@@ -169,10 +168,10 @@ def held(
         ):
             # C's parent may "change something" only by a conflict for want of a left-out
             # patch's context: C did not remove a line no upstream version had
-            versions = [upstream, hit.oid + "^"]
+            versions = [start, hit.oid + "^"]
             out[s.name] = _no_op_if_never(git, made, versions, Held(UPSTREAM, hit))
         else:
-            out[s.name] = _no_op_if_never(git, made, [upstream, new_base], Held(UNKNOWN))
+            out[s.name] = _no_op_if_never(git, made, [start, new_base], Held(UNKNOWN))
     return out
 
 
