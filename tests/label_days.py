@@ -67,7 +67,17 @@ class Day:
         self.ref = self.o.git.chain(self.new, placed)
         self.conflicts = sorted(n for n in self.ref.conflicts if n not in self.taken)
         kept = [(n, c) for n, c in placed if n not in self.ref.conflicts]
-        self.self_noop = set(self.o.git.chain(self.old, kept).empty)
+        on_old = self.o.git.chain(self.old, kept)
+        # a no-op for want of the missing patches: it changes nothing on the old base without
+        # them either, or it conflicts there (it leans on them) and no upstream commit brought
+        # the nothing it changes on the new base (`Oracle.not_brought`: a line it removes that
+        # a missing patch made was never upstream's)
+        commits = dict(kept)
+        self.self_noop = set(on_old.empty) | {
+            n
+            for n in on_old.conflicts
+            if n in self.ref.empty and not self.o.brought_by(commits[n], self.old, self.new)
+        }
 
     def judge_held(self, where: str, reports: list[dict]) -> list[dict]:
         """The reports of patches held (`against`), each judged by git; the others back."""
@@ -219,8 +229,9 @@ class Day:
 def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> None:
     """``push NAME`` of a deferred patch, its conflict resolved as the patch has it (the
     others skipped), against git picking it again at its place: ``git rebase`` of the series
-    as it was written (``original``: each patch's commit before the refresh that deferred it)
-    with the patches still deferred left out."""
+    as it was written (``original``: each patch's commit before the refresh that deferred it;
+    a later patch placed without it, as refreshed, unless git proves it is not its own change
+    without it) with the patches still deferred left out."""
     repo = o.repo
     status = _json(repo, "status")
     order = [p["name"] for p in status["patches"]]
@@ -230,8 +241,30 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
         m = marks.get(n)
         if m and m["kind"] == "deferred" and m.get("root") in waiting:
             waiting.add(n)
-    commits = {n: original[n] for n, _c in stack_of(repo, onto)}
+    # A patch applied after one coming back was placed without it by the refresh (its day-one
+    # tree is git rebase's, checked), its file rewritten from there: git's pick of it at its
+    # place is of that commit (git rebase -i of the refreshed branch with the patch picked
+    # again before it). It can differ from the original where upstream made the difference
+    # (it took the patch coming back, or one this one follows; repeated lines merge otherwise
+    # without it). Only one git proves is not its own change without the patches coming back
+    # (`Git.commutes` False: a clean pick, a different tree, where `engine.needs` holds it and
+    # a refresh must not lose its hunk) is picked as written; None (a conflict on the way)
+    # proves nothing, as in `engine.needs`.
+    stack = list(original.items())
+    commits = {}
+    for n, now in stack_of(repo, onto):
+        left = [m for m in order[: order.index(n)] if m in waiting and m in original]
+        own = bool(left) and n in original and o.git.commutes(stack, n, left) is not False
+        commits[n] = now if own else original[n]
     commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})
+    # A patch marked upstream is a commit of the branch as written too: git rebase picks it
+    # at its place, dropped as empty while the base holds its change, applied where the patch
+    # brought back makes it change something again (it undoes or edits that patch's lines):
+    # leaving it out would keep the brought-back patch's lines that it removes. patchstack
+    # places the mark's change again at its place likewise.
+    commits.update(
+        {n: original.get(n, m["commit"]) for n, m in marks.items() if m["kind"] == "upstream"}
+    )
     present = [(n, commits[n]) for n in order if n in commits]
     ref = o.git.chain(onto, present, frozenset([name, *o.brought]))
     where = f"push {name}"

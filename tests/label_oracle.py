@@ -185,10 +185,14 @@ class Git:
         return out
 
     def added_lines(self, commit: str) -> list[str]:
+        return self.changed_lines(commit, "+")
+
+    def removed_lines(self, commit: str) -> list[str]:
+        return self.changed_lines(commit, "-")
+
+    def changed_lines(self, commit: str, sign: str) -> list[str]:
         diff = self.run("show", "--format=", "-M", "--no-color", commit)
-        return [
-            ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")
-        ]
+        return [ln[1:] for ln in diff.splitlines() if ln[:1] == sign and ln[:3] != sign * 3]
 
     def all_lines(self, commit: str) -> set[str]:
         out: set[str] = set()
@@ -274,43 +278,46 @@ class Oracle:
         return self.git.pick(tree_commit, patch)[0] == "empty"
 
     def upstream_evidence(self, where: str, name: str, patch: str, ev: str, old: str, new: str):
-        """``ev`` (an id or its prefix) brought ``patch``'s change: it is in old..new, the
-        patch changes something on its parent and nothing on it, and it adds every line the
-        patch adds that its parent lacked."""
+        """``ev`` (an id or its prefix) brought ``patch``'s change (`not_brought`)."""
         self.saw("evidence")
+        full = self.git.run("rev-parse", "--verify", "-q", ev + "^{commit}", check=False).strip()
+        why = self.not_brought(patch, full, old, new)
+        if why:
+            self.fail(where, f"{name}: upstream in {ev[:12]}, but git: {why}", item="6")
+
+    def not_brought(self, patch: str, full: str, old: str, new: str) -> str:
+        """Why the upstream commit ``full`` did not bring ``patch``'s change ("": it did): it
+        must be in old..new, the patch change something on its parent and nothing on it, it
+        must add every line the patch adds that its parent lacked, and every line the patch
+        removes that it lacks must have been upstream's (in the old base or a version since,
+        up to its parent): a line no upstream version had was made by a fork patch, and the
+        base lacks it because that patch is missing, not because upstream removed it."""
         git = self.git
-        full = git.run("rev-parse", "--verify", "-q", ev + "^{commit}", check=False).strip()
-        in_range = git.run("rev-list", f"{old}..{new}").split()
-        if full not in in_range:
-            self.fail(
-                where,
-                f"{name}: evidence {ev[:12]} is not an upstream commit of the range",
-                item="6",
-            )
-            return
+        if full not in git.run("rev-list", f"{old}..{new}").split():
+            return "it is not an upstream commit of the range"
         if not self.holds(full, patch):
-            self.fail(
-                where,
-                f"{name}: upstream in {ev[:12]}, but git: the patch still changes "
-                f"something on {ev[:12]} ({git.pick(full, patch)[0]})",
-                item="6",
-            )
-            return
+            return f"the patch still changes something there ({git.pick(full, patch)[0]})"
         if self.holds(full + "^", patch):
-            self.fail(
-                where,
-                f"{name}: upstream in {ev[:12]}, but git: its parent already "
-                "holds the change (that commit did not bring it)",
-                item="6",
-            )
-            return
+            return "its parent already holds the change (that commit did not bring it)"
         had = git.all_lines(full + "^")
         brought = set(git.added_lines(full))
         missing = [ln for ln in git.added_lines(patch) if ln not in had and ln not in brought]
         if missing:
-            self.fail(
-                where, f"{name}: upstream in {ev[:12]}, but git show lacks {missing[:2]}", item="6"
-            )
+            return f"git show lacks {missing[:2]}"
+        lacks = set(git.removed_lines(patch)) - git.all_lines(full)
+        for version in [old, *git.run("rev-list", f"{old}..{full}^").split()]:
+            lacks -= git.all_lines(version)
+        if lacks:
+            return f"no upstream version had {sorted(lacks)[:2]}, which the patch removes"
+        return ""
+
+    def brought_by(self, patch: str, old: str, new: str) -> str:
+        """The first-parent commit of old..new that brought ``patch``'s change (`not_brought`),
+        newest first; "" when none did."""
+        for commit in self.git.run("rev-list", "--first-parent", f"{old}..{new}").split():
+            if not self.not_brought(patch, commit, old, new):
+                return commit
+        return ""
 
     def patch_file_commit(self, where: str, name: str, commit: str) -> None:
         """The patch file's change is ``commit``'s (its parent to it)."""

@@ -257,3 +257,81 @@ def test_the_day_after_check_and_refresh_give_the_same_verdicts(tmp_path: Path) 
     done = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
     refreshed = {p["name"]: p["verdict"] for p in done["patches"]}
     assert {n: "deferred" if v == "conflict" else v for n, v in checked.items()} == refreshed
+
+
+def debug_line_drift(tmp_path: Path) -> Repo:
+    """Item 4's seed 9090795 made small: p1 adds a DEBUG line to b.txt after line 3 and edits
+    a.txt line 3, which upstream edits too (conflicts); p2 deletes b.txt's line 4, next to the
+    DEBUG line, and upstream takes p2; p3 only deletes p1's DEBUG line."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(10, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    replace_line(repo, "b.txt", "b 3\n", "b 3\nDEBUG\n")
+    repo.ps("new", "p1", "-t", "essential", "a.txt", "b.txt")
+    replace_line(repo, "b.txt", "b 4\n", "")
+    repo.ps("new", "p2", "-t", "essential", "b.txt")
+    replace_line(repo, "b.txt", "DEBUG\n", "")
+    repo.ps("new", "p3", "-t", "essential", "b.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.txt", "a 3\n", "a 3 upstream\n")
+    repo.commit_all("upstream edits line 3")
+    replace_line(repo, "b.txt", "b 4\n", "")
+    repo.commit_all("upstream takes p2")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def test_a_follow_up_deleting_a_deferred_patchs_line_is_a_no_op_not_upstream(
+    tmp_path: Path,
+) -> None:
+    """The new base lacks DEBUG because p1 is missing, not because 'upstream takes p2' removed
+    it (no upstream version ever had it): p3 is a no-op naming p1, deferred after it, and
+    comes back with it; git (up + p1 + p2 + p3) has no DEBUG. It was called 'upstream in
+    <take p2>' (p3 conflicts on that commit's parent only for want of p2's context), marked
+    so, and `push p1` left DEBUG in."""
+    repo = debug_line_drift(tmp_path)
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    by_name = {p["name"]: p for p in checked["patches"]}
+    assert by_name["p3.patch"]["verdict"] == "no-op", by_name["p3.patch"]
+    assert "p1.patch" in by_name["p3.patch"]["note"]
+    done = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    said = {p["name"]: p for p in done["patches"]}
+    assert said["p3.patch"]["verdict"] == "no-op", said["p3.patch"]
+    series = repo.read("patches/series")
+    assert "# upstream: p3.patch" not in series
+    assert "# deferred: p3.patch " in series
+    assert "--drop-merged" not in repo.ps("status", code=None).stdout
+    repo.ps("push", "p1.patch", code=1)
+    repo.write("a.txt", numbered(10, "a").replace("a 3\n", "a 3 upstream mine\n"))
+    repo.write("b.txt", numbered(10, "b").replace("b 3\n", "b 3\nDEBUG\n").replace("b 4\n", ""))
+    repo.ps("refresh", "--continue")
+    assert repo.read("b.txt") == numbered(10, "b").replace("b 4\n", "")  # p3 took DEBUG out
+    assert "# deferred:" not in repo.read("patches/series")
+
+
+def test_a_follow_up_of_a_deferred_patch_upstream_took_both_of_is_upstream(
+    tmp_path: Path,
+) -> None:
+    """p1 adds X to b.txt and edits a.txt line 3, which upstream edits too (deferred); p2 edits
+    p1's X. Upstream took X, then p2's edit: the line p2 removes was upstream's, so p2 is
+    upstream in the commit that edited it, not a no-op of p1."""
+    repo = make_repo(tmp_path / "fork", {"a.txt": numbered(10, "a"), "b.txt": numbered(10, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 mine\n")
+    replace_line(repo, "b.txt", "b 3\n", "b 3\nX\n")
+    repo.ps("new", "p1", "-t", "essential", "a.txt", "b.txt")
+    replace_line(repo, "b.txt", "X\n", "X edited\n")
+    repo.ps("new", "p2", "-t", "essential", "b.txt")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.txt", "b 3\n", "b 3\nX\n")
+    repo.commit_all("upstream takes X")
+    replace_line(repo, "b.txt", "X\n", "X edited\n")
+    took = repo.commit_all("upstream takes p2")
+    replace_line(repo, "a.txt", "a 3\n", "a 3 upstream\n")
+    repo.commit_all("upstream edits line 3")
+    repo.git("checkout", "-q", "main")
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    p2 = {p["name"]: p for p in checked["patches"]}["p2.patch"]
+    assert p2["verdict"] == "upstream" and p2["evidence"]["commit"] == took, p2

@@ -132,8 +132,10 @@ def held(
     nothing (`evidence.first_holding`), checked by the definition (`evidence.brought`: what
     the mark it writes claims, checked again when read). ``no-op``: it changes nothing there
     either, and a patch left out before it is why (the one touching its files, else every
-    one). Otherwise ``unknown``. A patch with a change of its own where no base moved (a
-    deferred patch brought back) is searched for from its change's parent."""
+    one); or it removes a line a patch left out before it made that no upstream version had
+    (the old base, the named commit's parent; `_removes_made_by`), naming those: no upstream
+    commit removed it. Otherwise ``unknown``. A patch with a change of its own where no base
+    moved (a deferred patch brought back) is searched for from its change's parent."""
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
@@ -146,25 +148,30 @@ def held(
         if s.name in recorded:
             out[s.name] = Held(UPSTREAM, recorded[s.name])
             continue
+        made = _removes_made_by(git, steps, s, missing)
         q = index[s.name]
         base, there = old_base, lands.get(s.name, s.before)
         if not moved and s.commit and q and steps[q - 1].after != s.before:
             base, there = s.commit + "^", s.before  # brought back: its change's own parent
         if not base:
-            out[s.name] = Held(UNKNOWN)
+            out[s.name] = _no_op_if_never(git, made, [new_base], Held(UNKNOWN))
             continue
         if base not in walked:
             walked[base] = history(git, base, new_base)
         hit = first_holding(git, s.before, s.after, walked[base], there)
+        start = old_base or new_base
         if hit == SELF:
-            gone = _why_no_op(git, steps, s, missing)
+            gone = tuple(made) or _why_no_op(git, steps, s, missing)
             out[s.name] = Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
         elif (
             isinstance(hit, UpstreamCommit) and hit.oid and brought(git, s.before, s.after, hit.oid)
         ):
-            out[s.name] = Held(UPSTREAM, hit)
+            # C's parent may "change something" only by a conflict for want of a left-out
+            # patch's context: C did not remove a line no upstream version had
+            versions = [start, hit.oid + "^"]
+            out[s.name] = _no_op_if_never(git, made, versions, Held(UPSTREAM, hit))
         else:
-            out[s.name] = Held(UNKNOWN)
+            out[s.name] = _no_op_if_never(git, made, [start, new_base], Held(UNKNOWN))
     return out
 
 
@@ -205,6 +212,72 @@ def _why_no_op(
     mine = set(git.changed_paths(step.before, step.after))
     touching = [s.name for s in before if mine & set(_paths(git, s))]
     return tuple(touching or [s.name for s in before])
+
+
+def _removes_made_by(
+    git: Git, steps: Sequence[Step], step: Step, missing: Collection[str]
+) -> dict[str, set[tuple[str, bytes]]]:
+    """The patches left out before ``step`` that made a line it removes, with those lines
+    (path, text): where they stand in ``step.before``, followed there by ``-U0`` diffs. Only a
+    change on this chain counts (one deferred earlier made no line of ``step.before``)."""
+    k = next(i for i, s in enumerate(steps) if s.name == step.name)
+    before = [s for s in steps[:k] if (s.name in missing or s.deferred) and s.before != s.after]
+    if not before:
+        return {}
+    raws = git.raw_diffs([(step.before, step.after)] + [(s.before, s.after) for s in before])
+    paths = [{d[4] for d in raw} for raw in raws]
+    before = [s for s, theirs in zip(before, paths[1:], strict=True) if theirs & paths[0]]
+    if not before:
+        return {}
+    mine = git.line_hunks(step.before, step.after, sorted(paths[0]))
+    removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
+    removed = {p: lines for p, lines in removed.items() if lines}
+    texts: dict[str, list[bytes]] = {}
+    out: dict[str, set[tuple[str, bytes]]] = {}
+    for other in before:
+        made = git.line_hunks(other.before, other.after, sorted(removed))
+        added = {p: [(o, c) for _, _, o, c in hs if c] for p, hs in made.items()}
+        added = {p: spans for p, spans in added.items() if spans}
+        moves = git.line_hunks(other.after, step.before, sorted(added))
+        for p, spans in added.items():
+            for n in (n for o, c in spans for n in range(o, o + c)):
+                at = _carried(n, moves.get(p, ()))
+                if at in removed[p]:
+                    if p not in texts:
+                        texts[p] = (git.show_file(step.before, p) or b"").split(b"\n")
+                    out.setdefault(other.name, set()).add((p, texts[p][at - 1]))
+    return out
+
+
+def _no_op_if_never(
+    git: Git, made: Mapping[str, set[tuple[str, bytes]]], versions: Sequence[str], held: Held
+) -> Held:
+    """``no-op`` naming the left-out patches of ``made`` one of whose lines (that the patch
+    removes) none of the upstream ``versions`` has: the base lacks it because that patch is
+    missing, and no upstream commit removed it; else ``held``."""
+    files: dict[tuple[str, str], set[bytes]] = {}
+
+    def had(path: str, line: bytes) -> bool:
+        for rev in versions:
+            if (rev, path) not in files:
+                files[rev, path] = set((git.show_file(rev, path) or b"").split(b"\n"))
+            if line in files[rev, path]:
+                return True
+        return False
+
+    never = tuple(n for n, lines in made.items() if not all(had(p, ln) for p, ln in lines))
+    return Held(NO_OP, missing=never) if never else held
+
+
+def _carried(n: int, hunks: Sequence[tuple[int, int, int, int]]) -> int | None:
+    """Where line ``n`` of a diff's old side stands on its new side (None: changed)."""
+    shift = 0
+    for old, count, _new, new_count in hunks:
+        if count and old <= n < old + count:
+            return None
+        if (count and old + count <= n) or (not count and old < n):
+            shift += new_count - count
+    return n + shift
 
 
 def _paths(git: Git, step: Step) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from .base import decode_path
-from .history import History
+from .history import History, _diff_header, _span
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
@@ -110,6 +110,30 @@ class Listings(History):
             "--no-ext-diff", "--no-textconv", "--no-color", "--end-of-options", commit, "--",
             *paths,
         ).stdout  # fmt: skip
+
+    def line_hunks(
+        self, a: str, b: str, paths: Sequence[str]
+    ) -> dict[str, tuple[tuple[int, int, int, int], ...]]:
+        """The ``-U0`` hunks of ``a`` to ``b`` (trees or commits) in each text file of ``paths``
+        that differs, as (old start, old count, new start, new count) as git writes them; a
+        binary file has none."""
+        if not paths:
+            return {}
+        args = ["diff-tree", "-p", "-U0", "-r", "--no-renames", "--no-color", "--no-ext-diff"]
+        args += ["--no-textconv", "--end-of-options", a, b, "--", *paths]
+        out = self.run(*args).stdout
+        headers = {_diff_header(p): p for p in paths}
+        found: dict[str, list[tuple[int, int, int, int]]] = {}
+        path: str | None = None
+        for line in out.split(b"\n"):
+            if line.startswith(b"diff --git "):
+                path = headers.get(line)
+                if path is not None:
+                    found[path] = []
+            elif path is not None and line.startswith(b"@@ -"):
+                old, new = line[4:].split(b" @@", 1)[0].split(b" +")
+                found[path].append((*_span(old), *_span(new)))
+        return {p: tuple(h) for p, h in found.items() if h}
 
     # -- the work tree ---------------------------------------------------------------------------
 
