@@ -61,14 +61,12 @@ def test_a_consumer_pulls_ff_only_across_three_bot_refreshes(action_copy, tmp_pa
         for n in range(1, 4):
             _upstream_moves(upstream, n)
             ws = _clone(origin, tmp_path / f"ws{n}")
-            run = run_bot(
-                action_copy, ws, tmp_path / f"t{n}", gh, str(upstream.path), **{"auto-merge": "safe"}
-            )
+            safe = {"auto-merge": "safe"}
+            run = run_bot(action_copy, ws, tmp_path / f"t{n}", gh, str(upstream.path), **safe)
             assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
             assert run.outputs["refresh-result"] == "merged", run.summary
-            pulled = subprocess.run(
-                ["git", "pull", "--ff-only", "-q"], cwd=consumer.path, capture_output=True, text=True
-            )
+            pull = ["git", "pull", "--ff-only", "-q"]
+            pulled = subprocess.run(pull, cwd=consumer.path, capture_output=True, text=True)
             assert pulled.returncode == 0, pulled.stderr
             assert f"# base: {upstream.head()}" in consumer.read("patches/series")
             assert f"# upstream note {n}" in consumer.read("srt/models/kimi_k25.py")
