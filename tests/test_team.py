@@ -285,7 +285,8 @@ def _refreshed_by_alice(team: Team) -> str:
     alice, upstream = team.alice, team.upstream
     upstream.write("a.py", "# upstream 1\n# upstream 2\n# upstream 3\n" + upstream.read("a.py"))
     replace_line(upstream, "a.py", "a 12\n", "a 12 upstream\n")
-    upstream.git("commit", "-qam", "upstream: a header, a 12")
+    upstream.write("d.py", "# upstream d\n" + upstream.read("d.py"))
+    upstream.git("commit", "-qam", "upstream: a header, a 12, d's header")
     alice.git("fetch", "-q", "origin")
     alice.ps("refresh", "--onto", "origin/main")
     team.publish(alice, "alice: refreshed onto upstream")
@@ -349,3 +350,26 @@ def test_without_the_new_bases_objects_the_conflict_says_fetch(team: Team) -> No
     pulled = team.pull(bob, "bob: one grows")  # no fetch of upstream
     assert pulled.returncode != 0
     assert "fetch the new upstream ('git fetch') and merge again" in pulled.stderr
+
+
+def test_an_edit_in_a_file_the_refreshed_patch_does_not_touch_lands_on_the_new_base(
+    team: Team,
+) -> None:
+    """Bob's edit adds a file to the patch Alice refreshed: that file's place on the new base
+    is read from the refreshed side's series base."""
+    bob, upstream = team.bob, team.upstream
+    _refreshed_by_alice(team)
+    replace_line(bob, "d.py", "d 9\n", "d 9 bob\n")
+    bob.ps("new", "d-part", "--tag", "essential", "-m", "D part", "d.py")
+    bob.ps("fold", "d-part", "--into", "one")
+    assert "+d 9 bob" in bob.read("patches/one.patch")
+    bob.git("fetch", "-q", "origin")
+    pulled = team.pull(bob, "bob: one grows into d.py")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    blob = upstream.git("rev-parse", "HEAD:d.py").strip()
+    assert f"index {blob}.." in bob.read("patches/one.patch")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    assert bob.read("d.py") == upstream.read("d.py").replace("d 9\n", "d 9 bob\n")
+    assert "a 5 one" in bob.read("a.py") and "a 12 upstream" in bob.read("a.py")

@@ -31,6 +31,7 @@ from ..model import message
 from ..model.diff import Patch
 from ..model.patchfile import parse_patch
 from ..model.patchmerge import PatchMerge, TextMerge, merge_description, whole_conflict
+from ..model.series import parse_series
 
 Place = Mapping[str, tuple[str, str] | None]  # path -> (mode, blob) before; None: created
 
@@ -106,20 +107,24 @@ def _conflict(base: bytes, ours: bytes, theirs: bytes, why: str) -> PatchMerge:
 def _remade(o: _Version, a: _Version, b: _Version, mover: _Version, where: str, path: str) -> bytes:
     """The diff part of the merged patch on ``mover``'s place (`_Cannot` when there is none)."""
     target: dict[str, tuple[str, str] | None] = dict(mover.place)
-    for v in (o, a, b):
-        for p in v.place.keys() - target.keys():
-            raise _Cannot(
-                f"{p} is in the {v.label} version of the patch but not in the {mover.label}"
-                f" one, which moved it: where it goes on the new base is unknown; merge by hand"
-            )
+    others = sorted({p for v in (o, a, b) for p in v.place} - target.keys())
+    base = _series_base(where, path, mover.label) if others else None
+    if others and base is None:
+        raise _Cannot(
+            f"{others[0]} is in a version of the patch but not in the {mover.label} one, which"
+            f" moved it, and the {mover.label} side's series base is not known: merge by hand"
+        )
     blobs = [e[1] for v in (o, a, b) for e in v.place.values() if e is not None]
-    with _fork_with(blobs, where) as git:
+    with _fork_with(blobs + ([base] if base else []), where) as git:
+        if base is not None:  # the files only the other versions touch: as on the new base
+            found = git.entries_at(git.tree_of(base), others)
+            target.update({p: found.get(p) for p in others})
         results = {}
         pre_target = _tree(git, target)
         for v in (o, a, b):
-            before = _tree(git, v.place)
+            before = pre_target if v is mover else _tree(git, v.place)
             after = _applied(git, before, v, path)
-            if v is mover:
+            if v is mover:  # made there already
                 results[v.label] = after
                 continue
             carried = place(git, before, pre_target, after, ("new base", v.label))
@@ -141,6 +146,37 @@ def _remade(o: _Version, a: _Version, b: _Version, mover: _Version, where: str, 
         mail = git.format_patch(child)
     _head, diff = message.mail_parts(mail)
     return diff
+
+
+def _series_base(where: str, path: str, label: str) -> str | None:
+    """The ``# base:`` of the series on side ``label`` of the merge git is making in the
+    repository at ``where``: ours is HEAD, theirs the commit ``git merge`` names in its
+    ``GITHEAD_<id>`` variable (or MERGE_HEAD, CHERRY_PICK_HEAD, REBASE_HEAD)."""
+    try:
+        git = find_repo(where)
+    except PatchstackError:
+        return None
+    try:
+        if label == "ours":
+            revs = ["HEAD"]
+        else:
+            revs = [k[len("GITHEAD_") :] for k in os.environ if k.startswith("GITHEAD_")]
+            revs += ["MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD"]
+        folder = os.path.dirname(path)
+        while True:
+            name = f"{folder}/series" if folder else "series"
+            for rev in revs:
+                data = git.show_file(rev, name)
+                if data is not None:
+                    try:
+                        return parse_series(data.decode("utf-8", "surrogateescape"), name).base
+                    except InputError:
+                        return None
+            if not folder:
+                return None
+            folder = os.path.dirname(folder)
+    finally:
+        git.close()
 
 
 def _tree(git: Git, place_: Place) -> str:
