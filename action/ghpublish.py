@@ -56,8 +56,9 @@ def layout(tip: str, folder: str, base: str, applied: str, tmp: str) -> str:
     shown = ", ".join(changed.splitlines()[:5]) + (" ..." if changed.count("\n") >= 5 else "")
     raise LayoutError(
         f"the fork's branch is not the series on its base: {shown} differ from the base with the"
-        f" series applied (a commit that is no patch?); make the change a patch ('patchstack new"
-        f" NAME --from-commit REV') or publish: series, so that nothing of it is dropped"
+        f" series applied (a commit that is no patch, or a patch file changed without its code);"
+        f" make such a commit a patch ('patchstack new NAME --from-commit REV') and push the"
+        f" series' code with it, or use publish: series: nothing of it is dropped"
     )
 
 
