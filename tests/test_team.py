@@ -373,3 +373,29 @@ def test_an_edit_in_a_file_the_refreshed_patch_does_not_touch_lands_on_the_new_b
     bob.ps("push", "--all")
     assert bob.read("d.py") == upstream.read("d.py").replace("d 9\n", "d 9 bob\n")
     assert "a 5 one" in bob.read("a.py") and "a 12 upstream" in bob.read("a.py")
+
+
+def test_a_teammates_deferral_mark_names_a_commit_this_clone_lacks(team: Team) -> None:
+    """The '# deferred:' mark Alice's refresh wrote names her clone's commit of the patch;
+    Bob's next refresh keeps what the mark names reachable only where he has it."""
+    alice, bob, upstream = team.alice, team.bob, team.upstream
+    replace_line(upstream, "c.py", "c 5\n", "c 5 upstream\n")
+    upstream.git("commit", "-qam", "upstream changes c 5")
+    alice.ps("edit", "three", "-m", "Patch three\n\nAlice rewords it.")  # a commit of hers
+    alice.git("fetch", "-q", "origin")
+    alice.ps("refresh", "--onto", "origin/main", "--defer-conflicts")
+    mark = next(ln for ln in alice.read("patches/series").splitlines() if "# deferred:" in ln)
+    named = mark.split()[-1]
+    lacks = subprocess.run(["git", "cat-file", "-e", f"{named}^{{commit}}"], cwd=bob.path)
+    assert lacks.returncode != 0  # Alice's commit, not Bob's
+    team.publish(alice, "alice: refreshed, three deferred")
+    team.series(bob, "pull", "-q", "--no-rebase", "--no-edit")
+    bob.git("fetch", "-q", "origin")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")
+    bob.ps("refresh", "--patch", "one")
+    assert "+a 30 bob" in bob.read("patches/one.patch")
+    bob.ps("undo")
+    assert "+a 30 bob" not in bob.read("patches/one.patch")
