@@ -9,6 +9,10 @@ touched), and keep one pull request of the fork up to date on a branch of its ow
   series file when only its base line changed, then everything else (merged patches, marks);
 - the body: what went upstream with its evidence, every deferred patch with its culprit
   commits and the command that brings it back, then the per-patch review;
+- with ``publish: ff`` (the default, `ghpublish`), a merge on top of those commits whose
+  tree is the refreshed fork (the new base, the series applied as the branch has it, the
+  refreshed series folder) and whose other parent is the refreshed fork's own history: merging
+  the pull request is a fast-forward of the fork's branch for every consumer;
 - everything published in one ``git push --atomic --force-with-lease`` to the fork's own
   remote (``origin``) with the branch's value when the job's checkout fetched it as the lease:
   a maintainer's push (or another run) in between makes the push fail, and the run reports it
@@ -30,6 +34,7 @@ import urllib.error
 from dataclasses import dataclass
 from typing import Any
 
+import ghpublish
 from ghcomment import COMMENT_LIMIT, Api, code
 
 PR_MARKER = "<!-- patchstack-refresh-bot -->"
@@ -62,6 +67,7 @@ class Settings:
     folder: str  # the series folder, relative to the top of the work tree
     auto_merge: str  # never | safe
     probes: str  # auto | always | never
+    publish: str = "ff"  # ff | series (`ghpublish`)
 
 
 def _norm(url: str) -> str:
@@ -215,6 +221,12 @@ def _git(
     return proc.stdout.strip()
 
 
+def _commit_tree(tree: str, parents: list[str], message: str) -> str:
+    return _git(
+        "commit-tree", tree, *[x for p in parents for x in ("-p", p)], "-m", message, env=BOT_IDENT
+    )
+
+
 def _commit(
     parent: str, folder: str, files: dict[str, bytes], names: list[str], message: str, tmp: str
 ) -> str:
@@ -249,8 +261,11 @@ def settings_from(inp: Any) -> Settings:
     if probes not in ("auto", "always", "never"):
         raise BotFailure(f"probes must be auto, always or never, not {probes!r}")
     branch = inp("BOT_BRANCH", DEFAULT_BRANCH)
+    publish = inp("PUBLISH", "ff")
+    if publish not in ghpublish.WAYS:
+        raise BotFailure(f"publish must be ff or series, not {publish!r}")
     return Settings(
-        url, inp("UPSTREAM_BRANCH", "main"), branch, base, folder.strip("/"), auto, probes
+        url, inp("UPSTREAM_BRANCH", "main"), branch, base, folder.strip("/"), auto, probes, publish
     )
 
 
@@ -326,6 +341,7 @@ def _publish(
         for name, data in before.items():
             with open(os.path.join(series_copy, name), "wb") as f:
                 f.write(data)
+        fork = _old_fork(settings, patchstack, scratch, series_copy, (tip, base), tmp)
         has_probes = b"Patchstack-Probe:" in b"".join(before.values())
         run_probes = settings.probes == "always" or (settings.probes == "auto" and has_probes)
         args = ["--dir", series_copy, "refresh", "--onto", target, "--defer-conflicts", "--json"]
@@ -339,6 +355,12 @@ def _publish(
         with open(os.path.join(out, "refresh.json"), "w", encoding="utf-8") as f:
             f.write(proc.stdout)
         after = _files(series_copy)
+        if fork == "applied":
+            if data.get("stopped"):
+                raise BotFailure("patchstack refresh stopped: nothing to publish")
+            refreshed = _git("rev-parse", "HEAD", cwd=scratch)
+        else:
+            refreshed = target
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", scratch], capture_output=True)
     verdicts = {str(p["name"]): str(p.get("verdict")) for p in data.get("patches", [])}
@@ -366,6 +388,13 @@ def _publish(
             f"patchstack: refresh onto {short}: changed patches and marks",
             tmp,
         )
+    if settings.publish == "ff":
+        try:
+            head = ghpublish.fast_forward(
+                _commit_tree, refreshed, head, settings.folder, target, tmp
+            )
+        except ghpublish.LayoutError as exc:
+            raise BotFailure(str(exc)) from exc
     push = subprocess.run(
         [
             "git",
@@ -412,6 +441,29 @@ def _publish(
     with open(os.path.join(out, "refresh.md"), "w", encoding="utf-8") as f:
         f.write(text)
     return Outcome("merged" if merged else "updated", pr, text)
+
+
+def _old_fork(
+    settings: Settings,
+    patchstack: Any,
+    scratch: str,
+    series_copy: str,
+    where: tuple[str, str],
+    tmp: str,
+) -> str:
+    """With ``publish: ff``, the series pushed on its base in the scratch tree (which the
+    refresh then carries) and the tip's layout (`ghpublish.layout`); '' otherwise."""
+    if settings.publish != "ff":
+        return ""
+    tip, base = where
+    proc = patchstack(["--dir", series_copy, "push", "--all"], scratch, BOT_IDENT)
+    if proc.returncode != 0:
+        raise BotFailure(f"patchstack push --all on the series base failed:\n{proc.stderr}")
+    applied = _git("rev-parse", "HEAD", cwd=scratch)
+    try:
+        return ghpublish.layout(tip, settings.folder, base, applied, tmp)
+    except ghpublish.LayoutError as exc:
+        raise BotFailure(str(exc)) from exc
 
 
 def _pull_request(api: Api, settings: Settings, text: str) -> int:

@@ -315,8 +315,11 @@ def run_job(
 class FakeGitHub:
     """Issue comments and pull requests of one repository, in memory, on 127.0.0.1."""
 
-    def __init__(self, repo: str, token: str = "t0ken", writable: bool = True) -> None:
+    def __init__(
+        self, repo: str, token: str = "t0ken", writable: bool = True, git_dir: Path | None = None
+    ) -> None:
         self.repo, self.token, self.writable = repo, token, writable
+        self.git_dir = git_dir  # a bare repository: merging a pull request merges in it
         self.comments: dict[int, dict[str, Any]] = {}
         self.pulls: list[dict[str, Any]] = []
         self.issues: list[dict[str, Any]] = []
@@ -427,6 +430,8 @@ class FakeGitHub:
                 found[0].update({k: v for k, v in body.items() if k in ("title", "body")})
                 return 200, found[0]
             if method == "PUT" and m.group(2):
+                if self.git_dir is not None:
+                    self.merge(found[0], body.get("sha"))
                 found[0].update(merged=True, state="closed", merged_sha=body.get("sha"))
                 return 200, {"merged": True}
             if method == "GET" and not m.group(2):
@@ -443,6 +448,35 @@ class FakeGitHub:
                 found[0].update(body)
                 return 200, found[0]
         return 404, {"message": "Not Found"}
+
+    def merge(self, pr: dict[str, Any], sha: str | None) -> None:
+        """GitHub's "merge" method: a merge commit of the base branch and the head (the
+        head's commit must be ``sha``), its first parent the base branch."""
+
+        def git(*args: str) -> str:
+            return subprocess.run(
+                ["git", "-C", str(self.git_dir), *args], capture_output=True, text=True, check=True
+            ).stdout.strip()
+
+        base = git("rev-parse", f"refs/heads/{pr['base']['ref']}")
+        head = git("rev-parse", f"refs/heads/{pr['head']['ref']}")
+        assert sha in (None, head), "the head moved: GitHub answers 409"
+        tree = git("merge-tree", "--write-tree", base, head).splitlines()[0]
+        merged = git(
+            "-c",
+            "user.name=GitHub",
+            "-c",
+            "user.email=noreply@github.com",
+            "commit-tree",
+            tree,
+            "-p",
+            base,
+            "-p",
+            head,
+            "-m",
+            f"Merge pull request #{pr['number']}",
+        )
+        git("update-ref", f"refs/heads/{pr['base']['ref']}", merged, base)
 
     def new_number(self) -> int:
         self.next_id += 1

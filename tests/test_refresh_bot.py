@@ -97,8 +97,16 @@ def test_the_bot_opens_one_pull_request_showing_what_went_upstream_and_what_was_
         assert refs(forked["upstream"]) == upstream_refs
         assert ws.head() == head and ws.status_all() == status
         origin = Repo(forked["origin"])
-        log = origin.git("log", "--format=%s", f"main..{BRANCH}").splitlines()
+        # publish: ff: a merge of the series commits on main and the new upstream (this
+        # branch keeps the upstream base, not the patches applied), with both trees.
+        top = origin.git("log", "-1", "--format=%s", BRANCH).strip()
+        assert top.endswith(": publish the refreshed fork")
+        log = origin.git("log", "--format=%s", f"main..{BRANCH}^2").splitlines()
         assert log and all(s.startswith("patchstack: refresh onto ") for s in log)
+        new_base = Repo(forked["upstream"]).head()
+        assert origin.git("rev-parse", f"{BRANCH}^1").strip() == new_base
+        assert origin.git("diff", "--stat", new_base, BRANCH, "--", ".", ":!patches") == ""
+        assert origin.git("diff", f"{BRANCH}^2", BRANCH, "--", "patches") == ""
         series = origin.git("show", f"{BRANCH}:patches/series")
         assert "# deferred: nccl-diagnostic-logging.patch" in series
         assert "# upstream: communicator-sm120.patch" in series

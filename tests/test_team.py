@@ -277,3 +277,125 @@ def test_a_deferral_and_new_base_there_an_append_and_retag_here(team: Team) -> N
     assert "c 5 upstream" in bob.read("c.py") and "c 5 three" not in bob.read("c.py")
     assert "a 5 one" in bob.read("a.py") and "b 5 two" in bob.read("b.py")
     assert "d 30 bob" in bob.read("d.py")
+
+
+def _refreshed_by_alice(team: Team) -> str:
+    """Upstream adds lines at the top of a.py (every patch of it only moves) and Alice
+    refreshes onto it and publishes; the new base."""
+    alice, upstream = team.alice, team.upstream
+    upstream.write("a.py", "# upstream 1\n# upstream 2\n# upstream 3\n" + upstream.read("a.py"))
+    replace_line(upstream, "a.py", "a 12\n", "a 12 upstream\n")
+    upstream.write("d.py", "# upstream d\n" + upstream.read("d.py"))
+    upstream.git("commit", "-qam", "upstream: a header, a 12, d's header")
+    alice.git("fetch", "-q", "origin")
+    alice.ps("refresh", "--onto", "origin/main")
+    team.publish(alice, "alice: refreshed onto upstream")
+    return upstream.head()
+
+
+def test_the_same_patch_refreshed_there_and_edited_here_is_remade_on_the_new_base(
+    team: Team,
+) -> None:
+    bob, upstream = team.bob, team.upstream
+    new_base = _refreshed_by_alice(team)
+    replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")  # another hunk of 'one', old base
+    bob.ps("refresh", "--patch", "one")
+    bob.git("fetch", "-q", "origin")  # the new upstream's objects
+    pulled = team.pull(bob, "bob: one grows")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    patch = bob.read("patches/one.patch")
+    assert "+a 30 bob" in patch and "+a 5 one" in patch
+    blob = upstream.git("rev-parse", "HEAD:a.py").strip()
+    assert f"index {blob}.." in patch  # made on the new base
+    assert f"# base: {new_base}" in bob.read("patches/series")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    want = upstream.read("a.py").replace("a 5\n", "a 5 one\n").replace("a 30\n", "a 30 bob\n")
+    assert bob.read("a.py") == want
+    assert "b 5 two" in bob.read("b.py") and "c 5 three" in bob.read("c.py")
+    assert bob.ps("status", code=None).exit_code == 0
+    # The same merge the other way round (Alice, who refreshed, merges Bob's edit) gives the
+    # same patch file, byte for byte.
+    team.series(bob, "branch", "bob-edit", "HEAD^1")
+    team.series(team.alice, "fetch", "-q", str(bob.path / "patches"), "bob-edit")
+    team.series(team.alice, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    assert team.alice.read("patches/one.patch") == patch
+
+
+def test_an_edit_that_clashes_with_the_new_base_is_a_conflict_both_tools_name(
+    team: Team,
+) -> None:
+    bob = team.bob
+    _refreshed_by_alice(team)
+    replace_line(bob, "a.py", "a 12\n", "a 12 bob\n")  # the line upstream changed
+    bob.ps("refresh", "--patch", "one")
+    bob.git("fetch", "-q", "origin")
+    pulled = team.pull(bob, "bob: one changes a 12")
+    assert pulled.returncode != 0
+    said = pulled.stdout + pulled.stderr
+    assert "CONFLICT" in said and "one.patch" in said
+    assert "patchstack merge-driver: conflict in one.patch: the ours version does not carry" in (
+        said
+    )
+    status = bob.ps("status", code=2)
+    assert "unresolved merge conflict in patches/one.patch:" in status.stderr
+
+
+def test_without_the_new_bases_objects_the_conflict_says_fetch(team: Team) -> None:
+    bob = team.bob
+    _refreshed_by_alice(team)
+    replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")
+    bob.ps("refresh", "--patch", "one")
+    pulled = team.pull(bob, "bob: one grows")  # no fetch of upstream
+    assert pulled.returncode != 0
+    assert "fetch the new upstream ('git fetch') and merge again" in pulled.stderr
+
+
+def test_an_edit_in_a_file_the_refreshed_patch_does_not_touch_lands_on_the_new_base(
+    team: Team,
+) -> None:
+    """Bob's edit adds a file to the patch Alice refreshed: that file's place on the new base
+    is read from the refreshed side's series base."""
+    bob, upstream = team.bob, team.upstream
+    _refreshed_by_alice(team)
+    replace_line(bob, "d.py", "d 9\n", "d 9 bob\n")
+    bob.ps("new", "d-part", "--tag", "essential", "-m", "D part", "d.py")
+    bob.ps("fold", "d-part", "--into", "one")
+    assert "+d 9 bob" in bob.read("patches/one.patch")
+    bob.git("fetch", "-q", "origin")
+    pulled = team.pull(bob, "bob: one grows into d.py")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    blob = upstream.git("rev-parse", "HEAD:d.py").strip()
+    assert f"index {blob}.." in bob.read("patches/one.patch")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    assert bob.read("d.py") == upstream.read("d.py").replace("d 9\n", "d 9 bob\n")
+    assert "a 5 one" in bob.read("a.py") and "a 12 upstream" in bob.read("a.py")
+
+
+def test_a_teammates_deferral_mark_names_a_commit_this_clone_lacks(team: Team) -> None:
+    """The '# deferred:' mark Alice's refresh wrote names her clone's commit of the patch;
+    Bob's next refresh keeps what the mark names reachable only where he has it."""
+    alice, bob, upstream = team.alice, team.bob, team.upstream
+    replace_line(upstream, "c.py", "c 5\n", "c 5 upstream\n")
+    upstream.git("commit", "-qam", "upstream changes c 5")
+    alice.ps("edit", "three", "-m", "Patch three\n\nAlice rewords it.")  # a commit of hers
+    alice.git("fetch", "-q", "origin")
+    alice.ps("refresh", "--onto", "origin/main", "--defer-conflicts")
+    mark = next(ln for ln in alice.read("patches/series").splitlines() if "# deferred:" in ln)
+    named = mark.split()[-1]
+    lacks = subprocess.run(["git", "cat-file", "-e", f"{named}^{{commit}}"], cwd=bob.path)
+    assert lacks.returncode != 0  # Alice's commit, not Bob's
+    team.publish(alice, "alice: refreshed, three deferred")
+    team.series(bob, "pull", "-q", "--no-rebase", "--no-edit")
+    bob.git("fetch", "-q", "origin")
+    bob.ps("pop", "--all")
+    bob.git("merge", "-q", "--ff-only", "origin/main")
+    bob.ps("push", "--all")
+    replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")
+    bob.ps("refresh", "--patch", "one")
+    assert "+a 30 bob" in bob.read("patches/one.patch")
+    bob.ps("undo")
+    assert "+a 30 bob" not in bob.read("patches/one.patch")

@@ -29,6 +29,7 @@ from ..git import find_repo
 from ..git.textmerge import merge_text
 from ..model.patchmerge import merge_patch, whole_conflict
 from ..model.seriesmerge import merge_series
+from .moved_patch import merge_moved
 
 DRIVER = "patchstack"
 KEY = f"merge.{DRIVER}.driver"
@@ -73,7 +74,11 @@ def run_driver(base: str, ours: str, theirs: str, size: int, path: str) -> Drive
             conflicts = merged.conflicts
     else:
         kind = "patch"
-        patch = merge_patch(o, a, b, text_merge, path)
+        patch = None
+        if len({o, a, b}) == 3:  # changed on both sides: re-made on the place one side moved it to
+            patch = merge_moved(o, a, b, text_merge, path, os.getcwd())
+        if patch is None:
+            patch = merge_patch(o, a, b, text_merge, path)
         result, conflicts = patch.data, patch.conflicts
     write_atomic(ours, result, sync=False)
     return DriverResult(path, kind, tuple(conflicts))

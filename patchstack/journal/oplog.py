@@ -245,7 +245,10 @@ def write_entry(git: Git, parent: str | None, entry: Entry) -> Oid:
     tree = git.mktree(items)
     heads: tuple[str | None, ...] = (entry.before.head, entry.after.head if entry.after else None)
     heads += tuple(h for s in kept for h in (s.head, s.log))
-    heads += entry.keep  # the entry's parents keep them reachable
+    # The entry's parents keep them reachable: those this repository has (a mark merged from
+    # a teammate's series names a commit of their clone).
+    present = git.has_objects(entry.keep) if entry.keep else {}
+    heads += tuple(k for k in entry.keep if present.get(k))
     parents = list(dict.fromkeys(p for p in (parent, *heads) if p))
     body = json.dumps(entry.meta(), indent=1, sort_keys=True)
     message = f"patchstack: {one_line(entry.command)}\n\n{body}\n"

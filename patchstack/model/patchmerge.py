@@ -59,7 +59,7 @@ def merge_patch(
         return PatchMerge(theirs)
     (o_head, o_diff), (a_head, a_diff), (b_head, b_diff) = map(mail_parts, (base, ours, theirs))
     conflicts = []
-    head, clashes = _part(o_head, a_head, b_head, merge)
+    head, clashes = merge_description(o_head, a_head, b_head, merge)
     if clashes:
         conflicts.append("the description was changed on both sides")
     diff, clashes = _part(o_diff, a_diff, b_diff, merge)
@@ -73,6 +73,14 @@ def merge_patch(
             conflicts.append(f"the diffs of both sides merge as text into no patch ({exc})")
             diff = whole_conflict(a_diff, o_diff, b_diff)
     return PatchMerge(head + diff, tuple(conflicts))
+
+
+def merge_description(
+    base: bytes, ours: bytes, theirs: bytes, merge: TextMerge
+) -> tuple[bytes, int]:
+    """One part (the header and description, or the diff) merged: a side's change taken
+    whole when the other kept the base, else merged as text (the number of clashes)."""
+    return _part(base, ours, theirs, merge)
 
 
 def _part(base: bytes, ours: bytes, theirs: bytes, merge: TextMerge) -> tuple[bytes, int]:
