@@ -390,13 +390,23 @@ class Oracle:
                 return False
             at = [i + 1 for i, ln in enumerate(text) if ln == own[0]]
             end = [i + 1 for i, ln in enumerate(text) if ln == own[-1]]
-            if not at or not end:
-                return False
-            first = min(at, key=lambda i: abs(i - near))
-            after = [i for i in end if i >= first]
-            if not after:
-                return False
-            last = min(after)
+            # pinned by the own lines the file holds once: a repeated last line (``return
+            # x;`` of a function an earlier patch added after them, absent here) ended the
+            # span at its nearest copy, short of the hunk's other lines, so a commit that
+            # moved those away was not seen to change them (label seed 1098)
+            pins = [text.index(ln) + 1 for ln in own if text.count(ln) == 1]
+            if pins:
+                lo, hi = min(pins), max(pins)
+                first = max([i for i in at if i <= lo], default=lo)
+                last = min([i for i in end if i >= hi], default=hi)
+            else:
+                if not at or not end:
+                    return False
+                first = min(at, key=lambda i: abs(i - near))
+                after = [i for i in end if i >= first]
+                if not after:
+                    return False
+                last = min(after)
         diff = self.git.run("diff", "-U0", "--no-color", f"{commit}^", commit, "--", path)
         for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? ", diff, re.M):
             a, n = int(m.group(1)), int(m.group(2) or "1")

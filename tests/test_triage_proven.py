@@ -284,3 +284,24 @@ def test_the_culprit_of_a_file_whose_name_git_quotes(tmp_path) -> None:
     edit = repo.commit_all("upstream reworks line 20")
     repo.git("checkout", "-q", "main")
     assert culprits_of(repo) == [[edit]]
+
+
+def test_a_deletion_a_line_away_from_the_hunk_is_no_culprit(tmp_path) -> None:
+    """Upstream deletes line 8, then changes line 10; p1 changes line 10 too. Line 9 stands
+    between the deletion and the hunk (unique lines: no diff can place that deletion next to
+    it): the culprit is the change of line 10 alone (label seed 1106: upstream took the patch
+    that deleted the line two above)."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 8\n", "")
+    repo.commit_all("upstream deletes line 8")
+    replace_line(repo, "a.c", "a 10\n", "a 10 upstream\n")
+    edit = repo.commit_all("upstream changes line 10")
+    repo.git("checkout", "-q", "main")
+    # line 10 of the base is line 9 at up
+    assert log_l(repo, base, 9, 9, "a.c") == [edit]
+    assert culprits_of(repo) == [[edit]]

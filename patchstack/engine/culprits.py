@@ -25,7 +25,7 @@ from ..model import trailers
 from ..model.conflict import ConflictHunk, UpstreamCommit, parse_markers
 
 SHOWN = 5  # culprits kept per hunk, oldest first
-SLIDE = 1  # how far apart two diffs may place the same deletion
+SLIDE = 1  # how far apart two diffs may place the same deletion, next to a point
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
 
@@ -98,9 +98,13 @@ def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[b
     def meets(c0: int, c1: int) -> bool:
         if c1 > c0:
             return c0 < s < c1 if s == e else c0 < e and s < c1
-        # lines taken out next to the region: diffs may place a deletion a line apart (a
-        # blank line at either end of the lines taken out is the same either side)
-        return s - SLIDE <= c0 <= e + SLIDE
+        # lines taken out inside or next to the region; next to a point (upstream's side
+        # empty) also a line apart, where two diffs may place the same deletion (a blank line
+        # at either end of the lines taken out is the same either side). Not a line apart from a
+        # region of lines: the line between, which stayed, keeps them apart (label seed 1106)
+        if s == e:
+            return s - SLIDE <= c0 <= e + SLIDE
+        return s <= c0 <= e
 
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
