@@ -22,40 +22,36 @@ from difflib import SequenceMatcher
 from ..git import Git
 from ..git.history import LineChanges
 from ..model import trailers
-from ..model.conflict import ConflictHunk, UpstreamCommit, parse_markers
+from ..model.conflict import ConflictHunk, UpstreamCommit, marked_regions
 
 SHOWN = 5  # culprits kept per hunk, oldest first
 SLIDE = 1  # how far apart two diffs may place the same deletion, next to a point
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
 
-def _ours(lines: Sequence[str]) -> tuple[list[str], list[Region]]:
-    """The merged file's upstream side, and each conflict region's 0-based span in it (the
-    regions `parse_markers` reads, in its order)."""
+def _ours(
+    lines: Sequence[str], marked: Sequence[tuple[ConflictHunk, int]]
+) -> tuple[list[str], list[Region]]:
+    """The merged file's upstream side, and each conflict region's 0-based span in it
+    (``marked``: its regions, `marked_regions`)."""
     ours: list[str] = []
     spans: list[Region] = []
     i = 0
-    while i < len(lines):
-        if lines[i].startswith("<<<<<<< ") or lines[i] == "<<<<<<<":
-            start, keep = len(ours), True
-            i += 1
-            while i < len(lines) and not lines[i].startswith(">>>>>>>"):
-                if lines[i].startswith("|||||||") or lines[i] == "=======":
-                    keep = False
-                elif keep:
-                    ours.append(lines[i])
-                i += 1
-            spans.append((start, len(ours)))
-        else:
-            ours.append(lines[i])
-        i += 1
+    for hunk, end in marked:
+        ours += lines[i : hunk.line - 1]
+        spans.append((len(ours), len(ours) + len(hunk.now)))
+        ours += hunk.now
+        i = end
+    ours += lines[i:]
     return ours, spans
 
 
-def regions(base: Sequence[str], merged: Sequence[str]) -> list[Region | None]:
-    """Where each conflict region of ``merged`` lies in ``base`` (the new base's file), or
-    None where its upstream side is no line of it."""
-    ours, spans = _ours(merged)
+def regions(
+    base: Sequence[str], merged: Sequence[str], marked: Sequence[tuple[ConflictHunk, int]]
+) -> list[Region | None]:
+    """Where each conflict region of ``merged`` (``marked``: its regions) lies in ``base``
+    (the new base's file), or None where its upstream side is no line of it."""
+    ours, spans = _ours(merged, marked)
     to_base = [-1] * len(ours)
     head = 0
     while head < min(len(base), len(ours)) and base[head] == ours[head]:
@@ -168,8 +164,10 @@ def attribute(
     places: list[list[Region | None]] = []
     for path, base, merged in files:
         text = merged.decode("utf-8", "surrogateescape")
-        out.append(parse_markers(path, text))
-        places.append(regions(_lines(base), text.split("\n")) if base is not None else [])
+        marked = marked_regions(path, text)
+        out.append([hunk for hunk, _end in marked])
+        lines = text.split("\n")
+        places.append(regions(_lines(base), lines, marked) if base is not None else [])
     paths = sorted({f[0] for f, found in zip(files, places, strict=True) if any(found)})
     if not old_base or old_base == new_base or not paths:
         return out
