@@ -353,9 +353,17 @@ class Oracle:
             if merged and path in merged:
                 base = git.run("show", f"{new}:{path}", check=False).split("\n")
                 near = base_line(merged[path], j, base) or near
-            at = self.place(new, path, now, near)
+            ours = now
+            at = self.place(new, path, ours, near)
+            if not at:
+                # upstream's side holds lines of earlier patches applied on the new base (seed
+                # 7038: p1's ``p1_debug`` below up2's blank line), which the new base lacks:
+                # its lines there are the rest, and -L over them names up2
+                there = set(git.run("show", f"{new}:{path}", check=False).split("\n"))
+                ours = [ln for ln in now if ln in there]
+                at = self.place(new, path, ours, near)
             if at:
-                span = f"{at},+{len(now)}:{path}"
+                span = f"{at},+{len(ours)}:{path}"
                 out = git.run("log", "--format=%H", "-s", "-L", span, f"{old}..{new}", check=False)
                 ok |= {ln for ln in out.splitlines() if len(ln) >= 40}
             for line in set(now) ^ set(expected):
