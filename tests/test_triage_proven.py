@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from patchstack.engine.culprits import slides
+
 from .conftest import Repo, make_repo, numbered, replace_line
 
 
@@ -305,3 +307,34 @@ def test_a_deletion_a_line_away_from_the_hunk_is_no_culprit(tmp_path) -> None:
     # line 10 of the base is line 9 at up
     assert log_l(repo, base, 9, 9, "a.c") == [edit]
     assert culprits_of(repo) == [[edit]]
+
+
+def test_a_deletion_a_line_away_from_lines_upstream_deleted_is_no_culprit(tmp_path) -> None:
+    """Upstream deletes line 10, which p1 changes, then line 8: the hunk is the point where
+    line 10 was, line 9 between it and the second deletion (no diff can place that deletion
+    next to the point): the culprit is the first deletion, not the second."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 10\n", "")
+    deleted = repo.commit_all("upstream deletes line 10")
+    replace_line(repo, "a.c", "a 8\n", "")
+    repo.commit_all("upstream deletes line 8")
+    repo.git("checkout", "-q", "main")
+    # the lines around the point: a 9 and a 11 (lines 8 and 9 at up)
+    assert log_l(repo, base, 8, 9, "a.c") == [deleted]
+    assert culprits_of(repo) == [[deleted]]
+
+
+def test_a_deletion_slides_only_over_the_lines_it_repeats() -> None:
+    """Where else a diff may place a deletion: taking out ``g`` and the blank line after it
+    is taking out the blank line before it and ``g`` (one line up); a unique line beside it
+    does not move."""
+    lines = ["f", "", "g", "", "h"]
+    assert slides(lines, 3, 5) == (1, 0)  # "g", "" (lines 3-4)
+    assert slides(lines, 2, 4) == (0, 1)  # "", "g" (lines 2-3)
+    assert slides(lines, 3, 4) == (0, 0)  # "g"
+    assert slides(["}", "}", "}"], 1, 2) == (0, 2)

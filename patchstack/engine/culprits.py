@@ -5,17 +5,18 @@ onto; its place in the new base's file is found by aligning that file with the m
 upstream side (the regions are lines of the new base; an earlier patch's lines are not).
 From there the region is followed back through what each first-parent commit of
 ``old_base..new_base`` did to the file (one ``log -p -U0`` walk for every file), as ``git log
--L`` follows a range: a commit whose change meets the region changed those lines, and the
-region grows to what that change replaced. A commit that created the file (a move or copy
-from another file, or a new file) brought the lines there; the trace ends with it. The
-commits found are ranked oldest first (the one that changed the patch's lines first), at
-most `SHOWN`; a region that cannot be placed (binary, or only an earlier patch's lines) has
-none: "unknown", never a guess.
+-L`` follows a range: a commit whose change meets the region changed those lines (lines it
+took out: inside or next to the region, or where a diff may place the same deletion, the
+lines at its ends repeated beside it), and the region grows to what that change replaced.
+A commit that created the file (a move or copy from another file, or a new file) brought
+the lines there; the trace ends with it. The commits found are ranked oldest first (the one
+that changed the patch's lines first), at most `SHOWN`; a region that cannot be placed
+(binary, or only an earlier patch's lines) has none: "unknown", never a guess.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from difflib import SequenceMatcher
 
@@ -25,7 +26,7 @@ from ..model import trailers
 from ..model.conflict import ConflictHunk, UpstreamCommit, marked_regions
 
 SHOWN = 5  # culprits kept per hunk, oldest first
-SLIDE = 1  # how far apart two diffs may place the same deletion, next to a point
+MOVES = 3  # how far from a region a deletion is looked at, to see if a diff may place it there
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
 
@@ -82,50 +83,84 @@ def regions(
     return out
 
 
-def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[bool, Region]:
+def slides(parent: Sequence[str], a0: int, a1: int) -> tuple[int, int]:
+    """How many lines a deletion of ``parent``'s lines [a0, a1) (1-based) can move up and
+    down and still take out the same lines (a blank line or ``}`` at either end of them that
+    the lines beside repeat): where else a diff may place it."""
+    up = 0
+    while a0 - 1 - up >= 1 and parent[a0 - 2 - up] == parent[a1 - 2 - up]:
+        up += 1
+    down = 0
+    while a1 + down <= len(parent) and parent[a0 - 1 + down] == parent[a1 - 1 + down]:
+        down += 1
+    return up, down
+
+
+Slides = Callable[[int, int], tuple[int, int]]  # a deletion's [a0, a1) -> `slides`
+
+
+def _back(
+    hunks: Sequence[tuple[int, int, int, int]], region: Region, slid: Slides | None = None
+) -> tuple[bool, Region]:
     """Whether a commit's hunks meet ``region`` (lines of the commit's version), and where
-    the region was in its parent's version."""
+    the region was in its parent's version (``slid``: how far each deletion may move, `slides`
+    of the parent's lines; None: it stays where the diff put it)."""
     s, e = region
     spans = []  # (old start, old end, new start, new end), half-open
     for a, alen, c, clen in hunks:
         a0, c0 = (a if alen else a + 1), (c if clen else c + 1)
         spans.append((a0, a0 + alen, c0, c0 + clen))
 
-    def meets(c0: int, c1: int) -> bool:
+    def meets(a0: int, a1: int, c0: int, c1: int) -> int | None:
+        """None, or how far the change moves to meet the region (a deletion only)."""
         if c1 > c0:
-            return c0 < s < c1 if s == e else c0 < e and s < c1
-        # lines taken out inside or next to the region; next to a point (upstream's side
-        # empty) also a line apart, where two diffs may place the same deletion (a blank line
-        # at either end of the lines taken out is the same either side). Not a line apart from a
-        # region of lines: the line between, which stayed, keeps them apart (label seed 1106)
-        if s == e:
-            return s - SLIDE <= c0 <= e + SLIDE
-        return s <= c0 <= e
+            hit = c0 < s < c1 if s == e else c0 < e and s < c1
+            return 0 if hit else None
+        # lines taken out inside or next to the region, or where a diff may place them as
+        # well (two diffs of the same change: a blank line at either end); not a line apart
+        # from it when a line between stayed (label seed 1106)
+        shift = s - c0 if c0 < s else e - c0 if c0 > e else 0
+        if shift == 0:
+            return 0
+        if slid is None or abs(shift) > MOVES:
+            return None
+        up, down = slid(a0, a1)
+        return shift if -up <= shift <= down else None
 
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
             return None
         return line + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= line)
 
-    met = [sp for sp in spans if meets(sp[2], sp[3])]
+    met = []  # the parent's lines each change that meets the region replaced (moved to meet)
+    for sp in spans:
+        shift = meets(*sp)
+        if shift is not None:
+            met.append((sp[0] + shift, sp[1] + shift))
     if s == e:  # a point between lines s - 1 and s
         if not met:
             at = s + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= s)
             return False, (at, at)
-        starts, ends = [sp[0] for sp in met], [sp[1] for sp in met]
+        starts, ends = [m[0] for m in met], [m[1] for m in met]
     else:
         first, last = where(s), where(e - 1)
-        starts = [sp[0] for sp in met] + ([first] if first is not None else [])
-        ends = [sp[1] for sp in met] + ([last + 1] if last is not None else [])
+        starts = [m[0] for m in met] + ([first] if first is not None else [])
+        ends = [m[1] for m in met] + ([last + 1] if last is not None else [])
     return bool(met), (min(starts), max(ends))
 
 
-def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[UpstreamCommit, ...]:
+def trace(
+    changes: Sequence[LineChanges],
+    path: str,
+    region: Region,
+    read: Callable[[str], Sequence[str]] | None = None,
+) -> tuple[UpstreamCommit, ...]:
     """The commits of ``changes`` (newest first) that changed ``region`` of ``path``, oldest
     first, at most `SHOWN`; none when a binary change is met (it cannot be told). Commits
     that together change nothing (the file before the oldest is the file after the newest:
     a change and its revert) changed no line: none of them is named, and the trace goes on
-    from the region as it was after them."""
+    from the region as it was after them. ``read``: a version's lines by blob id, to tell
+    where else a deletion near the region may be placed (None: where the diff put it)."""
     found: list[UpstreamCommit] = []
     seen: dict[str, tuple[int, Region]] = {}  # a version of the file: what was found, where
     for change in changes:
@@ -136,7 +171,10 @@ def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[Up
             return ()
         if lines.after.strip("0"):
             seen.setdefault(lines.after, (len(found), region))
-        met, region = _back(lines.hunks, region)
+        slid = None
+        if read is not None and lines.before.strip("0"):
+            slid = _slider(read, lines.before)
+        met, region = _back(lines.hunks, region, slid)
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
@@ -145,6 +183,10 @@ def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[Up
             count, region = seen[lines.before]
             del found[count:]
     return tuple(reversed(found))[:SHOWN]
+
+
+def _slider(read: Callable[[str], Sequence[str]], blob: str) -> Slides:
+    return lambda a0, a1: slides(read(blob), a0, a1)
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -172,9 +214,17 @@ def attribute(
     if not old_base or old_base == new_base or not paths:
         return out
     changes = git.line_changes(f"{old_base}..{new_base}", paths, trailers.PATCH)
+    versions: dict[str, list[str]] = {}
+
+    def read(blob: str) -> list[str]:  # a version's lines, each read once
+        if blob not in versions:
+            text = _lines(git.read_blob(blob))
+            versions[blob] = text[:-1] if text and not text[-1] else text
+        return versions[blob]
+
     for k, (path, _base, _merged) in enumerate(files):
         found = places[k] + [None] * (len(out[k]) - len(places[k]))
-        traced = [trace(changes, path, place) if place else () for place in found]
+        traced = [trace(changes, path, place, read) if place else () for place in found]
         out[k] = [
             replace(h, upstream=up, traced=bool(up)) for h, up in zip(out[k], traced, strict=True)
         ]
