@@ -6,8 +6,9 @@ upstream side (the regions are lines of the new base; an earlier patch's lines a
 From there the region is followed back through what each first-parent commit of
 ``old_base..new_base`` did to the file (one ``log -p -U0`` walk for every file), as ``git log
 -L`` follows a range: a commit whose change meets the region changed those lines (lines it
-took out: inside or next to the region, or where a diff may place the same deletion, the
-lines at its ends repeated beside it), and the region grows to what that change replaced.
+took out: inside the region, where it is empty, or where a diff may place the same deletion
+so, the lines at its ends repeated beside it; next to it only when they are of the hunk's
+base side, as the merge met them), and the region grows to what that change replaced.
 A commit that created the file (a move or copy from another file, or a new file) brought
 the lines there; the trace ends with it. The commits found are ranked oldest first (the one
 that changed the patch's lines first), at most `SHOWN`; a region that cannot be placed
@@ -97,14 +98,19 @@ def slides(parent: Sequence[str], a0: int, a1: int) -> tuple[int, int]:
 
 
 Slides = Callable[[int, int], tuple[int, int]]  # a deletion's [a0, a1) -> `slides`
+Beside = Callable[[int, int], bool]  # the parent's lines [a0, a1) are of the hunk's base
 
 
 def _back(
-    hunks: Sequence[tuple[int, int, int, int]], region: Region, slid: Slides | None = None
+    hunks: Sequence[tuple[int, int, int, int]],
+    region: Region,
+    slid: Slides | None = None,
+    beside: Beside | None = None,
 ) -> tuple[bool, Region]:
     """Whether a commit's hunks meet ``region`` (lines of the commit's version), and where
     the region was in its parent's version (``slid``: how far each deletion may move, `slides`
-    of the parent's lines; None: it stays where the diff put it)."""
+    of the parent's lines; None: it stays where the diff put it; ``beside``: whether lines a
+    deletion next to the region took out are the hunk's own, None: they are not)."""
     s, e = region
     spans = []  # (old start, old end, new start, new end), half-open
     for a, alen, c, clen in hunks:
@@ -116,16 +122,22 @@ def _back(
         if c1 > c0:
             hit = c0 < s < c1 if s == e else c0 < e and s < c1
             return 0 if hit else None
-        # lines taken out inside or next to the region, or where a diff may place them as
-        # well (two diffs of the same change: a blank line at either end); not a line apart
-        # from it when a line between stayed (label seed 1106)
-        shift = s - c0 if c0 < s else e - c0 if c0 > e else 0
-        if shift == 0:
+        if s < c0 < e or s == c0 == e:  # lines taken out inside it, or where it is empty
             return 0
-        if slid is None or abs(shift) > MOVES:
+        # or where a diff may place them as well (two diffs of the same change: a blank line
+        # at either end); not a line apart when a line between stayed (label seed 1106)
+        shift = s - c0 if c0 <= s else e - c0
+        if shift:
+            if slid is None or abs(shift) > MOVES:
+                return None
+            up, down = slid(a0, a1)
+            if not -up <= shift <= down:
+                return None
+        # next to lines that are there: only lines of the hunk's own base (the merge met
+        # them); not a deletion the patch's base made too (seed 7981786: upstream took p1's)
+        if s < e and (beside is None or not beside(a0 + shift, a1 + shift)):
             return None
-        up, down = slid(a0, a1)
-        return shift if -up <= shift <= down else None
+        return shift
 
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
@@ -154,13 +166,15 @@ def trace(
     path: str,
     region: Region,
     read: Callable[[str], Sequence[str]] | None = None,
+    expected: Sequence[str] = (),
 ) -> tuple[UpstreamCommit, ...]:
     """The commits of ``changes`` (newest first) that changed ``region`` of ``path``, oldest
     first, at most `SHOWN`; none when a binary change is met (it cannot be told). Commits
     that together change nothing (the file before the oldest is the file after the newest:
     a change and its revert) changed no line: none of them is named, and the trace goes on
     from the region as it was after them. ``read``: a version's lines by blob id, to tell
-    where else a deletion near the region may be placed (None: where the diff put it)."""
+    where else a deletion near the region may be placed (None: where the diff put it) and
+    whether what it took out next to the region is of ``expected``, the hunk's base side."""
     found: list[UpstreamCommit] = []
     seen: dict[str, tuple[int, Region]] = {}  # a version of the file: what was found, where
     for change in changes:
@@ -171,10 +185,10 @@ def trace(
             return ()
         if lines.after.strip("0"):
             seen.setdefault(lines.after, (len(found), region))
-        slid = None
+        slid, beside = None, None
         if read is not None and lines.before.strip("0"):
-            slid = _slider(read, lines.before)
-        met, region = _back(lines.hunks, region, slid)
+            slid, beside = _slider(read, lines.before), _beside(read, lines.before, expected)
+        met, region = _back(lines.hunks, region, slid, beside)
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
@@ -187,6 +201,15 @@ def trace(
 
 def _slider(read: Callable[[str], Sequence[str]], blob: str) -> Slides:
     return lambda a0, a1: slides(read(blob), a0, a1)
+
+
+def _beside(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[str]) -> Beside:
+    def beside(a0: int, a1: int) -> bool:
+        gone = list(read(blob)[a0 - 1 : a1 - 1])
+        n = len(gone)
+        return n > 0 and any(list(expected[i : i + n]) == gone for i in range(len(expected)))
+
+    return beside
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -224,7 +247,10 @@ def attribute(
 
     for k, (path, _base, _merged) in enumerate(files):
         found = places[k] + [None] * (len(out[k]) - len(places[k]))
-        traced = [trace(changes, path, place, read) if place else () for place in found]
+        traced = [
+            trace(changes, path, place, read, hunk.expected) if place else ()
+            for hunk, place in zip(out[k], found, strict=True)
+        ]
         out[k] = [
             replace(h, upstream=up, traced=bool(up)) for h, up in zip(out[k], traced, strict=True)
         ]
