@@ -360,9 +360,17 @@ class Oracle:
             if merged and path in merged:
                 base = git.run("show", f"{new}:{path}", check=False).split("\n")
                 near = base_line(merged[path], j, base) or near
-            at = self.place(new, path, now, near)
+            ours = now
+            at = self.place(new, path, ours, near)
+            if not at:
+                # upstream's side holds lines of earlier patches applied on the new base (seed
+                # 7038: p1's ``p1_debug`` below up2's blank line), which the new base lacks:
+                # its lines there are the rest, and -L over them names up2
+                there = set(git.run("show", f"{new}:{path}", check=False).split("\n"))
+                ours = [ln for ln in now if ln in there]
+                at = self.place(new, path, ours, near)
             if at:
-                span = f"{at},+{len(now)}:{path}"
+                span = f"{at},+{len(ours)}:{path}"
                 out = git.run("log", "--format=%H", "-s", "-L", span, f"{old}..{new}", check=False)
                 ok |= {ln for ln in out.splitlines() if len(ln) >= 40}
             for line in set(now) ^ set(expected):
@@ -397,13 +405,23 @@ class Oracle:
                 return False
             at = [i + 1 for i, ln in enumerate(text) if ln == own[0]]
             end = [i + 1 for i, ln in enumerate(text) if ln == own[-1]]
-            if not at or not end:
-                return False
-            first = min(at, key=lambda i: abs(i - near))
-            after = [i for i in end if i >= first]
-            if not after:
-                return False
-            last = min(after)
+            # pinned by the own lines the file holds once: a repeated last line (``return
+            # x;`` of a function an earlier patch added after them, absent here) ended the
+            # span at its nearest copy, short of the hunk's other lines, so a commit that
+            # moved those away was not seen to change them (label seed 1098)
+            pins = [text.index(ln) + 1 for ln in own if text.count(ln) == 1]
+            if pins:
+                lo, hi = min(pins), max(pins)
+                first = max([i for i in at if i <= lo], default=lo)
+                last = min([i for i in end if i >= hi], default=hi)
+            else:
+                if not at or not end:
+                    return False
+                first = min(at, key=lambda i: abs(i - near))
+                after = [i for i in end if i >= first]
+                if not after:
+                    return False
+                last = min(after)
         diff = self.git.run("diff", "-U0", "--no-color", f"{commit}^", commit, "--", path)
         for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? ", diff, re.M):
             a, n = int(m.group(1)), int(m.group(2) or "1")

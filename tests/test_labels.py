@@ -81,6 +81,18 @@ FIXED = [
     # up1 took p2, up4 took p3, which edits p2's line: p3 is upstream in up4 (the line it
     # removes was upstream's), not a no-op of deferred p2 (fixed)
     5223,
+    # up2 moved a_f3 from the file's end, where p3's hunk is (its upstream side empty): a
+    # culprit; the oracle's span ended at a ``return x;`` of p2's function instead (fixed)
+    1098,
+    # up1 took p1, deleting a line two above p3's hunk: no culprit, a line stands between
+    # (a deletion one line apart met a region of lines; item 6, fixed)
+    1106,
+    # p5's hunk holds up2's blank line and p1's line (p2, which deletes it, deferred): up2
+    # is a culprit; the oracle placed the hunk's lines in the new base with p1's (fixed)
+    7038,
+    # up1 took p1's deletion of a_f1_v1, next to p4's hunk (a_f1_v0, which up3 edits): p4's
+    # base lacks the line too, so the deletion is no line of the hunk; not a culprit (fixed)
+    7981786,
 ]
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from patchstack.engine.culprits import slides
+
 from .conftest import Repo, make_repo, numbered, replace_line
 
 
@@ -284,3 +286,102 @@ def test_the_culprit_of_a_file_whose_name_git_quotes(tmp_path) -> None:
     edit = repo.commit_all("upstream reworks line 20")
     repo.git("checkout", "-q", "main")
     assert culprits_of(repo) == [[edit]]
+
+
+def test_a_deletion_a_line_away_from_the_hunk_is_no_culprit(tmp_path) -> None:
+    """Upstream deletes line 8, then changes line 10; p1 changes line 10 too. Line 9 stands
+    between the deletion and the hunk (unique lines: no diff can place that deletion next to
+    it): the culprit is the change of line 10 alone (label seed 1106: upstream took the patch
+    that deleted the line two above)."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 8\n", "")
+    repo.commit_all("upstream deletes line 8")
+    replace_line(repo, "a.c", "a 10\n", "a 10 upstream\n")
+    edit = repo.commit_all("upstream changes line 10")
+    repo.git("checkout", "-q", "main")
+    # line 10 of the base is line 9 at up
+    assert log_l(repo, base, 9, 9, "a.c") == [edit]
+    assert culprits_of(repo) == [[edit]]
+
+
+def test_a_deletion_a_line_away_from_lines_upstream_deleted_is_no_culprit(tmp_path) -> None:
+    """Upstream deletes line 10, which p1 changes, then line 8: the hunk is the point where
+    line 10 was, line 9 between it and the second deletion (no diff can place that deletion
+    next to the point): the culprit is the first deletion, not the second."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 10\n", "")
+    deleted = repo.commit_all("upstream deletes line 10")
+    replace_line(repo, "a.c", "a 8\n", "")
+    repo.commit_all("upstream deletes line 8")
+    repo.git("checkout", "-q", "main")
+    # the lines around the point: a 9 and a 11 (lines 8 and 9 at up)
+    assert log_l(repo, base, 8, 9, "a.c") == [deleted]
+    assert culprits_of(repo) == [[deleted]]
+
+
+def test_a_deletion_slides_only_over_the_lines_it_repeats() -> None:
+    """Where else a diff may place a deletion: taking out ``g`` and the blank line after it
+    is taking out the blank line before it and ``g`` (one line up); a unique line beside it
+    does not move."""
+    lines = ["f", "", "g", "", "h"]
+    assert slides(lines, 3, 5) == (1, 0)  # "g", "" (lines 3-4)
+    assert slides(lines, 2, 4) == (0, 1)  # "", "g" (lines 2-3)
+    assert slides(lines, 3, 4) == (0, 0)  # "g"
+    assert slides(["}", "}", "}"], 1, 2) == (0, 2)
+
+
+def adjacent_fork(tmp_path: Path, taken: bool) -> tuple[Repo, str, str]:
+    """p2 edits line 7; upstream deletes line 8. ``taken``: p1 deletes line 8 before p2, p2
+    edits line 15 too, and upstream then edits lines 7 and 15 (p2's conflict at line 15 stays
+    when p1 is applied: it is primary)."""
+    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
+    base = repo.head()
+    repo.ps("init")
+    if taken:
+        replace_line(repo, "a.c", "a 8\n", "")
+        repo.ps("new", "p1", "--tag", "essential", "a.c")
+        replace_line(repo, "a.c", "a 15\n", "a 15 mine\n")
+    replace_line(repo, "a.c", "a 7\n", "a 7 mine\n")
+    repo.ps("new", "p2", "--tag", "essential", "a.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.c", "a 8\n", "")
+    deleted = repo.commit_all("upstream deletes line 8")
+    edit = deleted
+    if taken:
+        replace_line(repo, "a.c", "a 7\n", "a 7 upstream\n")
+        replace_line(repo, "a.c", "a 15\n", "a 15 upstream\n")
+        edit = repo.commit_all("upstream changes lines 7 and 15")
+    repo.git("checkout", "-q", "main")
+    return repo, deleted, edit
+
+
+def test_a_deletion_next_to_a_hunk_the_patch_s_base_made_too_is_no_culprit(tmp_path) -> None:
+    """Upstream deletes line 8 as p1 does, then changes line 7, which p2 changes: the
+    deletion next to p2's hunk is no line of it (p2's base lacks line 8 as well): the culprit
+    is the change of line 7 alone (label seed 7981786)."""
+    repo, _deleted, edit = adjacent_fork(tmp_path, taken=True)
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    (p2,) = [c for c in data["conflicts"] if c["patch"] == "p2.patch"]
+    assert p2["kind"] == "primary"
+    assert [h["expected"] for h in p2["hunks"]] == [["a 7"], ["a 15"]]
+    assert [[u["commit"] for u in h["upstream_commits"]] for h in p2["hunks"]] == [[edit]] * 2
+
+
+def test_a_deletion_next_to_a_hunk_that_makes_the_conflict_is_its_culprit(tmp_path) -> None:
+    """Upstream deletes line 8 only; p2 changes line 7, next to it (git: changes to lines
+    side by side conflict): the hunk's base holds line 8, and its deletion is the culprit."""
+    repo, deleted, _edit = adjacent_fork(tmp_path, taken=False)
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    (hunk,) = data["conflicts"][0]["hunks"]
+    assert hunk["expected"] == ["a 7", "a 8"]
+    assert [u["commit"] for u in hunk["upstream_commits"]] == [deleted]

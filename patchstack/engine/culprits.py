@@ -5,57 +5,55 @@ onto; its place in the new base's file is found by aligning that file with the m
 upstream side (the regions are lines of the new base; an earlier patch's lines are not).
 From there the region is followed back through what each first-parent commit of
 ``old_base..new_base`` did to the file (one ``log -p -U0`` walk for every file), as ``git log
--L`` follows a range: a commit whose change meets the region changed those lines, and the
-region grows to what that change replaced. A commit that created the file (a move or copy
-from another file, or a new file) brought the lines there; the trace ends with it. The
-commits found are ranked oldest first (the one that changed the patch's lines first), at
-most `SHOWN`; a region that cannot be placed (binary, or only an earlier patch's lines) has
-none: "unknown", never a guess.
+-L`` follows a range: a commit whose change meets the region changed those lines (lines it
+took out: inside the region, where it is empty, or where a diff may place the same deletion
+so, the lines at its ends repeated beside it; next to it only when they are of the hunk's
+base side, as the merge met them), and the region grows to what that change replaced.
+A commit that created the file (a move or copy from another file, or a new file) brought
+the lines there; the trace ends with it. The commits found are ranked oldest first (the one
+that changed the patch's lines first), at most `SHOWN`; a region that cannot be placed
+(binary, or only an earlier patch's lines) has none: "unknown", never a guess.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from difflib import SequenceMatcher
 
 from ..git import Git
 from ..git.history import LineChanges
 from ..model import trailers
-from ..model.conflict import ConflictHunk, UpstreamCommit, parse_markers
+from ..model.conflict import ConflictHunk, UpstreamCommit, marked_regions
 
 SHOWN = 5  # culprits kept per hunk, oldest first
-SLIDE = 1  # how far apart two diffs may place the same deletion
+MOVES = 3  # how far from a region a deletion is looked at, to see if a diff may place it there
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
 
-def _ours(lines: Sequence[str]) -> tuple[list[str], list[Region]]:
-    """The merged file's upstream side, and each conflict region's 0-based span in it (the
-    regions `parse_markers` reads, in its order)."""
+def _ours(
+    lines: Sequence[str], marked: Sequence[tuple[ConflictHunk, int]]
+) -> tuple[list[str], list[Region]]:
+    """The merged file's upstream side, and each conflict region's 0-based span in it
+    (``marked``: its regions, `marked_regions`)."""
     ours: list[str] = []
     spans: list[Region] = []
     i = 0
-    while i < len(lines):
-        if lines[i].startswith("<<<<<<< ") or lines[i] == "<<<<<<<":
-            start, keep = len(ours), True
-            i += 1
-            while i < len(lines) and not lines[i].startswith(">>>>>>>"):
-                if lines[i].startswith("|||||||") or lines[i] == "=======":
-                    keep = False
-                elif keep:
-                    ours.append(lines[i])
-                i += 1
-            spans.append((start, len(ours)))
-        else:
-            ours.append(lines[i])
-        i += 1
+    for hunk, end in marked:
+        ours += lines[i : hunk.line - 1]
+        spans.append((len(ours), len(ours) + len(hunk.now)))
+        ours += hunk.now
+        i = end
+    ours += lines[i:]
     return ours, spans
 
 
-def regions(base: Sequence[str], merged: Sequence[str]) -> list[Region | None]:
-    """Where each conflict region of ``merged`` lies in ``base`` (the new base's file), or
-    None where its upstream side is no line of it."""
-    ours, spans = _ours(merged)
+def regions(
+    base: Sequence[str], merged: Sequence[str], marked: Sequence[tuple[ConflictHunk, int]]
+) -> list[Region | None]:
+    """Where each conflict region of ``merged`` (``marked``: its regions) lies in ``base``
+    (the new base's file), or None where its upstream side is no line of it."""
+    ours, spans = _ours(merged, marked)
     to_base = [-1] * len(ours)
     head = 0
     while head < min(len(base), len(ours)) and base[head] == ours[head]:
@@ -86,46 +84,97 @@ def regions(base: Sequence[str], merged: Sequence[str]) -> list[Region | None]:
     return out
 
 
-def _back(hunks: Sequence[tuple[int, int, int, int]], region: Region) -> tuple[bool, Region]:
+def slides(parent: Sequence[str], a0: int, a1: int) -> tuple[int, int]:
+    """How many lines a deletion of ``parent``'s lines [a0, a1) (1-based) can move up and
+    down and still take out the same lines (a blank line or ``}`` at either end of them that
+    the lines beside repeat): where else a diff may place it."""
+    up = 0
+    while a0 - 1 - up >= 1 and parent[a0 - 2 - up] == parent[a1 - 2 - up]:
+        up += 1
+    down = 0
+    while a1 + down <= len(parent) and parent[a0 - 1 + down] == parent[a1 - 1 + down]:
+        down += 1
+    return up, down
+
+
+Slides = Callable[[int, int], tuple[int, int]]  # a deletion's [a0, a1) -> `slides`
+Beside = Callable[[int, int], bool]  # the parent's lines [a0, a1) are of the hunk's base
+
+
+def _back(
+    hunks: Sequence[tuple[int, int, int, int]],
+    region: Region,
+    slid: Slides | None = None,
+    beside: Beside | None = None,
+) -> tuple[bool, Region]:
     """Whether a commit's hunks meet ``region`` (lines of the commit's version), and where
-    the region was in its parent's version."""
+    the region was in its parent's version (``slid``: how far each deletion may move, `slides`
+    of the parent's lines; None: it stays where the diff put it; ``beside``: whether lines a
+    deletion next to the region took out are the hunk's own, None: they are not)."""
     s, e = region
     spans = []  # (old start, old end, new start, new end), half-open
     for a, alen, c, clen in hunks:
         a0, c0 = (a if alen else a + 1), (c if clen else c + 1)
         spans.append((a0, a0 + alen, c0, c0 + clen))
 
-    def meets(c0: int, c1: int) -> bool:
+    def meets(a0: int, a1: int, c0: int, c1: int) -> int | None:
+        """None, or how far the change moves to meet the region (a deletion only)."""
         if c1 > c0:
-            return c0 < s < c1 if s == e else c0 < e and s < c1
-        # lines taken out next to the region: diffs may place a deletion a line apart (a
-        # blank line at either end of the lines taken out is the same either side)
-        return s - SLIDE <= c0 <= e + SLIDE
+            hit = c0 < s < c1 if s == e else c0 < e and s < c1
+            return 0 if hit else None
+        if s < c0 < e or s == c0 == e:  # lines taken out inside it, or where it is empty
+            return 0
+        # or where a diff may place them as well (two diffs of the same change: a blank line
+        # at either end); not a line apart when a line between stayed (label seed 1106)
+        shift = s - c0 if c0 <= s else e - c0
+        if shift:
+            if slid is None or abs(shift) > MOVES:
+                return None
+            up, down = slid(a0, a1)
+            if not -up <= shift <= down:
+                return None
+        # next to lines that are there: only lines of the hunk's own base (the merge met
+        # them); not a deletion the patch's base made too (seed 7981786: upstream took p1's)
+        if s < e and (beside is None or not beside(a0 + shift, a1 + shift)):
+            return None
+        return shift
 
     def where(line: int) -> int | None:  # a line (or point) outside every hunk, in the parent
         if any(c0 <= line < c1 for _a0, _a1, c0, c1 in spans):
             return None
         return line + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= line)
 
-    met = [sp for sp in spans if meets(sp[2], sp[3])]
+    met = []  # the parent's lines each change that meets the region replaced (moved to meet)
+    for sp in spans:
+        shift = meets(*sp)
+        if shift is not None:
+            met.append((sp[0] + shift, sp[1] + shift))
     if s == e:  # a point between lines s - 1 and s
         if not met:
             at = s + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= s)
             return False, (at, at)
-        starts, ends = [sp[0] for sp in met], [sp[1] for sp in met]
+        starts, ends = [m[0] for m in met], [m[1] for m in met]
     else:
         first, last = where(s), where(e - 1)
-        starts = [sp[0] for sp in met] + ([first] if first is not None else [])
-        ends = [sp[1] for sp in met] + ([last + 1] if last is not None else [])
+        starts = [m[0] for m in met] + ([first] if first is not None else [])
+        ends = [m[1] for m in met] + ([last + 1] if last is not None else [])
     return bool(met), (min(starts), max(ends))
 
 
-def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[UpstreamCommit, ...]:
+def trace(
+    changes: Sequence[LineChanges],
+    path: str,
+    region: Region,
+    read: Callable[[str], Sequence[str]] | None = None,
+    expected: Sequence[str] = (),
+) -> tuple[UpstreamCommit, ...]:
     """The commits of ``changes`` (newest first) that changed ``region`` of ``path``, oldest
     first, at most `SHOWN`; none when a binary change is met (it cannot be told). Commits
     that together change nothing (the file before the oldest is the file after the newest:
     a change and its revert) changed no line: none of them is named, and the trace goes on
-    from the region as it was after them."""
+    from the region as it was after them. ``read``: a version's lines by blob id, to tell
+    where else a deletion near the region may be placed (None: where the diff put it) and
+    whether what it took out next to the region is of ``expected``, the hunk's base side."""
     found: list[UpstreamCommit] = []
     seen: dict[str, tuple[int, Region]] = {}  # a version of the file: what was found, where
     for change in changes:
@@ -136,7 +185,10 @@ def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[Up
             return ()
         if lines.after.strip("0"):
             seen.setdefault(lines.after, (len(found), region))
-        met, region = _back(lines.hunks, region)
+        slid, beside = None, None
+        if read is not None and lines.before.strip("0"):
+            slid, beside = _slider(read, lines.before), _beside(read, lines.before, expected)
+        met, region = _back(lines.hunks, region, slid, beside)
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
@@ -145,6 +197,19 @@ def trace(changes: Sequence[LineChanges], path: str, region: Region) -> tuple[Up
             count, region = seen[lines.before]
             del found[count:]
     return tuple(reversed(found))[:SHOWN]
+
+
+def _slider(read: Callable[[str], Sequence[str]], blob: str) -> Slides:
+    return lambda a0, a1: slides(read(blob), a0, a1)
+
+
+def _beside(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[str]) -> Beside:
+    def beside(a0: int, a1: int) -> bool:
+        gone = list(read(blob)[a0 - 1 : a1 - 1])
+        n = len(gone)
+        return n > 0 and any(list(expected[i : i + n]) == gone for i in range(len(expected)))
+
+    return beside
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -164,15 +229,28 @@ def attribute(
     places: list[list[Region | None]] = []
     for path, base, merged in files:
         text = merged.decode("utf-8", "surrogateescape")
-        out.append(parse_markers(path, text))
-        places.append(regions(_lines(base), text.split("\n")) if base is not None else [])
+        marked = marked_regions(path, text)
+        out.append([hunk for hunk, _end in marked])
+        lines = text.split("\n")
+        places.append(regions(_lines(base), lines, marked) if base is not None else [])
     paths = sorted({f[0] for f, found in zip(files, places, strict=True) if any(found)})
     if not old_base or old_base == new_base or not paths:
         return out
     changes = git.line_changes(f"{old_base}..{new_base}", paths, trailers.PATCH)
+    versions: dict[str, list[str]] = {}
+
+    def read(blob: str) -> list[str]:  # a version's lines, each read once
+        if blob not in versions:
+            text = _lines(git.read_blob(blob))
+            versions[blob] = text[:-1] if text and not text[-1] else text
+        return versions[blob]
+
     for k, (path, _base, _merged) in enumerate(files):
         found = places[k] + [None] * (len(out[k]) - len(places[k]))
-        traced = [trace(changes, path, place) if place else () for place in found]
+        traced = [
+            trace(changes, path, place, read, hunk.expected) if place else ()
+            for hunk, place in zip(out[k], found, strict=True)
+        ]
         out[k] = [
             replace(h, upstream=up, traced=bool(up)) for h, up in zip(out[k], traced, strict=True)
         ]

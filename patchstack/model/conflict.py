@@ -98,6 +98,12 @@ class Conflict:
 
 def parse_markers(path: str, text: str) -> list[ConflictHunk]:
     """Conflict regions of a diff3-style merged file."""
+    return [hunk for hunk, _end in marked_regions(path, text)]
+
+
+def marked_regions(path: str, text: str) -> list[tuple[ConflictHunk, int]]:
+    """`parse_markers`' regions, each with the (0-based) line after its closing marker (its
+    opening marker's is ``hunk.line - 1``)."""
     hunks = []
     lines = text.split("\n")
     i = 0
@@ -117,8 +123,8 @@ def parse_markers(path: str, text: str) -> list[ConflictHunk]:
             else:
                 part.append(lines[i])
             i += 1
-        hunks.append(ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)))
         i += 1
+        hunks.append((ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)), i))
     return hunks
 
 
