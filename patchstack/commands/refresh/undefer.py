@@ -127,7 +127,8 @@ def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
             why = (
                 f"it conflicts because {report.root}, still deferred, is missing"
                 if report.kind == KNOCK_ON
-                else f"it waits for {report.root}, still deferred, and with it applied still conflicts"
+                else f"it waits for {report.root}, still deferred, and with it applied still"
+                " conflicts"
             )
             raise ConflictError(
                 f"{report.patch} was not applied: {why} (nothing changed)",
