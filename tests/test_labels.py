@@ -8,8 +8,9 @@ fixed (strict: when the fixes land, the seed passes and the mark must go; a wron
 other kind fails it still). The soak run tries random seeds, the odd ones with the shortcuts
 off (`differential.SWITCHES`): ``PATCHSTACK_LABEL_SOAK=200 python -m pytest -m soak -k labels
 -n 0 -s``; it fails on a wrong label of a kind not in `OPEN_ITEMS` and prints the seeds that
-found open items (``PATCHSTACK_LABEL_STRICT=1``: it fails on those too). A failure prints the
-case and each wrong label; ``PATCHSTACK_LABEL_SEEDS=21,25`` runs those seeds.
+found open items (``PATCHSTACK_LABEL_STRICT=1``: it fails on those too;
+``PATCHSTACK_LABEL_SOAK_START=6000``: from that seed on). A failure prints the case and each
+wrong label; ``PATCHSTACK_LABEL_SEEDS=21,25`` runs those seeds.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def unknown_findings(findings: list[str]) -> list[str]:
 @pytest.mark.soak
 def test_a_random_campaign_finds_no_wrong_label(tmp_path) -> None:
     count = int(os.environ.get("PATCHSTACK_LABEL_SOAK", "20"))
-    start = random.randrange(10_000, 10_000_000)
+    start = int(os.environ.get("PATCHSTACK_LABEL_SOAK_START") or random.randrange(10_000, 10**7))
     failures, known_seeds = [], []
     total: dict[str, int] = {}
     for seed in range(start, start + count):
