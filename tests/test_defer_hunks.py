@@ -203,6 +203,34 @@ def test_a_held_patch_that_also_conflicts_on_its_own_is_primary(tmp_path) -> Non
     bring_p1_back_to(repo, "p2.patch")
 
 
+def test_the_held_patch_s_proof_reuses_its_root_s_conflict_merge(tmp_path, monkeypatch) -> None:
+    """p2 would be placed where p1 conflicted: its proof takes p1's merge from the replay and
+    makes one merge of its own (p2 onto p1 as p1 has it); the plain path, which merges p1
+    again, says the same."""
+    from patchstack.engine import triage
+
+    repo = debug_drift(tmp_path)
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "b.txt", "b 30\n", "b 30 upstream\n")
+    repo.commit_all("upstream edits line 30")
+    repo.git("checkout", "-q", "main")
+    made: list[str] = []
+    plain_place = triage.place_fast
+
+    def counted(git, before, tree, after, labels, *rest):  # type: ignore[no-untyped-def]
+        made.append(labels[1])
+        return plain_place(git, before, tree, after, labels, *rest)
+
+    monkeypatch.setattr(triage, "place_fast", counted)
+    fast = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert made == ["p2.patch"]
+    monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "1")
+    made.clear()
+    plain = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert made == ["p1.patch", "p2.patch"]
+    assert fast == plain
+
+
 def bring_p1_back_to(repo: Repo, stop: str) -> None:
     """``push p1``, resolved: the refresh goes on and stops at ``stop``'s own conflict."""
     repo.ps("push", "p1", code=1)
