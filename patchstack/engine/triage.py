@@ -76,13 +76,15 @@ def reports(
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None = None,
     held: Sequence[Waiting] = (),
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    waits: Mapping[str, str] | None = None,
 ) -> list[Conflict]:
     """The report of every conflict of ``failed``, triaged (see the module docstring), then
     of each patch ``held`` for a missing one; ``attribute``: name the upstream commits of each
     primary hunk; ``tick(done, total)``: told as the reports are built (the progress bar keeps
     moving); ``change_of(name)``: a patch's change (its tree before, after), to merge a
     conflict again with its root in place (without it every conflict is primary); ``memo``:
-    the proofs' merges made so far (a replay's, kept across calls), each made once."""
+    the proofs' merges made so far (a replay's, kept across calls), each made once;
+    ``waits``: the root each held patch waits for (those ``held`` wait for theirs)."""
     if not failed and not held:
         return []
     # Conflicts placed on the same tree (a run of them) merge the same roots there: each
@@ -96,7 +98,7 @@ def reports(
             change = change_of(f.name)
             if change is not None:
                 memo.setdefault((change[0], f.onto, change[1], f.name), f.merged)
-    known: dict[str, str | None] = {h.name: h.root for h in held}  # each waits for its root
+    known: dict[str, str | None] = {**(waits or {}), **{h.name: h.root for h in held}}
     roots: list[str | None] = []  # each conflict's root; None: primary
     for i, f in enumerate(failed):
         if tick is not None:

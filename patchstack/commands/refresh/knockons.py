@@ -29,18 +29,19 @@ def triaged(
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     attribute: bool = True,
-    held: Sequence[str] = (),
+    held: Sequence[HeldBack] = (),
     known: Collection[str] = (),
-    proved: Sequence[HeldBack] = (),
-    done: Sequence[Done] = (),
+    done: Sequence[Done] | None = None,
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
     primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
     ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
-    missing too; then the reports of those ``proved`` (placed after ``done``); ``memo``: the
-    replay's proof merges (`KnockOns.memo`)."""
-    missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
+    missing too, each waiting for its root; with ``done`` (the patches the replay placed),
+    their reports follow, each proven where it would have gone; ``memo``: the replay's proof
+    merges (`KnockOns.memo`)."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)]
+    missing += [h.name for h in held]
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
     for name, onto, merged in conflicts:
@@ -48,8 +49,10 @@ def triaged(
         if name not in known:
             failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
         missing.append(name)
-    start = ws.git.tree_of(state.new_base) if proved else Oid("")
-    waits = waiting(proved, state.steps, done, start, missing)
+    proved = []
+    if done is not None and held:
+        start = ws.git.tree_of(state.new_base)
+        proved = waiting(held, state.steps, done, start, missing)
 
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
@@ -71,8 +74,9 @@ def triaged(
         attribute,
         None,
         changes.get,
-        waits,
+        proved,
         memo,
+        {h.name: h.root for h in held},
     )
 
 
@@ -96,7 +100,7 @@ class KnockOns:
 
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
-        held, earlier = self.needs.names, self.known.keys()
+        held, earlier = self.needs.held, self.known.keys()
         last = triaged(
             self.ws, self.state, self.series, self.seen, False, held, earlier, memo=self.memo
         )[0]
@@ -133,9 +137,8 @@ def defer(
         return state, []
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
-    names = [h.name for h in held]
     memo = knock_ons.memo
-    found = triaged(ws, state, series, conflicts, True, names, again.keys(), held, done, memo)
+    found = triaged(ws, state, series, conflicts, True, held, again.keys(), done, memo)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
