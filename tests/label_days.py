@@ -110,7 +110,12 @@ class Day:
             if e["verdict"] == "deferred" and e["name"] not in {*self.deferred, *now}:
                 o.fail(where, f"{e['name']}: deferred, but the series does not defer it")
         applied = {n for n, _c in self.carried}
-        roots = {r["patch"]: r["root"] for r in reports if r["kind"] == "knock-on" and r["root"]}
+        # a knock-on waits for its root; so does a held patch, primary too (deferred after it)
+        roots = {
+            r["patch"]: r["root"]
+            for r in reports
+            if (r["kind"] == "knock-on" or r.get("held")) and r["root"]
+        }
         for r in reports:
             waits = set()  # the root, and the root it waits for in turn (a knock-on's)
             at = r.get("root")

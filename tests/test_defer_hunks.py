@@ -164,3 +164,77 @@ def test_skipping_the_root_again_keeps_the_knock_on_s_hunk(tmp_path) -> None:
     assert " after p1.patch\n" in repo.read("patches/series")
     bring_p1_back(repo)
     assert repo.tree() == want
+
+
+def test_a_held_patch_that_also_conflicts_on_its_own_is_primary(tmp_path) -> None:
+    """p2 needs p1's DEBUG line (it removes it), and upstream also edits b.txt line 30, which
+    p2 edits: with p1 applied, p2 still conflicts. By the one definition (a knock-on of P
+    applies once P is applied) it is primary, for check, refresh and push NAME alike; it still
+    waits for p1 (deferred after it) and its report shows its own conflict, upstream's."""
+    repo = debug_drift(tmp_path)
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "b.txt", "b 30\n", "b 30 upstream\n")
+    up30 = repo.commit_all("upstream edits line 30")
+    repo.git("checkout", "-q", "main")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    found = {c["patch"]: c for c in data["conflicts"]}
+    assert (found["p1.patch"]["kind"], found["p1.patch"]["root"]) == ("primary", None)
+    p2 = found["p2.patch"]
+    assert (p2["kind"], p2["root"], p2["held"]) == ("primary", "p1.patch", True)
+    assert [(h["path"], h["now"], h["wanted"]) for h in p2["hunks"]] == [
+        ("b.txt", ["b 30 upstream"], ["b 30 mine"])
+    ]
+    assert [u["commit"] for u in p2["hunks"][0]["upstream_commits"]] == [up30]
+    out = repo.ps("check", "--onto", "up", code=1).stdout
+    assert "conflicts: 2 primary" in out and "knock-on" not in out
+    assert "it waits for p1.patch too: placed without p1.patch" in out
+    refreshed = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    assert [(c["patch"], c["kind"], c["root"]) for c in refreshed["deferred"]] == [
+        ("p1.patch", "primary", None),
+        ("p2.patch", "primary", "p1.patch"),
+    ]
+    assert " after p1.patch\n" in repo.read("patches/series")  # it comes back with p1
+    result = repo.ps("push", "p2", code=1)  # refused while p1 stays deferred: nothing changed
+    assert "it waits for p1.patch, still deferred, and with it applied still conflicts" in (
+        result.stderr
+    )
+    assert "primary: with p1.patch applied it still conflicts" in result.stderr
+    assert "'patchstack push p1.patch' first" in result.stderr
+    bring_p1_back_to(repo, "p2.patch")
+
+
+def test_the_held_patch_s_proof_reuses_its_root_s_conflict_merge(tmp_path, monkeypatch) -> None:
+    """p2 would be placed where p1 conflicted: its proof takes p1's merge from the replay and
+    makes one merge of its own (p2 onto p1 as p1 has it); the plain path, which merges p1
+    again, says the same."""
+    from patchstack.engine import triage
+
+    repo = debug_drift(tmp_path)
+    repo.git("checkout", "-q", "up")
+    replace_line(repo, "b.txt", "b 30\n", "b 30 upstream\n")
+    repo.commit_all("upstream edits line 30")
+    repo.git("checkout", "-q", "main")
+    made: list[str] = []
+    plain_place = triage.place_fast
+
+    def counted(git, before, tree, after, labels, *rest):  # type: ignore[no-untyped-def]
+        made.append(labels[1])
+        return plain_place(git, before, tree, after, labels, *rest)
+
+    monkeypatch.setattr(triage, "place_fast", counted)
+    fast = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert made == ["p2.patch"]
+    monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "1")
+    made.clear()
+    plain = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert made == ["p1.patch", "p2.patch"]
+    assert fast == plain
+
+
+def bring_p1_back_to(repo: Repo, stop: str) -> None:
+    """``push p1``, resolved: the refresh goes on and stops at ``stop``'s own conflict."""
+    repo.ps("push", "p1", code=1)
+    repo.write("a.c", RESOLVED)
+    stopped = repo.ps("refresh", "--continue", code=1)
+    assert f"conflict in patch {stop}" in stopped.stderr
+    assert "<<<<<<<" in repo.read("b.txt") and "DEBUG" not in repo.read("b.txt")

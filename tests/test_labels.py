@@ -93,6 +93,15 @@ FIXED = [
     # up1 took p1's deletion of a_f1_v1, next to p4's hunk (a_f1_v0, which up3 edits): p4's
     # base lacks the line too, so the deletion is no line of the hunk; not a culprit (fixed)
     7981786,
+    # p4 needs p3's line (it deletes it) and conflicts on its own beside up1's wrap: held for
+    # p3, it still conflicts with p3 applied, so it is primary waiting for p3, not a knock-on
+    # (item 5; fixed)
+    2028,
+    1076,  # p2 reverts p1 (held for it) and edits a line up1 wrapped: primary (item 5; fixed)
+    1111,  # p2 reverts p1 (held for it) and edits lines up1, up3 edit: primary (item 5; fixed)
+    # p3 held for p1 and primary; p4 lacks p1's line and is a knock-on of p3, proven with p3's
+    # root p1 in place, as the oracle follows a held patch's root (item 5; fixed)
+    2047,
 ]
 
 
@@ -116,15 +125,15 @@ def test_every_label_is_what_git_says(seed: int, tmp_path) -> None:
 # finding of one of them is printed by the soak run, not failed (remove one when its fix lands;
 # PATCHSTACK_LABEL_STRICT=1 fails on every finding). Any other wrong label fails the run.
 # Items 1, 2 and 4 are fixed (no finding in the fixed seeds nor in 60 random ones); the
-# deferred-leak's fix has not landed, though seed 80 no longer shows it. Items 5 and 6: the
-# neighbour, the change-and-revert, the several-roots and the marked-upstream findings are
-# fixed (seeds 489931, 1004, 2057, 2019; 0 findings in seeds 3000..3059); still open: a patch
-# held for a left-out root (`engine.needs`) that also conflicts on its own is called a
-# knock-on of that root (item 5: seeds 2028, 1076), and a few culprits next to a moved
-# function or a taken patch (item 6: seeds 1098, 1106). Item 4 again: CI's soak found seed
-# 9090795 (day one: p1 and p2 deferred, up4 takes p2; push p1 gives a tree other than git's
-# pick of p1 at its place), and seed 2075 shows the same; open, kept as a known seed below.
-OPEN_ITEMS = {"4", "5", "6"}
+# deferred-leak's fix has not landed, though seed 80 no longer shows it. Item 5 is fixed: the
+# neighbour, the several-roots and the marked-upstream findings (seeds 2057, 2019), and a
+# patch held for a left-out root (`engine.needs`) that also conflicts on its own, now primary
+# (seeds 2028, 1076, 1111, 2047). Item 6: the neighbour and the change-and-revert are fixed
+# (seeds 489931, 1004); still open: a few culprits next to a moved function or a taken patch
+# (seeds 1098, 1106). Item 4 again: CI's soak found seed 9090795 (day one: p1 and p2
+# deferred, up4 takes p2; push p1 gives a tree other than git's pick of p1 at its place),
+# and seed 2075 shows the same; open, kept as a known seed below.
+OPEN_ITEMS = {"4", "6"}
 
 
 def unknown_findings(findings: list[str]) -> list[str]:

@@ -77,7 +77,9 @@ def _shown(c: Any, full: bool, head: int, tail: int, bare: bool = False) -> int:
 def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
     """A report's lines before its hunks (the patch, its files) and after them."""
     lines = [f"conflict in patch {c.patch}"]
-    if getattr(c, "held", False):
+    if getattr(c, "held", False) and getattr(c, "kind", "primary") != "knock-on":
+        lines.append(f"  primary: with {c.root} applied it still conflicts; it waits for {c.root}")
+    elif getattr(c, "held", False):
         lines.append(f"  a knock-on of {c.root}: it merges, but not as its own change")
     elif getattr(c, "kind", "primary") == "knock-on" and c.root:
         lines.append(
@@ -270,6 +272,8 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
             lines.append(f"      superseded{by}? upstream's side already has every line it adds")
         if c.culprits:
             lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
+        if c.held:  # primary, and waiting for its root (`engine.needs`)
+            lines.append(f"      it waits for {c.root} too: {c.note}")
         lines += _knock_on_line(c.patch, under, verbose)
         shown_roots.add(c.patch)
     for root in under:  # roots deferred earlier, or not among the conflicts shown

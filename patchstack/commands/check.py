@@ -25,7 +25,7 @@ from ..engine.replay import (
     replay,
     steps,
 )
-from ..engine.triage import Failed, reports
+from ..engine.triage import Failed, Waiting, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
@@ -34,7 +34,7 @@ from ..model.ids import Oid
 from ..model.selection import Selector, check_words
 from ..model.series import Series
 from .refresh.drift import no_upstream_note
-from .refresh.holds import held_reports, needs
+from .refresh.holds import needs, waiting
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -153,14 +153,16 @@ def check(
         n = len(plan)
         # `reports` counts its conflicts and then the culprits: t - 1 reports
         tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
+        missing = [*series.deferred, *holds.names, *(c[0] for c in conflicts)]
+        waits = waiting(holds.held, plan, done, git.tree_of(target), missing)
         reports = _reports(
-            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names, plan
+            ws, series, engine, conflicts, skip, series.base, target, full, tick, waits, plan
         )
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
         reports = relocated(ws, plan, conflicts, reports, series.base, target)
-        reports = sorted([*reports, *held_reports(holds.held)], key=lambda r: series.index(r.patch))
+        reports = sorted(reports, key=lambda r: series.index(r.patch))
         shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
     finally:
         engine.close()
@@ -285,13 +287,14 @@ def _reports(
     target: Oid,
     full: Sequence[str] | bool,
     tick: Callable[[int, int], None] | None = None,
-    held: Sequence[str] = (),
+    held: Sequence[Waiting] = (),
     plan: Sequence[Step] = (),
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
-    waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
+    waits for; with ``--only``/``--except``, the unselected patches a conflict needs; then
+    those of the patches ``held`` for a missing one (`engine.needs`), triaged too."""
     git = ws.git
-    missing: list[str] = list(held)  # left out for needing a missing patch (`engine.needs`)
+    missing: list[str] = [h.name for h in held]  # left out for needing a missing patch
     failed = []
     for name, onto, merged in conflicts:
         k = series.index(name)
@@ -317,10 +320,12 @@ def _reports(
         k = series.index(name)
         return engine.canonical(k), engine.canonical(k + 1)
 
-    found = reports(git, failed, paths_of, old_base, target, tick=tick, change_of=change_of)
-    out = []
+    found = reports(
+        git, failed, paths_of, old_base, target, tick=tick, change_of=change_of, held=held
+    )
+    out = found[len(conflicts) :]  # the held patches' reports
     selected = [e.name for e in series.entries if e.name not in skip]
-    for report, (name, _onto, merged) in zip(found, conflicts, strict=True):
+    for report, (name, _onto, merged) in zip(found[: len(conflicts)], conflicts, strict=True):
         # a primary conflict's hunks are traced already (`reports`); a knock-on's on demand
         if (full is True or (full and name in full)) and report.kind == "knock-on":
             traced = blame(git, name, merged, old_base, target)

@@ -9,6 +9,11 @@ patch was placed on (with the roots R waits for in turn, each conflict resolved 
 has it), the patch merges cleanly, is its root. Anything else is **primary**: upstream changed
 the lines the patch expected (or no one missing patch alone is why).
 
+A patch left out for needing a missing one's lines (`engine.needs`: placed without its root it
+would not be its own change) is never placed; it is proven the same way (`Waiting`): merged
+with its root in place, it is a knock-on of it when that merge is clean, else primary, its
+hunks those of that merge. Either way it waits for its root (deferred after it).
+
 The reports are built for all conflicts together: the merged files and the new base's entries
 are read in one batch, and the primary hunks' upstream commits are traced at their place in
 one walk (`culprits`).
@@ -39,6 +44,21 @@ class Failed:
     onto: Oid
     merged: MergeResult
     missing: tuple[str, ...] = ()
+    held: str | None = None  # a `Waiting` patch's root: merged with it in place (primary)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A patch left out for needing ``root``'s lines (`engine.needs`), never placed: the tree
+    it would have been placed on, the paths where it needs them, why (``note``), and the
+    patches before it missing from that tree, as `Failed` has them."""
+
+    name: str
+    onto: Oid
+    root: str
+    paths: tuple[str, ...]
+    note: str
+    missing: tuple[str, ...] = ()
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -54,15 +74,40 @@ def reports(
     attribute: bool = True,
     tick: Callable[[int, int], None] | None = None,
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None = None,
+    held: Sequence[Waiting] = (),
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    waits: Mapping[str, str] | None = None,
 ) -> list[Conflict]:
-    """The report of every conflict of ``failed``, triaged (see the module docstring);
-    ``attribute``: name the upstream commits of each primary hunk; ``tick(done, total)``: told
-    as the reports are built (the progress bar keeps moving); ``change_of(name)``: a patch's
-    change (its tree before, after), to merge a conflict again with its root in place (without
-    it every conflict is primary)."""
-    if not failed:
+    """The report of every conflict of ``failed``, triaged (see the module docstring), then
+    of each patch ``held`` for a missing one; ``attribute``: name the upstream commits of each
+    primary hunk; ``tick(done, total)``: told as the reports are built (the progress bar keeps
+    moving); ``change_of(name)``: a patch's change (its tree before, after), to merge a
+    conflict again with its root in place (without it every conflict is primary); ``memo``:
+    the proofs' merges made so far (a replay's, kept across calls), each made once;
+    ``waits``: the root each held patch waits for (those ``held`` wait for theirs)."""
+    if not failed and not held:
         return []
-    total = len(failed) + 1
+    # Conflicts placed on the same tree (a run of them) merge the same roots there: each
+    # merge is made once (`merge-tree` is a function of its trees and labels; a proof uses
+    # only whether it is clean and the patch's side, so the replay's own merge of a conflict
+    # stands for it).
+    if memo is None and enabled():
+        memo = {}
+    if memo is not None and change_of is not None:
+        for f in failed:
+            change = change_of(f.name)
+            if change is not None:
+                memo.setdefault((change[0], f.onto, change[1], f.name), f.merged)
+    known: dict[str, str | None] = {**(waits or {}), **{h.name: h.root for h in held}}
+    roots: list[str | None] = []  # each conflict's root; None: primary
+    for i, f in enumerate(failed):
+        if tick is not None:
+            tick(i + 1, len(failed) + 1)
+        roots.append(_root(git, f, paths_of, change_of, memo, known))
+        known[f.name] = roots[-1]
+    proven = {h.name: _held(git, h, change_of, memo, known) for h in held}
+    failed = [*failed, *(p for p in proven.values() if p is not None)]
+    roots += [None] * (len(failed) - len(roots))
     merged_entries = [git.entries_at(f.merged.tree, list(f.merged.conflicted)) for f in failed]
     every = sorted({p for f in failed for p in f.merged.conflicted})
     new_entries = git.entries_at(git.tree_of(new_base), every) if attribute else {}
@@ -76,22 +121,13 @@ def reports(
         found = blobs.get(entry[1])
         return found[1] if found else None
 
-    roots: list[str | None] = []  # each conflict's root; None: primary
-    # Conflicts placed on the same tree (a run of them) merge the same roots there: each
-    # merge is made once (`merge-tree` is a function of its trees and labels).
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
-    known: dict[str, str | None] = {}
     files: list[tuple[str, bytes | None, bytes]] = []
     for i, f in enumerate(failed):
-        if tick is not None:
-            tick(i + 1, total)
-        roots.append(_root(git, f, paths_of, change_of, memo, known))
-        known[f.name] = roots[-1]
         for path in f.merged.conflicted:
             text = blob(merged_entries[i].get(path))
             if text:
                 # a knock-on's lines are not traced: it waits for its root, not for upstream
-                base = blob(new_entries.get(path)) if roots[-1] is None else None
+                base = blob(new_entries.get(path)) if roots[i] is None else None
                 files.append((path, base, text))
     traced = iter(culprits.attribute(git, old_base if attribute else None, new_base, files))
     out = []
@@ -106,11 +142,18 @@ def reports(
             detail=f.merged.messages.strip(),
             merged_tree=f.merged.tree,
             kind=KNOCK_ON if root else PRIMARY,
-            root=root,
+            root=root or f.held,
         )
+        if f.held:  # primary, and waiting for its root all the same
+            report = replace(report, note=next(h.note for h in held if h.name == f.name), held=True)
         if root is None:
             report = replace(report, superseded=superseded(report, git.show_file))
         out.append(report)
+    out += [
+        Conflict(h.name, h.paths, kind=KNOCK_ON, root=h.root, note=h.note, held=True)
+        for h in held
+        if proven[h.name] is None
+    ]
     return out
 
 
@@ -137,12 +180,7 @@ def _root(
     known = known or {}
 
     def with_its_roots(name: str) -> list[str]:
-        found: set[str] = set()
-        at: str | None = name
-        while at is not None and at not in found:
-            found.add(at)
-            at = known.get(at)
-        return [m for m in f.missing if m in found]
+        return _with_roots(name, f.missing, known)
 
     roots = near[-ROOTS:]
     if not _clean_with(
@@ -161,6 +199,36 @@ def _root(
     return None
 
 
+def _with_roots(name: str, missing: Sequence[str], known: Mapping[str, str | None]) -> list[str]:
+    """``name`` and the roots it waits for in turn (``known``), those of ``missing``, in order."""
+    found: set[str] = set()
+    at: str | None = name
+    while at is not None and at not in found:
+        found.add(at)
+        at = known.get(at)
+    return [m for m in missing if m in found]
+
+
+def _held(
+    git: Git,
+    h: Waiting,
+    change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
+    memo: dict[tuple[str, str, str, str], MergeResult] | None,
+    known: Mapping[str, str | None],
+) -> Failed | None:
+    """``h`` merged onto the tree it would have been placed on with its root applied there
+    (and the roots that one waits for, each as it has it): None when that merge is clean (a
+    knock-on of its root) or cannot be made (a change unknown: as `engine.needs` found it);
+    else a `Failed` of that merge, onto the tree with them in place: primary."""
+    if change_of is None:
+        return None
+    roots = _with_roots(h.root, h.missing, known) or [h.root]
+    found = _merge_with(git, h.onto, h.name, roots, change_of, memo)
+    if found is None or found[1] is None or found[1].clean:
+        return None
+    return Failed(h.name, found[0], found[1], h.missing, held=h.root)
+
+
 def _clean_with(
     git: Git,
     f: Failed,
@@ -170,23 +238,38 @@ def _clean_with(
 ) -> bool:
     """Does ``f`` merge cleanly once ``roots`` are applied onto the tree it was placed on,
     each root's conflict resolved as the root has it (`_as_the_patch_has_it`)?"""
-    tree = f.onto
-    for name in [*roots, f.name]:
-        change = change_of(name)
+    found = _merge_with(git, f.onto, f.name, roots, change_of, memo)
+    return found is not None and (found[1] is None or found[1].clean)
+
+
+def _merge_with(
+    git: Git,
+    onto: Oid,
+    name: str,
+    roots: Sequence[str],
+    change_of: Callable[[str], tuple[Oid, Oid] | None],
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+) -> tuple[Oid, MergeResult | None] | None:
+    """(the tree, ``roots`` applied onto ``onto`` in turn, each conflict resolved as that root
+    has it; ``name`` merged onto it, or None when it changes nothing), or None when a change
+    is unknown. Each merge is looked up in ``memo`` first, and kept there."""
+    tree = onto
+    for at in [*roots, name]:
+        change = change_of(at)
         if change is None:
-            return False
+            return None
         before, after = change
         if before != after:
-            key = (before, tree, after, name)
+            key = (before, tree, after, at)
             merged = memo.get(key) if memo is not None else None
             if merged is None:
-                merged = place_fast(git, before, tree, after, ("triage", name))
+                merged = place_fast(git, before, tree, after, ("triage", at))
             if memo is not None:
                 memo[key] = merged
-            if name == f.name:
-                return merged.clean
+            if at == name:
+                return tree, merged
             tree = merged.tree if merged.clean else _as_the_patch_has_it(git, merged)
-    return True  # f changes nothing: it cannot conflict once its roots are in
+    return tree, None  # it changes nothing: it cannot conflict once its roots are in
 
 
 def _as_the_patch_has_it(git: Git, merged: MergeResult) -> Oid:

@@ -48,12 +48,13 @@ class Conflict:
     merged_tree: Oid | None = None  # the merge result, conflict markers included
     note: str = ""  # why it stops, when patchstack could not take a resolution it knows of
     kind: str = "primary"  # or "knock-on": it conflicts only because ``root`` is missing
-    root: str | None = None  # the earlier conflicting or deferred patch a knock-on waits for
+    root: str | None = None  # the earlier conflicting or deferred patch it waits for
     # Upstream's side of every conflicting hunk holds the patch's lines: it may have taken
     # the patch its own way (this commit made those lines; an empty id: not known).
     superseded: UpstreamCommit | None = None
-    # A knock-on with no conflict of its own: placed without ``root`` it would lose or alter
-    # its change (it changes lines ``root`` makes), so it waits for it (`engine.needs`).
+    # Never placed: without ``root`` it would lose or alter its change (it changes lines
+    # ``root`` makes), so it waits for it (`engine.needs`); a knock-on of it, or primary when
+    # with ``root`` in place it still conflicts (its hunks are of that merge).
     held: bool = False
     # A file upstream deleted: where each of its hunks went (`engine.relocate`), a proposal
     relocations: tuple[Relocation, ...] = ()

@@ -1,5 +1,7 @@
 """Which later patches a replay leaves out with a patch it leaves out (`engine.needs`), for
-``refresh``, ``push NAME`` and ``check`` alike, and their reports: knock-ons of that patch."""
+``refresh``, ``push NAME`` and ``check`` alike, and where each would have been placed, for
+their reports (`engine.triage`: a knock-on of that patch, or primary when with it in place it
+still conflicts)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,9 @@ from collections.abc import Collection, Iterable, Sequence
 
 from ...checkout import Checkout
 from ...engine.needs import Held, Needs
-from ...engine.replay import Step
-from ...engine.triage import KNOCK_ON
-from ...model.conflict import Conflict
+from ...engine.replay import Done, Step
+from ...engine.triage import Waiting
+from ...model.ids import Oid
 from ...model.series import Series
 
 
@@ -48,8 +50,23 @@ def _waits(ws: Checkout, series: Series, back: Collection[str]) -> dict[str, tup
     return out
 
 
-def held_reports(held: Sequence[Held]) -> list[Conflict]:
-    """The reports of the patches left out for needing a missing one: knock-ons of it."""
-    return [
-        Conflict(h.name, h.paths, kind=KNOCK_ON, root=h.root, note=h.note, held=True) for h in held
-    ]
+def waiting(
+    held: Sequence[Held],
+    steps: Sequence[Step],
+    done: Sequence[Done],
+    start: Oid,
+    missing: Sequence[str],
+) -> list[Waiting]:
+    """The patches ``held`` to be triaged (`engine.triage.Waiting`), each with the tree it
+    would have been placed on: the last of ``done`` (the replay's placed patches, their trees
+    known) before it, else ``start`` (the tree the replay began on); ``missing``: every patch
+    the replay left out, the ones before each going with it."""
+    order = {s.name: i for i, s in enumerate(steps)}
+    placed = sorted((order[d.name], d.tree) for d in done if d.name in order)
+    out = []
+    for h in held:
+        at = order[h.name]
+        onto = next((t for i, t in reversed(placed) if i < at), start)
+        before = sorted((n for n in set(missing) if order.get(n, at) < at), key=order.__getitem__)
+        out.append(Waiting(h.name, onto, h.root, h.paths, h.note, tuple(before)))
+    return out

@@ -1,22 +1,25 @@
 """Deferring at a refresh's replay: each conflict triaged once (primary, or a knock-on of a
 patch the replay is missing: `engine.triage`), the knock-ons and the patches held for a
-missing one deferred with their root (`KnockOns`, the replay's ``go_on`` and ``hold``), and
-the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
+missing one deferred with their root (`KnockOns`, the replay's ``go_on`` and ``hold``; a held
+patch that still conflicts with its root in place is primary, and waits for it all the same),
+and the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
+from ...engine.contract import enabled
 from ...engine.needs import Held as HeldBack
+from ...engine.replay import Done
 from ...engine.triage import KNOCK_ON, Failed, reports
 from ...errors import PatchstackError
 from ...git import MergeResult
 from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
-from .holds import held_reports, needs
+from .holds import needs, waiting
 from .stopped import State
 
 
@@ -26,14 +29,19 @@ def triaged(
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     attribute: bool = True,
-    held: Sequence[str] = (),
+    held: Sequence[HeldBack] = (),
     known: Collection[str] = (),
+    done: Sequence[Done] | None = None,
+    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
     primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
     ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
-    missing too."""
-    missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
+    missing too, each waiting for its root; with ``done`` (the patches the replay placed),
+    their reports follow, each proven where it would have gone; ``memo``: the replay's proof
+    merges (`KnockOns.memo`)."""
+    missing: list[str] = [d.name for d in deferrals_after(series, state)]
+    missing += [h.name for h in held]
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
     for name, onto, merged in conflicts:
@@ -41,6 +49,10 @@ def triaged(
         if name not in known:
             failed.append(Failed(name, onto, merged, tuple(sorted(before, key=order.__getitem__))))
         missing.append(name)
+    proved = []
+    if done is not None and held:
+        start = ws.git.tree_of(state.new_base)
+        proved = waiting(held, state.steps, done, start, missing)
 
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
@@ -54,7 +66,17 @@ def triaged(
         for i, s in enumerate(kept):
             changes[s.name] = (trees[2 * i], trees[2 * i + 1])
     return reports(
-        ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
+        ws.git,
+        failed,
+        paths_of,
+        state.old_base,
+        state.new_base,
+        attribute,
+        None,
+        changes.get,
+        proved,
+        memo,
+        {h.name: h.root for h in held},
     )
 
 
@@ -69,14 +91,19 @@ class KnockOns:
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
         self.needs = needs(ws, series, state.steps, left, state.undefer)
+        # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
+        # once for every conflict and held patch of this replay.
+        self.memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
         # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
         # report (never traced) is theirs; a primary one is only primary.
         self.known: dict[str, Conflict] = {}
 
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
-        held, earlier = self.needs.names, self.known.keys()
-        last = triaged(self.ws, self.state, self.series, self.seen, False, held, earlier)[0]
+        held, earlier = self.needs.held, self.known.keys()
+        last = triaged(
+            self.ws, self.state, self.series, self.seen, False, held, earlier, memo=self.memo
+        )[0]
         self.known[name] = last
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
@@ -97,19 +124,23 @@ def defer(
     state: State,
     series: Series,
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
-    held: Sequence[HeldBack] = (),
-    known: Mapping[str, Conflict] = {},
+    knock_ons: KnockOns,
+    done: Sequence[Done],
 ) -> tuple[State, list[Conflict]]:
-    """``state`` with these conflicting patches, and those ``held`` for needing one that is
-    missing, deferred (each with the commit of its old change, and the root of a knock-on),
-    and their reports, triaged, in replay order; ``known``: `KnockOns.known`."""
+    """``state`` with these conflicting patches, and those the replay held for needing one
+    that is missing (``knock_ons.needs``), deferred (each with the commit of its old change,
+    and the root it waits for), and their reports, triaged (a conflict once: ``knock_ons``
+    knows some; its proof merges reused), in replay order; ``done``: the patches the replay
+    placed, where a held one would have gone."""
+    held = knock_ons.needs.held
     if not conflicts and not held:
         return state, []
     order = {s.name: i for i, s in enumerate(state.steps)}
-    again = {n: c for n, c in known.items() if c.kind == KNOCK_ON}
-    found = triaged(ws, state, series, conflicts, True, [h.name for h in held], again.keys())
+    again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
+    memo = knock_ons.memo
+    found = triaged(ws, state, series, conflicts, True, held, again.keys(), done, memo)
     found += [again[c[0]] for c in conflicts if c[0] in again]
-    found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
+    found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
     made = list(state.deferrals)
     for report in found:

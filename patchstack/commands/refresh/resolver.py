@@ -305,7 +305,7 @@ def knock_on(
     order = {s.name: i for i, s in enumerate(k.state.steps)}
     before = {c[0]: c for c in [*k.seen, *unsettled] if c[0] != name}
     seen = [*sorted(before.values(), key=lambda c: order[c[0]]), (name, tree, merged)]
-    return triaged(k.ws, k.state, k.series, seen, False, k.needs.names)[-1].kind == KNOCK_ON
+    return triaged(k.ws, k.state, k.series, seen, False, k.needs.held)[-1].kind == KNOCK_ON
 
 
 def probe_refutes(git: Git, name: str, probe: str, found: Oid, without: Oid, seconds: float) -> str:

@@ -171,7 +171,7 @@ def _go_on(
         )
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        state, found = defer(ws, state, series, left, knock_ons, done)
         if stopped_at is not None:
             note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
             result = stop(

@@ -191,7 +191,7 @@ def refresh(
         )
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        state, found = defer(ws, state, series, left, knock_ons, done)
         if stopped is not None:
             note = notes(records.note(stopped[0]), proposer, stopped[0])
             result = stop(

@@ -21,6 +21,7 @@ from ...engine.chain import Engine
 from ...engine.claims import deferred_change, upstream_changes
 from ...engine.placer import Placer
 from ...engine.replay import Done, Step, old_chain, real_changes, replay, steps
+from ...engine.triage import KNOCK_ON
 from ...errors import ConflictError, PatchstackError, RefusedError
 from ...model.conflict import Conflict
 from ...model.ids import Oid
@@ -103,7 +104,7 @@ def bring_back(
         )
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        state, found = defer(ws, state, series, left, knock_ons, done)
         _still_waiting(names, found)
         _still_nothing(series, names, back, done)
         head = stack.head
@@ -123,9 +124,14 @@ def _still_waiting(names: Sequence[str], found: Sequence[Conflict]) -> None:
     knock-on of a patch still missing (exit 1, with its conflict)."""
     for report in found:
         if report.patch in names and report.root:
+            why = (
+                f"it conflicts because {report.root}, still deferred, is missing"
+                if report.kind == KNOCK_ON
+                else f"it waits for {report.root}, still deferred, and with it applied still"
+                " conflicts"
+            )
             raise ConflictError(
-                f"{report.patch} was not applied: it conflicts because {report.root}, still"
-                " deferred, is missing (nothing changed)",
+                f"{report.patch} was not applied: {why} (nothing changed)",
                 report,
                 f"'patchstack push {report.root}' first, then 'patchstack push {report.patch}'",
             )
