@@ -112,3 +112,19 @@ def test_counts_on_a_known_drift(tmp_path: Path, later_b: str, refuted: int) -> 
         ("b.py", "hunk records"),
     ]
     assert "| patchstack | 1 | 1 |" in hw.markdown([report])
+
+
+def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
+    """With no merge to learn from, the person takes the patch's side: same counts, no truth."""
+    hw = _tool()
+    repo, earlier, later = drift(tmp_path, "both r4")
+    up_e, up_t = git(repo, "rev-parse", f"{earlier}^2"), git(repo, "rev-parse", f"{later}^2")
+    report = hw.measure(
+        str(repo), f"{earlier}^1", up_e, up_t, "main", tmp_path / "work", synthetic=True
+    )
+    by = {t.tool: t for t in report.tallies}
+    assert [(by[t].asked, by[t].automatic) for t in by] == [(3, 0), (2, 1), (1, 2)]
+    assert by["patchstack"].verdicts() == {"agree": 0, "refuted": 0, "unverified": 2}
+    assert (
+        hw.patch_side(b"a\n<<<<<<< x\nu\n||||||| b\nb\n=======\np\n>>>>>>> y\nz\n") == b"a\np\nz\n"
+    )

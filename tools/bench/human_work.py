@@ -201,14 +201,39 @@ class Series:
     commits: tuple[str, ...]  # the applied commit of each patch, in order
 
 
-class Truth:
-    """What the engineers committed: the merge's file, taken back to the patch in hand."""
+def patch_side(data: bytes) -> bytes:
+    """A merged file with each diff3 conflict hunk replaced by its last side (the patch's,
+    in git's rebase and in patchstack's stops alike)."""
+    out: list[bytes] = []
+    state = 0  # 0 text, 1 ours, 2 base, 3 theirs
+    for line in data.splitlines(keepends=True):
+        bare = line.rstrip(b"\r\n")
+        if bare == MARKERS[0] or bare.startswith(MARKERS[0] + b" "):
+            state = 1
+        elif state == 1 and (bare == MARKERS[1] or bare.startswith(MARKERS[1] + b" ")):
+            state = 2
+        elif state in (1, 2) and bare == MARKERS[2]:
+            state = 3
+        elif state == 3 and (bare == MARKERS[3] or bare.startswith(MARKERS[3] + b" ")):
+            state = 0
+        elif state in (0, 3):
+            out.append(line)
+    return b"".join(out)
 
-    def __init__(self, box: Box, series: Series, merge: str, unknown: frozenset[str]):
+
+class Truth:
+    """What the engineers committed: the merge's file, taken back to the patch in hand. With
+    no merge (``--synthetic``), a person who takes the patch's side of every hunk, known to
+    no one."""
+
+    def __init__(self, box: Box, series: Series, merge: str | None, unknown: frozenset[str]):
         self.box, self.series, self.merge, self.unknown = box, series, merge, unknown
 
     def at(self, k: int, path: str) -> tuple[bytes | None, bool]:
         """(the file after patch k, whether that is known): None is deleted."""
+        if self.merge is None:
+            now = self.box.read(path)
+            return (patch_side(now) if now is not None else None), False
         final = self.box.blob(self.merge, path)
         tip = self.box.blob(self.series.commits[-1], path)
         mine = self.box.blob(self.series.commits[k], path)
@@ -220,6 +245,10 @@ class Truth:
         if count_hunks(out):
             return self.box.merge_file(final, tip, mine, "--ours"), False
         return out, path not in self.unknown
+
+
+def _verdict(result: bytes | None, truth: bytes | None, known: bool) -> str:
+    return "unverified" if not known else ("agree" if result == truth else "refuted")
 
 
 def branch_changed(box: Box, earlier: str, later: str, upstream: str) -> frozenset[str]:
@@ -305,14 +334,15 @@ def rebase_drift(
             hunks = _stage_hunks(box, path, stages)
             now = box.read(path)
             want, known = truth.at(k, path)
-            if rerere and now is not None and "2" in stages and "3" in stages:
-                if not count_hunks(now):  # rerere wrote its resolution
-                    tally.automatic += hunks
-                    verdict = "unverified" if not known else ("agree" if now == want else "refuted")
-                    tally.checks.append(
-                        Check(tally.tool, series.names[k], path, hunks, verdict, "rerere")
-                    )
-                    continue
+            both = "2" in stages and "3" in stages
+            if rerere and both and now is not None and not count_hunks(now):
+                # rerere wrote its resolution (rerere.autoUpdate off: still unmerged)
+                tally.automatic += hunks
+                verdict = _verdict(now, want, known)
+                tally.checks.append(
+                    Check(tally.tool, series.names[k], path, hunks, verdict, "rerere")
+                )
+                continue
             tally.asked += hunks
             tally.asked_files += 1
         for path in unmerged:
@@ -370,7 +400,7 @@ def ps_drift(
             for dest in sorted({h["dest"] for h in carried}):
                 want, known = truth.at(k, dest)
                 now = box.read(dest)
-                verdict = "unverified" if not known else ("agree" if now == want else "refuted")
+                verdict = _verdict(now, want, known)
                 n = sum(1 for h in carried if h["dest"] == dest)
                 tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation"))
                 touched.add(dest)
@@ -402,7 +432,7 @@ def ps_drift(
         for path, n in sorted(per_file.items()):
             want, known = truth.at(k, path)
             now = box.blob(commit, path) if commit else None
-            verdict = "unverified" if not known else ("agree" if now == want else "refuted")
+            verdict = _verdict(now, want, known)
             tally.automatic += n
             tally.checks.append(Check(tally.tool, name, path, n, verdict, how))
     return verdicts
@@ -422,6 +452,7 @@ class Report:
     earlier_patchstack: Tally
     tallies: list[Tally]
     resolver: str = ""
+    synthetic: bool = False
 
 
 def measure(
@@ -434,21 +465,31 @@ def measure(
     steps: str | None = None,
     resolver: str | None = None,
     log: Callable[[str], None] = lambda s: None,
+    synthetic: bool = False,
 ) -> Report:
-    """Every run of the protocol (module docstring) in scratch clones under WORK."""
+    """Every run of the protocol (module docstring) in scratch clones under WORK. With
+    ``synthetic``, EARLIER and LATER are upstream commits, the series is BRANCH and the person
+    takes the patch's side of every hunk (no truth)."""
     top = Box(work / "prepared", repo=repo)
     rev = {  # resolved in REPO: the clone shares its objects, not its refs
         n: top.git("-C", os.path.abspath(repo), "rev-parse", "--verify", f"{r}^{{commit}}")
         for n, r in (("earlier", earlier), ("later", later), ("upstream", upstream))
     }
-    e_up, t_up = (
-        top.git("rev-parse", f"{rev['earlier']}^2"),
-        top.git("rev-parse", f"{rev['later']}^2"),
-    )
     top.git("update-ref", "refs/heads/upstream", rev["upstream"])
     log("import branch")
-    series = prepare(top, top.git("rev-parse", f"{rev['earlier']}^1"), "upstream")
-    no_truth = branch_changed(top, rev["earlier"], rev["later"], rev["upstream"])
+    truth_e: str | None
+    truth_t: str | None
+    if synthetic:
+        e_up, t_up, truth_e, truth_t = rev["earlier"], rev["later"], None, None
+        tip = top.git("-C", os.path.abspath(repo), "rev-parse", "--verify", f"{branch}^{{commit}}")
+        no_truth: frozenset[str] = frozenset()
+    else:
+        e_up = top.git("rev-parse", f"{rev['earlier']}^2")
+        t_up = top.git("rev-parse", f"{rev['later']}^2")
+        truth_e, truth_t = rev["earlier"], rev["later"]
+        tip = top.git("rev-parse", f"{rev['earlier']}^1")
+        no_truth = branch_changed(top, rev["earlier"], rev["later"], rev["upstream"])
+    series = prepare(top, tip, "upstream")
     report = Report(
         branch,
         rev["earlier"],
@@ -461,6 +502,7 @@ def measure(
         Tally("git rebase (earlier drift)"),
         Tally("patchstack (earlier drift)"),
         [],
+        synthetic=synthetic,
     )
 
     def copy(name: str) -> Box:
@@ -470,24 +512,24 @@ def measure(
     log("git rebase alone")
     box = copy("plain")
     plain = Tally("git rebase")
-    rebase_drift(box, series, t_up, Truth(box, series, rev["later"], no_truth), False, plain)
+    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), False, plain)
     report.tallies.append(plain)
     shutil.rmtree(work / "plain", ignore_errors=True)
     # (b) rerere: the earlier drift records, then the drift measured
     log("git rebase + rerere: the earlier drift")
     box = copy("rerere")
-    truth_e = Truth(box, series, rev["earlier"], frozenset())
-    rebase_drift(box, series, e_up, truth_e, True, report.earlier_rebase)
+    earlier_truth = Truth(box, series, truth_e, frozenset())
+    rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
     log("git rebase + rerere: the drift")
     rr = Tally("git rebase + rerere")
-    rebase_drift(box, series, t_up, Truth(box, series, rev["later"], no_truth), True, rr)
+    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), True, rr)
     report.tallies.append(rr)
     shutil.rmtree(work / "rerere", ignore_errors=True)
     # (c) patchstack: the earlier drift records, its records copied into a fresh copy
     log("patchstack: the earlier drift")
     box = copy("ps-earlier")
-    truth_e = Truth(box, series, rev["earlier"], frozenset())
-    ps_drift(box, series, e_up, truth_e, report.earlier_patchstack)
+    earlier_truth = Truth(box, series, truth_e, frozenset())
+    ps_drift(box, series, e_up, earlier_truth, report.earlier_patchstack)
     folder = "patches"  # import branch's series folder
     records = box.dir / folder / "resolutions"
     runs: list[tuple[str, list[str]]] = [("patchstack", [])]
@@ -504,7 +546,7 @@ def measure(
             shutil.copytree(records, box.dir / folder / "resolutions", dirs_exist_ok=True)
         tally = Tally(tool)
         try:
-            ps_drift(box, series, t_up, Truth(box, series, rev["later"], no_truth), tally, extra)
+            ps_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), tally, extra)
         except RuntimeError as e:
             tally.error = str(e)[-600:]
         report.tallies.append(tally)
@@ -551,6 +593,12 @@ def main() -> int:
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--workdir")
+    ap.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="for a branch with no merge to learn from: EARLIER and LATER are upstream"
+        " commits, the series is BRANCH, and the person takes the patch's side of every hunk",
+    )
     opts = ap.parse_args()
     work = Path(opts.workdir or tempfile.mkdtemp(prefix="ps-human-"))
     try:
@@ -564,6 +612,7 @@ def main() -> int:
             opts.steps,
             opts.resolver,
             log=lambda s: print(f"... {s}", file=sys.stderr),
+            synthetic=opts.synthetic,
         )
     finally:
         if not opts.workdir:
