@@ -101,6 +101,7 @@ class Tally:
     asked_files: int = 0
     checks: list[Check] = field(default_factory=list)
     error: str = ""
+    per_stop: list[tuple[str, int, int]] = field(default_factory=list)  # patch, asked, auto
 
     def verdicts(self) -> dict[str, int]:
         out = {"agree": 0, "refuted": 0, "unverified": 0}
@@ -304,6 +305,25 @@ def _unmerged(box: Box) -> dict[str, dict[str, str]]:
     return out
 
 
+def _rerere_preimages(box: Box) -> dict[str, bytes]:
+    """Path -> rerere's preimage of its conflict (the merge's hunks, before rerere resolved
+    them), from ``MERGE_RR``."""
+    found: dict[str, bytes] = {}
+    merge_rr = Path(box.git("rev-parse", "--path-format=absolute", "--git-path", "MERGE_RR"))
+    cache = Path(box.git("rev-parse", "--path-format=absolute", "--git-path", "rr-cache"))
+    if not merge_rr.is_file():
+        return found
+    for item in merge_rr.read_bytes().split(b"\0"):
+        if b"\t" not in item:
+            continue
+        rr_id, path = item.decode("utf-8", "surrogateescape").split("\t", 1)
+        name, _dot, variant = rr_id.partition(".")
+        pre = cache / name / (f"preimage.{variant}" if variant else "preimage")
+        if pre.is_file():
+            found[path] = pre.read_bytes()
+    return found
+
+
 def rebase_drift(
     box: Box,
     series: Series,
@@ -330,9 +350,14 @@ def rebase_drift(
             p = box.run("git", "rebase", "--skip", check=False)
             continue
         tally.stops += 1
+        asked, automatic = tally.asked, tally.automatic
+        preimages = _rerere_preimages(box) if rerere else {}
         for path, stages in sorted(unmerged.items()):
-            hunks = _stage_hunks(box, path, stages)
             now = box.read(path)
+            # the hunks as the person sees them: merge-ort's markers in the file (or, where
+            # rerere resolved it, in its preimage); git merge-file's count when neither
+            hunks = count_hunks(now or b"") or count_hunks(preimages.get(path, b""))
+            hunks = hunks or _stage_hunks(box, path, stages)
             want, known = truth.at(k, path)
             both = "2" in stages and "3" in stages
             if rerere and both and now is not None and not count_hunks(now):
@@ -345,6 +370,7 @@ def rebase_drift(
                 continue
             tally.asked += hunks
             tally.asked_files += 1
+        tally.per_stop.append((series.names[k], tally.asked - asked, tally.automatic - automatic))
         for path in unmerged:
             want, _known = truth.at(k, path)
             box.write(path, want)
@@ -388,6 +414,7 @@ def ps_drift(
         if tally.stops >= max_stops:
             raise RuntimeError(f"more than {max_stops} stops")
         tally.stops += 1
+        asked = tally.asked
         name = stop["patch"]
         k = index[name]
         touched = set(stop["files"])
@@ -411,6 +438,7 @@ def ps_drift(
                 n = 1  # the patch's file is gone (modify/delete), nothing carried
             tally.asked += n
             tally.asked_files += n > 0
+        tally.per_stop.append((name, tally.asked - asked, 0))
         for path in sorted(touched | relocated):
             want, _known = truth.at(k, path)
             box.write(path, want)
