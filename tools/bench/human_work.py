@@ -430,7 +430,7 @@ def ps_drift(
                 verdict = _verdict(now, want, known)
                 n = sum(1 for h in carried if h["dest"] == dest)
                 tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation"))
-                touched.add(dest)
+                relocated.add(dest)
         for path in sorted(touched - relocated):
             now = box.read(path)
             n = count_hunks(now) if now is not None else 0
@@ -438,6 +438,8 @@ def ps_drift(
                 n = 1  # the patch's file is gone (modify/delete), nothing carried
             tally.asked += n
             tally.asked_files += n > 0
+            if n == 0 and now is not None:
+                touched.discard(path)  # merged cleanly: left as the merge made it (as git)
         tally.per_stop.append((name, tally.asked - asked, 0))
         for path in sorted(touched | relocated):
             want, _known = truth.at(k, path)
