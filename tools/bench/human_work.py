@@ -27,7 +27,9 @@ The protocol, the same inputs for every tool:
   truth for a file the branch itself changed between EARLIER and LATER (a first-parent commit
   that is not a merge of the upstream): results in such files are "unverified".
 - **The person** (an oracle) resolves every stop with that truth, the same for every tool (a
-  file missing from it: deleted), and goes on.
+  file missing from it: deleted), and goes on. Within a step of ``refresh --steps`` the truth
+  is also taken back to that step's upstream commit (the upstream's change of the file from
+  there to T taken out the same way); when that does not merge cleanly it is unknown there.
 - **The earlier drift records the resolutions**: the series carried onto E, every stop resolved
   by the person with EARLIER's truth, once by ``git rebase`` with ``rerere.enabled`` (rerere
   records at ``--continue``) and once by ``patchstack refresh --onto E`` with ``--continue``
@@ -227,11 +229,35 @@ class Truth:
     no merge (``--synthetic``), a person who takes the patch's side of every hunk, known to
     no one."""
 
-    def __init__(self, box: Box, series: Series, merge: str | None, unknown: frozenset[str]):
+    def __init__(
+        self,
+        box: Box,
+        series: Series,
+        merge: str | None,
+        unknown: frozenset[str],
+        upstream: str | None = None,
+    ):
         self.box, self.series, self.merge, self.unknown = box, series, merge, unknown
+        self.upstream = upstream  # the upstream commit the merge brought
 
-    def at(self, k: int, path: str) -> tuple[bytes | None, bool]:
-        """(the file after patch k, whether that is known): None is deleted."""
+    def at(self, k: int, path: str, step: str | None = None) -> tuple[bytes | None, bool]:
+        """(the file after patch k, whether that is known): None is deleted. With ``step``
+        (an upstream commit before the merge's, where a stepped refresh stands), the
+        upstream's change of the file from there to the merge's taken back out too."""
+        out, known = self._at(k, path)
+        if self.merge is None or step in (None, self.upstream) or out is None:
+            return out, known
+        final, there = self.box.blob(self.upstream, path), self.box.blob(step, path)
+        if final == there:
+            return out, known
+        if final is None or there is None:
+            return out, False
+        back = self.box.merge_file(out, final, there)
+        if count_hunks(back):
+            return self.box.merge_file(out, final, there, "--ours"), False
+        return back, known
+
+    def _at(self, k: int, path: str) -> tuple[bytes | None, bool]:
         if self.merge is None:
             now = self.box.read(path)
             return (patch_side(now) if now is not None else None), False
@@ -417,6 +443,7 @@ def ps_drift(
         asked = tally.asked
         name = stop["patch"]
         k = index[name]
+        step = str(doc["new_base"])  # a stepped refresh stops within a step
         touched = set(stop["files"])
         relocated: set[str] = set()
         for rel in stop.get("relocations") or []:
@@ -425,7 +452,7 @@ def ps_drift(
             tally.proposed += len(carried)
             relocated.add(rel["path"])
             for dest in sorted({h["dest"] for h in carried}):
-                want, known = truth.at(k, dest)
+                want, known = truth.at(k, dest, step)
                 now = box.read(dest)
                 verdict = _verdict(now, want, known)
                 n = sum(1 for h in carried if h["dest"] == dest)
@@ -442,7 +469,7 @@ def ps_drift(
                 touched.discard(path)  # merged cleanly: left as the merge made it (as git)
         tally.per_stop.append((name, tally.asked - asked, 0))
         for path in sorted(touched | relocated):
-            want, _known = truth.at(k, path)
+            want, _known = truth.at(k, path, step)
             box.write(path, want)
         code, out, err = box.ps("refresh", "--continue", "--json")
     applied = json.loads(box.ps("series", "--json")[1])["patches"]
@@ -542,23 +569,23 @@ def measure(
     log("git rebase alone")
     box = copy("plain")
     plain = Tally("git rebase")
-    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), False, plain)
+    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), False, plain)
     report.tallies.append(plain)
     shutil.rmtree(work / "plain", ignore_errors=True)
     # (b) rerere: the earlier drift records, then the drift measured
     log("git rebase + rerere: the earlier drift")
     box = copy("rerere")
-    earlier_truth = Truth(box, series, truth_e, frozenset())
+    earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
     rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
     log("git rebase + rerere: the drift")
     rr = Tally("git rebase + rerere")
-    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), True, rr)
+    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), True, rr)
     report.tallies.append(rr)
     shutil.rmtree(work / "rerere", ignore_errors=True)
     # (c) patchstack: the earlier drift records, its records copied into a fresh copy
     log("patchstack: the earlier drift")
     box = copy("ps-earlier")
-    earlier_truth = Truth(box, series, truth_e, frozenset())
+    earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
     ps_drift(box, series, e_up, earlier_truth, report.earlier_patchstack)
     folder = "patches"  # import branch's series folder
     records = box.dir / folder / "resolutions"
@@ -576,7 +603,7 @@ def measure(
             shutil.copytree(records, box.dir / folder / "resolutions", dirs_exist_ok=True)
         tally = Tally(tool)
         try:
-            ps_drift(box, series, t_up, Truth(box, series, truth_t, no_truth), tally, extra)
+            ps_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), tally, extra)
         except RuntimeError as e:
             tally.error = str(e)[-600:]
         report.tallies.append(tally)
