@@ -1,11 +1,13 @@
 """tools/bench/human_work.py counts right: a generated drift with a known answer.
 
-Upstream moves twice from B: E (a month earlier) changes the lines a.py's two hunks and b.py's
-hunk of the series change; T (later) takes a.py's second change back and changes c.py's. The
-engineers merged E, then T, into their branch: those merges are the truth. Carried onto T, the
-series meets 3 conflict hunks (a.py:1, b.py:1, c.py:1). rerere's record of a.py is keyed by
-both of its hunks then, so only b.py's is reused; patchstack's records are per hunk, so a.py's
-and b.py's are; c.py's is new to both.
+Upstream moves twice from B: E (a month earlier) changes the lines of a.py's two hunks, b.py's
+and d.py's hunks of the series; T (later) takes a.py's second change back and changes c.py's
+line. The engineers merged E, then T, into their branch: those merges are the truth. Carried
+onto T, the series (P1: a.py; P2: b.py; P3: c.py and d.py) meets 4 conflict hunks (a.py,
+b.py, c.py, d.py, one each). rerere keys a file by all its hunks: a.py's record was of two,
+so it reuses b.py's and d.py's. patchstack's records are per hunk but a patch is settled only
+when all its hunks are known: it reuses a.py's and b.py's; P3 stops with c.py's new hunk and
+d.py's known one (1 hunk asked that a record matches).
 """
 
 from __future__ import annotations
@@ -63,13 +65,19 @@ def drift(tmp: Path, later_b: str) -> tuple[Path, str, str]:
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "merge.conflictStyle", "diff3")
-    commit(repo, "B", a_py=lines(), b_py=lines(), c_py=lines())
+    commit(repo, "B", a_py=lines(), b_py=lines(), c_py=lines(), d_py=lines())
     git(repo, "checkout", "-q", "-b", "feature")
     commit(repo, "P1", a_py=lines(l5="patch r1", l40="patch r2"))
     commit(repo, "P2", b_py=lines(l20="patch r4"))
-    commit(repo, "P3", c_py=lines(l30="patch r5"))
+    commit(repo, "P3", c_py=lines(l30="patch r5"), d_py=lines(l25="patch r6"))
     git(repo, "checkout", "-q", "main")
-    commit(repo, "E", a_py=lines(l5="up r1", l40="up r2"), b_py=lines(l20="up r4"))
+    commit(
+        repo,
+        "E",
+        a_py=lines(l5="up r1", l40="up r2"),
+        b_py=lines(l20="up r4"),
+        d_py=lines(l25="up r6"),
+    )
     git(repo, "checkout", "-q", "feature")
     earlier = merge(
         repo,
@@ -77,9 +85,10 @@ def drift(tmp: Path, later_b: str) -> tuple[Path, str, str]:
         a_py=lines(l5="both r1", l40="both r2"),
         b_py=lines(l20="both r4"),
         c_py=lines(l30="patch r5"),
+        d_py=lines(l25="both r6"),
     )
     git(repo, "checkout", "-q", "main")
-    commit(repo, "T", a_py=lines(l5="up r1"), c_py=lines(l30="up r5"))
+    commit(repo, "T", a_py=lines(l5="up r1"), c_py=lines(l30="up r5"), d_py=lines(l25="up r6"))
     git(repo, "checkout", "-q", "feature")
     later = merge(
         repo,
@@ -87,6 +96,7 @@ def drift(tmp: Path, later_b: str) -> tuple[Path, str, str]:
         a_py=lines(l5="both r1", l40="patch r2"),
         b_py=lines(l20=later_b),
         c_py=lines(l30="both r5"),
+        d_py=lines(l25="both r6"),
     )
     return repo, earlier, later
 
@@ -97,21 +107,22 @@ def test_counts_on_a_known_drift(tmp_path: Path, later_b: str, refuted: int) -> 
     repo, earlier, later = drift(tmp_path, later_b)
     report = hw.measure(str(repo), "feature", earlier, later, "main", tmp_path / "work")
     assert report.patches == 3
-    assert (report.earlier_rebase.stops, report.earlier_rebase.asked) == (2, 3)
-    assert (report.earlier_patchstack.stops, report.earlier_patchstack.asked) == (2, 3)
+    assert (report.earlier_rebase.stops, report.earlier_rebase.asked) == (3, 4)
+    assert (report.earlier_patchstack.stops, report.earlier_patchstack.asked) == (3, 4)
     by = {t.tool: t for t in report.tallies}
     plain, rr, ps = by["git rebase"], by["git rebase + rerere"], by["patchstack"]
-    assert (plain.stops, plain.asked, plain.automatic) == (3, 3, 0)
-    assert (rr.asked, rr.automatic) == (2, 1)
-    assert (ps.asked, ps.automatic) == (1, 2)
+    assert (plain.stops, plain.asked, plain.automatic) == (3, 4, 0)
+    assert (rr.stops, rr.asked, rr.automatic) == (3, 2, 2)
+    assert (ps.stops, ps.asked, ps.automatic, ps.recorded_at_stops) == (1, 2, 2, 1)
+    assert ps.per_stop == [("P3.patch", 2, 0)]
     # b.py's reuse is what the engineers committed, or (later_b) refuted by it
-    assert rr.verdicts() == {"agree": 1 - refuted, "refuted": refuted, "unverified": 0}
+    assert rr.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
     assert ps.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
     assert [(c.path, c.how) for c in ps.checks] == [
         ("a.py", "hunk records"),
         ("b.py", "hunk records"),
     ]
-    assert "| patchstack | 1 | 1 |" in hw.markdown([report])
+    assert "| patchstack | 1 | 2 | 1 | 2 | 0 |" in hw.markdown([report])
 
 
 def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
@@ -123,7 +134,7 @@ def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
         str(repo), f"{earlier}^1", up_e, up_t, "main", tmp_path / "work", synthetic=True
     )
     by = {t.tool: t for t in report.tallies}
-    assert [(by[t].asked, by[t].automatic) for t in by] == [(3, 0), (2, 1), (1, 2)]
+    assert [(by[t].asked, by[t].automatic) for t in by] == [(4, 0), (2, 2), (2, 2)]
     assert by["patchstack"].verdicts() == {"agree": 0, "refuted": 0, "unverified": 2}
     assert (
         hw.patch_side(b"a\n<<<<<<< x\nu\n||||||| b\nb\n=======\np\n>>>>>>> y\nz\n") == b"a\np\nz\n"

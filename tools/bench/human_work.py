@@ -104,6 +104,7 @@ class Tally:
     checks: list[Check] = field(default_factory=list)
     error: str = ""
     per_stop: list[tuple[str, int, int]] = field(default_factory=list)  # patch, asked, auto
+    recorded_at_stops: int = 0  # patchstack: hunks asked at a stop that a record matches
 
     def verdicts(self) -> dict[str, int]:
         out = {"agree": 0, "refuted": 0, "unverified": 0}
@@ -416,6 +417,26 @@ def _patch_files(box: Box, commit: str) -> list[str]:
     return [n for n in names.splitlines() if n]
 
 
+def _record_keys(box: Box) -> frozenset[str]:
+    """The keys of the series' recorded resolutions (a record's file is named by its key)."""
+    folder = box.dir / "patches" / "resolutions"
+    return frozenset(os.listdir(folder)) if folder.is_dir() else frozenset()
+
+
+def _with_record(data: bytes | None, keys: frozenset[str]) -> int:
+    """The conflict hunks of a stopped file that a hunk record matches (keyed by patchstack's
+    own `hunks.key_of`): a stop leaves them with markers when another hunk of the patch is
+    new, where rerere would have resolved a file all of whose hunks it knows."""
+    if data is None or not keys:
+        return 0
+    if PROJECT not in sys.path:
+        sys.path.insert(0, PROJECT)
+    from patchstack.commands.refresh import hunks  # the key as patchstack computes it
+
+    parts = hunks.split(data) or []
+    return sum(1 for p in parts if isinstance(p, hunks.Hunk) and p.key in keys)
+
+
 def ps_drift(
     box: Box,
     series: Series,
@@ -458,9 +479,11 @@ def ps_drift(
                 n = sum(1 for h in carried if h["dest"] == dest)
                 tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation"))
                 relocated.add(dest)
+        known = _record_keys(box)
         for path in sorted(touched - relocated):
             now = box.read(path)
             n = count_hunks(now) if now is not None else 0
+            tally.recorded_at_stops += _with_record(now, known)
             if now is None and box.blob(series.commits[k], path) is not None:
                 n = 1  # the patch's file is gone (modify/delete), nothing carried
             tally.asked += n
@@ -614,24 +637,26 @@ def measure(
 
 def markdown(reports: Sequence[Report]) -> str:
     out = [
-        "| drift | tool | stops | hunks asked | hunks automatic (agree / refuted / no truth)"
-        " | relocated hunks proposed | asked / rerere's asked |",
-        "|---|---|---|---|---|---|---|",
+        "| drift | tool | stops | hunks asked | of which a record matches | hunks automatic"
+        " | relocated hunks proposed | automatic and proposed: agree / refuted / no truth"
+        " | asked / rerere's asked |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
         rr = next((t.asked for t in r.tallies if t.tool == "git rebase + rerere"), 0)
         what = (
-            f"`{r.branch}`: {r.patches} patches; recorded onto {r.earlier[:9]}^2"
-            f" ({r.upstream_earlier} upstream commits), measured onto {r.later[:9]}^2"
-            f" ({r.upstream_later})"
+            f"`{r.branch}`: {r.patches} patches; recorded onto {r.earlier[:9]}"
+            f"{'' if r.synthetic else '^2'} ({r.upstream_earlier} upstream commits), measured"
+            f" onto {r.later[:9]}{'' if r.synthetic else '^2'} ({r.upstream_later})"
         )
         for t in r.tallies:
             v = t.verdicts()
             ratio = f"{t.asked / rr:.2f}" if rr else "n/a"
-            auto = f"{t.automatic} ({v['agree']} / {v['refuted']} / {v['unverified']})"
             err = f" (error: {t.error[:120]})" if t.error else ""
+            matched = str(t.recorded_at_stops) if t.tool.startswith("patchstack") else ""
             out.append(
-                f"| {what} | {t.tool}{err} | {t.stops} | {t.asked} | {auto} | {t.proposed}"
+                f"| {what} | {t.tool}{err} | {t.stops} | {t.asked} | {matched} | {t.automatic}"
+                f" | {t.proposed} | {v['agree']} / {v['refuted']} / {v['unverified']}"
                 f" | {ratio} |"
             )
             what = ""
