@@ -58,6 +58,7 @@ counting on a generated drift with a known answer).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shutil
@@ -91,6 +92,7 @@ class Check:
     hunks: int
     verdict: str  # agree, refuted, unverified
     how: str = ""  # rerere, hunk records, whole-file record, relocation, resolver
+    diff: str = ""  # refuted: the engineers' file against the tool's
 
 
 @dataclass
@@ -279,6 +281,15 @@ def _verdict(result: bytes | None, truth: bytes | None, known: bool) -> str:
     return "unverified" if not known else ("agree" if result == truth else "refuted")
 
 
+def _differs(result: bytes | None, truth: bytes | None, most: int = 60) -> str:
+    """The engineers' file against the tool's (a unified diff, cut), for a refuted result: the
+    difference may lie in the reused hunk or elsewhere in the file."""
+    a = (truth or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (result or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, "engineers", "tool", n=1))
+    return "".join(lines[:most])
+
+
 def branch_changed(box: Box, earlier: str, later: str, upstream: str) -> frozenset[str]:
     """Files a first-parent commit of EARLIER..LATER^1 changed that is not a merge of the
     upstream: LATER's file is no truth for the series there."""
@@ -392,7 +403,15 @@ def rebase_drift(
                 tally.automatic += hunks
                 verdict = _verdict(now, want, known)
                 tally.checks.append(
-                    Check(tally.tool, series.names[k], path, hunks, verdict, "rerere")
+                    Check(
+                        tally.tool,
+                        series.names[k],
+                        path,
+                        hunks,
+                        verdict,
+                        "rerere",
+                        _differs(now, want) if verdict == "refuted" else "",
+                    )
                 )
                 continue
             tally.asked += hunks
@@ -477,7 +496,8 @@ def ps_drift(
                 now = box.read(dest)
                 verdict = _verdict(now, want, known)
                 n = sum(1 for h in carried if h["dest"] == dest)
-                tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation"))
+                diff = _differs(now, want) if verdict == "refuted" else ""
+                tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation", diff))
                 relocated.add(dest)
         known = _record_keys(box)
         for path in sorted(touched - relocated):
@@ -514,7 +534,8 @@ def ps_drift(
             now = box.blob(commit, path) if commit else None
             verdict = _verdict(now, want, known)
             tally.automatic += n
-            tally.checks.append(Check(tally.tool, name, path, n, verdict, how))
+            diff = _differs(now, want) if verdict == "refuted" else ""
+            tally.checks.append(Check(tally.tool, name, path, n, verdict, how, diff))
     return verdicts
 
 
