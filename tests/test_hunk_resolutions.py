@@ -306,3 +306,26 @@ def test_a_resolution_that_edits_outside_the_hunks_is_recorded_whole(tmp_path) -
     repo.ps("undo")
     repo.ps("refresh", "--onto", "up2", code=1)  # a whole-file record: not past other edits
     repo.ps("refresh", "--abort")
+
+
+def test_a_reused_hunk_record_is_marked_in_the_review_of_its_refresh(tmp_path) -> None:
+    """A reuse leaves nothing in the series folder: the review takes it from the operation
+    log's entry of the refresh that made the patch's version it shows."""
+    repo = fork(tmp_path / "fork")
+    day_one(repo)
+    old = tmp_path / "old"
+    subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
+    assert "reused for hunk a.py:12" in repo.ps("refresh", "--onto", "up2").stdout
+    sides = (str(old), str(repo.path / "patches"))
+    doc = json.loads(repo.ps("review", *sides, "--json").stdout)
+    reused = {p["new"]["name"]: p["reused_hunks"] for p in doc["patches"]}
+    assert reused == {"p1.patch": ["a.py:12"], "p2.patch": []}
+    said = "recorded resolution reused for hunk a.py:12"
+    text = repo.ps("review", *sides).stdout
+    assert said in text and "resolution reused" in text.split("== p1.patch")[1].splitlines()[0]
+    assert said in repo.ps("review", *sides, "--format", "markdown").stdout.lower()
+    assert said in repo.ps("review", *sides, "--format", "html").stdout.lower()
+    # Another version of the patch (not the refresh's): no mark.
+    repo.ps("undo")
+    doc = json.loads(repo.ps("review", *sides, "--json").stdout)
+    assert all(p["reused_hunks"] == [] for p in doc["patches"])

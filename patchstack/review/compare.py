@@ -10,8 +10,7 @@ equal (see below); the rest are ``dropped`` and ``added``.
 
 Order. Among the paired patches, the longest common subsequence of the old order and the new
 order stays in place; every paired patch outside it is ``moved``. So moving one patch to
-another place marks that one patch, not the neighbours it jumped over (an exact dynamic
-programme; series are tens or hundreds of patches, so O(n*m) is nothing).
+another place marks that one patch, not the neighbours it jumped over (exact, O(n*m)).
 
 The change of a patch. A patch's *change* is what it does, independent of where it applies:
 for every file (sorted by path), its old and new path, its creation, deletion or mode change,
@@ -30,18 +29,16 @@ of the change; for a binary file, the new blob id is (it is the only record of t
   paired by name already. A rebased patch gets the same interdiff of its context (what it
   now applies against) and the list of places its changes moved to (`interdiff.moves`).
 
-Why compare text rather than build both changes as trees in git (apply the old patch on its
-base, carry it onto the new base by three-way merge, diff against the new patch applied)?
-That would need both bases and every earlier patch to apply, in the repository at hand; the
-text comparison needs neither, is deterministic, and is exactly the definition of "only the
-context moved". Its limit: when new context makes git's diff align an unchanged edit
-differently (a moved line ending up in another block), the patch shows as ``changed`` with an
-interdiff that makes the realignment plain, never as ``rebased`` when it is not.
+Why compare text rather than build both changes as trees in git? That would need both bases
+and every earlier patch to apply in the repository at hand; the text comparison needs neither,
+is deterministic, and is exactly the definition of "only the context moved". Its limit: new
+context can make git's diff align an unchanged edit otherwise; the patch then shows as
+``changed``, with an interdiff that makes the realignment plain, never as ``rebased``.
 
 ``retagged`` (category tag or labels differ, old -> new) and the *description* (subject and
 free text) are compared on their own; a description change comes with a diff of its text.
 A change of the patch's mark in the series file (deferred, upstream, brought back, ...) and
-the recorded resolutions are compared in `states`.
+the recorded resolutions are compared in `states`; ``reused``, from the operation log (`side`).
 """
 
 from __future__ import annotations
@@ -116,6 +113,7 @@ class PatchReview:
     state: str | None = None  # what the change of its mark did (`states.STATES`)
     old_mark: MarkView | None = None
     new_mark: MarkView | None = None
+    reused: tuple[str, ...] = ()  # hunks records settled in the refresh that made `new`
 
     @property
     def probe_change(self) -> tuple[str | None, str | None] | None:
@@ -149,8 +147,7 @@ class PatchReview:
         words = [w for w, on in (("renamed", self.renamed), ("moved", self.moved)) if on]
         if self.retagged:
             words.append("retagged")
-        if self.state:
-            words.append(self.state)
+        words += [w for w in (self.state, "resolution reused" if self.reused else None) if w]
         if self.change != "unchanged":
             words.append(self.change)
         if self.description_changed:
@@ -176,7 +173,8 @@ class PatchReview:
     def has_section(self) -> bool:
         """Whether a review shows a section for the patch (rebased and dropped ones
         collapsed)."""
-        return self.worth_reading or self.retagged or self.change in ("rebased", "dropped")
+        shown = self.worth_reading or self.retagged or bool(self.reused)
+        return shown or self.change in ("rebased", "dropped")
 
     @property
     def diff(self) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ def _patch_json(p: PatchReview) -> dict[str, Any]:
         "state": p.state,
         "old_mark": _mark_json(p.old_mark),
         "new_mark": _mark_json(p.new_mark),
+        "reused_hunks": list(p.reused),
     }
 
 

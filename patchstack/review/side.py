@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..commands.refresh.drift import walk
 from ..commands.refresh.resolutions import BadRecord, read_bounded
+from ..commands.refresh.reuse import reused_of
 from ..engine.evidence import recorded
 from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
+from ..journal.oplog import effective, entries
+from ..model.ids import Oid
 from ..model.patchfile import parse_patch
 from ..model.series import Series, parse_series
 from .compare import BaseChange, Hit, Review, SeriesState, review
@@ -165,7 +169,42 @@ def load_review(old_arg: str, new_arg: str, git: Git | None, folder: str | None)
     old, new = (s or SeriesState(a, Series(), {}) for s, a in zip(sides, args, strict=True))
     if git is None:
         return review(old, new, base_change(git, old, new))
-    return review(old, new, base_change(git, old, new), _blob(git), _subject(git))
+    done = review(old, new, base_change(git, old, new), _blob(git), _subject(git))
+    marks = reused(git, new)
+    if not marks:
+        return done
+    rows = tuple(
+        replace(p, reused=marks[p.new.name]) if p.new and p.new.name in marks else p
+        for p in done.patches
+    )
+    return replace(done, patches=rows)
+
+
+LOG_DEPTH = 200  # entries of the operation log searched for the refresh that made a version
+
+
+def reused(git: Git, new: SeriesState) -> dict[str, tuple[str, ...]]:
+    """Patch -> the hunks a recorded resolution settled in the refresh that made the version
+    ``new`` holds: a refresh entry of the operation log (in effect, the newest first) whose
+    note names the patch and whose series after it holds these very bytes."""
+    try:
+        log = effective(entries(git, LOG_DEPTH))
+    except PatchstackError:  # no log, or one that cannot be read: nothing to mark
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    seen: set[str] = set()
+    for entry in log:
+        if entry.kind != "refresh" or entry.after is None:
+            continue
+        notes = [r for r in map(reused_of, entry.notes) if r and r[0] in new.patches]
+        for name, hunks in notes:
+            if name in seen:
+                continue
+            seen.add(name)  # the newest refresh that says so decides
+            at = git.entries_at(Oid(entry.after.series), [name]).get(name)
+            if at is not None and git.read_blob(at[1]) == new.patches[name][0]:
+                found[name] = hunks
+    return found
 
 
 def _blob(git: Git) -> Callable[[str], bytes | None]:

@@ -15,6 +15,19 @@ from . import hunks
 from .hunks import Hunk, HunkRecord
 
 FILE_MODES = ("100644", "100755")
+REUSED = ": recorded resolution reused for hunk "  # a refresh's note in the operation log
+
+
+def reuse_note(name: str, where: Sequence[str]) -> str:
+    """The operation log's note of a refresh that settled hunks of patch NAME from records
+    (a reuse leaves nothing in the series folder; the review reads it back)."""
+    return name + REUSED + ", ".join(where)
+
+
+def reused_of(note: str) -> tuple[str, tuple[str, ...]] | None:
+    """(patch, "path:line" of each hunk) of a `reuse_note`, or None for another note."""
+    name, found, where = note.partition(REUSED)
+    return (name, tuple(where.split(", "))) if found and name and where else None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .knockons import deferrals_after, triaged
 from .proof import remember_refresh
+from .reuse import reuse_note
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import at_stop
@@ -154,6 +155,8 @@ def finish(
     overlay = Overlay(src[0], tuple(src[1]))
     keep = tuple(Oid(d.commit) for d in deferrals) + tuple(Oid(u.commit) for u in marks)
     notes = tuple(f"{n}: {dropped_note(evidence.get(n))}" for n in sorted(dropped))
+    # a reuse leaves nothing in the series folder: the log keeps it for the review
+    notes += tuple(reuse_note(n, h) for n, h in sorted(reused.items()) if h)
     plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
     publish(ws, plan)
     remember_refresh(ws, engine, new_series, new_base, commits, classified)

@@ -1,0 +1,141 @@
+"""tools/bench/human_work.py counts right: a generated drift with a known answer.
+
+Upstream moves twice from B: E (a month earlier) changes the lines of a.py's two hunks, b.py's
+and d.py's hunks of the series; T (later) takes a.py's second change back and changes c.py's
+line. The engineers merged E, then T, into their branch: those merges are the truth. Carried
+onto T, the series (P1: a.py; P2: b.py; P3: c.py and d.py) meets 4 conflict hunks (a.py,
+b.py, c.py, d.py, one each). rerere keys a file by all its hunks: a.py's record was of two,
+so it reuses b.py's and d.py's. patchstack's records are per hunk but a patch is settled only
+when all its hunks are known: it reuses a.py's and b.py's; P3 stops with c.py's new hunk and
+d.py's known one (1 hunk asked that a record matches).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "bench" / "human_work.py"
+
+
+def _tool():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("human_work", TOOL)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["human_work"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def git(cwd: Path, *args: str) -> str:
+    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert p.returncode == 0 or args[0] == "merge", p.stderr
+    return p.stdout.strip()
+
+
+def lines(**edits: str) -> str:
+    """50 numbered lines with line N replaced by ``edits['lN']``."""
+    return "".join(edits.get(f"l{n}", f"line {n}") + "\n" for n in range(1, 51))
+
+
+def commit(repo: Path, msg: str, **files: str) -> str:
+    for name, text in files.items():
+        (repo / name.replace("_", ".")).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", msg)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def merge(repo: Path, other: str, **files: str) -> str:
+    """Merge OTHER into the branch, the engineer writing FILES as the result."""
+    git(repo, "merge", "-q", "--no-ff", "--no-commit", other)
+    for name, text in files.items():
+        (repo / name.replace("_", ".")).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-edit")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def drift(tmp: Path, later_b: str) -> tuple[Path, str, str]:
+    repo = tmp / "fork"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "merge.conflictStyle", "diff3")
+    commit(repo, "B", a_py=lines(), b_py=lines(), c_py=lines(), d_py=lines())
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, "P1", a_py=lines(l5="patch r1", l40="patch r2"))
+    commit(repo, "P2", b_py=lines(l20="patch r4"))
+    commit(repo, "P3", c_py=lines(l30="patch r5"), d_py=lines(l25="patch r6"))
+    git(repo, "checkout", "-q", "main")
+    commit(
+        repo,
+        "E",
+        a_py=lines(l5="up r1", l40="up r2"),
+        b_py=lines(l20="up r4"),
+        d_py=lines(l25="up r6"),
+    )
+    git(repo, "checkout", "-q", "feature")
+    earlier = merge(
+        repo,
+        "main",
+        a_py=lines(l5="both r1", l40="both r2"),
+        b_py=lines(l20="both r4"),
+        c_py=lines(l30="patch r5"),
+        d_py=lines(l25="both r6"),
+    )
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "T", a_py=lines(l5="up r1"), c_py=lines(l30="up r5"), d_py=lines(l25="up r6"))
+    git(repo, "checkout", "-q", "feature")
+    later = merge(
+        repo,
+        "main",
+        a_py=lines(l5="both r1", l40="patch r2"),
+        b_py=lines(l20=later_b),
+        c_py=lines(l30="both r5"),
+        d_py=lines(l25="both r6"),
+    )
+    return repo, earlier, later
+
+
+@pytest.mark.parametrize("later_b, refuted", [("both r4", 0), ("other r4", 1)])
+def test_counts_on_a_known_drift(tmp_path: Path, later_b: str, refuted: int) -> None:
+    hw = _tool()
+    repo, earlier, later = drift(tmp_path, later_b)
+    report = hw.measure(str(repo), "feature", earlier, later, "main", tmp_path / "work")
+    assert report.patches == 3
+    assert (report.earlier_rebase.stops, report.earlier_rebase.asked) == (3, 4)
+    assert (report.earlier_patchstack.stops, report.earlier_patchstack.asked) == (3, 4)
+    by = {t.tool: t for t in report.tallies}
+    plain, rr, ps = by["git rebase"], by["git rebase + rerere"], by["patchstack"]
+    assert (plain.stops, plain.asked, plain.automatic) == (3, 4, 0)
+    assert (rr.stops, rr.asked, rr.automatic) == (3, 2, 2)
+    assert (ps.stops, ps.asked, ps.automatic, ps.recorded_at_stops) == (1, 2, 2, 1)
+    assert ps.per_stop == [("P3.patch", 2, 0)]
+    # b.py's reuse is what the engineers committed, or (later_b) refuted by it
+    assert rr.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
+    assert ps.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
+    assert [(c.path, c.how) for c in ps.checks] == [
+        ("a.py", "hunk records"),
+        ("b.py", "hunk records"),
+    ]
+    assert "| patchstack | 1 | 2 | 1 | 2 | 0 |" in hw.markdown([report])
+
+
+def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
+    """With no merge to learn from, the person takes the patch's side: same counts, no truth."""
+    hw = _tool()
+    repo, earlier, later = drift(tmp_path, "both r4")
+    up_e, up_t = git(repo, "rev-parse", f"{earlier}^2"), git(repo, "rev-parse", f"{later}^2")
+    report = hw.measure(
+        str(repo), f"{earlier}^1", up_e, up_t, "main", tmp_path / "work", synthetic=True
+    )
+    by = {t.tool: t for t in report.tallies}
+    assert [(by[t].asked, by[t].automatic) for t in by] == [(4, 0), (2, 2), (2, 2)]
+    assert by["patchstack"].verdicts() == {"agree": 0, "refuted": 0, "unverified": 2}
+    assert (
+        hw.patch_side(b"a\n<<<<<<< x\nu\n||||||| b\nb\n=======\np\n>>>>>>> y\nz\n") == b"a\np\nz\n"
+    )
