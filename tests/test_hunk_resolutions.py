@@ -290,9 +290,23 @@ def test_each_hunk_of_a_file_is_recorded_and_reused_and_a_new_one_stops(tmp_path
     assert all(r.read_bytes().startswith(b"patchstack-resolution-hunk 1\n") for r in records)
     out = repo.ps("check", "--onto", "up2").stdout
     assert "(recorded resolution reused for hunk a.py:11, a.py:21)" in out, out
-    # One hunk upstream changed again: the other's record alone is not applied; said so.
+    # One hunk upstream changed again: the stop shows the other one resolved as recorded (as
+    # rerere resolves the hunks it knows) and only the new one with markers; said so.
     result = repo.ps("refresh", "--onto", "up3", code=1)
-    assert "match 1 of the 2 conflict hunks of a.py (a.py:10)" in result.stderr, result.stderr
+    said = "recorded resolutions settle 1 of the 2 conflict hunks of a.py (a.py:10); the others"
+    assert said in result.stderr, result.stderr
+    text = repo.read("a.py")
+    assert text.count("<<<<<<<") == 1 and "a 10 up and mine\n" in text
+    repo.write("a.py", re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", "a 20 again, mine\n", text, flags=re.S))
+    repo.ps("refresh", "--continue")
+    assert repo.git("show", "HEAD:a.py") == numbered(40, "a").replace(
+        "a 10\n", "a 10 up and mine\n"
+    ).replace("a 20\n", "a 20 again, mine\n")
+    # Without the records the same stop shows both hunks: the reuse was the records'.
+    repo.ps("undo")  # back to the stop
+    repo.ps("refresh", "--abort")
+    (repo.path / "patches" / "resolutions").rename(repo.path / "kept")
+    repo.ps("refresh", "--onto", "up3", code=1)
     assert repo.read("a.py").count("<<<<<<<") == 2
     repo.ps("refresh", "--abort")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAGIC = "patchstack-resolution-hunk 1"
 _OPEN, _BASE, _SEP, _CLOSE = b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"
@@ -39,6 +39,7 @@ class Hunk:
     base: bytes
     theirs: bytes
     line: int  # 1-based line of its ``<<<<<<<`` in the merged file
+    raw: bytes = field(default=b"", compare=False)  # the region as the merge wrote it
 
     @property
     def key(self) -> str:
@@ -67,13 +68,16 @@ def split(data: bytes) -> list[Part] | None:
     parts: list[Part] = []
     text: list[bytes] = []
     sides: list[list[bytes]] = []
+    region: list[bytes] = []
     start = 0
     for n, line in enumerate(data.splitlines(keepends=True), start=1):
         state = len(sides)  # 0: text, 1: ours, 2: base, 3: theirs
+        if state or _marker(line, _OPEN):
+            region.append(line)
         if _marker(line, _OPEN):
             if state:
                 return None
-            sides, start = [[]], n
+            sides, start, region = [[]], n, [line]
         elif _marker(line, _BASE):
             if state != 1:
                 return None
@@ -89,8 +93,8 @@ def split(data: bytes) -> list[Part] | None:
                 parts.append(b"".join(text))
                 text = []
             ours, base, theirs = (b"".join(s) for s in sides)
-            parts.append(Hunk(ours, base, theirs, start))
-            sides = []
+            parts.append(Hunk(ours, base, theirs, start, b"".join(region)))
+            sides, region = [], []
         elif state:
             sides[-1].append(line)
         else:
@@ -156,6 +160,24 @@ def apply(
                 return None
             lines.append(at)
             part = found
+        out.append(part)
+        at += part.count(b"\n")
+    return b"".join(out), lines
+
+
+def apply_known(parts: Sequence[Part], resolutions: Mapping[str, bytes]) -> tuple[bytes, list[int]]:
+    """The file with each hunk that has a resolution (by key) replaced by it, the others left
+    as the merge wrote them; and the line where each resolution starts in it."""
+    out, lines = [], []
+    at = 1
+    for part in parts:
+        if isinstance(part, Hunk):
+            found = resolutions.get(part.key)
+            if found is None:
+                part = part.raw
+            else:
+                lines.append(at)
+                part = found
         out.append(part)
         at += part.count(b"\n")
     return b"".join(out), lines

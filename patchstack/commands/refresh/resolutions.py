@@ -217,6 +217,8 @@ class Resolutions:
         self._all: dict[str, Record] | None = None
         self.used: list[str] = []  # patches settled with a record
         self.reused: dict[str, tuple[str, ...]] = {}  # patch -> "path:line" of hunks settled
+        # patch -> its merge with the hunks records settle resolved, and where (`Outcome`)
+        self.partial: dict[str, tuple[Oid, tuple[str, ...]]] = {}
         self.stale: list[tuple[str, str]] = []  # (patch, path) with a record for other versions
         self.notes: list[tuple[str, str]] = []  # (patch, why a hunk's record was not applied)
 
@@ -338,6 +340,8 @@ class Resolutions:
             found = outcome.tree
             if found is not None:
                 self.reused[name] = outcome.hunks
+            elif outcome.partial is not None:
+                self.partial[name] = (outcome.partial, outcome.partial_hunks)
         if found is None:
             self.stale += stale
             return None

@@ -175,7 +175,18 @@ def _go_on(
         if stopped_at is not None:
             note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
             result = stop(
-                ws, state, engine, series, done, stopped_at, src, head, found, note, knock_ons.known
+                ws,
+                state,
+                engine,
+                series,
+                done,
+                stopped_at,
+                src,
+                head,
+                found,
+                note,
+                knock_ons.known,
+                records.partial.get(stopped_at[0]),
             )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)

@@ -35,6 +35,10 @@ class Outcome:
     tree: Oid | None  # the merge settled, or None
     hunks: tuple[str, ...] = ()  # "path:line" of each hunk settled (its line in the result)
     notes: tuple[str, ...] = ()  # why a record that matched was not applied
+    # Not settled whole: the merge with the hunks that have a record resolved, the others as
+    # the merge wrote them (what a stop shows), and "path:line" of each resolved; or None.
+    partial: Oid | None = None
+    partial_hunks: tuple[str, ...] = ()
 
 
 def _parts(git: Git, entry: tuple[str, str] | None) -> list[hunks.Part] | None:
@@ -56,41 +60,51 @@ def settle_hunks(
     entries = git.entries_at(merged.tree, merged.conflicted)
     changes: dict[str, tuple[str, str] | None] = {}
     settled: list[str] = []
+    notes: list[str] = []
+    whole = True
     for path in merged.conflicted:
         entry = entries.get(path)
         parts = _parts(git, entry)
         if entry is None or parts is None:
-            return Outcome(None)
+            whole = False
+            continue
         conflicts = [p for p in parts if isinstance(p, Hunk)]
         have = [h for h in conflicts if h.key in known]
+        bad = [
+            h for h in have if marker_lines(known[h.key].data.decode("utf-8", "surrogateescape"))
+        ]
+        for h in bad:
+            shown = ws.display(known[h.key].file)
+            notes.append(
+                f"the recorded resolution of {path}:{h.line} ({shown}) holds conflict"
+                " markers; it was not applied"
+            )
+        have = [h for h in have if h not in bad]
         if not have:
             mine = any(r.patch == name and r.path == path for r in records)
-            note = (
-                f"the recorded resolutions of {name}'s conflict hunks in {path} are for other"
-                " lines (upstream or the patch changed them since); none was applied"
-            )
-            return Outcome(None, notes=(note,) if mine else ())
+            if mine and not bad:
+                notes.append(
+                    f"the recorded resolutions of {name}'s conflict hunks in {path} are for"
+                    " other lines (upstream or the patch changed them since); none was applied"
+                )
+            whole = False
+            continue
         if len(have) < len(conflicts):
             lines = ", ".join(f"{path}:{h.line}" for h in have)
-            note = (
-                f"recorded resolutions match {len(have)} of the {len(conflicts)} conflict hunks"
-                f" of {path} ({lines}); the others are new, so none was applied"
+            notes.append(
+                f"recorded resolutions settle {len(have)} of the {len(conflicts)} conflict"
+                f" hunks of {path} ({lines}); the others are new: yours to resolve"
             )
-            return Outcome(None, notes=(note,))
-        for h in have:
-            if marker_lines(known[h.key].data.decode("utf-8", "surrogateescape")):
-                shown = ws.display(known[h.key].file)
-                note = (
-                    f"the recorded resolution of {path}:{h.line} ({shown}) holds conflict"
-                    " markers; it was not applied"
-                )
-                return Outcome(None, notes=(note,))
-        applied = hunks.apply(parts, {h.key: known[h.key].data for h in have})
-        assert applied is not None
-        result, starts = applied
+            whole = False
+        result, starts = hunks.apply_known(parts, {h.key: known[h.key].data for h in have})
         changes[path] = (entry[0], git.write_blob(result))
         settled += [f"{path}:{n}" for n in starts]
-    return Outcome(git.edit_tree(merged.tree, changes), tuple(settled))
+    if not changes:
+        return Outcome(None, notes=tuple(notes))
+    tree = git.edit_tree(merged.tree, changes)
+    if whole:
+        return Outcome(tree, tuple(settled))
+    return Outcome(None, notes=tuple(notes), partial=tree, partial_hunks=tuple(settled))
 
 
 def hunks_of(

@@ -251,7 +251,10 @@ def stop(
     deferred_now: Sequence[Conflict] = (),
     note: str = "",
     known: Mapping[str, Conflict] = {},
+    partial: tuple[Oid, tuple[str, ...]] | None = None,
 ) -> RefreshResult:
+    """Stop at ``conflict``: the work tree shows the merge with its markers, or a relocation
+    proposal, or (``partial``) the merge with the hunks recorded resolutions settle resolved."""
     git = ws.git
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
@@ -259,7 +262,7 @@ def stop(
     step = next((s for s in state.steps if s.name == name), None)
     relocator = Relocator(git, state.old_base, state.new_base)
     proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
-    shown = proposal.tree if proposal else merged.tree
+    shown = proposal.tree if proposal else partial[0] if partial else merged.tree
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
     changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))

@@ -195,7 +195,18 @@ def refresh(
         if stopped is not None:
             note = notes(records.note(stopped[0]), proposer, stopped[0])
             result = stop(
-                ws, state, engine, series, done, stopped, src, head, found, note, knock_ons.known
+                ws,
+                state,
+                engine,
+                series,
+                done,
+                stopped,
+                src,
+                head,
+                found,
+                note,
+                knock_ons.known,
+                records.partial.get(stopped[0]),
             )
         else:
             result = finish(ws, state, engine, series, done, src, head, found)

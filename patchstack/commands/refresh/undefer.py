@@ -112,7 +112,18 @@ def bring_back(
         if stopped_at is not None:
             note = records.note(stopped_at[0])
             return stop(
-                ws, state, engine, series, done, stopped_at, src, head, found, note, knock_ons.known
+                ws,
+                state,
+                engine,
+                series,
+                done,
+                stopped_at,
+                src,
+                head,
+                found,
+                note,
+                knock_ons.known,
+                records.partial.get(stopped_at[0]),
             )
         return finish(ws, state, engine, series, done, src, head, found)
     finally:
