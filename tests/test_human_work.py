@@ -5,9 +5,10 @@ and d.py's hunks of the series; T (later) takes a.py's second change back and ch
 line. The engineers merged E, then T, into their branch: those merges are the truth. Carried
 onto T, the series (P1: a.py; P2: b.py; P3: c.py and d.py) meets 4 conflict hunks (a.py,
 b.py, c.py, d.py, one each). rerere keys a file by all its hunks: a.py's record was of two,
-so it reuses b.py's and d.py's. patchstack's records are per hunk but a patch is settled only
-when all its hunks are known: it reuses a.py's and b.py's; P3 stops with c.py's new hunk and
-d.py's known one (1 hunk asked that a record matches).
+so it reuses b.py's and d.py's. patchstack's records are per hunk and a patch is settled only
+when all its hunks are known: it reuses a.py's and b.py's; P3 stops with c.py's new hunk
+asked and d.py's shown resolved by its record (automatic, unverified: the person writes the
+whole file after it).
 """
 
 from __future__ import annotations
@@ -113,16 +114,18 @@ def test_counts_on_a_known_drift(tmp_path: Path, later_b: str, refuted: int) -> 
     plain, rr, ps = by["git rebase"], by["git rebase + rerere"], by["patchstack"]
     assert (plain.stops, plain.asked, plain.automatic) == (3, 4, 0)
     assert (rr.stops, rr.asked, rr.automatic) == (3, 2, 2)
-    assert (ps.stops, ps.asked, ps.automatic, ps.recorded_at_stops) == (1, 2, 2, 1)
-    assert ps.per_stop == [("P3.patch", 2, 0)]
+    # P3's stop shows d.py's hunk resolved by its record (as rerere would), only c.py's asked.
+    assert (ps.stops, ps.asked, ps.automatic, ps.recorded_at_stops) == (1, 1, 3, 0)
+    assert ps.per_stop == [("P3.patch", 1, 0)]
     # b.py's reuse is what the engineers committed, or (later_b) refuted by it
     assert rr.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
-    assert ps.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
+    assert ps.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 1}
     assert [(c.path, c.how) for c in ps.checks] == [
+        ("d.py", "hunk records at a stop"),
         ("a.py", "hunk records"),
         ("b.py", "hunk records"),
     ]
-    assert "| patchstack | 1 | 2 | 1 | 2 | 0 |" in hw.markdown([report])
+    assert "| patchstack | 1 | 1 | 0 | 3 | 0 |" in hw.markdown([report])
 
 
 def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
@@ -134,8 +137,8 @@ def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
         str(repo), f"{earlier}^1", up_e, up_t, "main", tmp_path / "work", synthetic=True
     )
     by = {t.tool: t for t in report.tallies}
-    assert [(by[t].asked, by[t].automatic) for t in by] == [(4, 0), (2, 2), (2, 2)]
-    assert by["patchstack"].verdicts() == {"agree": 0, "refuted": 0, "unverified": 2}
+    assert [(by[t].asked, by[t].automatic) for t in by] == [(4, 0), (2, 2), (1, 3)]
+    assert by["patchstack"].verdicts() == {"agree": 0, "refuted": 0, "unverified": 3}
     assert (
         hw.patch_side(b"a\n<<<<<<< x\nu\n||||||| b\nb\n=======\np\n>>>>>>> y\nz\n") == b"a\np\nz\n"
     )

@@ -500,9 +500,20 @@ def ps_drift(
                 tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation", diff))
                 relocated.add(dest)
         known = _record_keys(box)
+        merged_hunks: dict[str, int] = {}
+        for h in stop.get("hunks") or []:
+            merged_hunks[h["path"]] = merged_hunks.get(h["path"], 0) + 1
         for path in sorted(touched - relocated):
             now = box.read(path)
             n = count_hunks(now) if now is not None else 0
+            # Hunks recorded resolutions settled in the work tree at the stop (the others keep
+            # their markers): automatic; the person then writes the whole file, so the truth
+            # cannot judge these hunks alone: unverified.
+            pre = merged_hunks.get(path, 0) - n if now is not None else 0
+            if pre > 0:
+                tally.automatic += pre
+                why = "hunk records at a stop"
+                tally.checks.append(Check(tally.tool, name, path, pre, "unverified", why, ""))
             tally.recorded_at_stops += _with_record(now, known)
             if now is None and box.blob(series.commits[k], path) is not None:
                 n = 1  # the patch's file is gone (modify/delete), nothing carried
