@@ -339,6 +339,7 @@ def test_a_reused_hunk_record_is_marked_in_the_review_of_its_refresh(tmp_path) -
     assert said in text and "resolution reused" in text.split("== p1.patch")[1].splitlines()[0]
     assert said in repo.ps("review", *sides, "--format", "markdown").stdout.lower()
     assert said in repo.ps("review", *sides, "--format", "html").stdout.lower()
+    assert said in repo.ps("log", "p1.patch").stdout  # the refresh's note, in the patch's log
     # Another version of the patch (not the refresh's): no mark.
     repo.ps("undo")
     doc = json.loads(repo.ps("review", *sides, "--json").stdout)
