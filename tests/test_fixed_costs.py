@@ -434,7 +434,9 @@ def test_status_walks_upstreams_history_once_per_base_and_tip(
         if trace.exists():
             trace.unlink()
         out = repo.ps("status").stdout
-        walks = [ln for ln in trace.read_text().splitlines() if "git log --reverse" in ln]
+        walks = [
+            ln for ln in trace.read_text().splitlines() if "git log" in ln and "--name-only" in ln
+        ]
         return out, walks
 
     first, walked = status()
