@@ -210,7 +210,11 @@ def refresh(
         ctx.exit(1)
 
 
-def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+def print_refresh(
+    ctx: click.Context, result: RefreshResult, verbose: bool = False, brought_back: bool = False
+) -> None:
+    """``brought_back``: the replay of ``push NAME`` of a deferred patch, where the patches
+    that stay deferred are one line (unless ``verbose``), not one each before its conflict."""
     if result.aborted:
         but = " but" if result.kept else ""
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
@@ -227,8 +231,12 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
     shown, more = listed_verdicts(result.verdicts, verbose)
+    staying = 0
     for v in shown:
         if v.name in summarized and not verbose:
+            continue
+        if brought_back and not verbose and v.verdict == "deferred":
+            staying += 1
             continue
         notes = []
         if said := accepted_note(result, v.name):
@@ -250,6 +258,9 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
     if more:
         echo(ctx, more)
+    if staying:
+        them = "patches stay" if staying != 1 else "patch stays"
+        echo(ctx, f"  {staying} other {them} deferred: 'patchstack status' lists them")
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     for line in refused_lines(result):
