@@ -213,8 +213,7 @@ def refresh(
 def print_refresh(
     ctx: click.Context, result: RefreshResult, verbose: bool = False, brought_back: bool = False
 ) -> None:
-    """``brought_back``: the replay of ``push NAME`` of a deferred patch, where the patches
-    that stay deferred are one line (unless ``verbose``), not one each before its conflict."""
+    """``brought_back`` (``push NAME`` of a deferred patch): the others deferred, one line."""
     if result.aborted:
         but = " but" if result.kept else ""
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
@@ -231,12 +230,9 @@ def print_refresh(
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
     shown, more = listed_verdicts(result.verdicts, verbose)
-    staying = 0
+    staying = [v for v in shown if brought_back and not verbose and v.verdict == "deferred"]
     for v in shown:
-        if v.name in summarized and not verbose:
-            continue
-        if brought_back and not verbose and v.verdict == "deferred":
-            staying += 1
+        if (v.name in summarized and not verbose) or v in staying:
             continue
         notes = []
         if said := accepted_note(result, v.name):
@@ -259,8 +255,8 @@ def print_refresh(
     if more:
         echo(ctx, more)
     if staying:
-        them = "patches stay" if staying != 1 else "patch stays"
-        echo(ctx, f"  {staying} other {them} deferred: 'patchstack status' lists them")
+        them = f"{len(staying)} other {'patches stay' if len(staying) > 1 else 'patch stays'}"
+        echo(ctx, f"  {them} deferred: 'patchstack status' lists them")
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     for line in refused_lines(result):
