@@ -20,17 +20,18 @@ import shlex
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import git as gitmod
 from .errors import InputError, PatchstackError
-from .model import paths
-from .model.conflict import Conflict
-from .model.diff import commit_text
-from .model.patchfile import Patch, parse_patch
 from .model.series import Entry, Series, parse_series
 from .progress import QUIET, Progress
 from .store import Store
+
+if TYPE_CHECKING:  # the patch reader is loaded when a patch file is read (a pop of files
+    # already proven reads none)
+    from .model.conflict import Conflict
+    from .model.patchfile import Patch
 
 DEFAULT_DIR = "patches"
 
@@ -134,6 +135,9 @@ class Checkout:
                 return self._parsed[key]
             data = f.read()
         shown = self.display(path)
+        from .model import paths
+        from .model.patchfile import parse_patch
+
         patch = parse_patch(data, shown, entry.strip_level)
         paths.check_patch(patch, shown, self.in_tree)
         self._parsed[key] = (data, patch)
@@ -222,6 +226,8 @@ class PatchSummary(NamedTuple):
     fields: tuple[tuple[str, str], ...] = ()  # those of the header block (`Patch.fields`)
 
     def message(self, fallback_subject: str) -> str:
+        from .model.diff import commit_text
+
         return commit_text(self.subject, self.description, fallback_subject)
 
 

@@ -139,6 +139,48 @@ def test_verdicts_are_kept_by_commit_and_patch_bytes(repo: Repo) -> None:
     assert verdicts() == want  # a command that only reads writes nothing
 
 
+def test_pop_of_one_patch_reads_no_other_patch_file_left_alone(repo: Repo, monkeypatch) -> None:
+    """The verdicts are also kept by each patch file's stat data (as git's index keeps a
+    file's id): a pop of the top patch reads none of the files below it when they are as
+    they were when their commits were proven; a file edited since (even to the same size,
+    its time put back) is read, and its patch rebuilt from it; a file changed less than two
+    seconds before it was proven is proven again next time."""
+    from patchstack.checkout import Checkout
+
+    stack_of_three(repo)
+    files = [repo.path / "patches" / f"p{i}.patch" for i in range(3)]
+    old = 1_700_000_000
+    for f in files:
+        os.utime(f, (old, old))
+    repo.ps("pop", "--all")
+    repo.ps("push", "--all")  # proves them at their old times
+    read: list[str] = []
+    real = Checkout.proven_bytes
+
+    def counting(self, entry):
+        read.append(entry.name)
+        return real(self, entry)
+
+    monkeypatch.setattr(Checkout, "proven_bytes", counting)
+    repo.ps("pop")
+    assert read == []
+    repo.ps("push")
+    text = files[0].read_text()
+    edited = text.replace("+a 5 p0\n", "+a 5 P0\n")
+    assert len(edited) == len(text) and edited != text
+    files[0].write_text(edited)
+    os.utime(files[0], (old, old))  # same size, same time: the inode's change time differs
+    read.clear()
+    repo.ps("pop")
+    assert "p0.patch" in read and "p2.patch" not in read
+    assert "a 5 P0" in repo.read("a.py")  # rebuilt from the edited file
+    files[1].write_text(files[1].read_text())  # just now: not kept by its stat data
+    repo.ps("push")
+    read.clear()
+    repo.ps("pop")
+    assert read[:1] == ["p1.patch"]  # the only one proven again: then popped
+
+
 def test_commands_that_only_read_write_no_proofs(repo: Repo) -> None:
     stack_of_three(repo)
     repo.ps("pop", "--all")
@@ -381,7 +423,7 @@ def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> N
     """The patches a refresh carries without a merge are committed from the header their
     proven summary keeps (author, date, message): their files are not parsed again, and the
     commits are the ones a parse gives (the same ids as with the cache gone)."""
-    from patchstack import checkout
+    from patchstack.model import patchfile  # (read by the checkout when it parses)
 
     stack_of_three(repo)
     base = repo.git("rev-parse", "HEAD~3").strip()
@@ -392,13 +434,13 @@ def test_a_refresh_parses_no_patch_file_it_carries(repo: Repo, monkeypatch) -> N
     repo.ps("pop", "--all")  # proves the three files, kept for the next command
     repo.ps("push", "--all")
     parsed: list[bytes] = []
-    real = checkout.parse_patch
+    real = patchfile.parse_patch
 
     def counting(data: bytes, *args, **kwargs):
         parsed.append(data)
         return real(data, *args, **kwargs)
 
-    monkeypatch.setattr(checkout, "parse_patch", counting)
+    monkeypatch.setattr(patchfile, "parse_patch", counting)
     copy = repo.path.parent / "copy"
     shutil.copytree(repo.path, copy, symlinks=True)
     repo.ps("refresh", "--onto", moved)
@@ -434,7 +476,9 @@ def test_status_walks_upstreams_history_once_per_base_and_tip(
         if trace.exists():
             trace.unlink()
         out = repo.ps("status").stdout
-        walks = [ln for ln in trace.read_text().splitlines() if "git log --reverse" in ln]
+        walks = [
+            ln for ln in trace.read_text().splitlines() if "git log" in ln and "--name-only" in ln
+        ]
         return out, walks
 
     first, walked = status()

@@ -377,11 +377,11 @@ def test_a_patch_file_that_is_no_file_says_what_it_is(tmp_path: Path) -> None:
     repo.ps("push", "--all")
 
 
-def test_changed_entries_is_what_diff_tree_gives(tmp_path: Path) -> None:
+def test_changed_entries_is_what_diff_tree_gives(tmp_path: Path, monkeypatch) -> None:
     """The moves read what differs between two trees in process; differential against git:
     files added, removed, changed, a file that becomes a folder and a folder that becomes a
     file, a symbolic link."""
-    from patchstack.git import find_repo
+    from patchstack.git import find_repo, trees
 
     repo = make_repo(tmp_path / "r", {"a": "1\n", "d/x": "2\n", "d/y": "3\n", "e/f/g": "4\n"})
     old = repo.tree()
@@ -390,11 +390,17 @@ def test_changed_entries_is_what_diff_tree_gives(tmp_path: Path) -> None:
     repo.write("d", "now a file\n")
     repo.write("e/f/g", "changed\n")
     repo.write("new/deep/file", "6\n")
+    repo.write("new/d\u00e9j\u00e0 vu\t.py", "7\n")
     os.symlink("a/inner", repo.path / "link")
     repo.commit_all("moves")
     git = find_repo(str(repo.path))
     try:
         for a, b in ((old, repo.tree()), (repo.tree(), old)):
             assert sorted(git.changed_entries(a, b)) == sorted(git.raw_diffs([(a, b)])[0])
+            read = git.changed_entries(a, b)  # in process, then asked of git beyond a budget
+            for budget in (0, 3):
+                monkeypatch.setattr(trees, "TREES_IN_PROCESS", budget)
+                assert git.changed_entries(a, b) == read
+            monkeypatch.setattr(trees, "TREES_IN_PROCESS", 64)
     finally:
         git.close()

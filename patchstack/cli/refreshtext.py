@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from ..commands.refresh.settle import RefreshResult
 
 
-def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = False) -> None:
+def print_refresh(
+    ctx: click.Context, result: RefreshResult, verbose: bool = False, brought_back: bool = False
+) -> None:
+    """``brought_back`` (``push NAME`` of a deferred patch): the others deferred, one line."""
     if result.aborted:
         but = " but" if result.kept else ""
         echo(ctx, f"refresh aborted: HEAD {result.head[:12]}, everything as before{but}")
@@ -39,8 +42,9 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
     shown, more = listed_verdicts(result.verdicts, verbose)
+    staying = [v for v in shown if brought_back and not verbose and v.verdict == "deferred"]
     for v in shown:
-        if v.name in summarized and not verbose:
+        if (v.name in summarized and not verbose) or v in staying:
             continue
         notes = []
         if said := accepted_note(result, v.name):
@@ -62,6 +66,9 @@ def print_refresh(ctx: click.Context, result: RefreshResult, verbose: bool = Fal
         echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
     if more:
         echo(ctx, more)
+    if staying:
+        them = f"{len(staying)} other {'patches stay' if len(staying) > 1 else 'patch stays'}"
+        echo(ctx, f"  {them} deferred: 'patchstack status' lists them")
     for line in conflict_summary(result.deferred, verbose) if result.deferred else []:
         echo(ctx, line.replace("conflicts:", "deferred:", 1))
     for line in refused_lines(result):

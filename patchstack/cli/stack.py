@@ -365,7 +365,7 @@ def push(
     if not isinstance(result, MoveResult):  # a deferred patch brought back: a replay
         from .refreshtext import print_refresh
 
-        print_refresh(ctx, result, verbose)
+        print_refresh(ctx, result, verbose, brought_back=True)
         if result.stopped:
             ctx.exit(1)
         return

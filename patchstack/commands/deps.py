@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 
 from ..checkout import Checkout
 from ..model.series import Series
-from ..review.graph import build, closure
 
 Deps = tuple[tuple[str, str], ...]  # (patch carried along, a patch that leans on it)
 
@@ -16,6 +15,8 @@ Deps = tuple[tuple[str, str], ...]  # (patch carried along, a patch that leans o
 def leaned_on(ws: Checkout, series: Series, target: Iterable[str], pool: Iterable[str]) -> Deps:
     """The patches of ``pool`` that ``target`` leans on, directly or through each other, in
     series order, each with a patch that leans on it."""
+    from ..review.graph import build, closure  # (only --with-deps and --keep-deps need it)
+
     graph = build([(e, ws.read_patch(e)[1]) for e in series.entries])
     added = closure(graph, target, pool)
     return tuple((n, added[n]) for n in series.names if n in added)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..checkout import Checkout
 from ..errors import InputError, PatchstackError, RefusedError
 from ..git import Git
+from ..journal import stacks
 from ..model.ids import Oid
 from ..model.series import Entry, Series
 from ..model.stack import Stack, stack_from_history
@@ -36,6 +37,7 @@ def read_stack(git: Git) -> Stack:
         stack = stack_from_history(head, git.iter_first_parent(head))
     except ValueError as exc:
         raise PatchstackError("every commit down to the root carries a patch trailer") from exc
+    stacks.remember(git, stack)
     pulled = pulled_merge(git, stack)
     stack = replace(stack, pulled=pulled[1]) if pulled else stack
     if not pulled:

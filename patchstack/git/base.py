@@ -7,12 +7,24 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import IO, Any
 
 from ..model.ids import ObjectFormat, Oid
 from . import scratch
 from .process import run_git, spawn
+
+
+def under_any(path: str, asked: Container[str]) -> bool:
+    """Whether a literal pathspec of ``asked`` matches ``path``: it is one of them, or lies in
+    a folder that is (what callers that filter a walk here instead of giving git a long
+    pathspec keep)."""
+    while True:
+        if path in asked:
+            return True
+        path, sep, _ = path.rpartition("/")
+        if not sep:
+            return False
 
 
 def decode_path(raw: bytes) -> str:

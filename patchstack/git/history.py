@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import PatchstackError
 from ..model.ids import Oid
+from .base import decode_path, under_any
 from .process import failure
 from .trees import Trees
 
@@ -49,6 +50,9 @@ class CommitMeta:
     author: str  # "Name <email>"
     date: str  # "<epoch> <tz>"
     message: str
+
+
+PATHSPEC_MAX = 16  # paths git is given as a pathspec; beyond, git walks all and they are filtered
 
 
 class History(Trees):
@@ -150,6 +154,14 @@ class History(Trees):
     ) -> list[tuple[Oid, tuple[Oid, ...], str]]:
         """(commit, parents, subject) of ``rng`` (touching ``paths`` when given), oldest first;
         ``exclude_grep``: leave out commits whose message matches this regular expression."""
+        if first_parent and not exclude_grep and len(paths) > PATHSPEC_MAX:
+            asked = set(paths)  # a long pathspec: the first-parent walk filtered here
+            walked = self.log_paths(rng, first_parent=True)
+            return [
+                (c, parents, subject)
+                for c, parents, subject, changed in reversed(walked)
+                if any(under_any(f, asked) for f in changed)
+            ]
         args = ["log", "--reverse", "-z", "--no-renames", "--format=%H %P%x01%s"]
         if first_parent:
             args.append("--first-parent")
@@ -162,6 +174,32 @@ class History(Trees):
                 ids, _, subject = rec.decode("utf-8", "surrogateescape").partition("\x01")
                 oid, *parents = ids.split()
                 result.append((Oid(oid), tuple(Oid(p) for p in parents), subject))
+        return result
+
+    def log_paths(
+        self, rng: str, first_parent: bool = False
+    ) -> list[tuple[Oid, tuple[Oid, ...], str, tuple[str, ...]]]:
+        """(commit, parents, subject, the paths it changed against its first parent: all of a
+        root's) of every commit of ``rng``, in git's order (newest first): one walk, and no
+        pathspec, which git matches slowly when it is long (callers filter the paths)."""
+        args = ["log", "-z", "--no-renames", "--name-only", "--diff-merges=first-parent"]
+        args += ["--first-parent"] if first_parent else []
+        args += ["--root", "--format=%x02%H %P%x01%s"]
+        out = self.run(*args, "--end-of-options", rng, "--").stdout
+        result: list[tuple[Oid, tuple[Oid, ...], str, tuple[str, ...]]] = []
+        head: tuple[Oid, tuple[Oid, ...], str] | None = None
+        paths: list[str] = []
+        for tok in out.split(b"\0"):
+            if tok.startswith(b"\x02"):
+                if head is not None:
+                    result.append((*head, tuple(paths)))
+                ids, _, subject = tok[1:].decode("utf-8", "surrogateescape").partition("\x01")
+                oid, *parents = ids.split()
+                head, paths = (Oid(oid), tuple(Oid(p) for p in parents), subject), []
+            elif tok:  # the first path of a commit follows a newline
+                paths.append(decode_path(tok[1:] if not paths and tok[:1] == b"\n" else tok))
+        if head is not None:
+            result.append((*head, tuple(paths)))
         return result
 
     def deleted_by(self, rng: str, path: str) -> Oid | None:
@@ -192,7 +230,18 @@ class History(Trees):
         args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
         flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
         args.append(f"--format=%x02%H%x01%s{flag}")
-        out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        if len(paths) <= PATHSPEC_MAX:
+            out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
+        else:  # the commits that touch them, found here; then only theirs diffed, whole
+            asked = set(paths)
+            walked = self.log_paths(rng, first_parent=True)
+            picked = [
+                c for c, _p, _s, changed in walked if any(under_any(f, asked) for f in changed)
+            ]
+            if not picked:
+                return []
+            stdin = "".join(f"{c}\n" for c in picked).encode()
+            out = self.run(*args, "--no-walk=unsorted", "--stdin", "--", input=stdin).stdout
         headers = {_diff_header(p): p for p in paths}
         result: list[LineChanges] = []
         files: dict[str, FileLines] = {}

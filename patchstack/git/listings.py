@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from ..model.ids import Oid
-from .base import decode_path
-from .history import History, _diff_header, _span
+from .base import decode_path, under_any
+from .history import PATHSPEC_MAX, History, _diff_header, _span
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
@@ -169,7 +169,7 @@ class Listings(History):
             path = decode_path(fields[-1])
             if prefix and (path + "/").startswith(prefix):
                 continue
-            if asked is not None and not _under_any(path, asked):
+            if asked is not None and not under_any(path, asked):
                 continue
             if kind == b"? ":
                 untracked.append(path)
@@ -186,17 +186,3 @@ class Listings(History):
         return DirtyState(
             tuple(modified), tuple(untracked), tuple(unmerged), tuple(partly), tuple(inside)
         )
-
-
-PATHSPEC_MAX = 16  # paths given to ``git status`` as a pathspec; more are filtered here
-
-
-def _under_any(path: str, asked: set[str]) -> bool:
-    """Whether a literal pathspec of ``asked`` matches ``path``: it is one of them, or lies in
-    a folder that is."""
-    while True:
-        if path in asked:
-            return True
-        path, sep, _ = path.rpartition("/")
-        if not sep:
-            return False

@@ -23,6 +23,9 @@ def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
     return result
 
 
+TREES_IN_PROCESS = 64  # trees `changed_entries` reads itself; a larger change is asked of git
+
+
 class Trees(Objects):
     def ls_tree(self, tree: str, path: str | None = None) -> dict[str, tuple[str, str]]:
         """path -> (mode, id) for the files of a tree (recursively), or of one folder of it."""
@@ -109,11 +112,17 @@ class Trees(Objects):
     def changed_entries(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
         """The raw diff of two trees (``diff-tree -r --no-renames``: (old mode, new mode, old
         id, new id, path), "000000" and the null id for a side that has no such file), walked
-        in process through the folders that differ: for a patch's change, a few trees."""
+        in process through the folders that differ: for a patch's change, a few trees; asked
+        of git once more than ``TREES_IN_PROCESS`` trees would be read (a pop of 300 patches
+        differs in ~760: 0.1 s in Python, a few milliseconds in ``diff-tree``)."""
         null_mode, null = "000000", self.fmt.null
         out: list[tuple[str, str, str, str, str]] = []
         pending: list[tuple[str, str | None, str | None]] = [("", old, new)]
+        budget = TREES_IN_PROCESS
         while pending:
+            budget -= 2 * len(pending)
+            if budget < 0:
+                return self._diff_tree(old, new)
             self._read_trees([t for _p, a, b in pending for t in (a, b) if t is not None])
             deeper: list[tuple[str, str | None, str | None]] = []
             for prefix, a, b in pending:
@@ -141,6 +150,18 @@ class Trees(Objects):
                         out.append((was[0], now[0], was[1], now[1], path))
             pending = deeper
         return sorted(out, key=lambda d: d[4])
+
+    def _diff_tree(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
+        """`changed_entries` as git's ``diff-tree -r`` gives it."""
+        out = self.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--full-index", "--end-of-options", old, new
+        ).stdout
+        found: list[tuple[str, str, str, str, str]] = []
+        fields = out.split(b"\0")
+        for k in range(0, len(fields) - 1, 2):
+            om, nm, oo, no, _status = fields[k][1:].decode().split(" ")
+            found.append((om, nm, oo, no, decode_path(fields[k + 1])))
+        return sorted(found, key=lambda d: d[4])
 
     def files_of(self, tree: str) -> dict[str, tuple[str, str]]:
         """path -> (mode, id) of every entry but folders under ``tree``, read through the

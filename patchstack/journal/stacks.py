@@ -23,3 +23,9 @@ def names_at(git: Git, head: Oid) -> tuple[str, ...]:
         return ()
     known.append(stack)
     return stack.names
+
+
+def remember(git: Git, stack: Stack) -> None:
+    """A stack a command read from history at its head (``stack_from_history``): the
+    snapshots that command takes do not walk it again."""
+    _STACKS.setdefault(git, []).append(stack)

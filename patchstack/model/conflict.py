@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UnresolvedMerge
 from .ids import Oid
-from .relocation import Relocation
+
+if TYPE_CHECKING:  # (a conflict's reader, such as the series file's, needs no diff model)
+    from .relocation import Relocation
 
 _MARKER_RE = re.compile(r"(<<<<<<<|>>>>>>>|\|\|\|\|\|\|\|)( |\Z)|=======\Z")
 

@@ -52,6 +52,7 @@ class Run:
     rss_kb: int
     out: str
     err: str
+    cpu: float = 0.0  # user+sys seconds of the command and its children
 
 
 class Env:
@@ -132,6 +133,7 @@ class Env:
                 rss,
                 out.read().decode("utf-8", "replace"),
                 err.read().decode("utf-8", "replace"),
+                usage.ru_utime + usage.ru_stime,
             )
         if label and label not in self.commands:
             self.commands[label] = self.show(cmd, extra)
@@ -991,6 +993,57 @@ def references(env: Env, fx: Fixture, n: int) -> dict:
     }
 
 
+def bench_pop(env: Env, fx: Fixture, n: int, runs: int) -> list[str]:
+    """``--pop``: pop --all, pop of the top patch and of the whole stack but its first patch,
+    in CPU seconds (user+sys of the command and its children) and wall seconds, against
+    ``--version`` and ``git reset --keep`` from the same top (issue 35: pop --all within
+    --version + 1.5x reset --keep; pop NAME in time proportional to what it pops)."""
+    ws = Workspace(env, fx.dir, "pop")
+    sdir = os.path.join(fx.dir, "pop-series")
+    got: dict[str, list[Run]] = {}
+
+    def timed(key: str, cmd: list[str], extra: dict | None = None) -> None:
+        r = env.run(cmd, ws.path, extra)
+        if r.rc != 0:
+            raise RuntimeError(f"{shlex.join(cmd)} failed ({r.rc}): {first_line(r)}")
+        got.setdefault(key, []).append(r)
+
+    top, second = fx.names[n - 1], fx.names[1]
+    sd = {"PATCHSTACK_DIR": sdir}
+    for _ in range(runs):
+        ws.fresh()
+        ws.reset(fx.base)
+        if os.path.exists(sdir):
+            shutil.rmtree(sdir)
+        shutil.copytree(fx.series_dir(n), sdir)
+        env.run([*env.ps, "push", "--all"], ws.path, sd, check=True)
+        timed("--version", [*env.ps, "--version"])
+        timed("pop TOP (1 of N)", [*env.ps, "pop", top], sd)
+        env.run([*env.ps, "push", "--all"], ws.path, sd, check=True)
+        timed("pop SECOND (N-1 of N)", [*env.ps, "pop", second], sd)
+        env.run([*env.ps, "push", "--all"], ws.path, sd, check=True)
+        timed("pop --all", [*env.ps, "pop", "--all"], sd)
+        if tree_check(ws, fx.base_tree) != "ok":
+            raise RuntimeError("pop --all left a tree other than the base's")
+        ws.reset(fx.chain[n - 1])
+        timed("git reset --keep <base>", ["git", "reset", "-q", "--keep", fx.base])
+
+    def med(key: str, attr: str) -> float:
+        return statistics.median(getattr(r, attr) for r in got[key])
+
+    lines = [f"{'command':<40} {'CPU s':>7} {'wall s':>7}   ({runs} runs, medians; {n} patches)"]
+    lines += [f"{k:<40} {med(k, 'cpu'):7.3f} {med(k, 'secs'):7.3f}" for k in got]
+    for attr, what in (("cpu", "CPU"), ("secs", "wall")):
+        bound = med("--version", attr) + 1.5 * med("git reset --keep <base>", attr)
+        have = med("pop --all", attr)
+        verdict = "met" if have <= bound else "MISSED"
+        lines.append(
+            f"pop --all {have:.3f} s {what} against --version + 1.5x reset --keep = {bound:.3f} s:"
+            f" {verdict} ({have / bound:.2f}x the bound)"
+        )
+    return lines
+
+
 def default_patchstack() -> list[str]:
     """`python -m patchstack` from this checkout; else the console script; else its entry point."""
     if os.path.exists(os.path.join(PROJECT, "patchstack", "__main__.py")):
@@ -1053,6 +1106,12 @@ def parse_args(argv=None):
     )
     ap.add_argument("--markdown", metavar="FILE", help="also write the results as Markdown")
     ap.add_argument("--json", metavar="FILE", help="also write raw timings as JSON")
+    ap.add_argument(
+        "--pop",
+        action="store_true",
+        help="only time pop (--all, the top patch, all but the first) against --version and "
+        "git reset --keep, in CPU and wall seconds (one series size: --patches N)",
+    )
     a = ap.parse_args(argv)
     a.files = a.files or (2000 if a.quick else 10000)
     a.patches = a.patches or ("10,100" if a.quick else "10,100,1000")
@@ -1100,6 +1159,12 @@ def main(argv=None) -> int:
         f"{a.runs} timed run(s) after {warm_desc} warm-up; fixture built in {gen_secs:.1f} s."
     )
     print(desc, flush=True)
+    if a.pop:
+        for n in a.sizes:
+            print("\n".join(bench_pop(env, fx, n, a.runs)), flush=True)
+        if not a.keep and not a.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
     startup = Table()
     bench_startup(env, startup, max(a.runs, 5), 1 if a.warmup is None else a.warmup)
     tables: dict[int, Table] = {}

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...checkout import Checkout
 from ...git import Git
+from ...git.base import under_any
 from ...model import trailers
 from ...model.ids import Oid
 from ..state import check_base, read_stack
@@ -110,22 +111,81 @@ def walk(
     git: Git, base: str, target: str, owners: dict[str, list[str]]
 ) -> tuple[int, list[DriftCommit], list[tuple[str, str]]]:
     """The commits of base..target (upstream's, not a merged stack's), and those of them that
-    touch a file of the series (``owners``: a path and the patches that change it): two walks
-    of the range, what `drift` caches and the review's picture of the move shows."""
+    touch a file of the series (``owners``: a path and the patches that change it): what
+    `drift` caches and the review's picture of the move shows.
+
+    One walk of the range with the paths each commit changed, filtered here: never the
+    series' paths as a pathspec, which git matches slowly when there are hundreds. The
+    commits kept are those ``git log -- <paths>`` shows, in its order (`_simplified`)."""
     rng = f"{base}..{target}"
-    grep = trailers.PATCH_COMMIT_GREP  # a merged stack's own commits are not upstream's
-    listed = git.log_commits(rng, exclude_grep=grep)
-    count = len(listed)
+    logged = git.log_paths(rng)  # newest first
+    ours = set(git.rev_list("--extended-regexp", f"--grep={trailers.PATCH_COMMIT_GREP}", rng))
+    every = [(str(oid), subject) for oid, _p, subject, _f in reversed(logged) if oid not in ours]
     touching = []
     if owners:
-        commits = git.log_commits(rng, sorted(owners), exclude_grep=grep)
-        files = git.commit_files([(oid, parents) for oid, parents, _s in commits])
-        for (oid, _parents, subject), changed in zip(commits, files, strict=True):
-            hit = [f for f in changed if f in owners]
-            patches = tuple(dict.fromkeys(n for f in hit for n in owners[f]))
-            touching.append(DriftCommit(oid, subject, tuple(hit), patches))
-    every = [(str(oid), subject) for oid, _parents, subject in listed]
-    return count, touching, every
+        shown = _simplified(git, base, logged, owners)
+        for oid, _parents, subject, changed in reversed(logged):
+            if oid in shown and oid not in ours:
+                hit = [f for f in changed if f in owners]
+                patches = tuple(dict.fromkeys(n for f in hit for n in owners[f]))
+                touching.append(DriftCommit(oid, subject, tuple(hit), patches))
+    return len(every), touching, every
+
+
+def _simplified(
+    git: Git,
+    base: str,
+    logged: list[tuple[Oid, tuple[Oid, ...], str, tuple[str, ...]]],
+    owners: dict[str, list[str]],
+) -> set[Oid]:
+    """The commits of ``logged`` (a range, newest first) that git's default history
+    simplification for the pathspec of ``owners`` shows: a commit is TREESAME to a parent
+    when no path of ``owners`` (or under it) differs; a merge TREESAME to a parent inside the
+    range (or the base) is hidden and only that parent is followed, so a side it did not take
+    is not shown; another commit is shown unless TREESAME to every parent."""
+    commits = {oid: (parents, changed) for oid, parents, _s, changed in logged}
+    touches = {
+        oid: any(under_any(f, owners) for f in changed) for oid, (_p, changed) in commits.items()
+    }
+
+    def relevant(p: str) -> bool:
+        return p in commits or p == base
+
+    # A merge's other parents are compared only where its first parent does not settle it.
+    unsettled = [
+        oid
+        for oid, (parents, _c) in commits.items()
+        if len(parents) > 1 and (touches[oid] or not relevant(parents[0]))
+    ]
+    wanted = list(dict.fromkeys(c for oid in unsettled for c in (oid, *commits[oid][0][1:])))
+    paths = sorted(owners)
+    entries = dict(zip(wanted, git.entries_in(git.trees_of(wanted), paths), strict=True))
+
+    follow: dict[Oid, tuple[Oid, ...]] = {}
+    shown: set[Oid] = set()
+    for oid, (parents, _changed) in commits.items():
+        same = [not touches[oid]]
+        if len(parents) > 1:
+            same += [entries[oid] == entries[p] if oid in entries else False for p in parents[1:]]
+        taken = next((p for p, t in zip(parents, same, strict=False) if t and relevant(p)), None)
+        if len(parents) > 1 and taken is not None:
+            follow[oid] = (taken,)
+            continue
+        follow[oid] = parents
+        if len(parents) <= 1:
+            if touches[oid]:
+                shown.add(oid)
+        elif any(relevant(p) for p in parents) or not all(same):
+            shown.add(oid)  # it differs from every parent in the range
+    reached: set[Oid] = set()
+    todo = [logged[0][0]] if logged else []
+    while todo:
+        oid = todo.pop()
+        if oid in reached or oid not in commits:
+            continue
+        reached.add(oid)
+        todo.extend(follow[oid])
+    return shown & reached
 
 
 def _guess_upstream(ws: Checkout, base_ref: str | None) -> tuple[str | None, str]:

@@ -23,6 +23,9 @@ verdicts ``exact`` and ``carried`` by the commit and that digest (`_ConsistencyC
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,7 +35,6 @@ from ...errors import PatchstackError, RefusedError
 from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
 from ...model.ids import ObjectFormat, Oid
-from ...model.patchfile import FileDiff, Patch, parse_patch
 from ...model.series import Entry, Series
 from ...model.stack import Stack
 from ...store import Store
@@ -40,6 +42,7 @@ from ...store import Store
 if TYPE_CHECKING:
     from ...engine.chain import Engine
     from ...engine.verdicts import Classified
+    from ...model.patchfile import FileDiff, Patch
 
 EXACT, CARRIED, EDITED, DIFFERS = "exact", "carried", "edited", "differs"
 
@@ -58,10 +61,16 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     consistent = _ConsistencyCache(git, ws.store)
     verdicts: dict[str, str] = {}
     applied = []
+    stats = _StatMemo(ws)
+    memo: set[str] = set()
     for ap in stack.applied:
         if ap.name not in series:
             continue
         entry = series.entry(ap.name)
+        if known := stats.verdict(entry, ap.commit):
+            verdicts[ap.name] = known  # the file as it was when this commit was proven
+            memo.add(ap.name)
+            continue
         data, summary = ws.proven_bytes(entry)  # parsed only when its bytes are new
         known = consistent.verdict(ap.commit, data, entry.strip_level)
         if known:
@@ -113,7 +122,51 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     for ap, entry, data, _summary in applied:
         if verdicts[ap.name] in (EXACT, CARRIED):  # (the other two depend on the log)
             consistent.remember(ap.commit, data, entry.strip_level, verdicts[ap.name])
+    for ap in stack.applied:
+        if ap.name not in memo and verdicts.get(ap.name) in (EXACT, CARRIED):
+            stats.remember(series.entry(ap.name), ap.commit, verdicts[ap.name])
     return Proof(verdicts)
+
+
+class _StatMemo:
+    """The verdicts ``exact`` and ``carried`` by a patch file's stat data (size, times,
+    inode) and the commit, as git's index keeps a file's id: a file left alone since a
+    command proved its commit is not read and hashed again, so a pop of one patch of a long
+    series does not read every other one. A file changed less than two seconds before it
+    was proven is not kept (an edit in the same tick would not change its stat data)."""
+
+    RACY = 2.0  # seconds
+
+    def __init__(self, ws: Checkout) -> None:
+        self.ws = ws
+        self.now = time.time()
+
+    def _key(self, entry: Entry) -> tuple[str, list[int] | None]:
+        name = f"s {self.ws.series_dir}/{entry.name} p{entry.strip_level}"
+        try:
+            st = os.stat(os.path.join(self.ws.series_dir, entry.name))  # (a series name)
+        except OSError:
+            return name, None
+        if not stat.S_ISREG(st.st_mode) or self.now - st.st_mtime <= self.RACY:
+            return name, None
+        return name, [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+    def verdict(self, entry: Entry, commit: str) -> str | None:
+        name, key = self._key(entry)
+        found = self.ws.store.get(SECTION, name) if key is not None else None
+        if not isinstance(found, (list, tuple)) or len(found) != 3:
+            return None
+        seen, proven, verdict = found
+        return (
+            verdict
+            if list(seen) == key and proven == commit and verdict in (EXACT, CARRIED)
+            else None
+        )
+
+    def remember(self, entry: Entry, commit: str, verdict: str) -> None:
+        name, key = self._key(entry)
+        if key is not None:
+            self.ws.store.put(SECTION, name, [key, commit, verdict])
 
 
 class _Placement:
@@ -270,6 +323,8 @@ def _actual(git: Git, parent: str, tree: str, name: str) -> Patch | None:
     if not diff.strip():
         return None
     try:
+        from ...model.patchfile import parse_patch
+
         return parse_patch(diff, name)
     except PatchstackError:
         return None
