@@ -36,6 +36,7 @@ from ..model.relocation import (
     sides,
 )
 
+_AT_END = "the hunk is at a file's end"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _FILE_MODES = ("100644", "100755")
 
@@ -64,6 +65,14 @@ class Relocator:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         self._lines: dict[str, list[str] | None] = {}
         self._index: dict[str, dict[str, list[int]]] = {}
+        # Conflicts of one replay are mostly placed on the same tree (the new base, with the
+        # patches before them): its candidates, the places found, and the commit that deleted
+        # each file are the same for all of them.
+        self._candidates_of: dict[
+            str, tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]
+        ] = {}
+        self._located: dict[tuple[str, tuple[str, ...]], tuple[str, int] | str] = {}
+        self._deleted_by: dict[str, Oid | None] = {}
 
     def deleted(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` lacks: modify/delete."""
@@ -101,23 +110,48 @@ class Relocator:
             fd = diffs.get(path)
             for k, h in enumerate(fd.hunks if fd else (), start=1):
                 pair = sides(h)
-                where = locate(pair[0], files, index) if pair else "the hunk is at a file's end"
+                where = self._locate(onto, pair[0], files, index) if pair else _AT_END
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle(gone, diffs, found, moved, written)
-        commits = {p: git.deleted_by(f"{self.old_base}..{self.new_base}", p) for p in gone}
+        commits = {p: self._deleted(p) for p in gone}
         relocations = tuple(
             Relocation(r.path, str(commits[r.path] or ""), r.hunks) for r in settled
         )
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
         return Proposal(tree, relocations, tuple(tree_changes))
 
+    def _locate(
+        self,
+        onto: Oid,
+        block: list[str],
+        files: dict[str, list[str]],
+        index: dict[str, dict[str, list[int]]],
+    ) -> tuple[str, int] | str:
+        key = (onto, tuple(block))
+        if key not in self._located:
+            self._located[key] = locate(block, files, index)
+        return self._located[key]
+
+    def _deleted(self, path: str) -> Oid | None:
+        if path not in self._deleted_by:
+            rng = f"{self.old_base}..{self.new_base}"
+            self._deleted_by[path] = self.git.deleted_by(rng, path)
+        return self._deleted_by[path]
+
     def _candidates(
         self, onto: Oid
     ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
         """path -> lines of every text file of ``onto`` the drift changed (old base ->
         ``onto``): where moved code can have gone; and path -> where each line is."""
+        if onto not in self._candidates_of:
+            self._candidates_of[onto] = self._read_candidates(onto)
+        return self._candidates_of[onto]
+
+    def _read_candidates(
+        self, onto: Oid
+    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
