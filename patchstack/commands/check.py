@@ -17,6 +17,7 @@ from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
 from ..engine.relocate import Relocator
+from ..engine.renames import RenameProof
 from ..engine.replay import (
     Step,
     commit_chain,
@@ -154,14 +155,17 @@ def check(
         # `reports` counts its conflicts and then the culprits: t - 1 reports
         tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         reports = _reports(
-            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names, plan
-        )
+            ws, series, engine, conflicts, skip, series.base, target, full, tick, holds.names, plan,
+            placer.renames,
+        )  # fmt: skip
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
         reports = relocated(ws, plan, conflicts, reports, series.base, target)
         reports = sorted([*reports, *held_reports(holds.held)], key=lambda r: series.index(r.patch))
-        shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
+        shown_again = _reports(
+            ws, series, engine, again, skip, series.base, target, full, renames=placer.renames
+        )
     finally:
         engine.close()
     bad = {c[0] for c in conflicts} | set(holds.names)
@@ -287,6 +291,7 @@ def _reports(
     tick: Callable[[int, int], None] | None = None,
     held: Sequence[str] = (),
     plan: Sequence[Step] = (),
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs."""
@@ -317,7 +322,9 @@ def _reports(
         k = series.index(name)
         return engine.canonical(k), engine.canonical(k + 1)
 
-    found = reports(git, failed, paths_of, old_base, target, tick=tick, change_of=change_of)
+    found = reports(
+        git, failed, paths_of, old_base, target, tick=tick, change_of=change_of, renames=renames
+    )
     out = []
     selected = [e.name for e in series.entries if e.name not in skip]
     for report, (name, _onto, merged) in zip(found, conflicts, strict=True):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..git import Git, MergeResult
 from ..model.conflict import Conflict, one_side
@@ -25,6 +26,9 @@ from ..model.ids import Oid
 from . import culprits
 from .contract import enabled, place_fast
 from .evidence import superseded
+
+if TYPE_CHECKING:
+    from .renames import RenameProof
 
 PRIMARY, KNOCK_ON = "primary", "knock-on"
 ROOTS = 3  # the nearest missing patches merged in place to prove a knock-on (a deeper one: primary)
@@ -54,12 +58,15 @@ def reports(
     attribute: bool = True,
     tick: Callable[[int, int], None] | None = None,
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None = None,
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The report of every conflict of ``failed``, triaged (see the module docstring);
     ``attribute``: name the upstream commits of each primary hunk; ``tick(done, total)``: told
     as the reports are built (the progress bar keeps moving); ``change_of(name)``: a patch's
     change (its tree before, after), to merge a conflict again with its root in place (without
-    it every conflict is primary)."""
+    it every conflict is primary); ``renames``: the replay's proof that merge-ort pairs a lost
+    file with none (`renames.RenameProof`), so that a proof merge is made on the patch's paths
+    alone where it holds (`contract.place_region`), as the replay's own merges are."""
     if not failed:
         return []
     total = len(failed) + 1
@@ -85,7 +92,7 @@ def reports(
     for i, f in enumerate(failed):
         if tick is not None:
             tick(i + 1, total)
-        roots.append(_root(git, f, paths_of, change_of, memo, known))
+        roots.append(_root(git, f, paths_of, change_of, memo, known, renames))
         known[f.name] = roots[-1]
         for path in f.merged.conflicted:
             text = blob(merged_entries[i].get(path))
@@ -121,6 +128,7 @@ def _root(
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
     known: Mapping[str, str | None] | None = None,
+    renames: RenameProof | None = None,
 ) -> str | None:
     """The missing patch ``f`` is a knock-on of: of the `ROOTS` nearest missing patches
     touching its conflicted files, the nearest R such that ``f`` merges cleanly once R is
@@ -151,12 +159,13 @@ def _root(
         sorted({m for r in roots for m in with_its_roots(r)}, key=f.missing.index),
         change_of,
         memo,
+        renames,
     ):
         return None
     # The root named is one whose lines f needs: the nearest that lets f merge (the nearest in
     # its file may be another's neighbour).
     for name in reversed(roots):
-        if _clean_with(git, f, with_its_roots(name), change_of, memo):
+        if _clean_with(git, f, with_its_roots(name), change_of, memo, renames):
             return name
     return None
 
@@ -167,6 +176,7 @@ def _clean_with(
     roots: Sequence[str],
     change_of: Callable[[str], tuple[Oid, Oid] | None],
     memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    renames: RenameProof | None = None,
 ) -> bool:
     """Does ``f`` merge cleanly once ``roots`` are applied onto the tree it was placed on,
     each root's conflict resolved as the root has it (`_as_the_patch_has_it`)?"""
@@ -180,7 +190,7 @@ def _clean_with(
             key = (before, tree, after, name)
             merged = memo.get(key) if memo is not None else None
             if merged is None:
-                merged = place_fast(git, before, tree, after, ("triage", name))
+                merged = place_fast(git, before, tree, after, ("triage", name), None, renames)
             if memo is not None:
                 memo[key] = merged
             if name == f.name:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...checkout import Checkout
 from ...engine.needs import Held as HeldBack
@@ -19,6 +20,10 @@ from ...model.series import Deferral, Series
 from .holds import held_reports, needs
 from .stopped import State
 
+if TYPE_CHECKING:
+    from ...engine.placer import Placer
+    from ...engine.renames import RenameProof
+
 
 def triaged(
     ws: Checkout,
@@ -28,11 +33,12 @@ def triaged(
     attribute: bool = True,
     held: Sequence[str] = (),
     known: Collection[str] = (),
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
     primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
     ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
-    missing too."""
+    missing too; ``renames``: the replay's rename proof (`engine.triage.reports`)."""
     missing: list[str] = [d.name for d in deferrals_after(series, state)] + list(held)
     failed = []
     order = {s.name: i for i, s in enumerate(state.steps)}
@@ -54,7 +60,15 @@ def triaged(
         for i, s in enumerate(kept):
             changes[s.name] = (trees[2 * i], trees[2 * i + 1])
     return reports(
-        ws.git, failed, paths_of, state.old_base, state.new_base, attribute, None, changes.get
+        ws.git,
+        failed,
+        paths_of,
+        state.old_base,
+        state.new_base,
+        attribute,
+        None,
+        changes.get,
+        renames,
     )
 
 
@@ -63,8 +77,11 @@ class KnockOns:
     deferred with it, and the replay goes on; a primary one stops it. ``needs``, the replay's
     ``hold``: a patch whose change needs a patch left out is deferred with it too."""
 
-    def __init__(self, ws: Checkout, state: State, series: Series) -> None:
+    def __init__(
+        self, ws: Checkout, state: State, series: Series, placer: Placer | None = None
+    ) -> None:
         self.ws, self.state, self.series = ws, state, series
+        self.placer = placer  # its rename proof, once the replay began, serves the triage
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
@@ -76,12 +93,18 @@ class KnockOns:
     def __call__(self, name: str, onto: Oid, merged: MergeResult) -> bool:
         self.seen.append((name, onto, merged))
         held, earlier = self.needs.names, self.known.keys()
-        last = triaged(self.ws, self.state, self.series, self.seen, False, held, earlier)[0]
+        last = triaged(
+            self.ws, self.state, self.series, self.seen, False, held, earlier, self.renames
+        )[0]
         self.known[name] = last
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
             return True
         return False
+
+    @property
+    def renames(self) -> RenameProof | None:
+        return self.placer.renames if self.placer is not None else None
 
     def split(
         self, conflicts: Sequence[tuple[str, Oid, MergeResult]]
@@ -99,6 +122,7 @@ def defer(
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     held: Sequence[HeldBack] = (),
     known: Mapping[str, Conflict] = {},
+    renames: RenameProof | None = None,
 ) -> tuple[State, list[Conflict]]:
     """``state`` with these conflicting patches, and those ``held`` for needing one that is
     missing, deferred (each with the commit of its old change, and the root of a knock-on),
@@ -107,7 +131,8 @@ def defer(
         return state, []
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in known.items() if c.kind == KNOCK_ON}
-    found = triaged(ws, state, series, conflicts, True, [h.name for h in held], again.keys())
+    held_names = [h.name for h in held]
+    found = triaged(ws, state, series, conflicts, True, held_names, again.keys(), renames)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted([*found, *held_reports(held)], key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}

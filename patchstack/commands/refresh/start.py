@@ -167,7 +167,7 @@ def refresh(
             publish_from=stack.head if publish else None,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
-        knock_ons = KnockOns(ws, state, series)
+        knock_ons = KnockOns(ws, state, series, placer)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
         done, conflicts = replay(
@@ -185,7 +185,8 @@ def refresh(
         )
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        held = knock_ons.needs.held
+        state, found = defer(ws, state, series, left, held, knock_ons.known, knock_ons.renames)
         if stopped is not None:
             note = notes(records.note(stopped[0]), proposer, stopped[0])
             result = stop(

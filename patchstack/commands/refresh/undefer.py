@@ -87,7 +87,7 @@ def bring_back(
         )
         labels = ("the series", "where it was made")
         placer = Placer(engine, base, [s.name for s in state.steps])
-        knock_ons = KnockOns(ws, state, series)
+        knock_ons = KnockOns(ws, state, series, placer)
         records = Resolutions(ws)
         done, conflicts = replay(
             git,
@@ -103,7 +103,8 @@ def bring_back(
         )
         done = marked(done, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        held = knock_ons.needs.held
+        state, found = defer(ws, state, series, left, held, knock_ons.known, knock_ons.renames)
         _still_waiting(names, found)
         _still_nothing(series, names, back, done)
         head = stack.head
