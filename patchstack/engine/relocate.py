@@ -59,18 +59,19 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files' lines kept by blob id."""
+    """Relocations for one command: the candidate files' lines kept by blob id, as sets, and
+    indexed only for the files that hold every line of a hunk looked for (the others cannot
+    hold the hunk)."""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
-        self._lines: dict[str, list[str] | None] = {}
+        self._lines: dict[str, list[str] | None] = {}  # None: not searched (binary, large)
+        self._sets: dict[str, frozenset[str]] = {}
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
         # each file are the same for all of them.
-        self._candidates_of: dict[
-            str, tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]
-        ] = {}
+        self._candidates_of: dict[str, dict[str, str]] = {}
         self._located: dict[tuple[str, tuple[str, ...]], tuple[str, int] | str] = {}
         self._deleted_by: dict[str, Oid | None] = {}
 
@@ -104,13 +105,13 @@ class Relocator:
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
             if f.old_path is not None and f.old_path in gone and not f.binary
         }
-        files, index = self._candidates(onto)
+        files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
             for k, h in enumerate(fd.hunks if fd else (), start=1):
                 pair = sides(h)
-                where = self._locate(onto, pair[0], files, index) if pair else _AT_END
+                where = self._locate(onto, pair[0], files) if pair else _AT_END
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
         moved, written = self._carry(found, files, merged)
@@ -122,17 +123,27 @@ class Relocator:
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
         return Proposal(tree, relocations, tuple(tree_changes))
 
-    def _locate(
-        self,
-        onto: Oid,
-        block: list[str],
-        files: dict[str, list[str]],
-        index: dict[str, dict[str, list[int]]],
-    ) -> tuple[str, int] | str:
+    def _locate(self, onto: Oid, block: list[str], files: dict[str, str]) -> tuple[str, int] | str:
+        """`locate` among the candidate ``files`` (path -> blob) that hold every line of the
+        block: the others cannot hold it, so the answer is the same."""
         key = (onto, tuple(block))
         if key not in self._located:
-            self._located[key] = locate(block, files, index)
+            wanted = set(block)  # (an empty block is found nowhere: `locate` says why)
+            holding = [(p, b) for p, b in files.items() if block and wanted <= self._sets[b]]
+            self._located[key] = locate(
+                block,
+                {p: self._lines_of(b) for p, b in holding},
+                {p: self._index_of(b) for p, b in holding},
+            )
         return self._located[key]
+
+    def _lines_of(self, blob: str) -> list[str]:
+        return self._lines[blob] or []
+
+    def _index_of(self, blob: str) -> dict[str, list[int]]:
+        if blob not in self._index:
+            self._index[blob] = line_index(self._lines_of(blob))
+        return self._index[blob]
 
     def _deleted(self, path: str) -> Oid | None:
         if path not in self._deleted_by:
@@ -140,18 +151,14 @@ class Relocator:
             self._deleted_by[path] = self.git.deleted_by(rng, path)
         return self._deleted_by[path]
 
-    def _candidates(
-        self, onto: Oid
-    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
-        """path -> lines of every text file of ``onto`` the drift changed (old base ->
-        ``onto``): where moved code can have gone; and path -> where each line is."""
+    def _candidates(self, onto: Oid) -> dict[str, str]:
+        """path -> blob of every text file of ``onto`` the drift changed (old base ->
+        ``onto``): where moved code can have gone."""
         if onto not in self._candidates_of:
             self._candidates_of[onto] = self._read_candidates(onto)
         return self._candidates_of[onto]
 
-    def _read_candidates(
-        self, onto: Oid
-    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
+    def _read_candidates(self, onto: Oid) -> dict[str, str]:
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
@@ -166,17 +173,13 @@ class Relocator:
             lines = _lines(got[1]) if got and b"\0" not in got[1] else None
             self._lines[b] = lines
             if lines is not None:
-                self._index[b] = line_index(lines)
-        files, index = {}, {}
-        for path, b in sorted(blobs.items()):
-            if (lines := self._lines.get(b)) is not None:
-                files[path], index[path] = lines, self._index[b]
-        return files, index
+                self._sets[b] = frozenset(lines)
+        return {p: b for p, b in sorted(blobs.items()) if self._lines.get(b) is not None}
 
     def _carry(
         self,
         found: Sequence[tuple[str, int, tuple[str, int] | str, list[str], list[str]]],
-        files: dict[str, list[str]],
+        files: dict[str, str],
         merged: MergeResult,
     ) -> tuple[dict[tuple[str, int], tuple[str, int] | str], dict[str, tuple[str, str]]]:
         """(path, hunk) -> (destination, 1-based line) carried, or why not: the located
@@ -200,7 +203,7 @@ class Relocator:
             good = [h for i, h in enumerate(hunks) if i not in bad]
             if not good:
                 continue
-            base = files[dest]
+            base = self._lines_of(files[dest])
             theirs = replaced(base, [(s, len(o), n) for _p, _k, s, o, n in good])
             entry = ours_listing.get(dest)
             if entry is None or entry[0] not in _FILE_MODES:
@@ -256,7 +259,7 @@ def _lines(data: bytes) -> list[str]:
 
 
 def _bytes(lines: Sequence[str]) -> bytes:
-    """Lines (as `_lines` read them) back to bytes."""
+    """Lines (as `_lines` reads them) back to bytes."""
     text = "".join(ln + "\n" for ln in lines)
     if text.endswith("\0\n"):
         text = text[:-2]
