@@ -2,6 +2,8 @@
 
 - `relocation.locate` finds a block from its rarest line (`_anchored`) instead of its first:
   the same places, in the same order, as `occurrences` tried at every line.
+- the knock-on proofs, and the replay that a ``--skip`` resumes, merge a patch whose file ours
+  lost on its own paths where the rename proof holds (below), as the first replay does.
 """
 
 from __future__ import annotations
@@ -120,7 +122,8 @@ def _moving_drift(tmp_path: Path, seed: int) -> Repo:
 
 
 def _labels(repo: Repo) -> tuple[object, ...]:
-    """check's conflicts (patch, kind, root) and what ``refresh --defer-conflicts`` records."""
+    """check's conflicts (patch, kind, root), what ``refresh --defer-conflicts`` records, and
+    what each stop of ``refresh --onto`` then ``--skip`` at every stop prints and leaves."""
     data = json.loads(repo.ps("check", "--onto", "up", "--json", code=None).stdout)
     found = [(c["patch"], c.get("kind"), c.get("root")) for c in data["conflicts"]]
     head = repo.head()
@@ -128,7 +131,18 @@ def _labels(repo: Repo) -> tuple[object, ...]:
     series, tree = repo.read("patches/series"), repo.tree()
     repo.ps("undo")
     assert repo.head() == head
-    return found, series, tree
+    # stop by stop: each stop's report, then --skip (`renames.for_replay` in the resumed replay)
+    stops = []
+    result = repo.ps("refresh", "--onto", "up", code=None)
+    while result.exit_code == 1:
+        stops.append(result.stderr)
+        result = repo.ps("refresh", "--skip", code=None)
+    assert result.exit_code == 0, result.output
+    stops.append(repo.read("patches/series"))
+    stops.append(repo.tree())
+    while repo.head() != head:
+        repo.ps("undo")
+    return found, series, tree, stops
 
 
 SEEDS = range(12)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
+from ...engine.renames import for_replay
 from ...engine.replay import Done, replay
 from ...errors import PatchstackError, RefusedError
 from ...journal.oplog import newest
@@ -153,7 +154,9 @@ def _go_on(
     engine = make_engine(ws, series, stack)
     try:
         k = [s.name for s in state.steps].index(state.stopped_at)
-        knock_ons = KnockOns(ws, state, series)
+        rest = [(s.before, s.after) for s in state.steps[k + 1 :]]
+        renames = for_replay(git, rest, tree)
+        knock_ons = KnockOns(ws, state, series, renames=renames)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
         more, conflicts = replay(
@@ -166,10 +169,12 @@ def _go_on(
             progress=progress,
             go_on=knock_ons,
             hold=knock_ons.needs,
+            renames=renames,
         )
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
+        held = knock_ons.needs.held
+        state, found = defer(ws, state, series, left, held, knock_ons.known, renames)
         if stopped_at is not None:
             note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
             result = stop(
