@@ -16,6 +16,7 @@ import pytest
 
 from patchstack.engine import triage
 from patchstack.engine.renames import RenameProof
+from patchstack.model.conflict import one_side
 from patchstack.model.relocation import line_index, locate, occurrences
 
 from .conftest import Repo, make_repo
@@ -183,3 +184,47 @@ def test_knock_on_proofs_where_ours_lost_a_file_agree_with_whole_merges(
         knock_ons += sum(1 for _p, kind, _r in found if kind == "knock-on")
     # the cases exercise the shortcut and its guard both ways
     assert knock_ons and proven[True] and proven[False], (knock_ons, proven)
+
+
+def _one_side_by_lines(data: bytes, side: str) -> bytes | None:
+    """`conflict.one_side` as it was, every line read (the plain algorithm)."""
+    out, state = [], "out"
+    for line in data.splitlines(keepends=True):
+        bare = line.rstrip(b"\r\n")
+        if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
+            if state != "out":
+                return None
+            state = "ours"
+        elif bare == b"|||||||" or bare.startswith(b"||||||| "):
+            if state != "ours":
+                return None
+            state = "base"
+        elif bare == b"=======" and state in ("ours", "base"):
+            state = "theirs"
+        elif bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
+            if state != "theirs":
+                return None
+            state = "out"
+        elif state in ("out", side):
+            out.append(line)
+    return b"".join(out) if state == "out" else None
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_one_side_reads_only_the_marker_lines_and_keeps_what_every_line_keeps(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = [
+        b"<<<<<<< ours\n", b"<<<<<<<\n", b"||||||| base\n", b"=======\n", b">>>>>>> theirs\n",
+        b">>>>>>>\n", b"<<<<<<<< eight\n", b"======= x\n", b"text\n", b"more text\n", b"\n",
+        b"  <<<<<<< indented\n", b"a\x0bb\n", b"=======", b">>>>>>> at the end",
+    ]  # fmt: skip
+    if seed % 3 == 0:
+        pieces += [b"cr\r", b"crlf\r\n", b"<<<<<<< x\r\n", b"=======\r\n", b">>>>>>> y\r\n"]
+    regions = []
+    for _ in range(rng.randint(0, 4)):  # well-formed regions too, so that most texts read
+        regions.append(b"<<<<<<< a\nours\n||||||| b\nbase\n=======\ntheirs\n>>>>>>> c\n")
+    parts = [rng.choice(pieces) for _ in range(rng.randint(0, 12))] + regions
+    rng.shuffle(parts)
+    data = b"".join(parts)
+    for side in ("ours", "theirs"):
+        assert one_side(data, side) == _one_side_by_lines(data, side), data
