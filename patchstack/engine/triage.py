@@ -85,8 +85,9 @@ def reports(
 
     roots: list[str | None] = []  # each conflict's root; None: primary
     # Conflicts placed on the same tree (a run of them) merge the same roots there: each
-    # merge is made once (`merge-tree` is a function of its trees and labels).
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
+    # merge is made once (`merge-tree` is a function of its trees and labels), and each
+    # root's conflicting merge is resolved as the patch has it once.
+    memo: dict[tuple[str, ...], MergeResult] | None = {} if enabled() else None
     known: dict[str, str | None] = {}
     files: list[tuple[str, bytes | None, bytes]] = []
     for i, f in enumerate(failed):
@@ -126,7 +127,7 @@ def _root(
     f: Failed,
     paths_of: Callable[[str], Sequence[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
     known: Mapping[str, str | None] | None = None,
     renames: RenameProof | None = None,
 ) -> str | None:
@@ -175,7 +176,7 @@ def _clean_with(
     f: Failed,
     roots: Sequence[str],
     change_of: Callable[[str], tuple[Oid, Oid] | None],
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
     renames: RenameProof | None = None,
 ) -> bool:
     """Does ``f`` merge cleanly once ``roots`` are applied onto the tree it was placed on,
@@ -195,7 +196,15 @@ def _clean_with(
                 memo[key] = merged
             if name == f.name:
                 return merged.clean
-            tree = merged.tree if merged.clean else _as_the_patch_has_it(git, merged)
+            if merged.clean:
+                tree = merged.tree
+                continue
+            # a root's conflict resolved once (keyed by the merge's tree and conflicts)
+            settled = ("settled", merged.tree, *merged.conflicted)
+            found = memo.get(settled) if memo is not None else None
+            tree = found.tree if found else _as_the_patch_has_it(git, merged)
+            if memo is not None:
+                memo[settled] = MergeResult(tree, True, (), "")
     return True  # f changes nothing: it cannot conflict once its roots are in
 
 
