@@ -19,6 +19,7 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,14 +60,16 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files' lines kept by blob id, as sets, and
-    indexed only for the files that hold every line of a hunk looked for (the others cannot
-    hold the hunk)."""
+    """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
+    in one buffer (``\n`` + file + ``\n`` each) where a hunk's longest line is looked for as
+    a whole line in one search; only the files it is in are split into lines and indexed
+    (the others cannot hold the hunk)."""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
-        self._lines: dict[str, list[str] | None] = {}  # None: not searched (binary, large)
-        self._sets: dict[str, frozenset[str]] = {}
+        self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
+        self._lines: dict[str, list[str]] = {}
+        self._buffers: dict[str, tuple[bytes, list[int], list[str]]] = {}
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
@@ -128,8 +131,9 @@ class Relocator:
         block: the others cannot hold it, so the answer is the same."""
         key = (onto, tuple(block))
         if key not in self._located:
-            wanted = set(block)  # (an empty block is found nowhere: `locate` says why)
-            holding = [(p, b) for p, b in files.items() if block and wanted <= self._sets[b]]
+            # (an empty block is found nowhere: `locate` says why)
+            there = self._holding(onto, block)
+            holding = [(p, b) for p, b in files.items() if b in there]
             self._located[key] = locate(
                 block,
                 {p: self._lines_of(b) for p, b in holding},
@@ -137,8 +141,27 @@ class Relocator:
             )
         return self._located[key]
 
+    def _holding(self, onto: Oid, block: list[str]) -> set[str]:
+        """The blobs of ``onto``'s candidates that have the block's longest line as a whole
+        line (or, for the last one, before an end with no newline): a superset of those that
+        hold the block."""
+        if not block:
+            return set()
+        buffer, starts, order = self._buffers[onto]
+        line = max(block, key=len)
+        if "\0" in line or "\n" in line:
+            return set(order)
+        found, wanted = set(), b"\n" + line.encode("utf-8", "surrogateescape") + b"\n"
+        at = buffer.find(wanted)
+        while at >= 0:
+            found.add(order[bisect.bisect_right(starts, at + 1) - 1])
+            at = buffer.find(wanted, at + 1)
+        return found
+
     def _lines_of(self, blob: str) -> list[str]:
-        return self._lines[blob] or []
+        if blob not in self._lines:
+            self._lines[blob] = _lines(self._raw[blob] or b"")
+        return self._lines[blob]
 
     def _index_of(self, blob: str) -> dict[str, list[int]]:
         if blob not in self._index:
@@ -164,17 +187,22 @@ class Relocator:
         changed = git.changed_paths(self.old_base, onto)
         listing = git.entries_at(onto, changed)
         blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
-        wanted = sorted({b for b in blobs.values() if b not in self._lines})
+        wanted = sorted({b for b in blobs.values() if b not in self._raw})
         sizes = git.object_sizes(wanted) if wanted else {}
         small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
         for b in set(wanted) - set(small):
-            self._lines[b] = None
+            self._raw[b] = None
         for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
-            lines = _lines(got[1]) if got and b"\0" not in got[1] else None
-            self._lines[b] = lines
-            if lines is not None:
-                self._sets[b] = frozenset(lines)
-        return {p: b for p, b in sorted(blobs.items()) if self._lines.get(b) is not None}
+            self._raw[b] = got[1] if got and b"\0" not in got[1] else None
+        files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
+        order = sorted(set(files.values()))
+        starts, at = [], 0
+        for b in order:
+            starts.append(at)
+            at += len(self._raw[b] or b"") + 2
+        buffer = b"".join(b"\n" + (self._raw[b] or b"") + b"\n" for b in order)
+        self._buffers[onto] = (buffer, starts, order)
+        return files
 
     def _carry(
         self,
