@@ -2,8 +2,8 @@
 
 - `relocation.locate` finds a block from its rarest line (`_anchored`) instead of its first:
   the same places, in the same order, as `occurrences` tried at every line.
-- the knock-on proofs, and the replay that a ``--skip`` resumes, merge a patch whose file ours
-  lost on its own paths where the rename proof holds (below), as the first replay does.
+- the knock-on proofs merge a patch whose file ours lost on its own paths where the replay's
+  rename proof holds (below), as the replay itself does.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _labels(repo: Repo) -> tuple[object, ...]:
     series, tree = repo.read("patches/series"), repo.tree()
     repo.ps("undo")
     assert repo.head() == head
-    # stop by stop: each stop's report, then --skip (`renames.for_replay` in the resumed replay)
+    # stop by stop: each stop's report, then --skip (the knock-ons a stop triages)
     stops = []
     result = repo.ps("refresh", "--onto", "up", code=None)
     while result.exit_code == 1:

@@ -31,7 +31,7 @@ the differential generator (`tests/differential.py`) compares on random cases.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from ..git import Git
 from ..git.similarity import Pending
@@ -149,23 +149,3 @@ class RenameProof:
         asked = {at: f[1] for f, at in places.items()}
         self.places.update(places)
         return git.start_alike(added, asked, MIN_SCORE), places
-
-
-def for_replay(git: Git, changes: Sequence[tuple[Oid, Oid]], tree: Oid) -> RenameProof | None:
-    """The proof for a replay of ``changes`` (each patch's (before, after) trees, the first
-    one's before the old base) onto ``tree``, started: the candidates are the old version of
-    each file a patch changes that ``tree`` has not as a file, as `placer.Placer` asks. None
-    when the shortcuts are off or there is nothing to replay."""
-    if not enabled() or not changes:
-        return None
-    olds = [
-        (d[4], d[2])
-        for diff in git.raw_diffs(list(changes))
-        for d in diff
-        if d[0] not in (NULL_MODE, GITLINK)
-    ]
-    there = git.entries_at(tree, sorted({p for p, _b in olds}))
-    lost = [(p, b) for p, b in olds if there.get(p, (TREE_MODE,))[0] in (TREE_MODE, GITLINK)]
-    proof = RenameProof(git, changes[0][0], tree, lost)
-    proof.start()
-    return proof

@@ -78,16 +78,10 @@ class KnockOns:
     ``hold``: a patch whose change needs a patch left out is deferred with it too."""
 
     def __init__(
-        self,
-        ws: Checkout,
-        state: State,
-        series: Series,
-        placer: Placer | None = None,
-        renames: RenameProof | None = None,
+        self, ws: Checkout, state: State, series: Series, placer: Placer | None = None
     ) -> None:
         self.ws, self.state, self.series = ws, state, series
-        # the replay's rename proof (the placer's, once the replay began) serves the triage
-        self.placer, self.own_renames = placer, renames
+        self.placer = placer  # its rename proof, once the replay began, serves the triage
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
@@ -110,7 +104,7 @@ class KnockOns:
 
     @property
     def renames(self) -> RenameProof | None:
-        return self.placer.renames if self.placer is not None else self.own_renames
+        return self.placer.renames if self.placer is not None else None
 
     def split(
         self, conflicts: Sequence[tuple[str, Oid, MergeResult]]

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
-from ...engine.renames import for_replay
 from ...engine.replay import Done, replay
 from ...errors import PatchstackError, RefusedError
 from ...journal.oplog import newest
@@ -154,9 +153,7 @@ def _go_on(
     engine = make_engine(ws, series, stack)
     try:
         k = [s.name for s in state.steps].index(state.stopped_at)
-        rest = [(s.before, s.after) for s in state.steps[k + 1 :]]
-        renames = for_replay(git, rest, tree)
-        knock_ons = KnockOns(ws, state, series, renames=renames)
+        knock_ons = KnockOns(ws, state, series)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
         more, conflicts = replay(
@@ -169,12 +166,10 @@ def _go_on(
             progress=progress,
             go_on=knock_ons,
             hold=knock_ons.needs,
-            renames=renames,
         )
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
-        held = knock_ons.needs.held
-        state, found = defer(ws, state, series, left, held, knock_ons.known, renames)
+        state, found = defer(ws, state, series, left, knock_ons.needs.held, knock_ons.known)
         if stopped_at is not None:
             note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
             result = stop(
