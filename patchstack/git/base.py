@@ -182,8 +182,7 @@ class GitBase:
 
     def drop_scratch(self) -> None:
         """Forget the scratch store and what is in it (nothing may point at it): the
-        throwaway commits remembered for the merges (`Merges.synthetic_pair`) and the merges
-        answered (`Merges.merge_trees`) too."""
+        throwaway commits remembered for the merges (`Merges.synthetic_pair`) too."""
         path, self.scratch = self.scratch, None
         if path is not None:
             self._stop_processes()
@@ -191,7 +190,6 @@ class GitBase:
                 self.scratch_full = scratch.PARENT
             shutil.rmtree(path, ignore_errors=True)
             self.forget("synthetic")
-            self.forget("merged")
             self.forget("merge-process")
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:

@@ -81,20 +81,12 @@ class Merges(Objects):
         self, base: str, ours: str, theirs: str, labels: tuple[str, str]
     ) -> MergeResult:
         """Merge ``base -> theirs`` into ``ours`` (trees git can read); ``labels`` name ours
-        and theirs. A merge asked again in the same command is answered from memory: its
-        result is a function of the three trees and the labels (a knock-on's proof merges
-        the same root onto the same tree at each conflict it triages)."""
-        key = ("merged", base, ours, theirs, labels)
-        found: MergeResult | None = self._memo.get(key)
-        if found is None:
-            if self.batch_merges():
-                found = self._batch_merge(base, ours, theirs, labels)
-            else:
-                b, t = self.synthetic_pair(base, theirs, labels[1])
-                o = self.throwaway_commit(ours, b, labels[0])
-                found = self.merge_commits(o, t, labels)
-            self._memo[key] = found
-        return found
+        and theirs."""
+        if self.batch_merges():
+            return self._batch_merge(base, ours, theirs, labels)
+        b, t = self.synthetic_pair(base, theirs, labels[1])
+        o = self.throwaway_commit(ours, b, labels[0])
+        return self.merge_commits(o, t, labels)
 
     def merge_file(self, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, bool]:
         """``git merge-file`` of three texts: (the merged text, clean)."""
