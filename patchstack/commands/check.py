@@ -17,6 +17,7 @@ from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
 from ..engine.relocate import Relocator
+from ..engine.renames import RenameProof
 from ..engine.replay import (
     Step,
     commit_chain,
@@ -156,14 +157,27 @@ def check(
         missing = [*series.deferred, *holds.names, *(c[0] for c in conflicts)]
         waits = waiting(holds.held, plan, done, git.tree_of(target), missing)
         reports = _reports(
-            ws, series, engine, conflicts, skip, series.base, target, full, tick, waits, plan
+            ws,
+            series,
+            engine,
+            conflicts,
+            skip,
+            series.base,
+            target,
+            full,
+            tick,
+            waits,
+            plan,
+            placer.renames,
         )
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
         reports = relocated(ws, plan, conflicts, reports, series.base, target)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
-        shown_again = _reports(ws, series, engine, again, skip, series.base, target, full)
+        shown_again = _reports(
+            ws, series, engine, again, skip, series.base, target, full, renames=placer.renames
+        )
     finally:
         engine.close()
     bad = {c[0] for c in conflicts} | set(holds.names)
@@ -289,6 +303,7 @@ def _reports(
     tick: Callable[[int, int], None] | None = None,
     held: Sequence[Waiting] = (),
     plan: Sequence[Step] = (),
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs; then
@@ -321,7 +336,15 @@ def _reports(
         return engine.canonical(k), engine.canonical(k + 1)
 
     found = reports(
-        git, failed, paths_of, old_base, target, tick=tick, change_of=change_of, held=held
+        git,
+        failed,
+        paths_of,
+        old_base,
+        target,
+        tick=tick,
+        change_of=change_of,
+        held=held,
+        renames=renames,
     )
     out = found[len(conflicts) :]  # the held patches' reports
     selected = [e.name for e in series.entries if e.name not in skip]

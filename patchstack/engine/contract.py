@@ -216,9 +216,10 @@ def place_fast(
     after: str,
     labels: tuple[str, str],
     base_label: str | None = None,
+    renames: RenameProof | None = None,
 ) -> MergeResult:
-    """`place`, by `place_region` where it can prove the same result."""
-    found = place_region(
-        git, before, tree, after, git.changed_entries(before, after), labels, base_label
-    )
+    """`place`, by `place_region` where it can prove the same result (``renames``: the
+    command's proof for a patch whose files ours lost)."""
+    diff = git.changed_entries(before, after)
+    found = place_region(git, before, tree, after, diff, labels, base_label, renames)
     return found if found is not None else place(git, before, tree, after, labels, base_label)

@@ -26,6 +26,7 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ from ..model.relocation import (
     sides,
 )
 
+_AT_END = "the hunk is at a file's end"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _FILE_MODES = ("100644", "100755")
 
@@ -70,12 +72,23 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files' lines kept by blob id."""
+    """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
+    in one buffer (``\n`` + file + ``\n`` each) where a hunk's longest line is looked for as
+    a whole line in one search; only the files it is in are split into lines and indexed
+    (the others cannot hold the hunk)."""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
-        self._lines: dict[str, list[str] | None] = {}
+        self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
+        self._lines: dict[str, list[str]] = {}
+        self._buffers: dict[str, tuple[bytes, list[int], list[str]]] = {}
         self._index: dict[str, dict[str, list[int]]] = {}
+        # Conflicts of one replay are mostly placed on the same tree (the new base, with the
+        # patches before them): its candidates, the places found, and the commit that deleted
+        # each file are the same for all of them.
+        self._candidates_of: dict[str, dict[str, str]] = {}
+        self._located: dict[tuple[str, tuple[str, ...]], tuple[str, int] | str] = {}
+        self._deleted_by: dict[str, Oid | None] = {}
 
     def deleted(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` lacks: modify/delete."""
@@ -124,26 +137,19 @@ class Relocator:
         missing = {p: m for p in split if (m := self._missing(p, diffs.get(p), onto))}
         if not gone and not missing:
             return None
-        # Where a moved block can be: any file the drift changed (a deleted file's code), or
-        # one that holds a line a split file lost (``grep``: a block is found only where
-        # each of its lines is).
-        only = None
-        if not gone:
-            lost = sorted({ln for hunks in missing.values() for *_h, ln in hunks})
-            only = git.files_holding(onto, lost) - set(missing)
-        files, index = self._candidates(onto, only)
+        files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
             for k, h in enumerate(fd.hunks if fd else (), start=1):
                 pair = sides(h)
-                where = locate(pair[0], files, index) if pair else "the hunk is at a file's end"
+                where = self._locate(onto, pair[0], files) if pair else _AT_END
                 old, new = pair if pair else ([], [])
                 found.append((path, k, where, old, new))
         kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
         for path, hunks in missing.items():
-            others = {p: ln for p, ln in files.items() if p != path}
-            moves = [(k, locate(old, others, index), old, new, ln) for k, old, new, ln in hunks]
+            # (the file itself does not hold a missing block: `_missing`)
+            moves = [(k, self._locate(onto, old, files), old, new, ln) for k, old, new, ln in hunks]
             if not all(isinstance(m[1], tuple) for m in moves):
                 continue  # a block edited in place, or found twice: git's conflict stands
             body = self._without(before, after, onto, path, diffs[path], [m[0] for m in moves])
@@ -155,7 +161,7 @@ class Relocator:
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
         rng = f"{self.old_base}..{self.new_base}"
-        commits = {p: git.deleted_by(rng, p) for p in gone}
+        commits = {p: self._deleted(p) for p in gone}
         commits |= {p: git.removed_by(rng, p, line) for p, (_b, line) in kept.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
@@ -212,39 +218,88 @@ class Relocator:
         result, clean = git.merge_file(ours, base, _bytes(replaced(lines, undo)))
         return result if clean else None
 
-    def _candidates(
-        self, onto: Oid, only: set[str] | None = None
-    ) -> tuple[dict[str, list[str]], dict[str, dict[str, list[int]]]]:
-        """path -> lines of every text file of ``onto`` the drift changed (old base ->
-        ``onto``; ``only``: of these paths): where moved code can have gone; and path ->
-        where each line is."""
+    def _locate(self, onto: Oid, block: list[str], files: dict[str, str]) -> tuple[str, int] | str:
+        """`locate` among the candidate ``files`` (path -> blob) that hold every line of the
+        block: the others cannot hold it, so the answer is the same."""
+        key = (onto, tuple(block))
+        if key not in self._located:
+            # (an empty block is found nowhere: `locate` says why)
+            there = self._holding(onto, block)
+            holding = [(p, b) for p, b in files.items() if b in there]
+            self._located[key] = locate(
+                block,
+                {p: self._lines_of(b) for p, b in holding},
+                {p: self._index_of(b) for p, b in holding},
+            )
+        return self._located[key]
+
+    def _holding(self, onto: Oid, block: list[str]) -> set[str]:
+        """The blobs of ``onto``'s candidates that have the block's longest line as a whole
+        line (or, for the last one, before an end with no newline): a superset of those that
+        hold the block."""
+        if not block:
+            return set()
+        buffer, starts, order = self._buffers[onto]
+        line = max(block, key=len)
+        if "\0" in line or "\n" in line:
+            return set(order)
+        found, wanted = set(), b"\n" + line.encode("utf-8", "surrogateescape") + b"\n"
+        at = buffer.find(wanted)
+        while at >= 0:
+            found.add(order[bisect.bisect_right(starts, at + 1) - 1])
+            at = buffer.find(wanted, at + 1)
+        return found
+
+    def _lines_of(self, blob: str) -> list[str]:
+        if blob not in self._lines:
+            self._lines[blob] = _lines(self._raw[blob] or b"")
+        return self._lines[blob]
+
+    def _index_of(self, blob: str) -> dict[str, list[int]]:
+        if blob not in self._index:
+            self._index[blob] = line_index(self._lines_of(blob))
+        return self._index[blob]
+
+    def _deleted(self, path: str) -> Oid | None:
+        if path not in self._deleted_by:
+            rng = f"{self.old_base}..{self.new_base}"
+            self._deleted_by[path] = self.git.deleted_by(rng, path)
+        return self._deleted_by[path]
+
+    def _candidates(self, onto: Oid) -> dict[str, str]:
+        """path -> blob of every text file of ``onto`` the drift changed (old base ->
+        ``onto``): where moved code can have gone."""
+        if onto not in self._candidates_of:
+            self._candidates_of[onto] = self._read_candidates(onto)
+        return self._candidates_of[onto]
+
+    def _read_candidates(self, onto: Oid) -> dict[str, str]:
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
-        if only is not None:
-            changed = [p for p in changed if p in only]
         listing = git.entries_at(onto, changed)
         blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
-        wanted = sorted({b for b in blobs.values() if b not in self._lines})
+        wanted = sorted({b for b in blobs.values() if b not in self._raw})
         sizes = git.object_sizes(wanted) if wanted else {}
         small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
         for b in set(wanted) - set(small):
-            self._lines[b] = None
+            self._raw[b] = None
         for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
-            lines = _lines(got[1]) if got and b"\0" not in got[1] else None
-            self._lines[b] = lines
-            if lines is not None:
-                self._index[b] = line_index(lines)
-        files, index = {}, {}
-        for path, b in sorted(blobs.items()):
-            if (lines := self._lines.get(b)) is not None:
-                files[path], index[path] = lines, self._index[b]
-        return files, index
+            self._raw[b] = got[1] if got and b"\0" not in got[1] else None
+        files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
+        order = sorted(set(files.values()))
+        starts, at = [], 0
+        for b in order:
+            starts.append(at)
+            at += len(self._raw[b] or b"") + 2
+        buffer = b"".join(b"\n" + (self._raw[b] or b"") + b"\n" for b in order)
+        self._buffers[onto] = (buffer, starts, order)
+        return files
 
     def _carry(
         self,
         found: Sequence[tuple[str, int, tuple[str, int] | str, list[str], list[str]]],
-        files: dict[str, list[str]],
+        files: dict[str, str],
         merged: MergeResult,
     ) -> tuple[dict[tuple[str, int], tuple[str, int] | str], dict[str, tuple[str, str]]]:
         """(path, hunk) -> (destination, 1-based line) carried, or why not: the located
@@ -268,7 +323,7 @@ class Relocator:
             good = [h for i, h in enumerate(hunks) if i not in bad]
             if not good:
                 continue
-            base = files[dest]
+            base = self._lines_of(files[dest])
             theirs = replaced(base, [(s, len(o), n) for _p, _k, s, o, n in good])
             entry = ours_listing.get(dest)
             if entry is None or entry[0] not in _FILE_MODES:
@@ -324,7 +379,7 @@ def _lines(data: bytes) -> list[str]:
 
 
 def _bytes(lines: Sequence[str]) -> bytes:
-    """Lines (as `_lines` read them) back to bytes."""
+    """Lines (as `_lines` reads them) back to bytes."""
     text = "".join(ln + "\n" for ln in lines)
     if text.endswith("\0\n"):
         text = text[:-2]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..git import Git, MergeResult
 from ..model.conflict import Conflict, one_side
@@ -30,6 +31,9 @@ from ..model.ids import Oid
 from . import culprits
 from .contract import enabled, place_fast
 from .evidence import superseded
+
+if TYPE_CHECKING:
+    from .renames import RenameProof
 
 PRIMARY, KNOCK_ON = "primary", "knock-on"
 ROOTS = 3  # the nearest missing patches merged in place to prove a knock-on (a deeper one: primary)
@@ -75,8 +79,9 @@ def reports(
     tick: Callable[[int, int], None] | None = None,
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None = None,
     held: Sequence[Waiting] = (),
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
     waits: Mapping[str, str] | None = None,
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The report of every conflict of ``failed``, triaged (see the module docstring), then
     of each patch ``held`` for a missing one; ``attribute``: name the upstream commits of each
@@ -84,7 +89,10 @@ def reports(
     moving); ``change_of(name)``: a patch's change (its tree before, after), to merge a
     conflict again with its root in place (without it every conflict is primary); ``memo``:
     the proofs' merges made so far (a replay's, kept across calls), each made once;
-    ``waits``: the root each held patch waits for (those ``held`` wait for theirs)."""
+    ``waits``: the root each held patch waits for (those ``held`` wait for theirs);
+    ``renames``: the replay's proof that merge-ort pairs a lost file with none
+    (`renames.RenameProof`), so that a proof merge is made on the patch's paths alone where it
+    holds (`contract.place_region`), as the replay's own merges are."""
     if not failed and not held:
         return []
     # Conflicts placed on the same tree (a run of them) merge the same roots there: each
@@ -103,9 +111,9 @@ def reports(
     for i, f in enumerate(failed):
         if tick is not None:
             tick(i + 1, len(failed) + 1)
-        roots.append(_root(git, f, paths_of, change_of, memo, known))
+        roots.append(_root(git, f, paths_of, change_of, memo, known, renames))
         known[f.name] = roots[-1]
-    proven = {h.name: _held(git, h, change_of, memo, known) for h in held}
+    proven = {h.name: _held(git, h, change_of, memo, known, renames) for h in held}
     failed = [*failed, *(p for p in proven.values() if p is not None)]
     roots += [None] * (len(failed) - len(roots))
     merged_entries = [git.entries_at(f.merged.tree, list(f.merged.conflicted)) for f in failed]
@@ -162,8 +170,9 @@ def _root(
     f: Failed,
     paths_of: Callable[[str], Sequence[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
     known: Mapping[str, str | None] | None = None,
+    renames: RenameProof | None = None,
 ) -> str | None:
     """The missing patch ``f`` is a knock-on of: of the `ROOTS` nearest missing patches
     touching its conflicted files, the nearest R such that ``f`` merges cleanly once R is
@@ -189,12 +198,13 @@ def _root(
         sorted({m for r in roots for m in with_its_roots(r)}, key=f.missing.index),
         change_of,
         memo,
+        renames,
     ):
         return None
     # The root named is one whose lines f needs: the nearest that lets f merge (the nearest in
     # its file may be another's neighbour).
     for name in reversed(roots):
-        if _clean_with(git, f, with_its_roots(name), change_of, memo):
+        if _clean_with(git, f, with_its_roots(name), change_of, memo, renames):
             return name
     return None
 
@@ -213,8 +223,9 @@ def _held(
     git: Git,
     h: Waiting,
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
-    memo: dict[tuple[str, str, str, str], MergeResult] | None,
+    memo: dict[tuple[str, ...], MergeResult] | None,
     known: Mapping[str, str | None],
+    renames: RenameProof | None = None,
 ) -> Failed | None:
     """``h`` merged onto the tree it would have been placed on with its root applied there
     (and the roots that one waits for, each as it has it): None when that merge is clean (a
@@ -223,7 +234,7 @@ def _held(
     if change_of is None:
         return None
     roots = _with_roots(h.root, h.missing, known) or [h.root]
-    found = _merge_with(git, h.onto, h.name, roots, change_of, memo)
+    found = _merge_with(git, h.onto, h.name, roots, change_of, memo, renames)
     if found is None or found[1] is None or found[1].clean:
         return None
     return Failed(h.name, found[0], found[1], h.missing, held=h.root)
@@ -234,11 +245,12 @@ def _clean_with(
     f: Failed,
     roots: Sequence[str],
     change_of: Callable[[str], tuple[Oid, Oid] | None],
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
+    renames: RenameProof | None = None,
 ) -> bool:
     """Does ``f`` merge cleanly once ``roots`` are applied onto the tree it was placed on,
     each root's conflict resolved as the root has it (`_as_the_patch_has_it`)?"""
-    found = _merge_with(git, f.onto, f.name, roots, change_of, memo)
+    found = _merge_with(git, f.onto, f.name, roots, change_of, memo, renames)
     return found is not None and (found[1] is None or found[1].clean)
 
 
@@ -248,7 +260,8 @@ def _merge_with(
     name: str,
     roots: Sequence[str],
     change_of: Callable[[str], tuple[Oid, Oid] | None],
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
+    renames: RenameProof | None = None,
 ) -> tuple[Oid, MergeResult | None] | None:
     """(the tree, ``roots`` applied onto ``onto`` in turn, each conflict resolved as that root
     has it; ``name`` merged onto it, or None when it changes nothing), or None when a change
@@ -263,12 +276,20 @@ def _merge_with(
             key = (before, tree, after, at)
             merged = memo.get(key) if memo is not None else None
             if merged is None:
-                merged = place_fast(git, before, tree, after, ("triage", at))
+                merged = place_fast(git, before, tree, after, ("triage", at), None, renames)
             if memo is not None:
                 memo[key] = merged
             if at == name:
                 return tree, merged
-            tree = merged.tree if merged.clean else _as_the_patch_has_it(git, merged)
+            if merged.clean:
+                tree = merged.tree
+                continue
+            # a root's conflict resolved once (keyed by the merge's tree and conflicts)
+            settled = ("settled", merged.tree, *merged.conflicted)
+            found = memo.get(settled) if memo is not None else None
+            tree = found.tree if found else _as_the_patch_has_it(git, merged)
+            if memo is not None:
+                memo[settled] = MergeResult(tree, True, (), "")
     return tree, None  # it changes nothing: it cannot conflict once its roots are in
 
 

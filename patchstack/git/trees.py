@@ -10,7 +10,6 @@ from ..model.ids import Oid
 from .base import decode_path, encode_path
 from .index import TempIndex
 from .objects import Objects, tree_records
-from .process import failure
 
 
 def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
@@ -180,24 +179,6 @@ class Trees(Objects):
                         found[path] = (mode, oid)
             pending = deeper
         return found
-
-    def files_holding(self, tree: str, lines: Sequence[str]) -> set[str]:
-        """The paths of ``tree`` whose text holds one of ``lines`` (``grep -F``, each line a
-        fixed string; binary files not searched)."""
-        if not lines:
-            return set()
-        args = ["grep", "-I", "-l", "-z", "-F", "--no-color", "--full-name"]
-        for line in lines:
-            args += ["-e", line]
-        proc = self.run(*args, tree, "--", check=False)
-        if proc.returncode not in (0, 1):
-            raise failure(["grep"], proc.returncode, proc.stderr)
-        prefix = f"{tree}:".encode()
-        return {
-            decode_path(rec[len(prefix) :] if rec.startswith(prefix) else rec)
-            for rec in proc.stdout.split(b"\0")
-            if rec
-        }
 
     def _read_trees(self, trees: Sequence[str]) -> None:
         """Read and remember the entries of these trees (a tree's entries never change)."""

@@ -160,6 +160,8 @@ def one_side(data: bytes, side: str) -> bytes | None:
     """A diff3-style merged file with each conflict region replaced by one side: ``"ours"``
     (the first) or ``"theirs"`` (after ``=======``: the patch's, when a patch was merged); None
     when its markers do not read as git writes them."""
+    if b"\r" not in data:
+        return _one_side_lf(data, side)
     out, state = [], "out"
     for line in data.splitlines(keepends=True):
         bare = line.rstrip(b"\r\n")
@@ -180,6 +182,45 @@ def one_side(data: bytes, side: str) -> bytes | None:
         elif state in ("out", side):
             out.append(line)
     return b"".join(out) if state == "out" else None
+
+
+# Where a line may be a marker: only such lines are read one by one (`_one_side_lf`).
+_MAYBE_MARKER = re.compile(rb"^(?:<<<<<<<|\|\|\|\|\|\|\||=======|>>>>>>>)", re.MULTILINE)
+
+
+def _one_side_lf(data: bytes, side: str) -> bytes | None:
+    """`one_side` of a text whose lines all end in ``\n`` (no ``\r``, which splits lines
+    too): the same state machine, fed only the lines that start like a marker; the lines
+    between two markers are in one state, and are kept or dropped together."""
+    out, state, at = [], "out", 0
+    for found in _MAYBE_MARKER.finditer(data):
+        start = found.start()
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        bare = data[start:end].rstrip(b"\n")
+        if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
+            if state != "out":
+                return None
+            new = "ours"
+        elif bare == b"|||||||" or bare.startswith(b"||||||| "):
+            if state != "ours":
+                return None
+            new = "base"
+        elif bare == b"=======" and state in ("ours", "base"):
+            new = "theirs"
+        elif bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
+            if state != "theirs":
+                return None
+            new = "out"
+        else:
+            continue  # a line of the text that only starts like a marker
+        if state in ("out", side):
+            out.append(data[at:start])
+        state, at = new, end
+    if state != "out":
+        return None
+    out.append(data[at:])
+    return b"".join(out)
 
 
 _STARTS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")

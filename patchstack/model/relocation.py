@@ -112,6 +112,22 @@ def line_index(lines: Sequence[str]) -> dict[str, list[int]]:
     return index
 
 
+def _anchored(
+    block: Sequence[str], lines: Sequence[str], where: Mapping[str, Sequence[int]]
+) -> list[int]:
+    """`occurrences` of ``block`` found from its rarest line in ``lines`` (``where``: their
+    `line_index`): every occurrence holds that line at the same offset, so the same starts,
+    in the same order, from fewer places tried."""
+    n = len(block)
+    if n > len(lines):
+        return []
+    at, rarest = min(
+        ((j, where.get(ln, ())) for j, ln in enumerate(block)), key=lambda e: len(e[1])
+    )
+    wanted = list(block)
+    return [i - at for i in rarest if i >= at and list(lines[i - at : i - at + n]) == wanted]
+
+
 def locate(
     block: Sequence[str],
     files: Mapping[str, Sequence[str]],
@@ -125,9 +141,10 @@ def locate(
         return "its lines hold no letter or digit (braces, blank lines): too common to follow"
     found = []
     for path, lines in files.items():
-        starts = index[path].get(block[0], ()) if index is not None else None
-        if starts is None or starts:
-            found += [(path, i) for i in occurrences(block, lines, starts)]
+        if index is None:
+            found += [(path, i) for i in occurrences(block, lines)]
+        elif block[0] in index[path]:
+            found += [(path, i) for i in _anchored(block, lines, index[path])]
     if not found:
         return "its context lines are in no file upstream changed (deleted, or changed too)"
     if len(found) > 1:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...checkout import Checkout
 from ...engine.contract import enabled
@@ -22,6 +23,10 @@ from ...model.series import Deferral, Series
 from .holds import needs, waiting
 from .stopped import State
 
+if TYPE_CHECKING:
+    from ...engine.placer import Placer
+    from ...engine.renames import RenameProof
+
 
 def triaged(
     ws: Checkout,
@@ -32,14 +37,15 @@ def triaged(
     held: Sequence[HeldBack] = (),
     known: Collection[str] = (),
     done: Sequence[Done] | None = None,
-    memo: dict[tuple[str, str, str, str], MergeResult] | None = None,
+    memo: dict[tuple[str, ...], MergeResult] | None = None,
+    renames: RenameProof | None = None,
 ) -> list[Conflict]:
     """The reports of ``conflicts`` (in replay order) but those ``known`` already, each
     primary or a knock-on of an earlier patch this replay is missing (`engine.triage`);
     ``held``: the patches the replay left out for needing a missing one (`engine.needs`),
     missing too, each waiting for its root; with ``done`` (the patches the replay placed),
     their reports follow, each proven where it would have gone; ``memo``: the replay's proof
-    merges (`KnockOns.memo`)."""
+    merges (`KnockOns.memo`); ``renames``: the replay's rename proof (`engine.triage.reports`)."""
     missing: list[str] = [d.name for d in deferrals_after(series, state)]
     missing += [h.name for h in held]
     failed = []
@@ -77,6 +83,7 @@ def triaged(
         proved,
         memo,
         {h.name: h.root for h in held},
+        renames,
     )
 
 
@@ -85,15 +92,18 @@ class KnockOns:
     deferred with it, and the replay goes on; a primary one stops it. ``needs``, the replay's
     ``hold``: a patch whose change needs a patch left out is deferred with it too."""
 
-    def __init__(self, ws: Checkout, state: State, series: Series) -> None:
+    def __init__(
+        self, ws: Checkout, state: State, series: Series, placer: Placer | None = None
+    ) -> None:
         self.ws, self.state, self.series = ws, state, series
+        self.placer = placer  # its rename proof, once the replay began, serves the triage
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
         self.needs = needs(ws, series, state.steps, left, state.undefer)
         # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
         # once for every conflict and held patch of this replay.
-        self.memo: dict[tuple[str, str, str, str], MergeResult] | None = {} if enabled() else None
+        self.memo: dict[tuple[str, ...], MergeResult] | None = {} if enabled() else None
         # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
         # report (never traced) is theirs; a primary one is only primary.
         self.known: dict[str, Conflict] = {}
@@ -102,13 +112,25 @@ class KnockOns:
         self.seen.append((name, onto, merged))
         held, earlier = self.needs.held, self.known.keys()
         last = triaged(
-            self.ws, self.state, self.series, self.seen, False, held, earlier, memo=self.memo
+            self.ws,
+            self.state,
+            self.series,
+            self.seen,
+            False,
+            held,
+            earlier,
+            memo=self.memo,
+            renames=self.renames,
         )[0]
         self.known[name] = last
         if last.kind == KNOCK_ON:
             self.deferred.add(name)
             return True
         return False
+
+    @property
+    def renames(self) -> RenameProof | None:
+        return self.placer.renames if self.placer is not None else None
 
     def split(
         self, conflicts: Sequence[tuple[str, Oid, MergeResult]]
@@ -138,7 +160,9 @@ def defer(
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
     memo = knock_ons.memo
-    found = triaged(ws, state, series, conflicts, True, held, again.keys(), done, memo)
+    found = triaged(
+        ws, state, series, conflicts, True, held, again.keys(), done, memo, knock_ons.renames
+    )
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}

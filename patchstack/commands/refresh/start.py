@@ -172,7 +172,7 @@ def refresh(
             probe_seconds=probe_seconds,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])
-        knock_ons = KnockOns(ws, state, series)
+        knock_ons = KnockOns(ws, state, series, placer)
         records = Resolutions(ws)
         proposer = proposer_of(ws, series, state, knock_ons)
         moving = relocating_of(ws, series, state, knock_ons)

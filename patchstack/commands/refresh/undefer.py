@@ -88,7 +88,7 @@ def bring_back(
         )
         labels = ("the series", "where it was made")
         placer = Placer(engine, base, [s.name for s in state.steps])
-        knock_ons = KnockOns(ws, state, series)
+        knock_ons = KnockOns(ws, state, series, placer)
         records = Resolutions(ws)
         done, conflicts = replay(
             git,
