@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import shutil
@@ -67,7 +68,7 @@ def copy_repo(src: Path, dst: Path) -> Repo:
     return Repo(dst)
 
 
-_BUILT: dict[Hashable, tuple[Path, list[Path], Any]] = {}
+_BUILT: dict[Hashable, tuple[Path, list[Path], list[Path], Any]] = {}
 _BUILT_ROOT: list[Path] = []
 
 
@@ -80,8 +81,8 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
     """A set-up ``build(tmp_path, *args)`` that makes repositories below ``tmp_path``, run once
     per worker for the same arguments (and the same PATCHSTACK_*/GIT_* environment); each call
     gets a fresh copy of what it made in its own ``tmp_path`` (the Repo and Path values it
-    returned point into the copy). A set-up that writes its folder's absolute path anywhere
-    (a clone's remote, a linked worktree) cannot be copied: it fails at once."""
+    returned, also as attributes, point into the copy; so do the clones' remotes). A set-up
+    that writes its folder's absolute path anywhere else (a linked worktree) fails at once."""
 
     @functools.wraps(build)
     def copied(tmp_path: Path, *args: Any, **kwargs: Any) -> T:
@@ -93,11 +94,13 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
             where.mkdir()
             made = build(where, *args, **kwargs)
             assert list(box.iterdir()) == [where], f"built_once: {build} wrote beside its folder"
-            _refuse_absolute_paths(where)
             work_trees = [p.parent.relative_to(where) for p in where.rglob(".git")]
-            _BUILT[key] = (where, work_trees, made)
-        where, work_trees, made = _BUILT[key]
+            _BUILT[key] = (where, work_trees, _naming_their_folder(where), made)
+        where, work_trees, naming, made = _BUILT[key]
         shutil.copytree(where, tmp_path, symlinks=True, dirs_exist_ok=True)
+        for rel in naming:
+            path = tmp_path / rel
+            path.write_bytes(path.read_bytes().replace(bytes(where), bytes(tmp_path)))
         for rel in work_trees:  # the copy's inodes and ctimes are new: git's stat data too
             subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=tmp_path / rel)
         return _moved(made, where, tmp_path)  # type: ignore[no-any-return]
@@ -106,19 +109,22 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
 
 
 _KEYED_ENV = ("PATCHSTACK", "GIT_")
-
-
 # patchstack's own files that hold their repository's path and are made again in another one
 _SELF_CHECKING = ("patchstack/series-stat-cache", "patchstack/format.git/objects/info/alternates")
+_RELOCATED = ("config", "FETCH_HEAD")  # git's: a clone's remote, a fetch's source (and logs/)
 
 
-def _refuse_absolute_paths(where: Path) -> None:
-    needle = str(where).encode()
+def _naming_their_folder(where: Path) -> list[Path]:
+    """The files that hold ``where``'s path: git's, which the copy rewrites; any other fails."""
+    found = []
     for p in where.rglob("*"):
         if p.as_posix().endswith(_SELF_CHECKING) or not p.is_file() or p.is_symlink():
             continue
-        if needle in p.read_bytes():
-            raise AssertionError(f"built_once: {p} holds its folder's path; build it per test")
+        if bytes(where) in p.read_bytes():
+            git_text = p.name in _RELOCATED or "logs" in p.relative_to(where).parts
+            assert git_text, f"built_once: {p} holds its folder's path"
+            found.append(p.relative_to(where))
+    return found
 
 
 def _moved(value: Any, old: Path, new: Path) -> Any:
@@ -130,6 +136,9 @@ def _moved(value: Any, old: Path, new: Path) -> Any:
         return type(value)(_moved(v, old, new) for v in value)
     if isinstance(value, dict):
         return {k: _moved(v, old, new) for k, v in value.items()}
+    if hasattr(value, "__dict__") and not isinstance(value, type):  # a set-up's own class
+        value = copy.copy(value)
+        vars(value).update({k: _moved(v, old, new) for k, v in vars(value).items()})
     return value
 
 
