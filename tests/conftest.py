@@ -111,7 +111,8 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
 _KEYED_ENV = ("PATCHSTACK", "GIT_")
 # patchstack's own files that hold their repository's path and are made again in another one
 _SELF_CHECKING = ("patchstack/series-stat-cache", "patchstack/format.git/objects/info/alternates")
-_RELOCATED = ("config", "FETCH_HEAD")  # git's: a clone's remote, a fetch's source (and logs/)
+# git's: a clone's remote, a fetch's source, a linked worktree's two links (and logs/)
+_RELOCATED = ("config", "FETCH_HEAD", "gitdir", ".git")
 
 
 def _naming_their_folder(where: Path) -> list[Path]:
