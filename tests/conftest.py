@@ -87,7 +87,12 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(build)
     def copied(tmp_path: Path, *args: Any, **kwargs: Any) -> T:
         env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_KEYED_ENV)))
-        key = (build.__module__, build.__qualname__, args, tuple(sorted(kwargs.items())), env)
+        given = (args, tuple(sorted(kwargs.items())))
+        try:
+            hash(given)
+        except TypeError:  # a mutable value (a dataclass, a dict): its repr tells it apart
+            given = repr(given)
+        key = (build.__module__, build.__qualname__, given, env)
         if key not in _BUILT:
             box = Path(tempfile.mkdtemp(prefix=build.__name__, dir=_BUILT_ROOT[0]))
             where = box / "t"
