@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+import shutil
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from click.testing import CliRunner
@@ -28,6 +32,8 @@ SEALED = {
     "LC_ALL": "C",
 }
 
+
+T = TypeVar("T")
 
 UNSET = ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES")
 
@@ -60,6 +66,86 @@ def copy_repo(src: Path, dst: Path) -> Repo:
 
     shutil.copytree(src, dst, symlinks=True)
     return Repo(dst)
+
+
+_BUILT: dict[Hashable, tuple[Path, list[Path], list[Path], Any]] = {}
+_BUILT_ROOT: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _built_once_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _BUILT_ROOT.append(tmp_path_factory.mktemp("built-once"))
+
+
+def built_once(build: Callable[..., T]) -> Callable[..., T]:
+    """A set-up ``build(tmp_path, *args)`` that makes repositories below ``tmp_path``, run once
+    per worker for the same arguments (and the same PATCHSTACK_*/GIT_* environment); each call
+    gets a fresh copy of what it made in its own ``tmp_path`` (the Repo and Path values it
+    returned, also as attributes, point into the copy; so do the clones' remotes). A set-up
+    that writes its folder's absolute path anywhere else (a linked worktree) fails at once."""
+
+    @functools.wraps(build)
+    def copied(tmp_path: Path, *args: Any, **kwargs: Any) -> T:
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_KEYED_ENV)))
+        given = (args, tuple(sorted(kwargs.items())))
+        try:
+            hash(given)
+        except TypeError:  # a mutable value (a dataclass, a dict): its repr tells it apart
+            given = repr(given)
+        key = (build.__module__, build.__qualname__, given, env)
+        if key not in _BUILT:
+            box = Path(tempfile.mkdtemp(prefix=build.__name__, dir=_BUILT_ROOT[0]))
+            where = box / "t"
+            where.mkdir()
+            made = build(where, *args, **kwargs)
+            assert list(box.iterdir()) == [where], f"built_once: {build} wrote beside its folder"
+            work_trees = [p.parent.relative_to(where) for p in where.rglob(".git")]
+            _BUILT[key] = (where, work_trees, _naming_their_folder(where), made)
+        where, work_trees, naming, made = _BUILT[key]
+        shutil.copytree(where, tmp_path, symlinks=True, dirs_exist_ok=True)
+        for rel in naming:
+            path = tmp_path / rel
+            path.write_bytes(path.read_bytes().replace(bytes(where), bytes(tmp_path)))
+        for rel in work_trees:  # the copy's inodes and ctimes are new: git's stat data too
+            subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=tmp_path / rel)
+        return _moved(made, where, tmp_path)  # type: ignore[no-any-return]
+
+    return copied
+
+
+_KEYED_ENV = ("PATCHSTACK", "GIT_")
+# patchstack's own files that hold their repository's path and are made again in another one
+_SELF_CHECKING = ("patchstack/series-stat-cache", "patchstack/format.git/objects/info/alternates")
+# git's: a clone's remote, a fetch's source, a linked worktree's two links (and logs/)
+_RELOCATED = ("config", "FETCH_HEAD", "gitdir", ".git")
+
+
+def _naming_their_folder(where: Path) -> list[Path]:
+    """The files that hold ``where``'s path: git's, which the copy rewrites; any other fails."""
+    found = []
+    for p in where.rglob("*"):
+        if p.as_posix().endswith(_SELF_CHECKING) or not p.is_file() or p.is_symlink():
+            continue
+        if bytes(where) in p.read_bytes():
+            git_text = p.name in _RELOCATED or "logs" in p.relative_to(where).parts
+            assert git_text, f"built_once: {p} holds its folder's path"
+            found.append(p.relative_to(where))
+    return found
+
+
+def _moved(value: Any, old: Path, new: Path) -> Any:
+    if isinstance(value, Repo):
+        return Repo(_moved(value.path, old, new))
+    if isinstance(value, Path):
+        return new / value.relative_to(old) if value.is_relative_to(old) else value
+    if isinstance(value, tuple | list):
+        return type(value)(_moved(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if hasattr(value, "__dict__") and not isinstance(value, type):  # a set-up's own class
+        value = copy.copy(value)
+        vars(value).update({k: _moved(v, old, new) for k, v in vars(value).items()})
+    return value
 
 
 LEARNED = "patches/resolutions/"  # recorded resolutions: kept by undo on purpose

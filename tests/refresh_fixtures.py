@@ -17,14 +17,19 @@ import os
 import subprocess
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 PATCHES = ["far.patch", "near.patch", "calm.patch", "known.patch"]
 
 
 def make_fork(path: Path, conflict: bool = True) -> Repo:
+    return _fork(path.parent, path.name, conflict)
+
+
+@built_once
+def _fork(folder: Path, name: str, conflict: bool) -> Repo:
     repo = make_repo(
-        path,
+        folder / name,
         {
             "a.py": numbered(40, "a"),
             "b.py": numbered(40, "b"),

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 F = "def f(x):\n    y = x + 1\n    return y\n"
 
 
+@built_once
 def moved_function(tmp_path: Path) -> tuple[Repo, str, str]:
     """p1 edits ``f`` in a.py (and tunes c.py); upstream moves ``f`` into b.py. Returns the
     repository, upstream's a.py and the b.py a git user writes: upstream's, the edit ported."""
@@ -116,6 +117,7 @@ def test_continue_refuses_a_new_untracked_file_naming_it(tmp_path) -> None:
     assert outside_series(repo) == []
 
 
+@built_once
 def two_conflicts(tmp_path: Path) -> Repo:
     """p1 and p2 each change a line upstream changes too."""
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -50,6 +50,7 @@ HOSTILE = {
 FIGURES: dict[str, str] = {}
 
 
+@built_once
 def base_repo(tmp_path: Path) -> Repo:
     repo = make_repo(
         tmp_path / "fork",

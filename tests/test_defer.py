@@ -9,9 +9,10 @@ import json
 import subprocess
 from pathlib import Path
 
-from .conftest import Repo, make_repo, names, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, names, numbered, replace_line
 
 
+@built_once
 def drift(tmp_path: Path) -> Repo:
     """p1 creates new.py and changes a.py line 10, which upstream changes too (primary);
     p2 changes new.py (a knock-on when p1 is missing); p3 changes b.py (clean)."""

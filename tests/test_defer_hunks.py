@@ -9,11 +9,12 @@ import json
 import subprocess
 from pathlib import Path
 
-from .conftest import Repo, make_repo, names, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, names, numbered, replace_line
 
 RESOLVED = numbered(20, "c").replace("c 3\n", "c 3 upstream and mine\n")
 
 
+@built_once
 def debug_drift(tmp_path: Path, removes: bool = True) -> Repo:
     """p1 adds a DEBUG line to b.txt and changes a.c line 3, which upstream changes too
     (primary); p2 removes that DEBUG line (``removes``) and changes b.txt line 30."""

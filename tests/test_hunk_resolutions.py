@@ -12,11 +12,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 RESOLVED = "a 10 upstream and mine\n"
 
 
+@built_once
 def fork(tmp_path: Path) -> Repo:
     """p1 changes a.py line 10, which upstream (``up``) changes too; p2 changes b.py.
     ``up2``: up, then upstream adds lines at the top of a.py and changes line 30 (elsewhere);
@@ -243,6 +244,7 @@ def test_a_hunk_record_is_shown_in_review(tmp_path) -> None:
     assert "(resolved: hunk)" in html and "one conflict hunk of a.py" in html
 
 
+@built_once
 def two_hunks(tmp_path: Path) -> Repo:
     """p1 changes a.py lines 10 and 20, upstream (``up``) both: two conflict hunks. ``up2``:
     up with lines added at the top; ``up3``: up with line 20 changed again."""

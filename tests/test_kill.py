@@ -30,11 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, built_once, make_repo
 
 TAGS = ("essential", "diagnostic", "optimization")
 
 
+@built_once
 def build(tmp_path: Path, n: int) -> Repo:
     """A fork with n patches, each changing its own file, written directly (fast)."""
     files = {f"src/f{i:03}.txt": f"head {i}\nline {i}\ntail {i}\n" for i in range(n)}

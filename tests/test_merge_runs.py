@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 from .test_replay_exact import alone_and_in_runs
 
 FILES = ["a", "b", "c", "d", "g", "h", "x", "y"]
@@ -38,6 +38,12 @@ SERIES = [
 
 
 def fork(path: Path) -> tuple[Repo, str]:
+    return _fork(path.parent, path.name)
+
+
+@built_once
+def _fork(folder: Path, name: str) -> tuple[Repo, str]:
+    path = folder / name
     repo = make_repo(path, {f"{f}.py": numbered(40, f) for f in FILES})
     repo.git("branch", "upstream")
     repo.ps("init")

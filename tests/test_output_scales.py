@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 
 
 @pytest.fixture
+@built_once
 def thirty(tmp_path) -> Repo:
     """30 patches, one a file, every third one diagnostic; all applied."""
     repo = make_repo(tmp_path / "fork", {f"m{i:02}.py": numbered(12, f"m{i}") for i in range(30)})

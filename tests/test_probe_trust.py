@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 
 @pytest.fixture
+@built_once
 def fork(tmp_path: Path) -> Repo:
     repo = make_repo(tmp_path / "fork", {"lib.txt": "mode = slow\n" + numbered(20, "lib")})
     repo.ps("init")

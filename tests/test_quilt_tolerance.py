@@ -15,7 +15,7 @@ import pytest
 
 from patchstack.model.quilt_tolerance import best_name, tolerate
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 from .test_interop import needs_quilt, quilt_push, tree_of_folder
 
 HEAD = "From: A <a@example.org>\nSubject: quirk\n\nWhy.\n---\n"
@@ -72,6 +72,7 @@ CASES = {
 }
 
 
+@built_once
 def upstream(tmp_path: Path) -> Repo:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
     (repo.path / "blob.bin").write_bytes(bytes(range(256)))

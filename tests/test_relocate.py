@@ -15,7 +15,7 @@ import pytest
 
 from patchstack.model.relocation import locate
 
-from .conftest import Repo, make_repo, slow_after
+from .conftest import Repo, built_once, make_repo, slow_after
 
 N = 8  # functions f1..f8, then fend, in the old a.c
 
@@ -134,6 +134,7 @@ CASES = [
 ]
 
 
+@built_once
 def scenario(tmp_path: Path, case: Case) -> Repo:
     """A fork with the patch on the old a.c, and upstream's branch ``upstream`` that moved
     the code (``case.new``) in one commit."""

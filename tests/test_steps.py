@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 
+@built_once
 def drift(tmp_path: Path, conflicts: bool = True) -> Repo:
     """p1 edits a.py line 10, p2 b.py line 20; upstream ``up`` has five commits, of which (with
     ``conflicts``) 'u2' changes a.py line 10 and 'u4' b.py line 20."""

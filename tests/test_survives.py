@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 from .test_kill import build, spawn, wait_unlocked
 
 
@@ -89,6 +89,7 @@ def test_status_deletes_a_dangling_scratch_ref_and_says_so(tmp_path) -> None:
 # -- undo after mv and cp -a ---------------------------------------------------------------------
 
 
+@built_once
 def small(tmp_path: Path) -> Repo:
     repo = make_repo(tmp_path / "a" / "fork", {"a.py": numbered(20, "a")})
     repo.ps("init")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 FILES = ("a.py", "b.py", "c.py", "d.py")
 
@@ -73,9 +73,14 @@ class Team:
         )
 
 
+@built_once
+def built_team(tmp_path: Path, install: bool = True) -> Team:
+    return Team(tmp_path, install)
+
+
 @pytest.fixture
 def team(tmp_path: Path) -> Team:
-    return Team(tmp_path)
+    return built_team(tmp_path)
 
 
 def _lines(repo: Repo, path: str) -> list[str]:
@@ -183,7 +188,7 @@ def test_a_teammates_rename_is_followed(team: Team) -> None:
 
 
 def test_install_is_idempotent_and_refuses_another_driver(tmp_path: Path) -> None:
-    team = Team(tmp_path, install=False)
+    team = built_team(tmp_path, install=False)
     bob = team.bob
     first = bob.ps("merge-driver", "--install").stdout
     assert "wrote" in first
@@ -204,7 +209,7 @@ def test_install_is_idempotent_and_refuses_another_driver(tmp_path: Path) -> Non
 def test_without_install_a_committed_gitattributes_runs_nothing(tmp_path: Path) -> None:
     """The series folder is a trust boundary: a teammate's .gitattributes names the driver,
     but git runs only what this clone's own configuration defines."""
-    team = Team(tmp_path, install=False)
+    team = built_team(tmp_path, install=False)
     alice, bob = team.alice, team.bob
     (alice.path / "patches" / ".gitattributes").write_text("series merge=patchstack\n")
     alice.ps("tag", "two", "essential")

@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 
+@built_once
 def fork_with_upstream(tmp_path, conflict: bool = True) -> Repo:
     """main carries patch mine.patch (a.py line 10); upstream changes line 10 too (conflict)
     or line 30 (clean), in a clone that main tracks as origin/main."""

@@ -7,7 +7,7 @@ import pytest
 
 from patchstack.model.suggest import close_matches
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 
 CASES = [
     (["pussh"], "no such command 'pussh'", "did you mean 'push'? (see 'patchstack --help')"),
@@ -24,6 +24,7 @@ CASES = [
 
 
 @pytest.fixture
+@built_once
 def fork(tmp_path) -> Repo:
     repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a")})
     repo.ps("init")

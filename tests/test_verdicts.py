@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, numbered, replace_line
 
 
 def one_file_drift(tmp_path: Path) -> Repo:
@@ -43,6 +43,7 @@ def test_push_of_a_deferred_patch_that_still_conflicts_stops(tmp_path: Path) -> 
     assert "# deferred: p1.patch " in series and "# upstream:" not in series
 
 
+@built_once
 def follow_up_drift(tmp_path: Path) -> Repo:
     """p1 edits b.txt (applies); p2 creates new.txt and edits a.txt line 3, which upstream
     edits too (conflicts); p3 deletes new.txt (changes nothing while p2 is missing)."""
@@ -167,6 +168,7 @@ def test_push_of_a_deferred_patch_now_a_knock_on_is_refused_not_ok(tmp_path: Pat
 # Issue 34, items 1 and 2: the series' marks are claims, checked where they are used.
 
 
+@built_once
 def two_patches(tmp_path: Path) -> tuple[Repo, str]:
     """p1 edits a.txt, p2 edits b.txt; a side branch holds an unrelated commit E that adds
     install.sh. Returns (repo, E)."""
