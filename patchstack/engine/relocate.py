@@ -149,9 +149,14 @@ class Relocator:
         kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
         for path, hunks in missing.items():
             # (the file itself does not hold a missing block: `_missing`)
-            moves = [(k, self._locate(onto, old, files), old, new, ln) for k, old, new, ln in hunks]
-            if not all(isinstance(m[1], tuple) for m in moves):
-                continue  # a block edited in place, or found twice: git's conflict stands
+            moves: list[tuple[int, tuple[str, int], list[str], list[str], str]] = []
+            for k, old, new, ln in hunks:
+                where = self._locate(onto, old, files)
+                if isinstance(where, str):
+                    break  # a block edited in place, or found twice: git's conflict stands
+                moves.append((k, where, old, new, ln))
+            if len(moves) < len(hunks):
+                continue
             body = self._without(before, after, onto, path, diffs[path], [m[0] for m in moves])
             if body is not None:
                 kept[path] = (body, moves[0][4])
