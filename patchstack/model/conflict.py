@@ -164,24 +164,28 @@ def one_side(data: bytes, side: str) -> bytes | None:
         return _one_side_lf(data, side)
     out, state = [], "out"
     for line in data.splitlines(keepends=True):
-        bare = line.rstrip(b"\r\n")
-        if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
-            if state != "out":
-                return None
-            state = "ours"
-        elif bare == b"|||||||" or bare.startswith(b"||||||| "):
-            if state != "ours":
-                return None
-            state = "base"
-        elif bare == b"=======" and state in ("ours", "base"):
-            state = "theirs"
-        elif bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
-            if state != "theirs":
-                return None
-            state = "out"
+        new = _after(line.rstrip(b"\r\n"), state)
+        if new is None:
+            return None
+        if new:
+            state = new
         elif state in ("out", side):
             out.append(line)
     return b"".join(out) if state == "out" else None
+
+
+def _after(bare: bytes, state: str) -> str | None:
+    """The state after line ``bare`` (without its end) in state ``state``: the new state at a
+    marker, "" for a line of text, None for a marker out of place."""
+    if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
+        return "ours" if state == "out" else None
+    if bare == b"|||||||" or bare.startswith(b"||||||| "):
+        return "base" if state == "ours" else None
+    if bare == b"=======" and state in ("ours", "base"):
+        return "theirs"
+    if bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
+        return "out" if state == "theirs" else None
+    return ""
 
 
 # Where a line may be a marker: only such lines are read one by one (`_one_side_lf`).
@@ -197,22 +201,10 @@ def _one_side_lf(data: bytes, side: str) -> bytes | None:
         start = found.start()
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end + 1
-        bare = data[start:end].rstrip(b"\n")
-        if bare == b"<<<<<<<" or bare.startswith(b"<<<<<<< "):
-            if state != "out":
-                return None
-            new = "ours"
-        elif bare == b"|||||||" or bare.startswith(b"||||||| "):
-            if state != "ours":
-                return None
-            new = "base"
-        elif bare == b"=======" and state in ("ours", "base"):
-            new = "theirs"
-        elif bare == b">>>>>>>" or bare.startswith(b">>>>>>> "):
-            if state != "theirs":
-                return None
-            new = "out"
-        else:
+        new = _after(data[start:end].rstrip(b"\n"), state)
+        if new is None:
+            return None
+        if not new:
             continue  # a line of the text that only starts like a marker
         if state in ("out", side):
             out.append(data[at:start])
