@@ -10,12 +10,12 @@ import click
 from .app import cli
 from .output import (
     complete_revisions,
-    complete_tags,
     echo,
     json_text,
     out,
     selector,
     style,
+    tag_filter_options,
 )
 
 if TYPE_CHECKING:
@@ -26,19 +26,9 @@ if TYPE_CHECKING:
 
 
 def _selection_options(f: Any) -> Any:
-    f = click.option(
-        "--except",
-        "except_",
-        metavar="TAGS",
-        shell_complete=complete_tags,
-        help="Leave out patches with these tags (comma-separated).",
-    )(f)
-    return click.option(
-        "--only",
-        metavar="TAGS",
-        shell_complete=complete_tags,
-        help="Only patches with these tags (comma-separated, exact; default: every patch).",
-    )(f)
+    return tag_filter_options(
+        f, "Only patches with these tags (comma-separated, exact; default: every patch)."
+    )
 
 
 def _selector(only: str | None, except_: str | None) -> Selector:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Any)
 
 
 def color_enabled(ctx: click.Context | None = None, err: bool = False) -> bool:
@@ -182,6 +184,18 @@ def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -
         labels = {label for e in series.entries for label in e.labels} if series else set()
         words += sorted(labels)
     return [CompletionItem(prefix + t) for t in words if t.startswith(last) and t not in done]
+
+
+def tag_filter_options(f: F, only_help: str) -> F:
+    """``--only TAGS`` and ``--except TAGS``, the selectors every command spells the same."""
+    f = click.option(
+        "--except",
+        "except_",
+        metavar="TAGS",
+        shell_complete=complete_tags,
+        help="Leave out patches with these tags (comma-separated).",
+    )(f)
+    return click.option("--only", metavar="TAGS", shell_complete=complete_tags, help=only_help)(f)
 
 
 def tag_text(tag: str | None) -> str:

@@ -13,7 +13,6 @@ from .output import (
     complete_applied,
     complete_patch_names,
     complete_revisions,
-    complete_tags,
     complete_unapplied,
     echo,
     json_text,
@@ -22,6 +21,7 @@ from .output import (
     page,
     selector,
     style,
+    tag_filter_options,
     tag_text,
 )
 
@@ -220,19 +220,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
 
 def _selector_options(f: F, complete: Any = complete_patch_names) -> F:
-    f = click.option(
-        "--except",
-        "except_",
-        metavar="TAGS",
-        shell_complete=complete_tags,
-        help="Leave out patches with these tags (comma-separated).",
-    )(f)
-    f = click.option(
-        "--only",
-        metavar="TAGS",
-        shell_complete=complete_tags,
-        help="Only patches with these tags (comma-separated, exact).",
-    )(f)
+    f = tag_filter_options(f, "Only patches with these tags (comma-separated, exact).")
     f = click.option("--all", "all_", is_flag=True, help="Every patch.")(f)
     f = click.option("--verbose", "-v", is_flag=True, help="Name every patch moved.")(f)
     return click.argument("name", required=False, shell_complete=complete)(f)
