@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from ..checkout import Checkout
 from ..commands.state import read_stack
 from ..engine.replay import Done, labels
-from ..errors import PatchstackError, RefusedError
+from ..errors import PatchstackError
 from ..git import CommitMeta, Git
 from ..journal.snapshot import Snapshot
 from ..model import trailers
@@ -44,7 +44,7 @@ from ..model.series import TAGS, name_key, parse_tags
 from ..progress import QUIET, Progress
 from ..transaction import Overlay
 from .carrying import Carrier
-from .importing import ImportResult, Landing
+from .importing import ImportResult, Landing, existing_series
 from .sources import commit_source
 
 SHOWN = 5  # commits named in a refusal
@@ -175,14 +175,7 @@ def _check_series(ws: Checkout, append: bool) -> tuple[str, ...]:
         if append:
             raise PatchstackError("--append: there is no series to append to", "drop --append")
         return ()
-    series = ws.load_series()
-    if series.entries and not append:
-        raise RefusedError(
-            f"the series at {ws.display(ws.series_path)} already has"
-            f" {len(series.entries)} patch(es)",
-            "add --append to put the imported patches after them, or import into another"
-            " series directory (--dir)",
-        )
+    series = existing_series(ws, append)
     return tuple(name_key(n) for n in series.names) if append else ()
 
 

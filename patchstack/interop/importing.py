@@ -142,14 +142,7 @@ def _import(
         series = new_series(base, ref)
         start_tree = git.tree_of(base)
     else:
-        series = ws.load_series()
-        if series.entries and not append:
-            raise RefusedError(
-                f"the series at {ws.display(ws.series_path)} already has"
-                f" {len(series.entries)} patch(es)",
-                "add --append to put the imported patches after them, or import into another"
-                " series directory (--dir)",
-            )
+        series = existing_series(ws, append)
         stack = read_stack(git)
         if rebase_empty and natural_base and not series.entries:
             series = series.with_base(natural_base, base_ref)  # nothing to carry: its own base
@@ -223,6 +216,19 @@ def _import(
         tuple(skipped + more_skipped),
         plain_head=plain_series(git, series.base, series.names, stack, lambda: full_tree),
     )
+
+
+def existing_series(ws: Workspace, append: bool) -> Series:
+    """The series an import adds to; refused when it has patches and ``append`` is off."""
+    series = ws.load_series()
+    if series.entries and not append:
+        raise RefusedError(
+            f"the series at {ws.display(ws.series_path)} already has"
+            f" {len(series.entries)} patch(es)",
+            "add --append to put the imported patches after them, or import into another"
+            " series directory (--dir)",
+        )
+    return series
 
 
 def _base(git: Git, rev: str) -> Oid:
