@@ -131,11 +131,17 @@ class Day:
             o.superseded(where, r)
 
     def merged(self, name: str) -> dict[str, str]:
-        """git's merged files of ``name``'s conflict where git's rebase places it."""
+        """git's merged files of ``name``'s conflict where git's rebase places it (a held
+        patch, which the rebase leaves out: where it would have been, after the patches
+        before it), with patchstack's markers."""
         commit = {**self.taken, **self.commits}.get(name)
-        if commit is None or name not in self.ref.at:
+        onto = self.ref.at.get(name)
+        if onto is None and name in self.held and name in self.order:
+            after = self.order[self.order.index(name) + 1 :]
+            onto = next((self.ref.at[n] for n in after if n in self.ref.at), self.ref.head)
+        if commit is None or onto is None:
             return {}
-        verdict, tree, paths = self.o.git.pick(self.ref.at[name], commit)
+        verdict, tree, paths = self.o.git.pick(onto, commit, diff3=True)
         if verdict != "conflict":
             return {}
         return {p: self.o.git.run("show", f"{tree}:{p}", check=False) for p in paths}

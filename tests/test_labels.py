@@ -102,6 +102,8 @@ FIXED = [
     # p3 held for p1 and primary; p4 lacks p1's line and is a knock-on of p3, proven with p3's
     # root p1 in place, as the oracle follows a held patch's root (item 5; fixed)
     2047,
+    5031,  # up3's revert took out a ``}`` of p3's hunk's base, beside it: a culprit (oracle fixed)
+    5170,  # p2's 2nd region is up3's ``}``, placed by git's merge with diff3 markers (oracle fixed)
 ]
 
 
