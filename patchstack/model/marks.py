@@ -116,13 +116,18 @@ def marks_of(raws: Iterable[str]) -> dict[str, dict[str, Mark]]:
     return found
 
 
-def describe(mark: Mark) -> str:
-    """The mark in words, for ``status`` and ``series``."""
+def describe(mark: Mark, stopped: str | None = None) -> str:
+    """The mark in words, for ``status`` and ``series``; ``stopped``: the command stopped at a
+    conflict, if one is (``push`` is refused until it is done: not advised as a command)."""
     if isinstance(mark, Deferral):
         if mark.root and mark.primary:
             return f"deferred: primary, waiting for {mark.root}"
         if mark.root:
             return f"deferred: a knock-on, waiting for {mark.root}"
+        if stopped:
+            what = "import" if "import" in stopped else "refresh"
+            back = f"push {mark.name} brings it back once the {what} is done"
+            return f"deferred: conflicts on the base ({back})"
         return f"deferred: conflicts on the base ('patchstack push {mark.name}' brings it back)"
     if mark.evidence:
         return f"the base holds it: upstream took it in {mark.evidence[:10]}"
