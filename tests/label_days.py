@@ -198,6 +198,15 @@ class Day:
             )
         status = _json(repo, "status")
         now_applied = {p["name"] for p in status["patches"] if p["applied"]}
+        # a deferral waiting for a root keeps what triage found: primary or a knock-on
+        marks = {p["name"]: p.get("mark") or {} for p in status["patches"]}
+        for r in data["deferred"]:
+            mark = marks.get(r["patch"], {})
+            if mark.get("kind") == "deferred" and r["root"] and mark.get("root") == r["root"]:
+                said = "primary" if mark.get("primary") else "knock-on"
+                if said != r["kind"]:
+                    text = f"{r['patch']}: marked {said}, waiting for {r['root']}"
+                    o.fail(where, f"{text}, but the refresh reported it {r['kind']}")
         for name in self.taken:
             back = name not in (*self.ref.conflicts, *self.ref.empty, *self.held)
             if back and name not in now_applied:
