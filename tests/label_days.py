@@ -131,11 +131,17 @@ class Day:
             o.superseded(where, r)
 
     def merged(self, name: str) -> dict[str, str]:
-        """git's merged files of ``name``'s conflict where git's rebase places it."""
+        """git's merged files of ``name``'s conflict where git's rebase places it (a held
+        patch, which the rebase leaves out: where it would have been, after the patches
+        before it), with patchstack's markers."""
         commit = {**self.taken, **self.commits}.get(name)
-        if commit is None or name not in self.ref.at:
+        onto = self.ref.at.get(name)
+        if onto is None and name in self.held and name in self.order:
+            after = self.order[self.order.index(name) + 1 :]
+            onto = next((self.ref.at[n] for n in after if n in self.ref.at), self.ref.head)
+        if commit is None or onto is None:
             return {}
-        verdict, tree, paths = self.o.git.pick(self.ref.at[name], commit)
+        verdict, tree, paths = self.o.git.pick(onto, commit, diff3=True)
         if verdict != "conflict":
             return {}
         return {p: self.o.git.run("show", f"{tree}:{p}", check=False) for p in paths}
@@ -192,6 +198,15 @@ class Day:
             )
         status = _json(repo, "status")
         now_applied = {p["name"] for p in status["patches"] if p["applied"]}
+        # a deferral waiting for a root keeps what triage found: primary or a knock-on
+        marks = {p["name"]: p.get("mark") or {} for p in status["patches"]}
+        for r in data["deferred"]:
+            mark = marks.get(r["patch"], {})
+            if mark.get("kind") == "deferred" and r["root"] and mark.get("root") == r["root"]:
+                said = "primary" if mark.get("primary") else "knock-on"
+                if said != r["kind"]:
+                    text = f"{r['patch']}: marked {said}, waiting for {r['root']}"
+                    o.fail(where, f"{text}, but the refresh reported it {r['kind']}")
         for name in self.taken:
             back = name not in (*self.ref.conflicts, *self.ref.empty, *self.held)
             if back and name not in now_applied:

@@ -43,7 +43,7 @@ class Git:
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
         self.index = repo.path / ".git" / "oracle-index"
-        self.memo: dict[tuple[str, str], tuple[str, str | None, list[str]]] = {}
+        self.memo: dict[tuple[str, str, bool], tuple[str, str | None, list[str]]] = {}
 
     def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
         proc = subprocess.run(
@@ -66,14 +66,17 @@ class Git:
     def commit(self, tree: str, parent: str, subject: str = "oracle") -> str:
         return self.run("commit-tree", tree, "-p", parent, "-m", subject).strip()
 
-    def pick(self, onto: str, patch: str) -> tuple[str, str | None, list[str]]:
+    def pick(self, onto: str, patch: str, diff3: bool = False) -> tuple[str, str | None, list[str]]:
         """``patch`` (a commit) cherry-picked onto ``onto``: ("clean", tree), ("empty",
-        tree) or ("conflict", tree with markers, the conflicted paths)."""
-        key = (onto, patch)
+        tree) or ("conflict", tree with markers, the conflicted paths). ``diff3``: the
+        markers patchstack's merges write, whose regions are its report's hunks (git's
+        default markers join two regions a changed line apart into one: label seed 5170)."""
+        key = (onto, patch, diff3)
         if key not in self.memo:
             ours = self.commit(self.tree(onto), patch + "^")
+            style = ["-c", "merge.conflictStyle=diff3"] if diff3 else []
             proc = subprocess.run(
-                ["git", "merge-tree", "--write-tree", "--name-only", "-z", ours, patch],
+                ["git", *style, "merge-tree", "--write-tree", "--name-only", "-z", ours, patch],
                 cwd=self.repo.path,
                 capture_output=True,
             )
@@ -422,6 +425,16 @@ class Oracle:
                 if not after:
                     return False
                 last = min(after)
+            # and the base lines beside them that stand there as the hunk has them (a ``}``
+            # above its last own line that a revert took out: label seed 5031)
+            if text[first - 1] == own[0]:
+                k = expected.index(own[0])
+                while k > 0 and first > 1 and text[first - 2] == expected[k - 1]:
+                    first, k = first - 1, k - 1
+            if text[last - 1] == own[-1]:
+                k = len(expected) - 1 - expected[::-1].index(own[-1])
+                while k + 1 < len(expected) and last < len(text) and text[last] == expected[k + 1]:
+                    last, k = last + 1, k + 1
         diff = self.git.run("diff", "-U0", "--no-color", f"{commit}^", commit, "--", path)
         for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? ", diff, re.M):
             a, n = int(m.group(1)), int(m.group(2) or "1")

@@ -29,7 +29,8 @@ own objects, as ``git cherry-pick`` and ``git rebase`` make them):
 - a primary conflict's upstream commits: each changed those lines (``git log -L`` over the
   hunk's lines now, or ``git log -S`` of a line the hunk expected or has now, over the range);
 - ``superseded_by`` C: ``git show C`` adds every line the patch adds there;
-- ``deferred``: not applied, and its mark's commit makes the patch file's change;
+- ``deferred``: not applied, and its mark's commit makes the patch file's change; one waiting
+  for a root is marked primary or a knock-on as the refresh's triage reported it;
 - trees: each refresh's tree is ``git rebase``'s with the same patches skipped, and a patch
   brought back gives what git gives when it is picked again at its place.
 

@@ -194,7 +194,7 @@ def test_a_held_patch_that_also_conflicts_on_its_own_is_primary(tmp_path) -> Non
         ("p1.patch", "primary", None),
         ("p2.patch", "primary", "p1.patch"),
     ]
-    assert " after p1.patch\n" in repo.read("patches/series")  # it comes back with p1
+    assert " after p1.patch primary\n" in repo.read("patches/series")  # it comes back with p1
     result = repo.ps("push", "p2", code=1)  # refused while p1 stays deferred: nothing changed
     assert "it waits for p1.patch, still deferred, and with it applied still conflicts" in (
         result.stderr

@@ -5,8 +5,10 @@ upstream."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from .conftest import make_repo, replace_line
 from .label_days import Day, bring_back, stack_of
 from .label_oracle import Oracle
 from .test_verdicts import debug_line_drift
@@ -61,3 +63,56 @@ def test_a_patch_marked_upstream_is_picked_again_in_the_bring_back_reference(
     assert o.judged == {"push": 1} and o.brought == {"p1.patch"}
     assert not o.findings, o.findings
     assert "DEBUG" not in repo.read("b.txt")
+
+
+def test_a_deletion_beside_the_pinned_line_that_the_hunks_base_holds_there_touches_it(
+    tmp_path: Path,
+) -> None:
+    """Label seed 5031 made small: the hunk's base side is p1's block and ``v3``; up2 had
+    wrapped ``v2`` in a block, and its revert takes out the ``}`` right above ``v3``, the
+    ``}`` the hunk's base holds there. The span was pinned on ``v3`` alone (a ``}`` is no
+    line of its own), so the revert's deletion one line above it was not seen."""
+    wrapped = "int f(int x)\n{\n    if (up) {\n    int v2 = 2;\n    }\n    int v3 = 3;\n}\n"
+    repo = make_repo(tmp_path / "fork", {"f.c": wrapped})
+    repo.write("f.c", wrapped.replace("    if (up) {\n", "").replace("2;\n    }\n", "2;\n"))
+    revert = repo.commit_all("revert the wrap")
+    o = Oracle(repo)
+    expected = ["    if (p1) {", "        p1_call(1);", "    }", "    int v3 = 3;"]
+    assert o.touches(revert, "f.c", expected, 6)
+    assert not o.touches(revert, "f.c", expected[1:2] + expected[3:], 6)
+
+
+def test_a_conflict_is_placed_by_gits_merge_with_patchstacks_markers(
+    tmp_path: Path,
+) -> None:
+    """Label seed 5170 made small: p2 deletes p1's call (p1 conflicts: it is missing) and
+    inserts a line after ``v4``, which upstream wraps in a block: two conflict regions with
+    diff3 markers, as patchstack merges, the second's upstream side upstream's ``}``, which
+    ``git log -L`` names at its place. The oracle's merge had git's default markers, which
+    join the two regions into one: it found no second region, and took the ``}`` nearest
+    the hunk's line in patchstack's marked file, another block's, which no commit changed."""
+    body = "int f(int x)\n{\n    int v0 = 0;\n    int v3 = 3;\n    int v4 = 4;\n"
+    body += "    if (x) {\n        check(x);\n    }\n    return x;\n}\n"
+    repo = make_repo(tmp_path / "fork", {"f.c": body})
+    base = repo.head()
+    repo.ps("init")
+    block = "    int v3 = 3;\n    if (p1) {\n        p1_call(1);\n    }\n"
+    repo.write("f.c", body.replace("    int v3 = 3;\n", block).replace("v0 = 0", "v0 = 1"))
+    repo.ps("new", "p1", "-t", "essential", "f.c")
+    replace_line(repo, "f.c", "        p1_call(1);\n", "")
+    replace_line(repo, "f.c", "    int v4 = 4;\n", "    int v4 = 4;\n    p2_debug(2);\n")
+    repo.ps("new", "p2", "-t", "essential", "f.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    wrap = "    if (up) {\n    int v4 = 4;\n    }\n"
+    repo.write("f.c", body.replace("    int v4 = 4;\n", wrap).replace("v0 = 0", "v0 = 2"))
+    up = repo.commit_all("up: wrap v4 in a block; edit v0")
+    repo.git("checkout", "-q", "main")
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    report = next(r for r in checked["conflicts"] if r["patch"] == "p2.patch")
+    assert [h["now"] for h in report["hunks"]] == [["    if (up) {"], ["    }"]], report
+    assert any(c["commit"] == up for h in report["hunks"] for c in h["upstream_commits"])
+    o = Oracle(repo)
+    day = Day(o, "day one", base, up, "up")
+    o.culprits("check", report, base, up, day.merged("p2.patch"))
+    assert not o.findings, o.findings
+    assert o.judged.get("culprit")

@@ -101,7 +101,7 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     for r in rows:
         mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
         labels = (", " + ", ".join(r.labels)) if r.labels else ""
-        note = f"  ({describe(r.mark)})" if r.mark else ""
+        note = f"  ({describe(r.mark, listing.stopped)})" if r.mark else ""
         echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]{note}")
     for line in standing_lines([r.standing for r in rows], listing.today, False):
         echo(ctx, line)

@@ -128,10 +128,11 @@ def status_lines(
     out += _list(rows, verbose, "applied")
     held = set(st.in_base)
     unapplied = []
+    going = (st.stopped.command if st.stopped else "patchstack refresh") if stopped else None
     for p in st.patches:
         if not p.applied:
             mark = st.mark_of(p.name)
-            note = describe(mark) if mark else "the base holds it" if p.name in held else ""
+            note = describe(mark, going) if mark else "the base holds it" if p.name in held else ""
             line = f"  - {p.name} [{_tags(p)}]" + (f"  ({note})" if note else "")
             unapplied.append((bool(note), line))
     if unapplied:

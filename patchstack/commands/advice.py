@@ -106,7 +106,9 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
         return f"nothing required; 'patchstack push --all' applies the {unapplied} unapplied"
     roots = [m.name for m in deferred if not m.root]
     if roots:
-        waiting = len(deferred) - len(roots)
+        primaries = len([m for m in deferred if m.root and m.primary])
+        waiting = len(deferred) - len(roots) - primaries
         counts = f"{len(roots)} deferred" + (f", {waiting} knock-on(s) waiting" if waiting else "")
+        counts += f", {primaries} primary conflict(s) waiting" if primaries else ""
         return f"'patchstack push {roots[0]}' brings a deferred patch back ({counts})"
     return "nothing to do: the stack agrees with the series"

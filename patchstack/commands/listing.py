@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..checkout import Checkout
+from ..journal.oplog import stopped_command
 from ..model.ids import Oid
 from ..model.marks import Mark
 from ..model.series import Series
@@ -32,6 +33,7 @@ class Listing:
     stack: Stack
     rows: tuple[SeriesRow, ...]
     today: date | None  # when a submission's age is told
+    stopped: str | None = None  # the command stopped at a conflict (`oplog.stopped_command`)
 
 
 def list_series(ws: Checkout) -> Listing:
@@ -45,4 +47,4 @@ def list_series(ws: Checkout) -> Listing:
         mark = series.mark_of(e.name)
         rows.append(SeriesRow(e.name, e.tag, e.labels, ap is not None, commit, standing, mark))
     when = today(ws) if any(s.upstream.updated for s in found) else None
-    return Listing(series, stack, tuple(rows), when)
+    return Listing(series, stack, tuple(rows), when, stopped_command(ws.git))

@@ -1,9 +1,10 @@
 """Header marks of the series file: patches whose file is from before a refresh, each carried
 by the commit of its change where that file was made (kept by the operation log).
 
-- ``# deferred: NAME COMMIT [after ROOT]``: it conflicted and was left out (``refresh
-  --skip``, ``--defer-conflicts``) until ``push NAME`` brings it back; ``after ROOT``: a
-  knock-on, waiting for the patch ROOT.
+- ``# deferred: NAME COMMIT [after ROOT [primary]]``: it conflicted and was left out
+  (``refresh --skip``, ``--defer-conflicts``) until ``push NAME`` brings it back; ``after
+  ROOT``: it waits for the patch ROOT and comes back with it, a knock-on of it, or with
+  ``primary`` a patch held for it that conflicts on its own too (`engine.triage`).
 - ``# upstream: NAME COMMIT [in UPSTREAM]``: the base holds its change (a refresh found the
   patch changing nothing there), kept in the series until ``--drop-merged`` or ``delete``;
   ``in UPSTREAM``: the upstream commit proven to bring it (`engine.verdicts.held`); without
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 DEFERRED, UPSTREAM = "deferred", "upstream"
-_MARK_RE = re.compile(r"#\s*(deferred|upstream):\s*(\S+)\s+(\S+)(?:\s+(after|in)\s+(\S+))?\s*\Z")
+_MARK_RE = re.compile(
+    r"#\s*(deferred|upstream):\s*(\S+)\s+(\S+)(?:\s+(after|in)\s+(\S+)(?:\s+(primary))?)?\s*\Z"
+)
 _START_RE = re.compile(r"#\s*(deferred|upstream)\s*:")
 _SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 
@@ -34,13 +37,16 @@ class Deferral:
     name: str
     commit: str
     root: str | None = None
+    primary: bool = False  # waiting for ``root``, and conflicting on its own too
     KIND: ClassVar[str] = DEFERRED
 
-    def to_json(self) -> dict[str, str | None]:
-        return {"kind": DEFERRED, "commit": self.commit, "root": self.root}
+    def to_json(self) -> dict[str, str | bool | None]:
+        primary = self.primary and self.root is not None
+        return {"kind": DEFERRED, "commit": self.commit, "root": self.root, "primary": primary}
 
     def render(self) -> str:
         tail = f" after {self.root}" if self.root else ""
+        tail += " primary" if self.root and self.primary else ""
         return f"# deferred: {self.name} {self.commit}{tail}\n"
 
 
@@ -72,9 +78,10 @@ def parse_mark(raw: str) -> Mark | None:
     m = _MARK_RE.match(raw.strip())
     if m is None:
         return None
-    kind, name, commit, word, last = m.groups()
+    kind, name, commit, word, last, primary = m.groups()
     if kind == DEFERRED:
-        return Deferral(name, commit, last if word == "after" else None)
+        after = word == "after"
+        return Deferral(name, commit, last if after else None, after and bool(primary))
     return Upstream(name, commit, last if word == "in" else None)
 
 
@@ -84,14 +91,14 @@ def mark_problem(text: str) -> tuple[str, str] | None:
     if start is None:
         return None
     kind = start.group(1)
-    form = (
-        f"'# {kind}: NAME <full commit id> [{'after ROOT' if kind == DEFERRED else 'in COMMIT'}]'"
-    )
+    tail = "after ROOT [primary]" if kind == DEFERRED else "in COMMIT"
+    form = f"'# {kind}: NAME <full commit id> [{tail}]'"
     m = _MARK_RE.match(text)
     if (
         m is None
         or m.group(1) != kind
         or (m.group(4) and m.group(4) != ("after" if kind == DEFERRED else "in"))
+        or (m.group(6) and kind != DEFERRED)
     ):
         return f"malformed {kind} line '{text[:60]}'", f"write {form}"
     if not _SHA_RE.match(m.group(3)):
@@ -109,11 +116,18 @@ def marks_of(raws: Iterable[str]) -> dict[str, dict[str, Mark]]:
     return found
 
 
-def describe(mark: Mark) -> str:
-    """The mark in words, for ``status`` and ``series``."""
+def describe(mark: Mark, stopped: str | None = None) -> str:
+    """The mark in words, for ``status`` and ``series``; ``stopped``: the command stopped at a
+    conflict, if one is (``push`` is refused until it is done: not advised as a command)."""
     if isinstance(mark, Deferral):
+        if mark.root and mark.primary:
+            return f"deferred: primary, waiting for {mark.root}"
         if mark.root:
             return f"deferred: a knock-on, waiting for {mark.root}"
+        if stopped:
+            what = "import" if "import" in stopped else "refresh"
+            back = f"push {mark.name} brings it back once the {what} is done"
+            return f"deferred: conflicts on the base ({back})"
         return f"deferred: conflicts on the base ('patchstack push {mark.name}' brings it back)"
     if mark.evidence:
         return f"the base holds it: upstream took it in {mark.evidence[:10]}"

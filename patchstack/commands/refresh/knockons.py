@@ -175,12 +175,14 @@ def defer(
                 "resolve the conflict instead ('patchstack refresh --continue')",
             )
         made.append((report.patch, change, report.root))
-    return replace(state, deferrals=tuple(made)), found
+    primaries = [r.patch for r in found if r.kind != KNOCK_ON and r.root]
+    state = replace(state, deferrals=tuple(made), primaries=(*state.primaries, *primaries))
+    return state, found
 
 
 def deferrals_after(series: Series, state: State) -> list[Deferral]:
     """The deferred patches once this refresh is done: those deferred before it that it did
     not bring back, and those it deferred."""
     kept = [d for n, d in series.deferred.items() if n not in state.undefer]
-    made = [Deferral(n, c, r) for n, c, r in state.deferrals]
+    made = [Deferral(n, c, r, n in state.primaries) for n, c, r in state.deferrals]
     return kept + made

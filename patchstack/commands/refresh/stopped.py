@@ -48,6 +48,8 @@ class State:
     # Patches this refresh left out, deferred (--skip, --defer-conflicts): (name, the commit of
     # its change, the root it waits for or None).
     deferrals: tuple[tuple[str, str, str | None], ...] = ()
+    # Of those waiting for a root, the ones that conflict on their own too (primary).
+    primaries: tuple[str, ...] = ()
     undefer: tuple[str, ...] = ()  # deferred patches this replay brings back (push NAME)
     # The command that stopped goes on with this after the replay (route "import": the
     # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
@@ -92,6 +94,7 @@ class State:
         )
         data["deferrals"] = tuple(tuple(d) for d in data.get("deferrals") or ())
         data["undefer"] = tuple(data.get("undefer") or ())
+        data["primaries"] = tuple(data.get("primaries") or ())
         data["at_stop"] = tuple(tuple(p) for p in data.get("at_stop") or ())
         data["recorded"] = tuple(tuple(p) for p in data.get("recorded") or ())
         data["done"] = tuple(Done(**d) for d in data["done"])
