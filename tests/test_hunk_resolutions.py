@@ -346,3 +346,66 @@ def test_a_reused_hunk_record_is_marked_in_the_review_of_its_refresh(tmp_path) -
     repo.ps("undo")
     doc = json.loads(repo.ps("review", *sides, "--json").stdout)
     assert all(p["reused_hunks"] == [] for p in doc["patches"])
+
+
+def hunk_record(repo: Repo, base: bytes, resolution: bytes, sides: tuple[bytes, bytes]) -> Path:
+    """A hunk record of p1's a.py conflict (upstream's side, the patch's) over ``base``, as a
+    teammate whose series stood on another base would have recorded it."""
+    from patchstack.commands.refresh.hunks import Hunk, render
+
+    hunk = Hunk(sides[0], base, sides[1], 12)
+    folder = repo.path / "patches" / "resolutions"
+    folder.mkdir(exist_ok=True)
+    data = render("p1.patch", "a.py", hunk, resolution, "2026-01-01T00:00:00Z")
+    (folder / hunk.key).write_bytes(data)
+    return folder / hunk.key
+
+
+SIDES = (b"a 10 upstream\n", b"a 10 mine\n")
+
+
+def test_a_record_of_the_same_two_sides_over_another_base_settles_and_says_so(
+    tmp_path,
+) -> None:
+    """rerere's key leaves the base out: the conflict shown without its base is the very same,
+    so the record settles it (issue 36: "keyed as rerere keys them"), and the output, the JSON
+    and the review say the base differed."""
+    repo = fork(tmp_path / "fork")
+    hunk_record(repo, b"a 9\na 10 older\n", RESOLVED.encode(), SIDES)
+    old = tmp_path / "old"
+    subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
+    stack = repo.git("rev-parse", "HEAD~1", "HEAD").split()
+    doc = json.loads(repo.ps("check", "--onto", "up2", "--json").stdout)
+    (p1,) = [p for p in doc["patches"] if p["name"] == "p1.patch"]
+    assert p1["recorded"] and p1["reused_hunks"] == ["a.py:12 (base differed)"]
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    said = "recorded resolution reused for hunk a.py:12 (base differed)"
+    assert f"p1.patch  ({said})" in out, out
+    assert repo.tree() == by_hand(repo, stack, "up2", tmp_path / "git")
+    review = repo.ps("review", str(old), str(repo.path / "patches")).stdout
+    assert said in review, review
+
+
+def test_a_record_whose_sides_differ_by_a_byte_or_that_disagree_is_not_applied(
+    tmp_path,
+) -> None:
+    """Never a looser match: one byte of a side differs, no reuse; two records of the same two
+    sides over other bases with different resolutions, no reuse, said; the record of the exact
+    hunk (base included) wins over both."""
+    repo = fork(tmp_path / "fork")
+    near = hunk_record(repo, b"a 10 older\n", RESOLVED.encode(), (b"a 10 upstream \n", SIDES[1]))
+    result = repo.ps("refresh", "--onto", "up2", code=1)
+    assert "reused" not in result.stdout and "<<<<<<<" in repo.read("a.py")
+    repo.ps("refresh", "--abort")
+    near.unlink()
+    hunk_record(repo, b"a 10 older\n", RESOLVED.encode(), SIDES)
+    hunk_record(repo, b"a 10 oldest\n", b"a 10 other\n", SIDES)
+    result = repo.ps("refresh", "--onto", "up2", code=1)
+    assert "2 recorded resolutions of these two sides over other bases disagree" in (
+        result.stderr
+    ), result.stderr
+    assert "<<<<<<<" in repo.read("a.py")
+    repo.ps("refresh", "--abort")
+    hunk_record(repo, b"a 10\n", b"a 10 exact\n", SIDES)  # the hunk's own base
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "reused for hunk a.py:12)" in out and "a 10 exact\n" in repo.read("a.py"), out
