@@ -409,3 +409,25 @@ def test_a_record_whose_sides_differ_by_a_byte_or_that_disagree_is_not_applied(
     hunk_record(repo, b"a 10\n", b"a 10 exact\n", SIDES)  # the hunk's own base
     out = repo.ps("refresh", "--onto", "up2").stdout
     assert "reused for hunk a.py:12)" in out and "a 10 exact\n" in repo.read("a.py"), out
+
+
+def test_a_stop_says_which_files_records_settled_whole(tmp_path) -> None:
+    """p1's conflict is in a.py and b.py; a record knows a.py's hunk: the stop shows a.py
+    resolved, b.py with markers, and says why a.py has none."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "b.py", "b 10\n", "b 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    replace_line(repo, "b.py", "b 10\n", "b 10 upstream\n")
+    repo.commit_all("upstream reworks line 10 of both")
+    repo.git("checkout", "-q", "main")
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), SIDES)
+    result = repo.ps("refresh", "--onto", "up", code=1)
+    said = "recorded resolutions settle the one conflict hunk of a.py (a.py:10)"
+    assert said in result.stderr, result.stderr
+    assert "<<<<<<<" not in repo.read("a.py") and RESOLVED in repo.read("a.py")
+    assert "<<<<<<<" in repo.read("b.py")

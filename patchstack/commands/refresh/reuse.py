@@ -54,14 +54,15 @@ def settle_hunks(
     replaced by its record's resolution, when every hunk has one and none holds a conflict
     marker (a record that does not apply is left, with a note, never trusted blindly). A hunk
     no key matches takes the record of its very two sides over another base (`Lookup`)."""
-    lookup = Lookup(records)
     if not records:
         return Outcome(None)
+    lookup = Lookup(records)
     git = ws.git
     entries = git.entries_at(merged.tree, merged.conflicted)
     changes: dict[str, tuple[str, str] | None] = {}
     settled: list[str] = []
     notes: list[str] = []
+    complete: list[tuple[str, list[str]]] = []  # files whose every hunk a record settles
     whole = True
     for path in merged.conflicted:
         entry = entries.get(path)
@@ -103,11 +104,20 @@ def settle_hunks(
             whole = False
         changes[path] = (entry[0], git.write_blob(result))
         settled += where
+        if len(have) == len(conflicts):
+            complete.append((path, where))
     if not changes:
         return Outcome(None, notes=tuple(notes))
     tree = git.edit_tree(merged.tree, changes)
     if whole:
         return Outcome(tree, tuple(settled))
+    # The stop shows these files without markers: say why.
+    notes += [
+        "recorded resolutions settle "
+        + ("the one conflict hunk" if len(where) == 1 else f"all {len(where)} conflict hunks")
+        + f" of {path} ({', '.join(where)})"
+        for path, where in complete
+    ]
     return Outcome(None, notes=tuple(notes), partial=tree, partial_hunks=tuple(settled))
 
 
