@@ -159,3 +159,30 @@ def test_a_hunk_settled_at_a_stop_is_judged_by_its_neighbours_in_the_truth() -> 
     assert judge(shown, 4, [b"RES\n"], b"a\nb\nC\nOTHER\nd\ne\n", True) == "unverified"
     assert judge(shown, 4, [b"RES\n"], b"a\nb\nc\nRES\nd\n", False) == "unverified"
     assert judge(shown, 4, [b"zz\n"], b"a\nb\nc\nRES\nd\n", True) == "unverified"
+
+
+def test_a_file_upstream_deleted_counts_as_git_counts_it(tmp_path: Path) -> None:
+    """P1 changes three places of e.py, which upstream deletes (its lines go nowhere): git
+    asks one modify/delete; patchstack's stop, whose relocation carries none of the three
+    hunks, asks the same one file, not one per hunk (the tool counted 3: issue 36 item 5's
+    "patchstack's own merge shows more hunks" was this count, the merges are the same)."""
+    hw = _tool()
+    repo = tmp_path / "fork"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    own = {f"l{n}": f"e {n}" for n in range(1, 51)}  # lines no other file holds
+    commit(repo, "B", a_py=lines(), e_py=lines(**own))
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, "P1", e_py=lines(**{**own, "l5": "patch 5", "l25": "patch 25", "l45": "p 45"}))
+    git(repo, "checkout", "-q", "main")
+    up_e = commit(repo, "E", a_py=lines(l1="up 1"))
+    git(repo, "rm", "-q", "e.py")
+    git(repo, "commit", "-q", "-m", "T deletes e.py")
+    up_t = git(repo, "rev-parse", "HEAD")
+    report = hw.measure(str(repo), "feature", up_e, up_t, "main", tmp_path / "work", synthetic=True)
+    by = {t.tool: t for t in report.tallies}
+    assert [(t, by[t].stops, by[t].asked) for t in by] == [
+        ("git rebase", 1, 1),
+        ("git rebase + rerere", 1, 1),
+        ("patchstack", 1, 1),
+    ]

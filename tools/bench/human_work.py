@@ -573,7 +573,10 @@ def ps_drift(
         relocated: set[str] = set()
         for rel in stop.get("relocations") or []:
             carried = [h for h in rel["hunks"] if h["dest"]]
-            tally.asked += len(rel["hunks"]) - len(carried)
+            # counted as git counts the file: its markers, or (a modify/delete) 1 when a hunk
+            # is left to the person, not one per hunk carried nowhere
+            left = len(rel["hunks"]) > len(carried)
+            tally.asked += count_hunks(box.read(rel["path"]) or b"") or int(left)
             tally.proposed += len(carried)
             relocated.add(rel["path"])
             for dest in sorted({h["dest"] for h in carried}):
@@ -614,12 +617,14 @@ def ps_drift(
             by_key, by_sides = _with_record(now, records)
             tally.recorded_at_stops += by_key
             tally.sides_at_stops += by_sides
-            if now is None and box.blob(series.commits[k], path) is not None:
-                n = 1  # the patch's file is gone (modify/delete), nothing carried
+            if n == 0 and pre <= 0 and not settled:
+                # a conflict with no marker (modify/delete, a file's location after a folder
+                # rename): 1, as git's count of its unmerged file
+                n = 1
             tally.asked += n
             tally.asked_files += n > 0
             if n == 0 and now is not None:
-                touched.discard(path)  # merged cleanly: left as the merge made it (as git)
+                touched.discard(path)  # settled by records: left as they made it
         tally.per_stop.append((name, tally.asked - asked, 0))
         for path in sorted(touched | relocated):
             want, _known = truth.at(k, path, step)
