@@ -431,3 +431,43 @@ def test_a_stop_says_which_files_records_settled_whole(tmp_path) -> None:
     assert said in result.stderr, result.stderr
     assert "<<<<<<<" not in repo.read("a.py") and RESOLVED in repo.read("a.py")
     assert "<<<<<<<" in repo.read("b.py")
+
+
+def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunks(
+    tmp_path,
+) -> None:
+    """p1's conflict: a.py's hunk and e.py, which upstream deleted (a modify/delete, no
+    markers). a.py is recorded hunk by hunk, e.py whole beside it (as rerere records each file
+    on its own): onto an upstream that also edits a.py elsewhere both settle. Before, one file
+    that could not be cut made the whole conflict a record of exact versions, dead at the
+    first other edit of a.py."""
+    e_text = "".join(f"e {n}\n" for n in range(1, 21))
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "e.py", "e 5\n", "e 5 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.git("rm", "-q", "e.py")
+    repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    repo.git("checkout", "-q", "-b", "up2")
+    replace_line(repo, "a.py", "a 30\n", "a 30 up\n")
+    repo.commit_all("upstream edits a.py elsewhere")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    repo.write("a.py", re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", RESOLVED, text, flags=re.S))
+    repo.write("e.py", e_text.replace("e 5\n", "e 5 mine\n"))  # kept, as the patch has it
+    repo.ps("refresh", "--continue")
+    kinds = sorted(
+        r.read_bytes().split(b"\n")[0] for r in (repo.path / "patches" / "resolutions").iterdir()
+    )
+    assert kinds == [b"patchstack-resolution 1", b"patchstack-resolution-hunk 1"]
+    repo.ps("undo")
+    repo.ps("undo")
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "reused for hunk e.py (whole file), a.py:10" in out, out
+    assert RESOLVED in repo.read("a.py") and "a 30 up\n" in repo.read("a.py")
+    assert repo.read("e.py") == e_text.replace("e 5\n", "e 5 mine\n")

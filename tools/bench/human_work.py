@@ -72,6 +72,7 @@ from pathlib import Path
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
 BASE_DIFFERED = " (base differed)"  # patchstack's mark of a hunk settled by its two sides
+WHOLE_FILE = " (whole file)"  # ... of a file a record of its exact versions settled
 
 
 def count_hunks(data: bytes) -> int:
@@ -598,6 +599,14 @@ def ps_drift(
             # Hunks recorded resolutions settled in the work tree at the stop (the others keep
             # their markers): automatic; the person then writes the whole file, so the truth
             # cannot judge these hunks alone: unverified.
+            if f"a recorded resolution of {path}'s very versions settles it whole" in note:
+                tally.automatic += 1  # a file recorded whole beside hunk records
+                want, known = truth.at(k, path, step)
+                verdict = _verdict(now, want, known)
+                why = "whole-file record at a stop"
+                tally.checks.append(Check(tally.tool, name, path, 1, verdict, why, ""))
+                touched.discard(path)
+                continue
             pre = merged_hunks.get(path, 0) - n if now is not None else 0
             settled = _settled_at_stop(note, path) if now is not None else []
             if pre > 0 or settled:
@@ -640,7 +649,8 @@ def ps_drift(
         how = "hunk records" if reused else "whole-file record"
         per_file: dict[str, list[str]] = {}
         for h in reused:
-            per_file.setdefault(h.removesuffix(BASE_DIFFERED).rsplit(":", 1)[0], []).append(h)
+            path = h[: -len(WHOLE_FILE)] if h.endswith(WHOLE_FILE) else h
+            per_file.setdefault(path.removesuffix(BASE_DIFFERED).rsplit(":", 1)[0], []).append(h)
         if not reused:
             per_file = {f: [f] for f in _patch_files(box, series.commits[k])}
         for path, which in sorted(per_file.items()):
