@@ -471,3 +471,30 @@ def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunk
     assert "reused for hunk e.py (whole file), a.py:10" in out, out
     assert RESOLVED in repo.read("a.py") and "a 30 up\n" in repo.read("a.py")
     assert repo.read("e.py") == e_text.replace("e 5\n", "e 5 mine\n")
+
+
+def test_a_stop_with_a_relocation_proposal_still_shows_the_hunks_records_settle(
+    tmp_path,
+) -> None:
+    """p1's conflict: e.py, which upstream deleted (a relocation proposal is shown), and a.py's
+    hunk, which a record knows: the stop shows a.py resolved by it. Before, the proposal was
+    made from the merge with its markers and the record's resolution was dropped (on
+    kernel-timers, 99 hunks records knew stayed with markers at implementation.patch's stop)."""
+    e_text = "".join(f"e {n}\n" for n in range(1, 21))
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "e.py", "e 5\n", "e 5 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.git("rm", "-q", "e.py")
+    repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    repo.git("checkout", "-q", "main")
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), SIDES)
+    result = repo.ps("refresh", "--onto", "up", "--json", code=1)
+    stop = json.loads(result.stdout)["stopped"]
+    assert stop["relocations"], stop  # the proposal is there
+    assert "<<<<<<<" not in repo.read("a.py") and RESOLVED in repo.read("a.py")
+    assert "recorded resolutions settle the one conflict hunk of a.py" in stop["note"]

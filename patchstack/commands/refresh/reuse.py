@@ -135,6 +135,15 @@ def settle_hunks(
     return Outcome(None, notes=tuple(notes), partial=tree, partial_hunks=tuple(settled))
 
 
+def under(git: Git, merged: Oid, partial: Oid, shown: Oid) -> Oid:
+    """``shown`` (a stop's tree made from the merge ``merged``, a relocation proposal) with
+    the files hunk records settled in ``partial`` that it left as the merge made them."""
+    paths = git.changed_paths(merged, partial)
+    at = [git.entries_at(t, paths) for t in (merged, partial, shown)]
+    changes = {p: at[1].get(p) for p in paths if at[2].get(p) == at[0].get(p)}
+    return git.edit_tree(shown, changes) if changes else shown
+
+
 Found = tuple[HunkRecord, bool] | None  # the record, and whether only its two sides matched
 
 
