@@ -462,17 +462,20 @@ def _records(box: Box) -> list[object]:
 
 def _with_record(data: bytes | None, records: Sequence[object]) -> tuple[int, int]:
     """(by key, by its two sides only) the conflict hunks of a stopped file that a hunk record
-    matches (as patchstack's `reuse.Lookup` finds them): a stop leaves them with markers only
-    when the record is not applied (another matching record disagrees)."""
+    matches: by patchstack's key (sides and base), or only by its two sides, byte for byte
+    (rerere's key, which leaves the base out): what a lookup by the sides would add."""
     if data is None or not records:
         return 0, 0
-    from patchstack.commands.refresh import hunks, reuse
+    from patchstack.commands.refresh import hunks
 
-    lookup = reuse.Lookup(records)  # type: ignore[arg-type]
-    parts = hunks.split(data) or []
-    found = [lookup.find(p) for p in parts if isinstance(p, hunks.Hunk)]
-    by_key = sum(1 for f in found if f is not None and not f[1])
-    return by_key, sum(1 for f in found if f is not None and f[1])
+    keys = {r.key for r in records}  # type: ignore[attr-defined]
+    sides = {tuple(sorted((r.hunk.ours, r.hunk.theirs))) for r in records}  # type: ignore[attr-defined]
+    found = [p for p in hunks.split(data) or [] if isinstance(p, hunks.Hunk)]
+    by_key = sum(1 for h in found if h.key in keys)
+    by_sides = sum(
+        1 for h in found if h.key not in keys and tuple(sorted((h.ours, h.theirs))) in sides
+    )
+    return by_key, by_sides
 
 
 def _settled_at_stop(note: str, path: str) -> list[str]:
