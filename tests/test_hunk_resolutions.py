@@ -364,47 +364,15 @@ def hunk_record(repo: Repo, base: bytes, resolution: bytes, sides: tuple[bytes, 
 SIDES = (b"a 10 upstream\n", b"a 10 mine\n")
 
 
-def test_a_record_of_the_same_two_sides_over_another_base_settles_and_says_so(
-    tmp_path,
-) -> None:
-    """rerere's key leaves the base out: the conflict shown without its base is the very same,
-    so the record settles it (issue 36: "keyed as rerere keys them"), and the output, the JSON
-    and the review say the base differed."""
+def test_a_record_of_the_same_two_sides_over_another_base_is_not_applied(tmp_path) -> None:
+    """The key holds the hunk's base: the same two sides over another base are other changes
+    (rerere's key leaves the base out; a lookup by it would settle no hunk of the measured
+    drifts, docs/benchmarks.md). One byte of a side differing is not a match either."""
     repo = fork(tmp_path / "fork")
     hunk_record(repo, b"a 9\na 10 older\n", RESOLVED.encode(), SIDES)
-    old = tmp_path / "old"
-    subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
-    stack = repo.git("rev-parse", "HEAD~1", "HEAD").split()
-    doc = json.loads(repo.ps("check", "--onto", "up2", "--json").stdout)
-    (p1,) = [p for p in doc["patches"] if p["name"] == "p1.patch"]
-    assert p1["recorded"] and p1["reused_hunks"] == ["a.py:12 (base differed)"]
-    out = repo.ps("refresh", "--onto", "up2").stdout
-    said = "recorded resolution reused for hunk a.py:12 (base differed)"
-    assert f"p1.patch  ({said})" in out, out
-    assert repo.tree() == by_hand(repo, stack, "up2", tmp_path / "git")
-    review = repo.ps("review", str(old), str(repo.path / "patches")).stdout
-    assert said in review, review
-
-
-def test_a_record_whose_sides_differ_by_a_byte_or_that_disagree_is_not_applied(
-    tmp_path,
-) -> None:
-    """Never a looser match: one byte of a side differs, no reuse; two records of the same two
-    sides over other bases with different resolutions, no reuse, said; the record of the exact
-    hunk (base included) wins over both."""
-    repo = fork(tmp_path / "fork")
-    near = hunk_record(repo, b"a 10 older\n", RESOLVED.encode(), (b"a 10 upstream \n", SIDES[1]))
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), (b"a 10 upstream \n", SIDES[1]))
     result = repo.ps("refresh", "--onto", "up2", code=1)
     assert "reused" not in result.stdout and "<<<<<<<" in repo.read("a.py")
-    repo.ps("refresh", "--abort")
-    near.unlink()
-    hunk_record(repo, b"a 10 older\n", RESOLVED.encode(), SIDES)
-    hunk_record(repo, b"a 10 oldest\n", b"a 10 other\n", SIDES)
-    result = repo.ps("refresh", "--onto", "up2", code=1)
-    assert "2 recorded resolutions of these two sides over other bases disagree" in (
-        result.stderr
-    ), result.stderr
-    assert "<<<<<<<" in repo.read("a.py")
     repo.ps("refresh", "--abort")
     hunk_record(repo, b"a 10\n", b"a 10 exact\n", SIDES)  # the hunk's own base
     out = repo.ps("refresh", "--onto", "up2").stdout

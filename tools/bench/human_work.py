@@ -71,7 +71,6 @@ from pathlib import Path
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
-BASE_DIFFERED = " (base differed)"  # patchstack's mark of a hunk settled by its two sides
 WHOLE_FILE = " (whole file)"  # ... of a file a record of its exact versions settled
 
 
@@ -110,10 +109,6 @@ class Tally:
     per_stop: list[tuple[str, int, int]] = field(default_factory=list)  # patch, asked, auto
     recorded_at_stops: int = 0  # patchstack: hunks asked at a stop that a record matches
     sides_at_stops: int = 0  # ... that a record of its two sides over another base matches
-
-    def based(self) -> int:
-        """Automatic hunks settled by a record of their two sides over another base."""
-        return sum(c.hunks for c in self.checks if c.how.endswith(BASE_DIFFERED))
 
     def verdicts(self) -> dict[str, int]:
         out = {"agree": 0, "refuted": 0, "unverified": 0}
@@ -619,8 +614,7 @@ def ps_drift(
                 for h in settled:
                     at = int(h[len(path) + 1 :].split(" ", 1)[0])
                     verdict = hunk_verdict(now or b"", at, datas, want, known)
-                    based = h.endswith(BASE_DIFFERED)
-                    why = "hunk records at a stop" + (" (base differed)" if based else "")
+                    why = "hunk records at a stop"
                     tally.checks.append(Check(tally.tool, name, h, 1, verdict, why, ""))
                 if pre > len(settled):  # (a note that did not name them)
                     why = "hunk records at a stop"
@@ -653,7 +647,7 @@ def ps_drift(
         per_file: dict[str, list[str]] = {}
         for h in reused:
             path = h[: -len(WHOLE_FILE)] if h.endswith(WHOLE_FILE) else h
-            per_file.setdefault(path.removesuffix(BASE_DIFFERED).rsplit(":", 1)[0], []).append(h)
+            per_file.setdefault(path.rsplit(":", 1)[0], []).append(h)
         if not reused:
             per_file = {f: [f] for f in _patch_files(box, series.commits[k])}
         for path, which in sorted(per_file.items()):
@@ -662,15 +656,7 @@ def ps_drift(
             verdict = _verdict(now, want, known)
             tally.automatic += len(which)
             diff = _differs(now, want) if verdict == "refuted" else ""
-            based = sum(1 for h in which if h.endswith(BASE_DIFFERED))
-            if based:  # counted apart: the second lookup's share
-                tally.checks.append(
-                    Check(tally.tool, name, path, based, verdict, how + BASE_DIFFERED, diff)
-                )
-            if len(which) > based:
-                tally.checks.append(
-                    Check(tally.tool, name, path, len(which) - based, verdict, how, diff)
-                )
+            tally.checks.append(Check(tally.tool, name, path, len(which), verdict, how, diff))
     return verdicts
 
 
@@ -794,7 +780,7 @@ def measure(
 def markdown(reports: Sequence[Report]) -> str:
     out = [
         "| drift | tool | stops | hunks asked | of which a record matches (by key / by its two"
-        " sides only) | hunks automatic (of which base differed)"
+        " sides only) | hunks automatic"
         " | relocated hunks proposed | automatic and proposed: agree / refuted / no truth"
         " | asked / rerere's asked |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -812,9 +798,8 @@ def markdown(reports: Sequence[Report]) -> str:
             err = f" (error: {t.error[:120]})" if t.error else ""
             ps = t.tool.startswith("patchstack")
             matched = f"{t.recorded_at_stops} / {t.sides_at_stops}" if ps else ""
-            auto = f"{t.automatic} ({t.based()})" if ps else str(t.automatic)
             out.append(
-                f"| {what} | {t.tool}{err} | {t.stops} | {t.asked} | {matched} | {auto}"
+                f"| {what} | {t.tool}{err} | {t.stops} | {t.asked} | {matched} | {t.automatic}"
                 f" | {t.proposed} | {v['agree']} / {v['refuted']} / {v['unverified']}"
                 f" | {ratio} |"
             )

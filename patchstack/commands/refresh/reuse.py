@@ -57,13 +57,12 @@ def settle_hunks(
 ) -> Outcome:
     """``merged`` (patch ``name``'s merge) with each conflict hunk of every conflicted file
     replaced by its record's resolution, when every hunk has one and none holds a conflict
-    marker (a record that does not apply is left, with a note, never trusted blindly). A hunk
-    no key matches takes the record of its very two sides over another base (`Lookup`).
+    marker (a record that does not apply is left, with a note, never trusted blindly).
     ``whole``: files (and the files recorded with them) that records of their exact versions
     settle whole, recorded beside hunk records (`Resolutions`)."""
     if not records and not whole:
         return Outcome(None)
-    lookup = Lookup(records)
+    known = {r.key: r for r in records}
     git = ws.git
     entries = git.entries_at(merged.tree, merged.conflicted)
     changes: dict[str, tuple[str, str] | None] = dict(whole)
@@ -80,12 +79,12 @@ def settle_hunks(
             all_of = False
             continue
         conflicts = [p for p in parts if isinstance(p, Hunk)]
-        found = {h: lookup.find(h) for h in conflicts}
-        notes += [f"{path}:{h.line}: {lookup.why[h.sides]}" for h in conflicts if h in lookup.torn]
-        have = [h for h in conflicts if found[h] is not None]
-        bad = [h for h in have if _holds_markers(found[h])]
+        have = [h for h in conflicts if h.key in known]
+        bad = [
+            h for h in have if marker_lines(known[h.key].data.decode("utf-8", "surrogateescape"))
+        ]
         for h in bad:
-            shown = ws.display(_record(found[h]).file)
+            shown = ws.display(known[h.key].file)
             notes.append(
                 f"the recorded resolution of {path}:{h.line} ({shown}) holds conflict"
                 " markers; it was not applied"
@@ -100,11 +99,8 @@ def settle_hunks(
                 )
             all_of = False
             continue
-        result, starts = hunks.apply_known(parts, {h.key: _record(found[h]).data for h in have})
-        where = [
-            f"{path}:{n}" + (hunks.BASE_DIFFERED if _by_sides(found[h]) else "")
-            for h, n in zip(have, starts, strict=True)
-        ]
+        result, starts = hunks.apply_known(parts, {h.key: known[h.key].data for h in have})
+        where = [f"{path}:{n}" for n in starts]
         if len(have) < len(conflicts):
             notes.append(
                 f"recorded resolutions settle {len(have)} of the {len(conflicts)} conflict"
@@ -142,53 +138,6 @@ def under(git: Git, merged: Oid, partial: Oid, shown: Oid) -> Oid:
     at = [git.entries_at(t, paths) for t in (merged, partial, shown)]
     changes = {p: at[1].get(p) for p in paths if at[2].get(p) == at[0].get(p)}
     return git.edit_tree(shown, changes) if changes else shown
-
-
-Found = tuple[HunkRecord, bool] | None  # the record, and whether only its two sides matched
-
-
-def _record(found: Found) -> HunkRecord:
-    assert found is not None
-    return found[0]
-
-
-def _by_sides(found: Found) -> bool:
-    return found is not None and found[1]
-
-
-def _holds_markers(found: Found) -> bool:
-    return bool(marker_lines(_record(found).data.decode("utf-8", "surrogateescape")))
-
-
-class Lookup:
-    """The records of conflict hunks by their key, then by their two sides alone (rerere's
-    key): a hunk whose key no record has is settled by the records of its very two sides
-    (compared byte for byte, never by a hash alone) when they all hold one resolution; when
-    they disagree it is not settled (`torn`, with why)."""
-
-    def __init__(self, records: Sequence[HunkRecord]) -> None:
-        self.known = {r.key: r for r in records}
-        self.by_sides: dict[tuple[bytes, bytes], list[HunkRecord]] = {}
-        for r in records:
-            self.by_sides.setdefault(r.hunk.sides, []).append(r)
-        self.torn: set[Hunk] = set()
-        self.why: dict[tuple[bytes, bytes], str] = {}
-
-    def find(self, hunk: Hunk) -> Found:
-        found = self.known.get(hunk.key)
-        if found is not None:
-            return found, False
-        same = [r for r in self.by_sides.get(hunk.sides, ()) if r.hunk.sides == hunk.sides]
-        if not same:
-            return None
-        if len({r.data for r in same}) > 1:
-            self.torn.add(hunk)
-            self.why[hunk.sides] = (
-                f"{len(same)} recorded resolutions of these two sides over other bases"
-                " disagree; none was applied"
-            )
-            return None
-        return same[0], True
 
 
 def hunks_of(
