@@ -43,10 +43,13 @@ The protocol, the same inputs for every tool:
   (b) ``git rebase`` with the earlier rerere cache: a file rerere resolved is automatic (its
   hunks reused), the others asked;
   (c) ``patchstack refresh --onto T`` with the earlier records (and ``--steps`` with
-  ``--steps``): hunks left with markers at a stop are asked; a patch settled by recorded
-  resolutions is automatic (``reused_hunks``, or its merge's hunks for a whole-file record);
-  a relocation's carried hunks are proposals the person confirms (not counted as asked, but
-  checked), its hunks carried nowhere are asked.
+  ``--steps``): hunks left with markers at a stop are asked, a conflicted file with no
+  marker (modify/delete, a file's location) 1, as git's; a relocated file its markers, or 1
+  when a hunk was carried nowhere (a modify/delete, as git counts it, not one per hunk); hunks
+  records settled at a stop are automatic, each judged alone by its neighbouring lines in the
+  truth (`hunk_verdict`); a patch settled by recorded resolutions is automatic
+  (``reused_hunks``, or its merge's hunks for a whole-file record); a relocation's carried
+  hunks are proposals the person confirms (not counted as asked, but checked).
   Every automatic result is compared with the truth at that patch: "agree", "refuted" or
   "unverified" (no truth). A resolver (``--resolver CMD``) is passed to the refresh when given.
 
