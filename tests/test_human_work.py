@@ -7,8 +7,8 @@ onto T, the series (P1: a.py; P2: b.py; P3: c.py and d.py) meets 4 conflict hunk
 b.py, c.py, d.py, one each). rerere keys a file by all its hunks: a.py's record was of two,
 so it reuses b.py's and d.py's. patchstack's records are per hunk and a patch is settled only
 when all its hunks are known: it reuses a.py's and b.py's; P3 stops with c.py's new hunk
-asked and d.py's shown resolved by its record (automatic, unverified: the person writes the
-whole file after it).
+asked and d.py's shown resolved by its record (automatic, checked hunk by hunk: its record's
+resolution between its neighbouring lines stands in the engineers' file).
 """
 
 from __future__ import annotations
@@ -119,13 +119,13 @@ def test_counts_on_a_known_drift(tmp_path: Path, later_b: str, refuted: int) -> 
     assert ps.per_stop == [("P3.patch", 1, 0)]
     # b.py's reuse is what the engineers committed, or (later_b) refuted by it
     assert rr.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 0}
-    assert ps.verdicts() == {"agree": 2 - refuted, "refuted": refuted, "unverified": 1}
+    assert ps.verdicts() == {"agree": 3 - refuted, "refuted": refuted, "unverified": 0}
     assert [(c.path, c.how) for c in ps.checks] == [
-        ("d.py", "hunk records at a stop"),
+        ("d.py:25", "hunk records at a stop"),
         ("a.py", "hunk records"),
         ("b.py", "hunk records"),
     ]
-    assert "| patchstack | 1 | 1 | 0 | 3 | 0 |" in hw.markdown([report])
+    assert "| patchstack | 1 | 1 | 0 / 0 | 3 | 0 |" in hw.markdown([report])
 
 
 def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
@@ -142,3 +142,47 @@ def test_synthetic_counts_the_same_hunks_unverified(tmp_path: Path) -> None:
     assert (
         hw.patch_side(b"a\n<<<<<<< x\nu\n||||||| b\nb\n=======\np\n>>>>>>> y\nz\n") == b"a\np\nz\n"
     )
+
+
+def test_a_hunk_settled_at_a_stop_is_judged_by_its_neighbours_in_the_truth() -> None:
+    hw = _tool()
+    shown = b"a\nb\nc\nRES\nd\n<<<<<<< x\nu\n||||||| y\nb\n=======\nm\n>>>>>>> z\ne\n"
+    note = "recorded resolutions settle 1 of the 2 conflict hunks of f.py (f.py:4 (base differed))"
+    assert hw._settled_at_stop(note + "; the others are new: yours to resolve", "f.py") == [
+        "f.py:4 (base differed)"
+    ]
+    assert hw._settled_at_stop(note, "g.py") == []
+    judge = hw.hunk_verdict
+    assert judge(shown, 4, [b"RES\n", b"zz\n"], b"a\nb\nc\nRES\nd\nmine\ne\n", True) == "agree"
+    assert judge(shown, 4, [b"RES\n"], b"a\nb\nc\nOTHER\nd\nmine\ne\n", True) == "refuted"
+    # a neighbour the engineers changed too: the truth cannot tell
+    assert judge(shown, 4, [b"RES\n"], b"a\nb\nC\nOTHER\nd\ne\n", True) == "unverified"
+    assert judge(shown, 4, [b"RES\n"], b"a\nb\nc\nRES\nd\n", False) == "unverified"
+    assert judge(shown, 4, [b"zz\n"], b"a\nb\nc\nRES\nd\n", True) == "unverified"
+
+
+def test_a_file_upstream_deleted_counts_as_git_counts_it(tmp_path: Path) -> None:
+    """P1 changes three places of e.py, which upstream deletes (its lines go nowhere): git
+    asks one modify/delete; patchstack's stop, whose relocation carries none of the three
+    hunks, asks the same one file, not one per hunk (the tool counted 3: issue 36 item 5's
+    "patchstack's own merge shows more hunks" was this count, the merges are the same)."""
+    hw = _tool()
+    repo = tmp_path / "fork"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    own = {f"l{n}": f"e {n}" for n in range(1, 51)}  # lines no other file holds
+    commit(repo, "B", a_py=lines(), e_py=lines(**own))
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, "P1", e_py=lines(**{**own, "l5": "patch 5", "l25": "patch 25", "l45": "p 45"}))
+    git(repo, "checkout", "-q", "main")
+    up_e = commit(repo, "E", a_py=lines(l1="up 1"))
+    git(repo, "rm", "-q", "e.py")
+    git(repo, "commit", "-q", "-m", "T deletes e.py")
+    up_t = git(repo, "rev-parse", "HEAD")
+    report = hw.measure(str(repo), "feature", up_e, up_t, "main", tmp_path / "work", synthetic=True)
+    by = {t.tool: t for t in report.tallies}
+    assert [(t, by[t].stops, by[t].asked) for t in by] == [
+        ("git rebase", 1, 1),
+        ("git rebase + rerere", 1, 1),
+        ("patchstack", 1, 1),
+    ]

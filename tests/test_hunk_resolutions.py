@@ -346,3 +346,123 @@ def test_a_reused_hunk_record_is_marked_in_the_review_of_its_refresh(tmp_path) -
     repo.ps("undo")
     doc = json.loads(repo.ps("review", *sides, "--json").stdout)
     assert all(p["reused_hunks"] == [] for p in doc["patches"])
+
+
+def hunk_record(repo: Repo, base: bytes, resolution: bytes, sides: tuple[bytes, bytes]) -> Path:
+    """A hunk record of p1's a.py conflict (upstream's side, the patch's) over ``base``, as a
+    teammate whose series stood on another base would have recorded it."""
+    from patchstack.commands.refresh.hunks import Hunk, render
+
+    hunk = Hunk(sides[0], base, sides[1], 12)
+    folder = repo.path / "patches" / "resolutions"
+    folder.mkdir(exist_ok=True)
+    data = render("p1.patch", "a.py", hunk, resolution, "2026-01-01T00:00:00Z")
+    (folder / hunk.key).write_bytes(data)
+    return folder / hunk.key
+
+
+SIDES = (b"a 10 upstream\n", b"a 10 mine\n")
+
+
+def test_a_record_of_the_same_two_sides_over_another_base_is_not_applied(tmp_path) -> None:
+    """The key holds the hunk's base: the same two sides over another base are other changes
+    (rerere's key leaves the base out; a lookup by it would settle no hunk of the measured
+    drifts, docs/benchmarks.md). One byte of a side differing is not a match either."""
+    repo = fork(tmp_path / "fork")
+    hunk_record(repo, b"a 9\na 10 older\n", RESOLVED.encode(), SIDES)
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), (b"a 10 upstream \n", SIDES[1]))
+    result = repo.ps("refresh", "--onto", "up2", code=1)
+    assert "reused" not in result.stdout and "<<<<<<<" in repo.read("a.py")
+    repo.ps("refresh", "--abort")
+    hunk_record(repo, b"a 10\n", b"a 10 exact\n", SIDES)  # the hunk's own base
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "reused for hunk a.py:12)" in out and "a 10 exact\n" in repo.read("a.py"), out
+
+
+def test_a_stop_says_which_files_records_settled_whole(tmp_path) -> None:
+    """p1's conflict is in a.py and b.py; a record knows a.py's hunk: the stop shows a.py
+    resolved, b.py with markers, and says why a.py has none."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "b.py", "b 10\n", "b 10 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    replace_line(repo, "b.py", "b 10\n", "b 10 upstream\n")
+    repo.commit_all("upstream reworks line 10 of both")
+    repo.git("checkout", "-q", "main")
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), SIDES)
+    result = repo.ps("refresh", "--onto", "up", code=1)
+    said = "recorded resolutions settle the one conflict hunk of a.py (a.py:10)"
+    assert said in result.stderr, result.stderr
+    assert "<<<<<<<" not in repo.read("a.py") and RESOLVED in repo.read("a.py")
+    assert "<<<<<<<" in repo.read("b.py")
+
+
+def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunks(
+    tmp_path,
+) -> None:
+    """p1's conflict: a.py's hunk and e.py, which upstream deleted (a modify/delete, no
+    markers). a.py is recorded hunk by hunk, e.py whole beside it (as rerere records each file
+    on its own): onto an upstream that also edits a.py elsewhere both settle. Before, one file
+    that could not be cut made the whole conflict a record of exact versions, dead at the
+    first other edit of a.py."""
+    e_text = "".join(f"e {n}\n" for n in range(1, 21))
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "e.py", "e 5\n", "e 5 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.git("rm", "-q", "e.py")
+    repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    repo.git("checkout", "-q", "-b", "up2")
+    replace_line(repo, "a.py", "a 30\n", "a 30 up\n")
+    repo.commit_all("upstream edits a.py elsewhere")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    repo.write("a.py", re.sub(r"<<<<<<<.*?>>>>>>>[^\n]*\n", RESOLVED, text, flags=re.S))
+    repo.write("e.py", e_text.replace("e 5\n", "e 5 mine\n"))  # kept, as the patch has it
+    repo.ps("refresh", "--continue")
+    kinds = sorted(
+        r.read_bytes().split(b"\n")[0] for r in (repo.path / "patches" / "resolutions").iterdir()
+    )
+    assert kinds == [b"patchstack-resolution 1", b"patchstack-resolution-hunk 1"]
+    repo.ps("undo")
+    repo.ps("undo")
+    out = repo.ps("refresh", "--onto", "up2").stdout
+    assert "reused for hunk e.py (whole file), a.py:10" in out, out
+    assert RESOLVED in repo.read("a.py") and "a 30 up\n" in repo.read("a.py")
+    assert repo.read("e.py") == e_text.replace("e 5\n", "e 5 mine\n")
+
+
+def test_a_stop_with_a_relocation_proposal_still_shows_the_hunks_records_settle(
+    tmp_path,
+) -> None:
+    """p1's conflict: e.py, which upstream deleted (a relocation proposal is shown), and a.py's
+    hunk, which a record knows: the stop shows a.py resolved by it. Before, the proposal was
+    made from the merge with its markers and the record's resolution was dropped (on
+    kernel-timers, 99 hunks records knew stayed with markers at implementation.patch's stop)."""
+    e_text = "".join(f"e {n}\n" for n in range(1, 21))
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    replace_line(repo, "e.py", "e 5\n", "e 5 mine\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.git("rm", "-q", "e.py")
+    repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    repo.git("checkout", "-q", "main")
+    hunk_record(repo, b"a 10\n", RESOLVED.encode(), SIDES)
+    result = repo.ps("refresh", "--onto", "up", "--json", code=1)
+    stop = json.loads(result.stdout)["stopped"]
+    assert stop["relocations"], stop  # the proposal is there
+    assert "<<<<<<<" not in repo.read("a.py") and RESOLVED in repo.read("a.py")
+    assert "recorded resolutions settle the one conflict hunk of a.py" in stop["note"]

@@ -43,10 +43,13 @@ The protocol, the same inputs for every tool:
   (b) ``git rebase`` with the earlier rerere cache: a file rerere resolved is automatic (its
   hunks reused), the others asked;
   (c) ``patchstack refresh --onto T`` with the earlier records (and ``--steps`` with
-  ``--steps``): hunks left with markers at a stop are asked; a patch settled by recorded
-  resolutions is automatic (``reused_hunks``, or its merge's hunks for a whole-file record);
-  a relocation's carried hunks are proposals the person confirms (not counted as asked, but
-  checked), its hunks carried nowhere are asked.
+  ``--steps``): hunks left with markers at a stop are asked, a conflicted file with no
+  marker (modify/delete, a file's location) 1, as git's; a relocated file its markers, or 1
+  when a hunk was carried nowhere (a modify/delete, as git counts it, not one per hunk); hunks
+  records settled at a stop are automatic, each judged alone by its neighbouring lines in the
+  truth (`hunk_verdict`); a patch settled by recorded resolutions is automatic
+  (``reused_hunks``, or its merge's hunks for a whole-file record); a relocation's carried
+  hunks are proposals the person confirms (not counted as asked, but checked).
   Every automatic result is compared with the truth at that patch: "agree", "refuted" or
   "unverified" (no truth). A resolver (``--resolver CMD``) is passed to the refresh when given.
 
@@ -71,6 +74,7 @@ from pathlib import Path
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
+WHOLE_FILE = " (whole file)"  # ... of a file a record of its exact versions settled
 
 
 def count_hunks(data: bytes) -> int:
@@ -107,6 +111,7 @@ class Tally:
     error: str = ""
     per_stop: list[tuple[str, int, int]] = field(default_factory=list)  # patch, asked, auto
     recorded_at_stops: int = 0  # patchstack: hunks asked at a stop that a record matches
+    sides_at_stops: int = 0  # ... that a record of its two sides over another base matches
 
     def verdicts(self) -> dict[str, int]:
         out = {"agree": 0, "refuted": 0, "unverified": 0}
@@ -436,24 +441,106 @@ def _patch_files(box: Box, commit: str) -> list[str]:
     return [n for n in names.splitlines() if n]
 
 
-def _record_keys(box: Box) -> frozenset[str]:
-    """The keys of the series' recorded resolutions (a record's file is named by its key)."""
+def _records(box: Box) -> list[object]:
+    """The series' recorded resolutions of conflict hunks, read as patchstack reads them."""
     folder = box.dir / "patches" / "resolutions"
-    return frozenset(os.listdir(folder)) if folder.is_dir() else frozenset()
-
-
-def _with_record(data: bytes | None, keys: frozenset[str]) -> int:
-    """The conflict hunks of a stopped file that a hunk record matches (keyed by patchstack's
-    own `hunks.key_of`): a stop leaves them with markers when another hunk of the patch is
-    new, where rerere would have resolved a file all of whose hunks it knows."""
-    if data is None or not keys:
-        return 0
+    if not folder.is_dir():
+        return []
     if PROJECT not in sys.path:
         sys.path.insert(0, PROJECT)
-    from patchstack.commands.refresh import hunks  # the key as patchstack computes it
+    from patchstack.commands.refresh import hunks, resolutions
 
-    parts = hunks.split(data) or []
-    return sum(1 for p in parts if isinstance(p, hunks.Hunk) and p.key in keys)
+    found = []
+    for name in sorted(os.listdir(folder)):
+        record = resolutions.parse_record((folder / name).read_bytes(), str(folder / name))
+        if isinstance(record, hunks.HunkRecord):
+            found.append(record)
+    return found
+
+
+def _with_record(data: bytes | None, records: Sequence[object]) -> tuple[int, int]:
+    """(by key, by its two sides only) the conflict hunks of a stopped file that a hunk record
+    matches: by patchstack's key (sides and base), or only by its two sides, byte for byte
+    (rerere's key, which leaves the base out): what a lookup by the sides would add."""
+    if data is None or not records:
+        return 0, 0
+    from patchstack.commands.refresh import hunks
+
+    keys = {r.key for r in records}  # type: ignore[attr-defined]
+    sides = {tuple(sorted((r.hunk.ours, r.hunk.theirs))) for r in records}  # type: ignore[attr-defined]
+    found = [p for p in hunks.split(data) or [] if isinstance(p, hunks.Hunk)]
+    by_key = sum(1 for h in found if h.key in keys)
+    by_sides = sum(
+        1 for h in found if h.key not in keys and tuple(sorted((h.ours, h.theirs))) in sides
+    )
+    return by_key, by_sides
+
+
+def _settled_at_stop(note: str, path: str) -> list[str]:
+    """ "path:line" (with " (base differed)") of each hunk of PATH a stop's note says recorded
+    resolutions settled (`reuse.settle_hunks`' notes)."""
+    out: list[str] = []
+    for item in note.split("; "):
+        head = f" of {path} ("
+        if not item.startswith("recorded resolutions settle ") or head not in item:
+            continue
+        rest = item.split(head, 1)[1]
+        depth = 1
+        for end, ch in enumerate(rest):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0:
+                out += [h for h in rest[:end].split(", ") if h.startswith(path + ":")]
+                break
+    return out
+
+
+def _context(lines: Sequence[bytes], start: int, stop: int, most: int = 3) -> list[bytes]:
+    """Up to MOST lines of lines[start:stop], nearest the other end first cut at a marker."""
+    out: list[bytes] = []
+    step = 1 if start <= stop else -1
+    for i in range(start, stop, step):
+        if len(out) == most or lines[i].startswith(MARKERS):
+            break
+        out.append(lines[i])
+    return out if step == 1 else out[::-1]
+
+
+def _find_all(lines: Sequence[bytes], want: Sequence[bytes]) -> list[int]:
+    n = len(want)
+    return [i for i in range(len(lines) - n + 1) if list(lines[i : i + n]) == list(want)]
+
+
+def hunk_verdict(
+    shown: bytes, line: int, resolutions: Sequence[bytes], truth: bytes | None, known: bool
+) -> str:
+    """Whether the engineers' file agrees with one hunk a record settled at a stop: the stop's
+    file (SHOWN) holds the record's resolution at LINE; its neighbours (up to 3 lines each side,
+    never a marker) with the resolution between them stand in the truth: agree; both
+    neighbours stand there once each, in order, with something else between: refuted;
+    otherwise (a neighbour the engineers changed, not unique) no truth."""
+    if not known or truth is None:
+        return "unverified"
+    lines = shown.splitlines(keepends=True)
+    at = line - 1
+    fits = [
+        r.splitlines(keepends=True)
+        for r in resolutions
+        if lines[at : at + len(r.splitlines())] == r.splitlines(keepends=True)
+    ]
+    if not fits:
+        return "unverified"
+    body = max(fits, key=len)
+    before = _context(lines, at - 1, -1)
+    after = _context(lines, at + len(body), len(lines))
+    want = truth.splitlines(keepends=True)
+    if not before and not after:
+        return "agree" if want == body else "refuted"
+    if _find_all(want, [*before, *body, *after]):
+        return "agree"
+    one, two = _find_all(want, before), _find_all(want, after)
+    if before and after and len(one) == 1 and len(two) == 1 and one[0] + len(before) <= two[0]:
+        return "refuted"
+    return "unverified"
 
 
 def ps_drift(
@@ -488,7 +575,10 @@ def ps_drift(
         relocated: set[str] = set()
         for rel in stop.get("relocations") or []:
             carried = [h for h in rel["hunks"] if h["dest"]]
-            tally.asked += len(rel["hunks"]) - len(carried)
+            # counted as git counts the file: its markers, or (a modify/delete) 1 when a hunk
+            # is left to the person, not one per hunk carried nowhere
+            left = len(rel["hunks"]) > len(carried)
+            tally.asked += count_hunks(box.read(rel["path"]) or b"") or int(left)
             tally.proposed += len(carried)
             relocated.add(rel["path"])
             for dest in sorted({h["dest"] for h in carried}):
@@ -499,7 +589,8 @@ def ps_drift(
                 diff = _differs(now, want) if verdict == "refuted" else ""
                 tally.checks.append(Check(tally.tool, name, dest, n, verdict, "relocation", diff))
                 relocated.add(dest)
-        known = _record_keys(box)
+        records = _records(box)
+        note = str(stop.get("note") or "")
         merged_hunks: dict[str, int] = {}
         for h in stop.get("hunks") or []:
             merged_hunks[h["path"]] = merged_hunks.get(h["path"], 0) + 1
@@ -509,18 +600,40 @@ def ps_drift(
             # Hunks recorded resolutions settled in the work tree at the stop (the others keep
             # their markers): automatic; the person then writes the whole file, so the truth
             # cannot judge these hunks alone: unverified.
+            if f"a recorded resolution of {path}'s very versions settles it whole" in note:
+                tally.automatic += 1  # a file recorded whole beside hunk records
+                want, known = truth.at(k, path, step)
+                verdict = _verdict(now, want, known)
+                why = "whole-file record at a stop"
+                tally.checks.append(Check(tally.tool, name, path, 1, verdict, why, ""))
+                touched.discard(path)
+                continue
             pre = merged_hunks.get(path, 0) - n if now is not None else 0
-            if pre > 0:
-                tally.automatic += pre
-                why = "hunk records at a stop"
-                tally.checks.append(Check(tally.tool, name, path, pre, "unverified", why, ""))
-            tally.recorded_at_stops += _with_record(now, known)
-            if now is None and box.blob(series.commits[k], path) is not None:
-                n = 1  # the patch's file is gone (modify/delete), nothing carried
+            settled = _settled_at_stop(note, path) if now is not None else []
+            if pre > 0 or settled:
+                tally.automatic += max(pre, len(settled))
+                want, known = truth.at(k, path, step)
+                datas = [r.data for r in records]  # type: ignore[attr-defined]
+                for h in settled:
+                    at = int(h[len(path) + 1 :].split(" ", 1)[0])
+                    verdict = hunk_verdict(now or b"", at, datas, want, known)
+                    why = "hunk records at a stop"
+                    tally.checks.append(Check(tally.tool, name, h, 1, verdict, why, ""))
+                if pre > len(settled):  # (a note that did not name them)
+                    why = "hunk records at a stop"
+                    n_left = pre - len(settled)
+                    tally.checks.append(Check(tally.tool, name, path, n_left, "unverified", why))
+            by_key, by_sides = _with_record(now, records)
+            tally.recorded_at_stops += by_key
+            tally.sides_at_stops += by_sides
+            if n == 0 and pre <= 0 and not settled:
+                # a conflict with no marker (modify/delete, a file's location after a folder
+                # rename): 1, as git's count of its unmerged file
+                n = 1
             tally.asked += n
             tally.asked_files += n > 0
             if n == 0 and now is not None:
-                touched.discard(path)  # merged cleanly: left as the merge made it (as git)
+                touched.discard(path)  # settled by records: left as they made it
         tally.per_stop.append((name, tally.asked - asked, 0))
         for path in sorted(touched | relocated):
             want, _known = truth.at(k, path, step)
@@ -534,19 +647,19 @@ def ps_drift(
         k, commit = index[name], commits.get(name)
         reused = [str(h) for h in v.get("reused_hunks") or []]
         how = "hunk records" if reused else "whole-file record"
-        if reused:
-            per_file: dict[str, int] = {}
-            for h in reused:
-                per_file[h.rsplit(":", 1)[0]] = per_file.get(h.rsplit(":", 1)[0], 0) + 1
-        else:
-            per_file = {f: 1 for f in _patch_files(box, series.commits[k])}
-        for path, n in sorted(per_file.items()):
+        per_file: dict[str, list[str]] = {}
+        for h in reused:
+            path = h[: -len(WHOLE_FILE)] if h.endswith(WHOLE_FILE) else h
+            per_file.setdefault(path.rsplit(":", 1)[0], []).append(h)
+        if not reused:
+            per_file = {f: [f] for f in _patch_files(box, series.commits[k])}
+        for path, which in sorted(per_file.items()):
             want, known = truth.at(k, path)
             now = box.blob(commit, path) if commit else None
             verdict = _verdict(now, want, known)
-            tally.automatic += n
+            tally.automatic += len(which)
             diff = _differs(now, want) if verdict == "refuted" else ""
-            tally.checks.append(Check(tally.tool, name, path, n, verdict, how, diff))
+            tally.checks.append(Check(tally.tool, name, path, len(which), verdict, how, diff))
     return verdicts
 
 
@@ -669,7 +782,8 @@ def measure(
 
 def markdown(reports: Sequence[Report]) -> str:
     out = [
-        "| drift | tool | stops | hunks asked | of which a record matches | hunks automatic"
+        "| drift | tool | stops | hunks asked | of which a record matches (by key / by its two"
+        " sides only) | hunks automatic"
         " | relocated hunks proposed | automatic and proposed: agree / refuted / no truth"
         " | asked / rerere's asked |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -685,7 +799,8 @@ def markdown(reports: Sequence[Report]) -> str:
             v = t.verdicts()
             ratio = f"{t.asked / rr:.2f}" if rr else "n/a"
             err = f" (error: {t.error[:120]})" if t.error else ""
-            matched = str(t.recorded_at_stops) if t.tool.startswith("patchstack") else ""
+            ps = t.tool.startswith("patchstack")
+            matched = f"{t.recorded_at_stops} / {t.sides_at_stops}" if ps else ""
             out.append(
                 f"| {what} | {t.tool}{err} | {t.stops} | {t.asked} | {matched} | {t.automatic}"
                 f" | {t.proposed} | {v['agree']} / {v['refuted']} / {v['unverified']}"

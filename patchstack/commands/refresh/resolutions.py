@@ -29,12 +29,9 @@ them, so ``undo`` puts them back.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ...checkout import Checkout
@@ -42,169 +39,17 @@ from ...errors import InputError
 from ...files import write_atomic
 from ...git import Git, MergeResult
 from ...journal.snapshot import max_untracked
-from ...model.ids import SHA1, SHA256, Oid
+from ...model.ids import Oid
 from . import hunks
 from .hunks import BadRecord as BadRecord  # (re-exported: the one error of a record)
 from .hunks import HunkRecord
+from .records import FILE_MODES as FILE_MODES
+from .records import FOLDER, MAGIC, entry_text, group_of, key_of, quoted
+from .records import Record as Record
+from .records import Recorded as Recorded
+from .records import parse_record as parse_record
+from .records import read_bounded as read_bounded
 from .reuse import hunks_of, settle_hunks
-
-FOLDER = "resolutions"
-MAGIC = "patchstack-resolution 1"
-Entry = tuple[str, str] | None  # (mode, id), or absent
-FILE_MODES = ("100644", "100755")  # what a resolved file may be
-TREE_MODES = ("100644", "100755", "120000", "160000", "040000")  # what a side may be
-
-
-def _text(entry: Entry) -> str:
-    return f"{entry[0]} {entry[1]}" if entry else "-"
-
-
-def _quoted(text: str) -> str:
-    """A header value on one line: as it is, or a JSON string when it holds a line break, a
-    control character or starts with a quote (a path may hold any byte but NUL)."""
-    plain = text.isprintable() and not text.startswith('"') and text.strip() == text
-    return text if plain else json.dumps(text)
-
-
-def _unquoted(text: str) -> str:
-    if not text.startswith('"'):
-        return text
-    value = json.loads(text)
-    if not isinstance(value, str):
-        raise ValueError(text)
-    return value
-
-
-def key_of(path: str, sides: Sequence[Entry], group: str = "") -> str:
-    """A conflicted file's key from its three versions (base, ours, theirs); with ``group``
-    (the conflict's, `group_of`), the key of another file changed with its resolution."""
-    text = "\0".join((path, *map(_text, sides), group))
-    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def group_of(keys: Sequence[str]) -> str:
-    """The conflict a set of conflicted files' keys makes."""
-    return hashlib.sha1("\0".join(sorted(keys)).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Recorded:
-    key: str
-    patch: str
-    path: str
-    base: Entry
-    ours: Entry
-    theirs: Entry
-    mode: str | None  # the resolved file's mode; None: resolved by deleting it
-    data: bytes
-    recorded: str  # when (ISO 8601, UTC)
-    file: str
-    group: str = ""  # set on a file changed with a conflict's resolution (not conflicted)
-    by: str = ""  # the command that proposed it (`refresh --resolver`); "": a person
-
-
-Record = Recorded | HunkRecord
-
-
-def _entry(field: str, text: str, modes: Sequence[str], line: int | None = None) -> Entry:
-    if text == "-":
-        return None
-    mode, _, oid = text.partition(" ")
-    if mode not in modes:
-        raise BadRecord(f"{field}: mode {mode[:20]!r} is not one of " + ", ".join(modes), line)
-    if not (SHA1.is_full(oid) or SHA256.is_full(oid)):
-        raise BadRecord(f"{field}: {oid[:80]!r} is not an object id", line)
-    return mode, oid
-
-
-def legacy_key_of(patch: str, path: str, sides: Sequence[Entry]) -> str:
-    """The key records were named by before they followed a rename (the patch's name in it)."""
-    text = "\0".join((patch, path, *map(_text, sides)))
-    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def parse_record(data: bytes, file: str, name: str | None = None) -> Record:
-    """The record a resolution file's bytes hold, checked: its header's fields once each,
-    modes a file may have, object ids, the body the blob its header names; with ``name``
-    (the file's name in the folder), that it is named by its key (one file a key; a name of
-    the earlier form, with the patch in the key, is read as the record it is). A record of
-    one conflict hunk (`hunks`) is checked the same way: its parts' sizes those of its body,
-    its name its hunk's key. The one parser of the format: refresh's replays and ``review``
-    read with it. `BadRecord` says why bytes are not one."""
-    head, sep, body = data.partition(b"\n\n")
-    lines = head.decode("utf-8", "surrogateescape").split("\n")
-    if not sep or lines[0] not in (MAGIC, hunks.MAGIC):
-        raise BadRecord(f"not a recorded resolution (its first line is not '{MAGIC}')", 1)
-    fields: dict[str, str] = {}
-    at: dict[str, int] = {}  # the header line of each field
-    for n, line in enumerate(lines[1:], start=2):
-        field, colon, value = line.partition(": ")
-        if not colon or field in fields:
-            raise BadRecord(f"a header line is not 'field: value' once: {line[:60]!r}", n)
-        fields[field], at[field] = value, n
-    try:
-        patch, where = _unquoted(fields.get("patch", "")), _unquoted(fields.get("path", ""))
-    except ValueError:
-        raise BadRecord("its patch or path is not a quoted string") from None
-    if lines[0] == hunks.MAGIC:
-        return hunks.record(fields, at, body, (patch, where, file), name)
-    missing = [
-        k for k in ("patch", "path", "base", "ours", "theirs", "resolved") if k not in fields
-    ]
-    if missing:
-        raise BadRecord("no " + ", ".join(missing) + " in its header")
-    sides = [_entry(k, fields[k], TREE_MODES, at[k]) for k in ("base", "ours", "theirs")]
-    resolved = _entry("resolved", fields["resolved"], FILE_MODES, at["resolved"])
-    if resolved is None and body:
-        raise BadRecord("resolved by deleting the file, yet it holds bytes")
-    if resolved is not None:
-        fmt = SHA1 if len(resolved[1]) == 40 else SHA256
-        if fmt.hash("blob", body) != resolved[1]:
-            raise BadRecord(f"its bytes are not blob {resolved[1]}, which its header names")
-    try:
-        by = _unquoted(fields["by"]) if "by" in fields else ""
-    except ValueError:
-        raise BadRecord("its 'by' is not a quoted string", at["by"]) from None
-    group = fields.get("with", "")
-    if group and not SHA1.is_full(group):
-        raise BadRecord(f"'with: {group[:60]}' is not a conflict's key", at["with"])
-    key = key_of(where, sides, group=group)
-    if name is not None and name != key and (group or name != legacy_key_of(patch, where, sides)):
-        raise BadRecord(f"its name is not its key {key} (one file a key)")
-    return Recorded(
-        key,
-        patch,
-        where,
-        sides[0],
-        sides[1],
-        sides[2],
-        resolved[0] if resolved else None,
-        body,
-        fields.get("recorded", ""),
-        file,
-        group,
-        by,
-    )
-
-
-def read_bounded(path: str, limit: int) -> bytes:
-    """The bytes of a regular file, at most ``limit`` of them; never through a link, never
-    waiting on a FIFO (`BadRecord` says why not): how a record is read, by refresh and by
-    ``review`` of a folder."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise BadRecord(f"cannot be read as a file ({exc.strerror})") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadRecord("is not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise BadRecord(f"is larger than {limit >> 20} MiB (patchstack.snapshotMaxSize)")
-        return data
-    finally:
-        os.close(fd)
 
 
 class Resolutions:
@@ -278,18 +123,44 @@ class Resolutions:
         is resolved to a link, a folder or a submodule (a record holds a file): it is asked
         again."""
         git = self.git
-        known = self.all()
         others = [p for p in git.changed_paths(merged, resolved) if p not in conflicted]
         # A machine-made resolution stays whole-file: its record says who made it (`by`).
-        found = None if others or by else hunks_of(git, merged, resolved, conflicted)
-        if found is not None:
+        # Otherwise each file that can be cut into its hunks' resolutions is recorded hunk by
+        # hunk (as rerere records each file on its own), the rest whole, with the other files
+        # the user changed: beside the hunks (`beside`), settled as one part.
+        found, rest = ([], list(conflicted)) if by else hunks_of(git, merged, resolved, conflicted)
+        if found and others and not rest:
+            found, rest = [], list(conflicted)  # (the other files go with the whole conflict)
+        written: list[str] = []
+        if found:
             when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             os.makedirs(self.folder, exist_ok=True)
             for path, hunk, resolution in found:
-                data = hunks.render(_quoted(patch), _quoted(path), hunk, resolution, when)
+                data = hunks.render(quoted(patch), quoted(path), hunk, resolution, when)
                 write_atomic(os.path.join(self.folder, hunk.key), data)
             self._all = None
-            return [hunk.key for _p, hunk, _r in found]
+            written = [hunk.key for _p, hunk, _r in found]
+            if not rest:
+                return written
+        return written + self._record_whole(
+            patch, (before, ours, after, resolved), rest, others, by, beside=bool(found)
+        )
+
+    def _record_whole(
+        self,
+        patch: str,
+        trees: tuple[Oid, Oid, Oid, Oid],
+        conflicted: Sequence[str],
+        others: Sequence[str],
+        by: str,
+        beside: bool,
+    ) -> list[str]:
+        """Records of whole files: each conflicted file by its three versions, the other files
+        the user changed with the conflict's key (`group_of`); ``beside``: next to hunk
+        records of the same conflict (a part that settles alone)."""
+        git = self.git
+        known = self.all()
+        before, ours, after, resolved = trees
         paths = [*conflicted, *others]
         sides = [git.entries_at(t, paths) for t in (before, ours, after, resolved)]
         if any(s[path][0] not in FILE_MODES for s in sides[3:] for path in paths if path in s):
@@ -308,14 +179,15 @@ class Resolutions:
             body = git.read_blob(done[1]) if done else b""
             head = [
                 MAGIC,
-                f"patch: {_quoted(patch)}",
-                f"path: {_quoted(path)}",
-                f"base: {_text(base)}",
-                f"ours: {_text(mine)}",
-                f"theirs: {_text(theirs)}",
-                f"resolved: {_text(done)}",
+                f"patch: {quoted(patch)}",
+                f"path: {quoted(path)}",
+                f"base: {entry_text(base)}",
+                f"ours: {entry_text(mine)}",
+                f"theirs: {entry_text(theirs)}",
+                f"resolved: {entry_text(done)}",
                 *([f"with: {group}"] if i >= len(conflicted) else []),
-                *([f"by: {_quoted(by)}"] if by else []),
+                *([f"beside: {group}"] if beside and i < len(conflicted) else []),
+                *([f"by: {quoted(by)}"] if by else []),
                 f"recorded: {when}",
             ]
             text = "\n".join(head).encode("utf-8", "surrogateescape")
@@ -335,7 +207,8 @@ class Resolutions:
         found = self._settle_files(name, [before, ours, after], merged, stale)
         if found is None:
             hunked = [r for r in self.all().values() if isinstance(r, HunkRecord)]
-            outcome = settle_hunks(self.ws, name, hunked, merged)
+            whole = self._beside(name, [before, ours, after], merged, stale)
+            outcome = settle_hunks(self.ws, name, hunked, merged, whole)
             self.notes += [(name, n) for n in outcome.notes]
             found = outcome.tree
             if found is not None:
@@ -378,6 +251,41 @@ class Resolutions:
             changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
         return git.edit_tree(merged.tree, changes)
 
+    def _beside(
+        self, name: str, trees: list[Oid], merged: MergeResult, stale: list[tuple[str, str]]
+    ) -> dict[str, tuple[str, str] | None]:
+        """The files a part recorded whole beside hunk records settles: every conflicted file
+        of the part here in its exact versions (and the files recorded with it unchanged)."""
+        records = [r for r in self.all().values() if isinstance(r, Recorded)]
+        if not any(r.beside for r in records):
+            return {}
+        git = self.git
+        paths = list(merged.conflicted)
+        sides = [git.entries_at(t, paths) for t in trees]
+        known = {r.key: r for r in records}
+        parts: dict[str, list[Recorded]] = {}
+        for path in paths:
+            found = known.get(key_of(path, [s.get(path) for s in sides]))
+            if found is not None and found.beside:
+                parts.setdefault(found.beside, []).append(found)
+        changes: dict[str, tuple[str, str] | None] = {}
+        for group, have in parts.items():
+            if group_of([r.key for r in have]) != group:
+                continue  # a file of the part is not here in its versions
+            also = [r for r in records if r.group == group]
+            there = [git.entries_at(t, [r.path for r in also]) for t in trees]
+            moved = [
+                r.path
+                for r in also
+                if key_of(r.path, [t.get(r.path) for t in there], group=group) != r.key
+            ]
+            if moved:
+                stale += [(name, p) for p in moved]
+                continue
+            for r in [*have, *also]:
+                changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
+        return changes
+
     def note(self, name: str) -> str:
         """What to say in a conflict report of ``name`` about records that did not match."""
         stale = sorted({path for patch, path in self.stale if patch == name})
@@ -396,7 +304,7 @@ class Resolutions:
                     data = f.read()
                 head, _, body = data.partition(b"\n\n")
                 was, now = (
-                    f"patch: {_quoted(n)}".encode("utf-8", "surrogateescape") for n in (old, new)
+                    f"patch: {quoted(n)}".encode("utf-8", "surrogateescape") for n in (old, new)
                 )
                 lines = [now if ln == was else ln for ln in head.split(b"\n")]
                 write_atomic(r.file, b"\n".join(lines) + b"\n\n" + body)

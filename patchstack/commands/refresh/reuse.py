@@ -4,7 +4,7 @@ files) and ``--continue``'s recording (`hunks_of`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...checkout import Checkout
@@ -16,6 +16,7 @@ from .hunks import Hunk, HunkRecord
 
 FILE_MODES = ("100644", "100755")
 REUSED = ": recorded resolution reused for hunk "  # a refresh's note in the operation log
+WHOLE_FILE = " (whole file)"  # how a file a record of its exact versions settled is named
 
 
 def reuse_note(name: str, where: Sequence[str]) -> str:
@@ -48,25 +49,34 @@ def _parts(git: Git, entry: tuple[str, str] | None) -> list[hunks.Part] | None:
 
 
 def settle_hunks(
-    ws: Checkout, name: str, records: Sequence[HunkRecord], merged: MergeResult
+    ws: Checkout,
+    name: str,
+    records: Sequence[HunkRecord],
+    merged: MergeResult,
+    whole: Mapping[str, tuple[str, str] | None] = {},
 ) -> Outcome:
     """``merged`` (patch ``name``'s merge) with each conflict hunk of every conflicted file
     replaced by its record's resolution, when every hunk has one and none holds a conflict
-    marker (a record that does not apply is left, with a note, never trusted blindly)."""
-    known = {r.key: r for r in records}
-    if not known:
+    marker (a record that does not apply is left, with a note, never trusted blindly).
+    ``whole``: files (and the files recorded with them) that records of their exact versions
+    settle whole, recorded beside hunk records (`Resolutions`)."""
+    if not records and not whole:
         return Outcome(None)
+    known = {r.key: r for r in records}
     git = ws.git
     entries = git.entries_at(merged.tree, merged.conflicted)
-    changes: dict[str, tuple[str, str] | None] = {}
-    settled: list[str] = []
+    changes: dict[str, tuple[str, str] | None] = dict(whole)
+    settled: list[str] = [p + WHOLE_FILE for p in merged.conflicted if p in whole]
     notes: list[str] = []
-    whole = True
+    complete: list[tuple[str, list[str]]] = []  # files whose every hunk a record settles
+    all_of = True  # every conflicted file settled
     for path in merged.conflicted:
+        if path in whole:
+            continue
         entry = entries.get(path)
         parts = _parts(git, entry)
         if entry is None or parts is None:
-            whole = False
+            all_of = False
             continue
         conflicts = [p for p in parts if isinstance(p, Hunk)]
         have = [h for h in conflicts if h.key in known]
@@ -87,42 +97,69 @@ def settle_hunks(
                     f"the recorded resolutions of {name}'s conflict hunks in {path} are for"
                     " other lines (upstream or the patch changed them since); none was applied"
                 )
-            whole = False
+            all_of = False
             continue
+        result, starts = hunks.apply_known(parts, {h.key: known[h.key].data for h in have})
+        where = [f"{path}:{n}" for n in starts]
         if len(have) < len(conflicts):
-            lines = ", ".join(f"{path}:{h.line}" for h in have)
             notes.append(
                 f"recorded resolutions settle {len(have)} of the {len(conflicts)} conflict"
-                f" hunks of {path} ({lines}); the others are new: yours to resolve"
+                f" hunks of {path} ({', '.join(where)}); the others are new: yours to resolve"
             )
-            whole = False
-        result, starts = hunks.apply_known(parts, {h.key: known[h.key].data for h in have})
+            all_of = False
         changes[path] = (entry[0], git.write_blob(result))
-        settled += [f"{path}:{n}" for n in starts]
+        settled += where
+        if len(have) == len(conflicts):
+            complete.append((path, where))
     if not changes:
         return Outcome(None, notes=tuple(notes))
     tree = git.edit_tree(merged.tree, changes)
-    if whole:
+    if all_of:
         return Outcome(tree, tuple(settled))
+    # The stop shows these files without markers: say why.
+    notes += [
+        f"a recorded resolution of {path}'s very versions settles it whole"
+        for path in merged.conflicted
+        if path in whole
+    ]
+    notes += [
+        "recorded resolutions settle "
+        + ("the one conflict hunk" if len(where) == 1 else f"all {len(where)} conflict hunks")
+        + f" of {path} ({', '.join(where)})"
+        for path, where in complete
+    ]
     return Outcome(None, notes=tuple(notes), partial=tree, partial_hunks=tuple(settled))
+
+
+def under(git: Git, merged: Oid, partial: Oid, shown: Oid) -> Oid:
+    """``shown`` (a stop's tree made from the merge ``merged``, a relocation proposal) with
+    the files hunk records settled in ``partial`` that it left as the merge made them."""
+    paths = git.changed_paths(merged, partial)
+    at = [git.entries_at(t, paths) for t in (merged, partial, shown)]
+    changes = {p: at[1].get(p) for p in paths if at[2].get(p) == at[0].get(p)}
+    return git.edit_tree(shown, changes) if changes else shown
 
 
 def hunks_of(
     git: Git, merged: Oid, resolved: Oid, conflicted: Sequence[str]
-) -> list[tuple[str, Hunk, bytes]] | None:
+) -> tuple[list[tuple[str, Hunk, bytes]], list[str]]:
     """(path, hunk, its resolution) of every conflict hunk of ``merged`` (the merge with its
-    markers) in ``resolved`` (the user's tree), or None when one file cannot be cut into its
-    hunks' resolutions: not a file with diff3 markers on either side, its mode changed,
-    deleted, or the text outside the hunks edited too (then the whole file is recorded)."""
+    markers) in ``resolved`` (the user's tree), in the files that can be cut into their hunks'
+    resolutions; and the others (recorded whole): not a file with diff3 markers on either
+    side (a modify/delete, a file's location), its mode changed, deleted, or the text outside
+    the hunks edited too."""
     at = [git.entries_at(t, conflicted) for t in (merged, resolved)]
     found: list[tuple[str, Hunk, bytes]] = []
+    rest: list[str] = []
     for path in conflicted:
         was, now = at[0].get(path), at[1].get(path)
         parts = _parts(git, was)
         if parts is None or now is None or was is None or now[0] != was[0]:
-            return None
+            rest.append(path)
+            continue
         pieces = hunks.decompose(parts, git.read_blob(now[1]))
         if pieces is None:
-            return None
+            rest.append(path)
+            continue
         found += [(path, hunk, resolution) for hunk, resolution in pieces]
-    return found
+    return found, rest

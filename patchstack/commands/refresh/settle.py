@@ -31,7 +31,7 @@ from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .knockons import deferrals_after, triaged
 from .proof import remember_refresh
-from .reuse import reuse_note
+from .reuse import reuse_note, under
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import at_stop
@@ -263,6 +263,8 @@ def stop(
     relocator = Relocator(git, state.old_base, state.new_base)
     proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
     shown = proposal.tree if proposal else partial[0] if partial else merged.tree
+    if proposal and partial:  # the hunks records settled, in the files it did not carry
+        shown = under(git, merged.tree, partial[0], shown)
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
     changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
