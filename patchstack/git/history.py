@@ -3,6 +3,7 @@ paths decoded one way, see `base.decode_path`)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -52,6 +53,7 @@ class CommitMeta:
     message: str
 
 
+_HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 PATHSPEC_MAX = 16  # paths git is given as a pathspec; beyond, git walks all and they are filtered
 
 
@@ -209,6 +211,33 @@ class History(Trees):
         args += ["-s", "--diff-filter=D", "--format=%H", "--end-of-options", rng, "--", path]
         out = self.out(*args).strip()
         return Oid(out) if out else None
+
+    def deleted_by_each(self, rng: str, paths: Sequence[str]) -> dict[str, Oid | None]:
+        """`deleted_by` of each of ``paths`` in one walk: the newest first-parent commit of
+        ``rng`` whose deletions (against its first parent) the path, as a pathspec, matches
+        (the path, or a file under it), or None."""
+        found: dict[str, Oid | None] = dict.fromkeys(paths)
+        if not paths:
+            return found
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames"]
+        args += ["--name-only", "-z", "--diff-filter=D", "--format=%x01%H", "--end-of-options"]
+        spec = ["--", *paths] if len(paths) <= PATHSPEC_MAX else []
+        out = self.run(*args, rng, *spec).stdout
+        left, commit, first = set(paths), None, False
+        for raw in out.split(b"\0"):
+            if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # a commit: its deletions follow
+                commit, first = Oid(raw[1:].decode()), True
+                continue
+            name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
+            first = False
+            if commit is None or not name:
+                continue
+            for p in [p for p in left if name == p or name.startswith(p + "/")]:
+                found[p] = commit
+                left.discard(p)
+            if not left:
+                break
+        return found
 
     def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
         """The newest first-parent commit of ``rng`` that changed how often ``path`` holds
