@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from patchstack.engine import triage
+from patchstack.git.attributes import merge_inputs
+from patchstack.git.repo import find_repo
 
 from .conftest import Repo, copy_repo, make_repo, numbered
 
@@ -118,3 +120,41 @@ def test_a_gitattributes_added_at_a_stop_is_a_proof_made_again(tmp_path, monkeyp
     assert kept_stops == plain_stops
     assert kept_series == plain_series
     assert "conflict in patch K.patch" in kept_stops[-1]  # primary now: it stopped
+
+
+def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monkeypatch) -> None:
+    """`merge_inputs` changes with each thing merge-tree reads: an untracked, an ignored, a
+    nested or an edited ``.gitattributes``, ``info/attributes``, ``core.attributesFile`` and
+    its contents, configuration; and with nothing else (an ordinary file)."""
+    repo = make_repo(tmp_path / "r", {"a.py": "a\n", "sub/b.py": "b\n", ".gitignore": "ign/\n"})
+    git = find_repo(str(repo.path))
+    seen = [merge_inputs(git)]
+
+    def changed() -> bool:
+        seen.append(merge_inputs(git))
+        return seen[-1] != seen[-2]
+
+    repo.write("a.py", "edited\n")
+    assert not changed()
+    repo.write(".gitattributes", "*.py -merge\n")
+    assert changed()
+    repo.commit_all("attributes")
+    assert not changed()
+    repo.write(".gitattributes", "*.py merge=union\n")
+    assert changed()
+    repo.write("sub/.gitattributes", "b.py -merge\n")
+    assert changed()
+    repo.write("ign/.gitattributes", "* -merge\n")
+    assert changed()
+    (repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (repo.path / ".git" / "info" / "attributes").write_text("* -merge\n")
+    assert changed()
+    elsewhere = tmp_path / "attrs"
+    elsewhere.write_text("* -merge\n")
+    repo.git("config", "core.attributesFile", str(elsewhere))
+    assert changed()
+    elsewhere.write_text("* merge=union\n")
+    assert changed()
+    repo.git("config", "merge.renormalize", "true")
+    assert changed()
+    assert not changed()

@@ -26,11 +26,11 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..git import Git, MergeResult
+from ..git.grep import holding_lines
 from ..model.diff import FileDiff
 from ..model.diffparse import parse_diff
 from ..model.ids import Oid
@@ -72,16 +72,16 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
-    in one buffer (``\n`` + file + ``\n`` each) where a hunk's longest line is looked for as
-    a whole line in one search; only the files it is in are split into lines and indexed
-    (the others cannot hold the hunk)."""
+    """Relocations for one command: a hunk's longest line is looked for as a whole line in
+    each candidate tree by ``git grep`` (`git.grep`: one search for every hunk of a patch);
+    only the candidate files it is in are read, split into lines and indexed (the others
+    cannot hold the hunk), each kept by blob id."""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
         self._lines: dict[str, list[str]] = {}
-        self._buffers: dict[str, tuple[bytes, list[int], list[str]]] = {}
+        self._found: dict[str, dict[str, set[str]]] = {}  # tree -> line -> paths holding it
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
@@ -138,6 +138,14 @@ class Relocator:
         if not gone and not missing:
             return None
         files = self._candidates(onto)
+        blocks = [
+            p[0]
+            for path in gone
+            for h in (diffs[path].hunks if path in diffs else ())
+            if (p := sides(h))
+        ]
+        blocks += [old for hunks in missing.values() for _k, old, _new, _ln in hunks]
+        self._search(onto, [max(b, key=len) for b in blocks if b])
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
@@ -240,20 +248,35 @@ class Relocator:
 
     def _holding(self, onto: Oid, block: list[str]) -> set[str]:
         """The blobs of ``onto``'s candidates that have the block's longest line as a whole
-        line (or, for the last one, before an end with no newline): a superset of those that
-        hold the block."""
+        line (or, for the last one, before an end with no newline), each a text file (read
+        here): a superset of those that hold the block."""
         if not block:
             return set()
-        buffer, starts, order = self._buffers[onto]
+        files = self._candidates_of[onto]
         line = max(block, key=len)
-        if "\0" in line or "\n" in line:
-            return set(order)
-        found, wanted = set(), b"\n" + line.encode("utf-8", "surrogateescape") + b"\n"
-        at = buffer.find(wanted)
-        while at >= 0:
-            found.add(order[bisect.bisect_right(starts, at + 1) - 1])
-            at = buffer.find(wanted, at + 1)
-        return found
+        if not line or "\0" in line or "\n" in line:
+            there = set(files.values())
+        else:
+            self._search(onto, [line])
+            paths = self._found[onto][line]
+            there = {files[p] for p in paths if p in files}
+        self._read([b for b in there if b not in self._raw])
+        return {b for b in there if self._raw.get(b) is not None}
+
+    def _search(self, onto: Oid, lines: list[str]) -> None:
+        """Find which files of ``onto`` hold each of ``lines`` (those git can search for and
+        not asked before), in one ``git grep``."""
+        known = self._found.setdefault(onto, {})
+        wanted = [ln for ln in dict.fromkeys(lines) if ln not in known]
+        wanted = [ln for ln in wanted if ln and "\0" not in ln and "\n" not in ln]
+        if wanted:
+            known.update(holding_lines(self.git, onto, wanted))
+
+    def _read(self, blobs: list[str]) -> None:
+        """Keep the bytes of these blobs (None: binary, not searched)."""
+        if blobs:
+            for b, got in zip(blobs, self.git.read_objects(blobs), strict=True):
+                self._raw[b] = got[1] if got and b"\0" not in got[1] else None
 
     def _lines_of(self, blob: str) -> list[str]:
         if blob not in self._lines:
@@ -282,6 +305,8 @@ class Relocator:
         return self._candidates_of[onto]
 
     def _read_candidates(self, onto: Oid) -> dict[str, str]:
+        """path -> blob of each file of ``onto`` the drift changed that is not too large to
+        search (whether it is text is known once it is read: `_holding`)."""
         assert self.old_base
         git = self.git
         changed = git.changed_paths(self.old_base, onto)
@@ -289,20 +314,10 @@ class Relocator:
         blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
         wanted = sorted({b for b in blobs.values() if b not in self._raw})
         sizes = git.object_sizes(wanted) if wanted else {}
-        small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
-        for b in set(wanted) - set(small):
-            self._raw[b] = None
-        for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
-            self._raw[b] = got[1] if got and b"\0" not in got[1] else None
-        files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
-        order = sorted(set(files.values()))
-        starts, at = [], 0
-        for b in order:
-            starts.append(at)
-            at += len(self._raw[b] or b"") + 2
-        buffer = b"".join(b"\n" + (self._raw[b] or b"") + b"\n" for b in order)
-        self._buffers[onto] = (buffer, starts, order)
-        return files
+        for b in wanted:
+            if (sizes.get(b) or 0) > MAX_BYTES:
+                self._raw[b] = None
+        return {p: b for p, b in sorted(blobs.items()) if self._raw.get(b, b"") is not None}
 
     def _carry(
         self,

@@ -44,9 +44,13 @@ def merge_inputs(git: GitBase) -> str:
     config = git.run("config", "-z", "--list", check=False).stdout
     add(config)
     places = [os.path.join(git.common_dir, "info", "attributes")]
-    own = git.run("config", "--path", "--get", "core.attributesFile", check=False)
-    if own.returncode == 0 and own.stdout.strip():
-        places.append(decode_path(own.stdout.rstrip(b"\n")))
+    own = [
+        v
+        for k, _nl, v in (e.partition(b"\n") for e in config.split(b"\0"))
+        if k.lower() == b"core.attributesfile"
+    ]
+    if own and own[-1]:  # the last value wins; ``~/`` as ``config --path`` expands it
+        places.append(os.path.expanduser(decode_path(own[-1])))
     else:
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         places.append(os.path.join(xdg, "git", "attributes"))
