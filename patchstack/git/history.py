@@ -3,8 +3,10 @@ paths decoded one way, see `base.decode_path`)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -215,28 +217,44 @@ class History(Trees):
     def deleted_by_each(self, rng: str, paths: Sequence[str]) -> dict[str, Oid | None]:
         """`deleted_by` of each of ``paths`` in one walk: the newest first-parent commit of
         ``rng`` whose deletions (against its first parent) the path, as a pathspec, matches
-        (the path, or a file under it), or None."""
+        (the path, or a file under it), or None. git answers commit by commit (``GIT_FLUSH``)
+        and is stopped once each path has its commit, as ``-1`` stops the walk of one."""
         found: dict[str, Oid | None] = dict.fromkeys(paths)
         if not paths:
             return found
         args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames"]
         args += ["--name-only", "-z", "--diff-filter=D", "--format=%x01%H", "--end-of-options"]
-        spec = ["--", *paths] if len(paths) <= PATHSPEC_MAX else []
-        out = self.run(*args, rng, *spec).stdout
-        left, commit, first = set(paths), None, False
-        for raw in out.split(b"\0"):
-            if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # a commit: its deletions follow
-                commit, first = Oid(raw[1:].decode()), True
-                continue
-            name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
-            first = False
-            if commit is None or not name:
-                continue
-            for p in [p for p in left if name == p or name.startswith(p + "/")]:
-                found[p] = commit
-                left.discard(p)
-            if not left:
-                break
+        args += [rng, *(["--", *paths] if len(paths) <= PATHSPEC_MAX else [])]
+        left, commit, first, pending = set(paths), None, False, b""
+        with tempfile.TemporaryFile() as errors:
+            proc = self.spawn(args, stderr=errors, env={"GIT_FLUSH": "1"})
+            assert proc.stdout is not None
+            try:
+                while left:
+                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        break
+                    *done, pending = (pending + chunk).split(b"\0")
+                    for raw in done:
+                        if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
+                            commit, first = Oid(raw[1:].decode()), True
+                            continue
+                        name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
+                        first = False
+                        for p in [p for p in left if name == p or name.startswith(p + "/")]:
+                            if commit is not None and name:
+                                found[p] = commit
+                                left.discard(p)
+            finally:
+                if left:
+                    code = proc.wait()
+                    if code != 0:
+                        errors.seek(0)
+                        raise failure(["log", *args[1:]], code, errors.read())
+                else:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
         return found
 
     def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
