@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from patchstack.git.grep import holding_lines
 from patchstack.git.history import PATHSPEC_MAX
 from patchstack.git.repo import find_repo
 
@@ -48,38 +47,3 @@ def test_one_walk_names_what_a_walk_per_path_names(tmp_path, extra: int) -> None
     assert each == {p: git.deleted_by(rng, p) for p in paths}
     assert each["f0.py"] is not None and each["f0.py"] == each["f1.py"]  # the newest deletion
     assert each["dir"] == each["dir/d0.py"] and each["f4.py"] is None and each["f"] is None
-
-
-def test_git_grep_finds_the_files_a_search_of_every_file_finds(tmp_path) -> None:
-    """`holding_lines` (relocate's search of a tree) against every file of the tree read and
-    split here, for lines that are whole lines, parts of longer lines, a CRLF line, a last
-    line with no newline, bytes that are not UTF-8, a line of a file with a NUL in it, a line
-    starting with a dash, and one found in no file."""
-    files = {
-        "a.py": b"def f():\n    return 1\n-x = 2\n",
-        "b/c.py": b"    return 1\r\nlonger:     return 1 and more\nlast line",
-        "d.bin": b"\0binary\n    return 1\n",
-        "e.txt": b"caf\xe9\nlast line\n",
-        "f.py": b"def f():\n",
-    }
-    repo = make_repo(tmp_path / "r", {"README": "r\n"})
-    for path, data in files.items():
-        (repo.path / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo.path / path).write_bytes(data)
-    repo.commit_all("files")
-    git = find_repo(str(repo.path))
-    lines = [
-        "    return 1",
-        "    return 1\r",
-        "last line",
-        "caf\udce9",
-        "-x = 2",
-        "def f():",
-        "binary",
-        "return 1",
-        "nowhere",
-    ]
-    found = holding_lines(git, repo.tree(), lines)
-    for line in lines:
-        wanted = line.encode("utf-8", "surrogateescape")
-        assert found[line] == {p for p, d in files.items() if wanted in d.split(b"\n")}, line

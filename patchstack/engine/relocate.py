@@ -26,6 +26,7 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,11 +44,10 @@ from ..model.relocation import (
     replaced,
     sides,
 )
-from .candidates import FILE_MODES as _FILE_MODES
-from .candidates import Candidates
-from .candidates import text_lines as _lines
 
 _AT_END = "the hunk is at a file's end"
+MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
+_FILE_MODES = ("100644", "100755")
 
 
 def _wordy(line: str) -> bool:
@@ -72,12 +72,21 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files of each tree (`Candidates`), the
-    places found, and the commit that deleted each file, kept for its conflicts."""
+    """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
+    in one buffer (``\n`` + file + ``\n`` each) where a hunk's longest line is looked for as
+    a whole line in one search; only the files it is in are split into lines and indexed
+    (the others cannot hold the hunk)."""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
-        self.candidates = Candidates(git, old_base)
+        self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
+        self._lines: dict[str, list[str]] = {}
+        self._buffers: dict[str, tuple[bytes, list[int], list[str]]] = {}
+        self._index: dict[str, dict[str, list[int]]] = {}
+        # Conflicts of one replay are mostly placed on the same tree (the new base, with the
+        # patches before them): its candidates, the places found, and the commit that deleted
+        # each file are the same for all of them.
+        self._candidates_of: dict[str, dict[str, str]] = {}
         self._located: dict[tuple[str, tuple[str, ...]], tuple[str, int] | str] = {}
         self._deleted_by: dict[str, Oid | None] = {}
 
@@ -128,15 +137,7 @@ class Relocator:
         missing = {p: m for p in split if (m := self._missing(p, diffs.get(p), onto))}
         if not gone and not missing:
             return None
-        files = self.candidates.of(onto)
-        blocks = [
-            p[0]
-            for path in gone
-            for h in (diffs[path].hunks if path in diffs else ())
-            if (p := sides(h))
-        ]
-        blocks += [old for hunks in missing.values() for _k, old, _new, _ln in hunks]
-        self.candidates.search(onto, [max(b, key=len) for b in blocks if b])
+        files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
@@ -228,14 +229,41 @@ class Relocator:
         key = (onto, tuple(block))
         if key not in self._located:
             # (an empty block is found nowhere: `locate` says why)
-            there = self.candidates.holding(onto, block)
+            there = self._holding(onto, block)
             holding = [(p, b) for p, b in files.items() if b in there]
             self._located[key] = locate(
                 block,
-                {p: self.candidates.lines_of(b) for p, b in holding},
-                {p: self.candidates.index_of(b) for p, b in holding},
+                {p: self._lines_of(b) for p, b in holding},
+                {p: self._index_of(b) for p, b in holding},
             )
         return self._located[key]
+
+    def _holding(self, onto: Oid, block: list[str]) -> set[str]:
+        """The blobs of ``onto``'s candidates that have the block's longest line as a whole
+        line (or, for the last one, before an end with no newline): a superset of those that
+        hold the block."""
+        if not block:
+            return set()
+        buffer, starts, order = self._buffers[onto]
+        line = max(block, key=len)
+        if "\0" in line or "\n" in line:
+            return set(order)
+        found, wanted = set(), b"\n" + line.encode("utf-8", "surrogateescape") + b"\n"
+        at = buffer.find(wanted)
+        while at >= 0:
+            found.add(order[bisect.bisect_right(starts, at + 1) - 1])
+            at = buffer.find(wanted, at + 1)
+        return found
+
+    def _lines_of(self, blob: str) -> list[str]:
+        if blob not in self._lines:
+            self._lines[blob] = _lines(self._raw[blob] or b"")
+        return self._lines[blob]
+
+    def _index_of(self, blob: str) -> dict[str, list[int]]:
+        if blob not in self._index:
+            self._index[blob] = line_index(self._lines_of(blob))
+        return self._index[blob]
 
     def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
         """The commit that deleted each of ``paths`` (`Git.deleted_by_each`: one walk for
@@ -245,6 +273,36 @@ class Relocator:
             rng = f"{self.old_base}..{self.new_base}"
             self._deleted_by.update(self.git.deleted_by_each(rng, wanted))
         return {p: self._deleted_by[p] for p in paths}
+
+    def _candidates(self, onto: Oid) -> dict[str, str]:
+        """path -> blob of every text file of ``onto`` the drift changed (old base ->
+        ``onto``): where moved code can have gone."""
+        if onto not in self._candidates_of:
+            self._candidates_of[onto] = self._read_candidates(onto)
+        return self._candidates_of[onto]
+
+    def _read_candidates(self, onto: Oid) -> dict[str, str]:
+        assert self.old_base
+        git = self.git
+        changed = git.changed_paths(self.old_base, onto)
+        listing = git.entries_at(onto, changed)
+        blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
+        wanted = sorted({b for b in blobs.values() if b not in self._raw})
+        sizes = git.object_sizes(wanted) if wanted else {}
+        small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
+        for b in set(wanted) - set(small):
+            self._raw[b] = None
+        for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
+            self._raw[b] = got[1] if got and b"\0" not in got[1] else None
+        files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
+        order = sorted(set(files.values()))
+        starts, at = [], 0
+        for b in order:
+            starts.append(at)
+            at += len(self._raw[b] or b"") + 2
+        buffer = b"".join(b"\n" + (self._raw[b] or b"") + b"\n" for b in order)
+        self._buffers[onto] = (buffer, starts, order)
+        return files
 
     def _carry(
         self,
@@ -273,7 +331,7 @@ class Relocator:
             good = [h for i, h in enumerate(hunks) if i not in bad]
             if not good:
                 continue
-            base = self.candidates.lines_of(files[dest])
+            base = self._lines_of(files[dest])
             theirs = replaced(base, [(s, len(o), n) for _p, _k, s, o, n in good])
             entry = ours_listing.get(dest)
             if entry is None or entry[0] not in _FILE_MODES:
@@ -316,6 +374,16 @@ class Relocator:
             if relocation.whole:  # every hunk went elsewhere: a deleted file stays deleted
                 changes[path] = None
         return relocations, changes
+
+
+def _lines(data: bytes) -> list[str]:
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    else:
+        lines[-1] += "\0"  # no newline at its end: the last line matches no hunk's line
+    return lines
 
 
 def _bytes(lines: Sequence[str]) -> bytes:
