@@ -8,6 +8,8 @@ a ``.gitattributes`` between two stops that changes what a kept proof merge woul
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,21 @@ def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monke
     repo.git("config", "merge.renormalize", "true")
     assert changed()
     assert not changed()
+
+
+def test_a_skip_loads_nothing_of_a_stepped_refresh(tmp_path) -> None:
+    """A plain ``refresh --skip`` (no stepped refresh kept) imports nothing of ``--steps``:
+    each stop pays the interpreter's start-up and the imports again."""
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    probe = (
+        "import sys\n"
+        "from patchstack.cli.app import main\n"
+        "try:\n    main(['refresh', '--skip'])\n"
+        "except SystemExit as e:\n    code = e.code\n"
+        "print(code, sorted(m for m in sys.modules if m.endswith('steps')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "1 []", out
