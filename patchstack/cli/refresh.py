@@ -144,6 +144,7 @@ def refresh(
       patchstack refresh --onto origin/main --steps    # a big drift: one culprit at a time
       patchstack refresh --onto origin/main --resolver 'python3 ~/bin/resolve.py'
     """
+    from ..commands.refresh import stepped
     from ..commands.refresh.resume import abort, skip
     from ..commands.refresh.resume import continue_ as do_continue
     from ..commands.refresh.start import refresh as do_refresh
@@ -170,8 +171,10 @@ def refresh(
         how = "abort" if abort_ else "continue" if continue_ else "skip" if skip_ else "start"
         stepping = how == "start" and steps_mode is not None
         setting = resolver_setting(ws, resolver, resolver_timeout) if stepping else None
-        runs = stepped_refresh(
-            ws, how, steps_mode, onto, drop_merged, defer_conflicts, bar, setting
+        runs = (
+            stepped_refresh(ws, how, steps_mode, onto, drop_merged, defer_conflicts, bar, setting)
+            if stepped(ws, how, steps_mode)
+            else None
         )
         if runs is not None:
             result = runs.last

@@ -166,7 +166,7 @@ class Relocator:
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
         rng = f"{self.old_base}..{self.new_base}"
-        commits = {p: self._deleted(p) for p in gone}
+        commits = self._deleted(gone)
         commits |= {p: git.removed_by(rng, p, line) for p, (_b, line) in kept.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
@@ -265,11 +265,14 @@ class Relocator:
             self._index[blob] = line_index(self._lines_of(blob))
         return self._index[blob]
 
-    def _deleted(self, path: str) -> Oid | None:
-        if path not in self._deleted_by:
+    def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
+        """The commit that deleted each of ``paths`` (`Git.deleted_by_each`: one walk for
+        those not asked before)."""
+        wanted = [p for p in dict.fromkeys(paths) if p not in self._deleted_by]
+        if wanted:
             rng = f"{self.old_base}..{self.new_base}"
-            self._deleted_by[path] = self.git.deleted_by(rng, path)
-        return self._deleted_by[path]
+            self._deleted_by.update(self.git.deleted_by_each(rng, wanted))
+        return {p: self._deleted_by[p] for p in paths}
 
     def _candidates(self, onto: Oid) -> dict[str, str]:
         """path -> blob of every text file of ``onto`` the drift changed (old base ->

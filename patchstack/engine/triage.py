@@ -65,6 +65,30 @@ class Waiting:
     missing: tuple[str, ...] = ()
 
 
+class Proofs(dict[tuple[str, ...], MergeResult]):
+    """The proof merges of a replay (``memo`` below), each made once; ``made``: those
+    `_merge_with` made (or a ``loader`` gave: kept by an earlier command), which a later
+    command may take, where the replay's own merges `reports` puts in (other labels) are not.
+    ``loader``: called at the first lookup, the merges kept from before (never overriding
+    one of this command's)."""
+
+    def __init__(
+        self, loader: Callable[[], Mapping[tuple[str, ...], MergeResult]] | None = None
+    ) -> None:
+        super().__init__()
+        self.made: set[tuple[str, ...]] = set()
+        self.loader = loader
+
+    def get(self, key: tuple[str, ...], default: MergeResult | None = None) -> MergeResult | None:  # type: ignore[override]
+        if self.loader is not None:
+            loaded, self.loader = self.loader(), None
+            for k, v in loaded.items():
+                if k not in self:
+                    self[k] = v
+                    self.made.add(k)
+        return super().get(key, default)
+
+
 def _lines(data: bytes | None) -> list[str]:
     return data.decode("utf-8", "surrogateescape").split("\n") if data is not None else []
 
@@ -277,6 +301,8 @@ def _merge_with(
             merged = memo.get(key) if memo is not None else None
             if merged is None:
                 merged = place_fast(git, before, tree, after, ("triage", at), None, renames)
+                if isinstance(memo, Proofs):
+                    memo.made.add(key)
             if memo is not None:
                 memo[key] = merged
             if at == name:
@@ -290,6 +316,8 @@ def _merge_with(
             tree = found.tree if found else _as_the_patch_has_it(git, merged)
             if memo is not None:
                 memo[settled] = MergeResult(tree, True, (), "")
+                if isinstance(memo, Proofs):
+                    memo.made.add(settled)
     return tree, None  # it changes nothing: it cannot conflict once its roots are in
 
 

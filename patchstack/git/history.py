@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from .base import decode_path, under_any
+from .deletions import PATHSPEC_MAX as PATHSPEC_MAX  # listings takes it from here
+from .deletions import Deletions
 from .process import failure
-from .trees import Trees
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,7 @@ class CommitMeta:
     message: str
 
 
-PATHSPEC_MAX = 16  # paths git is given as a pathspec; beyond, git walks all and they are filtered
-
-
-class History(Trees):
+class History(Deletions):
     def iter_first_parent(self, head: str) -> Iterator[CommitRecord]:
         """First-parent history from ``head``, newest first, read as it streams (the caller
         stops early; the process is ended then)."""
@@ -201,22 +199,6 @@ class History(Trees):
         if head is not None:
             result.append((*head, tuple(paths)))
         return result
-
-    def deleted_by(self, rng: str, path: str) -> Oid | None:
-        """The newest first-parent commit of ``rng`` that deleted ``path`` (a merge against
-        its first parent), or None."""
-        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
-        args += ["-s", "--diff-filter=D", "--format=%H", "--end-of-options", rng, "--", path]
-        out = self.out(*args).strip()
-        return Oid(out) if out else None
-
-    def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
-        """The newest first-parent commit of ``rng`` that changed how often ``path`` holds
-        ``text`` (``log -S``, literal; a merge against its first parent), or None."""
-        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
-        args += ["-s", f"-S{text}", "--format=%H", "--end-of-options", rng, "--", path]
-        out = self.out(*args).strip()
-        return Oid(out) if out else None
 
     def line_changes(
         self, rng: str, paths: Sequence[str], trailer: str | None = None

@@ -6,6 +6,7 @@ and the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -14,9 +15,10 @@ from ...checkout import Checkout
 from ...engine.contract import enabled
 from ...engine.needs import Held as HeldBack
 from ...engine.replay import Done
-from ...engine.triage import KNOCK_ON, Failed, reports
+from ...engine.triage import KNOCK_ON, Failed, Proofs, reports
 from ...errors import PatchstackError
 from ...git import MergeResult
+from ...git.attributes import merge_inputs
 from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
@@ -102,8 +104,12 @@ class KnockOns:
         left = (n for n, _c, _r in state.deferrals)
         self.needs = needs(ws, series, state.steps, left, state.undefer)
         # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
-        # once for every conflict and held patch of this replay.
-        self.memo: dict[tuple[str, ...], MergeResult] | None = {} if enabled() else None
+        # once for every conflict and held patch of this replay, and kept for the next
+        # command of a refresh stop by stop (`kept`, `keep`).
+        self.inputs: str | None = None
+        self.memo: Proofs | None = None
+        if enabled():
+            self.memo = Proofs(self._kept if kept_on() else None)
         # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
         # report (never traced) is theirs; a primary one is only primary.
         self.known: dict[str, Conflict] = {}
@@ -127,6 +133,20 @@ class KnockOns:
             self.deferred.add(name)
             return True
         return False
+
+    def _kept(self) -> dict[tuple[str, ...], MergeResult]:
+        """The proof merges an earlier command kept for what decides a merge here: the same
+        trees (in the key) and the same `merge_inputs` (attributes, configuration, git)."""
+        self.inputs = merge_inputs(self.ws.git)
+        return kept(self.ws, self.inputs)
+
+    def keep(self) -> None:
+        """Keep this command's proof merges for the next one (`kept`), when it made any."""
+        memo = self.memo
+        if memo is None or self.inputs is None or not kept_on():
+            return
+        made = [(k, memo[k]) for k in memo.made if k in memo]
+        self.ws.store.put(SECTION, self.inputs, _plain(made[-LIMIT:]))
 
     @property
     def renames(self) -> RenameProof | None:
@@ -156,6 +176,7 @@ def defer(
     placed, where a held one would have gone."""
     held = knock_ons.needs.held
     if not conflicts and not held:
+        knock_ons.keep()
         return state, []
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
@@ -176,8 +197,56 @@ def defer(
             )
         made.append((report.patch, change, report.root))
     primaries = [r.patch for r in found if r.kind != KNOCK_ON and r.root]
+    knock_ons.keep()
     state = replace(state, deferrals=tuple(made), primaries=(*state.primaries, *primaries))
     return state, found
+
+
+SECTION = "proofs"  # of the one cache (`store`): inputs digest -> the merges kept
+LIMIT = 4096  # merges kept, at most
+OFF = "PATCHSTACK_NO_PROOF_CACHE"  # set: nothing kept from one command for the next
+
+
+def kept_on() -> bool:
+    return os.environ.get(OFF) is None
+
+
+Plain = list[
+    tuple[tuple[str, ...], tuple[str, bool, tuple[str, ...], str, tuple[tuple[str, str], ...]]]
+]
+
+
+def _plain(made: Sequence[tuple[tuple[str, ...], MergeResult]]) -> Plain:
+    return [
+        (
+            tuple(str(x) for x in k),
+            (
+                str(m.tree),
+                bool(m.clean),
+                tuple(str(p) for p in m.conflicted),
+                str(m.messages),
+                tuple((str(a), str(b)) for a, b in m.sides),
+            ),
+        )
+        for k, m in made
+    ]
+
+
+def kept(ws: Checkout, inputs: str) -> dict[tuple[str, ...], MergeResult]:
+    """The proof merges kept under ``inputs`` (`KnockOns.keep`) whose trees this repository
+    has (a cache, never trusted: anything malformed is nothing kept)."""
+    found = ws.store.get(SECTION, inputs)
+    try:
+        entries = [
+            (tuple(k), MergeResult(Oid(t), bool(c), tuple(p), str(m), tuple(map(tuple, s))))
+            for k, (t, c, p, m, s) in found or ()
+        ]
+    except (TypeError, ValueError):
+        return {}
+    if not all(isinstance(x, str) for k, r in entries for x in (*k, r.tree, *r.conflicted)):
+        return {}
+    have = ws.git.has_objects(sorted({r.tree for _k, r in entries}))
+    return {k: r for k, r in entries if have.get(r.tree)}
 
 
 def deferrals_after(series: Series, state: State) -> list[Deferral]:

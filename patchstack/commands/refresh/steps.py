@@ -15,7 +15,6 @@ was aborted, sleeps in its file until the next ``--steps`` replaces it.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from ...model.ids import Oid
 from ...model.selection import Selector
 from ...transaction import Plan, Restore, publish
 from ..state import resolve_rev
+from . import plan_path
 from .settle import RefreshResult
 
 if TYPE_CHECKING:
@@ -88,10 +88,6 @@ class Stepped:
     @property
     def last(self) -> RefreshResult:
         return self.runs[-1][1]
-
-
-def plan_path(ws: Checkout) -> str:
-    return os.path.join(ws.git.git_dir, "patchstack", "steps.json")
 
 
 def load(ws: Checkout) -> StepPlan | None:

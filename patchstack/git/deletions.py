@@ -1,0 +1,78 @@
+"""Which upstream commit deleted a file, or took a line out of it: history walks that end
+at the first answer (relocate names these commits)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+
+from ..model.ids import Oid
+from .base import decode_path
+from .process import failure
+from .trees import Trees
+
+_HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
+PATHSPEC_MAX = 16  # paths git is given as a pathspec; beyond, git walks all and they are filtered
+
+
+class Deletions(Trees):
+    def deleted_by(self, rng: str, path: str) -> Oid | None:
+        """The newest first-parent commit of ``rng`` that deleted ``path`` (a merge against
+        its first parent), or None."""
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
+        args += ["-s", "--diff-filter=D", "--format=%H", "--end-of-options", rng, "--", path]
+        out = self.out(*args).strip()
+        return Oid(out) if out else None
+
+    def deleted_by_each(self, rng: str, paths: Sequence[str]) -> dict[str, Oid | None]:
+        """`deleted_by` of each of ``paths`` in one walk: the newest first-parent commit of
+        ``rng`` whose deletions (against its first parent) the path, as a pathspec, matches
+        (the path, or a file under it), or None. git answers commit by commit (``GIT_FLUSH``)
+        and is stopped once each path has its commit, as ``-1`` stops the walk of one."""
+        found: dict[str, Oid | None] = dict.fromkeys(paths)
+        if not paths:
+            return found
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames"]
+        args += ["--name-only", "-z", "--diff-filter=D", "--format=%x01%H", "--end-of-options"]
+        args += [rng, *(["--", *paths] if len(paths) <= PATHSPEC_MAX else [])]
+        left, commit, first, pending = set(paths), None, False, b""
+        with tempfile.TemporaryFile() as errors:
+            proc = self.spawn(args, stderr=errors, env={"GIT_FLUSH": "1"})
+            assert proc.stdout is not None
+            try:
+                while left:
+                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        break
+                    *done, pending = (pending + chunk).split(b"\0")
+                    for raw in done:
+                        if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
+                            commit, first = Oid(raw[1:].decode()), True
+                            continue
+                        name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
+                        first = False
+                        for p in [p for p in left if name == p or name.startswith(p + "/")]:
+                            if commit is not None and name:
+                                found[p] = commit
+                                left.discard(p)
+            finally:
+                if left:
+                    code = proc.wait()
+                    if code != 0:
+                        errors.seek(0)
+                        raise failure(["log", *args[1:]], code, errors.read())
+                else:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+        return found
+
+    def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
+        """The newest first-parent commit of ``rng`` that changed how often ``path`` holds
+        ``text`` (``log -S``, literal; a merge against its first parent), or None."""
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-1"]
+        args += ["-s", f"-S{text}", "--format=%H", "--end-of-options", rng, "--", path]
+        out = self.out(*args).strip()
+        return Oid(out) if out else None

@@ -1,0 +1,49 @@
+"""The commit that deleted each file a patch changes (`relocate`'s naming of the commit of a
+modify/delete): one walk for all (`Git.deleted_by_each`) names for every path what one walk
+per path (`Git.deleted_by`) names, on a history where files are deleted, brought back and
+deleted again, deleted by a merge (against its first parent) and on a side branch only, a
+folder is deleted with the files under it, and with more paths than git is given as a
+pathspec (walked whole and filtered)."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchstack.git.history import PATHSPEC_MAX
+from patchstack.git.repo import find_repo
+
+from .conftest import make_repo
+
+
+@pytest.mark.parametrize("extra", [0, PATHSPEC_MAX + 4])
+def test_one_walk_names_what_a_walk_per_path_names(tmp_path, extra: int) -> None:
+    files = {f"f{i}.py": f"f{i}\n" for i in range(6)}
+    files |= {f"dir/d{i}.py": f"d{i}\n" for i in range(3)}
+    files |= {f"pad/p{i}.py": f"p{i}\n" for i in range(extra)}
+    repo = make_repo(tmp_path / "r", files)
+    base = repo.head()
+    repo.git("rm", "-q", "f0.py")
+    repo.commit_all("delete f0")
+    repo.write("f0.py", "back\n")
+    repo.commit_all("f0 back")
+    repo.git("rm", "-q", "f0.py", "f1.py")
+    repo.commit_all("delete f0 again, and f1")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.git("rm", "-q", "f2.py", "f3.py")
+    repo.commit_all("side deletes f2 and f3")
+    repo.git("checkout", "-q", "main")
+    repo.git("rm", "-q", "f3.py")
+    repo.commit_all("main deletes f3")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")  # deletes f2 on main
+    repo.git("rm", "-q", "-r", "dir")
+    repo.commit_all("delete dir")
+    for i in range(extra):
+        repo.git("rm", "-q", f"pad/p{i}.py")
+        repo.commit_all(f"delete p{i}")
+    paths = [*files, "dir", "never/there.py", "f"]
+    git = find_repo(str(repo.path))
+    rng = f"{base}..HEAD"
+    each = git.deleted_by_each(rng, paths)
+    assert each == {p: git.deleted_by(rng, p) for p in paths}
+    assert each["f0.py"] is not None and each["f0.py"] == each["f1.py"]  # the newest deletion
+    assert each["dir"] == each["dir/d0.py"] and each["f4.py"] is None and each["f"] is None

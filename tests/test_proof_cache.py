@@ -1,0 +1,180 @@
+"""The knock-on proofs kept from one command of a refresh stop by stop for the next
+(`commands.refresh.knockons.KnockOns.keep`): a ``--skip`` takes the proof merges the stop
+before it made (the same root merged onto the same tree), keyed by the trees and by what else
+decides a merge (`git.attributes.merge_inputs`: the work tree's ``.gitattributes`` among it).
+Differential: moving a series stop by stop prints the same stops and leaves the same series
+with the proofs kept and without (``PATCHSTACK_NO_PROOF_CACHE=1``), also when the user adds
+a ``.gitattributes`` between two stops that changes what a kept proof merge would make."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchstack.engine import triage
+from patchstack.git.attributes import merge_inputs
+from patchstack.git.repo import find_repo
+
+from .conftest import Repo, copy_repo, make_repo, numbered
+
+# (patch, file, line, what it writes there): in series order. Upstream rewrites every line
+# but A's f.py 20; A conflicts (primary), then B1-B3 each conflict with upstream in f.py
+# (primary, each proven with A in place: the same proof merges at each stop), and K edits
+# the g.py line A made (a knock-on of A: it merges once A is in, as A has it).
+SERIES = [
+    ("A", [("f", 5, "A f5"), ("f", 20, "A f20"), ("g", 5, "A g5")]),
+    ("B1", [("f", 10, "B1 f10")]),
+    ("B2", [("f", 13, "B2 f13")]),
+    ("B3", [("f", 16, "B3 f16")]),
+    ("K", [("g", 5, "A g5 K")]),
+]
+UPSTREAM = [("f", 5), ("f", 10), ("f", 13), ("f", 16), ("g", 5)]
+
+
+def _set(repo: Repo, name: str, line: int, text: str) -> None:
+    lines = repo.read(f"{name}.py").splitlines(keepends=True)
+    lines[line - 1] = text + "\n"
+    repo.write(f"{name}.py", "".join(lines))
+
+
+def _fork(tmp_path: Path) -> Repo:
+    repo = make_repo(tmp_path / "fork", {"f.py": numbered(30, "f"), "g.py": numbered(12, "g")})
+    base = repo.head()
+    for name, edits in SERIES:
+        for f, line, text in edits:
+            _set(repo, f, line, text)
+        repo.commit_all(f"{name}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for f, line in UPSTREAM:
+        _set(repo, f, line, f"upstream {f}{line}")
+    repo.commit_all("upstream rewrites the lines")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def _stop_by_stop(repo: Repo, attributes_after: int | None = None) -> tuple[list[str], str]:
+    """(what each stop printed, the series after): ``refresh --onto``, then ``--skip`` at
+    every stop; with ``attributes_after``, an untracked ``.gitattributes`` unsetting the
+    merge of g.py (git keeps ours and conflicts) is written after that many stops."""
+    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
+    while True:
+        if attributes_after is not None and len(stops) == attributes_after:
+            (repo.path / ".gitattributes").write_text("g.py -merge\n")
+        step = repo.ps("refresh", "--skip", code=None)
+        if step.exit_code != 1:
+            break
+        stops.append(step.stderr)
+    assert step.exit_code == 0, step.stderr
+    return stops, repo.read("patches/series")
+
+
+@pytest.fixture
+def proofs(monkeypatch) -> list[str]:
+    """The patches the knock-on proofs merged (`engine.triage`), one entry a merge made."""
+    made: list[str] = []
+    real = triage.place_fast
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(args[4][1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(triage, "place_fast", counted)
+    return made
+
+
+def test_a_skip_takes_the_proofs_the_stop_before_made(tmp_path, monkeypatch, proofs) -> None:
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    kept_stops, kept_series = _stop_by_stop(repo)
+    with_cache = len(proofs)
+    proofs.clear()
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain_stops, plain_series = _stop_by_stop(plain)
+    assert kept_stops == plain_stops
+    assert kept_series == plain_series
+    assert [s.split("conflict in patch ", 1)[1].split()[0] for s in kept_stops] == [
+        "A.patch",
+        "B1.patch",
+        "B2.patch",
+        "B3.patch",
+    ]
+    assert "K.patch # essential" in kept_series and "after A.patch" in kept_series
+    # A merged onto the same tree at each stop, and each B onto A's: made once, kept.
+    assert with_cache < len(proofs)
+    assert proofs.count("A.patch") >= 3 and with_cache <= len(proofs) - 2, (with_cache, proofs)
+
+
+def test_a_gitattributes_added_at_a_stop_is_a_proof_made_again(tmp_path, monkeypatch) -> None:
+    """After the second stop the user unsets g.py's merge: A's proof merge (kept from the
+    stop before) would now keep upstream's g.py line, and K no longer merges with A in
+    place: primary. The kept merges were made under other attributes: not taken."""
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    kept_stops, kept_series = _stop_by_stop(repo, attributes_after=2)
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain_stops, plain_series = _stop_by_stop(plain, attributes_after=2)
+    assert kept_stops == plain_stops
+    assert kept_series == plain_series
+    assert "conflict in patch K.patch" in kept_stops[-1]  # primary now: it stopped
+
+
+def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monkeypatch) -> None:
+    """`merge_inputs` changes with each thing merge-tree reads: an untracked, an ignored, a
+    nested or an edited ``.gitattributes``, ``info/attributes``, ``core.attributesFile`` and
+    its contents, configuration; and with nothing else (an ordinary file)."""
+    repo = make_repo(tmp_path / "r", {"a.py": "a\n", "sub/b.py": "b\n", ".gitignore": "ign/\n"})
+    git = find_repo(str(repo.path))
+    seen = [merge_inputs(git)]
+
+    def changed() -> bool:
+        seen.append(merge_inputs(git))
+        return seen[-1] != seen[-2]
+
+    repo.write("a.py", "edited\n")
+    assert not changed()
+    repo.write(".gitattributes", "*.py -merge\n")
+    assert changed()
+    repo.commit_all("attributes")
+    assert not changed()
+    repo.write(".gitattributes", "*.py merge=union\n")
+    assert changed()
+    repo.write("sub/.gitattributes", "b.py -merge\n")
+    assert changed()
+    repo.write("ign/.gitattributes", "* -merge\n")
+    assert changed()
+    (repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (repo.path / ".git" / "info" / "attributes").write_text("* -merge\n")
+    assert changed()
+    elsewhere = tmp_path / "attrs"
+    elsewhere.write_text("* -merge\n")
+    repo.git("config", "core.attributesFile", str(elsewhere))
+    assert changed()
+    elsewhere.write_text("* merge=union\n")
+    assert changed()
+    repo.git("config", "merge.renormalize", "true")
+    assert changed()
+    assert not changed()
+
+
+def test_a_skip_loads_nothing_of_a_stepped_refresh(tmp_path) -> None:
+    """A plain ``refresh --skip`` (no stepped refresh kept) imports nothing of ``--steps``:
+    each stop pays the interpreter's start-up and the imports again."""
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    probe = (
+        "import sys\n"
+        "from patchstack.cli.app import main\n"
+        "try:\n    main(['refresh', '--skip'])\n"
+        "except SystemExit as e:\n    code = e.code\n"
+        "print(code, sorted(m for m in sys.modules if m.endswith('steps')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "1 []", out
