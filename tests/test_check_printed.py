@@ -90,3 +90,21 @@ def test_check_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed
     whole = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
     hunks = [h for c in whole["conflicts"] for h in c["hunks"]]
     assert len(hunks) == 9 and all(h["upstream_commits"] for h in hunks)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_refresh_defers_what_tracing_every_hunk_defers(tmp_path, monkeypatch, seed) -> None:
+    """``refresh --defer-conflicts`` prints its deferred conflicts as check does: the same
+    lines whether every hunk is traced or only what is printed."""
+    repo = _drift(tmp_path, seed)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    walks = _walked(monkeypatch)
+    monkeypatch.delenv("PATCHSTACK_TRACE_ALL", raising=False)
+    got = repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
+    lazy = {p for w in walks for p in w}
+    walks.clear()
+    monkeypatch.setenv("PATCHSTACK_TRACE_ALL", "1")
+    want = plain.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
+    assert got == want
+    assert "deferred: 3 primary" in got and "superseded by " in got
+    assert lazy < {p for w in walks for p in w}

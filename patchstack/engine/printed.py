@@ -14,7 +14,6 @@ from dataclasses import replace
 
 from ..git import Git
 from ..model.conflict import Conflict
-from ..model.ids import Oid
 from . import culprits
 from .evidence import superseded
 from .triage import PRIMARY
@@ -24,7 +23,7 @@ def traced_as_printed(
     git: Git,
     reports: Sequence[Conflict],
     old_base: str | None,
-    target: Oid,
+    target: str,
     full: Sequence[str] | bool,
 ) -> list[Conflict]:
     """The untraced ``reports`` with what check's short output prints of them traced: a
@@ -63,7 +62,7 @@ def _trace(
     reports: list[Conflict],
     wanted: dict[int, list[str]],
     old_base: str | None,
-    target: Oid,
+    target: str,
 ) -> list[Conflict]:
     """``reports`` with the hunks of the paths ``wanted`` (report index -> paths) traced, in
     one walk (`culprits.attribute`), as `triage.reports` traces a primary conflict's."""
