@@ -37,12 +37,12 @@ def encode_path(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
-
 # The pack the kept scratch objects become: no delta search, and zlib level 1 (the loose
 # objects are inflated and deflated again: at git's default level 6 that was 1.0 of a real
 # 46-patch refresh's 9.3 CPU s), a somewhat larger pack that `git gc` keeps as it is
 # (``repack -F`` compresses it again).
 PACK_KEPT = ("-c", "pack.compression=1", "pack-objects", "--quiet", "--window=0")
+
 
 class GitBase:
     """A repository: its work tree top, git directories and object format."""
