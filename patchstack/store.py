@@ -11,9 +11,11 @@ last `KEEP` generations nor this command used is dropped: what no longer serves 
 that learns something new, whatever the series' history. A command that only uses entries
 refreshes them and drops nothing.
 
-The file is one ``marshal`` of plain values (no code), read once per command when first
-wanted and written at the end of a command that changes state (`Checkout.save_caches`, under
-the repository lock) by an atomic rename. Of the commands that only read, `status` alone
+The file is one ``marshal`` of plain values (no code), each section in it marshalled on its
+own: a command unmarshals only the sections it uses (`pop` of one patch of 5,000 read all
+three, 3.9 MB, for the 1.8 MB of proofs it uses), when first wanted; it is written at the
+end of a command that changes state (`Checkout.save_caches`, under the repository lock) by an
+atomic rename. Of the commands that only read, `status` alone
 writes it, and only its section ``drift`` (under the shared lock: a reader racing it may lose
 an entry, which costs time), so that the drift it walked makes the next `status` a blink.
 """
@@ -28,7 +30,7 @@ from typing import Any
 from .files import write_atomic
 
 FORMAT = "patchstack-cache"
-VERSION = 1
+VERSION = 2  # 1: the sections marshalled together, still read
 KEEP = 2  # generations of a section whose entries are kept
 LEGACY = ("parsed", "proven")
 
@@ -38,6 +40,8 @@ class Store:
         self.path = path
         self._loaded = False
         self._entries: dict[str, dict[str, tuple[int, Any]]] = {}
+        self._raw: dict[str, bytes] = {}  # sections not unmarshalled yet
+        self.unmarshalled: list[str] = []  # the sections this command read (for tests)
         self._gens: dict[str, int] = {}
         self._used: dict[str, set[str]] = {}
         self._added: dict[str, dict[str, Any]] = {}
@@ -49,31 +53,43 @@ class Store:
         try:
             with open(self.path, "rb") as f:
                 data = marshal.load(f)
-            if (
-                isinstance(data, dict)
-                and data.get("format") == FORMAT
-                and data.get("version") == VERSION
-            ):
-                self._entries = dict(data["entries"])
-                self._gens = dict(data["generations"])
+            if isinstance(data, dict) and data.get("format") == FORMAT:
+                if data.get("version") == VERSION:
+                    self._raw = {str(k): bytes(v) for k, v in data["sections"].items()}
+                    self._gens = dict(data["generations"])
+                elif data.get("version") == 1:
+                    self._entries = dict(data["entries"])
+                    self._gens = dict(data["generations"])
         except (OSError, EOFError, ValueError, TypeError, KeyError):
-            self._entries, self._gens = {}, {}
+            self._entries, self._gens, self._raw = {}, {}, {}
+
+    def _section(self, section: str) -> dict[str, tuple[int, Any]]:
+        """The entries of ``section`` (unmarshalled when first asked for; empty when its
+        bytes are not a section)."""
+        self._load()
+        raw = self._raw.pop(section, None)
+        if raw is not None:
+            self.unmarshalled.append(section)
+            try:
+                found = marshal.loads(raw)
+            except (EOFError, ValueError, TypeError):
+                found = None
+            self._entries[section] = found if isinstance(found, dict) else {}
+        return self._entries.get(section, {})
 
     def get(self, section: str, key: str) -> Any | None:
         """The value of ``key``, marked as used by this command; None when not known."""
-        self._load()
         added = self._added.get(section)
         if added is not None and key in added:
             return added[key]
-        found = self._entries.get(section, {}).get(key)
+        found = self._section(section).get(key)
         if found is None:
             return None
         self._used.setdefault(section, set()).add(key)
         return found[1]
 
     def put(self, section: str, key: str, value: Any) -> None:
-        self._load()
-        old = self._entries.get(section, {}).get(key)
+        old = self._section(section).get(key)
         if old is not None and old[1] == value:
             self._used.setdefault(section, set()).add(key)
             return
@@ -81,8 +97,7 @@ class Store:
 
     def forget(self, section: str, key: str) -> None:
         """Drop ``key`` (a value found wrong)."""
-        self._load()
-        self._entries.get(section, {}).pop(key, None)
+        self._section(section).pop(key, None)
         self._added.get(section, {}).pop(key, None)
         self._used.get(section, set()).discard(key)
         self._added.setdefault(section, {})  # a change to save
@@ -90,7 +105,7 @@ class Store:
     def sizes(self) -> dict[str, int]:
         """Entries per section (for tests and ``--verbose`` reports)."""
         self._load()
-        return {s: len(e) for s, e in self._entries.items()}
+        return {s: len(self._section(s)) for s in [*self._entries, *self._raw]}
 
     @property
     def changed(self) -> bool:
@@ -109,7 +124,8 @@ class Store:
         if not self._loaded or not self.changed:
             return
         for section in set(self._entries) | set(self._added):
-            entries = self._entries.setdefault(section, {})
+            entries = self._section(section)
+            self._entries[section] = entries
             gen = self._gens.get(section, 0)
             added = self._added.get(section, {})
             if added:
@@ -124,11 +140,12 @@ class Store:
             for key, value in added.items():
                 entries[key] = (gen, value)
             self._gens[section] = gen
+        sections = {**self._raw, **{k: marshal.dumps(v) for k, v in self._entries.items()}}
         data = {
             "format": FORMAT,
             "version": VERSION,
             "generations": self._gens,
-            "entries": self._entries,
+            "sections": sections,
         }
         with contextlib.suppress(OSError):
             os.makedirs(os.path.dirname(self.path), exist_ok=True)

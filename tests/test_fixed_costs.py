@@ -91,7 +91,8 @@ def cached(repo: Repo, section: str) -> dict:
     if not path.exists():
         return {}
     data = marshal.loads(path.read_bytes())
-    return {k: v for k, (_gen, v) in data["entries"].get(section, {}).items()}
+    entries = marshal.loads(data["sections"][section]) if section in data["sections"] else {}
+    return {k: v for k, (_gen, v) in entries.items()}
 
 
 def test_a_push_tells_the_proof_what_its_fast_path_proved(repo: Repo) -> None:

@@ -300,6 +300,7 @@ def check(
     from ..model.series import case_clashes
 
     ws = ctx.obj.checkout(write=False)
+    ws.printed = tracer(verbose or as_json)  # the short output traces what it prints
     sel = selector(None, False, only, except_)
     series = ws.load_series()
     wanted: tuple[str, ...] | bool = verbose

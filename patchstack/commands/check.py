@@ -16,6 +16,7 @@ from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
+from ..engine.printed import traced_as_printed
 from ..engine.relocate import Relocator
 from ..engine.renames import RenameProof
 from ..engine.replay import (
@@ -156,6 +157,7 @@ def check(
         tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         missing = [*series.deferred, *holds.names, *(c[0] for c in conflicts)]
         waits = waiting(holds.held, plan, done, git.tree_of(target), missing)
+        lazy = ws.printed is not None  # the short output: trace what it prints only
         reports = _reports(
             ws,
             series,
@@ -169,7 +171,10 @@ def check(
             waits,
             plan,
             placer.renames,
+            attribute=not lazy,
         )
+        if lazy:
+            reports = traced_as_printed(git, reports, series.base, target, full)
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
@@ -304,10 +309,12 @@ def _reports(
     held: Sequence[Waiting] = (),
     plan: Sequence[Step] = (),
     renames: RenameProof | None = None,
+    attribute: bool = True,
 ) -> list[Conflict]:
     """The conflicts' reports, triaged: a knock-on names the deferred or conflicting patch it
     waits for; with ``--only``/``--except``, the unselected patches a conflict needs; then
-    those of the patches ``held`` for a missing one (`engine.needs`), triaged too."""
+    those of the patches ``held`` for a missing one (`engine.needs`), triaged too.
+    ``attribute``: the primary hunks' upstream commits traced (else `traced_as_printed`)."""
     git = ws.git
     missing: list[str] = [h.name for h in held]  # left out for needing a missing patch
     failed = []
@@ -345,6 +352,7 @@ def _reports(
         change_of=change_of,
         held=held,
         renames=renames,
+        attribute=attribute,
     )
     out = found[len(conflicts) :]  # the held patches' reports
     selected = [e.name for e in series.entries if e.name not in skip]

@@ -26,7 +26,6 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -73,15 +72,17 @@ class Proposal:
 
 class Relocator:
     """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
-    in one buffer (``\n`` + file + ``\n`` each) where a hunk's longest line is looked for as
-    a whole line in one search; only the files it is in are split into lines and indexed
-    (the others cannot hold the hunk)."""
+    as the set of each file's lines (bytes), where a hunk's longest line is looked up; only
+    the files that have it are split into lines and indexed (the others cannot hold the
+    hunk). (A search of one buffer of every file per hunk cost 25 ms a hunk on the SGLang
+    fork's 60 MB of candidates; the sets cost 0.3 s once.)"""
 
     def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
         self._lines: dict[str, list[str]] = {}
-        self._buffers: dict[str, tuple[bytes, list[int], list[str]]] = {}
+        self._sets: dict[str, frozenset[bytes]] = {}  # blob -> its lines
+        self._line_sets: dict[str, list[tuple[str, frozenset[bytes]]]] = {}
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
@@ -244,16 +245,12 @@ class Relocator:
         hold the block."""
         if not block:
             return set()
-        buffer, starts, order = self._buffers[onto]
+        sets = self._line_sets[onto]
         line = max(block, key=len)
         if "\0" in line or "\n" in line:
-            return set(order)
-        found, wanted = set(), b"\n" + line.encode("utf-8", "surrogateescape") + b"\n"
-        at = buffer.find(wanted)
-        while at >= 0:
-            found.add(order[bisect.bisect_right(starts, at + 1) - 1])
-            at = buffer.find(wanted, at + 1)
-        return found
+            return {b for b, _lines in sets}
+        wanted = line.encode("utf-8", "surrogateescape")
+        return {b for b, lines in sets if wanted in lines}
 
     def _lines_of(self, blob: str) -> list[str]:
         if blob not in self._lines:
@@ -295,13 +292,9 @@ class Relocator:
         for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
             self._raw[b] = got[1] if got and b"\0" not in got[1] else None
         files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
-        order = sorted(set(files.values()))
-        starts, at = [], 0
-        for b in order:
-            starts.append(at)
-            at += len(self._raw[b] or b"") + 2
-        buffer = b"".join(b"\n" + (self._raw[b] or b"") + b"\n" for b in order)
-        self._buffers[onto] = (buffer, starts, order)
+        for b in set(files.values()) - self._sets.keys():
+            self._sets[b] = frozenset((self._raw[b] or b"").split(b"\n"))
+        self._line_sets[onto] = [(b, self._sets[b]) for b in sorted(set(files.values()))]
         return files
 
     def _carry(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ...checkout import Checkout
 from ...engine.contract import enabled
 from ...engine.needs import Held as HeldBack
+from ...engine.printed import traced_as_printed
 from ...engine.replay import Done
 from ...engine.triage import KNOCK_ON, Failed, Proofs, reports
 from ...errors import PatchstackError
@@ -181,9 +182,12 @@ def defer(
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
     memo = knock_ons.memo
+    lazy = ws.printed is not None  # the short output: trace what it prints only
     found = triaged(
-        ws, state, series, conflicts, True, held, again.keys(), done, memo, knock_ons.renames
+        ws, state, series, conflicts, not lazy, held, again.keys(), done, memo, knock_ons.renames
     )
+    if lazy:
+        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, ())
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
