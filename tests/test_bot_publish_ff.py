@@ -1,8 +1,9 @@
 """The refresh bot publishes fast-forward (issue 37, ``publish: ff``, the default): a fork
 whose main is the upstream base with the series applied and the series folder committed; two
 bot runs against the fake GitHub (which merges the pull request as GitHub does), each onto a
-later upstream, the second on top of the first's merge; a consumer's clone follows main with ``git pull --ff-only`` every time and gets
-the refreshed fork, the tree that the refreshed series pushed on the new upstream gives."""
+later upstream, the second on top of the first's merge; a consumer's clone follows main with
+``git pull --ff-only`` every time and gets the refreshed fork, the tree that the refreshed
+series pushed on the new upstream gives."""
 
 from __future__ import annotations
 
