@@ -118,7 +118,7 @@ def test_the_map_names_every_module() -> None:
     by its name in backquotes (`name`, `package/name` or `name.py`)."""
     text = (ROOT.parent / "docs" / "architecture.md").read_text()
     missing = []
-    for name, (path, _tree) in sorted(modules().items()):
+    for name, (path, _tree) in sorted(MODS.items()):
         if path.name == "__init__.py":
             continue
         leaf = path.stem

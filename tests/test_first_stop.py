@@ -17,7 +17,7 @@ from patchstack.cli.conflicttext import printed_hunks
 from patchstack.engine.merging import blame, blame_first, unblamed
 from patchstack.model.conflict import ConflictHunk, parse_markers
 
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered, slow_after
 
 FILES, SPOTS = 6, (5, 25, 45)  # the patches rewrite three spots of each file
 
@@ -59,7 +59,7 @@ def _drift(tmp_path, seed: int) -> Repo:
     return repo
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", slow_after([1, 2, 3], 2))  # seed 3 (the heaviest): -m slow
 def test_a_stop_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed: int) -> None:
     repo = _drift(tmp_path, seed)
     lazy = copy_repo(repo.path, tmp_path / "lazy")

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from .conftest import SEALED, Repo, make_repo, numbered
 
-EXAMPLES = int(os.environ.get("PATCHSTACK_FUZZ_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("PATCHSTACK_FUZZ_EXAMPLES", "10"))
 SOAK_EXAMPLES = int(os.environ.get("PATCHSTACK_FUZZ_SOAK", "400"))
 TIME_LIMIT = 10.0
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from patchstack.model.patchfile import parse_patch
 from patchstack.model.series import Entry
 from patchstack.review.graph import build, subgraph
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, make_repo, numbered, replace_line, slow_after
 
 
 def test_a_patch_that_rewrites_another_ones_lines_leans_on_it(tmp_path) -> None:
@@ -76,13 +78,15 @@ def _random_series(repo: Repo, rng: random.Random, count: int) -> list[str]:
     return tags
 
 
-def test_leaving_out_a_patch_conflicts_only_where_the_graph_says(tmp_path) -> None:
+# Seeds 0-3 by default (two conflict, two merge cleanly); 4-7 (the same mix) with -m slow.
+@pytest.mark.parametrize("seeds", slow_after([range(4), range(4, 8)], 1), ids=["0-3", "4-7"])
+def test_leaving_out_a_patch_conflicts_only_where_the_graph_says(tmp_path, seeds) -> None:
     """Random series with one diagnostic patch: 'push --only essential' carries every other
     patch by three-way merge. With no edge from the left-out patch it must succeed; when it
     conflicts, the conflicting patch leans on the left-out one. (An edge need not conflict:
     a patch that removes exactly the lines the left-out one added merges cleanly.)"""
     outcomes = []
-    for seed in range(8):
+    for seed in seeds:
         rng = random.Random(seed)
         files = {"one.py": numbered(10, "one"), "two.py": numbered(6, "two")}
         repo = make_repo(tmp_path / f"fork{seed}", files)

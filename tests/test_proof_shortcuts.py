@@ -19,7 +19,7 @@ from patchstack.engine.renames import RenameProof
 from patchstack.model.conflict import one_side
 from patchstack.model.relocation import line_index, locate, occurrences
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, make_repo, slow_after
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -146,11 +146,14 @@ def _labels(repo: Repo) -> tuple[object, ...]:
     return found, series, tree, stops
 
 
-SEEDS = range(12)
+# Seed 8 is the one whose proof refuses the shortcut (a whole merge), seed 6 one whose proof
+# takes it (a region merge): the README's test command runs those two, -m slow the ten others.
+SEEDS = slow_after([(6, 8), (0, 1, 2, 3, 4, 5, 7, 9, 10, 11)], 1)
 
 
+@pytest.mark.parametrize("seeds", SEEDS, ids=["both-ways", "more-drifts"])
 def test_knock_on_proofs_where_ours_lost_a_file_agree_with_whole_merges(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeds: tuple[int, ...]
 ) -> None:
     proven = {True: 0, False: 0}  # the proof's answers to triage: region merge, whole merge
     asking = [False]
@@ -172,7 +175,7 @@ def test_knock_on_proofs_where_ours_lost_a_file_agree_with_whole_merges(
     monkeypatch.setattr(triage, "place_fast", counted_place)
     monkeypatch.setattr(RenameProof, "none_alike", counted_alike)
     knock_ons = 0
-    for seed in SEEDS:
+    for seed in seeds:
         repo = _moving_drift(tmp_path / str(seed), seed)
         monkeypatch.delenv("PATCHSTACK_NO_FAST_PATH", raising=False)
         fast = _labels(repo)
@@ -182,8 +185,8 @@ def test_knock_on_proofs_where_ours_lost_a_file_agree_with_whole_merges(
         found = fast[0]
         assert isinstance(found, list)
         knock_ons += sum(1 for _p, kind, _r in found if kind == "knock-on")
-    # the cases exercise the shortcut and its guard both ways
-    assert knock_ons and proven[True] and proven[False], (knock_ons, proven)
+    # the cases exercise the shortcut, and (seed 8) its guard the other way
+    assert knock_ons and proven[True] and (proven[False] or 8 not in seeds), (knock_ons, proven)
 
 
 def _one_side_by_lines(data: bytes, side: str) -> bytes | None:

@@ -108,15 +108,24 @@ def back_to(repo: Repo, state: object) -> None:
     raise AssertionError("undo did not go back")
 
 
-@pytest.mark.parametrize(
-    "seed", slow_after([1, 3, 4, 5], 1)
-)  # 1-3 steps that stop, 1-2 one-shot stops
-def test_steps_end_where_the_one_shot_refresh_ends(tmp_path: Path, seed: int) -> None:
+MODES = ("culprits", "tags", "2")
+# Seed 1's culprit steps by default; its tag and every-2 steps, and seeds 3-5, with -m slow.
+CASES = [
+    pytest.param(1, ("culprits",), id="1-culprits"),
+    pytest.param(1, ("tags", "2"), id="1-tags-2"),
+    *(pytest.param(seed, MODES, id=str(seed)) for seed in (3, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("seed, modes", slow_after(CASES, 1))  # 1-3 steps that stop, 1-2 one-shot
+def test_steps_end_where_the_one_shot_refresh_ends(
+    tmp_path: Path, seed: int, modes: tuple[str, ...]
+) -> None:
     repo = generate(tmp_path, seed)
     before = repo.state()
     one_shot_stops = settle(repo, "--onto", "up")
     one_shot = result(repo)
-    for mode in ("culprits", "tags", "2"):
+    for mode in modes:
         back_to(repo, before)
         # Not what the one-shot recorded: each step resolves its own conflicts.
         repo.ps("resolutions", "--forget")

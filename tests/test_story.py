@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from .conftest import Repo, make_repo, names, numbered, replace_line
+from .conftest import Repo, built_once, make_repo, names, numbered, replace_line
 
 FILES = {
     "models/kimi_k25.py": ("essential", "kimi-k25-eagle3"),
@@ -19,13 +19,6 @@ FILES = {
     "layers/attention/mla.py": ("optimization", "mla-gather-cast"),
     "layers/moe/topk.py": ("optimization", "oea-routing"),
 }
-
-
-@pytest.fixture
-def fork(tmp_path) -> Repo:
-    files = {path: numbered(30, path) for path in FILES}
-    files["README.md"] = "upstream readme\n"
-    return make_repo(tmp_path / "fork", files)
 
 
 def edit_all(repo: Repo) -> None:
@@ -41,9 +34,19 @@ def capture_story(repo: Repo) -> None:
         repo.ps("new", name, "--tag", tag, "-m", f"{name}: subject\n\nWhy {name} exists.", path)
 
 
-def test_seven_edits_become_seven_tagged_patches(fork: Repo) -> None:
-    base_tree = fork.tree()
-    capture_story(fork)
+@built_once
+def captured(tmp_path) -> Repo:
+    """The fork with the story captured: seven patches over the upstream snapshot (HEAD~7)."""
+    files = {path: numbered(30, path) for path in FILES}
+    files["README.md"] = "upstream readme\n"
+    repo = make_repo(tmp_path / "fork", files)
+    capture_story(repo)
+    return repo
+
+
+def test_seven_edits_become_seven_tagged_patches(tmp_path) -> None:
+    fork = captured(tmp_path)
+    base_tree = fork.tree("HEAD~7")
     all_tree = fork.tree()
     series = fork.read("patches/series")
     for path, (tag, name) in FILES.items():
@@ -92,13 +95,13 @@ def test_seven_edits_become_seven_tagged_patches(fork: Repo) -> None:
     assert fork.read("README.md") == "my unrelated local note\n"
 
 
-def test_quilt_applies_the_same_series(fork: Repo, tmp_path) -> None:
+def test_quilt_applies_the_same_series(tmp_path) -> None:
     if shutil.which("quilt") is None:
         if os.environ.get("CI"):
             pytest.fail("quilt is not installed (.ci/run installs it)")
         pytest.skip("quilt is not installed")
-    base = fork.head()
-    capture_story(fork)
+    fork = captured(tmp_path / "t")
+    base = fork.git("rev-parse", "HEAD~7").strip()
     fork.ps("push", "--all")
     expected = {p: fork.read(p) for p in FILES}
     clone = tmp_path / "quilt"
@@ -113,8 +116,8 @@ def test_quilt_applies_the_same_series(fork: Repo, tmp_path) -> None:
         assert (clone / path).read_text() == text
 
 
-def test_unrelated_edit_survives_every_command(fork: Repo) -> None:
-    capture_story(fork)
+def test_unrelated_edit_survives_every_command(tmp_path) -> None:
+    fork = captured(tmp_path)
     fork.write("untracked-notes.txt", "keep me\n")
     commands = [
         ("pop",),
@@ -141,11 +144,11 @@ def test_make_repo_roundtrip(tmp_path) -> None:
     assert repo.git("log", "--format=%s").strip() == "Upstream snapshot"
 
 
-def test_shell_completion_of_patch_names_and_tags(fork: Repo) -> None:
+def test_shell_completion_of_patch_names_and_tags(tmp_path) -> None:
     import subprocess
     import sys
 
-    capture_story(fork)
+    fork = captured(tmp_path)
     env = dict(
         os.environ,
         _PATCHSTACK_COMPLETE="bash_complete",
