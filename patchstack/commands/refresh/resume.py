@@ -29,7 +29,7 @@ from .knockons import KnockOns, defer
 from .relocating import relocating_of
 from .resolutions import Resolutions
 from .resolver import notes, proposer_of
-from .settle import RefreshResult, finish, labels_of, stop
+from .settle import RefreshResult, end, labels_of
 from .start import marked, resolver, with_proposals
 from .taking import taken
 
@@ -172,24 +172,20 @@ def _go_on(
         done += marked(more, records)
         left, stopped_at = knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons, done)
-        if stopped_at is not None:
-            note = notes(records.note(stopped_at[0]), proposer, stopped_at[0])
-            result = stop(
-                ws,
-                state,
-                engine,
-                series,
-                done,
-                stopped_at,
-                src,
-                head,
-                found,
-                note,
-                knock_ons.known,
-                records.partial.get(stopped_at[0]),
-            )
-        else:
-            result = finish(ws, state, engine, series, done, src, head, found)
+        result = end(
+            ws,
+            state,
+            engine,
+            series,
+            done,
+            src,
+            head,
+            found,
+            stopped=stopped_at,
+            knock_ons=knock_ons,
+            records=records,
+            note=lambda name: notes(records.note(name), proposer, name),
+        )
         return with_proposals(result, moving, proposer)
     finally:
         engine.close()

@@ -9,7 +9,7 @@ the patch name; the index keeps the committed version, so ``git diff`` shows the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -29,8 +29,9 @@ from ...model.patchfile import parse_patch
 from ...model.proposal import Proposal
 from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
-from .knockons import deferrals_after, triaged
+from .knockons import KnockOns, deferrals_after, triaged
 from .proof import remember_refresh
+from .resolutions import Resolutions
 from .reuse import reuse_note, under
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
@@ -237,6 +238,43 @@ def _later_owners(
         for n in after
         if n in state.applied_before and set(ws.read_patch(series.entry(n))[1].paths) & set(paths)
     ]
+
+
+def end(
+    ws: Checkout,
+    state: State,
+    engine: Engine,
+    series: Series,
+    done: Sequence[Done],
+    src: tuple[Oid, Sequence[str]],
+    current_head: Oid,
+    found: Sequence[Conflict],
+    *,
+    stopped: tuple[str, Oid, MergeResult] | None,
+    knock_ons: KnockOns,
+    records: Resolutions,
+    note: Callable[[str], str],
+) -> RefreshResult:
+    """A replay's end: the stop at ``stopped`` (its ``note`` for the stopped patch's name),
+    or the finished refresh when nothing stopped it."""
+    if stopped is None:
+        return finish(ws, state, engine, series, done, src, current_head, found)
+    name = stopped[0]
+    known, partial = knock_ons.known, records.partial.get(name)
+    return stop(
+        ws,
+        state,
+        engine,
+        series,
+        done,
+        stopped,
+        src,
+        current_head,
+        found,
+        note(name),
+        known,
+        partial,
+    )
 
 
 def stop(

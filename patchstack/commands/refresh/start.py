@@ -51,7 +51,7 @@ from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
-from .settle import RefreshResult, finish, labels_of, stop
+from .settle import RefreshResult, end, labels_of
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
@@ -192,24 +192,20 @@ def refresh(
         done = marked(done, records)
         left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
         state, found = defer(ws, state, series, left, knock_ons, done)
-        if stopped is not None:
-            note = notes(records.note(stopped[0]), proposer, stopped[0])
-            result = stop(
-                ws,
-                state,
-                engine,
-                series,
-                done,
-                stopped,
-                src,
-                head,
-                found,
-                note,
-                knock_ons.known,
-                records.partial.get(stopped[0]),
-            )
-        else:
-            result = finish(ws, state, engine, series, done, src, head, found)
+        result = end(
+            ws,
+            state,
+            engine,
+            series,
+            done,
+            src,
+            head,
+            found,
+            stopped=stopped,
+            knock_ons=knock_ons,
+            records=records,
+            note=lambda name: notes(records.note(name), proposer, name),
+        )
         return with_proposals(result, moving, proposer)
     finally:
         engine.close()

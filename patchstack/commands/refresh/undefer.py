@@ -29,7 +29,7 @@ from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
 from .knockons import KnockOns, defer
 from .resolutions import Resolutions
-from .settle import RefreshResult, finish, stop
+from .settle import RefreshResult, end
 from .start import marked, resolver
 from .stopped import State
 
@@ -109,23 +109,20 @@ def bring_back(
         _still_nothing(series, names, back, done)
         head = stack.head
         src = (git.tree_of(head), ())
-        if stopped_at is not None:
-            note = records.note(stopped_at[0])
-            return stop(
-                ws,
-                state,
-                engine,
-                series,
-                done,
-                stopped_at,
-                src,
-                head,
-                found,
-                note,
-                knock_ons.known,
-                records.partial.get(stopped_at[0]),
-            )
-        return finish(ws, state, engine, series, done, src, head, found)
+        return end(
+            ws,
+            state,
+            engine,
+            series,
+            done,
+            src,
+            head,
+            found,
+            stopped=stopped_at,
+            knock_ons=knock_ons,
+            records=records,
+            note=records.note,
+        )
     finally:
         engine.close()
 
