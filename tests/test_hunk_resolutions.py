@@ -401,16 +401,13 @@ def test_a_stop_says_which_files_records_settled_whole(tmp_path) -> None:
     assert "<<<<<<<" in repo.read("b.py")
 
 
-def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunks(
-    tmp_path,
-) -> None:
-    """p1's conflict: a.py's hunk and e.py, which upstream deleted (a modify/delete, no
-    markers). a.py is recorded hunk by hunk, e.py whole beside it (as rerere records each file
-    on its own): onto an upstream that also edits a.py elsewhere both settle. Before, one file
-    that could not be cut made the whole conflict a record of exact versions, dead at the
-    first other edit of a.py."""
-    e_text = "".join(f"e {n}\n" for n in range(1, 21))
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
+E_TEXT = "".join(f"e {n}\n" for n in range(1, 21))
+
+
+def _modify_delete(tmp_path) -> tuple[Repo, str]:
+    """p1 edits a.py's line 10 and e.py; branch ``up`` reworks that line and deletes e.py
+    (a content conflict beside a modify/delete). Returns the repository on ``up``."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": E_TEXT})
     base = repo.head()
     repo.ps("init")
     replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
@@ -420,6 +417,18 @@ def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunk
     replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
     repo.git("rm", "-q", "e.py")
     repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    return repo, E_TEXT
+
+
+def test_a_conflict_with_a_file_that_cannot_be_cut_still_records_the_others_hunks(
+    tmp_path,
+) -> None:
+    """p1's conflict: a.py's hunk and e.py, which upstream deleted (a modify/delete, no
+    markers). a.py is recorded hunk by hunk, e.py whole beside it (as rerere records each file
+    on its own): onto an upstream that also edits a.py elsewhere both settle. Before, one file
+    that could not be cut made the whole conflict a record of exact versions, dead at the
+    first other edit of a.py."""
+    repo, e_text = _modify_delete(tmp_path)
     repo.git("checkout", "-q", "-b", "up2")
     replace_line(repo, "a.py", "a 30\n", "a 30 up\n")
     repo.commit_all("upstream edits a.py elsewhere")
@@ -448,17 +457,7 @@ def test_a_stop_with_a_relocation_proposal_still_shows_the_hunks_records_settle(
     hunk, which a record knows: the stop shows a.py resolved by it. Before, the proposal was
     made from the merge with its markers and the record's resolution was dropped (on
     kernel-timers, 99 hunks records knew stayed with markers at implementation.patch's stop)."""
-    e_text = "".join(f"e {n}\n" for n in range(1, 21))
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "e.py": e_text})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
-    replace_line(repo, "e.py", "e 5\n", "e 5 mine\n")
-    repo.ps("new", "p1", "--tag", "essential")
-    repo.git("checkout", "-q", "-b", "up", base)
-    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
-    repo.git("rm", "-q", "e.py")
-    repo.commit_all("upstream reworks a.py line 10, deletes e.py")
+    repo, e_text = _modify_delete(tmp_path)
     repo.git("checkout", "-q", "main")
     hunk_record(repo, b"a 10\n", RESOLVED.encode(), SIDES)
     result = repo.ps("refresh", "--onto", "up", "--json", code=1)
