@@ -69,6 +69,20 @@ def test_a_real_knock_on_stays_a_knock_on(tmp_path) -> None:
     assert deferred == {"p1.patch": ("primary", None), "p2.patch": ("knock-on", "p1.patch")}
 
 
+def one_patch_fork(
+    tmp_path: Path, name: str = "a.c", lines: int = 40, line: int = 20
+) -> tuple[Repo, str]:
+    """p1 changes line ``line`` of ``name`` (``lines`` numbered lines); the repository is left
+    on a new branch ``up`` at the base, returned with it, for the test's upstream commits."""
+    repo = make_repo(tmp_path / "fork", {name: numbered(lines, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, name, f"a {line}\n", f"a {line} mine\n")
+    repo.ps("new", "p1", "--tag", "essential", name)
+    repo.git("checkout", "-q", "-b", "up", base)
+    return repo, base
+
+
 def culprits_of(repo: Repo) -> list[list[str]]:
     """Each hunk's upstream commits in ``check --json``, and the same from the whole report
     of ``check --patch`` (a stop's report), which must agree."""
@@ -101,12 +115,7 @@ def log_l(repo: Repo, base: str, start: int, end: int, path: str) -> list[str]:
 def test_the_culprit_of_moved_lines_is_the_move_not_the_newest_commit(tmp_path) -> None:
     """Upstream moves lines 20-22 below line 35, then makes a one-line change at line 1 (the
     newest commit touching the file); p1 edits line 21: the culprit is the move."""
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.py", "a 21\n", "a 21 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.py")
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path, name="a.py", line=21)
     replace_line(repo, "a.py", "a 20\na 21\na 22\n", "")
     replace_line(repo, "a.py", "a 35\n", "a 35\na 20\na 21\na 22\n")
     move = repo.commit_all("upstream moves lines 20-22 down")
@@ -211,12 +220,7 @@ def test_superseded_names_the_commit_whose_version_holds_the_lines(tmp_path) -> 
 def test_a_patch_commit_in_upstream_s_range_is_no_culprit(tmp_path) -> None:
     """A commit carrying a patch of the fork (its trailer) changed the lines first, then an
     upstream commit: only the upstream one is named."""
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.py", "a 20\n", "a 20 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.py")
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path, name="a.py")
     replace_line(repo, "a.py", "a 20\n", "a 20 carried\n")
     repo.git("commit", "-qam", "carried\n\nPatchstack-Patch: other.patch")
     replace_line(repo, "a.py", "a 20 carried\n", "a 20 upstream\n")
@@ -256,12 +260,7 @@ def test_a_wrap_and_its_revert_are_no_culprits(tmp_path) -> None:
     """Upstream wraps line 20 in a block, reverts the wrap, then edits line 20: the wrap and
     its revert together change nothing (``git log -L`` at up does not name them); the edit
     is the culprit."""
-    repo = make_repo(tmp_path / "fork", {"a.c": numbered(40, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.c", "a 20\n", "a 20 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.c")
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path)
     replace_line(repo, "a.c", "a 20\n", "if (x) {\na 20\n}\n")
     repo.commit_all("upstream wraps line 20")
     repo.git("revert", "--no-edit", "HEAD")
@@ -276,12 +275,7 @@ def test_the_culprit_of_a_file_whose_name_git_quotes(tmp_path) -> None:
     """A path git writes quoted in a diff header (a double quote, a backslash) is traced as
     any other, not left "unknown"."""
     name = 'we"ird\\name.c'
-    repo = make_repo(tmp_path / "fork", {name: numbered(40, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, name, "a 20\n", "a 20 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", name)
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path, name=name)
     replace_line(repo, name, "a 20\n", "a 20 upstream\n")
     edit = repo.commit_all("upstream reworks line 20")
     repo.git("checkout", "-q", "main")
@@ -293,12 +287,7 @@ def test_a_deletion_a_line_away_from_the_hunk_is_no_culprit(tmp_path) -> None:
     between the deletion and the hunk (unique lines: no diff can place that deletion next to
     it): the culprit is the change of line 10 alone (label seed 1106: upstream took the patch
     that deleted the line two above)."""
-    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.c")
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path, lines=20, line=10)
     replace_line(repo, "a.c", "a 8\n", "")
     repo.commit_all("upstream deletes line 8")
     replace_line(repo, "a.c", "a 10\n", "a 10 upstream\n")
@@ -313,12 +302,7 @@ def test_a_deletion_a_line_away_from_lines_upstream_deleted_is_no_culprit(tmp_pa
     """Upstream deletes line 10, which p1 changes, then line 8: the hunk is the point where
     line 10 was, line 9 between it and the second deletion (no diff can place that deletion
     next to the point): the culprit is the first deletion, not the second."""
-    repo = make_repo(tmp_path / "fork", {"a.c": numbered(20, "a")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.c", "a 10\n", "a 10 mine\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.c")
-    repo.git("checkout", "-q", "-b", "up", base)
+    repo, base = one_patch_fork(tmp_path, lines=20, line=10)
     replace_line(repo, "a.c", "a 10\n", "")
     deleted = repo.commit_all("upstream deletes line 10")
     replace_line(repo, "a.c", "a 8\n", "")
