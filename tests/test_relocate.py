@@ -195,7 +195,7 @@ def test_corpus_check_reports_the_proposal(tmp_path: Path, case: Case) -> None:
         assert f"a.c: deleted upstream by {short}; no hunk relocated" in out
         assert "relocated a.c" not in out
     # Short: one line per reason a hunk was not carried, with its count; --verbose: each hunk.
-    said = re.findall(r"    (\d+) hunk\(s\) not relocated: ", out)
+    said = re.findall(r"    (\d+) hunk\(s\) not relocated, each for this reason: ", out)
     assert sum(map(int, said)) == total - n
     full = repo.ps("check", "--onto", "upstream", "--patch", "p1", "--verbose", code=1).stdout
     assert full.count("not relocated:") == total - n

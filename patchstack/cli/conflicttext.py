@@ -133,7 +133,7 @@ def relocation_lines(c: Any, full: bool = True) -> list[str]:
             reasons = dict.fromkeys(m.reason for m in missed)
             for reason in reasons:
                 n = sum(m.reason == reason for m in missed)
-                block.append(f"    {n} hunk(s) not relocated: {reason}")
+                block.append(f"    {n} hunk(s) not relocated, each for this reason: {reason}")
         left = len(relocations) - k
         if not full and lines and len(lines) + len(block) + 1 > RELOCATION_LINES:
             lines.append(
