@@ -229,7 +229,7 @@ def relocated(
     """The reports with where the hunks of each file upstream deleted would go
     (`engine.relocate`): reported as a proposal, the conflict stands."""
     by_name = {s.name: s for s in plan}
-    relocator = Relocator(ws.git, old_base, target)
+    relocator = Relocator(ws.git, old_base, target, ws.store)
     out = []
     for report in reports:
         found = next((c for c in conflicts if c[0] == report.patch), None)

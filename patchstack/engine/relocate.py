@@ -26,8 +26,12 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..git import Git, MergeResult
 from ..model.diff import FileDiff
@@ -43,9 +47,13 @@ from ..model.relocation import (
     replaced,
     sides,
 )
+from ..store import Store
+from .lineindex import LineIndex
 
 _AT_END = "the hunk is at a file's end"
-MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
+WALKS = "relocate"  # the store's section of the walks' answers
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared line by line
 _FILE_MODES = ("100644", "100755")
 
 
@@ -71,18 +79,21 @@ class Proposal:
 
 
 class Relocator:
-    """Relocations for one command: the candidate files' bytes kept by blob id, each tree's
-    as the set of each file's lines (bytes), where a hunk's longest line is looked up; only
-    the files that have it are split into lines and indexed (the others cannot hold the
-    hunk). (A search of one buffer of every file per hunk cost 25 ms a hunk on the SGLang
-    fork's 60 MB of candidates; the sets cost 0.3 s once.)"""
+    """Relocations for one command. A hunk's longest line is looked up among the candidate
+    files' line hashes (`lineindex`, kept across commands in ``store``), and only the files
+    that may have it are read, split into lines and indexed (the others cannot hold the
+    hunk). With ``store`` the commits that deleted each file, or took a line out of it,
+    are kept too, keyed by the drift's two commits."""
 
-    def __init__(self, git: Git, old_base: str | None, new_base: str) -> None:
+    def __init__(
+        self, git: Git, old_base: str | None, new_base: str, store: Store | None = None
+    ) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
-        self._raw: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
+        plain = os.environ.get(PLAIN) == "1"
+        self.store = None if plain else store
+        self.index = LineIndex(git, store, plain)
         self._lines: dict[str, list[str]] = {}
-        self._sets: dict[str, frozenset[bytes]] = {}  # blob -> its lines
-        self._line_sets: dict[str, list[tuple[str, frozenset[bytes]]]] = {}
+        self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
@@ -166,9 +177,8 @@ class Relocator:
             return None
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
-        rng = f"{self.old_base}..{self.new_base}"
         commits = self._deleted(gone)
-        commits |= {p: git.removed_by(rng, p, line) for p, (_b, line) in kept.items()}
+        commits |= {p: self._removed_by(p, line) for p, (_b, line) in kept.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
             if here and here[0].whole:  # the file as upstream kept it, the rest of the patch in
@@ -245,16 +255,15 @@ class Relocator:
         hold the block."""
         if not block:
             return set()
-        sets = self._line_sets[onto]
+        blobs = self._line_sets[onto]
         line = max(block, key=len)
         if "\0" in line or "\n" in line:
-            return {b for b, _lines in sets}
-        wanted = line.encode("utf-8", "surrogateescape")
-        return {b for b, lines in sets if wanted in lines}
+            return set(blobs)
+        return self.index.holding(blobs, line.encode("utf-8", "surrogateescape"))
 
     def _lines_of(self, blob: str) -> list[str]:
         if blob not in self._lines:
-            self._lines[blob] = _lines(self._raw[blob] or b"")
+            self._lines[blob] = _lines(self.index.content(blob))
         return self._lines[blob]
 
     def _index_of(self, blob: str) -> dict[str, list[int]]:
@@ -264,12 +273,51 @@ class Relocator:
 
     def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
         """The commit that deleted each of ``paths`` (`Git.deleted_by_each`: one walk for
-        those not asked before)."""
+        those neither asked before nor kept)."""
+        rng = f"{self.old_base}..{self.new_base}"
         wanted = [p for p in dict.fromkeys(paths) if p not in self._deleted_by]
+        kept = self._kept([f"deleted {rng} {p}" for p in wanted])
+        for p, found in zip(wanted, kept, strict=True):
+            if found is not False:
+                self._deleted_by[p] = found
+        wanted = [p for p in wanted if p not in self._deleted_by]
         if wanted:
-            rng = f"{self.old_base}..{self.new_base}"
-            self._deleted_by.update(self.git.deleted_by_each(rng, wanted))
+            walked = self.git.deleted_by_each(rng, wanted)
+            self._deleted_by.update(walked)
+            self._keep({f"deleted {rng} {p}": c for p, c in walked.items()})
         return {p: self._deleted_by[p] for p in paths}
+
+    def _removed_by(self, path: str, line: str) -> Oid | None:
+        """`Git.removed_by` of the drift (kept as `_deleted`'s answers are)."""
+        rng = f"{self.old_base}..{self.new_base}"
+        digest = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
+        key = f"removed {rng} {path} {digest}"
+        found = self._kept([key])[0]
+        if found is False:
+            found = self.git.removed_by(rng, path, line)
+            self._keep({key: found})
+        return found
+
+    def _kept(self, keys: Sequence[str]) -> list[Oid | None | Literal[False]]:
+        """The walks' answers kept for ``keys`` (False: not kept, or not to be trusted: a
+        commit that is not in the repository; only a drift between two commit ids is kept)."""
+        if self.store is None or not keys or not self._fixed():
+            return [False] * len(keys)
+        values = [self.store.get(WALKS, k) for k in keys]
+        named = [v for v in values if isinstance(v, str) and _HEX.fullmatch(v)]
+        there = self.git.has_objects(named) if named else {}
+        return [
+            Oid(v) if isinstance(v, str) and there.get(v) else None if v == "" else False
+            for v in values
+        ]
+
+    def _keep(self, found: dict[str, Oid | None]) -> None:
+        if self.store is not None and self._fixed():
+            for key, commit in found.items():
+                self.store.put(WALKS, key, str(commit or ""))
+
+    def _fixed(self) -> bool:
+        return all(_HEX.fullmatch(c or "") for c in (self.old_base, self.new_base))
 
     def _candidates(self, onto: Oid) -> dict[str, str]:
         """path -> blob of every text file of ``onto`` the drift changed (old base ->
@@ -281,20 +329,12 @@ class Relocator:
     def _read_candidates(self, onto: Oid) -> dict[str, str]:
         assert self.old_base
         git = self.git
-        changed = git.changed_paths(self.old_base, onto)
-        listing = git.entries_at(onto, changed)
-        blobs = {p: e[1] for p, e in listing.items() if e[0] in _FILE_MODES}
-        wanted = sorted({b for b in blobs.values() if b not in self._raw})
-        sizes = git.object_sizes(wanted) if wanted else {}
-        small = [b for b in wanted if (sizes.get(b) or 0) <= MAX_BYTES]
-        for b in set(wanted) - set(small):
-            self._raw[b] = None
-        for b, got in zip(small, git.read_objects(small) if small else [], strict=True):
-            self._raw[b] = got[1] if got and b"\0" not in got[1] else None
-        files = {p: b for p, b in sorted(blobs.items()) if self._raw.get(b) is not None}
-        for b in set(files.values()) - self._sets.keys():
-            self._sets[b] = frozenset((self._raw[b] or b"").split(b"\n"))
-        self._line_sets[onto] = [(b, self._sets[b]) for b in sorted(set(files.values()))]
+        old_tree, onto_tree = git.trees_of([self.old_base, onto])
+        diffs = git.raw_diffs([(old_tree, onto_tree)])[0]
+        blobs = {path: new for _om, mode, _old, new, path in diffs if mode in _FILE_MODES}
+        searched = self.index.searched(sorted(set(blobs.values())))
+        files = {p: b for p, b in sorted(blobs.items()) if b in searched}
+        self._line_sets[onto] = sorted(set(files.values()))
         return files
 
     def _carry(

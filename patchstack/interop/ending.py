@@ -163,7 +163,7 @@ def stop(
     # A file upstream deleted or moved code out of: its hunks carried where their lines went,
     # a proposal in the work tree, as a refresh's stop shows it
     step = next((s for s in carrier.steps if s.name == name), None)
-    proposal = step and Relocator(git, walk.base, onto).propose(
+    proposal = step and Relocator(git, walk.base, onto, ws.store).propose(
         step.before, step.after, parent_tree, merged
     )
     shown = proposal.tree if proposal else merged.tree

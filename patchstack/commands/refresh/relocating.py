@@ -36,7 +36,7 @@ class Relocating:
     def __init__(self, ws: Checkout, series: Series, knock_ons: KnockOns, seconds: float) -> None:
         self.ws, self.series, self.knock_ons, self.seconds = ws, series, knock_ons, seconds
         state = knock_ons.state
-        self.relocator = Relocator(ws.git, state.old_base, state.new_base)
+        self.relocator = Relocator(ws.git, state.old_base, state.new_base, ws.store)
         self.proposals: list[Proposal] = []
 
     def accept(

@@ -298,7 +298,7 @@ def stop(
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
     step = next((s for s in state.steps if s.name == name), None)
-    relocator = Relocator(git, state.old_base, state.new_base)
+    relocator = Relocator(git, state.old_base, state.new_base, ws.store)
     proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
     shown = proposal.tree if proposal else partial[0] if partial else merged.tree
     if proposal and partial:  # the hunks records settled, in the files it did not carry
