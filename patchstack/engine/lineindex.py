@@ -5,7 +5,7 @@ have a block's longest line, not every file the drift changed (the SGLang fork's
 read 4,130 blobs, 61 MB, at every command that met a deleted or split file).
 
 A file's entry is its distinct lines (split on newlines only, as the lookup compares them)
-hashed with CRC-32, sorted and packed little-endian: a lookup is one search of the packed
+hashed with CRC-32 and packed little-endian: a lookup is one search of the packed
 hashes of a tree's candidates. A hash names a superset of the files that have the line (two
 lines can share a hash; a match across two packed hashes is skipped by its alignment), and
 the files named are then read and searched for the whole block, so a collision costs a read,
@@ -17,8 +17,10 @@ themselves, as before: the differential tests hold the proposals identical eithe
 
 from __future__ import annotations
 
+import array
 import bisect
 import struct
+import sys
 import zlib
 from collections.abc import Sequence
 
@@ -32,9 +34,13 @@ _WIDTH = 4
 
 
 def hashes_of(data: bytes) -> bytes:
-    """The distinct lines of ``data`` hashed, sorted and packed (little-endian)."""
-    found = sorted({zlib.crc32(line) for line in set(data.split(b"\n"))})
-    return struct.pack(f"<{len(found)}I", *found)
+    """The distinct hashes of the lines of ``data``, packed little-endian (in no order: the
+    lookup searches them; a set of hashes costs a third of the sorted hashes of a set of
+    lines)."""
+    packed = array.array("I", set(map(zlib.crc32, data.split(b"\n"))))
+    if packed.itemsize != _WIDTH or sys.byteorder != "little":
+        return struct.pack(f"<{len(packed)}I", *packed)
+    return packed.tobytes()
 
 
 def _check(blob: str, packed: bytes | None) -> int:
