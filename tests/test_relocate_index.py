@@ -132,3 +132,27 @@ def test_the_commit_that_deleted_a_file_is_kept_and_checked(tmp_path: Path) -> N
     store.put(WALKS, f"deleted {base}..{head} a.c", "0" * 40)  # a commit not in the repository
     assert Relocator(git, base, head, store)._deleted(["a.c"]) == {"a.c": gone}
     git.close()
+
+
+def test_the_hashes_are_the_same_in_every_process() -> None:
+    """Kept for the next command: a hash that another interpreter (another hash seed) makes
+    differently would hide the line there."""
+    import struct
+    import subprocess
+    import sys
+
+    data = b"def f():\n    return 1\n\nx = 2\n\xff\xfe bytes\n"
+    code = "import struct, sys; from patchstack.engine.lineindex import hashes_of as h;"
+    code += f" print(sorted(struct.iter_unpack('<I', h({data!r}))))"
+    got = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    mine = sorted(struct.iter_unpack("<I", lineindex.hashes_of(data)))
+    assert got == {f"{mine}\n"} and len(mine) == 5

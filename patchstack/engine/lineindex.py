@@ -31,13 +31,13 @@ SECTION = "lines"
 SCHEME = "crc32-le"  # an entry of another scheme is foreign: ignored
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _WIDTH = 4
+_CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C type of 32 bits+
 
 
 def hashes_of(data: bytes) -> bytes:
-    """The distinct hashes of the lines of ``data``, packed little-endian (in no order: the
-    lookup searches them; a set of hashes costs a third of the sorted hashes of a set of
-    lines)."""
-    packed = array.array("I", set(map(zlib.crc32, data.split(b"\n"))))
+    """The distinct hashes of the lines of ``data``, packed little-endian, in no order (the
+    lookup searches them): one pass over the split lines, about what a set of them costs."""
+    packed = array.array(_CODE, set(map(zlib.crc32, data.split(b"\n"))))
     if packed.itemsize != _WIDTH or sys.byteorder != "little":
         return struct.pack(f"<{len(packed)}I", *packed)
     return packed.tobytes()
