@@ -120,7 +120,7 @@ def finish(
     reused = {d.name: tuple(d.reused_hunks) for d in done}
     held = {d.name for d in done if d.upstream}
     left_out = [d.name for d in deferrals_after(series, state)]
-    judged = judge(git, series, state, held, left_out)
+    judged = judge(ws, series, state, held, left_out)
     state = no_op_deferrals(state, judged, left_out)
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
@@ -349,7 +349,7 @@ def stop(
     ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     left_out = [d.name for d in deferrals_after(series, state)]
-    held = judge(git, series, state, {d.name for d in done if d.upstream}, left_out)
+    held = judge(ws, series, state, {d.name for d in done if d.upstream}, left_out)
     so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
     so_far[name] = "relocated" if report.relocated else "conflict"
     resolved = {d.name for d in done if d.resolved}

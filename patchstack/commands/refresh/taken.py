@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from ...checkout import Checkout
 from ...engine.evidence import recorded
-from ...engine.verdicts import NO_OP, Held, held
-from ...git import Git
+from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held, held
+from ...git.attributes import merge_inputs
 from ...model import fields
 from ...model.conflict import UpstreamCommit
 from ...model.ids import Oid
@@ -20,24 +20,62 @@ from ...model.series import Series, Upstream
 from ...transaction import FileWrite
 from ..edit import with_message
 from ..upstream import applied_upstream, day_of
+from .knockons import kept_on
 from .stopped import State
+
+VERDICTS = (UPSTREAM, NO_OP, UNKNOWN)
 
 
 def judge(
-    git: Git, series: Series, state: State, names: set[str], missing: Sequence[str]
+    ws: Checkout, series: Series, state: State, names: set[str], missing: Sequence[str]
 ) -> dict[str, Held]:
     """The verdict of each of ``names`` (the patches the new base holds), ``missing`` left
     out (`engine.verdicts.held`); an earlier refresh's proof (the mark's upstream commit)
-    taken where the mark is this change's."""
+    taken where the mark is this change's; a verdict an earlier command of this refresh
+    made with the same inputs taken from the cache (`KeptVerdicts`)."""
     if not names:
         return {}
+    git = ws.git
     proved = {}
     for step in state.steps:
         mark = series.upstream.get(step.name)
         if step.name in names and mark and mark.evidence and mark.commit == step.commit:
             proved[step.name] = recorded(git, mark.evidence)
     old = state.old_base
-    return held(git, state.steps, names, missing, old, state.new_base, proved)
+    kept = None
+    if kept_on() and names - proved.keys():
+        kept = (KeptVerdicts(ws), merge_inputs(git))
+    return held(git, state.steps, names, missing, old, state.new_base, proved, kept)
+
+
+SECTION = "held"  # of the one cache (`store`): a verdict's key -> the verdict
+
+
+class KeptVerdicts:
+    """The verdicts of `engine.verdicts.held` kept in the git directory's cache from one
+    command for the next (a cache, never trusted: an entry that is not a verdict of that
+    patch, or names a commit this repository lacks, is none)."""
+
+    def __init__(self, ws: Checkout) -> None:
+        self.ws = ws
+
+    def get(self, key: str, name: str) -> Held | None:
+        found = self.ws.store.get(SECTION, key)
+        try:
+            who, verdict, oid, subject, known, missing = found  # type: ignore[misc]
+        except (TypeError, ValueError):
+            return None
+        texts = (who, verdict, oid, subject, *missing)
+        if who != name or verdict not in VERDICTS or not all(isinstance(t, str) for t in texts):
+            return None
+        if known and not self.ws.git.has_objects([oid]).get(oid):
+            return None
+        return Held(verdict, UpstreamCommit(oid, subject) if known else None, tuple(missing))
+
+    def put(self, key: str, name: str, held: Held) -> None:
+        e = held.evidence
+        plain = (name, held.verdict, e.oid if e else "", e.subject if e else "", e is not None)
+        self.ws.store.put(SECTION, key, (*plain, tuple(held.missing)))
 
 
 def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:
