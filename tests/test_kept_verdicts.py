@@ -107,7 +107,11 @@ def _damage(repo: Repo) -> None:
     keys = sorted(store._section(SECTION))
     assert keys  # U1's verdict at least, kept by the first stop
     for i, key in enumerate(keys):
-        store.put(SECTION, key, wrong[i % len(wrong)])
+        if key.startswith("walk "):  # a walk of the range that does not end at its end
+            base = key.split()[1].split("..")[0]
+            store.put(SECTION, key, (base, ("1" * 40,), ("2" * 40,), ("forged",)))
+        else:
+            store.put(SECTION, key, wrong[i % len(wrong)])
     store.save()
 
 
@@ -126,10 +130,18 @@ def judged(monkeypatch) -> list[tuple[str, str]]:
 
 
 def test_a_skip_takes_the_verdicts_the_stop_before_made(tmp_path, monkeypatch, judged) -> None:
+    walks: list[str] = []
+    real = verdicts.history
+
+    def walked(*args):  # type: ignore[no-untyped-def]
+        walks.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(verdicts, "history", walked)
     repo = _fork(tmp_path)
     plain = copy_repo(repo.path, tmp_path / "plain")
     kept = _stop_by_stop(repo)
-    with_cache = list(judged)
+    with_cache, walked_with = list(judged), len(walks)
     judged.clear()
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stop_by_stop(plain) == kept
@@ -147,6 +159,7 @@ def test_a_skip_takes_the_verdicts_the_stop_before_made(tmp_path, monkeypatch, j
     # once each with the verdicts kept.
     assert len(set(with_cache)) == len(with_cache) == 4, with_cache
     assert len(judged) > len(set(judged)) == 4, judged
+    assert (walked_with, len(walks) - walked_with) == (1, 4), walks  # the upstream walk: once
 
 
 def test_a_gitattributes_added_at_a_stop_is_a_verdict_made_again(

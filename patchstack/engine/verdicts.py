@@ -125,6 +125,11 @@ class Kept(Protocol):
 
     def put(self, key: str, name: str, held: Held) -> None: ...
 
+    def walk(self, old_base: str, new_base: str) -> History | None:
+        """The upstream walk (`evidence.history`) an earlier command kept, if any."""
+
+    def keep_walk(self, walked: History, new_base: str) -> None: ...
+
 
 KEY = "held-1"  # what the keys digest: changed with the inputs of a verdict
 
@@ -209,7 +214,10 @@ def held(
             out[s.name] = _no_op_if_never(git, made, [new_base], Held(UNKNOWN))
         else:
             if base not in walked:
-                walked[base] = history(git, base, new_base)
+                was = kept[0].walk(base, new_base) if kept is not None else None
+                walked[base] = was or history(git, base, new_base)
+                if kept is not None and was is None:
+                    kept[0].keep_walk(walked[base], new_base)
             versions = (old_base or new_base, new_base)
             out[s.name] = _judged(git, steps, s, missing, made, walked[base], there, versions)
         if kept is not None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
-from ...engine.evidence import recorded
+from ...engine.evidence import History, recorded
 from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held, held
 from ...git.attributes import merge_inputs
 from ...model import fields
@@ -76,6 +76,37 @@ class KeptVerdicts:
         e = held.evidence
         plain = (name, held.verdict, e.oid if e else "", e.subject if e else "", e is not None)
         self.ws.store.put(SECTION, key, (*plain, tuple(held.missing)))
+
+    def walk(self, old_base: str, new_base: str) -> History | None:
+        """The first-parent walk of ``old_base..new_base`` kept (both commit ids, so what
+        it lists never changes); None when not kept or not a walk of that range."""
+        found = self.ws.store.get(SECTION, _walk_key(old_base, new_base))
+        try:
+            base, commits, trees, subjects = found  # type: ignore[misc]
+            walked = History(base, tuple(commits), tuple(trees), tuple(subjects))
+        except (TypeError, ValueError):
+            return None
+        lists = (walked.commits, walked.trees, walked.subjects)
+        if base != old_base or len({len(x) for x in lists}) != 1:
+            return None
+        if not all(isinstance(x, str) for x in (*walked.commits, *walked.trees, *subjects)):
+            return None
+        if walked.commits and walked.commits[-1] != new_base:
+            return None
+        return walked
+
+    def keep_walk(self, walked: History, new_base: str) -> None:
+        if _is_id(walked.old_base) and _is_id(new_base):
+            plain = (walked.old_base, walked.commits, walked.trees, walked.subjects)
+            self.ws.store.put(SECTION, _walk_key(walked.old_base, new_base), plain)
+
+
+def _walk_key(old_base: str, new_base: str) -> str:
+    return f"walk {old_base}..{new_base}"
+
+
+def _is_id(rev: str) -> bool:
+    return len(rev) in (40, 64) and all(c in "0123456789abcdef" for c in rev)
 
 
 def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:
