@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchstack.engine import verdicts
+from patchstack.git.history import History
 from patchstack.store import Store
 
 from .conftest import Repo, copy_repo, make_repo, numbered
@@ -94,8 +95,8 @@ def _stop_by_stop(
 
 def _damage(repo: Repo) -> None:
     """Each kept verdict made wrong: another patch's, naming a commit this repository lacks,
-    or no verdict at all."""
-    from patchstack.commands.refresh.taken import SECTION
+    or no verdict at all; the upstream walk and the culprits kept, forged."""
+    from patchstack.commands.refresh.kept import SECTION
 
     store = Store(os.path.join(repo.path, ".git", "patchstack", "cache"))
     wrong = [
@@ -107,12 +108,29 @@ def _damage(repo: Repo) -> None:
     keys = sorted(store._section(SECTION))
     assert keys  # U1's verdict at least, kept by the first stop
     for i, key in enumerate(keys):
-        if key.startswith("walk "):  # a walk of the range that does not end at its end
+        if key.startswith("lines "):  # f.py's culprits: a commit this repository lacks
+            forged = ("1" * 40, "forged", False, False, ((1, 1, 1, 1),), "", "")
+            store.put(SECTION, key, {"f.py": [forged]})
+        elif key.startswith("walk "):  # a walk of the range that does not end at its end
             base = key.split()[1].split("..")[0]
             store.put(SECTION, key, (base, ("1" * 40,), ("2" * 40,), ("forged",)))
         else:
             store.put(SECTION, key, wrong[i % len(wrong)])
     store.save()
+
+
+@pytest.fixture
+def traced(monkeypatch) -> list[str]:
+    """The files whose upstream lines were walked (`Git.line_changes`), one entry a walk."""
+    made: list[str] = []
+    real = History.line_changes
+
+    def counted(self, rng, paths, trailer=None):  # type: ignore[no-untyped-def]
+        made.extend(paths)
+        return real(self, rng, paths, trailer)
+
+    monkeypatch.setattr(History, "line_changes", counted)
+    return made
 
 
 @pytest.fixture
@@ -129,7 +147,9 @@ def judged(monkeypatch) -> list[tuple[str, str]]:
     return made
 
 
-def test_a_skip_takes_the_verdicts_the_stop_before_made(tmp_path, monkeypatch, judged) -> None:
+def test_a_skip_takes_the_verdicts_the_stop_before_made(
+    tmp_path, monkeypatch, judged, traced
+) -> None:
     walks: list[str] = []
     real = verdicts.history
 
@@ -141,8 +161,9 @@ def test_a_skip_takes_the_verdicts_the_stop_before_made(tmp_path, monkeypatch, j
     repo = _fork(tmp_path)
     plain = copy_repo(repo.path, tmp_path / "plain")
     kept = _stop_by_stop(repo)
-    with_cache, walked_with = list(judged), len(walks)
+    with_cache, walked_with, traced_with = list(judged), len(walks), list(traced)
     judged.clear()
+    traced.clear()
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stop_by_stop(plain) == kept
     stops, last, series = kept
@@ -160,6 +181,8 @@ def test_a_skip_takes_the_verdicts_the_stop_before_made(tmp_path, monkeypatch, j
     assert len(set(with_cache)) == len(with_cache) == 4, with_cache
     assert len(judged) > len(set(judged)) == 4, judged
     assert (walked_with, len(walks) - walked_with) == (1, 4), walks  # the upstream walk: once
+    # Each stop prints a conflict in f.py: its culprits walked once, at the first.
+    assert (traced_with, traced) == (["f.py"], ["f.py"] * 3)
 
 
 def test_a_gitattributes_added_at_a_stop_is_a_verdict_made_again(

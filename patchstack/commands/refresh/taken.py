@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...checkout import Checkout
-from ...engine.evidence import History, recorded
-from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held, held
+from ...engine.evidence import recorded
+from ...engine.verdicts import NO_OP, Held, held
 from ...git.attributes import merge_inputs
 from ...model import fields
 from ...model.conflict import UpstreamCommit
@@ -20,10 +20,9 @@ from ...model.series import Series, Upstream
 from ...transaction import FileWrite
 from ..edit import with_message
 from ..upstream import applied_upstream, day_of
+from .kept import Kept
 from .knockons import kept_on
 from .stopped import State
-
-VERDICTS = (UPSTREAM, NO_OP, UNKNOWN)
 
 
 def judge(
@@ -32,7 +31,7 @@ def judge(
     """The verdict of each of ``names`` (the patches the new base holds), ``missing`` left
     out (`engine.verdicts.held`); an earlier refresh's proof (the mark's upstream commit)
     taken where the mark is this change's; a verdict an earlier command of this refresh
-    made with the same inputs taken from the cache (`KeptVerdicts`)."""
+    made with the same inputs taken from the cache (`kept.Kept`)."""
     if not names:
         return {}
     git = ws.git
@@ -44,69 +43,8 @@ def judge(
     old = state.old_base
     kept = None
     if kept_on() and names - proved.keys():
-        kept = (KeptVerdicts(ws), merge_inputs(git))
+        kept = (Kept(ws), merge_inputs(git))
     return held(git, state.steps, names, missing, old, state.new_base, proved, kept)
-
-
-SECTION = "held"  # of the one cache (`store`): a verdict's key -> the verdict
-
-
-class KeptVerdicts:
-    """The verdicts of `engine.verdicts.held` kept in the git directory's cache from one
-    command for the next (a cache, never trusted: an entry that is not a verdict of that
-    patch, or names a commit this repository lacks, is none)."""
-
-    def __init__(self, ws: Checkout) -> None:
-        self.ws = ws
-
-    def get(self, key: str, name: str) -> Held | None:
-        found = self.ws.store.get(SECTION, key)
-        try:
-            who, verdict, oid, subject, known, missing = found  # type: ignore[misc]
-        except (TypeError, ValueError):
-            return None
-        texts = (who, verdict, oid, subject, *missing)
-        if who != name or verdict not in VERDICTS or not all(isinstance(t, str) for t in texts):
-            return None
-        if known and not self.ws.git.has_objects([oid]).get(oid):
-            return None
-        return Held(verdict, UpstreamCommit(oid, subject) if known else None, tuple(missing))
-
-    def put(self, key: str, name: str, held: Held) -> None:
-        e = held.evidence
-        plain = (name, held.verdict, e.oid if e else "", e.subject if e else "", e is not None)
-        self.ws.store.put(SECTION, key, (*plain, tuple(held.missing)))
-
-    def walk(self, old_base: str, new_base: str) -> History | None:
-        """The first-parent walk of ``old_base..new_base`` kept (both commit ids, so what
-        it lists never changes); None when not kept or not a walk of that range."""
-        found = self.ws.store.get(SECTION, _walk_key(old_base, new_base))
-        try:
-            base, commits, trees, subjects = found  # type: ignore[misc]
-            walked = History(base, tuple(commits), tuple(trees), tuple(subjects))
-        except (TypeError, ValueError):
-            return None
-        lists = (walked.commits, walked.trees, walked.subjects)
-        if base != old_base or len({len(x) for x in lists}) != 1:
-            return None
-        if not all(isinstance(x, str) for x in (*walked.commits, *walked.trees, *subjects)):
-            return None
-        if walked.commits and walked.commits[-1] != new_base:
-            return None
-        return walked
-
-    def keep_walk(self, walked: History, new_base: str) -> None:
-        if _is_id(walked.old_base) and _is_id(new_base):
-            plain = (walked.old_base, walked.commits, walked.trees, walked.subjects)
-            self.ws.store.put(SECTION, _walk_key(walked.old_base, new_base), plain)
-
-
-def _walk_key(old_base: str, new_base: str) -> str:
-    return f"walk {old_base}..{new_base}"
-
-
-def _is_id(rev: str) -> bool:
-    return len(rev) in (40, 64) and all(c in "0123456789abcdef" for c in rev)
 
 
 def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:
