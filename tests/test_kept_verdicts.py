@@ -19,13 +19,14 @@ from patchstack.store import Store
 from .conftest import Repo, copy_repo, make_repo, numbered
 
 # (patch, edits: (file, line, text); None deletes the file), in series order. Upstream takes
-# U1, U2 and U3 as they are, and rewrites f.py's lines 5, 10 and 15: A, B and C stop (and are
-# skipped); P deletes the file A creates, a no-op once A is left out; D applies.
+# U1, U2 and U3 as they are, and rewrites f.py's lines 5, 10 and 15 and g.py's 10 in one
+# commit: A, B (in f.py and g.py) and C stop (and are skipped); P deletes the file A creates,
+# a no-op once A is left out; D applies.
 SERIES: list[tuple[str, list[tuple[str, int, str | None]]]] = [
     ("U1", [("u", 3, "U1 u3")]),
     ("A", [("f", 5, "A f5"), ("new", 0, "new 1\n")]),
     ("U2", [("u", 10, "U2 u10")]),
-    ("B", [("f", 10, "B f10")]),
+    ("B", [("f", 10, "B f10"), ("g", 10, "B g10")]),
     ("P", [("new", 0, None)]),
     ("U3", [("u", 20, "U3 u20")]),
     ("C", [("f", 15, "C f15")]),
@@ -33,7 +34,10 @@ SERIES: list[tuple[str, list[tuple[str, int, str | None]]]] = [
 ]
 UPSTREAM = [
     ("takes U1", [("u", 3, "U1 u3")]),
-    ("rewrites f", [("f", 5, "up f5"), ("f", 10, "up f10"), ("f", 15, "up f15")]),
+    (
+        "rewrites f",
+        [("f", 5, "up f5"), ("f", 10, "up f10"), ("f", 15, "up f15"), ("g", 10, "up g10")],
+    ),
     ("takes U2", [("u", 10, "U2 u10")]),
     ("edits g", [("g", 2, "up g2")]),
     ("takes U3", [("u", 20, "U3 u20")]),
@@ -181,8 +185,9 @@ def test_a_skip_takes_the_verdicts_the_stop_before_made(
     assert len(set(with_cache)) == len(with_cache) == 4, with_cache
     assert len(judged) > len(set(judged)) == 4, judged
     assert (walked_with, len(walks) - walked_with) == (1, 4), walks  # the upstream walk: once
-    # Each stop prints a conflict in f.py: its culprits walked once, at the first.
-    assert (traced_with, traced) == (["f.py"], ["f.py"] * 3)
+    # Each stop prints a conflict in f.py, B's in g.py too (the same upstream commit changed
+    # both): each file's culprits walked once.
+    assert (traced_with, traced) == (["f.py", "g.py"], ["f.py", "f.py", "g.py", "f.py"])
 
 
 def test_a_gitattributes_added_at_a_stop_is_a_verdict_made_again(

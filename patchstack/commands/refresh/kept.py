@@ -10,6 +10,7 @@ printed at a later one). A cache, never trusted: an entry that is not what its k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ...checkout import Checkout
@@ -95,8 +96,8 @@ class KeptLines:
         wanted = [p for p in paths if p not in have]
         if wanted:
             walked = git.line_changes(rng, wanted, trailer)
-            for p in wanted:
-                have[p] = [c for c in walked if p in c.files]
+            for p in wanted:  # each commit with this file's change alone, as kept
+                have[p] = [replace(c, files={p: c.files[p]}) for c in walked if p in c.files]
                 files[p] = [_plain(c, p) for c in have[p]]
             self.ws.store.put(SECTION, key, files)
         return [c for p in paths for c in have[p]]
