@@ -131,7 +131,7 @@ class Kept(Protocol):
     def keep_walk(self, walked: History, new_base: str) -> None: ...
 
 
-KEY = "held-1"  # what the keys digest: changed with the inputs of a verdict
+KEY = "held-1"  # bumped when what decides a verdict changes (its inputs, its code)
 
 
 def keys(
