@@ -97,6 +97,7 @@ def slides(parent: Sequence[str], a0: int, a1: int) -> tuple[int, int]:
     return up, down
 
 
+Walk = Callable[[str, Sequence[str], str | None], list[LineChanges]]  # `Git.line_changes`
 Slides = Callable[[int, int], tuple[int, int]]  # a deletion's [a0, a1) -> `slides`
 Beside = Callable[[int, int], bool]  # the parent's lines [a0, a1) are of the hunk's base
 
@@ -221,10 +222,12 @@ def attribute(
     old_base: str | None,
     new_base: str,
     files: Sequence[tuple[str, bytes | None, bytes]],
+    walk: Walk | None = None,
 ) -> list[list[ConflictHunk]]:
     """The conflict regions of each merged file (``files``: (path, the new base's version, the
     merged version)), each with the upstream commits that changed its lines, traced: one
-    walk of the range for all of them."""
+    walk of the range for all of them (``walk``: `Git.line_changes` or what stands for it,
+    each file's commits kept from an earlier command)."""
     out: list[list[ConflictHunk]] = []
     places: list[list[Region | None]] = []
     for path, base, merged in files:
@@ -236,7 +239,7 @@ def attribute(
     paths = sorted({f[0] for f, found in zip(files, places, strict=True) if any(found)})
     if not old_base or old_base == new_base or not paths:
         return out
-    changes = git.line_changes(f"{old_base}..{new_base}", paths, trailers.PATCH)
+    changes = (walk or git.line_changes)(f"{old_base}..{new_base}", paths, trailers.PATCH)
     versions: dict[str, list[str]] = {}
 
     def read(blob: str) -> list[str]:  # a version's lines, each read once

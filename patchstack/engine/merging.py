@@ -95,7 +95,12 @@ def unblamed(git: Git, name: str, merged: MergeResult) -> Conflict:
 
 
 def blame_first(
-    git: Git, report: Conflict, old_base: str | None, new_base: str, count: int | None = None
+    git: Git,
+    report: Conflict,
+    old_base: str | None,
+    new_base: str,
+    count: int | None = None,
+    walk: culprits.Walk | None = None,
 ) -> Conflict:
     """``report`` (`unblamed`) with the upstream commits of its first ``count`` regions (None:
     every one) traced, in one walk of their files only: a file's trace does not depend on
@@ -107,7 +112,7 @@ def blame_first(
         return report
     listing = git.ls_tree_paths(report.merged_tree, paths)
     texts = [(p, git.show_file(new_base, p), git.read_blob(listing[p][1])) for p in paths]
-    found = culprits.attribute(git, old_base, new_base, texts)
+    found = culprits.attribute(git, old_base, new_base, texts, walk)
     traced = {p: iter(each) for p, each in zip(paths, found, strict=True)}
     hunks = tuple(next(traced[h.path]) if h.path in traced else h for h in report.hunks)
     return replace(report, hunks=hunks)

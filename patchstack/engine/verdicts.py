@@ -14,8 +14,10 @@ merge did not resolve. ``deferred``: left out, its file kept as it was (``refres
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..git import Git
 from ..model import message, trailers
@@ -23,6 +25,7 @@ from ..model.conflict import UpstreamCommit
 from ..model.ids import Oid
 from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
+from .contract import enabled
 from .evidence import SELF, History, brought, first_holding, history
 from .replay import Done, Step, replay
 
@@ -114,6 +117,45 @@ class Held:
         return ""
 
 
+class Kept(Protocol):
+    """The verdicts kept from one command for the next (a refresh stop by stop judges the
+    same patches at every stop), each under the digest of everything that decides it."""
+
+    def get(self, key: str, name: str) -> Held | None: ...
+
+    def put(self, key: str, name: str, held: Held) -> None: ...
+
+    def walk(self, old_base: str, new_base: str) -> History | None:
+        """The upstream walk (`evidence.history`) an earlier command kept, if any."""
+
+    def keep_walk(self, walked: History, new_base: str) -> None: ...
+
+
+KEY = "held-1"  # bumped when what decides a verdict changes (its inputs, its code)
+
+
+def keys(
+    steps: Sequence[Step],
+    names: Collection[str],
+    missing: Collection[str],
+    old_base: str | None,
+    new_base: str,
+    inputs: str,
+) -> dict[str, str]:
+    """The key of each of ``names``' verdict: a digest of the bases, ``inputs`` (what else
+    decides a merge: `git.attributes.merge_inputs`) and every step up to it, left out or not.
+    A verdict reads nothing of the steps after its patch (`held`, `_on_old_base`)."""
+    left_out = set(missing)
+    h = hashlib.sha256(repr((KEY, old_base, new_base, enabled(), inputs)).encode())
+    out = {}
+    for s in steps:
+        h.update(repr((s.name, s.before, s.after, s.real, s.commit, s.deferred)).encode())
+        h.update(b"\1" if s.name in left_out else b"\0")
+        if s.name in names:
+            out[s.name] = h.copy().hexdigest()
+    return out
+
+
 def held(
     git: Git,
     steps: Sequence[Step],
@@ -122,10 +164,13 @@ def held(
     old_base: str | None,
     new_base: str,
     recorded: Mapping[str, UpstreamCommit] = {},
+    kept: tuple[Kept, str] | None = None,
 ) -> dict[str, Held]:
     """The verdict of each of ``names`` (patches that change nothing on ``new_base``, the
     patches of ``missing`` left out there: deferred, unselected, conflicting). ``recorded``:
-    the upstream commit an earlier refresh proved brought a patch (its mark's).
+    the upstream commit an earlier refresh proved brought a patch (its mark's); ``kept``:
+    the verdicts kept by earlier commands, and what else decides a merge (`keys`): a
+    verdict found there is not made again, one made is kept.
 
     ``upstream``: placed where it lands on the old base with the same patches left out, it
     changes something, and the named upstream commit is the first after which it changes
@@ -139,15 +184,27 @@ def held(
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
+    fresh = [s for s in wanted if s.name not in recorded]
+    digests: dict[str, str] = {}
+    out: dict[str, Held] = {}
+    if kept is not None and fresh:
+        digests = keys(steps, {s.name for s in fresh}, missing, old_base, new_base, kept[1])
+        for s in fresh:
+            found = kept[0].get(digests[s.name], s.name)
+            if found is not None:
+                out[s.name] = found
+    lands: dict[str, Oid] | None = None  # made only for a verdict not kept
     moved = bool(old_base) and old_base != new_base
-    lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name)
     index = {s.name: q for q, s in enumerate(steps)}
     walked: dict[str, History] = {}
-    out: dict[str, Held] = {}
     for s in wanted:
         if s.name in recorded:
             out[s.name] = Held(UPSTREAM, recorded[s.name])
             continue
+        if s.name in out:
+            continue
+        if lands is None:
+            lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name)
         made = _removes_made_by(git, steps, s, missing)
         q = index[s.name]
         base, there = old_base, lands.get(s.name, s.before)
@@ -155,24 +212,41 @@ def held(
             base, there = s.commit + "^", s.before  # brought back: its change's own parent
         if not base:
             out[s.name] = _no_op_if_never(git, made, [new_base], Held(UNKNOWN))
-            continue
-        if base not in walked:
-            walked[base] = history(git, base, new_base)
-        hit = first_holding(git, s.before, s.after, walked[base], there)
-        start = old_base or new_base
-        if hit == SELF:
-            gone = tuple(made) or _why_no_op(git, steps, s, missing)
-            out[s.name] = Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
-        elif (
-            isinstance(hit, UpstreamCommit) and hit.oid and brought(git, s.before, s.after, hit.oid)
-        ):
-            # C's parent may "change something" only by a conflict for want of a left-out
-            # patch's context: C did not remove a line no upstream version had
-            versions = [start, hit.oid + "^"]
-            out[s.name] = _no_op_if_never(git, made, versions, Held(UPSTREAM, hit))
         else:
-            out[s.name] = _no_op_if_never(git, made, [start, new_base], Held(UNKNOWN))
-    return out
+            if base not in walked:
+                was = kept[0].walk(base, new_base) if kept is not None else None
+                walked[base] = was or history(git, base, new_base)
+                if kept is not None and was is None:
+                    kept[0].keep_walk(walked[base], new_base)
+            versions = (old_base or new_base, new_base)
+            out[s.name] = _judged(git, steps, s, missing, made, walked[base], there, versions)
+        if kept is not None:
+            kept[0].put(digests[s.name], s.name, out[s.name])
+    return {s.name: out[s.name] for s in wanted}
+
+
+def _judged(
+    git: Git,
+    steps: Sequence[Step],
+    s: Step,
+    missing: Collection[str],
+    made: dict[str, set[tuple[str, bytes]]],
+    walked: History,
+    there: Oid,
+    versions: tuple[str, str],
+) -> Held:
+    """The verdict of ``s`` placed on ``there`` at the old base (see `held`); ``versions``:
+    (the old base, else the new; the new base), where a line it removes may have been."""
+    hit = first_holding(git, s.before, s.after, walked, there)
+    start, new_base = versions
+    if hit == SELF:
+        gone = tuple(made) or _why_no_op(git, steps, s, missing)
+        return Held(NO_OP, missing=gone) if gone else Held(UNKNOWN)
+    if isinstance(hit, UpstreamCommit) and hit.oid and brought(git, s.before, s.after, hit.oid):
+        # C's parent may "change something" only by a conflict for want of a left-out
+        # patch's context: C did not remove a line no upstream version had
+        return _no_op_if_never(git, made, [start, hit.oid + "^"], Held(UPSTREAM, hit))
+    return _no_op_if_never(git, made, [start, new_base], Held(UNKNOWN))
 
 
 def _on_old_base(

@@ -29,7 +29,8 @@ from ...model.patchfile import parse_patch
 from ...model.proposal import Proposal
 from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
-from .knockons import KnockOns, deferrals_after, triaged
+from .kept import KeptLines
+from .knockons import KnockOns, deferrals_after, kept_on, triaged
 from .proof import remember_refresh
 from .resolutions import Resolutions
 from .reuse import reuse_note, under
@@ -120,7 +121,7 @@ def finish(
     reused = {d.name: tuple(d.reused_hunks) for d in done}
     held = {d.name for d in done if d.upstream}
     left_out = [d.name for d in deferrals_after(series, state)]
-    judged = judge(git, series, state, held, left_out)
+    judged = judge(ws, series, state, held, left_out)
     state = no_op_deferrals(state, judged, left_out)
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
@@ -345,11 +346,12 @@ def stop(
     # Only the hunks the report prints are traced (`Checkout.printed`): a stop waits for no more.
     count = ws.printed(report) if ws.printed is not None else None
     ws.progress.step("tracing the conflicting lines upstream")
-    report = blame_first(git, report, state.old_base, state.new_base, count)
+    walk = KeptLines(ws) if kept_on() else None  # files printed at an earlier stop: kept
+    report = blame_first(git, report, state.old_base, state.new_base, count, walk)
     ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     left_out = [d.name for d in deferrals_after(series, state)]
-    held = judge(git, series, state, {d.name for d in done if d.upstream}, left_out)
+    held = judge(ws, series, state, {d.name for d in done if d.upstream}, left_out)
     so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
     so_far[name] = "relocated" if report.relocated else "conflict"
     resolved = {d.name for d in done if d.resolved}

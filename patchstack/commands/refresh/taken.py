@@ -11,7 +11,7 @@ from dataclasses import replace
 from ...checkout import Checkout
 from ...engine.evidence import recorded
 from ...engine.verdicts import NO_OP, Held, held
-from ...git import Git
+from ...git.attributes import merge_inputs
 from ...model import fields
 from ...model.conflict import UpstreamCommit
 from ...model.ids import Oid
@@ -20,24 +20,31 @@ from ...model.series import Series, Upstream
 from ...transaction import FileWrite
 from ..edit import with_message
 from ..upstream import applied_upstream, day_of
+from .kept import Kept
+from .knockons import kept_on
 from .stopped import State
 
 
 def judge(
-    git: Git, series: Series, state: State, names: set[str], missing: Sequence[str]
+    ws: Checkout, series: Series, state: State, names: set[str], missing: Sequence[str]
 ) -> dict[str, Held]:
     """The verdict of each of ``names`` (the patches the new base holds), ``missing`` left
     out (`engine.verdicts.held`); an earlier refresh's proof (the mark's upstream commit)
-    taken where the mark is this change's."""
+    taken where the mark is this change's; a verdict an earlier command of this refresh
+    made with the same inputs taken from the cache (`kept.Kept`)."""
     if not names:
         return {}
+    git = ws.git
     proved = {}
     for step in state.steps:
         mark = series.upstream.get(step.name)
         if step.name in names and mark and mark.evidence and mark.commit == step.commit:
             proved[step.name] = recorded(git, mark.evidence)
     old = state.old_base
-    return held(git, state.steps, names, missing, old, state.new_base, proved)
+    kept = None
+    if kept_on() and names - proved.keys():
+        kept = (Kept(ws), merge_inputs(git))
+    return held(git, state.steps, names, missing, old, state.new_base, proved, kept)
 
 
 def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[str]) -> State:

@@ -1,0 +1,130 @@
+"""What a refresh stop by stop keeps in the git directory's cache (`store`, section ``held``)
+from one command for the next, each under what decides it: the verdicts of the patches the
+new base holds (`engine.verdicts.held`: every stop judges the patches placed so far again),
+the upstream walk they search (`engine.evidence.history`), and the culprit walks of the
+printed hunks' files (`engine.culprits.attribute`: a file printed at one stop is often
+printed at a later one). A cache, never trusted: an entry that is not what its key asks for
+(another patch's verdict, a commit this repository lacks, a walk of another range) is none.
+``PATCHSTACK_NO_PROOF_CACHE=1`` keeps nothing (`knockons.kept_on`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...checkout import Checkout
+from ...engine.evidence import History
+from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held
+from ...git.history import FileLines, LineChanges
+from ...model.conflict import UpstreamCommit
+
+SECTION = "held"  # of the one cache (`store`)
+VERDICTS = (UPSTREAM, NO_OP, UNKNOWN)
+
+
+class Kept:
+    """The verdicts and the upstream walk (`engine.verdicts.Kept`)."""
+
+    def __init__(self, ws: Checkout) -> None:
+        self.ws = ws
+
+    def get(self, key: str, name: str) -> Held | None:
+        found = self.ws.store.get(SECTION, key)
+        try:
+            who, verdict, oid, subject, known, missing = found  # type: ignore[misc]
+        except (TypeError, ValueError):
+            return None
+        texts = (who, verdict, oid, subject, *missing)
+        if who != name or verdict not in VERDICTS or not all(isinstance(t, str) for t in texts):
+            return None
+        if known and not self.ws.git.has_objects([oid]).get(oid):
+            return None
+        return Held(verdict, UpstreamCommit(oid, subject) if known else None, tuple(missing))
+
+    def put(self, key: str, name: str, held: Held) -> None:
+        e = held.evidence
+        plain = (name, held.verdict, e.oid if e else "", e.subject if e else "", e is not None)
+        self.ws.store.put(SECTION, key, (*plain, tuple(held.missing)))
+
+    def walk(self, old_base: str, new_base: str) -> History | None:
+        """The first-parent walk of ``old_base..new_base`` kept (both commit ids, so what
+        it lists never changes); None when not kept or not a walk of that range."""
+        found = self.ws.store.get(SECTION, f"walk {old_base}..{new_base}")
+        try:
+            base, commits, trees, subjects = found  # type: ignore[misc]
+            walked = History(base, tuple(commits), tuple(trees), tuple(subjects))
+        except (TypeError, ValueError):
+            return None
+        lists = (walked.commits, walked.trees, walked.subjects)
+        if base != old_base or len({len(x) for x in lists}) != 1:
+            return None
+        if not all(isinstance(x, str) for x in (*walked.commits, *walked.trees, *subjects)):
+            return None
+        if walked.commits and walked.commits[-1] != new_base:
+            return None
+        return walked
+
+    def keep_walk(self, walked: History, new_base: str) -> None:
+        if _is_id(walked.old_base) and _is_id(new_base):
+            plain = (walked.old_base, walked.commits, walked.trees, walked.subjects)
+            self.ws.store.put(SECTION, f"walk {walked.old_base}..{new_base}", plain)
+
+
+class KeptLines:
+    """`Git.line_changes` of a range of commit ids, each file's kept: a file walked by an
+    earlier command is not walked again. A file's trace reads only the commits that changed
+    it (`culprits.trace`), so each file's own commits stand for the walk of them all. One
+    entry for the range, every file walked in it (a command that uses it keeps it); a file's
+    commits kept are taken when this repository has every one."""
+
+    def __init__(self, ws: Checkout) -> None:
+        self.ws = ws
+
+    def __call__(self, rng: str, paths: Sequence[str], trailer: str | None) -> list[LineChanges]:
+        git = self.ws.git
+        old, _sep, new = rng.partition("..")
+        if not (_is_id(old) and _is_id(new)):
+            return git.line_changes(rng, paths, trailer)
+        key = f"lines {rng} {trailer}"
+        found = self.ws.store.get(SECTION, key)
+        files: dict[str, list[Any]] = dict(found) if isinstance(found, dict) else {}
+        have = {p: each for p in paths if (each := _lines(p, files.get(p))) is not None}
+        named = sorted({c.oid for each in have.values() for c in each})
+        there = git.has_objects(named) if named else {}
+        have = {p: each for p, each in have.items() if all(there.get(c.oid) for c in each)}
+        wanted = [p for p in paths if p not in have]
+        if wanted:
+            walked = git.line_changes(rng, wanted, trailer)
+            for p in wanted:  # each commit with this file's change alone, as kept
+                have[p] = [replace(c, files={p: c.files[p]}) for c in walked if p in c.files]
+                files[p] = [_plain(c, p) for c in have[p]]
+            self.ws.store.put(SECTION, key, files)
+        return [c for p in paths for c in have[p]]
+
+
+def _plain(change: LineChanges, path: str) -> tuple[Any, ...]:
+    f = change.files[path]
+    return (change.oid, change.subject, change.flagged, f.created, f.hunks, f.before, f.after)
+
+
+def _lines(path: str, found: Any) -> list[LineChanges] | None:
+    """The commits that changed ``path``, as kept; None when not kept or not such a list."""
+    if not isinstance(found, list):
+        return None
+    out = []
+    try:
+        for oid, subject, flagged, created, hunks, before, after in found:
+            if not all(isinstance(x, str) for x in (oid, subject, before, after)):
+                return None
+            if hunks is not None:
+                hunks = tuple((int(a), int(b), int(c), int(d)) for a, b, c, d in hunks)
+            lines = FileLines(bool(created), hunks, before, after)
+            out.append(LineChanges(oid, subject, {path: lines}, bool(flagged)))
+    except (TypeError, ValueError):
+        return None
+    return out
+
+
+def _is_id(rev: str) -> bool:
+    return len(rev) in (40, 64) and all(c in "0123456789abcdef" for c in rev)
