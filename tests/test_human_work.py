@@ -14,6 +14,7 @@ resolution between its neighbouring lines stands in the engineers' file).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -212,3 +213,16 @@ def test_a_file_upstream_deleted_counts_as_git_counts_it(tmp_path: Path) -> None
         ("git rebase + rerere", 1, 1),
         ("patchstack", 1, 1),
     ]
+
+
+def test_the_tool_reads_the_hunks_a_built_in_rule_resolved_at_a_stop(tmp_path) -> None:
+    """The stop's note names each hunk the rule resolved (`reuse.proposed_at_stop`): the tool
+    counts it automatic and judges it, not asked."""
+    from .test_contained import _fork
+
+    hw = _tool()
+    repo = _fork(tmp_path)
+    doc = json.loads(repo.ps("refresh", "--onto", "up", "--json", code=1).stdout)
+    note = doc["stopped"]["note"]
+    assert hw._settled_at_stop(note, "a.py", hw.RULE) == ["a.py:11"]
+    assert hw._settled_at_stop(note, "a.py") == []  # no record settled it
