@@ -1,17 +1,19 @@
-"""A conflict hunk whose one side already holds the other side's change (issue 36, item 1's
-built-in resolver): the patch's change is in upstream's ("upstream took the patch, then
-extended it"), or upstream's change is in the patch's ("upstream took part of the patch").
+"""A conflict hunk whose upstream side already holds the patch's change (issue 36, item 1's
+built-in rule): upstream took the patch's lines, then extended them.
 
-Proof, by lines: the bigger side is the smaller side with lines inserted only (every line of
-the smaller side stands in it, in order), and no inserted line is one the smaller side took out
-of the base (for each inserted line, the smaller side holds at least as many copies of it as
-the base does). Then the bigger side keeps everything the smaller side's change wrote and
-brings back nothing it removed, and it is the other side's own result: it is the union of both
-changes, as a person writes it. A side with no text is never the smaller one (a deletion
-against an edit is a choice, not a union), nor a side whose only lines are blank.
+Proof, by lines: upstream's side is the patch's side with lines inserted only (every line of
+the patch's side stands in it, in order), and no inserted line is one the patch took out of
+the base (for each inserted line, the patch's side holds at least as many copies of it as the
+base does). Then upstream's side keeps everything the patch's change wrote and brings back
+nothing it removed: it is the union of both changes, as a person writes it. A patch's side
+with no text is never taken as held (a deletion against an edit is a choice, not a union),
+nor one whose only lines are blank.
 
-Counted on the real drifts of docs/benchmarks.md (issue 36, item 5); a proposal only: the stop
-shows it in place of the hunk and says so, and the person confirms it at ``--continue``.
+Only this direction: the other (the patch's side holds upstream's change, so the patch's side
+would be taken) was refuted once by the engineers' own merges of the SGLang fork (the bigger
+side kept a line that used what the other side had removed elsewhere in the tree), where this
+one never was (docs/benchmarks.md, issue 36 item 5). A proposal only: the stop shows it in
+place of the hunk and says so, and the person confirms it at ``--continue``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from collections.abc import Sequence
 from .hunks import Hunk, Part
 
 UPSTREAM_HOLDS = "upstream's side already holds the patch's change"
-PATCH_HOLDS = "the patch's side already holds upstream's change"
 
 
 def _inserted(small: Sequence[bytes], big: Sequence[bytes]) -> Counter[bytes] | None:
@@ -53,8 +54,6 @@ def resolve(hunk: Hunk) -> tuple[bytes, str] | None:
         return None
     if _holds(hunk.theirs, hunk.ours, hunk.base):
         return hunk.ours, UPSTREAM_HOLDS
-    if _holds(hunk.ours, hunk.theirs, hunk.base):
-        return hunk.theirs, PATCH_HOLDS
     return None
 
 
