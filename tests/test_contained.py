@@ -5,6 +5,7 @@ rule must refuse."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -148,3 +149,25 @@ def test_a_hunk_the_rule_refuses_keeps_its_markers(tmp_path) -> None:
     result = repo.ps("refresh", "--onto", "up", code=1)
     assert repo.read("a.py").count("<<<<<<<") == 1
     assert "built-in rule" not in result.stderr
+
+
+def test_the_review_names_the_rule_of_a_hunk_recorded_as_it_proposed(tmp_path) -> None:
+    """The person confirmed the proposal at --continue: its hunk record, in the review, says
+    it is the built-in rule's proposal (not 'nothing of the patch kept')."""
+    repo = _fork(tmp_path)
+    old = tmp_path / "old"
+    old.mkdir()
+    repo.ps("refresh", "--onto", "up", code=1)
+    text = repo.read("a.py")
+    head, rest = text.split("<<<<<<<", 1)
+    repo.write("a.py", head + "a 30 both\n" + rest.split(">>>>>>> ", 1)[1].split("\n", 1)[1])
+    repo.ps("refresh", "--continue")
+    doc = json.loads(repo.ps("review", str(old), str(repo.path / "patches"), "--json").stdout)
+    notes = {r["note"] for r in doc["resolutions"] if r["path"] == "a.py"}
+    assert len(notes) == 2, notes
+    ruled = [n for n in notes if "built-in rule" in n]
+    assert ruled == [
+        "one conflict hunk of a.py (line 11), reused wherever the same hunk conflicts again,"
+        " whatever upstream changed elsewhere in the file; the built-in rule's proposal at the"
+        " stop (upstream's side already holds the patch's change)"
+    ]
