@@ -53,6 +53,12 @@ The protocol, the same inputs for every tool:
   Every automatic result is compared with the truth at that patch: "agree", "refuted" or
   "unverified" (no truth). A resolver (``--resolver CMD``) is passed to the refresh when given.
 
+For study: ``--dump DIR`` writes each file with markers at each stop of the refreshes measured
+(``DIR/ps-N/NNN-patch/path``, with ``path.truth`` beside it where the truth is known);
+``--skip-rebase`` measures patchstack only, ``--skip-oneshot`` (with ``--steps``) only the
+stepped refresh. A hunk a built-in rule resolved at a stop (``reuse.proposed_at_stop``, named
+in the stop's note) is automatic, judged as a record's hunk is.
+
 Python 3.10+, stdlib only; patchstack runs from this checkout (``sys.executable -m
 patchstack``). It is not part of the test suite (``tests/test_human_work.py`` runs its
 counting on a generated drift with a known answer).
