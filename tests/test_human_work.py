@@ -14,6 +14,7 @@ resolution between its neighbouring lines stands in the engineers' file).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -212,3 +213,50 @@ def test_a_file_upstream_deleted_counts_as_git_counts_it(tmp_path: Path) -> None
         ("git rebase + rerere", 1, 1),
         ("patchstack", 1, 1),
     ]
+
+
+def test_the_tool_reads_the_hunks_a_built_in_rule_resolved_at_a_stop(tmp_path) -> None:
+    """The stop's note names each hunk the rule resolved (`reuse.proposed_at_stop`): the tool
+    counts it automatic and judges it, not asked."""
+    from .test_contained import _fork
+
+    hw = _tool()
+    repo = _fork(tmp_path)
+    doc = json.loads(repo.ps("refresh", "--onto", "up", "--json", code=1).stdout)
+    note = doc["stopped"]["note"]
+    assert hw._settled_at_stop(note, "a.py", hw.RULE) == ["a.py:11"]
+    assert hw._settled_at_stop(note, "a.py") == []  # no record settled it
+
+
+def test_hunk_classes_sorts_a_dump_and_judges_the_rule_by_the_truth(tmp_path) -> None:
+    """tools/bench/hunk_classes.py on a dumped stop file (three hunks of known classes) with
+    the engineers' file beside it: the rule's one proposal agrees with it."""
+    spec = importlib.util.spec_from_file_location("hunk_classes", TOOL.with_name("hunk_classes.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def region(ours: str, base: str, theirs: str) -> str:
+        return f"<<<<<<< up\n{ours}||||||| base\n{base}=======\n{theirs}>>>>>>> p1\n"
+
+    stop = tmp_path / "ps-0" / "001-p1.patch"
+    stop.mkdir(parents=True)
+    text = (
+        "a 1\na 2\na 3\n"
+        + region("x = 1\nmine\nup\n", "x = 0\n", "x = 1\nmine\n")  # A: the rule's
+        + "a 4\na 5\na 6\n"
+        + region("y = 2\n", "y = 0\n", "y = 3\n")  # E: both edited
+        + "a 7\na 8\na 9\n"
+        + region("import a\n", "", "import b\n")  # D: import lists
+        + "a 10\n"
+    )
+    (stop / "a.py").write_text(text)
+    truth = "a 1\na 2\na 3\nx = 1\nmine\nup\na 4\na 5\na 6\ny = 23\na 7\na 8\na 9\nimport a\n"
+    (stop / "a.py.truth").write_text(truth + "import b\na 10\n")
+    found = mod.classes([str(tmp_path / "ps-0")])
+    assert found == {
+        "A upstream's side holds the patch's change (the rule)": 1,
+        "E both edited the same lines": 1,
+        "D import lists": 1,
+        "(the rule: agree)": 1,
+    }

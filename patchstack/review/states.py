@@ -29,6 +29,7 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..commands.refresh import contained
 from ..commands.refresh.hunks import HunkRecord
 from ..commands.refresh.resolutions import BadRecord, Record, Recorded, parse_record
 from ..model.marks import DEFERRED, UPSTREAM, Deferral, Mark, Upstream
@@ -160,7 +161,10 @@ def _hunk(r: HunkRecord) -> tuple[list[str], str]:
         f"one conflict hunk of {r.path} (line {h.line}), reused wherever the same hunk"
         " conflicts again, whatever upstream changed elsewhere in the file"
     )
-    if h.ours == r.data:
+    proposed = contained.resolve(h)
+    if proposed is not None and proposed[0] == r.data:
+        note += f"; the built-in rule's proposal at the stop ({proposed[1]})"
+    elif h.ours == r.data:
         note += "; resolved to upstream's side: nothing of the patch kept in this hunk"
     return diff + wanted, note
 

@@ -53,6 +53,12 @@ The protocol, the same inputs for every tool:
   Every automatic result is compared with the truth at that patch: "agree", "refuted" or
   "unverified" (no truth). A resolver (``--resolver CMD``) is passed to the refresh when given.
 
+For study: ``--dump DIR`` writes each file with markers at each stop of the refreshes measured
+(``DIR/ps-N/NNN-patch/path``, with ``path.truth`` beside it where the truth is known);
+``--skip-rebase`` measures patchstack only, ``--skip-oneshot`` (with ``--steps``) only the
+stepped refresh. A hunk a built-in rule resolved at a stop (``reuse.proposed_at_stop``, named
+in the stop's note) is automatic, judged as a record's hunk is.
+
 Python 3.10+, stdlib only; patchstack runs from this checkout (``sys.executable -m
 patchstack``). It is not part of the test suite (``tests/test_human_work.py`` runs its
 counting on a generated drift with a known answer).
@@ -476,13 +482,19 @@ def _with_record(data: bytes | None, records: Sequence[object]) -> tuple[int, in
     return by_key, by_sides
 
 
-def _settled_at_stop(note: str, path: str) -> list[str]:
+RULE = "proposed by a built-in rule, as "  # a stop's note of the hunks a rule resolved
+
+
+def _settled_at_stop(
+    note: str, path: str, opening: str = "recorded resolutions settle "
+) -> list[str]:
     """ "path:line" (with " (base differed)") of each hunk of PATH a stop's note says recorded
-    resolutions settled (`reuse.settle_hunks`' notes)."""
+    resolutions settled (`reuse.settle_hunks`' notes), or (OPENING `RULE`) a built-in rule
+    resolved (`reuse.proposed_at_stop`)."""
     out: list[str] = []
     for item in note.split("; "):
         head = f" of {path} ("
-        if not item.startswith("recorded resolutions settle ") or head not in item:
+        if not item.startswith(opening) or head not in item:
             continue
         rest = item.split(head, 1)[1]
         depth = 1
@@ -551,6 +563,7 @@ def ps_drift(
     tally: Tally,
     extra: Sequence[str] = (),
     max_stops: int = 500,
+    dump: Path | None = None,
 ) -> dict[str, dict[str, object]]:
     """``patchstack refresh --onto ONTO`` (with EXTRA), the person resolving each stop with
     the truth and going on with ``--continue``; returns the verdict of each patch."""
@@ -597,6 +610,13 @@ def ps_drift(
         for path in sorted(touched - relocated):
             now = box.read(path)
             n = count_hunks(now) if now is not None else 0
+            if dump is not None and n:  # the file as the person meets it, for study
+                where = dump / f"{tally.stops:03d}-{name}" / path
+                where.parent.mkdir(parents=True, exist_ok=True)
+                where.write_bytes(now or b"")
+                want, known = truth.at(k, path, step)
+                if known and want is not None:  # the engineers' file, to judge a rule by
+                    where.with_name(where.name + ".truth").write_bytes(want)
             # Hunks recorded resolutions settled in the work tree at the stop (the others keep
             # their markers): automatic; the person then writes the whole file, so the truth
             # cannot judge these hunks alone: unverified.
@@ -610,8 +630,20 @@ def ps_drift(
                 continue
             pre = merged_hunks.get(path, 0) - n if now is not None else 0
             settled = _settled_at_stop(note, path) if now is not None else []
-            if pre > 0 or settled:
-                tally.automatic += max(pre, len(settled))
+            ruled = _settled_at_stop(note, path, RULE) if now is not None else []
+            for h in ruled:  # the rule's resolution is one side of the hunk, as the stop said
+                want, known = truth.at(k, path, step)
+                sides = [
+                    b"".join(line.encode() + b"\n" for line in x[side])
+                    for x in stop.get("hunks") or []
+                    if x["path"] == path
+                    for side in ("now", "wanted")
+                ]
+                at = int(h[len(path) + 1 :].split(" ", 1)[0])
+                verdict = hunk_verdict(now or b"", at, sides, want, known)
+                tally.checks.append(Check(tally.tool, name, h, 1, verdict, "built-in rule"))
+            if pre > 0 or settled or ruled:
+                tally.automatic += max(pre, len(settled) + len(ruled))
                 want, known = truth.at(k, path, step)
                 datas = [r.data for r in records]  # type: ignore[attr-defined]
                 for h in settled:
@@ -619,14 +651,14 @@ def ps_drift(
                     verdict = hunk_verdict(now or b"", at, datas, want, known)
                     why = "hunk records at a stop"
                     tally.checks.append(Check(tally.tool, name, h, 1, verdict, why, ""))
-                if pre > len(settled):  # (a note that did not name them)
+                if pre > len(settled) + len(ruled):  # (a note that did not name them)
                     why = "hunk records at a stop"
-                    n_left = pre - len(settled)
+                    n_left = pre - len(settled) - len(ruled)
                     tally.checks.append(Check(tally.tool, name, path, n_left, "unverified", why))
             by_key, by_sides = _with_record(now, records)
             tally.recorded_at_stops += by_key
             tally.sides_at_stops += by_sides
-            if n == 0 and pre <= 0 and not settled:
+            if n == 0 and pre <= 0 and not settled and not ruled:
                 # a conflict with no marker (modify/delete, a file's location after a folder
                 # rename): 1, as git's count of its unmerged file
                 n = 1
@@ -691,6 +723,9 @@ def measure(
     resolver: str | None = None,
     log: Callable[[str], None] = lambda s: None,
     synthetic: bool = False,
+    dump: Path | None = None,
+    skip_rebase: bool = False,
+    skip_oneshot: bool = False,
 ) -> Report:
     """Every run of the protocol (module docstring) in scratch clones under WORK. With
     ``synthetic``, EARLIER and LATER are upstream commits, the series is BRANCH and the person
@@ -733,23 +768,24 @@ def measure(
     def copy(name: str) -> Box:
         return Box(work / name, copy_of=top.dir)
 
-    # (a) git rebase alone
-    log("git rebase alone")
-    box = copy("plain")
-    plain = Tally("git rebase")
-    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), False, plain)
-    report.tallies.append(plain)
-    shutil.rmtree(work / "plain", ignore_errors=True)
-    # (b) rerere: the earlier drift records, then the drift measured
-    log("git rebase + rerere: the earlier drift")
-    box = copy("rerere")
-    earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
-    rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
-    log("git rebase + rerere: the drift")
-    rr = Tally("git rebase + rerere")
-    rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), True, rr)
-    report.tallies.append(rr)
-    shutil.rmtree(work / "rerere", ignore_errors=True)
+    if not skip_rebase:
+        # (a) git rebase alone
+        log("git rebase alone")
+        box = copy("plain")
+        plain = Tally("git rebase")
+        rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), False, plain)
+        report.tallies.append(plain)
+        shutil.rmtree(work / "plain", ignore_errors=True)
+        # (b) rerere: the earlier drift records, then the drift measured
+        log("git rebase + rerere: the earlier drift")
+        box = copy("rerere")
+        earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
+        rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
+        log("git rebase + rerere: the drift")
+        rr = Tally("git rebase + rerere")
+        rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), True, rr)
+        report.tallies.append(rr)
+        shutil.rmtree(work / "rerere", ignore_errors=True)
     # (c) patchstack: the earlier drift records, its records copied into a fresh copy
     log("patchstack: the earlier drift")
     box = copy("ps-earlier")
@@ -757,7 +793,7 @@ def measure(
     ps_drift(box, series, e_up, earlier_truth, report.earlier_patchstack)
     folder = "patches"  # import branch's series folder
     records = box.dir / folder / "resolutions"
-    runs: list[tuple[str, list[str]]] = [("patchstack", [])]
+    runs: list[tuple[str, list[str]]] = [] if skip_oneshot else [("patchstack", [])]
     if steps:
         runs.append((f"patchstack --steps {steps}", ["--steps", steps]))
     if resolver:
@@ -771,7 +807,9 @@ def measure(
             shutil.copytree(records, box.dir / folder / "resolutions", dirs_exist_ok=True)
         tally = Tally(tool)
         try:
-            ps_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), tally, extra)
+            truth = Truth(box, series, truth_t, no_truth, t_up)
+            where = dump / name if dump is not None else None
+            ps_drift(box, series, t_up, truth, tally, extra, dump=where)
         except RuntimeError as e:
             tally.error = str(e)[-600:]
         report.tallies.append(tally)
@@ -828,6 +866,9 @@ def main() -> int:
         help="for a branch with no merge to learn from: EARLIER and LATER are upstream"
         " commits, the series is BRANCH, and the person takes the patch's side of every hunk",
     )
+    ap.add_argument("--dump", help="write each file with markers at each stop under DUMP")
+    ap.add_argument("--skip-rebase", action="store_true", help="measure patchstack only")
+    ap.add_argument("--skip-oneshot", action="store_true", help="with --steps: only the steps")
     opts = ap.parse_args()
     work = Path(opts.workdir or tempfile.mkdtemp(prefix="ps-human-"))
     try:
@@ -842,6 +883,9 @@ def main() -> int:
             opts.resolver,
             log=lambda s: print(f"... {s}", file=sys.stderr),
             synthetic=opts.synthetic,
+            dump=Path(opts.dump) if opts.dump else None,
+            skip_rebase=opts.skip_rebase,
+            skip_oneshot=opts.skip_oneshot,
         )
     finally:
         if not opts.workdir:

@@ -49,7 +49,7 @@ from .records import Record as Record
 from .records import Recorded as Recorded
 from .records import parse_record as parse_record
 from .records import read_bounded as read_bounded
-from .reuse import hunks_of, settle_hunks
+from .reuse import hunks_of, proposed_at_stop, settle_hunks
 
 
 class Resolutions:
@@ -285,6 +285,17 @@ class Resolutions:
             for r in [*have, *also]:
                 changes[r.path] = (r.mode, git.write_blob(r.data)) if r.mode else None
         return changes
+
+    def at_stop(self, name: str, merged: MergeResult) -> tuple[Oid, tuple[str, ...]] | None:
+        """What the stop at ``name`` shows: its merge with the hunks records settle (`partial`)
+        and those the built-in rule proposes (`reuse.proposed_at_stop`, with a note) resolved,
+        and "path:line" of each; or None: the merge as it is."""
+        partial = self.partial.get(name)
+        found = proposed_at_stop(self.git, merged, partial[0] if partial else merged.tree)
+        if found is None:
+            return partial
+        self.notes += [(name, n) for n in found[2]]
+        return found[0], (*(partial[1] if partial else ()), *found[1])
 
     def note(self, name: str) -> str:
         """What to say in a conflict report of ``name`` about records that did not match."""

@@ -11,11 +11,12 @@ from ...checkout import Checkout
 from ...git import Git, MergeResult
 from ...model.conflict import marker_lines
 from ...model.ids import Oid
-from . import hunks
+from . import contained, hunks
 from .hunks import Hunk, HunkRecord
 
 FILE_MODES = ("100644", "100755")
 REUSED = ": recorded resolution reused for hunk "  # a refresh's note in the operation log
+PROPOSED = "proposed by a built-in rule, as "  # a stop's note of the hunks `contained` resolves
 WHOLE_FILE = " (whole file)"  # how a file a record of its exact versions settled is named
 
 
@@ -163,3 +164,40 @@ def hunks_of(
             continue
         found += [(path, hunk, resolution) for hunk, resolution in pieces]
     return found, rest
+
+
+def proposed_at_stop(
+    git: Git, merged: MergeResult, shown: Oid
+) -> tuple[Oid, tuple[str, ...], tuple[str, ...]] | None:
+    """``shown`` (a stop's tree of ``merged``) with each conflict hunk still marked that the
+    built-in rule resolves (`contained`: one side already holds the other's change) put in
+    place, a proposal the person confirms at ``--continue``; with "path:line" of each and the
+    stop's notes. None when the rule resolves none."""
+    entries = git.entries_at(shown, merged.conflicted)
+    changes: dict[str, tuple[str, str] | None] = {}
+    where: list[str] = []
+    notes: list[str] = []
+    for path in merged.conflicted:
+        entry = entries.get(path)
+        parts = _parts(git, entry)
+        if entry is None or parts is None:
+            continue
+        found = contained.proposals(parts)
+        if not found:
+            continue
+        result, starts = hunks.apply_known(parts, {k: r for k, (r, _why) in found.items()})
+        changes[path] = (entry[0], git.write_blob(result))
+        mine = [p for p in parts if isinstance(p, Hunk) and p.key in found]
+        at: dict[str, list[str]] = {}
+        for hunk, line in zip(mine, starts, strict=True):
+            at.setdefault(found[hunk.key][1], []).append(f"{path}:{line}")
+        for why, hunks_at in at.items():
+            where += hunks_at
+            some = "the conflict hunk" if len(hunks_at) == 1 else f"{len(hunks_at)} conflict hunks"
+            notes.append(
+                f"{PROPOSED}{why}: {some} of {path} ({', '.join(hunks_at)}), shown resolved;"
+                " check before --continue"
+            )
+    if not changes:
+        return None
+    return git.edit_tree(shown, changes), tuple(where), tuple(notes)

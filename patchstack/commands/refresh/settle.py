@@ -261,7 +261,7 @@ def end(
     if stopped is None:
         return finish(ws, state, engine, series, done, src, current_head, found)
     name = stopped[0]
-    known, partial = knock_ons.known, records.partial.get(name)
+    known, partial = knock_ons.known, records.at_stop(name, stopped[2])
     return stop(
         ws,
         state,
