@@ -153,7 +153,8 @@ def test_a_hunk_the_rule_refuses_keeps_its_markers(tmp_path) -> None:
 
 def test_the_review_names_the_rule_of_a_hunk_recorded_as_it_proposed(tmp_path) -> None:
     """The person confirmed the proposal at --continue: its hunk record, in the review, says
-    it is the built-in rule's proposal (not 'nothing of the patch kept')."""
+    it is what the built-in rule proposes (not 'nothing of the patch kept'): a claim on the
+    hunk's content, true whoever wrote it."""
     repo = _fork(tmp_path)
     old = tmp_path / "old"
     old.mkdir()
@@ -168,6 +169,6 @@ def test_the_review_names_the_rule_of_a_hunk_recorded_as_it_proposed(tmp_path) -
     ruled = [n for n in notes if "built-in rule" in n]
     assert ruled == [
         "one conflict hunk of a.py (line 11), reused wherever the same hunk conflicts again,"
-        " whatever upstream changed elsewhere in the file; the built-in rule's proposal at the"
-        " stop (upstream's side already holds the patch's change)"
+        " whatever upstream changed elsewhere in the file; what the built-in rule proposes"
+        " (upstream's side already holds the patch's change), so the patch's change is kept"
     ]

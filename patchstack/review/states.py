@@ -163,7 +163,7 @@ def _hunk(r: HunkRecord) -> tuple[list[str], str]:
     )
     proposed = contained.resolve(h)
     if proposed is not None and proposed[0] == r.data:
-        note += f"; the built-in rule's proposal at the stop ({proposed[1]})"
+        note += f"; what the built-in rule proposes ({proposed[1]}), so the patch's change is kept"
     elif h.ours == r.data:
         note += "; resolved to upstream's side: nothing of the patch kept in this hunk"
     return diff + wanted, note
