@@ -588,3 +588,31 @@ def test_trees_and_commits_written_in_process_are_the_ones_plumbing_writes(repo:
         git.close()
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def _git_runs(repo: Repo, monkeypatch, tmp_path, *command: str) -> list[str]:
+    """The git commands one patchstack command ran (``GIT_TRACE``), as their argument lines."""
+    trace = tmp_path / f"trace-{len(list(tmp_path.glob('trace-*')))}"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    try:
+        repo.ps(*command)
+    finally:
+        monkeypatch.delenv("GIT_TRACE")
+    lines = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    return [
+        ln.split("trace: built-in: git ", 1)[1] for ln in lines if "trace: built-in: git " in ln
+    ]
+
+
+def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path) -> None:
+    """The fixed cost of a command is mostly its git processes: the configuration is read once
+    (one ``config --list``), HEAD and other commits are asked of the batch ``cat-file``, and
+    the operation log's trees and commits are written in process."""
+    stack_of_three(repo)
+    for command in (["pop", "--all"], ["push", "--all"], ["pop", "p1.patch"], ["push", "p2"]):
+        runs = _git_runs(repo, monkeypatch, tmp_path, *command)
+        verbs = [r.split()[0] for r in runs]
+        assert "mktree" not in verbs and "commit-tree" not in verbs, runs
+        assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
+        assert not [r for r in runs if r.startswith("rev-parse --verify --quiet --end")], runs
+        assert len(runs) <= 22, (command, len(runs), runs)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import GitFailure
 from ..model.ids import Oid
-from .base import GitBase
+from .objects import Objects
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,22 @@ class RefTransactionFailed(GitFailure):
         return "hook" in self.git_message.lower()
 
 
-class Refs(GitBase):
+class Refs(Objects):
     def rev_parse(self, rev: str) -> Oid | None:
-        """The commit ``rev`` names, or None when it names none."""
-        proc = self.run(
-            "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}", check=False
-        )
-        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+        """The commit ``rev`` names, or None when it names none: asked of the persistent
+        ``cat-file --batch-check``, which reads the refs again at each question (a process
+        less each time: HEAD is asked several times a command)."""
+        if "\n" in rev or not rev:
+            return None
+        header = self._batch_headers("--batch-check", [rev + "^{commit}"])[0]
+        words = header.split(b" ")
+        if len(words) != 3 or words[1] != b"commit":
+            return None  # "<rev> missing", "<rev> ambiguous"
+        return Oid(words[0].decode())
 
     def resolve(self, rev: str) -> Oid | None:
-        """The object ``rev`` names, whatever its type, or None."""
+        """The object ``rev`` names, whatever its type, or None (a ref's id even when the
+        object is missing: what is wrong with a broken ref is said from it)."""
         proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", rev, check=False)
         return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 

@@ -65,9 +65,13 @@ def move_overlay(
         raise edits_in_the_way(in_the_way)
     _refuse_ignored(ws, diffs)
     if overlaid:
+        # Their entries have no stat data now: read-tree compares those few files' contents
+        # (a refresh of the whole index first cost a stat of every file at every stop).
         git.set_index_entries(src, list(overlaid))
-        git.refresh_index()
     proc = git.checkout_tree(src, dst)
+    if proc.returncode != 0 and overlaid:
+        git.refresh_index()  # (refused before it wrote anything: once more, as move_tree does)
+        proc = git.checkout_tree(src, dst)
     touched.extend(sorted(changed))
     if proc.returncode != 0:
         raise git_refused(proc.stderr)
