@@ -164,6 +164,12 @@ class Refs(Objects):
         return found
 
     def ref_exists(self, ref: str) -> bool:
+        """Whether ``ref`` names something: the batch ``cat-file`` answers when it names an
+        object there; ``rev-parse`` says whether a ref names a missing one."""
+        if "\n" not in ref and ref:
+            words = self._batch_headers("--batch-check", [ref])[0].split(b" ")
+            if len(words) == 3 and words[2].isdigit():
+                return True
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
     def operation_in_progress(self) -> tuple[str, str] | None:
