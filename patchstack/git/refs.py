@@ -163,6 +163,19 @@ class Refs(Objects):
                 found.setdefault(Oid(oid), []).append(words[2])
         return found
 
+    def _tip_message(self, ref: str) -> tuple[Oid, str] | None:
+        """(commit, message) of the commit ``ref`` names, as ``log --format=%H%x01%B -n1``
+        gives it, read whole from the batch ``cat-file``; None when it cannot be read so
+        (then ``log`` says why) or when git would re-encode it (an ``encoding`` header)."""
+        oid = self.rev_parse(ref)
+        found = self.read_object(oid) if oid is not None else None
+        if oid is None or found is None or found[0] != "commit":
+            return None
+        head, sep, message = found[1].partition(b"\n\n")
+        if not sep or b"\nencoding " in b"\n" + head:
+            return None
+        return oid, message.decode("utf-8", "surrogateescape")
+
     def ref_exists(self, ref: str) -> bool:
         """Whether ``ref`` names something: the batch ``cat-file`` answers when it names an
         object there; ``rev-parse`` says whether a ref names a missing one."""
@@ -211,6 +224,11 @@ class Refs(Objects):
                 raise GitFailure(f"{ref} is broken (git reads no object id in its file)")
             self._memo[key] = []
             return []
+        if limit == 1:  # the tip (every command reads it): from the batch ``cat-file``
+            tip = self._tip_message(ref)
+            if tip is not None:
+                self._memo[key] = [tip]
+                return [tip]
         args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]
         if limit is not None:
             args.append(f"-n{limit}")
