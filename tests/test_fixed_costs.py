@@ -615,4 +615,5 @@ def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path)
         assert "mktree" not in verbs and "commit-tree" not in verbs, runs
         assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
         assert not [r for r in runs if r.startswith("rev-parse --verify --quiet --end")], runs
+        assert not [r for r in runs if r.startswith("log") and " -n1 " in r], runs  # the log's tip
         assert len(runs) <= 22, (command, len(runs), runs)
