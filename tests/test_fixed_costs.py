@@ -211,7 +211,7 @@ def test_in_process_tree_reads_and_loose_writes_agree_with_git(repo: Repo) -> No
         assert repo.git("rev-parse", f"{commit}^{{tree}}").strip() == tree
         assert git.write_loose("commit", repo.git("cat-file", "commit", commit).encode()) == commit
         stream = git.fast_import()
-        made = stream.commit(git.head() or "", "A U Thor <a@b.c>", "1 +0000", b"m\n", [])
+        made = stream.commit(git.head() or "", "A U Thor <a@b.c>", "1700000001 +0000", b"m\n", [])
         assert stream.tree_of(made) == tree
         stream.checkpoint()
         assert repo.git("cat-file", "-t", made).strip() == "commit"  # visible before the end
@@ -534,3 +534,86 @@ def test_status_of_many_paths_filters_what_git_status_of_the_pathspec_lists(repo
             assert seen[0] == seen[1], paths
     finally:
         git.close()
+
+
+def test_trees_and_commits_written_in_process_are_the_ones_plumbing_writes(repo: Repo) -> None:
+    """`mktree` and `commit_tree` (an operation-log entry makes four at each step) write in
+    process exactly what ``mktree --missing`` and ``commit-tree`` write; where git would change
+    the input (crud around a name, a zone ``-0000``, text that is not UTF-8) git writes it."""
+    repo.write("a.py", "a\n")
+    repo.commit_all("a")
+    git = find_repo(str(repo.path))
+    blob = repo.git("rev-parse", "HEAD:a.py").strip()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    head = repo.git("rev-parse", "HEAD").strip()
+
+    def plumbing_tree(entries: list[tuple[str, str, str]]) -> str:
+        kinds = {"040000": "tree", "160000": "commit"}
+        data = "".join(f"{m} {kinds.get(m, 'blob')} {o}\t{n}\0" for m, o, n in entries)
+        return repo.git("mktree", "-z", "--missing", input=data).strip()
+
+    def plumbing_commit(parents: list[str], message: str, name: str, email: str, date: str):
+        env = dict(os.environ)
+        for who in ("AUTHOR", "COMMITTER"):
+            env.update({f"GIT_{who}_NAME": name, f"GIT_{who}_EMAIL": email})
+            env[f"GIT_{who}_DATE"] = date
+        args = ["git", "commit-tree", tree, *(a for p in parents for a in ("-p", p))]
+        data = message.encode("utf-8", "surrogateescape")
+        proc = subprocess.run(args, cwd=repo.path, input=data, env=env, capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode().strip()
+
+    try:
+        trees = [
+            [("100644", blob, "b"), ("040000", tree, "a"), ("100755", blob, "a.py")],
+            [("040000", tree, "a-"), ("100644", blob, "a-b"), ("040000", tree, "a")],
+            [("120000", blob, "link"), ("160000", head, "sub"), ("100644", blob, "ü x")],
+            [],
+        ]
+        for entries in trees:
+            assert git.mktree(entries) == plumbing_tree(entries), entries
+        cases = [
+            ([], "subject\n\nbody\n", "A U Thor", "a@b.c", "1700000000 +0000"),
+            ([head], "no newline at the end", "Ünï Cödé", "u@x.org", "1700000005 +0530"),
+            ([head, head], "two parents\n", "A", "a@b", "1700000000 -0130"),
+            ([head], "zone\n", "A", "a@b", "1700000000 -0000"),
+            ([head], "crud\n", " Crud, ", "<a@b>", "1700000001 +0000"),
+            ([head], "bytes \udcff\n", "A", "a@b", "1700000001 +0000"),
+            ([head], "nonchar \ufffe\n", "A", "a@b", "1700000001 +0000"),
+        ]
+        for parents, message, name, email, date in cases:
+            made = git.commit_tree(tree, parents, message, f"{name} <{email}>", date)
+            assert made == plumbing_commit(parents, message, name, email, date), message
+    finally:
+        git.close()
+    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo.path, capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
+
+
+def _git_runs(repo: Repo, monkeypatch, tmp_path, *command: str) -> list[str]:
+    """The git commands one patchstack command ran (``GIT_TRACE``), as their argument lines."""
+    trace = tmp_path / f"trace-{len(list(tmp_path.glob('trace-*')))}"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    try:
+        repo.ps(*command)
+    finally:
+        monkeypatch.delenv("GIT_TRACE")
+    lines = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    return [
+        ln.split("trace: built-in: git ", 1)[1] for ln in lines if "trace: built-in: git " in ln
+    ]
+
+
+def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path) -> None:
+    """The fixed cost of a command is mostly its git processes: the configuration is read once
+    (one ``config --list``), HEAD and other commits are asked of the batch ``cat-file``, and
+    the operation log's trees and commits are written in process."""
+    stack_of_three(repo)
+    for command in (["pop", "--all"], ["push", "--all"], ["pop", "p1.patch"], ["push", "p2"]):
+        runs = _git_runs(repo, monkeypatch, tmp_path, *command)
+        verbs = [r.split()[0] for r in runs]
+        assert "mktree" not in verbs and "commit-tree" not in verbs, runs
+        assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
+        assert not [r for r in runs if r.startswith("rev-parse --verify --quiet --end")], runs
+        assert not [r for r in runs if r.startswith("log") and " -n1 " in r], runs  # the log's tip
+        assert len(runs) <= 22, (command, len(runs), runs)

@@ -127,8 +127,13 @@ def test_a_gitattributes_added_at_a_stop_is_a_proof_made_again(tmp_path, monkeyp
 def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monkeypatch) -> None:
     """`merge_inputs` changes with each thing merge-tree reads: an untracked, an ignored, a
     nested or an edited ``.gitattributes``, ``info/attributes``, ``core.attributesFile`` and
-    its contents, configuration; and with nothing else (an ordinary file)."""
-    repo = make_repo(tmp_path / "r", {"a.py": "a\n", "sub/b.py": "b\n", ".gitignore": "ign/\n"})
+    its contents, configuration; and with nothing else (an ordinary file, or anything in an
+    ignored folder that holds no file git sees, which is not walked)."""
+    files = {"a.py": "a\n", "sub/b.py": "b\n", ".gitignore": "ign/\nvenv/\n"}
+    repo = make_repo(tmp_path / "r", files)
+    repo.write("ign/deep/c.py", "c\n")
+    repo.git("add", "-f", "ign/deep/c.py")  # a tracked file in an ignored folder
+    repo.git("commit", "-q", "-m", "forced")
     git = find_repo(str(repo.path))
     seen = [merge_inputs(git)]
 
@@ -146,8 +151,10 @@ def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monke
     assert changed()
     repo.write("sub/.gitattributes", "b.py -merge\n")
     assert changed()
-    repo.write("ign/.gitattributes", "* -merge\n")
+    repo.write("ign/.gitattributes", "* -merge\n")  # ignored, above a tracked file
     assert changed()
+    repo.write("venv/lib/.gitattributes", "* -merge\n")
+    assert not changed()
     (repo.path / ".git" / "info").mkdir(exist_ok=True)
     (repo.path / ".git" / "info" / "attributes").write_text("* -merge\n")
     assert changed()

@@ -19,7 +19,6 @@ Everything else goes through commit-tree: its rules are git's.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import re
 from collections.abc import Callable, Sequence
@@ -60,6 +59,8 @@ def raw_date(text: str) -> str | None:
         return text
     if not _RFC2822.fullmatch(text) or text.endswith("-0000"):
         return None
+    import email.utils  # (imports the socket module: only for a date in this form)
+
     parsed = email.utils.parsedate_tz(text)
     if parsed is None or parsed[9] is None:
         return None

@@ -8,9 +8,10 @@ lacks: the index's), from ``$GIT_DIR/info/attributes`` and from ``core.attribute
 refresh's stop changes the work tree, so each of those goes into the digest: the version of
 git, every configuration value (``config --list``: drivers, renormalization, the file's
 place), the contents of the attributes files outside the work tree, and every file named
-``.gitattributes`` that git can see there, tracked, untracked or ignored (``ls-files -c -o``
-without exclusions), by its contents in the work tree, or by its index entry where the work
-tree has none."""
+``.gitattributes`` that git can see there, tracked or untracked, and an ignored one in a
+folder of such a file (the folders of the paths merge-tree merges: an ignored folder holding
+nothing git sees is not walked), by its contents in the work tree, or by its index entry
+where the work tree has none."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def merge_inputs(git: GitBase) -> str:
             h.update(b"%d:" % len(part) + part)
 
     add(version()[1].encode())
-    config = git.run("config", "-z", "--list", check=False).stdout
+    config = git.config_list(fresh=True)
     add(config)
     places = [os.path.join(git.common_dir, "info", "attributes")]
     own = [
@@ -56,8 +57,23 @@ def merge_inputs(git: GitBase) -> str:
         places.append(os.path.join(xdg, "git", "attributes"))
     for place in places:
         add(place.encode("utf-8", "surrogateescape"), _read(place) or b"\0absent")
-    listed = git.run("ls-files", "-z", "-c", "-o").stdout.split(b"\0")
-    found = sorted({p for p in listed if p == NAME.encode() or p.endswith(b"/" + NAME.encode())})
+    # Not a walk of the ignored folders (a virtualenv, node_modules): merge-tree reads the
+    # ``.gitattributes`` of the folders of the paths it merges, so those of every folder that
+    # holds a tracked or an untracked file, ignored or not, are looked at by name.
+    listed = git.run("ls-files", "-z", "-c", "-o", "--exclude-standard").stdout.split(b"\0")
+    name = NAME.encode()
+    found_set = {p for p in listed if p == name or p.endswith(b"/" + name)}
+    folders = {b""}
+    for p in listed:
+        folder = p.rpartition(b"/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition(b"/")[0]
+    for folder in folders:
+        there = folder + b"/" + name if folder else name
+        if there not in found_set and os.path.lexists(os.path.join(git.top, decode_path(there))):
+            found_set.add(there)
+    found = sorted(found_set)
     for raw in found:
         path = decode_path(raw)
         data = _read(os.path.join(git.top, path))

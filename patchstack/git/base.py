@@ -37,6 +37,14 @@ def encode_path(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
+def _config_key(key: str) -> str:
+    """A key as ``config --list`` prints it: the section and the variable's name in lower case,
+    a subsection as it is (``Branch.Main.Remote`` -> ``branch.Main.remote``)."""
+    section, _, rest = key.partition(".")
+    sub, dot, name = rest.rpartition(".")
+    return f"{section.lower()}.{sub}{dot}{name.lower()}"
+
+
 # The pack the kept scratch objects become: no delta search, and zlib level 1 (the loose
 # objects are inflated and deflated again: at git's default level 6 that was 1.0 of a real
 # 46-patch refresh's 9.3 CPU s), a somewhat larger pack that `git gc` keeps as it is
@@ -91,16 +99,30 @@ class GitBase:
         return Oid(self.out(*args, input=input, env=env).strip())
 
     def config(self, key: str) -> str | None:
-        """A configuration value as git reads it (memoized for the command), or None."""
-        if ("config", key) not in self._memo:
-            proc = self.run("config", "--get", key, check=False)
-            value = (
-                proc.stdout.decode("utf-8", "surrogateescape").strip()
-                if proc.returncode == 0
-                else None
-            )
-            self._memo[("config", key)] = value
-        found: str | None = self._memo[("config", key)]
+        """A configuration value as git reads it (``config --get``: the last value), or None;
+        every key of one command is answered from one ``config --list`` (`config_list`)."""
+        return self._config_values().get(_config_key(key))
+
+    def config_list(self, fresh: bool = False) -> bytes:
+        """What ``git config -z --list`` prints here (read once per command, or again when
+        ``fresh``; empty when git cannot read the configuration)."""
+        if fresh or "config-list" not in self._memo:
+            self._memo["config-list"] = self.run("config", "-z", "--list", check=False).stdout
+            self._memo.pop("config-values", None)
+        listed: bytes = self._memo["config-list"]
+        return listed
+
+    def _config_values(self) -> dict[str, str]:
+        if "config-values" not in self._memo:
+            values: dict[str, str] = {}
+            for entry in self.config_list().split(b"\0"):
+                if entry:
+                    key, _nl, value = entry.partition(b"\n")
+                    values[_config_key(key.decode("utf-8", "surrogateescape"))] = value.decode(
+                        "utf-8", "surrogateescape"
+                    ).strip()
+            self._memo["config-values"] = values
+        found: dict[str, str] = self._memo["config-values"]
         return found
 
     def local_config(self, key: str) -> str | None:
@@ -113,7 +135,8 @@ class GitBase:
     def set_local_config(self, key: str, value: str) -> None:
         """Set ``key`` in the repository's own configuration file."""
         self.run("config", "--local", key, value)
-        self._memo.pop(("config", key), None)
+        self._memo.pop("config-list", None)
+        self._memo.pop("config-values", None)
 
     def spawn(
         self,

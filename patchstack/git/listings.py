@@ -36,11 +36,10 @@ class Listings(History):
     # -- differences -----------------------------------------------------------------------------
 
     def changed_paths(self, a: str, b: str) -> list[str]:
-        """Paths that differ between two trees or commits."""
-        out = self.run(
-            "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--end-of-options", a, b
-        ).stdout
-        return [decode_path(p) for p in out.split(b"\0") if p]
+        """Paths that differ between two trees or commits (walked in process through the
+        folders that differ, `changed_entries`)."""
+        old, new = self.trees_of([a, b])
+        return [d[4] for d in self.changed_entries(old, new)]
 
     def raw_diffs(self, pairs: Sequence[tuple[str, str]]) -> list[list[RawDiff]]:
         """For each (old, new) pair of tree ids (not commits): [(old_mode, new_mode, old_id,

@@ -134,14 +134,16 @@ class Objects(GitBase):
             result[path] = entries.get(encode_path(name)) if entries else None
         return result
 
-    def write_loose(self, kind: str, data: bytes) -> Oid:
+    def write_loose(self, kind: str, data: bytes, kept: bool = False) -> Oid:
         """Store one object as git stores a loose one (zlib of ``<kind> <size>NUL<data>``,
         read-only, moved into place whole); an object that is already there is left alone.
-        While a scratch store is in use (`git.scratch`), it goes there. (A replay writes
+        While a scratch store is in use (`git.scratch`), it goes there unless ``kept`` (an
+        object the repository keeps, as plumbing would write it). (A replay writes
         thousands: the folders made are remembered and the temporary file is opened by a
         name of this process, not `tempfile`'s, which cost a third of the time.)"""
         oid = self.fmt.hash(kind, data)
-        folder = os.path.join(self.scratch or os.path.join(self.common_dir, "objects"), oid[:2])
+        real = os.path.join(self.common_dir, "objects")
+        folder = os.path.join(real if kept or self.scratch is None else self.scratch, oid[:2])
         path = os.path.join(folder, oid[2:])
         if os.path.exists(path):
             return oid
@@ -204,9 +206,14 @@ class Objects(GitBase):
         return result
 
     def mktree(self, entries: Iterable[tuple[str, str, str]]) -> Oid:
-        """A tree from (mode, oid, name) entries of one folder."""
+        """A tree from (mode, oid, name) entries of one folder, as ``mktree --missing`` writes
+        it (written in process: an operation-log entry makes several at every command)."""
+        listed = list(entries)
+        data = None if self._compat_format() else _tree_data(listed, self.fmt.hexsz)
+        if data is not None:
+            return self.write_loose("tree", data, kept=True)
         recs = []
-        for mode, oid, name in entries:
+        for mode, oid, name in listed:
             kind = {"040000": "tree", "160000": "commit"}.get(mode, "blob")
             recs.append(f"{mode} {kind} {oid}\t".encode() + encode_path(name) + b"\0")
         return self.oid("mktree", "-z", "--missing", input=b"".join(recs))
@@ -214,8 +221,16 @@ class Objects(GitBase):
     def commit_tree(
         self, tree: str, parents: Sequence[str], message: str, author: str, date: str
     ) -> Oid:
-        """A commit whose committer equals its author, so equal inputs give equal ids."""
+        """A commit whose committer equals its author, so equal inputs give equal ids; written
+        in process when ``commit-tree`` would write exactly these bytes (see `_commit_data`)."""
         name, email = split_ident(author)
+        data = (
+            None
+            if self._compat_format() or not self._commit_inputs(tree, parents)
+            else _commit_data(tree, parents, message, name, email, date)
+        )
+        if data is not None:
+            return self.write_loose("commit", data, kept=True)
         env = {
             "GIT_AUTHOR_NAME": name,
             "GIT_AUTHOR_EMAIL": email,
@@ -230,8 +245,18 @@ class Objects(GitBase):
             args += ["-p", p]
         return self.oid(*args, input=message.encode("utf-8", "surrogateescape"), env=env)
 
+    def _commit_inputs(self, tree: str, parents: Sequence[str]) -> bool:
+        """Whether ``tree`` is the id of a tree and ``parents`` the ids of distinct commits, as
+        ``commit-tree`` checks before it writes (else it says what is wrong)."""
+        ids = [tree, *parents]
+        if len(set(ids)) != len(ids) or not all(self.fmt.is_full(i) for i in ids):
+            return False
+        headers = self._batch_headers("--batch-check", ids)
+        kinds = [h.split(b" ")[1] if h.count(b" ") == 2 else b"" for h in headers]
+        return kinds == [b"tree"] + [b"commit"] * len(parents)
+
     def tree_of(self, commit: str) -> Oid:
-        return self.oid("rev-parse", "--verify", "--end-of-options", commit + "^{tree}")
+        return self.trees_of([commit])[0]
 
     def trees_of(self, commits: Sequence[str]) -> list[Oid]:
         """The tree of each commit (ids), asked of the persistent ``cat-file`` (``rev-parse``
@@ -291,6 +316,68 @@ class Objects(GitBase):
         proc = self.run("var", "GIT_COMMITTER_IDENT", check=False)
         m = re.search(r"> (\d+ [+-]\d{4})\Z", proc.stdout.decode("utf-8", "replace").strip())
         return m.group(1) if proc.returncode == 0 and m else f"{int(time.time())} +0000"
+
+
+_MODES = {"100644", "100755", "120000", "040000", "160000"}
+
+
+def _tree_data(entries: Sequence[tuple[str, str, str]], hexsz: int) -> bytes | None:
+    """A tree object's bytes in git's order (a folder sorts as its name and a slash), or None
+    for what ``mktree`` alone should judge (an unusual mode, a malformed id or name, a name
+    twice)."""
+    keyed = []
+    for mode, oid, name in entries:
+        raw = encode_path(name)
+        if mode not in _MODES or len(oid) != hexsz or not _HEX.fullmatch(oid):
+            return None
+        if not raw or b"/" in raw or b"\0" in raw or raw in (b".", b".."):
+            return None
+        key = raw + (b"/" if mode == "040000" else b"")
+        keyed.append((key, mode.lstrip("0").encode() + b" " + raw + b"\0" + bytes.fromhex(oid)))
+    keyed.sort(key=lambda k: k[0])
+    if len({raw for raw, _ in keyed}) != len(keyed) or len(
+        {k.rstrip(b"/") for k, _ in keyed}
+    ) != len(keyed):
+        return None
+    return b"".join(record for _key, record in keyed)
+
+
+_HEX = re.compile(r"[0-9a-f]+")
+# "<seconds> <zone>" as git reads it unchanged: nine or ten digits (git takes a shorter number
+# for something else), a zone of hours and minutes.
+_DATE = re.compile(r"[1-9][0-9]{8,9} ([+-])(?:[01][0-9]|2[0-3])[0-5][0-9]")
+_CRUD = frozenset(b",:;<>\"\\'.")  # what git strips around a name or email, above a space
+
+
+def _commit_data(
+    tree: str, parents: Sequence[str], message: str, name: str, email: str, date: str
+) -> bytes | None:
+    """The bytes ``commit-tree`` writes for these, or None where git would change or refuse
+    something (it strips crud around a name, rewrites a zone ``-0000``, re-encodes text that
+    is not UTF-8 and refuses a NUL): then git writes it."""
+    m = _DATE.fullmatch(date)
+    if m is None or date.endswith(" -0000"):
+        return None
+    for part in (name, email):
+        raw = part.encode("utf-8", "surrogateescape")
+        ends = (raw[0], raw[-1]) if raw else (0, 0)
+        if any(c <= 32 or c in _CRUD for c in ends) or any(c in raw for c in b"<>\n"):
+            return None
+    who = f"{name} <{email}> {date}"
+    head = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
+    text = f"{head}author {who}\ncommitter {who}\n\n{message}"
+    if "\0" in text or any(_nonchar(c) for c in text if ord(c) >= 0xFDD0):
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # (surrogate escapes: bytes that are not UTF-8)
+        return None
+
+
+def _nonchar(c: str) -> bool:
+    """What git's UTF-8 check refuses besides malformed bytes (then it re-encodes)."""
+    cp = ord(c)
+    return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE or 0xD800 <= cp <= 0xDFFF
 
 
 def split_ident(author: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import GitFailure
 from ..model.ids import Oid
-from .base import GitBase
+from .objects import Objects
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,22 @@ class RefTransactionFailed(GitFailure):
         return "hook" in self.git_message.lower()
 
 
-class Refs(GitBase):
+class Refs(Objects):
     def rev_parse(self, rev: str) -> Oid | None:
-        """The commit ``rev`` names, or None when it names none."""
-        proc = self.run(
-            "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}", check=False
-        )
-        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+        """The commit ``rev`` names, or None when it names none: asked of the persistent
+        ``cat-file --batch-check``, which reads the refs again at each question (a process
+        less each time: HEAD is asked several times a command)."""
+        if "\n" in rev or not rev:
+            return None
+        header = self._batch_headers("--batch-check", [rev + "^{commit}"])[0]
+        words = header.split(b" ")
+        if len(words) != 3 or words[1] != b"commit":
+            return None  # "<rev> missing", "<rev> ambiguous"
+        return Oid(words[0].decode())
 
     def resolve(self, rev: str) -> Oid | None:
-        """The object ``rev`` names, whatever its type, or None."""
+        """The object ``rev`` names, whatever its type, or None (a ref's id even when the
+        object is missing: what is wrong with a broken ref is said from it)."""
         proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", rev, check=False)
         return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
@@ -157,7 +163,26 @@ class Refs(GitBase):
                 found.setdefault(Oid(oid), []).append(words[2])
         return found
 
+    def _tip_message(self, ref: str) -> tuple[Oid, str] | None:
+        """(commit, message) of the commit ``ref`` names, as ``log --format=%H%x01%B -n1``
+        gives it, read whole from the batch ``cat-file``; None when it cannot be read so
+        (then ``log`` says why) or when git would re-encode it (an ``encoding`` header)."""
+        oid = self.rev_parse(ref)
+        found = self.read_object(oid) if oid is not None else None
+        if oid is None or found is None or found[0] != "commit":
+            return None
+        head, sep, message = found[1].partition(b"\n\n")
+        if not sep or b"\nencoding " in b"\n" + head:
+            return None
+        return oid, message.decode("utf-8", "surrogateescape")
+
     def ref_exists(self, ref: str) -> bool:
+        """Whether ``ref`` names something: the batch ``cat-file`` answers when it names an
+        object there; ``rev-parse`` says whether a ref names a missing one."""
+        if "\n" not in ref and ref:
+            words = self._batch_headers("--batch-check", [ref])[0].split(b" ")
+            if len(words) == 3 and words[2].isdigit():
+                return True
         return self.run("rev-parse", "--verify", "--quiet", ref, check=False).returncode == 0
 
     def operation_in_progress(self) -> tuple[str, str] | None:
@@ -199,6 +224,11 @@ class Refs(GitBase):
                 raise GitFailure(f"{ref} is broken (git reads no object id in its file)")
             self._memo[key] = []
             return []
+        if limit == 1:  # the tip (every command reads it): from the batch ``cat-file``
+            tip = self._tip_message(ref)
+            if tip is not None:
+                self._memo[key] = [tip]
+                return [tip]
         args = ["log", "--first-parent", "-z", "--format=%H%x01%B"]
         if limit is not None:
             args.append(f"-n{limit}")

@@ -57,17 +57,23 @@ def move_overlay(
     git = ws.git
     diffs = git.changed_entries(src, dst)
     changed = {d[4] for d in diffs}
-    dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed))  # only what the move changes
+    if overlaid:
+        # Their entries, which have no stat data now, are refreshed by the status below (a
+        # refresh of the whole index cost a stat of every file at every stop); read-tree
+        # refuses an entry without stat data.
+        git.set_index_entries(src, list(overlaid))
+    asked = sorted(changed | set(overlaid))
+    dirty = git.dirty(exclude=ws.in_tree, paths=asked)  # only what the move changes
     in_the_way = sorted(
         (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
     )
     if in_the_way:
         raise edits_in_the_way(in_the_way)
     _refuse_ignored(ws, diffs)
-    if overlaid:
-        git.set_index_entries(src, list(overlaid))
-        git.refresh_index()
     proc = git.checkout_tree(src, dst)
+    if proc.returncode != 0 and overlaid:
+        git.refresh_index()  # (refused before it wrote anything: once more, as move_tree does)
+        proc = git.checkout_tree(src, dst)
     touched.extend(sorted(changed))
     if proc.returncode != 0:
         raise git_refused(proc.stderr)

@@ -339,7 +339,8 @@ def take_snapshot(
             records = [("0", null, p) for p in candidates] + records
         records += [(mode, oid, p) for p, (mode, oid) in hashed.items()]
         idx.set_entries(records)
-        worktree = idx.write_tree()
+        # Nothing differs from the index (a clean work tree): its tree, already written.
+        worktree = index_tree if index_tree is not None and not records else idx.write_tree()
     branch = git.head_ref()
     return Snapshot(
         branch,

@@ -16,7 +16,6 @@ The text is decoded as UTF-8 with ``surrogateescape``, so any bytes survive a ro
 
 from __future__ import annotations
 
-import email.header
 import re
 
 from ..errors import InputError
@@ -139,6 +138,9 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 def _decode_header(value: str) -> str:
     if "=?" not in value:
         return value
+    import email.errors  # (only for an encoded header: every command reads patch files)
+    import email.header
+
     try:
         return str(email.header.make_header(email.header.decode_header(value)))
     except (UnicodeDecodeError, LookupError, email.errors.HeaderParseError):
