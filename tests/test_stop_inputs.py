@@ -57,3 +57,32 @@ def test_a_stop_digests_what_decides_a_merge_once_unless_it_moved(tmp_path, monk
     assert used and all(a == b for a, b in used), used  # each verdict under the digest of now
     # B's stop, published with G's .gitattributes: digested again; the others once.
     assert per_command == [2, 1, 1], per_command
+
+
+def test_a_stop_parses_each_conflicted_file_once(tmp_path, monkeypatch) -> None:
+    """The replay's triage parsed the stopped merge's files: the stop's report takes its
+    regions (the same ones: the stops print the same as without a triage to take them
+    from), and parses again only the files it traces, printed (their regions' ends)."""
+    from patchstack.engine import culprits
+    from patchstack.model import conflict
+
+    parsed: list[str] = []
+    real = conflict.marked_regions
+
+    def counted(path, text):  # type: ignore[no-untyped-def]
+        parsed.append(path)
+        return real(path, text)
+
+    monkeypatch.setattr(conflict, "marked_regions", counted)
+    monkeypatch.setattr(culprits, "marked_regions", counted)
+    repo = kv._fork(tmp_path)
+    plain = kv.copy_repo(repo.path, tmp_path / "plain")
+    first = repo.ps("refresh", "--onto", "up", code=1)
+    assert parsed == ["f.py"] * 2, parsed  # A's stop: f.py, triaged and traced
+    parsed.clear()
+    second = repo.ps("refresh", "--skip", code=1)
+    assert sorted(parsed) == ["f.py", "f.py", "g.py", "g.py"], parsed  # B's: f.py and g.py
+    monkeypatch.setattr(conflict, "marked_regions", real)
+    monkeypatch.setattr(culprits, "marked_regions", real)
+    assert plain.ps("refresh", "--onto", "up", code=1).stderr == first.stderr
+    assert plain.ps("refresh", "--skip", code=1).stderr == second.stderr

@@ -339,8 +339,14 @@ def stop(
     if inputs is not None and _attributes_moved(git, moved, current_head, stop_head):
         inputs = None  # what decides a merge may have changed: digested again
     ws.progress.step("reporting the conflict")
-    report = unblamed(git, name, merged)
-    triage = known.get(name) or triaged(ws, state, series, [conflict], attribute=False)[0]
+    # The replay's triage (``known``) parsed this merge's files already: not parsed again.
+    triage = known.get(name)
+    if triage and (triage.merged_tree, triage.files) == (merged.tree, merged.conflicted):
+        detail = merged.messages.strip()
+        report = Conflict(name, merged.conflicted, triage.hunks, (), detail, merged.tree)
+    else:
+        report = unblamed(git, name, merged)
+    triage = triage or triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if proposal:
         report = replace(report, relocations=proposal.relocations)
