@@ -152,3 +152,25 @@ def test_a_file_deleted_in_a_folder_upstream_renamed_is_modify_delete(tmp_path: 
     assert tuple(c["patch"] for c in data["conflicts"]) == ref.conflicts
     repo.ps("refresh", "--onto", "up", "--defer-conflicts")
     assert differential.commits_of(repo, "up", "HEAD") == ref.commits
+
+
+def copy_detections(trace: Path) -> int:
+    """How many copy detections (`RenameProof`'s ``diff-tree --find-copies``) a run made."""
+    return sum(
+        1
+        for f in trace.iterdir()
+        for line in f.read_text(errors="replace").splitlines()
+        if "| start " in line and "diff-tree" in line and "--find-copies" in line
+    )
+
+
+@pytest.mark.parametrize("alike", [False, True], ids=["none-alike", "one-alike"])
+def test_a_stop_before_any_lost_file_compares_nothing(tmp_path: Path, alike: bool) -> None:
+    """A refresh stopped at patch 1 never asks about patch 2's lost file: no copy detection
+    then; the skip that reaches it ends as ``git rebase`` does."""
+    repo, head = fork_with_knock_on(tmp_path, alike)
+    ref = rebase(repo, head, tmp_path)
+    _result, _merges = traced(repo, tmp_path, "refresh", "--onto", "up", code=1)
+    assert copy_detections(tmp_path / "trace") == 0
+    repo.ps("refresh", "--skip")
+    assert differential.commits_of(repo, "up", "HEAD") == ref.commits

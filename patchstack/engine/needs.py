@@ -22,17 +22,29 @@ a path only where its patch does), so it is kept as those paths' entries; a patc
 none of them is its own change by that alone, at no cost. Only the replay's chain links
 count (``links``): a deferred, brought-back or upstream-marked step is not a change of the old
 chain, and a later patch's file never held its lines.
+
+**Kept across commands** (``memory``: a refresh stop by stop resumes its replay at each
+stop, and the steps before it were judged by the command before): the state before each
+step reached (``O``'s watched entries, the left-out patches) is kept under a digest of every
+step before it (its name, trees, paths, whether it is a chain link and whether it was left
+out), so that a resumed replay starts from the furthest state it finds instead of judging
+every step again. A state read is checked (its blobs exist) and is none otherwise.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..git import Git
 from .replay import Step
 
 Entry = tuple[str, str] | None
+# Where states are kept (`commands.refresh.kept.KeptNeeds`): digest -> state, as plain data.
+Memory = tuple[Callable[[], Mapping[str, Any]], Callable[[dict[str, Any]], None]]
+KEPT = 64  # states kept, at most (the furthest)
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,7 @@ class Needs:
         links: Collection[str],
         missing: Iterable[str] = (),
         waits: Mapping[str, tuple[str, str, str]] | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self.git = git
         self.steps = steps
@@ -80,6 +93,11 @@ class Needs:
         self.missing: list[tuple[str, frozenset[str]]] = []  # left out, in order
         self.held: list[Held] = []
         self.undo: tuple[int, dict[str, Entry]] | None = None
+        # A brought-back knock-on is judged apart (`_waiting`): nothing kept then.
+        self.memory = memory if not self.waits else None
+        self.recalled = False
+        self.snaps: dict[int, tuple[dict[str, Entry], list[tuple[str, frozenset[str]]]]] = {}
+        self.out: set[int] = set()  # the steps left out, by index
 
     @property
     def names(self) -> list[str]:
@@ -97,11 +115,67 @@ class Needs:
     def _touching(self, name: str) -> bool:
         return any(p in self.entries for p in self.paths_of(name))
 
+    def _snap(self, j: int) -> None:
+        """The state before step j (``self.next == j``), to keep (`keep`)."""
+        if self.memory is not None and j not in self.snaps:
+            self.snaps[j] = (dict(self.entries), list(self.missing))
+
+    def _digests(self, upto: int, out: Collection[int]) -> list[str]:
+        """The digest of the steps before each j <= ``upto`` (``out``: those left out)."""
+        h = hashlib.sha256(b"needs 1")
+        found = [h.hexdigest()]
+        for j in range(upto):
+            name, before, after = self._step(j)
+            link = name in self.links and before != after
+            paths = sorted(self.paths_of(name)) if link else []
+            h.update(repr((name, before, after, link, j in out, paths)).encode())
+            found.append(h.hexdigest())
+        return found
+
+    def keep(self) -> None:
+        """Keep the states this command reached for the next one (with ``memory``)."""
+        if self.memory is None or not self.snaps:
+            return
+        digests = self._digests(max(self.snaps), self.out)
+        made = {}
+        for j in sorted(self.snaps)[-KEPT:]:
+            entries, missing = self.snaps[j]
+            plain = [(p, e[0], e[1]) if e else (p, "", "") for p, e in sorted(entries.items())]
+            made[digests[j]] = (j, plain, [(n, sorted(ps)) for n, ps in missing])
+        self.memory[1](made)
+
+    def _recall(self, i: int) -> None:
+        """Start from the furthest state before step i an earlier command kept, if any."""
+        if self.memory is None or self.recalled or self.next != 0 or i == 0:
+            return
+        self.recalled = True
+        found = self.memory[0]()
+        if not found:
+            return
+        initial = [j for j in range(i) if self._step(j)[0] in self.initial]
+        digests = self._digests(i, initial)
+        for j in range(i, 0, -1):
+            state = _state(found.get(digests[j]), j, {s.name for s in self.steps[:j]})
+            if state is None:
+                continue
+            entries, missing = state
+            oids = sorted({e[1] for e in entries.values() if e is not None})
+            there = self.git.has_objects(oids) if oids else {}
+            if not all(there.get(o) for o in oids):
+                continue
+            self.entries, self.missing, self.next = entries, missing, j
+            self.out.update(initial)
+            self.undo = None
+            return
+
     def _catch_up(self, i: int) -> None:
         """See the steps before i the replay did not show (a replay resumed at i)."""
+        self._recall(i)
         while self.next < i:
             j = self.next
+            self._snap(j)
             if self._step(j)[0] in self.initial:
+                self.out.add(j)
                 self.next = j + 1
                 self._leave_out(j)
             else:
@@ -111,7 +185,11 @@ class Needs:
         """Is step i to be left out, its change needing a left-out patch? (Call once per
         step, in order.)"""
         self._catch_up(i)
-        return self._judge(i, hold=True)
+        self._snap(i)
+        if self._judge(i, hold=True):
+            self.out.add(i)
+            return True
+        return False
 
     def _judge(self, i: int, hold: bool) -> bool:
         self.next = i + 1
@@ -174,7 +252,9 @@ class Needs:
         if self.undo is not None and self.undo[0] == i:
             self.entries = self.undo[1]
         self.undo = None
+        self._snap(i)
         self.next = max(self.next, i + 1)
+        self.out.add(i)
         self._leave_out(i)
 
     def _leave_out(self, i: int) -> None:
@@ -188,3 +268,24 @@ class Needs:
             found = self.git.entries_at(before, new)
             self.entries.update({p: found.get(p) for p in new})
         self.missing.append((name, paths))
+
+
+def _state(
+    found: Any, j: int, names: Collection[str]
+) -> tuple[dict[str, Entry], list[tuple[str, frozenset[str]]]] | None:
+    """A kept state before step j, as `Needs.keep` kept it; None when not one."""
+    try:
+        at, plain, missing = found
+        entries: dict[str, Entry] = {}
+        for path, mode, oid in plain:
+            if not all(isinstance(x, str) for x in (path, mode, oid)):
+                return None
+            entries[path] = (mode, oid) if mode else None
+        out = []
+        for name, paths in missing:
+            if name not in names or not all(isinstance(p, str) for p in paths):
+                return None
+            out.append((name, frozenset(paths)))
+    except (TypeError, ValueError):
+        return None
+    return (entries, out) if at == j else None

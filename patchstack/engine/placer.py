@@ -101,8 +101,15 @@ class Placer:
         self.watching: Callable[[int], bool] | None = None
 
     def begin(
-        self, steps: Sequence[Step], start: int, tree: Oid, skip: frozenset[str] = frozenset()
+        self,
+        steps: Sequence[Step],
+        start: int,
+        tree: Oid,
+        skip: frozenset[str] = frozenset(),
+        background: bool = True,
     ) -> None:
+        """``background``: the rename proof's comparison starts now, in the background (a
+        replay going through every patch), else at its first question (`RenameProof.start`)."""
         self.steps = steps
         self.steps_before = [s.before for s in steps]  # C[0..n-1]
         self.skip = skip
@@ -110,7 +117,7 @@ class Placer:
         self.followed = True
         if start < len(steps) and self.engine.shortcuts:
             self.renames = RenameProof(self.git, steps[start].before, tree, self._lost(start, tree))
-            self.renames.start()
+            self.renames.start(background)
 
     def _lost(self, start: int, tree: Oid) -> list[tuple[str, str]]:
         """What the patches of the replay may find that ours lost (`RenameProof`): the old

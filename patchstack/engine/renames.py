@@ -47,7 +47,9 @@ class RenameProof:
 
     ``candidates``: every (path, blob) the replay may ask about (the old version of a file a
     patch changes that the new base has not); `start` has git compare them in the
-    background while the replay goes on, and the first question waits for the answer."""
+    background while the replay goes on, and the first question waits for the answer.
+    ``start(background=False)`` (a replay that stops at its first conflict, most often
+    before any patch asks) leaves them to the first question: none asked, none compared."""
 
     def __init__(
         self, git: Git, old_base: Oid, new_base: Oid, candidates: Iterable[tuple[str, str]]
@@ -61,11 +63,15 @@ class RenameProof:
         self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
         self.places: dict[tuple[str, str], str] = {}  # each file judged: where it was put
         self.beyond: dict[frozenset[tuple[str, str]], dict[tuple[str, str], bool]] = {}
+        self.waiting = False  # the candidates are compared at the first question
 
-    def start(self) -> None:
-        """Have git compare the candidates (in the background)."""
+    def start(self, background: bool = True) -> None:
+        """Have git compare the candidates (in the background), or at the first question."""
         if enabled() and self.candidates and self.pending is None:
-            self.pending = self._judge(self.candidates)
+            if background:
+                self.pending = self._judge(self.candidates)
+            else:
+                self.waiting = True
 
     def none_alike(self, before: str, ours: str, lost: Mapping[str, str]) -> bool:
         """Can merge-ort, merging a change whose base is ``before`` onto ``ours``, pair none
@@ -74,6 +80,9 @@ class RenameProof:
         if not enabled() or not lost:
             return False
         wanted = list(lost.items())
+        if self.waiting:
+            self.waiting = False
+            self.pending = self._judge([c for c in self.candidates if c not in self.verdicts])
         self._settle()
         if any(w not in self.verdicts for w in wanted):
             self.pending = self._judge([w for w in wanted if w not in self.verdicts])

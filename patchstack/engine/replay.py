@@ -137,7 +137,7 @@ def replay(
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
-        placer.begin(steps, start, tree, skip)
+        placer.begin(steps, start, tree, skip, background=keep_going)
         placer.watching = hold.touches if hold is not None else None
     for i, step in enumerate(steps[start:], start):
         if progress is not None:

@@ -3,13 +3,15 @@ from one command for the next, each under what decides it: the verdicts of the p
 new base holds (`engine.verdicts.held`: every stop judges the patches placed so far again),
 the upstream walk they search (`engine.evidence.history`), and the culprit walks of the
 printed hunks' files (`engine.culprits.attribute`: a file printed at one stop is often
-printed at a later one). A cache, never trusted: an entry that is not what its key asks for
-(another patch's verdict, a commit this repository lacks, a walk of another range) is none.
+printed at a later one), and the states of the replay's `engine.needs.Needs` before each
+step (`KeptNeeds`: the next command's replay resumes after them). A cache, never trusted:
+an entry that is not what its key asks for (another patch's verdict, a commit this
+repository lacks, a walk of another range) is none.
 ``PATCHSTACK_NO_PROOF_CACHE=1`` keeps nothing (`knockons.kept_on`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -69,6 +71,21 @@ class Kept:
         if _is_id(walked.old_base) and _is_id(new_base):
             plain = (walked.old_base, walked.commits, walked.trees, walked.subjects)
             self.ws.store.put(SECTION, f"walk {walked.old_base}..{new_base}", plain)
+
+
+class KeptNeeds:
+    """`engine.needs.Needs`' states (its ``memory``), under what decides a merge
+    (``inputs``: `git.attributes.merge_inputs`, asked only when a state is)."""
+
+    def __init__(self, ws: Checkout, inputs: Callable[[], str]) -> None:
+        self.ws, self.inputs = ws, inputs
+
+    def get(self) -> Mapping[str, Any]:
+        found = self.ws.store.get(SECTION, f"needs {self.inputs()}")
+        return found if isinstance(found, dict) else {}
+
+    def put(self, made: dict[str, Any]) -> None:
+        self.ws.store.put(SECTION, f"needs {self.inputs()}", made)
 
 
 class KeptLines:

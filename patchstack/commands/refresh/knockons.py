@@ -24,6 +24,7 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
 from .holds import needs, waiting
+from .kept import KeptNeeds
 from .stopped import State
 
 if TYPE_CHECKING:
@@ -103,11 +104,20 @@ class KnockOns:
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
-        self.needs = needs(ws, series, state.steps, left, state.undefer)
+        self.inputs: str | None = None  # `merge_inputs`, once asked
+        memory = KeptNeeds(ws, self._inputs) if kept_on() else None
+        self.needs = needs(
+            ws,
+            series,
+            state.steps,
+            left,
+            state.undefer,
+            (memory.get, memory.put) if memory else None,
+        )
         # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
         # once for every conflict and held patch of this replay, and kept for the next
         # command of a refresh stop by stop (`kept`, `keep`).
-        self.inputs: str | None = None
+        self.asked = False
         self.memo: Proofs | None = None
         if enabled():
             self.memo = Proofs(self._kept if kept_on() else None)
@@ -138,13 +148,20 @@ class KnockOns:
     def _kept(self) -> dict[tuple[str, ...], MergeResult]:
         """The proof merges an earlier command kept for what decides a merge here: the same
         trees (in the key) and the same `merge_inputs` (attributes, configuration, git)."""
-        self.inputs = merge_inputs(self.ws.git)
-        return kept(self.ws, self.inputs)
+        self.asked = True
+        return kept(self.ws, self._inputs())
+
+    def _inputs(self) -> str:
+        if self.inputs is None:
+            self.inputs = merge_inputs(self.ws.git)
+        return self.inputs
 
     def keep(self) -> None:
-        """Keep this command's proof merges for the next one (`kept`), when it made any."""
+        """Keep this command's proof merges for the next one (`kept`), when it made any, and
+        the replay's `needs` states."""
+        self.needs.keep()
         memo = self.memo
-        if memo is None or self.inputs is None or not kept_on():
+        if memo is None or self.inputs is None or not self.asked or not kept_on():
             return
         made = [(k, memo[k]) for k in memo.made if k in memo]
         self.ws.store.put(SECTION, self.inputs, _plain(made[-LIMIT:]))

@@ -22,6 +22,7 @@ from ...engine.relocate import Relocator
 from ...engine.replay import Done, commit_chain
 from ...engine.verdicts import UPSTREAM, Classified, Held, classify
 from ...git import Git, MergeResult
+from ...git.attributes import NAME as ATTRIBUTES
 from ...journal.snapshot import take_snapshot
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
@@ -111,7 +112,9 @@ def finish(
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
     reports: Sequence[Conflict] = (),
+    inputs: str | None = None,
 ) -> RefreshResult:
+    """The refresh done; ``inputs``: `merge_inputs` as the replay found it (or None)."""
     git = ws.git
     new_base = Oid(state.new_base)
     _top, commits = commit_chain(engine, new_base, done)
@@ -121,7 +124,7 @@ def finish(
     reused = {d.name: tuple(d.reused_hunks) for d in done}
     held = {d.name for d in done if d.upstream}
     left_out = [d.name for d in deferrals_after(series, state)]
-    judged = judge(ws, series, state, held, left_out)
+    judged = judge(ws, series, state, held, left_out, inputs)
     state = no_op_deferrals(state, judged, left_out)
     deferrals = deferrals_after(series, state)
     deferred = {d.name for d in deferrals}
@@ -258,8 +261,9 @@ def end(
 ) -> RefreshResult:
     """A replay's end: the stop at ``stopped`` (its ``note`` for the stopped patch's name),
     or the finished refresh when nothing stopped it."""
+    inputs = knock_ons.inputs if kept_on() else None
     if stopped is None:
-        return finish(ws, state, engine, series, done, src, current_head, found)
+        return finish(ws, state, engine, series, done, src, current_head, found, inputs)
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
     return stop(
@@ -275,6 +279,7 @@ def end(
         note(name),
         known,
         partial,
+        inputs,
     )
 
 
@@ -291,9 +296,11 @@ def stop(
     note: str = "",
     known: Mapping[str, Conflict] = {},
     partial: tuple[Oid, tuple[str, ...]] | None = None,
+    inputs: str | None = None,
 ) -> RefreshResult:
     """Stop at ``conflict``: the work tree shows the merge with its markers, or a relocation
-    proposal, or (``partial``) the merge with the hunks recorded resolutions settle resolved."""
+    proposal, or (``partial``) the merge with the hunks recorded resolutions settle resolved.
+    ``inputs``: `merge_inputs` as the replay found it, before the stop is published."""
     git = ws.git
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
@@ -329,9 +336,17 @@ def stop(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
     )
     publish(ws, plan)
+    if inputs is not None and _attributes_moved(git, moved, current_head, stop_head):
+        inputs = None  # what decides a merge may have changed: digested again
     ws.progress.step("reporting the conflict")
-    report = unblamed(git, name, merged)
-    triage = known.get(name) or triaged(ws, state, series, [conflict], attribute=False)[0]
+    # The replay's triage (``known``) parsed this merge's files already: not parsed again.
+    triage = known.get(name)
+    if triage and (triage.merged_tree, triage.files) == (merged.tree, merged.conflicted):
+        detail = merged.messages.strip()
+        report = Conflict(name, merged.conflicted, triage.hunks, (), detail, merged.tree)
+    else:
+        report = unblamed(git, name, merged)
+    triage = triage or triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if proposal:
         report = replace(report, relocations=proposal.relocations)
@@ -351,7 +366,7 @@ def stop(
     ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     left_out = [d.name for d in deferrals_after(series, state)]
-    held = judge(ws, series, state, {d.name for d in done if d.upstream}, left_out)
+    held = judge(ws, series, state, {d.name for d in done if d.upstream}, left_out, inputs)
     so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
     so_far[name] = "relocated" if report.relocated else "conflict"
     resolved = {d.name for d in done if d.resolved}
@@ -384,3 +399,11 @@ def stop(
         stopped=report,
         deferred=tuple(deferred_now),
     )
+
+
+def _attributes_moved(git: Git, moved: set[str], head: Oid, new_head: Oid) -> bool:
+    """Did a publish that wrote ``moved`` in the work tree and moved HEAD (and the index)
+    from ``head`` to ``new_head`` change a ``.gitattributes``? Only those, of what
+    `git.attributes.merge_inputs` digests, a publish changes."""
+    paths = moved if head == new_head else moved | set(git.changed_paths(head, new_head))
+    return any(p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES) for p in paths)

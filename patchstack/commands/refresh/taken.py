@@ -26,12 +26,18 @@ from .stopped import State
 
 
 def judge(
-    ws: Checkout, series: Series, state: State, names: set[str], missing: Sequence[str]
+    ws: Checkout,
+    series: Series,
+    state: State,
+    names: set[str],
+    missing: Sequence[str],
+    inputs: str | None = None,
 ) -> dict[str, Held]:
     """The verdict of each of ``names`` (the patches the new base holds), ``missing`` left
     out (`engine.verdicts.held`); an earlier refresh's proof (the mark's upstream commit)
     taken where the mark is this change's; a verdict an earlier command of this refresh
-    made with the same inputs taken from the cache (`kept.Kept`)."""
+    made with the same inputs taken from the cache (`kept.Kept`); ``inputs``: `merge_inputs`
+    as this command found it, when nothing it digests changed since."""
     if not names:
         return {}
     git = ws.git
@@ -43,7 +49,7 @@ def judge(
     old = state.old_base
     kept = None
     if kept_on() and names - proved.keys():
-        kept = (Kept(ws), merge_inputs(git))
+        kept = (Kept(ws), inputs or merge_inputs(git))
     return held(git, state.steps, names, missing, old, state.new_base, proved, kept)
 
 
