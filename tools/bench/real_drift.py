@@ -177,6 +177,8 @@ def stops_main(args: argparse.Namespace) -> None:
                 fork = scratch / "fork"
                 shutil.rmtree(fork, ignore_errors=True)
                 subprocess.run(["cp", "-a", str(src), str(fork)], check=True)
+                # (a copy's index holds stale stat data: refreshed untimed, as a user's is)
+                git(fork, "update-index", "-q", "--refresh")
                 if key == "git":
                     first[key].append(first_stop(fork, base, onto))
                     got = rebase(fork, base, onto, scratch)
@@ -187,6 +189,10 @@ def stops_main(args: argparse.Namespace) -> None:
                 every[key].append((w, c))
                 printed.setdefault(key, stops)
         same = len({tuple(v) for v in printed.values()}) <= 1
+        if args.save:
+            for i, (k, said) in enumerate(printed.items()):
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"{i}.txt").write_text(f"{k}\n" + "\n=====\n".join(said))
         med = {
             k: {
                 "first_wall": statistics.median(x[0] for x in first[k]),
@@ -231,6 +237,7 @@ def main() -> None:
     ap.add_argument("--onto", required=True, help="today's upstream")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--save", type=Path, metavar="DIR", help="with --stops: each stop's output")
     args = ap.parse_args()
     if args.stops:
         return stops_main(args)
