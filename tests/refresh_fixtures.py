@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from .conftest import Repo, built_once, make_repo, numbered, replace_line
@@ -106,3 +107,62 @@ def quilt_applies(repo: Repo, rev: str, tmp: Path) -> dict[str, str]:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {p: (clone / p).read_text() for p in ("a.py", "b.py", "c.py", "d.py")}
+
+
+Edit = tuple[str, int, "str | None"]  # (file stem, line, text): line 0 writes the whole file,
+# text None deletes it
+
+
+def edit(repo: Repo, name: str, line: int, text: str | None) -> None:
+    if text is None:
+        (repo.path / f"{name}.py").unlink()
+    elif not line:
+        repo.write(f"{name}.py", text)
+    else:
+        lines = repo.read(f"{name}.py").splitlines(keepends=True)
+        lines[line - 1] = text + "\n"
+        repo.write(f"{name}.py", "".join(lines))
+
+
+def series_fork(
+    path: Path,
+    files: dict[str, str],
+    series: list[tuple[str, list[Edit]]],
+    upstream: list[tuple[str, list[Edit]]],
+) -> Repo:
+    """A fork of ``files`` whose ``series`` (patch name, its edits: essential patches,
+    imported and pushed on ``main``) meets ``upstream`` (commit subject, its edits) on the
+    branch ``up``."""
+    repo = make_repo(path, files)
+    base = repo.head()
+    for name, edits in series:
+        for f, line, text in edits:
+            edit(repo, f, line, text)
+        repo.commit_all(f"{name}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for subject, edits in upstream:
+        for f, line, text in edits:
+            edit(repo, f, line, text)
+        repo.commit_all(f"upstream {subject}")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def stop_by_stop(
+    repo: Repo, before_skip: Callable[[int], None] = lambda stops: None
+) -> tuple[list[str], str, str]:
+    """(what each stop printed, what the last command printed, the series after) of
+    ``refresh --onto up``, then ``--skip`` at every stop; ``before_skip(n)`` runs before each
+    skip, after n stops."""
+    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
+    while True:
+        before_skip(len(stops))
+        step = repo.ps("refresh", "--skip", code=None)
+        if step.exit_code != 1:
+            break
+        stops.append(step.stderr)
+    assert step.exit_code == 0, step.stderr
+    return stops, step.stdout + step.stderr, repo.read("patches/series")

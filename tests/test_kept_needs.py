@@ -14,6 +14,7 @@ from patchstack.engine.needs import Needs
 from patchstack.store import Store
 
 from .conftest import Repo, copy_repo
+from .refresh_fixtures import stop_by_stop
 from .test_kept_verdicts import _fork, _stop_by_stop
 
 
@@ -67,13 +68,6 @@ def _forge(repo: Repo) -> None:
 def test_a_forged_kept_state_is_none(tmp_path, monkeypatch) -> None:
     repo = _fork(tmp_path)
     plain = copy_repo(repo.path, tmp_path / "plain")
-    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
-    while True:
-        _forge(repo)
-        step = repo.ps("refresh", "--skip", code=None)
-        if step.exit_code != 1:
-            break
-        stops.append(step.stderr)
-    forged = (stops, step.stdout + step.stderr, repo.read("patches/series"))
+    forged = stop_by_stop(repo, lambda _stops: _forge(repo))
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stop_by_stop(plain) == forged

@@ -16,7 +16,8 @@ from patchstack.engine import verdicts
 from patchstack.git.history import History
 from patchstack.store import Store
 
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, numbered
+from .refresh_fixtures import series_fork, stop_by_stop
 
 # (patch, edits: (file, line, text); None deletes the file), in series order. Upstream takes
 # U1, U2 and U3 as they are, and rewrites f.py's lines 5, 10 and 15 and g.py's 10 in one
@@ -44,57 +45,25 @@ UPSTREAM = [
 ]
 
 
-def _edit(repo: Repo, name: str, line: int, text: str | None) -> None:
-    if text is None:
-        (repo.path / f"{name}.py").unlink()
-        return
-    if not line:
-        repo.write(f"{name}.py", text)
-        return
-    lines = repo.read(f"{name}.py").splitlines(keepends=True)
-    lines[line - 1] = text + "\n"
-    repo.write(f"{name}.py", "".join(lines))
-
-
 def _fork(tmp_path: Path) -> Repo:
     files = {f"{n}.py": numbered(30, n) for n in "fug"}
-    repo = make_repo(tmp_path / "fork", files)
-    base = repo.head()
-    for name, edits in SERIES:
-        for f, line, text in edits:
-            _edit(repo, f, line, text)
-        repo.commit_all(f"{name}\n\nPatchstack-Tag: essential")
-    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
-    repo.git("reset", "-q", "--keep", base)
-    repo.ps("push", "--all")
-    repo.git("checkout", "-q", "-b", "up", base)
-    for subject, edits in UPSTREAM:
-        for f, line, text in edits:
-            _edit(repo, f, line, text)
-        repo.commit_all(f"upstream {subject}")
-    repo.git("checkout", "-q", "main")
-    return repo
+    return series_fork(tmp_path / "fork", files, SERIES, UPSTREAM)
 
 
 def _stop_by_stop(
     repo: Repo, attributes_after: int | None = None, damage: bool = False
 ) -> tuple[list[str], str, str]:
-    """(what each stop printed, what the last command printed, the series after):
-    ``refresh --onto``, then ``--skip`` at every stop; ``attributes_after``: a
-    ``.gitattributes`` unsetting u.py's merge written after that many stops; ``damage``:
-    every kept verdict replaced with a wrong one before each command."""
-    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
-    while True:
-        if attributes_after is not None and len(stops) == attributes_after:
+    """`stop_by_stop`; ``attributes_after``: a ``.gitattributes`` unsetting u.py's merge
+    written after that many stops; ``damage``: every kept verdict replaced with a wrong one
+    before each command."""
+
+    def before_skip(stops: int) -> None:
+        if stops == attributes_after:
             (repo.path / ".gitattributes").write_text("u.py -merge\n")
         if damage:
             _damage(repo)
-        step = repo.ps("refresh", "--skip", code=None)
-        if step.exit_code != 1:
-            break
-        stops.append(step.stderr)
-    assert step.exit_code == 0, step.stderr
-    return stops, step.stdout + step.stderr, repo.read("patches/series")
+
+    return stop_by_stop(repo, before_skip)
 
 
 def _damage(repo: Repo) -> None:

@@ -19,6 +19,7 @@ from patchstack.git.attributes import merge_inputs
 from patchstack.git.repo import find_repo
 
 from .conftest import Repo, copy_repo, make_repo, numbered
+from .refresh_fixtures import series_fork, stop_by_stop
 
 # (patch, file, line, what it writes there): in series order. Upstream rewrites every line
 # but A's f.py 20; A conflicts (primary), then B1-B3 each conflict with upstream in f.py
@@ -34,44 +35,23 @@ SERIES = [
 UPSTREAM = [("f", 5), ("f", 10), ("f", 13), ("f", 16), ("g", 5)]
 
 
-def _set(repo: Repo, name: str, line: int, text: str) -> None:
-    lines = repo.read(f"{name}.py").splitlines(keepends=True)
-    lines[line - 1] = text + "\n"
-    repo.write(f"{name}.py", "".join(lines))
-
-
 def _fork(tmp_path: Path) -> Repo:
-    repo = make_repo(tmp_path / "fork", {"f.py": numbered(30, "f"), "g.py": numbered(12, "g")})
-    base = repo.head()
-    for name, edits in SERIES:
-        for f, line, text in edits:
-            _set(repo, f, line, text)
-        repo.commit_all(f"{name}\n\nPatchstack-Tag: essential")
-    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
-    repo.git("reset", "-q", "--keep", base)
-    repo.ps("push", "--all")
-    repo.git("checkout", "-q", "-b", "up", base)
-    for f, line in UPSTREAM:
-        _set(repo, f, line, f"upstream {f}{line}")
-    repo.commit_all("upstream rewrites the lines")
-    repo.git("checkout", "-q", "main")
-    return repo
+    files = {"f.py": numbered(30, "f"), "g.py": numbered(12, "g")}
+    rewrites = [(f, line, f"upstream {f}{line}") for f, line in UPSTREAM]
+    return series_fork(tmp_path / "fork", files, SERIES, [("rewrites the lines", rewrites)])
 
 
 def _stop_by_stop(repo: Repo, attributes_after: int | None = None) -> tuple[list[str], str]:
-    """(what each stop printed, the series after): ``refresh --onto``, then ``--skip`` at
-    every stop; with ``attributes_after``, an untracked ``.gitattributes`` unsetting the
-    merge of g.py (git keeps ours and conflicts) is written after that many stops."""
-    stops = [repo.ps("refresh", "--onto", "up", code=1).stderr]
-    while True:
-        if attributes_after is not None and len(stops) == attributes_after:
+    """(what each stop printed, the series after) of `stop_by_stop`; with
+    ``attributes_after``, an untracked ``.gitattributes`` unsetting the merge of g.py (git
+    keeps ours and conflicts) is written after that many stops."""
+
+    def before_skip(stops: int) -> None:
+        if stops == attributes_after:
             (repo.path / ".gitattributes").write_text("g.py -merge\n")
-        step = repo.ps("refresh", "--skip", code=None)
-        if step.exit_code != 1:
-            break
-        stops.append(step.stderr)
-    assert step.exit_code == 0, step.stderr
-    return stops, repo.read("patches/series")
+
+    stops, _last, series = stop_by_stop(repo, before_skip)
+    return stops, series
 
 
 @pytest.fixture
