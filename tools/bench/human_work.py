@@ -769,23 +769,22 @@ def measure(
         return Box(work / name, copy_of=top.dir)
 
     if not skip_rebase:
-        # (a) git rebase alone
-        log("git rebase alone")
-        box = copy("plain")
-        plain = Tally("git rebase")
-        rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), False, plain)
-        report.tallies.append(plain)
-        shutil.rmtree(work / "plain", ignore_errors=True)
-        # (b) rerere: the earlier drift records, then the drift measured
-        log("git rebase + rerere: the earlier drift")
-        box = copy("rerere")
-        earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
-        rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
-        log("git rebase + rerere: the drift")
-        rr = Tally("git rebase + rerere")
-        rebase_drift(box, series, t_up, Truth(box, series, truth_t, no_truth, t_up), True, rr)
-        report.tallies.append(rr)
-        shutil.rmtree(work / "rerere", ignore_errors=True)
+        # (a) git rebase alone; (b) with rerere: the earlier drift records, then the drift
+        for name, label, rerere in (
+            ("plain", "git rebase", False),
+            ("rerere", "git rebase + rerere", True),
+        ):
+            box = copy(name)
+            if rerere:
+                log(f"{label}: the earlier drift")
+                earlier_truth = Truth(box, series, truth_e, frozenset(), e_up)
+                rebase_drift(box, series, e_up, earlier_truth, True, report.earlier_rebase)
+            log(f"{label}: the drift" if rerere else f"{label} alone")
+            tally = Tally(label)
+            truth = Truth(box, series, truth_t, no_truth, t_up)
+            rebase_drift(box, series, t_up, truth, rerere, tally)
+            report.tallies.append(tally)
+            shutil.rmtree(work / name, ignore_errors=True)
     # (c) patchstack: the earlier drift records, its records copied into a fresh copy
     log("patchstack: the earlier drift")
     box = copy("ps-earlier")
