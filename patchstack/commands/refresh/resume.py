@@ -25,11 +25,11 @@ from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
-from .knockons import KnockOns, defer
+from .knockons import KnockOns, conclude
 from .relocating import relocating_of
 from .resolutions import Resolutions
 from .resolver import notes, proposer_of
-from .settle import RefreshResult, end, labels_of
+from .settle import RefreshResult, labels_of
 from .start import marked, resolver, with_proposals
 from .taking import taken
 
@@ -170,21 +170,9 @@ def _go_on(
             hold=knock_ons.needs,
         )
         done += marked(more, records)
-        left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons, done)
-        result = end(
-            ws,
-            state,
-            engine,
-            series,
-            done,
-            src,
-            head,
-            found,
-            stopped=stopped_at,
-            knock_ons=knock_ons,
-            records=records,
-            note=lambda name: notes(records.note(name), proposer, name),
+        note = lambda name: notes(records.note(name), proposer, name)  # noqa: E731
+        result = conclude(
+            ws, state, engine, series, done, src, head, conflicts, knock_ons, records, note
         )
         return with_proposals(result, moving, proposer)
     finally:

@@ -46,12 +46,12 @@ from ...model.selection import resolve_name
 from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
-from .knockons import KnockOns, defer
+from .knockons import KnockOns, conclude
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
-from .settle import RefreshResult, end, labels_of
+from .settle import RefreshResult, labels_of
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
@@ -190,9 +190,8 @@ def refresh(
             hold=knock_ons.needs,
         )
         done = marked(done, records)
-        left, stopped = (conflicts, None) if defer_conflicts else knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons, done)
-        result = end(
+        note = lambda name: notes(records.note(name), proposer, name)  # noqa: E731
+        result = conclude(
             ws,
             state,
             engine,
@@ -200,11 +199,11 @@ def refresh(
             done,
             src,
             head,
-            found,
-            stopped=stopped,
-            knock_ons=knock_ons,
-            records=records,
-            note=lambda name: notes(records.note(name), proposer, name),
+            conflicts,
+            knock_ons,
+            records,
+            note,
+            stop=not defer_conflicts,
         )
         return with_proposals(result, moving, proposer)
     finally:

@@ -27,9 +27,9 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
-from .knockons import KnockOns, defer
+from .knockons import KnockOns, conclude
 from .resolutions import Resolutions
-from .settle import RefreshResult, end
+from .settle import RefreshResult
 from .start import marked, resolver
 from .stopped import State
 
@@ -103,13 +103,14 @@ def bring_back(
             hold=knock_ons.needs,
         )
         done = marked(done, records)
-        left, stopped_at = knock_ons.split(conflicts)
-        state, found = defer(ws, state, series, left, knock_ons, done)
-        _still_waiting(names, found)
-        _still_nothing(series, names, back, done)
+
+        def check(found: list[Conflict]) -> None:
+            _still_waiting(names, found)
+            _still_nothing(series, names, back, done)
+
         head = stack.head
         src = (git.tree_of(head), ())
-        return end(
+        return conclude(
             ws,
             state,
             engine,
@@ -117,11 +118,11 @@ def bring_back(
             done,
             src,
             head,
-            found,
-            stopped=stopped_at,
-            knock_ons=knock_ons,
-            records=records,
-            note=records.note,
+            conflicts,
+            knock_ons,
+            records,
+            records.note,
+            check=check,
         )
     finally:
         engine.close()
