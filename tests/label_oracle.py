@@ -214,28 +214,49 @@ class Chain:
     resolved: list[str] = field(default_factory=list)
 
 
-def base_line(merged: str, j: int, base: list[str]) -> int:
-    """Where the ``j``-th conflict region of ``merged`` (git's merged file) starts in
-    ``base`` (the file it was merged onto; 1-based), aligning the merged file's first sides
-    with it; 0 when it cannot tell."""
+Region = tuple[int, list[str], list[str], list[str]]
+
+
+def regions(merged: str) -> tuple[list[Region], list[str]]:
+    """The conflict regions of ``merged`` (git's merged file, diff3 markers): where each
+    starts among the lines of the file's first sides, and its three sides (ours, base,
+    theirs); and those lines."""
     ours: list[str] = []
-    start = -1
-    state, k = "", -1
+    found: list[Region] = []
+    state = ""
+    sides: dict[str, list[str]] = {}
     for line in merged.split("\n"):
         if line.startswith("<<<<<<<") and state == "":
-            state, k = "ours", k + 1
-            if k == j:
-                start = len(ours)
+            state, sides = "ours", {"ours": [], "base": [], "theirs": []}
+            found.append((len(ours), sides["ours"], sides["base"], sides["theirs"]))
         elif line.startswith("|||||||") and state == "ours":
             state = "base"
         elif line == "=======" and state in ("ours", "base"):
             state = "theirs"
         elif line.startswith(">>>>>>>") and state == "theirs":
             state = ""
-        elif state in ("", "ours"):
-            ours.append(line)
-    if start < 0:
+        else:
+            if state:
+                sides[state].append(line)
+            if state in ("", "ours"):
+                ours.append(line)
+    return found, ours
+
+
+def base_line(merged: str, j: int, base: list[str], hunk: dict | None = None) -> int:
+    """Where the ``j``-th conflict region of ``merged`` (git's merged file) starts in
+    ``base`` (the file it was merged onto; 1-based), aligning the merged file's first sides
+    with it; 0 when it cannot tell. With ``hunk`` (a report's), the region is the one whose
+    sides are the hunk's: a held patch's report is its conflict with its root applied, where
+    git's merge without the root has one region more before it (label seed 6531759)."""
+    found, ours = regions(merged)
+    if hunk is not None:
+        sides = (hunk["now"], hunk["expected"], hunk["wanted"])
+        same = [i for i, (_s, *r) in enumerate(found) if tuple(r) == sides]
+        j = same[0] if len(same) == 1 else j
+    if not 0 <= j < len(found):
         return 0
+    start = found[j][0]
     blocks = difflib.SequenceMatcher(None, ours, base, autojunk=False).get_matching_blocks()
     for a, b, n in blocks:
         if a <= start < a + n or (n and a == start):
@@ -362,7 +383,7 @@ class Oracle:
             near = hunk["line"]
             if merged and path in merged:
                 base = git.run("show", f"{new}:{path}", check=False).split("\n")
-                near = base_line(merged[path], j, base) or near
+                near = base_line(merged[path], j, base, hunk) or near
             ours = now
             at = self.place(new, path, ours, near)
             if not at:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .conftest import make_repo, replace_line
 from .label_days import Day, bring_back, stack_of
-from .label_oracle import Oracle
+from .label_oracle import Oracle, regions
 from .test_verdicts import debug_line_drift
 
 
@@ -113,6 +113,45 @@ def test_a_conflict_is_placed_by_gits_merge_with_patchstacks_markers(
     assert any(c["commit"] == up for h in report["hunks"] for c in h["upstream_commits"])
     o = Oracle(repo)
     day = Day(o, "day one", base, up, "up")
+    o.culprits("check", report, base, up, day.merged("p2.patch"))
+    assert not o.findings, o.findings
+    assert o.judged.get("culprit")
+
+
+def test_a_held_patchs_hunk_is_placed_by_the_region_with_its_sides(tmp_path: Path) -> None:
+    """Label seed 6531759 made small: p3 inserts a debug line after ``v4``; p2 deletes it and
+    inserts a block after ``v1``; upstream wraps ``v4`` in a block, then ``v1``. p3
+    conflicts, and p2 is held with it: its report is its conflict with p3 applied, one hunk
+    (after ``v1``, whose ``}`` the second wrap added). git's merge of p2 without p3 has one
+    region more, before it (the debug line's): the oracle took the first region's place,
+    found the first wrap's ``}`` there and judged the second wrap a wrong culprit."""
+    body = "int f(int x)\n{\n    int v4 = 4;\n    if (x) {\n        check(x);\n    }\n"
+    body += "    int v1 = 1;\n    int v2 = 2;\n    return x;\n}\n"
+    repo = make_repo(tmp_path / "fork", {"f.c": body})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "f.c", "    int v4 = 4;\n", "    int v4 = 4;\n    p3_debug(5);\n")
+    repo.ps("new", "p1", "-t", "essential", "f.c")
+    replace_line(repo, "f.c", "    p3_debug(5);\n", "")
+    block = "    int v1 = 1;\n    if (p2) {\n        p2_call(7);\n    }\n"
+    replace_line(repo, "f.c", "    int v1 = 1;\n", block)
+    repo.ps("new", "p2", "-t", "essential", "f.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    one = body.replace("    int v4 = 4;\n", "    if (up1) {\n    int v4 = 4;\n    }\n")
+    repo.write("f.c", one)
+    repo.commit_all("up1: wrap v4 in a block")
+    repo.write("f.c", one.replace("    int v1 = 1;\n", "    if (up2) {\n    int v1 = 1;\n    }\n"))
+    up = repo.commit_all("up2: wrap v1 in a block")
+    repo.git("checkout", "-q", "main")
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    report = next(r for r in checked["conflicts"] if r["patch"] == "p2.patch")
+    assert report["held"] and report["root"] == "p1.patch", report
+    assert [h["now"] for h in report["hunks"]] == [["    }"]], report
+    assert [c["commit"] for c in report["hunks"][0]["upstream_commits"]] == [up], report
+    o = Oracle(repo)
+    day = Day(o, "day one", base, up, "up")
+    day.against({"p2.patch"})
+    assert len(regions(day.merged("p2.patch")["f.c"])[0]) == 2
     o.culprits("check", report, base, up, day.merged("p2.patch"))
     assert not o.findings, o.findings
     assert o.judged.get("culprit")
