@@ -343,3 +343,39 @@ def test_a_stop_on_many_files_upstream_deleted_fits_a_screen(tmp_path) -> None:
     start = lines.index("conflict in patch Moved.patch")
     end = next(i for i, ln in enumerate(lines) if ln.startswith("hint: "))
     assert end - start <= STOP_BUDGET, "\n".join(lines[start:end])
+
+
+def test_a_stop_lists_the_latest_deferred_patches_and_counts_the_earlier_ones(tmp_path) -> None:
+    """Stop by stop through 12 conflicts: each stop names the latest `DEFERRED_SHOWN`
+    deferred patches and one line counts the earlier ones (a stop listed every earlier stop's
+    patch again: on a long series that outgrew the screen); --verbose names every one."""
+    from patchstack.cli.output import DEFERRED_SHOWN
+
+    repo = make_repo(tmp_path / "fork", {f"m{i:02}.py": numbered(12, f"m{i}") for i in range(12)})
+    base = repo.head()
+    for i in range(12):
+        repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"mine {i}\n"))
+        repo.git("commit", "-q", "-a", "-m", f"Patch {i}\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for i in range(12):
+        repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"theirs {i}\n"))
+    repo.commit_all("upstream rewrites line 6 everywhere")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up", code=1)
+    for _ in range(10):
+        step = repo.ps("refresh", "--skip", code=1)
+    lines = step.stdout.splitlines()
+    named = [ln for ln in lines if ln.startswith("  deferred  Patch-")]
+    assert named == [f"  deferred  Patch-{i}.patch" for i in range(10 - DEFERRED_SHOWN, 10)]
+    assert lines[1] == (
+        f"  deferred  {10 - DEFERRED_SHOWN} earlier patch(es) (--verbose lists them;"
+        " 'patchstack status' marks each)"
+    )
+    assert lines[-1] == "  conflict  Patch-10.patch" and len(lines) == DEFERRED_SHOWN + 3
+    verbose = repo.ps("refresh", "--skip", "--verbose", code=1).stdout
+    assert all(f"  deferred  Patch-{i}.patch" in verbose for i in range(11))
+    done = repo.ps("refresh", "--skip").stdout  # the end of the refresh is no stop: every one
+    assert all(f"  deferred  Patch-{i}.patch" in done for i in range(12))

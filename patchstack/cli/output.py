@@ -228,15 +228,22 @@ def verdict_word(word: str) -> str:
 
 
 OFFSETS_SHOWN = 10  # "offset" lines listed without --verbose: only line numbers moved
+DEFERRED_SHOWN = 5  # "deferred" lines listed at a stop without --verbose: the latest ones
 
 
 def listed_verdicts(
-    verdicts: Any, verbose: bool, summarized: bool = False
+    verdicts: Any, verbose: bool, summarized: bool = False, stopped: bool = False
 ) -> tuple[list[Any], str | None]:
     """The verdicts worth a line each: not ``unchanged`` (unless resolved), and of the
     ``offset`` ones (only line numbers moved) the first `OFFSETS_SHOWN`, so that the merged,
     conflicting and upstream patches of a long series stay in sight (all with ``verbose``);
-    and the line that stands for the offset ones left out, if any."""
+    at a stop (``stopped``), of the ``deferred`` ones the latest `DEFERRED_SHOWN` (a refresh
+    stopping at every conflict of a long series lists each earlier stop's patch again, so
+    one line, a string in the list, stands for the earlier ones); and the line that stands
+    for the offset ones left out, if any."""
+    deferred = [v for v in verdicts if v.verdict == "deferred"]
+    hidden = deferred[:-DEFERRED_SHOWN] if stopped and not verbose else []
+    folded = {id(v) for v in hidden}
     shown: list[Any] = []
     offsets = 0
     for v in verdicts:
@@ -244,6 +251,13 @@ def listed_verdicts(
             continue
         if v.verdict in CONFLICTING and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
+        if id(v) in folded:
+            if v is hidden[0]:
+                shown.append(
+                    f"  {verdict_word('deferred')} {len(hidden)} earlier patch(es)"
+                    " (--verbose lists them; 'patchstack status' marks each)"
+                )
+            continue
         if v.verdict == "offset" and not verbose:
             offsets += 1
             if offsets > OFFSETS_SHOWN:

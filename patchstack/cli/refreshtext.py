@@ -41,9 +41,16 @@ def print_refresh(
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
-    shown, more = listed_verdicts(result.verdicts, verbose)
-    staying = [v for v in shown if brought_back and not verbose and v.verdict == "deferred"]
+    shown, more = listed_verdicts(result.verdicts, verbose, stopped=result.stopped is not None)
+    staying = [
+        v
+        for v in shown
+        if brought_back and not verbose and not isinstance(v, str) and v.verdict == "deferred"
+    ]
     for v in shown:
+        if isinstance(v, str):
+            echo(ctx, v)
+            continue
         if (v.name in summarized and not verbose) or v in staying:
             continue
         notes = []
