@@ -11,8 +11,10 @@ provably those commit-tree writes:
 - the name and the email have nothing git strips from their ends (its "crud": whitespace and
   control characters, ``. , : ; < > " \\ '``; git 2.42 stopped stripping a trailing dot, so a
   dot is left to whichever git runs) and no ``<``, ``>`` or newline inside;
-- the date is git's raw ``<epoch> <tz>`` or the RFC 2822 form ``format-patch`` writes, which
-  git and Python read alike.
+- the date is git's raw ``<epoch> <tz>`` as git writes it back (`git.objects.written_as_given`:
+  git refuses an epoch before 1973 or from 2100 on and rewrites a leading zero, ``-0000`` and a
+  zone beyond 23:59) or the RFC 2822 form ``format-patch`` writes, which git and Python read
+  alike.
 
 Everything else goes through commit-tree: its rules are git's.
 """
@@ -26,12 +28,13 @@ from dataclasses import dataclass
 
 from ..git import FastImport, Git
 from ..git.fastimport import Change
+from ..git.objects import DATE_END, written_as_given
+from ..errors import GitFailure, InputError
 from ..model.ids import Oid
 from .cache import Cache
 from .loaded import LoadedPatch, commit_message
 
 CRUD = frozenset(" .,:;<>\"\\'")
-_RAW = re.compile(r"\d+ [+-]\d{4}")
 _RFC2822 = re.compile(
     r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-3]?\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
     r" (19[7-9]\d|2\d\d\d) [0-2]\d:[0-5]\d:[0-5]\d [+-][01]\d[0-5]\d"
@@ -55,8 +58,8 @@ def raw_date(text: str) -> str | None:
     """A date as git's raw "<epoch> <tz>", when git would read ``text`` as this very value
     (its raw form, or the RFC 2822 form format-patch writes); None otherwise."""
     text = text.strip()
-    if _RAW.fullmatch(text):
-        return text
+    if re.fullmatch(r"\d+ [+-]\d{4}", text):
+        return text if written_as_given(text) else None
     if not _RFC2822.fullmatch(text) or text.endswith("-0000"):
         return None
     import email.utils  # (imports the socket module: only for a date in this form)
@@ -64,10 +67,12 @@ def raw_date(text: str) -> str | None:
     parsed = email.utils.parsedate_tz(text)
     if parsed is None or parsed[9] is None:
         return None
-    offset = parsed[9]
+    offset, epoch = parsed[9], email.utils.mktime_tz(parsed)
+    if not 0 <= epoch < DATE_END:  # git refuses it, or writes a negative one unsigned
+        return None
     sign = "-" if offset < 0 else "+"
     hours, minutes = divmod(abs(offset) // 60, 60)
-    return f"{email.utils.mktime_tz(parsed)} {sign}{hours:02d}{minutes:02d}"
+    return f"{epoch} {sign}{hours:02d}{minutes:02d}"
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,20 @@ class Committer:
         cached = self.cache.get(key)
         if cached:
             return cached
-        oid = self.git.commit_tree(tree, [parent], message, who.author, who.date)
+        try:
+            oid = self.git.commit_tree(tree, [parent], message, who.author, who.date)
+        except GitFailure as e:
+            if "invalid date format" not in e.message or who.date != lp.head.date:
+                raise
+            found = re.search(rb"^Date:", lp.data.split(b"\n---")[0], re.M)
+            line = lp.data.count(b"\n", 0, found.start()) + 1 if found else None
+            raise InputError(
+                lp.shown or lp.entry.name,
+                line,
+                f"git cannot read the date {who.date!r}",
+                hint="write it as format-patch does ('Date: Tue, 14 Nov 2023 22:13:20 +0100')"
+                " or as git's raw '<seconds since 1970> <zone>' from 1973 to 2099",
+            ) from None
         self.cache.put(key, oid)
         return oid
 

@@ -346,6 +346,17 @@ _HEX = re.compile(r"[0-9a-f]+")
 # "<seconds> <zone>" as git reads it unchanged: nine or ten digits (git takes a shorter number
 # for something else), a zone of hours and minutes.
 _DATE = re.compile(r"[1-9][0-9]{8,9} ([+-])(?:[01][0-9]|2[0-3])[0-5][0-9]")
+DATE_END = 4102444800  # 2100-01-01: git refuses a date from then on
+
+
+def written_as_given(date: str) -> bool:
+    """Whether ``commit-tree`` writes the raw date ``date`` ("<epoch> <zone>") as given: nine
+    or ten digits (git reads fewer as no epoch, and refuses 2100 on), no leading zero, a zone
+    of at most 23:59 and not ``-0000`` (else git writes +0000)."""
+    m = _DATE.fullmatch(date)
+    return m is not None and int(date.split()[0]) < DATE_END and not date.endswith(" -0000")
+
+
 _CRUD = frozenset(b",:;<>\"\\'.")  # what git strips around a name or email, above a space
 
 
@@ -355,8 +366,7 @@ def _commit_data(
     """The bytes ``commit-tree`` writes for these, or None where git would change or refuse
     something (it strips crud around a name, rewrites a zone ``-0000``, re-encodes text that
     is not UTF-8 and refuses a NUL): then git writes it."""
-    m = _DATE.fullmatch(date)
-    if m is None or date.endswith(" -0000"):
+    if not written_as_given(date):
         return None
     for part in (name, email):
         raw = part.encode("utf-8", "surrogateescape")
