@@ -213,24 +213,24 @@ def test_a_deferred_patch_s_probe_is_not_run_rather_than_broken(tmp_path) -> Non
 def test_push_of_a_deferred_patch_sums_up_the_others_in_one_line(tmp_path) -> None:
     """A deferred patch brought back with ``push NAME`` that conflicts again: before its
     conflict, the patches still deferred are one line, not one line each (46 on a real
-    branch); ``--verbose`` lists them."""
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(80, "a")})
+    branch; more than a stop names: each one stays counted); ``--verbose`` lists them."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(90, "a")})
     base = repo.head()
     repo.ps("init")
-    for k in range(1, 6):
+    for k in range(1, 9):
         replace_line(repo, "a.py", f"a {k * 10}\n", f"a {k * 10} mine\n")
         repo.ps("new", f"p{k}", "--tag", "essential")
     repo.git("checkout", "-q", "-b", "up", base)
-    for k in range(1, 6):
+    for k in range(1, 9):
         replace_line(repo, "a.py", f"a {k * 10}\n", f"a {k * 10} upstream\n")
     repo.commit_all("upstream reworks every patched line")
     repo.git("checkout", "-q", "main")
     repo.ps("refresh", "--onto", "up", "--defer-conflicts")
     pushed = repo.ps("push", "p3.patch", code=1)
     others = [ln for ln in pushed.stdout.splitlines() if "deferred" in ln]
-    assert others == ["  4 other patches stay deferred: 'patchstack status' lists them"]
+    assert others == ["  7 other patches stay deferred: 'patchstack status' lists them"]
     assert "conflict  p3.patch" in pushed.stdout and "conflict in patch p3.patch" in pushed.stderr
     repo.ps("refresh", "--abort")
     verbose = repo.ps("push", "p3.patch", "--verbose", code=1).stdout
     listed = [ln.split()[-1] for ln in verbose.splitlines() if ln.startswith("  deferred ")]
-    assert listed == ["p1.patch", "p2.patch", "p4.patch", "p5.patch"]
+    assert listed == [f"p{k}.patch" for k in (1, 2, 4, 5, 6, 7, 8)]

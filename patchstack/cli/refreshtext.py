@@ -41,7 +41,9 @@ def print_refresh(
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
-    shown, more = listed_verdicts(result.verdicts, verbose, stopped=result.stopped is not None)
+    # (push NAME counts the deferred ones that stay in one line of its own)
+    stopped = result.stopped is not None and not brought_back
+    shown, more = listed_verdicts(result.verdicts, verbose, stopped=stopped)
     staying = [
         v
         for v in shown
