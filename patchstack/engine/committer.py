@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..errors import GitFailure, InputError
 from ..git import FastImport, Git
 from ..git.fastimport import Change
 from ..git.objects import DATE_END, written_as_given
-from ..errors import GitFailure, InputError
 from ..model.ids import Oid
 from .cache import Cache
 from .loaded import LoadedPatch, commit_message
