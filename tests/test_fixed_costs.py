@@ -667,14 +667,13 @@ def _ours(modules: set[str]) -> list[str]:
 
 def test_a_plain_command_imports_only_what_it_runs(repo: Repo, tmp_path) -> None:
     """Every command pays the interpreter and its imports again (a refresh stop by stop runs
-    one ``--skip`` per stop): ``--version`` imports the group alone, ``status``, ``push`` and
-    ``pop`` no other command's module, no renderer and no culprit tracing, and each stays
-    within a bound of the package's modules (raise it only for a module the command runs)."""
+    one ``--skip`` per stop): ``--version`` and ``--help`` import the group alone; ``status``,
+    ``push`` and ``pop`` no other command's module, no renderer and no culprit tracing, and
+    each stays within a bound of the package's modules (raise it only for a module the
+    command runs)."""
     from .refresh_fixtures import make_fork
 
-    code, modules = _imported(repo, "--version")
-    assert code == 0
-    assert _ours(modules) == [
+    the_group = [
         "patchstack",
         "patchstack.cli",
         "patchstack.cli.app",
@@ -685,6 +684,9 @@ def test_a_plain_command_imports_only_what_it_runs(repo: Repo, tmp_path) -> None
         "patchstack.lock",
         "patchstack.safe_text",
     ]
+    for command in ("--version", "--help"):  # the list of commands, from `cli.registry`
+        code, modules = _imported(repo, command)
+        assert code == 0 and _ours(modules) == the_group, (command, _ours(modules))
     fork = make_fork(tmp_path / "fork")
     bounds = {"status": 78, "pop": 76, "push": 83}
     for command, bound in bounds.items():
