@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -617,3 +618,124 @@ def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path)
         assert not [r for r in runs if r.startswith("rev-parse --verify --quiet --end")], runs
         assert not [r for r in runs if r.startswith("log") and " -n1 " in r], runs  # the log's tip
         assert len(runs) <= 22, (command, len(runs), runs)
+
+
+# -- what a command imports --------------------------------------------------------------------
+
+_PROBE = (
+    "import sys\n"
+    "from patchstack.cli import main\n"
+    "try:\n    main(sys.argv[1:])\n"
+    "except SystemExit as e:\n    code = e.code\n"
+    "print(code, *sorted(sys.modules))\n"
+)
+
+# What only some commands need: the other commands' modules, the renderers and their
+# templates, import and export, the culprit tracing and its difflib.
+_NOT_FOR_A_PLAIN_COMMAND = {
+    "jinja2",
+    "markupsafe",
+    "patchstack.review",
+    "patchstack.interop",
+    "patchstack.demo",
+    "patchstack.manpage",
+    *(
+        f"patchstack.cli.{m}"
+        for m in ("completion", "edit", "interop", "lab", "manual", "oplog", "reorder")
+    ),
+    *(f"patchstack.cli.{m}" for m in ("resolutions", "review", "team", "bisecttext")),
+}
+
+
+def _imported(repo: Repo, *command: str) -> tuple[int, set[str]]:
+    """The exit status of ``patchstack COMMAND`` run by a fresh interpreter, and every module
+    it had imported when it ended."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *command],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    code, *modules = proc.stdout.splitlines()[-1].split()
+    return int(code), set(modules)
+
+
+def _ours(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m == "patchstack" or m.startswith("patchstack."))
+
+
+def test_a_plain_command_imports_only_what_it_runs(repo: Repo, tmp_path) -> None:
+    """Every command pays the interpreter and its imports again (a refresh stop by stop runs
+    one ``--skip`` per stop): ``--version`` and ``--help`` import the group alone; ``status``,
+    ``push`` and ``pop`` no other command's module, no renderer and no culprit tracing, and
+    each stays within a bound of the package's modules (raise it only for a module the
+    command runs)."""
+    from .refresh_fixtures import make_fork
+
+    the_group = [
+        "patchstack",
+        "patchstack.cli",
+        "patchstack.cli.app",
+        "patchstack.cli.output",
+        "patchstack.cli.registry",
+        "patchstack.cli.terminal",
+        "patchstack.errors",
+        "patchstack.lock",
+        "patchstack.safe_text",
+    ]
+    for command in ("--version", "--help"):  # the list of commands, from `cli.registry`
+        code, modules = _imported(repo, command)
+        assert code == 0 and _ours(modules) == the_group, (command, _ours(modules))
+    fork = make_fork(tmp_path / "fork")
+    bounds = {"status": 78, "pop": 76, "push": 83}
+    for command, bound in bounds.items():
+        code, modules = _imported(fork, command)
+        assert code == 0, command
+        assert not modules & _NOT_FOR_A_PLAIN_COMMAND, (command, modules & _NOT_FOR_A_PLAIN_COMMAND)
+        assert "patchstack.cli.refresh" not in modules and "difflib" not in modules, command
+        assert {"patchstack.engine.merging", "patchstack.engine.culprits"}.isdisjoint(modules)
+        assert len(_ours(modules)) <= bound, (command, len(_ours(modules)), _ours(modules))
+
+
+def test_a_skip_at_a_stop_imports_only_what_a_replay_runs(tmp_path) -> None:
+    """``refresh --skip`` at a stop imports the refresh and the replay, not the other commands,
+    not the renderers, not what only a refresh's start needs (the placer, upstream's claims),
+    within a bound of the package's modules."""
+    from .refresh_fixtures import make_fork
+
+    fork = make_fork(tmp_path / "fork")
+    fork.ps("refresh", "--onto", "upstream", code=1)
+    code, modules = _imported(fork, "refresh", "--skip")
+    assert code == 0
+    assert not modules & _NOT_FOR_A_PLAIN_COMMAND, modules & _NOT_FOR_A_PLAIN_COMMAND
+    assert "patchstack.cli.stack" not in modules and "patchstack.engine.placer" not in modules
+    assert len(_ours(modules)) <= 117, (len(_ours(modules)), _ours(modules))
+
+
+def test_the_group_lists_each_command_as_the_command_itself_would() -> None:
+    """The group lists the commands from `cli.registry` without importing them: each name is
+    registered by the module the table says, an alias names the same command, and the short
+    help the table gives is the command's own at every width."""
+    import click
+
+    from patchstack.cli import cli, registry
+
+    ctx = click.Context(cli)
+    names = cli.list_commands(ctx)
+    assert sorted(names) == sorted({*registry.COMMANDS, *registry.ALIASES})
+    for name in names:
+        real = cli.get_command(ctx, name)
+        assert real is not None, name
+        assert real.callback is not None
+        assert real.callback.__module__ == f"patchstack.cli.{registry.module_of(name)}", name
+        assert real.name == registry.ALIASES.get(name, name), name
+        shown = cli.listed(ctx, name)
+        assert shown is not None and shown.hidden == real.hidden
+        summary = real.get_short_help_str(10**6)
+        for limit in range(10, 200):
+            assert shown.get_short_help_str(limit) == real.get_short_help_str(limit), (
+                f"registry.COMMANDS[{name!r}] should say {summary!r}"
+            )
+    unlisted = sorted(set(cli.commands) - set(names))  # every module imported now
+    assert not unlisted, f"commands not in patchstack/cli/registry.py: {unlisted}"

@@ -9,6 +9,8 @@ DIR``, ``-p``/``--paginate``, ``--no-pager``); every command takes ``--color`` (
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -18,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
-from . import terminal
-from .conflicttext import render_conflict
+from . import registry, terminal
 from .output import out
 from .terminal import color_option
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from ..checkout import Checkout
     from ..errors import PatchstackError
 
@@ -90,10 +93,14 @@ class CommandGroup(click.Group):
 
     command_class = PatchstackCommand
 
+    def listed(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command NAME as the list of commands shows it (an alias: the same object)."""
+        return self.get_command(ctx, name)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows: dict[int, tuple[list[str], click.Command]] = {}
         for name in self.list_commands(ctx):
-            cmd = self.get_command(ctx, name)
+            cmd = self.listed(ctx, name)
             if cmd is None or cmd.hidden:
                 continue
             names = rows.setdefault(id(cmd), ([], cmd))[0]
@@ -116,7 +123,45 @@ CommandGroup.group_class = CommandGroup
 
 
 class PatchstackGroup(CommandGroup):
-    """The top group, whose ``main`` turns domain errors into messages and exit statuses."""
+    """The top group, whose ``main`` turns domain errors into messages and exit statuses.
+
+    Its commands are registered lazily (`registry`): the group knows their names and short
+    help, and imports a command's module only when the command runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *registry.COMMANDS, *registry.ALIASES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = registry.module_of(cmd_name)
+        if cmd_name not in self.commands and module is not None:
+            importlib.import_module(f"{__package__}.{module}")  # its commands register
+        return self.commands.get(cmd_name)
+
+    def listed(self, ctx: click.Context, name: str) -> click.Command | None:
+        primary = registry.ALIASES.get(name, name)
+        if primary not in registry.COMMANDS:
+            return self.commands.get(name)
+        return _summary(primary)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and self.get_command(ctx, args[0]) is None:  # a typo: click's "did you mean"
+            for name in registry.COMMANDS:  # chooses among the commands registered
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        items = [
+            CompletionItem(name, help=cmd.get_short_help_str())
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete)
+            for cmd in [self.listed(ctx, name)]
+            if cmd is not None and not cmd.hidden
+        ]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from ..lock import signals_handled
@@ -138,6 +183,13 @@ class PatchstackGroup(CommandGroup):
             terminal.end()
             _ARGV[:], _INVOKED[:] = outer
         sys.exit(code)
+
+
+@functools.cache
+def _summary(name: str) -> click.Command:
+    """A stand-in for the command NAME that the command list shows, as the command itself:
+    ``get_short_help_str`` cuts the first sentence of its help as it cuts the whole help."""
+    return click.Command(name, help=registry.COMMANDS[name][1])
 
 
 def invoked_as() -> str:
@@ -269,6 +321,8 @@ def _run_command(invoke: Callable[[], Any]) -> int:
         out(f"hint: {fault.hint}", err=True)
         return fault.exit_code
     except ConflictError as exc:
+        from .conflicttext import render_conflict
+
         out(f"patchstack: {exc.message}", err=True)
         full = any(a in ("--verbose", "-v") for a in _ARGV)  # the command's own flag
         for line in render_conflict(exc.report, full=full):

@@ -35,7 +35,6 @@ from .cache import Cache
 from .committer import Committer
 from .fastpath import ProvenStream
 from .loaded import LoadedPatch
-from .merging import conflict_hunks, misfit_notes
 
 
 @dataclass
@@ -266,6 +265,8 @@ class Engine:
         ok, err = self._index.apply(lp.data, lp.entry.strip_level)
         if not ok:
             self._index_tree = None
+            from .merging import misfit_notes  # (a failure's: not every push's imports)
+
             notes = misfit_notes(self.git, tree, lp.patch)
             raise ConflictError(
                 f"patch '{lp.entry.name}' does not apply where it was made"
@@ -331,6 +332,8 @@ class Engine:
     ) -> Conflict:
         """The hunks of a failed placement, and the unselected patches before ``name`` that
         added lines the patch expected (pushing them too would likely help)."""
+        from .merging import conflict_hunks
+
         hunks = conflict_hunks(self.git, merged, files)
         culprits = self.culprits(name, hunks, files, selected)
         return Conflict(name, tuple(files), tuple(hunks), culprits, detail, merged)

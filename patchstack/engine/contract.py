@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 from ..git import Git, MergeResult, RawDiff
 from ..model import paths
 from ..model.ids import Oid
-from .merging import merge
 
 if TYPE_CHECKING:
     from .renames import RenameProof
@@ -72,6 +71,8 @@ def place(
     base_label: str | None = None,
 ) -> MergeResult:
     """The contract: the change ``before -> after`` placed on ``tree`` by merge-ort."""
+    from .merging import merge  # (and the culprit tracing: not for a command that merges nothing)
+
     return merge(git, before, tree, after, labels, base_label)
 
 
@@ -197,6 +198,8 @@ def place_region(
         keep = {p: entries[p] for p in changed if p in entries}
         keep.update({f: entries[f] for f in folders if f in entries and entries[f][0] != TREE_MODE})
         return git.edit_tree(git.fmt.empty_tree, keep)
+
+    from .merging import merge
 
     cuts = [cut(base), cut(ours), cut(theirs)]
     result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)

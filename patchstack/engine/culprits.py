@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from difflib import SequenceMatcher
 
 from ..git import Git
 from ..git.history import LineChanges
@@ -64,6 +63,8 @@ def regions(
         to_base[len(ours) - 1 - tail] = len(base) - 1 - tail
         tail += 1
     left, right = base[head : len(base) - tail], ours[head : len(ours) - tail]
+    from difflib import SequenceMatcher
+
     middle = SequenceMatcher(None, left, right, autojunk=False)
     for a, b, n in middle.get_matching_blocks():
         for k in range(n):

@@ -22,7 +22,6 @@ from ..model import paths
 from ..model.ids import ObjectFormat, Oid
 from ..model.patchfile import FileDiff, Hunk
 from .committer import Committer
-from .contract import TREE_MODE, rename_free
 from .loaded import LoadedPatch
 
 PREFETCH_BYTES = 64 << 20  # file contents a stream reads ahead, at most
@@ -317,6 +316,8 @@ class ProvenStream:
                 staged[path] = (new_mode, new_id, None)
             else:
                 return None
+
+        from .contract import TREE_MODE, rename_free  # (merging's imports: not for status)
 
         def trees_in_base(folders: Iterable[str]) -> set[str]:
             found = self.git.entries_at(base, list(folders))

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .patchfile import Patch
+
+if TYPE_CHECKING:
+    from .patchfile import Patch
 
 # Code points HFS+ ignores when comparing names (git's is_hfs_dotgit list).
 _HFS_IGNORED = dict.fromkeys(

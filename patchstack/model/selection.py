@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from ..errors import PatchstackError
 from .series import TAGS, Series
-from .suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,8 @@ def check_words(series: Series, sel: Selector) -> None:
             known = "tags are exact: " + ", ".join(TAGS)
             if labels:
                 known += "; labels: " + ", ".join(labels)
+            from .suggest import did_you_mean
+
             close = did_you_mean(word, [*TAGS, *labels])
             raise PatchstackError(
                 f"unknown tag '{word}' in {option} (no patch has that label either)",
@@ -67,6 +68,8 @@ def resolve_name(series: Series, name: str) -> str:
     for candidate in (name, name + ".patch"):
         if candidate in names:
             return candidate
+    from .suggest import did_you_mean
+
     close = did_you_mean(name.removesuffix(".patch"), [n.removesuffix(".patch") for n in names])
     hint = f"{close} (see 'patchstack series')" if close else "see 'patchstack series'"
     raise PatchstackError(f"no patch named '{name}' in the series", hint)

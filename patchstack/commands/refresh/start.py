@@ -26,9 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...checkout import Checkout
-from ...engine.claims import upstream_changes
 from ...engine.merging import merge
-from ...engine.placer import Placer
 from ...engine.replay import (
     Done,
     Resolver,
@@ -149,6 +147,9 @@ def refresh(
                 src = (worktree, folded)
         elif patch:
             raise PatchstackError("no patch is applied", "--patch folds edits into an applied one")
+        from ...engine.claims import upstream_changes  # (not for a resumed refresh: --skip)
+        from ...engine.placer import Placer
+
         state = State(
             old_base=series.base,
             new_base=target.new_base,
