@@ -165,3 +165,26 @@ def test_a_skip_loads_nothing_of_a_stepped_refresh(tmp_path) -> None:
         [sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True, check=True
     ).stdout
     assert out.splitlines()[-1] == "1 []", out
+
+
+def test_a_root_is_never_merged_again_where_the_replay_merged_it(
+    tmp_path, monkeypatch, proofs
+) -> None:
+    """A conflicts onto the new base at the first stop; every B after it is proven with A in
+    place onto that same tree (A left out changes nothing): the replay's own merge of A,
+    kept, is that proof merge (its markers' labels aside, which a root's proof does not
+    read). Differential: the same stops and series with it made again
+    (``PATCHSTACK_NO_PROOF_KEEP=1``) and with nothing kept."""
+    repo = _fork(tmp_path)
+    again = copy_repo(repo.path, tmp_path / "again")
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    kept_stops, kept_series = _stop_by_stop(repo)
+    assert "A.patch" not in proofs, proofs
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_KEEP", "1")
+    again_stops, again_series = _stop_by_stop(again)
+    assert proofs.count("A.patch") >= 1, proofs
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain_stops, plain_series = _stop_by_stop(plain)
+    assert kept_stops == again_stops == plain_stops
+    assert kept_series == again_series == plain_series
+    assert "K.patch # essential" in kept_series and "after A.patch" in kept_series
