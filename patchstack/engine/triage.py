@@ -330,13 +330,13 @@ def _merge_with(
             key = (before, tree, after, at)
             merged = memo.get(key) if memo is not None else None
             if merged is None and isinstance(memo, Proofs) and at != name:
-                merged = memo.root(key)
+                merged = memo.root(key)  # not put under the key: a patch's own merge is its report
             if merged is None:
                 merged = place_fast(git, before, tree, after, ("triage", at), None, renames)
-                if isinstance(memo, Proofs):
-                    memo.made.add(key)
-            if memo is not None:
-                memo[key] = merged
+                if memo is not None:
+                    memo[key] = merged
+                    if isinstance(memo, Proofs):
+                        memo.made.add(key)
             if at == name:
                 return tree, merged
             if merged.clean:
