@@ -8,15 +8,18 @@ a ``.gitattributes`` between two stops that changes what a kept proof merge woul
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from patchstack.commands.refresh import knockons
 from patchstack.engine import triage
 from patchstack.git.attributes import merge_inputs
 from patchstack.git.repo import find_repo
+from patchstack.store import Store
 
 from .conftest import Repo, copy_repo, make_repo, numbered
 from .refresh_fixtures import series_fork, stop_by_stop
@@ -188,3 +191,30 @@ def test_a_root_is_never_merged_again_where_the_replay_merged_it(
     assert kept_stops == again_stops == plain_stops
     assert kept_series == again_series == plain_series
     assert "K.patch # essential" in kept_series and "after A.patch" in kept_series
+
+
+def _forge_replayed(repo: Repo) -> int:
+    """Every replay's merge kept (`triage.REPLAYED`) made to name a tree this repository
+    lacks (as after a ``git gc --prune`` of its objects); how many."""
+    store = Store(os.path.join(repo.path, ".git", "patchstack", "cache"))
+    count = 0
+    for key in sorted(store._section(knockons.SECTION)):
+        forged = []
+        for k, (tree, *rest) in store.get(knockons.SECTION, key):
+            if k[0] == triage.REPLAYED:
+                tree, count = "0" * len(tree), count + 1
+            forged.append((k, (tree, *rest)))
+        store.put(knockons.SECTION, key, forged)
+    store.save()
+    return count
+
+
+def test_a_kept_replay_merge_of_a_tree_not_there_is_none(tmp_path, monkeypatch, proofs) -> None:
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    forged: list[int] = []
+    stops, _last, series = stop_by_stop(repo, lambda _stops: forged.append(_forge_replayed(repo)))
+    assert forged[0] >= 1, forged
+    assert proofs.count("A.patch") >= 1, proofs  # made again
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    assert _stop_by_stop(plain) == (stops, series)
