@@ -8,15 +8,18 @@ a ``.gitattributes`` between two stops that changes what a kept proof merge woul
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from patchstack.commands.refresh import knockons
 from patchstack.engine import triage
 from patchstack.git.attributes import merge_inputs
 from patchstack.git.repo import find_repo
+from patchstack.store import Store
 
 from .conftest import Repo, copy_repo, make_repo, numbered
 from .refresh_fixtures import series_fork, stop_by_stop
@@ -165,3 +168,53 @@ def test_a_skip_loads_nothing_of_a_stepped_refresh(tmp_path) -> None:
         [sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True, check=True
     ).stdout
     assert out.splitlines()[-1] == "1 []", out
+
+
+def test_a_root_is_never_merged_again_where_the_replay_merged_it(
+    tmp_path, monkeypatch, proofs
+) -> None:
+    """A conflicts onto the new base at the first stop; every B after it is proven with A in
+    place onto that same tree (A left out changes nothing): the replay's own merge of A,
+    kept, is that proof merge (its markers' labels aside, which a root's proof does not
+    read). Differential: the same stops and series with it made again
+    (``PATCHSTACK_NO_PROOF_KEEP=1``) and with nothing kept."""
+    repo = _fork(tmp_path)
+    again = copy_repo(repo.path, tmp_path / "again")
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    kept_stops, kept_series = _stop_by_stop(repo)
+    assert "A.patch" not in proofs, proofs
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_KEEP", "1")
+    again_stops, again_series = _stop_by_stop(again)
+    assert proofs.count("A.patch") >= 1, proofs
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain_stops, plain_series = _stop_by_stop(plain)
+    assert kept_stops == again_stops == plain_stops
+    assert kept_series == again_series == plain_series
+    assert "K.patch # essential" in kept_series and "after A.patch" in kept_series
+
+
+def _forge_replayed(repo: Repo) -> int:
+    """Every replay's merge kept (`triage.REPLAYED`) made to name a tree this repository
+    lacks (as after a ``git gc --prune`` of its objects); how many."""
+    store = Store(os.path.join(repo.path, ".git", "patchstack", "cache"))
+    count = 0
+    for key in sorted(store._section(knockons.SECTION)):
+        forged = []
+        for k, (tree, *rest) in store.get(knockons.SECTION, key):
+            if k[0] == triage.REPLAYED:
+                tree, count = "0" * len(tree), count + 1
+            forged.append((k, (tree, *rest)))
+        store.put(knockons.SECTION, key, forged)
+    store.save()
+    return count
+
+
+def test_a_kept_replay_merge_of_a_tree_not_there_is_none(tmp_path, monkeypatch, proofs) -> None:
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    forged: list[int] = []
+    stops, _last, series = stop_by_stop(repo, lambda _stops: forged.append(_forge_replayed(repo)))
+    assert forged[0] >= 1, forged
+    assert proofs.count("A.patch") >= 1, proofs  # made again
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    assert _stop_by_stop(plain) == (stops, series)

@@ -21,6 +21,7 @@ one walk (`culprits`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -65,10 +66,17 @@ class Waiting:
     missing: tuple[str, ...] = ()
 
 
+REPLAYED = "replayed"  # a kept key's first part: the replay's merge of a conflict (`Proofs`)
+
+
 class Proofs(dict[tuple[str, ...], MergeResult]):
     """The proof merges of a replay (``memo`` below), each made once; ``made``: those
     `_merge_with` made (or a ``loader`` gave: kept by an earlier command), which a later
-    command may take, where the replay's own merges `reports` puts in (other labels) are not.
+    command may take. ``replayed``: the replay's own merges of its conflicts, which `reports`
+    puts in under the same keys; kept too (under `REPLAYED`), a later command takes one only
+    for a root (`root`): a root's merge counts for whether it is clean and for the patch's
+    side of each conflict (`_as_the_patch_has_it`), neither of which the labels of its markers
+    change, where a patch's own merge is its report, markers and all.
     ``loader``: called at the first lookup, the merges kept from before (never overriding
     one of this command's)."""
 
@@ -77,16 +85,35 @@ class Proofs(dict[tuple[str, ...], MergeResult]):
     ) -> None:
         super().__init__()
         self.made: set[tuple[str, ...]] = set()
+        self.replayed: dict[tuple[str, ...], MergeResult] = {}
         self.loader = loader
 
     def get(self, key: tuple[str, ...], default: MergeResult | None = None) -> MergeResult | None:  # type: ignore[override]
         if self.loader is not None:
             loaded, self.loader = self.loader(), None
             for k, v in loaded.items():
-                if k not in self:
+                if k[:1] == (REPLAYED,):
+                    self.replayed.setdefault(k[1:], v)
+                elif k not in self:
                     self[k] = v
                     self.made.add(k)
         return super().get(key, default)
+
+    def root(self, key: tuple[str, ...]) -> MergeResult | None:
+        """The merge of a root under ``key``: a proof's, else a replay's (this command's or
+        kept)."""
+        return self.get(key) or self.replayed.get(key)
+
+    def kept(self) -> list[tuple[tuple[str, ...], MergeResult]]:
+        """What a later command may take: the proof merges made, and the replays'."""
+        made = [(k, self[k]) for k in self.made if k in self]
+        return made + [((REPLAYED, *k), v) for k, v in self.replayed.items()]
+
+
+def kept_replays() -> bool:
+    """Are the replay's merges of its conflicts kept for a later command's proofs? (Not with
+    ``PATCHSTACK_NO_PROOF_KEEP=1``: the proof merges of the roots are made again.)"""
+    return os.environ.get("PATCHSTACK_NO_PROOF_KEEP") is None
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -129,7 +156,10 @@ def reports(
         for f in failed:
             change = change_of(f.name)
             if change is not None:
-                memo.setdefault((change[0], f.onto, change[1], f.name), f.merged)
+                key = (change[0], f.onto, change[1], f.name)
+                memo.setdefault(key, f.merged)
+                if isinstance(memo, Proofs) and kept_replays():
+                    memo.replayed.setdefault(key, f.merged)
     known: dict[str, str | None] = {**(waits or {}), **{h.name: h.root for h in held}}
     roots: list[str | None] = []  # each conflict's root; None: primary
     for i, f in enumerate(failed):
@@ -299,12 +329,14 @@ def _merge_with(
         if before != after:
             key = (before, tree, after, at)
             merged = memo.get(key) if memo is not None else None
+            if merged is None and isinstance(memo, Proofs) and at != name:
+                merged = memo.root(key)  # not put under the key: a patch's own merge is its report
             if merged is None:
                 merged = place_fast(git, before, tree, after, ("triage", at), None, renames)
-                if isinstance(memo, Proofs):
-                    memo.made.add(key)
-            if memo is not None:
-                memo[key] = merged
+                if memo is not None:
+                    memo[key] = merged
+                    if isinstance(memo, Proofs):
+                        memo.made.add(key)
             if at == name:
                 return tree, merged
             if merged.clean:

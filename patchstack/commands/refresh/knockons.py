@@ -160,14 +160,14 @@ class KnockOns:
         return self.inputs
 
     def keep(self) -> None:
-        """Keep this command's proof merges for the next one (`kept`), when it made any, and
-        the replay's `needs` states."""
+        """Keep this command's proof merges and its replay's merges of its conflicts for the
+        next one (`kept`), when it made any, and the replay's `needs` states."""
         self.needs.keep()
         memo = self.memo
-        if memo is None or self.inputs is None or not self.asked or not kept_on():
+        if memo is None or not kept_on() or not (self.asked or memo.replayed):
             return
-        made = [(k, memo[k]) for k in memo.made if k in memo]
-        self.ws.store.put(SECTION, self.inputs, _plain(made[-LIMIT:]))
+        memo.get(())  # those kept before, loaded first: they are kept again
+        self.ws.store.put(SECTION, self._inputs(), _plain(memo.kept()[-LIMIT:]))
 
     @property
     def renames(self) -> RenameProof | None:
