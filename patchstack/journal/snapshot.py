@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
-from ..errors import GitFailure, RefusedError
+from ..errors import RefusedError
 from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
@@ -372,45 +372,3 @@ def series_dir_of(snap: Snapshot, ws: Checkout) -> str:
     if rel and not inside(folder, ws.git.top) and (folder.rstrip("/") + "/").endswith(f"/{rel}/"):
         return ws.series_dir
     return folder
-
-
-def moved_snapshot(
-    ws: Checkout, before: Snapshot, new_head: Oid, refresh: str | None
-) -> Snapshot | None:
-    """The snapshot after ``read-tree -m -u`` moved the index and work tree from the tree of
-    ``before.head`` to the tree of ``new_head`` (and nothing else changed), derived from
-    ``before`` instead of scanning the work tree again.
-
-    With nothing staged (the index is HEAD's tree), the move writes exactly the paths that
-    differ between the two trees, each to its new version, and refuses before writing anything
-    when an edit or an untracked file is in the way (``git read-tree`` two-tree rules 1, 2,
-    10, 20); so the index becomes the new tree and the work tree is ``before``'s with those
-    paths put to the new tree's entries. None otherwise (something staged, or a path that
-    turns from a file into a folder): the caller takes a snapshot."""
-    git = ws.git
-    old_tree, new_tree = git.trees_of([before.head, new_head])
-    if before.index != old_tree:
-        return None
-    worktree: Oid | None = new_tree
-    if before.worktree != old_tree:
-        changed = git.changed_paths(old_tree, new_tree)
-        entries = git.ls_tree_paths(new_tree, changed)
-        if any(mode == "040000" for mode, _oid in entries.values()):
-            return None
-        null = git.fmt.null
-        with git.temp_index() as idx:
-            idx.read_tree(before.worktree)
-            try:
-                idx.set_entries(
-                    [("0", null, p) for p in changed if p not in entries]
-                    + [(mode, oid, p) for p, (mode, oid) in entries.items()]
-                )
-            except GitFailure:
-                return None
-            worktree = idx.try_write_tree()
-    if worktree is None:
-        return None
-    names = _names(git, new_head)
-    return replace(
-        before, head=new_head, index=new_tree, worktree=worktree, stack=names, refresh=refresh
-    )
