@@ -167,6 +167,17 @@ class Worktree(Listings):
             found.update(decode_path(p) for p in out.split(b"\0") if p)
         return found
 
+    def stage_files(self, paths: Sequence[str]) -> bool:
+        """Make the index hold these work-tree files as they are (as ``git add`` stages them,
+        with their stat data), removing those that are missing: one process, where index
+        entries set from a tree and refreshed cost two. False, and nothing changed, when git
+        refuses one (a folder where a file was)."""
+        data = b"".join(encode_path(p) + b"\0" for p in paths)
+        proc = self.run(
+            "update-index", "--add", "--remove", "-z", "--stdin", input=data, check=False
+        )
+        return proc.returncode == 0
+
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", check=False)
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from ..checkout import Checkout
 from ..git import Git
 from ..model.ids import Oid
-from .snapshot import Snapshot, inside, max_untracked, mode_of, series_tree
+from .snapshot import Snapshot, inside, max_untracked, mode_of, nested, series_tree
 from .stacks import names_at as _names
 
 Entry = tuple[str, str]  # (mode, id)
@@ -184,16 +184,6 @@ def _edited(git: Git, tree: str, changes: Mapping[str, Entry | None]) -> Oid | N
     """``tree`` with ``changes``, made in process; None when a changed path is a folder of
     another (a file turned into a folder, or back: the caller scans), or while a scratch
     store would take the trees written (`git.scratch`: a snapshot's objects are kept)."""
-    if git.scratch is not None or _nested(changes):
+    if git.scratch is not None or nested(changes):
         return None
     return git.edit_tree(tree, changes)
-
-
-def _nested(paths: Iterable[str]) -> bool:
-    listed = set(paths)
-    for path in listed:
-        while "/" in path:
-            path = path.rpartition("/")[0]
-            if path in listed:
-                return True
-    return False
