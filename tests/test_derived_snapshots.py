@@ -129,3 +129,57 @@ def test_undo_at_a_derived_stop_gives_the_state_back(tmp_path: Path) -> None:
     repo.ps("refresh", "--skip", code=1)
     repo.ps("undo")
     assert repo.state() == at_stop
+
+
+def test_an_edit_in_the_way_of_a_skip_is_refused_and_kept(tmp_path: Path) -> None:
+    """B's stop changes g.py: the user's edit there stops the skip before anything is written
+    (read-tree refuses; what is in the way is named), the edit and the stop as they were."""
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.write("g.py", repo.read("g.py") + "mine\n")
+    repo.write("f.py", repo.read("f.py") + "mine too\n")  # A's file: the skip leaves it
+    at_stop, log = repo.state(), _log(repo)
+    refused = repo.ps("refresh", "--skip", code=None)
+    assert refused.exit_code != 0
+    assert "uncommitted edits in files this command would change: g.py" in refused.stderr
+    assert (repo.state(), _log(repo)) == (at_stop, log)
+
+
+def test_the_publish_of_a_skip_runs_few_git_processes(tmp_path, monkeypatch) -> None:
+    """The stop's files staged in one process, no status, the snapshot after derived and the
+    one before made in process but for git's scan of the work tree."""
+    from patchstack.git import base as process
+
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    ran: list[str] = []
+    inside: list[bool] = []
+    real_run, real_spawn, real_publish = process.run_git, process.spawn, transaction.publish
+
+    def run_git(args, *a, **k):  # type: ignore[no-untyped-def]
+        if inside:
+            ran.append(next(x for x in args if not x.startswith("-") and "=" not in x))
+        return real_run(args, *a, **k)
+
+    def spawn(args, *a, **k):  # type: ignore[no-untyped-def]
+        if inside:
+            ran.append(next(x for x in args if not x.startswith("-") and "=" not in x))
+        return real_spawn(args, *a, **k)
+
+    def publish(*a, **k):  # type: ignore[no-untyped-def]
+        inside.append(True)
+        try:
+            return real_publish(*a, **k)
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(process, "run_git", run_git)
+    monkeypatch.setattr(process, "spawn", spawn)
+    import patchstack.commands.refresh.settle as settle
+
+    monkeypatch.setattr(settle, "publish", publish)
+    repo.ps("refresh", "--skip", code=1)
+    commands = ran
+    assert "status" not in commands and "hash-object" not in commands, ran
+    assert commands.count("write-tree") == 1 and commands.count("read-tree") == 1, ran
+    assert len(ran) <= 9, ran
