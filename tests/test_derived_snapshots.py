@@ -33,7 +33,12 @@ def _log(repo: Repo) -> list[tuple[Any, ...]]:
 
 
 def _moved(repo: Repo, event: Event) -> tuple[Any, ...]:
+    event(repo, 0)
     stops, last, series = stop_by_stop(repo, lambda n: event(repo, n))
+    if event is _ignored:
+        assert "new.py" not in repo.git(
+            "ls-tree", "-r", "--name-only", _log(repo)[0][4]["worktree"]
+        )
     return stops, last, series, repo.state(), _log(repo)
 
 
@@ -43,6 +48,8 @@ def _nothing(repo: Repo, stops: int) -> None:
 
 def _edits(repo: Repo, stops: int) -> None:
     """At each stop: an unrelated file edited, an untracked file, a stop's file half edited."""
+    if not stops:
+        return
     repo.write("u.py", repo.read("u.py") + f"edit at stop {stops}\n")
     repo.write(f"notes-{stops}.txt", "mine\n")
     repo.write("f.py", repo.read("f.py").replace("line 1\n", "f 1 edited\n", 1))
@@ -55,6 +62,12 @@ def _staged(repo: Repo, stops: int) -> None:
         repo.git("add", "staged.txt")
 
 
+def _ignored(repo: Repo, stops: int) -> None:
+    """The file A creates (shown at its stop, untracked there) ignored from the start."""
+    if not stops:
+        (repo.path / ".git" / "info" / "exclude").write_text("new.py\n")
+
+
 def _crlf(repo: Repo, stops: int) -> None:
     """Line endings converted on checkout from the first stop on (a filter: what git writes
     is not the blob's bytes)."""
@@ -63,7 +76,7 @@ def _crlf(repo: Repo, stops: int) -> None:
 
 
 # (what happens at each stop, how many of the 4 snapshots after a stop or the end are derived)
-EVENTS = [(_nothing, 4), (_edits, 4), (_staged, 1), (_crlf, 4)]
+EVENTS = [(_nothing, 4), (_edits, 4), (_staged, 1), (_ignored, 4), (_crlf, 4)]
 
 
 @pytest.mark.parametrize(("event", "made"), EVENTS, ids=[e.__name__ for e, _n in EVENTS])
@@ -183,3 +196,18 @@ def test_the_publish_of_a_skip_runs_few_git_processes(tmp_path, monkeypatch) -> 
     assert "status" not in commands and "hash-object" not in commands, ran
     assert commands.count("write-tree") == 1 and commands.count("read-tree") == 1, ran
     assert len(ran) <= 9, ran
+
+
+@pytest.mark.parametrize("verb", ["--skip", "--continue"])
+def test_a_stop_whose_new_file_is_ignored_goes_on(tmp_path, verb: str) -> None:
+    """A creates new.py, which the user's ignore rules match: its stop shows it all the same,
+    and ``--skip`` or ``--continue`` take it as the stop's file (git add refused it)."""
+    repo = _fork(tmp_path)
+    (repo.path / ".git" / "info" / "exclude").write_text("new.py\n")
+    repo.ps("refresh", "--onto", "up", code=1)
+    assert repo.read("new.py") == "new 1\n"
+    if verb == "--continue":
+        repo.write("f.py", repo.git("show", "HEAD:f.py").replace("up f5", "A and up f5"))
+    assert "conflict in patch B.patch" in repo.ps("refresh", verb, code=1).stderr
+    applied = repo.git("show", "--stat", "--format=", "HEAD")
+    assert ("new.py" in applied) == (verb == "--continue"), applied
