@@ -68,6 +68,17 @@ def _ignored(repo: Repo, stops: int) -> None:
         (repo.path / ".git" / "info" / "exclude").write_text("new.py\n")
 
 
+def _odd(repo: Repo, stops: int) -> None:
+    """An unrelated file made executable, then deleted; an untracked symbolic link; a stop's
+    file deleted."""
+    if stops == 1:
+        (repo.path / "u.py").chmod(0o755)
+        (repo.path / "link").symlink_to("f.py")
+    elif stops == 2:
+        (repo.path / "u.py").unlink()
+        (repo.path / "f.py").unlink()
+
+
 def _crlf(repo: Repo, stops: int) -> None:
     """Line endings converted on checkout from the first stop on (a filter: what git writes
     is not the blob's bytes)."""
@@ -76,7 +87,7 @@ def _crlf(repo: Repo, stops: int) -> None:
 
 
 # (what happens at each stop, how many of the 4 snapshots after a stop or the end are derived)
-EVENTS = [(_nothing, 4), (_edits, 4), (_staged, 1), (_ignored, 4), (_crlf, 4)]
+EVENTS = [(_nothing, 4), (_edits, 4), (_staged, 1), (_ignored, 4), (_odd, 4), (_crlf, 4)]
 
 
 @pytest.mark.parametrize(("event", "made"), EVENTS, ids=[e.__name__ for e, _n in EVENTS])
