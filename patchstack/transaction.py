@@ -37,6 +37,7 @@ from .errors import PatchstackError, RefusedError
 from .files import write_atomic
 from .git import HeldIndex, RefTransactionFailed, RefUpdate
 from .git.process import quiet_hooks
+from .journal import derived
 from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
 from .journal.oplog import (
     RESTORING,
@@ -53,7 +54,7 @@ from .journal.oplog import (
 )
 from .journal.refusals import foreign_error, refresh_error
 from .journal.restore import not_rolled_back, put_back, restore_state
-from .journal.snapshot import Snapshot, moved_snapshot, take_snapshot
+from .journal.snapshot import Snapshot, take_snapshot
 from .journal.trees import TreeChange, describe, put, roll_back
 from .model.ids import Oid
 
@@ -323,15 +324,16 @@ def clean_up_after_failure() -> None:
 
 
 def _after(ws: Checkout, plan: Plan, before: Snapshot) -> Snapshot:
-    """The state after the move: derived from ``before`` when the plan only moved the work
-    tree from one HEAD to another (`journal.snapshot.moved_snapshot`), else taken."""
-    if isinstance(plan.worktree, MoveTree) and not plan.files:
-        if plan.old_head == plan.new_head:
-            return replace(before, refresh=plan.refresh)
-        derived = moved_snapshot(ws, before, plan.new_head, plan.refresh)
-        if derived is not None:
-            return derived
-    return take_snapshot(ws, refresh=plan.refresh, head=plan.new_head)
+    """The state after the publish: derived where it can be (`journal.derived`), else taken."""
+    how, after, head = plan.worktree, None, plan.new_head
+    if isinstance(how, MoveTree) and not plan.files and plan.old_head == head:
+        return replace(before, refresh=plan.refresh)
+    if derived.enabled() and isinstance(how, MoveTree) and not plan.files:
+        after = derived.moved_snapshot(ws, before, head, plan.refresh)
+    elif derived.enabled() and isinstance(how, Overlay):
+        moved = (how.src, how.overlaid, how.shown)
+        after = derived.overlaid_snapshot(ws, before, head, moved, plan.refresh, plan.files)
+    return after or take_snapshot(ws, refresh=plan.refresh, head=head)
 
 
 def _ref_error(exc: RefTransactionFailed, what: str, wrote: bool = True) -> PatchstackError:

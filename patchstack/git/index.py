@@ -51,14 +51,16 @@ class TempIndex:
         )
         return proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
 
-    def add_paths(self, paths: Sequence[str]) -> None:
-        """Stage these work-tree paths (literally: no globs, no pathspec magic)."""
+    def add_paths(self, paths: Sequence[str], force: bool = False) -> None:
+        """Stage these work-tree paths (literally: no globs, no pathspec magic); ``force``:
+        ignored ones too (files a stop wrote, which the user's ignore rules may match)."""
         if not paths:
             return
         data = b"\0".join(encode_path(p) for p in paths)
         self.git.run(
-            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data, env=self.env
-        )
+            "add", "-A", *(["--force"] if force else []), "--pathspec-from-file=-",
+            "--pathspec-file-nul", input=data, env=self.env,
+        )  # fmt: skip
 
     def write_tree(self) -> Oid:
         return self.git.oid("write-tree", env=self.env)

@@ -153,15 +153,30 @@ class Worktree(Listings):
                     os.path.islink(full) or (os.path.lexists(full) and not os.path.isdir(full))
                 ):
                     there.append(folder)
+        return sorted(self.ignored(there))
+
+    def ignored(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` (untracked files, or folders) that git ignores."""
         found: set[str] = set()
-        asked = list(dict.fromkeys(there))
+        asked = list(dict.fromkeys(paths))
         for at in range(0, len(asked), 500):  # a command line at a time
             out = self.run(
                 "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--",
                 *asked[at : at + 500],
             ).stdout  # fmt: skip
             found.update(decode_path(p) for p in out.split(b"\0") if p)
-        return sorted(found)
+        return found
+
+    def stage_files(self, paths: Sequence[str]) -> bool:
+        """Make the index hold these work-tree files as they are (as ``git add`` stages them,
+        with their stat data), removing those that are missing: one process, where index
+        entries set from a tree and refreshed cost two. False, and nothing changed, when git
+        refuses one (a folder where a file was)."""
+        data = b"".join(encode_path(p) + b"\0" for p in paths)
+        proc = self.run(
+            "update-index", "--add", "--remove", "-z", "--stdin", input=data, check=False
+        )
+        return proc.returncode == 0
 
     def refresh_index(self) -> None:
         self.run("update-index", "-q", "--refresh", check=False)

@@ -53,30 +53,33 @@ def move_overlay(
     ws: Checkout, src: Oid, dst: Oid, overlaid: Sequence[str], touched: list[str]
 ) -> None:
     """Move a work tree that holds ``src`` (the old HEAD's tree with ``overlaid`` as they are
-    in the work tree) to tree ``dst``."""
+    in the work tree) to tree ``dst``. The files ``overlaid`` are staged as they are (``src``
+    holds them so), so the move is ``read-tree``'s own two-tree merge, which refuses before
+    writing anything an edit or an untracked file in the way; what is in the way is asked of
+    git only then, to name it."""
     git = ws.git
     diffs = git.changed_entries(src, dst)
     changed = {d[4] for d in diffs}
-    if overlaid:
-        # Their entries, which have no stat data now, are refreshed by the status below (a
-        # refresh of the whole index cost a stat of every file at every stop); read-tree
-        # refuses an entry without stat data.
+    if overlaid and not git.stage_files(overlaid):
+        # Their entries, which have no stat data now, are refreshed by the status below;
+        # read-tree refuses an entry without stat data.
         git.set_index_entries(src, list(overlaid))
-    asked = sorted(changed | set(overlaid))
-    dirty = git.dirty(exclude=ws.in_tree, paths=asked)  # only what the move changes
-    in_the_way = sorted(
-        (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
-    )
-    if in_the_way:
-        raise edits_in_the_way(in_the_way)
+        git.dirty(exclude=ws.in_tree, paths=sorted(overlaid))
     _refuse_ignored(ws, diffs)
     proc = git.checkout_tree(src, dst)
-    if proc.returncode != 0 and overlaid:
+    if proc.returncode != 0:
         git.refresh_index()  # (refused before it wrote anything: once more, as move_tree does)
         proc = git.checkout_tree(src, dst)
-    touched.extend(sorted(changed))
     if proc.returncode != 0:
+        dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed | set(overlaid)))
+        in_the_way = sorted(
+            (changed & set(dirty.modified + dirty.unmerged + dirty.untracked)) - set(overlaid)
+        )
+        if in_the_way:
+            raise edits_in_the_way(in_the_way)
+        touched.extend(sorted(changed))
         raise git_refused(proc.stderr)
+    touched.extend(sorted(changed))
     lock.point("publish-worktree")
 
 

@@ -28,12 +28,12 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checkout import Checkout
-from ..errors import GitFailure, RefusedError
+from ..errors import RefusedError
 from ..files import write_atomic
 from ..git import Git
 from ..model.ids import Oid
@@ -125,7 +125,48 @@ def mode_of(st: os.stat_result) -> str:
 
 
 def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """path -> (mode, blob) for files and symlinks (the link text), bytes exactly as they are."""
+    """path -> (mode, blob) for files and symlinks (the link text), bytes exactly as they are;
+    stored in process, as loose objects, unless a scratch store would take them."""
+    if in_process(git):
+        with contextlib.suppress(OSError):  # (git says what it cannot read)
+            return _stored(git, top, rel_paths)
+    return _hashed(git, top, rel_paths)
+
+
+def in_process(git: Git) -> bool:
+    """Whether a snapshot's objects may be written here: not while a scratch store takes the
+    objects written (`git.scratch`), nor in a repository that keeps a second object format."""
+    return git.scratch is None and not git.config("extensions.compatObjectFormat")
+
+
+def _stored(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    result: dict[str, tuple[str, str]] = {}
+    for rel in rel_paths:
+        full = os.path.join(top, rel)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            result[rel] = ("120000", git.write_blob(os.fsencode(os.readlink(full))))
+        elif stat.S_ISREG(st.st_mode):
+            with open(full, "rb") as f:
+                result[rel] = (mode_of(st), git.write_blob(f.read()))
+    return result
+
+
+def nested(paths: Iterable[str]) -> bool:
+    """Whether one of ``paths`` is a folder of another (a file turned into a folder)."""
+    listed = set(paths)
+    for path in listed:
+        while "/" in path:
+            path = path.rpartition("/")[0]
+            if path in listed:
+                return True
+    return False
+
+
+def _hashed(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
     result: dict[str, tuple[str, str]] = {}
     regular: list[tuple[str, str]] = []
     link_files: list[tuple[str, str]] = []
@@ -335,12 +376,17 @@ def take_snapshot(
                     continue
             candidates.append(path)
         hashed = hash_paths(git, git.top, candidates)
+        changes = {p: None for _m, _o, p in records} | hashed
         if index_tree is None:  # unmerged entries: drop every stage, keep the files
             records = [("0", null, p) for p in candidates] + records
         records += [(mode, oid, p) for p, (mode, oid) in hashed.items()]
-        idx.set_entries(records)
-        # Nothing differs from the index (a clean work tree): its tree, already written.
-        worktree = index_tree if index_tree is not None and not records else idx.write_tree()
+        if index_tree is not None and not changes:  # a clean work tree: the index's tree
+            worktree = index_tree
+        elif index_tree is not None and in_process(git) and not nested(changes):
+            worktree = git.edit_tree(index_tree, changes)
+        else:
+            idx.set_entries(records)
+            worktree = idx.write_tree()
     branch = git.head_ref()
     return Snapshot(
         branch,
@@ -372,45 +418,3 @@ def series_dir_of(snap: Snapshot, ws: Checkout) -> str:
     if rel and not inside(folder, ws.git.top) and (folder.rstrip("/") + "/").endswith(f"/{rel}/"):
         return ws.series_dir
     return folder
-
-
-def moved_snapshot(
-    ws: Checkout, before: Snapshot, new_head: Oid, refresh: str | None
-) -> Snapshot | None:
-    """The snapshot after ``read-tree -m -u`` moved the index and work tree from the tree of
-    ``before.head`` to the tree of ``new_head`` (and nothing else changed), derived from
-    ``before`` instead of scanning the work tree again.
-
-    With nothing staged (the index is HEAD's tree), the move writes exactly the paths that
-    differ between the two trees, each to its new version, and refuses before writing anything
-    when an edit or an untracked file is in the way (``git read-tree`` two-tree rules 1, 2,
-    10, 20); so the index becomes the new tree and the work tree is ``before``'s with those
-    paths put to the new tree's entries. None otherwise (something staged, or a path that
-    turns from a file into a folder): the caller takes a snapshot."""
-    git = ws.git
-    old_tree, new_tree = git.trees_of([before.head, new_head])
-    if before.index != old_tree:
-        return None
-    worktree: Oid | None = new_tree
-    if before.worktree != old_tree:
-        changed = git.changed_paths(old_tree, new_tree)
-        entries = git.ls_tree_paths(new_tree, changed)
-        if any(mode == "040000" for mode, _oid in entries.values()):
-            return None
-        null = git.fmt.null
-        with git.temp_index() as idx:
-            idx.read_tree(before.worktree)
-            try:
-                idx.set_entries(
-                    [("0", null, p) for p in changed if p not in entries]
-                    + [(mode, oid, p) for p, (mode, oid) in entries.items()]
-                )
-            except GitFailure:
-                return None
-            worktree = idx.try_write_tree()
-    if worktree is None:
-        return None
-    names = _names(git, new_head)
-    return replace(
-        before, head=new_head, index=new_tree, worktree=worktree, stack=names, refresh=refresh
-    )

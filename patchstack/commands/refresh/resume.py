@@ -87,7 +87,7 @@ def _work_tree(ws: Checkout, state: stopped.State, paths: Sequence[str] = ()) ->
     paths = [p for p in wanted if p in had or os.path.lexists(os.path.join(git.top, p))]
     with git.temp_index() as idx:
         idx.read_tree(state.stop_tree)
-        idx.add_paths(paths)
+        idx.add_paths(paths, force=True)  # the stop's files, ignored or not
         return idx.write_tree()
 
 
