@@ -81,6 +81,28 @@ def test_a_later_command_reads_only_the_files_that_may_hold_the_block(tmp_path: 
     git.close()
 
 
+def test_a_later_command_reads_only_the_files_that_may_hold_every_line(tmp_path: Path) -> None:
+    """A block's longest line in many files (an import): only the files whose hashes hold
+    its other lines too are read."""
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for i in range(12):
+        repo.write(f"k{i}.py", f"import triton.language as tl\n\ndef k{i}():\n    return {i}\n")
+    head = repo.commit_all("upstream")
+    path = repo.path / ".git" / "patchstack" / "cache"
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    first = Relocator(git, base, head, Store(str(path)))
+    files = first._candidates(onto)
+    first.store.save()  # type: ignore[union-attr]
+    later = Relocator(git, base, head, Store(str(path)))
+    assert later._candidates(onto) == files and later.index.read == set()
+    block = ["import triton.language as tl", "", "def k7():"]
+    assert later._locate(onto, block, files) == ("k7.py", 0)
+    assert later.index.read == {files["k7.py"]}  # not the 11 others with the import
+    git.close()
+
+
 def _damage(path: Path, how: str) -> None:
     with open(path, "rb") as f:
         data = marshal.load(f)

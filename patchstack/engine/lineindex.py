@@ -131,6 +131,19 @@ class LineIndex:
             i = joined.find(needle, i + _WIDTH)
         return found
 
+    def among(self, blobs: set[str], line: bytes) -> set[str]:
+        """Those of ``blobs`` (searched ones) whose hashes hold ``line``'s: every one that
+        has it as a whole line."""
+        needle, found = struct.pack("<I", zlib.crc32(line)), set()
+        for b in blobs:
+            packed = self._packed[b] or b""
+            i = packed.find(needle)
+            while i >= 0 and i % _WIDTH:
+                i = packed.find(needle, i + 1)
+            if i >= 0:
+                found.add(b)
+        return found
+
     def content(self, blob: str) -> bytes:
         """A searched blob's bytes (read once)."""
         if blob not in self._raw:

@@ -251,15 +251,25 @@ class Relocator:
 
     def _holding(self, onto: Oid, block: list[str]) -> set[str]:
         """The blobs of ``onto``'s candidates that have the block's longest line as a whole
-        line (or, for the last one, before an end with no newline): a superset of those that
-        hold the block."""
+        line (or, for the last one, before an end with no newline), and with the line index
+        every other line of it too: a superset of those that hold the block (a file that
+        holds it has each of its lines), so that only those are read and indexed (a
+        block's longest line can be in hundreds of files: ``import triton.language as tl``)."""
         if not block:
             return set()
         blobs = self._line_sets[onto]
         line = max(block, key=len)
         if "\0" in line or "\n" in line:
             return set(blobs)
-        return self.index.holding(blobs, line.encode("utf-8", "surrogateescape"))
+        found = self.index.holding(blobs, line.encode("utf-8", "surrogateescape"))
+        if self.index.plain:
+            return found
+        for other in sorted(set(block) - {line}, key=len, reverse=True):
+            if not found:
+                break
+            if "\0" not in other and "\n" not in other:
+                found = self.index.among(found, other.encode("utf-8", "surrogateescape"))
+        return found
 
     def _lines_of(self, blob: str) -> list[str]:
         if blob not in self._lines:
