@@ -45,3 +45,85 @@ def test_markers_that_do_not_read_as_git_writes_them_are_not_cut() -> None:
     assert split(b"a\n<<<<<<< x\nup\n=======\nmine\n>>>>>>> z\n") is None  # no base part
     assert split(MERGED.replace(b"=======\nmine\n", b"=======\n=======\nmine\n", 1)) is None
     assert split(b"no conflict\n") is None
+
+
+def _split_line_by_line(data: bytes) -> list[object] | None:
+    """`split` as it was before its shortcut for lines that cannot be markers: every line
+    compared with every marker (the reference the shortcut must agree with)."""
+    from patchstack.commands.refresh.hunks import _BASE, _CLOSE, _OPEN, _SEP, _marker
+
+    parts: list[object] = []
+    text: list[bytes] = []
+    sides: list[list[bytes]] = []
+    region: list[bytes] = []
+    start = 0
+    for n, line in enumerate(data.splitlines(keepends=True), start=1):
+        state = len(sides)
+        if state or _marker(line, _OPEN):
+            region.append(line)
+        if _marker(line, _OPEN):
+            if state:
+                return None
+            sides, start, region = [[]], n, [line]
+        elif _marker(line, _BASE):
+            if state != 1:
+                return None
+            sides.append([])
+        elif _marker(line, _SEP) and state:
+            if state != 2:
+                return None
+            sides.append([])
+        elif _marker(line, _CLOSE):
+            if state != 3:
+                return None
+            if text:
+                parts.append(b"".join(text))
+                text = []
+            ours, base, theirs = (b"".join(s) for s in sides)
+            parts.append(Hunk(ours, base, theirs, start, b"".join(region)))
+            sides, region = [], []
+        elif state:
+            sides[-1].append(line)
+        else:
+            text.append(line)
+    if sides or not any(isinstance(p, Hunk) for p in parts):
+        return None
+    if text:
+        parts.append(b"".join(text))
+    return parts
+
+
+def test_split_skips_lines_that_cannot_be_markers_with_the_same_parts() -> None:
+    """(issue 35: a stop's files split without comparing every line with every marker)"""
+    import random
+
+    pieces = [
+        b"<<<<<<< up\n",
+        b"||||||| base\n",
+        b"=======\n",
+        b">>>>>>> mine\n",
+        b"<<<<<<<\n",
+        b"=======\r\n",
+        b"|x\n",
+        b"<p>\n",
+        b"==\n",
+        b">>> x\n",
+        b"code\n",
+        b"\n",
+        b"\r\n",
+        b"",
+        b"a\rb\n",
+        b"<",
+        b"=",
+        b"tail",
+    ]
+    for seed in range(400):
+        rng = random.Random(seed)
+        conflict = [b"<<<<<<< up\n", b"u\n", b"||||||| base\n", b"b\n", b"=======\n", b"m\n"]
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(30)))
+        if seed % 2:
+            data += b"".join(conflict) + b">>>>>>> mine\n" + data
+        got, want = split(data), _split_line_by_line(data)
+        assert got == want, seed
+        raws = [p.raw for p in got or [] if isinstance(p, Hunk)]
+        assert raws == [p.raw for p in want or [] if isinstance(p, Hunk)], seed
