@@ -178,3 +178,18 @@ def test_the_hashes_are_the_same_in_every_process() -> None:
     }
     mine = sorted(struct.iter_unpack("<I", lineindex.hashes_of(data)))
     assert got == {f"{mine}\n"} and len(mine) == 5
+
+
+def test_objects_read_one_by_one_leave_the_batch_reader_in_step(tmp_path: Path) -> None:
+    """`each_object` (the cold reading of the candidates, hashed as they come): a caller that
+    stops early leaves no answer unread for the next question."""
+    repo, _base, _head, _path = _two_commands(tmp_path)
+    git = find_repo(str(repo.path))
+    blobs = [git.entries_at(git.tree_of("HEAD"), [f"f{i}.py"])[f"f{i}.py"][1] for i in range(20)]
+    every = list(git.each_object([*blobs, "0" * 40]))
+    assert every[:-1] == git.read_objects(blobs) and every[-1] is None
+    reader = git.each_object(blobs * 20)  # two chunks of 256
+    assert next(reader) == ("blob", b"def f0():\n    return 0\n")
+    reader.close()
+    assert git.read_blob(blobs[5]) == b"def f5():\n    return 5\n"
+    git.close()

@@ -93,7 +93,7 @@ class LineIndex:
         for b in set(blobs) - set(small):
             self._packed[b] = None
         missing = set()
-        for b, got in zip(small, self.git.read_objects(small) if small else [], strict=True):
+        for b, got in zip(small, self.git.each_object(small), strict=True):
             self.read.add(b)
             if got is None or b"\0" in got[1]:
                 self._packed[b] = None
