@@ -193,3 +193,38 @@ def test_objects_read_one_by_one_leave_the_batch_reader_in_step(tmp_path: Path) 
     reader.close()
     assert git.read_blob(blobs[5]) == b"def f5():\n    return 5\n"
     git.close()
+
+
+def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) -> None:
+    """`LineIndex.expect`: the lines of a relocation's blocks looked up in one pass over the
+    candidates' hashes give each line's files as its own search, and as the plain reading."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"    call_{i}(x)" for i in range(40)] + ["", "import os", "\xe9t\xe9 = 1"]
+    files = {f"m{i}.py": "\n".join(rng.choices(words, k=rng.randrange(1, 30))) for i in range(30)}
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for path, text in files.items():
+        repo.write(path, text + ("\n" if rng.random() < 0.8 else ""))
+    head = repo.commit_all("upstream")
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(60)]
+    answers = []
+    for mode in ("together", "alone", "plain"):
+        relocator = Relocator(git, base, head, None)
+        relocator.index = lineindex.LineIndex(git, None, plain=mode == "plain")
+        blobs = sorted(set(relocator._candidates(onto).values()))
+        if mode == "together":
+            relocator.index.expect(blocks)
+        answers.append([relocator.index.block(blobs, b) for b in blocks])
+    together, alone, plain = answers
+    assert together == alone
+    lines = {b: set(git.read_blob(b).decode().split("\n")) for b in set().union(*plain)}
+    holds = [
+        {b for b in found if set(k) <= lines[b]} for k, found in zip(blocks, plain, strict=True)
+    ]
+    assert all(h <= t <= p for h, t, p in zip(holds, together, plain, strict=True))
+    assert together != plain and any(together) and not all(together)
+    git.close()

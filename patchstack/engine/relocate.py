@@ -94,6 +94,7 @@ class Relocator:
         self.index = LineIndex(git, store, plain)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
+        self._paths_of: dict[str, dict[str, list[str]]] = {}  # tree -> blob -> its paths
         self._index: dict[str, dict[str, list[int]]] = {}
         # Conflicts of one replay are mostly placed on the same tree (the new base, with the
         # patches before them): its candidates, the places found, and the commit that deleted
@@ -150,6 +151,10 @@ class Relocator:
         if not gone and not missing:
             return None
         files = self._candidates(onto)
+        blocks = [pair[0] for p in gone if p in diffs for h in diffs[p].hunks if (pair := sides(h))]
+        self.index.expect(
+            [*blocks, *(old for hunks in missing.values() for _k, old, _n, _l in hunks)]
+        )
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
@@ -241,7 +246,12 @@ class Relocator:
         if key not in self._located:
             # (an empty block is found nowhere: `locate` says why)
             there = self._holding(onto, block)
-            holding = [(p, b) for p, b in files.items() if b in there]
+            if onto not in self._paths_of:
+                self._paths_of[onto] = {}
+                for p, b in files.items():
+                    self._paths_of[onto].setdefault(b, []).append(p)
+            paths_of = self._paths_of[onto]
+            holding = sorted((p, b) for b in there for p in paths_of.get(b, ()))  # (as in files)
             self._located[key] = locate(
                 block,
                 {p: self._lines_of(b) for p, b in holding},
@@ -250,26 +260,8 @@ class Relocator:
         return self._located[key]
 
     def _holding(self, onto: Oid, block: list[str]) -> set[str]:
-        """The blobs of ``onto``'s candidates that have the block's longest line as a whole
-        line (or, for the last one, before an end with no newline), and with the line index
-        every other line of it too: a superset of those that hold the block (a file that
-        holds it has each of its lines), so that only those are read and indexed (a
-        block's longest line can be in hundreds of files: ``import triton.language as tl``)."""
-        if not block:
-            return set()
-        blobs = self._line_sets[onto]
-        line = max(block, key=len)
-        if "\0" in line or "\n" in line:
-            return set(blobs)
-        found = self.index.holding(blobs, line.encode("utf-8", "surrogateescape"))
-        if self.index.plain:
-            return found
-        for other in sorted(set(block) - {line}, key=len, reverse=True):
-            if not found:
-                break
-            if "\0" not in other and "\n" not in other:
-                found = self.index.among(found, other.encode("utf-8", "surrogateescape"))
-        return found
+        """The blobs of ``onto``'s candidates that may hold the block (`LineIndex.block`)."""
+        return self.index.block(self._line_sets[onto], block) if block else set()
 
     def _lines_of(self, blob: str) -> list[str]:
         if blob not in self._lines:
