@@ -34,15 +34,11 @@ class Objects(GitBase):
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
         """`read_object` of many names, pipelined (see `_batch_headers`)."""
-        found: list[tuple[str, bytes] | None] = self._batch_headers(
-            "--batch", names, read_content=True
-        )
-        return found
+        return list(self.each_object(names))
 
     def each_object(self, names: Sequence[str]) -> Iterator[tuple[str, bytes] | None]:
-        """`read_objects`, each answer given as it is read: the caller's work on one overlaps
-        git's reading of the next ones (and the contents are not all held at once). Every
-        answer asked is read from git, even when the caller stops early."""
+        """`read_objects`, each answer given as it is read (the caller's work on one overlaps
+        git's reading of the next); every answer is read, even when the caller stops early."""
         if any("\n" in name for name in names):
             raise GitFailure(f"an object name cannot hold a newline: {names!r}")
         proc = self.persistent("--batch", ["cat-file", "--batch"])
