@@ -97,7 +97,9 @@ class LineIndex:
                     self._packed[b] = packed
             unknown = [b for b in unknown if b not in self._packed]
         if unknown:
-            self._learn(sorted(unknown))
+            # in the caller's order: by path, neighbours are often deltas of one another, and
+            # git's cat-file reads them 10-20 % faster than by id
+            self._learn(unknown)
         return {b for b in blobs if self._packed[b] is not None}
 
     def _learn(self, blobs: list[str]) -> None:

@@ -334,7 +334,7 @@ class Relocator:
         old_tree, onto_tree = git.trees_of([self.old_base, onto])
         diffs = git.raw_diffs([(old_tree, onto_tree)])[0]
         blobs = {path: new for _om, mode, _old, new, path in diffs if mode in _FILE_MODES}
-        searched = self.index.searched(sorted(set(blobs.values())))
+        searched = self.index.searched(list(dict.fromkeys(blobs.values())))  # (by path)
         files = {p: b for p, b in sorted(blobs.items()) if b in searched}
         self._line_sets[onto] = sorted(set(files.values()))
         return files
