@@ -433,3 +433,30 @@ def test_changed_entries_of_two_ids_is_read_once_a_command(tmp_path: Path, monke
         assert asked == [(old, "HEAD^{tree}")] * 2
     finally:
         git.close()
+
+
+def test_raw_diffs_of_two_ids_are_asked_of_git_once_a_command(tmp_path: Path, monkeypatch) -> None:
+    """(issue 35: a refresh asked diff-tree for its series' 46 diffs twice, for the proofs and
+    the replay) Each pair is asked once."""
+    from patchstack.git import find_repo, listings
+
+    repo = make_repo(tmp_path / "r", {"a": "1\n"})
+    one = repo.tree()
+    repo.write("b", "2\n")
+    repo.commit_all("b")
+    two = repo.tree()
+    git = find_repo(str(repo.path))
+    try:
+        first = git.raw_diffs([(one, two), (two, one)])
+        asked: list[list[tuple[str, str]]] = []
+        real = listings.Listings._raw_diffs
+
+        def counted(self, pairs):  # type: ignore[no-untyped-def]
+            asked.append(list(pairs))
+            return real(self, pairs)
+
+        monkeypatch.setattr(listings.Listings, "_raw_diffs", counted)
+        again = git.raw_diffs([(two, one), (one, two), (two, one)])
+        assert again == [first[1], first[0], first[1]] and asked == []
+    finally:
+        git.close()

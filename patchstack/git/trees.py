@@ -116,13 +116,17 @@ class Trees(Objects):
         of git once more than ``TREES_IN_PROCESS`` trees would be read (a pop of 300 patches
         differs in ~760: 0.1 s in Python, a few milliseconds in ``diff-tree``). Kept for the
         command by the two ids (a refresh's stop asks the move's diff three times)."""
-        fixed = all(len(t) == self.fmt.hexsz and _HEXDIGITS.issuperset(t) for t in (old, new))
+        fixed = self.is_id(old) and self.is_id(new)
         if fixed and ("changed-entries", old, new) in self._memo:
             return list(self._memo[("changed-entries", old, new)])
         found = self._changed_entries(old, new)
         if fixed:
             self._memo[("changed-entries", old, new)] = tuple(found)
         return found
+
+    def is_id(self, name: str) -> bool:
+        """Is ``name`` an object id (what it names never changes), not a ref or a revision?"""
+        return len(name) == self.fmt.hexsz and _HEXDIGITS.issuperset(name)
 
     def _changed_entries(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
         null_mode, null = "000000", self.fmt.null
