@@ -127,3 +127,54 @@ def test_split_skips_lines_that_cannot_be_markers_with_the_same_parts() -> None:
         assert got == want, seed
         raws = [p.raw for p in got or [] if isinstance(p, Hunk)]
         assert raws == [p.raw for p in want or [] if isinstance(p, Hunk)], seed
+
+
+def _relabel_line_by_line(data: bytes, names: dict[str, str], base_label: str) -> bytes:
+    """`relabel` as it read every line (the reference its one search must agree with)."""
+    import re
+
+    out = []
+    for line in data.split(b"\n"):
+        for marker in (b"<<<<<<< ", b">>>>>>> "):
+            if line.startswith(marker):
+                label = line[len(marker) :].decode("ascii", "replace").strip()
+                line = marker + names.get(label, label).encode("utf-8", "surrogateescape")
+        if line.startswith(b"||||||| ") and re.fullmatch(rb"[0-9a-f]{4,64}", line[8:]):
+            line = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
+        out.append(line)
+    return b"\n".join(out)
+
+
+def test_relabel_in_one_search_writes_what_the_line_by_line_reading_wrote() -> None:
+    """(issue 35: a stop's 91 conflicted files relabelled without a loop over their lines)"""
+    import random
+
+    from patchstack.model.conflict import relabel
+
+    names = {"abc1234": "upstream (new base)", "def5678": "patch x.patch", "é": "\udcff"}
+    pieces = [
+        b"<<<<<<< abc1234\n",
+        b">>>>>>> def5678\n",
+        b"||||||| 0123abcd\n",
+        b"=======\n",
+        b"<<<<<<< abc1234\r\n",
+        b">>>>>>>  def5678 \n",
+        b"||||||| 0123ABCD\n",
+        b"||||||| 012\n",
+        b"||||||| 0123abcd\r\n",
+        b"<<<<<<< \xc3\xa9\n",
+        b"<<<<<<< other\n",
+        b"<<<<<<<\n",
+        b"code\n",
+        b"\n",
+        b"x <<<<<<< abc1234\n",
+        b">>>>>>> \xff\n",
+        b"||||||| " + b"a" * 65,
+        b"<<<<<<< abc1234",
+        b"\r",
+    ]
+    for seed in range(500):
+        rng = random.Random(seed)
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        want = _relabel_line_by_line(data, names, "base \xe9")
+        assert relabel(data, names, "base \xe9") == want, (seed, data)

@@ -260,13 +260,16 @@ def relabel(data: bytes, names: Mapping[str, str], base_label: str) -> bytes:
     """``data`` with the labels of its conflict markers renamed: ``names`` maps what git wrote
     after ``<<<<<<<``/``>>>>>>>`` (a throwaway commit's id) to a readable label, and the
     ``|||||||`` line of the merge base gets ``base_label``."""
-    out = []
-    for line in data.split(b"\n"):
-        for marker in (b"<<<<<<< ", b">>>>>>> "):
-            if line.startswith(marker):
-                label = line[len(marker) :].decode("ascii", "replace").strip()
-                line = marker + names.get(label, label).encode("utf-8", "surrogateescape")
-        if line.startswith(b"||||||| ") and re.fullmatch(rb"[0-9a-f]{4,64}", line[8:]):
-            line = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
-        out.append(line)
-    return b"\n".join(out)
+    base = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
+
+    def label(m: re.Match[bytes]) -> bytes:
+        if m[1] is None:
+            return base
+        was = m[2].decode("ascii", "replace").strip()
+        return m[1] + names.get(was, was).encode("utf-8", "surrogateescape")
+
+    # (one search of the file: a line by line reading cost 0.3 s on kernel-timers' 91 files)
+    return _LABELLED.sub(label, data)
+
+
+_LABELLED = re.compile(rb"^(?:(<<<<<<< |>>>>>>> )(.*)|\|{7} [0-9a-f]{4,64})$", re.MULTILINE)
