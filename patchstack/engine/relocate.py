@@ -282,8 +282,9 @@ class Relocator:
         return self._deleted_later(paths)()
 
     def _deleted_later(self, paths: Sequence[str]) -> Callable[[], dict[str, Oid | None]]:
-        """`_deleted`, its walk started now, answered when called (git walks while the
-        candidates are read: 0.3 s on weight-sync's first stop)."""
+        """`_deleted`, its walk started now, answered when called: git walks while the
+        candidates are read (kernel-timers' first stop: 0.41 CPU s, 1.2 s; stopped at the
+        answer it would save 0.04 CPU s there: the newest deletion is far back)."""
         rng = f"{self.old_base}..{self.new_base}"
         wanted = [p for p in dict.fromkeys(paths) if p not in self._deleted_by]
         kept = self._kept([f"deleted {rng} {p}" for p in wanted])
