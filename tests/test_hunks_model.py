@@ -178,3 +178,61 @@ def test_relabel_in_one_search_writes_what_the_line_by_line_reading_wrote() -> N
         data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
         want = _relabel_line_by_line(data, names, "base \xe9")
         assert relabel(data, names, "base \xe9") == want, (seed, data)
+
+
+def _regions_line_by_line(path: str, text: str) -> list[object]:
+    """`marked_regions` as it split the whole file (the reference)."""
+    from patchstack.model.conflict import ConflictHunk, _openings
+
+    hunks: list[object] = []
+    lines = text.split("\n")
+    i = 0
+    for at, _offset in _openings(text):
+        if at < i:
+            continue
+        start = i = at + 1
+        now: list[str] = []
+        expected: list[str] = []
+        wanted: list[str] = []
+        part = now
+        while i < len(lines) and not lines[i].startswith(">>>>>>>"):
+            if lines[i].startswith("|||||||"):
+                part = expected
+            elif lines[i] == "=======":
+                part = wanted
+            else:
+                part.append(lines[i])
+            i += 1
+        i += 1
+        hunks.append((ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)), i))
+    return hunks
+
+
+def test_marked_regions_read_from_the_openings_are_the_whole_file_reading() -> None:
+    """(issue 35: only the regions of a stop's conflicted files are split into lines)"""
+    import random
+
+    from patchstack.model.conflict import marked_regions
+
+    pieces = [
+        "<<<<<<< up\n",
+        "||||||| base\n",
+        "=======\n",
+        ">>>>>>> mine\n",
+        "<<<<<<<\n",
+        ">>>>>>>",
+        "<<<<<<< x",
+        "=======\r\n",
+        "code\n",
+        "\n",
+        "x <<<<<<< y\n",
+        ">>>>>>>>\n",
+        "|||||||\n",
+        "a\rb\n",
+        "tail",
+        "<<<<<<<<\n",
+    ]
+    for seed in range(600):
+        rng = random.Random(seed)
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(16)))
+        assert marked_regions("f", text) == _regions_line_by_line("f", text), (seed, text)
