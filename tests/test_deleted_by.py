@@ -47,3 +47,43 @@ def test_one_walk_names_what_a_walk_per_path_names(tmp_path, extra: int) -> None
     assert each == {p: git.deleted_by(rng, p) for p in paths}
     assert each["f0.py"] is not None and each["f0.py"] == each["f1.py"]  # the newest deletion
     assert each["dir"] == each["dir/d0.py"] and each["f4.py"] is None and each["f"] is None
+
+
+def test_a_walk_started_early_answers_the_same_and_one_never_asked_is_not_waited_for(
+    tmp_path,
+) -> None:
+    """(issue 35: the walk runs while a stop reads its candidates) Started, then answered
+    after other questions to git, it names the same commits; one never answered is killed
+    when the command ends, without waiting for it."""
+    import time
+
+    repo = make_repo(tmp_path / "r", {f"f{i}.py": f"f{i}\n" for i in range(4)})
+    base = repo.head()
+    repo.git("rm", "-q", "f1.py", "f2.py")
+    repo.commit_all("delete f1 and f2")
+    git = find_repo(str(repo.path))
+    rng, paths = f"{base}..HEAD", ["f1.py", "f2.py", "f3.py"]
+    started = git.start_deleted_by_each(rng, paths)
+    assert git.read_blob(git.entries_at(git.tree_of("HEAD"), ["f0.py"])["f0.py"][1]) == b"f0\n"
+    assert (
+        started()
+        == git.deleted_by_each(rng, paths)
+        == {
+            "f1.py": git.rev_parse("HEAD"),
+            "f2.py": git.rev_parse("HEAD"),
+            "f3.py": None,
+        }
+    )
+    git.close()
+    # a walk whose answer fills the pipe (no pathspec beyond PATHSPEC_MAX paths): git waits
+    many = {f"deleted/{'x' * 60}{i}.py": "x\n" for i in range(1500)}
+    repo = make_repo(tmp_path / "many", many)
+    base = repo.head()
+    repo.git("rm", "-q", "-r", "deleted")
+    repo.commit_all("delete them")
+    git = find_repo(str(repo.path))
+    git.start_deleted_by_each(f"{base}..HEAD", [f"none{i}.py" for i in range(PATHSPEC_MAX + 1)])
+    time.sleep(0.5)
+    at = time.monotonic()
+    git.close()
+    assert time.monotonic() - at < 3  # killed, not waited for (5 s, then killed)

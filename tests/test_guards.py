@@ -400,7 +400,63 @@ def test_changed_entries_is_what_diff_tree_gives(tmp_path: Path, monkeypatch) ->
             read = git.changed_entries(a, b)  # in process, then asked of git beyond a budget
             for budget in (0, 3):
                 monkeypatch.setattr(trees, "TREES_IN_PROCESS", budget)
-                assert git.changed_entries(a, b) == read
+                assert git._changed_entries(a, b) == read  # (not the command's kept answer)
             monkeypatch.setattr(trees, "TREES_IN_PROCESS", 64)
+    finally:
+        git.close()
+
+
+def test_changed_entries_of_two_ids_is_read_once_a_command(tmp_path: Path, monkeypatch) -> None:
+    """(issue 35: a refresh's stop asked the move's diff three times, a diff-tree of 5,000
+    paths each) A diff of two object ids is kept for the command; of a name that can move
+    (a ref), asked again."""
+    from patchstack.git import find_repo, trees
+
+    repo = make_repo(tmp_path / "r", {"a": "1\n", "d/x": "2\n"})
+    old = repo.tree()
+    repo.write("d/x", "3\n")
+    repo.commit_all("change")
+    git = find_repo(str(repo.path))
+    try:
+        first = git.changed_entries(old, repo.tree())
+        asked: list[tuple[str, str]] = []
+        real = trees.Trees._changed_entries
+
+        def counted(self, a, b):  # type: ignore[no-untyped-def]
+            asked.append((a, b))
+            return real(self, a, b)
+
+        monkeypatch.setattr(trees.Trees, "_changed_entries", counted)
+        assert git.changed_entries(old, repo.tree()) == first and asked == []
+        git.changed_entries(old, "HEAD^{tree}")
+        git.changed_entries(old, "HEAD^{tree}")
+        assert asked == [(old, "HEAD^{tree}")] * 2
+    finally:
+        git.close()
+
+
+def test_raw_diffs_of_two_ids_are_asked_of_git_once_a_command(tmp_path: Path, monkeypatch) -> None:
+    """(issue 35: a refresh asked diff-tree for its series' 46 diffs twice, for the proofs and
+    the replay) Each pair is asked once."""
+    from patchstack.git import find_repo, listings
+
+    repo = make_repo(tmp_path / "r", {"a": "1\n"})
+    one = repo.tree()
+    repo.write("b", "2\n")
+    repo.commit_all("b")
+    two = repo.tree()
+    git = find_repo(str(repo.path))
+    try:
+        first = git.raw_diffs([(one, two), (two, one)])
+        asked: list[list[tuple[str, str]]] = []
+        real = listings.Listings._raw_diffs
+
+        def counted(self, pairs):  # type: ignore[no-untyped-def]
+            asked.append(list(pairs))
+            return real(self, pairs)
+
+        monkeypatch.setattr(listings.Listings, "_raw_diffs", counted)
+        again = git.raw_diffs([(two, one), (one, two), (two, one)])
+        assert again == [first[1], first[0], first[1]] and asked == []
     finally:
         git.close()

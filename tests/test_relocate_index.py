@@ -81,6 +81,28 @@ def test_a_later_command_reads_only_the_files_that_may_hold_the_block(tmp_path: 
     git.close()
 
 
+def test_a_later_command_reads_only_the_files_that_may_hold_every_line(tmp_path: Path) -> None:
+    """A block's longest line in many files (an import): only the files whose hashes hold
+    its other lines too are read."""
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for i in range(12):
+        repo.write(f"k{i}.py", f"import triton.language as tl\n\ndef k{i}():\n    return {i}\n")
+    head = repo.commit_all("upstream")
+    path = repo.path / ".git" / "patchstack" / "cache"
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    first = Relocator(git, base, head, Store(str(path)))
+    files = first._candidates(onto)
+    first.store.save()  # type: ignore[union-attr]
+    later = Relocator(git, base, head, Store(str(path)))
+    assert later._candidates(onto) == files and later.index.read == set()
+    block = ["import triton.language as tl", "", "def k7():"]
+    assert later._locate(onto, block, files) == ("k7.py", 0)
+    assert later.index.read == {files["k7.py"]}  # not the 11 others with the import
+    git.close()
+
+
 def _damage(path: Path, how: str) -> None:
     with open(path, "rb") as f:
         data = marshal.load(f)
@@ -156,3 +178,53 @@ def test_the_hashes_are_the_same_in_every_process() -> None:
     }
     mine = sorted(struct.iter_unpack("<I", lineindex.hashes_of(data)))
     assert got == {f"{mine}\n"} and len(mine) == 5
+
+
+def test_objects_read_one_by_one_leave_the_batch_reader_in_step(tmp_path: Path) -> None:
+    """`each_object` (the cold reading of the candidates, hashed as they come): a caller that
+    stops early leaves no answer unread for the next question."""
+    repo, _base, _head, _path = _two_commands(tmp_path)
+    git = find_repo(str(repo.path))
+    blobs = [git.entries_at(git.tree_of("HEAD"), [f"f{i}.py"])[f"f{i}.py"][1] for i in range(20)]
+    every = list(git.each_object([*blobs, "0" * 40]))
+    assert every[:-1] == git.read_objects(blobs) and every[-1] is None
+    reader = git.each_object(blobs * 20)  # two chunks of 256
+    assert next(reader) == ("blob", b"def f0():\n    return 0\n")
+    reader.close()
+    assert git.read_blob(blobs[5]) == b"def f5():\n    return 5\n"
+    git.close()
+
+
+def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) -> None:
+    """`LineIndex.expect`: the lines of a relocation's blocks looked up in one pass over the
+    candidates' hashes give each line's files as its own search, and as the plain reading."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"    call_{i}(x)" for i in range(40)] + ["", "import os", "\xe9t\xe9 = 1"]
+    files = {f"m{i}.py": "\n".join(rng.choices(words, k=rng.randrange(1, 30))) for i in range(30)}
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for path, text in files.items():
+        repo.write(path, text + ("\n" if rng.random() < 0.8 else ""))
+    head = repo.commit_all("upstream")
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(60)]
+    answers = []
+    for mode in ("together", "alone", "plain"):
+        relocator = Relocator(git, base, head, None)
+        relocator.index = lineindex.LineIndex(git, None, plain=mode == "plain")
+        blobs = sorted(set(relocator._candidates(onto).values()))
+        if mode == "together":
+            relocator.index.expect(blocks)
+        answers.append([relocator.index.block(blobs, b) for b in blocks])
+    together, alone, plain = answers
+    assert together == alone
+    lines = {b: set(git.read_blob(b).decode().split("\n")) for b in set().union(*plain)}
+    holds = [
+        {b for b in found if set(k) <= lines[b]} for k, found in zip(blocks, plain, strict=True)
+    ]
+    assert all(h <= t <= p for h, t, p in zip(holds, together, plain, strict=True))
+    assert together != plain and any(together) and not all(together)
+    git.close()

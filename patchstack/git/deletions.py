@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..model.ids import Oid
 from .base import decode_path
-from .process import failure
+from .process import failure, spawn
 from .trees import Trees
 
 _HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -31,43 +31,57 @@ class Deletions(Trees):
         ``rng`` whose deletions (against its first parent) the path, as a pathspec, matches
         (the path, or a file under it), or None. git answers commit by commit (``GIT_FLUSH``)
         and is stopped once each path has its commit, as ``-1`` stops the walk of one."""
+        return self.start_deleted_by_each(rng, paths)()
+
+    def start_deleted_by_each(
+        self, rng: str, paths: Sequence[str]
+    ) -> Callable[[], dict[str, Oid | None]]:
+        """`deleted_by_each`, its walk started now and its answer read when asked: git walks
+        while the caller works (a walk nobody asks is killed by `close`)."""
         found: dict[str, Oid | None] = dict.fromkeys(paths)
         if not paths:
-            return found
+            return lambda: found
         args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames"]
         args += ["--name-only", "-z", "--diff-filter=D", "--format=%x01%H", "--end-of-options"]
         args += [rng, *(["--", *paths] if len(paths) <= PATHSPEC_MAX else [])]
-        left, commit, first, pending = set(paths), None, False, b""
-        with tempfile.TemporaryFile() as errors:
-            proc = self.spawn(args, stderr=errors, env={"GIT_FLUSH": "1"})
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `answer`)
+        env = self._objects_env({"GIT_FLUSH": "1"}, False)
+        proc = spawn(args, self.top, stderr=errors, env=env)
+        self._background.append(proc)  # (not `spawn`'s: nobody waits for a walk not asked)
+
+        def answer() -> dict[str, Oid | None]:
             assert proc.stdout is not None
-            try:
-                while left:
-                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
-                    if not chunk:
-                        break
-                    *done, pending = (pending + chunk).split(b"\0")
-                    for raw in done:
-                        if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
-                            commit, first = Oid(raw[1:].decode()), True
-                            continue
-                        name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
-                        first = False
-                        for p in [p for p in left if name == p or name.startswith(p + "/")]:
-                            if commit is not None and name:
-                                found[p] = commit
-                                left.discard(p)
-            finally:
-                if left:
-                    code = proc.wait()
-                    if code != 0:
-                        errors.seek(0)
-                        raise failure(["log", *args[1:]], code, errors.read())
-                else:
-                    proc.kill()
-                    proc.wait()
-                proc.stdout.close()
-        return found
+            left, commit, first, pending = set(paths), None, False, b""
+            with errors:
+                try:
+                    while left:
+                        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                        if not chunk:
+                            break
+                        *done, pending = (pending + chunk).split(b"\0")
+                        for raw in done:
+                            if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
+                                commit, first = Oid(raw[1:].decode()), True
+                                continue
+                            name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
+                            first = False
+                            for p in [p for p in left if name == p or name.startswith(p + "/")]:
+                                if commit is not None and name:
+                                    found[p] = commit
+                                    left.discard(p)
+                finally:
+                    if left:
+                        code = proc.wait()
+                        if code != 0:
+                            errors.seek(0)
+                            raise failure(["log", *args[1:]], code, errors.read())
+                    else:
+                        proc.kill()
+                        proc.wait()
+                    proc.stdout.close()
+            return found
+
+        return answer
 
     def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
         """The newest first-parent commit of ``rng`` that changed how often ``path`` holds

@@ -43,9 +43,17 @@ class Listings(History):
 
     def raw_diffs(self, pairs: Sequence[tuple[str, str]]) -> list[list[RawDiff]]:
         """For each (old, new) pair of tree ids (not commits): [(old_mode, new_mode, old_id,
-        new_id, path)], batched in one process."""
-        if not pairs:
-            return []
+        new_id, path)], batched in one process; kept for the command by the two ids (a refresh
+        asked its series' diffs twice, for the proofs and the replay)."""
+        memo = self._memo
+        todo = [p for p in dict.fromkeys(pairs) if ("raw-diff", *p) not in memo]
+        got = dict(zip(todo, self._raw_diffs(todo), strict=True)) if todo else {}
+        for (a, b), found in got.items():
+            if self.is_id(a) and self.is_id(b):
+                memo[("raw-diff", a, b)] = tuple(found)
+        return [list(got[p] if p in got else memo[("raw-diff", *p)]) for p in pairs]
+
+    def _raw_diffs(self, pairs: Sequence[tuple[str, str]]) -> list[list[RawDiff]]:
         stdin = "".join(f"{old} {new}\n" for old, new in pairs).encode()
         out = self.run(
             "diff-tree",

@@ -8,7 +8,7 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from ..errors import GitFailure, PatchstackError
@@ -34,10 +34,28 @@ class Objects(GitBase):
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
         """`read_object` of many names, pipelined (see `_batch_headers`)."""
-        found: list[tuple[str, bytes] | None] = self._batch_headers(
-            "--batch", names, read_content=True
-        )
-        return found
+        return list(self.each_object(names))
+
+    def each_object(self, names: Sequence[str]) -> Iterator[tuple[str, bytes] | None]:
+        """`read_objects`, each answer given as it is read (the caller's work on one overlaps
+        git's reading of the next); every answer is read, even when the caller stops early."""
+        if any("\n" in name for name in names):
+            raise GitFailure(f"an object name cannot hold a newline: {names!r}")
+        proc = self.persistent("--batch", ["cat-file", "--batch"])
+        assert proc.stdin is not None and proc.stdout is not None
+        for at in range(0, len(names), 256):
+            chunk = names[at : at + 256]
+            proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in chunk))
+            proc.stdin.flush()
+            left = len(chunk)
+            try:
+                while left:
+                    answer = self._answer("--batch", proc.stdout, True)
+                    left -= 1
+                    yield answer
+            finally:
+                for _ in range(left):  # (a caller that stopped: the answers still come)
+                    self._answer("--batch", proc.stdout, True)
 
     def object_sizes(self, names: Sequence[str]) -> dict[str, int | None]:
         """The size of each object (None when missing), in pipelined batches."""

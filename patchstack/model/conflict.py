@@ -106,34 +106,40 @@ def parse_markers(path: str, text: str) -> list[ConflictHunk]:
 
 def marked_regions(path: str, text: str) -> list[tuple[ConflictHunk, int]]:
     """`parse_markers`' regions, each with the (0-based) line after its closing marker (its
-    opening marker's is ``hunk.line - 1``)."""
+    opening marker's is ``hunk.line - 1``). Only the regions' lines are split (kernel-timers'
+    first stop reads 91 conflicted files, most of each outside its regions)."""
     hunks = []
-    lines = text.split("\n")
     i = 0
-    for at in _opening_lines(text):
+    for at, offset in _openings(text):
         if at < i:  # a line of the region before
             continue
-        start = i = at + 1
+        end = text.find("\n", offset)
+        close = -1 if end == -1 else text.find("\n>>>>>>>", end)
+        if end == -1:
+            region = []
+        else:
+            region = text[end + 1 : close if close != -1 else len(text)].split("\n")
+            region = region if close != end else []
+        i = at + 1 + len(region) + 1
         now: list[str] = []
         expected: list[str] = []
         wanted: list[str] = []
         part = now
-        while i < len(lines) and not lines[i].startswith(">>>>>>>"):
-            if lines[i].startswith("|||||||"):
+        for line in region:
+            if line.startswith("|||||||"):
                 part = expected
-            elif lines[i] == "=======":
+            elif line == "=======":
                 part = wanted
             else:
-                part.append(lines[i])
-            i += 1
-        i += 1
-        hunks.append((ConflictHunk(path, start, tuple(expected), tuple(now), tuple(wanted)), i))
+                part.append(line)
+        hunks.append((ConflictHunk(path, at + 1, tuple(expected), tuple(now), tuple(wanted)), i))
     return hunks
 
 
-def _opening_lines(text: str) -> list[int]:
-    """The (0-based) lines of ``text`` that may open a conflict region, found with
-    ``str.find`` (a large merged file has few): `parse_markers` reads the regions only."""
+def _openings(text: str) -> list[tuple[int, int]]:
+    """The (0-based) lines of ``text`` that may open a conflict region, and where each
+    starts, found with ``str.find`` (a large merged file has few): `parse_markers` reads the
+    regions only."""
     found = []
     line = last = 0
     at = text.find("<<<<<<<")
@@ -144,7 +150,7 @@ def _opening_lines(text: str) -> list[int]:
             end = text.find("\n", at)
             head = text[at : end if end != -1 else len(text)]
             if head[:8] == "<<<<<<< " or head == "<<<<<<<":
-                found.append(line)
+                found.append((line, at))
         at = text.find("<<<<<<<", at + 1)
     return found
 
@@ -260,13 +266,16 @@ def relabel(data: bytes, names: Mapping[str, str], base_label: str) -> bytes:
     """``data`` with the labels of its conflict markers renamed: ``names`` maps what git wrote
     after ``<<<<<<<``/``>>>>>>>`` (a throwaway commit's id) to a readable label, and the
     ``|||||||`` line of the merge base gets ``base_label``."""
-    out = []
-    for line in data.split(b"\n"):
-        for marker in (b"<<<<<<< ", b">>>>>>> "):
-            if line.startswith(marker):
-                label = line[len(marker) :].decode("ascii", "replace").strip()
-                line = marker + names.get(label, label).encode("utf-8", "surrogateescape")
-        if line.startswith(b"||||||| ") and re.fullmatch(rb"[0-9a-f]{4,64}", line[8:]):
-            line = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
-        out.append(line)
-    return b"\n".join(out)
+    base = b"||||||| " + base_label.encode("utf-8", "surrogateescape")
+
+    def label(m: re.Match[bytes]) -> bytes:
+        if m[1] is None:
+            return base
+        was = m[2].decode("ascii", "replace").strip()
+        return m[1] + names.get(was, was).encode("utf-8", "surrogateescape")
+
+    # (one search of the file: a line by line reading cost 0.3 s on kernel-timers' 91 files)
+    return _LABELLED.sub(label, data)
+
+
+_LABELLED = re.compile(rb"^(?:(<<<<<<< |>>>>>>> )(.*)|\|{7} [0-9a-f]{4,64})$", re.MULTILINE)

@@ -172,3 +172,22 @@ def overlapping(edits: Sequence[tuple[int, int]]) -> set[int]:
             if i < j and s1 <= s2 + n2 and s2 <= s1 + n1:
                 bad |= {i, j}
     return bad
+
+
+def file_lines(data: bytes) -> list[str]:
+    """A file's lines as the rule compares them (a last line with no newline matches none)."""
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    else:
+        lines[-1] += "\0"  # no newline at its end: the last line matches no hunk's line
+    return lines
+
+
+def file_bytes(lines: Sequence[str]) -> bytes:
+    """Lines (as `file_lines` reads them) back to bytes."""
+    text = "".join(ln + "\n" for ln in lines)
+    if text.endswith("\0\n"):
+        text = text[:-2]
+    return text.encode("utf-8", "surrogateescape")

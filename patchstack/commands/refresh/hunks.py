@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 MAGIC = "patchstack-resolution-hunk 1"
 _OPEN, _BASE, _SEP, _CLOSE = b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"
+_FIRST = frozenset(m[:1] for m in (_OPEN, _BASE, _SEP, _CLOSE))
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,13 @@ def split(data: bytes) -> list[Part] | None:
     start = 0
     for n, line in enumerate(data.splitlines(keepends=True), start=1):
         state = len(sides)  # 0: text, 1: ours, 2: base, 3: theirs
+        if line[:1] not in _FIRST:  # no marker: most lines (548,590 on kernel-timers' stop)
+            if state:
+                region.append(line)
+                sides[-1].append(line)
+            else:
+                text.append(line)
+            continue
         if state or _marker(line, _OPEN):
             region.append(line)
         if _marker(line, _OPEN):
