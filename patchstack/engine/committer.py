@@ -11,7 +11,7 @@ provably those commit-tree writes:
 - the name and the email have nothing git strips from their ends (its "crud": whitespace and
   control characters, ``. , : ; < > " \\ '``; git 2.42 stopped stripping a trailing dot, so a
   dot is left to whichever git runs) and no ``<``, ``>`` or newline inside;
-- the date is git's raw ``<epoch> <tz>`` as git writes it back (`git.objects.written_as_given`:
+- the date is git's raw ``<epoch> <tz>`` as git writes it back (`git.rawobjects.written_as_given`:
   git refuses an epoch before 1973 or from 2100 on and rewrites a leading zero, ``-0000`` and a
   zone beyond 23:59) or the RFC 2822 form ``format-patch`` writes, which git and Python read
   alike.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..errors import GitFailure, InputError
 from ..git import FastImport, Git
 from ..git.fastimport import Change
-from ..git.objects import DATE_END, written_as_given
+from ..git.rawobjects import DATE_END, written_as_given
 from ..model.ids import Oid
 from .cache import Cache
 from .loaded import LoadedPatch, commit_message

@@ -14,6 +14,7 @@ from typing import IO, Any
 from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
 from .base import GitBase, encode_path
+from .rawobjects import commit_data, split_ident, tree_data
 
 ARG_BUDGET = 100_000  # bytes of paths per command line
 
@@ -227,7 +228,7 @@ class Objects(GitBase):
         """A tree from (mode, oid, name) entries of one folder, as ``mktree --missing`` writes
         it (written in process: an operation-log entry makes several at every command)."""
         listed = list(entries)
-        data = None if self._compat_format() else _tree_data(listed, self.fmt.hexsz)
+        data = None if self._compat_format() else tree_data(listed, self.fmt.hexsz)
         if data is not None:
             return self.write_loose("tree", data, kept=True)
         recs = []
@@ -240,12 +241,13 @@ class Objects(GitBase):
         self, tree: str, parents: Sequence[str], message: str, author: str, date: str
     ) -> Oid:
         """A commit whose committer equals its author, so equal inputs give equal ids; written
-        in process when ``commit-tree`` would write exactly these bytes (see `_commit_data`)."""
+        in process when ``commit-tree`` would write exactly these bytes
+        (`rawobjects.commit_data`)."""
         name, email = split_ident(author)
         data = (
             None
             if self._compat_format() or not self._commit_inputs(tree, parents)
-            else _commit_data(tree, parents, message, name, email, date)
+            else commit_data(tree, parents, message, name, email, date)
         )
         if data is not None:
             return self.write_loose("commit", data, kept=True)
@@ -334,84 +336,6 @@ class Objects(GitBase):
         proc = self.run("var", "GIT_COMMITTER_IDENT", check=False)
         m = re.search(r"> (\d+ [+-]\d{4})\Z", proc.stdout.decode("utf-8", "replace").strip())
         return m.group(1) if proc.returncode == 0 and m else f"{int(time.time())} +0000"
-
-
-_MODES = {"100644", "100755", "120000", "040000", "160000"}
-
-
-def _tree_data(entries: Sequence[tuple[str, str, str]], hexsz: int) -> bytes | None:
-    """A tree object's bytes in git's order (a folder sorts as its name and a slash), or None
-    for what ``mktree`` alone should judge (an unusual mode, a malformed id or name, a name
-    twice)."""
-    keyed = []
-    for mode, oid, name in entries:
-        raw = encode_path(name)
-        if mode not in _MODES or len(oid) != hexsz or not _HEX.fullmatch(oid):
-            return None
-        if not raw or b"/" in raw or b"\0" in raw or raw in (b".", b".."):
-            return None
-        key = raw + (b"/" if mode == "040000" else b"")
-        keyed.append((key, mode.lstrip("0").encode() + b" " + raw + b"\0" + bytes.fromhex(oid)))
-    keyed.sort(key=lambda k: k[0])
-    if len({raw for raw, _ in keyed}) != len(keyed) or len(
-        {k.rstrip(b"/") for k, _ in keyed}
-    ) != len(keyed):
-        return None
-    return b"".join(record for _key, record in keyed)
-
-
-_HEX = re.compile(r"[0-9a-f]+")
-# "<seconds> <zone>" as git reads it unchanged: nine or ten digits (git takes a shorter number
-# for something else), a zone of hours and minutes.
-_DATE = re.compile(r"[1-9][0-9]{8,9} ([+-])(?:[01][0-9]|2[0-3])[0-5][0-9]")
-DATE_END = 4102444800  # 2100-01-01: git refuses a date from then on
-
-
-def written_as_given(date: str) -> bool:
-    """Whether ``commit-tree`` writes the raw date ``date`` ("<epoch> <zone>") as given: nine
-    or ten digits (git reads fewer as no epoch, and refuses 2100 on), no leading zero, a zone
-    of at most 23:59 and not ``-0000`` (else git writes +0000)."""
-    m = _DATE.fullmatch(date)
-    return m is not None and int(date.split()[0]) < DATE_END and not date.endswith(" -0000")
-
-
-_CRUD = frozenset(b",:;<>\"\\'.")  # what git strips around a name or email, above a space
-
-
-def _commit_data(
-    tree: str, parents: Sequence[str], message: str, name: str, email: str, date: str
-) -> bytes | None:
-    """The bytes ``commit-tree`` writes for these, or None where git would change or refuse
-    something (it strips crud around a name, rewrites a zone ``-0000``, re-encodes text that
-    is not UTF-8 and refuses a NUL): then git writes it."""
-    if not written_as_given(date):
-        return None
-    for part in (name, email):
-        raw = part.encode("utf-8", "surrogateescape")
-        ends = (raw[0], raw[-1]) if raw else (0, 0)
-        if any(c <= 32 or c in _CRUD for c in ends) or any(c in raw for c in b"<>\n"):
-            return None
-    who = f"{name} <{email}> {date}"
-    head = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
-    text = f"{head}author {who}\ncommitter {who}\n\n{message}"
-    if "\0" in text or any(_nonchar(c) for c in text if ord(c) >= 0xFDD0):
-        return None
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # (surrogate escapes: bytes that are not UTF-8)
-        return None
-
-
-def _nonchar(c: str) -> bool:
-    """What git's UTF-8 check refuses besides malformed bytes (then it re-encodes)."""
-    cp = ord(c)
-    return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE or 0xD800 <= cp <= 0xDFFF
-
-
-def split_ident(author: str) -> tuple[str, str]:
-    """("Name", "email") of "Name <email>"."""
-    name, _, email = author.rpartition(" <")
-    return name, email.rstrip(">")
 
 
 def tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:
