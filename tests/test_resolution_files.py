@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, numbered
+from .conftest import Repo, built_once, numbered
 from .test_defer import drift, resolve_p1
 from .test_hunk_resolutions import legacy_record
 
 
+@built_once
 def recorded(tmp_path: Path) -> tuple[Repo, Path]:
     """A drift whose p1 conflict was resolved once and recorded as a whole file (the earlier
-    format, which a series may still hold); the refresh undone."""
+    format, which a series may still hold); the refresh undone. Built once per worker."""
     repo = drift(tmp_path)
     resolve_p1(repo)
     repo.ps("undo")
