@@ -114,8 +114,14 @@ def built_once(build: Callable[..., T]) -> Callable[..., T]:
 
 
 _KEYED_ENV = ("PATCHSTACK", "GIT_")
-# patchstack's own files that hold their repository's path and are made again in another one
-_SELF_CHECKING = ("patchstack/series-stat-cache", "patchstack/format.git/objects/info/alternates")
+# patchstack's own files that hold their repository's path and are made again in another one;
+# the cache (store.py) checks every entry before use, and one keyed by a patch file's path and
+# stat data (a proof, kept once the file is two seconds old: on a slow machine only) misses
+_SELF_CHECKING = (
+    "patchstack/series-stat-cache",
+    "patchstack/format.git/objects/info/alternates",
+    "patchstack/cache",
+)
 # git's: a clone's remote, a fetch's source, a linked worktree's two links (and logs/)
 _RELOCATED = ("config", "FETCH_HEAD", "gitdir", ".git")
 
