@@ -143,9 +143,16 @@ def resolve_p1(repo: Repo) -> None:
     repo.ps("refresh", "--continue")
 
 
-def test_a_resolution_is_recorded_and_survives_undo(tmp_path) -> None:
+@built_once
+def drift_resolved(tmp_path: Path) -> Repo:
+    """`drift`, then `resolve_p1`: built once per worker."""
     repo = drift(tmp_path)
     resolve_p1(repo)
+    return repo
+
+
+def test_a_resolution_is_recorded_and_survives_undo(tmp_path) -> None:
+    repo = drift_resolved(tmp_path)
     resolved_tree = repo.tree()
     listing = repo.ps("resolutions").stdout
     assert "p1.patch  a.py  recorded " in listing
@@ -164,8 +171,7 @@ def test_a_resolution_is_recorded_and_survives_undo(tmp_path) -> None:
 
 
 def test_a_colleague_reuses_a_resolution_committed_with_the_series(tmp_path) -> None:
-    repo = drift(tmp_path)
-    resolve_p1(repo)
+    repo = drift_resolved(tmp_path)
     records = repo.path / "patches" / "resolutions"
     colleague = drift(tmp_path / "colleague")
     subprocess.run(["cp", "-r", str(records), str(colleague.path / "patches")], check=True)
@@ -177,8 +183,7 @@ def test_a_colleague_reuses_a_resolution_committed_with_the_series(tmp_path) -> 
 
 
 def test_a_resolution_for_other_versions_is_never_applied(tmp_path) -> None:
-    repo = drift(tmp_path)
-    resolve_p1(repo)
+    repo = drift_resolved(tmp_path)
     repo.ps("undo")
     repo.ps("undo")
     repo.git("checkout", "-q", "up")

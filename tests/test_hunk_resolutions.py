@@ -56,6 +56,13 @@ def day_one(repo: Repo) -> Path:
     return record
 
 
+@built_once
+def after_day_one(tmp_path: Path) -> tuple[Repo, Path]:
+    """`fork`, then `day_one`: the repository and its record, built once per worker."""
+    repo = fork(tmp_path)
+    return repo, day_one(repo)
+
+
 def by_hand(repo: Repo, stack: list[str], onto: str, tmp: Path) -> str:
     """The tree plain git makes: the stack cherry-picked onto ``onto``, p1's conflict resolved
     by hand by putting the recorded resolution in place of its conflict hunk."""
@@ -74,8 +81,7 @@ def by_hand(repo: Repo, stack: list[str], onto: str, tmp: Path) -> str:
 
 
 def test_a_hunk_resolution_survives_upstream_edits_elsewhere_in_the_file(tmp_path) -> None:
-    repo = fork(tmp_path / "fork")
-    record = day_one(repo)
+    repo, record = after_day_one(tmp_path / "fork")
     assert record.read_bytes().startswith(b"patchstack-resolution-hunk 1\n")
     stack = repo.git("rev-parse", "HEAD~1", "HEAD").split()
     doc = json.loads(repo.ps("check", "--onto", "up2", "--json").stdout)
@@ -97,8 +103,7 @@ def test_a_hunk_resolution_survives_upstream_edits_elsewhere_in_the_file(tmp_pat
 
 
 def test_upstream_changing_the_hunk_itself_stops_as_before(tmp_path) -> None:
-    repo = fork(tmp_path / "fork")
-    day_one(repo)
+    repo, _ = after_day_one(tmp_path / "fork")
     # The control: the record works onto up2 (so the stop below is the hunk's doing).
     assert "reused for hunk a.py:12" in repo.ps("check", "--onto", "up2").stdout
     result = repo.ps("refresh", "--onto", "up3", code=1)
@@ -112,8 +117,7 @@ def test_upstream_changing_the_hunk_itself_stops_as_before(tmp_path) -> None:
 
 
 def test_a_deferred_patch_pushed_later_reuses_the_hunk_resolution(tmp_path) -> None:
-    colleague = fork(tmp_path / "colleague")
-    day_one(colleague)
+    colleague, _ = after_day_one(tmp_path / "colleague")
     repo = fork(tmp_path / "fork")
     repo.ps("refresh", "--onto", "up2", "--defer-conflicts")
     assert "<<<<<<<" not in repo.read("a.py") and "a 10 mine" not in repo.read("a.py")
@@ -153,8 +157,7 @@ def test_whole_file_records_of_the_earlier_version_still_settle_beside_hunk_reco
 ) -> None:
     """p2's conflict has a whole-file record of the earlier format, p1's a hunk record: one
     refresh onto up2 settles both."""
-    repo = fork(tmp_path / "fork")
-    day_one(repo)
+    repo, _ = after_day_one(tmp_path / "fork")
     upstream_b = numbered(40, "b").replace("b 5\n", "b 5 upstream\n")
     repo.git("checkout", "-q", "up2")
     repo.write("b.py", upstream_b)
@@ -176,8 +179,7 @@ def edited(record: Path, old: bytes, new: bytes) -> None:
 
 
 def test_a_tampered_hunk_record_is_refused_naming_it(tmp_path) -> None:
-    repo = fork(tmp_path / "fork")
-    record = day_one(repo)
+    repo, record = after_day_one(tmp_path / "fork")
     assert "reused for hunk a.py:12" in repo.ps("check", "--onto", "up2").stdout
     good = record.read_bytes()
     cases = [  # the file and, where one header line is at fault, its line
@@ -203,8 +205,7 @@ def test_a_tampered_hunk_record_is_refused_naming_it(tmp_path) -> None:
 
 def test_a_hunk_record_whose_resolution_holds_markers_is_not_applied(tmp_path) -> None:
     """Well formed, but its content does not apply: the conflict stops, with a note."""
-    repo = fork(tmp_path / "fork")
-    record = day_one(repo)
+    repo, record = after_day_one(tmp_path / "fork")
     marker = b"=======\n"
     data = record.read_bytes()
     head, _, body = data.partition(b"\n\n")
@@ -219,8 +220,7 @@ def test_a_hunk_record_whose_resolution_holds_markers_is_not_applied(tmp_path) -
 
 
 def test_a_hunk_record_is_shown_in_review(tmp_path) -> None:
-    repo = fork(tmp_path / "fork")
-    record = day_one(repo)
+    repo, record = after_day_one(tmp_path / "fork")
     old = tmp_path / "old"
     subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
     (old / "resolutions" / record.name).unlink()
@@ -327,8 +327,7 @@ def test_a_resolution_that_edits_outside_the_hunks_is_recorded_whole(tmp_path) -
 def test_a_reused_hunk_record_is_marked_in_the_review_of_its_refresh(tmp_path) -> None:
     """A reuse leaves nothing in the series folder: the review takes it from the operation
     log's entry of the refresh that made the patch's version it shows."""
-    repo = fork(tmp_path / "fork")
-    day_one(repo)
+    repo, _ = after_day_one(tmp_path / "fork")
     old = tmp_path / "old"
     subprocess.run(["cp", "-r", str(repo.path / "patches"), str(old)], check=True)
     assert "reused for hunk a.py:12" in repo.ps("refresh", "--onto", "up2").stdout

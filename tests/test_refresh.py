@@ -90,7 +90,7 @@ def test_route2_onto_gives_verdicts_and_keeps_unaffected_bytes(tmp_path) -> None
 def test_the_three_routes_end_in_the_same_state(tmp_path) -> None:
     heads, series = {}, {}
     # Route 1: popped, then a fast-forward pull.
-    r1 = make_fork(tmp_path / "r1", conflict=False)
+    r1 = make_fork(tmp_path / "r1" / "fork", conflict=False)
     r1.ps("pop", "--all")
     r1.git("merge", "-q", "--ff-only", "upstream")
     assert verdicts(r1.ps("refresh", "--json")) == EXPECTED
@@ -104,18 +104,18 @@ def test_the_three_routes_end_in_the_same_state(tmp_path) -> None:
     r1.ps("push", "calm")
     heads["pull"], series["pull"] = r1.head(), files_of(r1)
     # Route 2: applied, --onto.
-    r2 = make_fork(tmp_path / "r2", conflict=False)
+    r2 = make_fork(tmp_path / "r2" / "fork", conflict=False)
     r2.ps("refresh", "--onto", "upstream")
     heads["onto"], series["onto"] = r2.head(), files_of(r2)
     # Route 3a: applied, git pull (a merge).
-    r3 = make_fork(tmp_path / "r3", conflict=False)
+    r3 = make_fork(tmp_path / "r3" / "fork", conflict=False)
     r3.git("merge", "-q", "--no-edit", "upstream")
     result = r3.ps("refresh", "--json")
     assert json.loads(result.stdout)["route"] == "merge"
     assert verdicts(result) == EXPECTED
     heads["merge"], series["merge"] = r3.head(), files_of(r3)
     # Route 3b: applied, git pull --rebase (git drops the commit already upstream).
-    r4 = make_fork(tmp_path / "r4", conflict=False)
+    r4 = make_fork(tmp_path / "r4" / "fork", conflict=False)
     r4.git("rebase", "-q", "upstream")
     result = r4.ps("refresh", "--json")
     assert json.loads(result.stdout)["route"] == "rebased"

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, numbered
-from .test_defer import drift, resolve_p1
+from .conftest import Repo, built_once, numbered
+from .test_defer import drift_resolved
 from .test_hunk_resolutions import legacy_record
 
 
+@built_once
 def recorded(tmp_path: Path) -> tuple[Repo, Path]:
     """A drift whose p1 conflict was resolved once and recorded as a whole file (the earlier
-    format, which a series may still hold); the refresh undone."""
-    repo = drift(tmp_path)
-    resolve_p1(repo)
+    format, which a series may still hold); the refresh undone. Built once per worker."""
+    repo = drift_resolved(tmp_path)
     repo.ps("undo")
     repo.ps("undo")
     folder = repo.path / "patches" / "resolutions"
@@ -116,8 +116,7 @@ def test_the_folder_as_a_link_is_refused_and_nothing_is_written_or_deleted_throu
 
 
 def test_forget_is_one_entry_of_the_log_and_undo_puts_the_records_back(tmp_path) -> None:
-    repo = drift(tmp_path)
-    resolve_p1(repo)
+    repo = drift_resolved(tmp_path)
     folder = repo.path / "patches" / "resolutions"
     records = {p.name: p.read_bytes() for p in folder.iterdir()}
     state = repo.state()

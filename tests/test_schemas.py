@@ -169,7 +169,7 @@ def test_verdicts_evidence_marks_and_recorded_resolutions_fit_the_schemas(tmp_pa
     that brought a patch (evidence), a conflict upstream superseded, the series' marks, and
     the recorded resolutions (each output checked against its schema by Repo.ps)."""
     from .conftest import make_repo, numbered, replace_line
-    from .test_defer import drift, resolve_p1
+    from .test_defer import drift_resolved
 
     files = {"a.py": numbered(30, "a"), "b.py": numbered(30, "b"), "c.py": numbered(30, "c")}
     repo = make_repo(tmp_path / "fork", files)
@@ -213,8 +213,7 @@ def test_verdicts_evidence_marks_and_recorded_resolutions_fit_the_schemas(tmp_pa
     assert marks["superseded.patch"]["kind"] == "deferred" and marks["debug.patch"] is None
     assert marks["taken.patch"]["kind"] == "upstream" and marks["taken.patch"]["evidence"]
 
-    other = drift(tmp_path / "drift")
-    resolve_p1(other)
+    other = drift_resolved(tmp_path / "drift")
     (record,) = json.loads(other.ps("resolutions", "--json").stdout)["resolutions"]
     assert record["patch"] == "p1.patch" and record["path"] == "a.py"
     other.ps("undo")

@@ -109,8 +109,10 @@ def test_a_killed_commands_scratch_folder_is_removed(tmp_path) -> None:
 @needs_scratch
 def test_a_repository_whose_path_holds_the_alternates_separator(tmp_path) -> None:
     """The repository's objects are given to git as an alternate of the scratch store, in a
-    list separated by ':' (quoted when the path holds one)."""
-    repo, target = fork(tmp_path / 'fork: "quoted"')
+    list separated by ':' (quoted when the path holds one): the shared fork, in a folder
+    whose name holds both."""
+    repo, target = fork(tmp_path / 'in: "quoted"' / "fork")
+    assert ":" in str(repo.path) and '"' in str(repo.path)
     repo.ps("refresh", "--onto", target, code=1)
     fsck(repo)
     assert "p4-merge" in repo.git("log", "--format=%s", "-3")

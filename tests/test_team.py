@@ -298,11 +298,24 @@ def _refreshed_by_alice(team: Team) -> str:
     return upstream.head()
 
 
+@built_once
+def refreshed_team(tmp_path: Path) -> tuple[Team, str]:
+    """`built_team`, then `_refreshed_by_alice`: built once per worker."""
+    team = built_team(tmp_path)
+    return team, _refreshed_by_alice(team)
+
+
+@pytest.fixture
+def refreshed(tmp_path: Path) -> tuple[Team, str]:
+    """The team after Alice's refresh onto upstream, and the new base."""
+    return refreshed_team(tmp_path)
+
+
 def test_the_same_patch_refreshed_there_and_edited_here_is_remade_on_the_new_base(
-    team: Team,
+    refreshed: tuple[Team, str],
 ) -> None:
+    team, new_base = refreshed
     bob, upstream = team.bob, team.upstream
-    new_base = _refreshed_by_alice(team)
     replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")  # another hunk of 'one', old base
     bob.ps("refresh", "--patch", "one")
     bob.git("fetch", "-q", "origin")  # the new upstream's objects
@@ -329,10 +342,10 @@ def test_the_same_patch_refreshed_there_and_edited_here_is_remade_on_the_new_bas
 
 
 def test_an_edit_that_clashes_with_the_new_base_is_a_conflict_both_tools_name(
-    team: Team,
+    refreshed: tuple[Team, str],
 ) -> None:
+    team = refreshed[0]
     bob = team.bob
-    _refreshed_by_alice(team)
     replace_line(bob, "a.py", "a 12\n", "a 12 bob\n")  # the line upstream changed
     bob.ps("refresh", "--patch", "one")
     bob.git("fetch", "-q", "origin")
@@ -347,9 +360,9 @@ def test_an_edit_that_clashes_with_the_new_base_is_a_conflict_both_tools_name(
     assert "unresolved merge conflict in patches/one.patch:" in status.stderr
 
 
-def test_without_the_new_bases_objects_the_conflict_says_fetch(team: Team) -> None:
+def test_without_the_new_bases_objects_the_conflict_says_fetch(refreshed: tuple[Team, str]) -> None:
+    team = refreshed[0]
     bob = team.bob
-    _refreshed_by_alice(team)
     replace_line(bob, "a.py", "a 30\n", "a 30 bob\n")
     bob.ps("refresh", "--patch", "one")
     pulled = team.pull(bob, "bob: one grows")  # no fetch of upstream
@@ -358,12 +371,12 @@ def test_without_the_new_bases_objects_the_conflict_says_fetch(team: Team) -> No
 
 
 def test_an_edit_in_a_file_the_refreshed_patch_does_not_touch_lands_on_the_new_base(
-    team: Team,
+    refreshed: tuple[Team, str],
 ) -> None:
     """Bob's edit adds a file to the patch Alice refreshed: that file's place on the new base
     is read from the refreshed side's series base."""
+    team = refreshed[0]
     bob, upstream = team.bob, team.upstream
-    _refreshed_by_alice(team)
     replace_line(bob, "d.py", "d 9\n", "d 9 bob\n")
     bob.ps("new", "d-part", "--tag", "essential", "-m", "D part", "d.py")
     bob.ps("fold", "d-part", "--into", "one")
