@@ -30,13 +30,6 @@ SEALED = {
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
     "NO_COLOR": "1",
     "LC_ALL": "C",
-    # No fsync by git (its packs, the index, refs): a test's repositories live for seconds and
-    # what survives a power loss is nothing the suite can prove (a kill -9 keeps the page
-    # cache); the waits for the disk were about a tenth of the run. `sealed_env` does the same
-    # for patchstack's own writes in the test process.
-    "GIT_CONFIG_COUNT": "1",
-    "GIT_CONFIG_KEY_0": "core.fsync",
-    "GIT_CONFIG_VALUE_0": "none",
 }
 
 
@@ -52,12 +45,6 @@ def sealed_env(monkeypatch, tmp_path):
     for key in UNSET:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(os, "fsync", _no_fsync)
-
-
-def _no_fsync(fd: int) -> None:
-    """`os.fsync` in the test process (see SEALED): the descriptor checked, nothing waited for."""
-    os.fstat(fd)
 
 
 @pytest.fixture(scope="module")
