@@ -15,11 +15,13 @@ merge did not resolve. ``deferred``: left out, its file kept as it was (``refres
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Mapping, Sequence
+import os
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..git import Git
+from ..git.hunks import Headed, Hunks, only, pairs_hunks
 from ..model import message, trailers
 from ..model.conflict import UpstreamCommit
 from ..model.ids import Oid
@@ -303,16 +305,17 @@ def _removes_made_by(
     before = [s for s, theirs in zip(before, paths[1:], strict=True) if theirs & paths[0]]
     if not before:
         return {}
-    mine = git.line_hunks(step.before, step.after, sorted(paths[0]))
+    line_hunks = _line_hunks(git, step, before)
+    mine = line_hunks(step.before, step.after, sorted(paths[0]))
     removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
     removed = {p: lines for p, lines in removed.items() if lines}
     texts: dict[str, list[bytes]] = {}
     out: dict[str, set[tuple[str, bytes]]] = {}
     for other in before:
-        made = git.line_hunks(other.before, other.after, sorted(removed))
+        made = line_hunks(other.before, other.after, sorted(removed))
         added = {p: [(o, c) for _, _, o, c in hs if c] for p, hs in made.items()}
         added = {p: spans for p, spans in added.items() if spans}
-        moves = git.line_hunks(other.after, step.before, sorted(added))
+        moves = line_hunks(other.after, step.before, sorted(added))
         for p, spans in added.items():
             for n in (n for o, c in spans for n in range(o, o + c)):
                 at = _carried(n, moves.get(p, ()))
@@ -321,6 +324,24 @@ def _removes_made_by(
                         texts[p] = (git.show_file(step.before, p) or b"").split(b"\n")
                     out.setdefault(other.name, set()).add((p, texts[p][at - 1]))
     return out
+
+
+def _line_hunks(
+    git: Git, step: Step, before: Sequence[Step]
+) -> Callable[[str, str, Sequence[str]], Hunks]:
+    """`Git.line_hunks` of the pairs `_removes_made_by` asks for ``step``, all asked of one
+    process (`pairs_hunks`, kept for the command) before the first is read;
+    ``PATCHSTACK_NO_PAIR_HUNKS=1``: one process a question, as before."""
+    if os.environ.get("PATCHSTACK_NO_PAIR_HUNKS"):
+        return git.line_hunks
+    pairs = [(step.before, step.after)]
+    pairs += [pair for s in before for pair in ((s.before, s.after), (s.after, step.before))]
+    found: dict[tuple[str, str], Headed] = dict(zip(pairs, pairs_hunks(git, pairs), strict=True))
+
+    def asked(a: str, b: str, paths: Sequence[str]) -> Hunks:
+        return only(found[a, b], paths) if paths else {}
+
+    return asked
 
 
 def _no_op_if_never(
