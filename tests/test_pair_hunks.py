@@ -1,7 +1,7 @@
-"""The ``-U0`` hunks a verdict reads (`verdicts._removes_made_by`: which left-out patch made a
-line a patch removes) asked of one ``diff-tree --stdin -p`` for all its pairs of trees and kept
-for the command (`git.hunks.pairs_hunks`), instead of one process a question
-(`Listings.line_hunks`, 9 for one weight-sync skip). Differential: the same hunks as
+"""The ``-U0`` hunks a verdict reads (`madeby.removes_made_by`: which left-out patch made a line
+a patch removes) asked of one ``diff-tree --stdin -p`` for the pairs of trees of every patch a
+command judges, kept for the command (`git.hunks.pairs_hunks`), instead of one process a
+question (`Listings.line_hunks`, 9 for one weight-sync skip). Differential: the same hunks as
 `line_hunks` for generated pairs and paths (binary files, mode changes, quoted names, files
 made and deleted); stop by stop, the same stops and series as one process a question
 (``PATCHSTACK_NO_PAIR_HUNKS=1``)."""
