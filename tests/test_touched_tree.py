@@ -165,3 +165,17 @@ def test_a_repository_with_attributes_takes_the_plain_path(tmp_path, added) -> N
     repo = series_fork(tmp_path / "fork", files, SERIES, UPSTREAM)
     stop_by_stop(repo, lambda stops: _edits_at_stops(repo, stops))
     assert len(added) == 3
+
+
+def test_a_path_beyond_a_symbolic_link_or_a_file_is_left_to_git(tmp_path) -> None:
+    repo = make_repo(tmp_path / "r", FILES)
+    tree = repo.tree()
+    git = find_repo(str(repo.path))
+    assert git.tree_with_files(tree, ["src/deep/c.py"]) is not None
+    os.rename(repo.path / "src" / "deep", repo.path / "elsewhere")
+    os.symlink("../elsewhere", repo.path / "src" / "deep")  # git: "beyond a symbolic link"
+    assert git.tree_with_files(tree, ["a.py", "src/deep/c.py"]) is None
+    (repo.path / "src" / "deep").unlink()
+    (repo.path / "src" / "deep").write_text("a file where the folder was\n")
+    assert git.tree_with_files(tree, ["src/deep/c.py"]) is None
+    assert git.tree_with_files(tree, ["src/deep"]) is None  # a folder in the tree
