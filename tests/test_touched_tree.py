@@ -179,3 +179,8 @@ def test_a_path_beyond_a_symbolic_link_or_a_file_is_left_to_git(tmp_path) -> Non
     (repo.path / "src" / "deep").write_text("a file where the folder was\n")
     assert git.tree_with_files(tree, ["src/deep/c.py"]) is None
     assert git.tree_with_files(tree, ["src/deep"]) is None  # a folder in the tree
+    # a path in neither place changes nothing, not even the file the tree has where its folder is
+    (repo.path / "src" / "deep").unlink()
+    (repo.path / "docs" / "x.md").unlink()
+    assert git.tree_with_files(tree, ["docs/x.md/inner", "src/deep/new.py"]) == tree
+    assert _plain(git, tree, ["docs/x.md/inner", "src/deep/new.py"]) == tree

@@ -280,7 +280,8 @@ class Trees(Objects):
             try:
                 st = os.lstat(full)
             except FileNotFoundError:
-                changes[path] = None
+                if path in had:  # (one in neither place is no change: not a file it is under)
+                    changes[path] = None
                 continue
             if stat.S_ISREG(st.st_mode):  # git's mode rule: the owner's execute bit
                 files.append((path, "100755" if st.st_mode & stat.S_IXUSR else "100644"))
