@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from patchstack.git import find_repo
+from patchstack.git import find_repo, hunks
 from patchstack.git.hunks import only, pairs_hunks
 from patchstack.git.listings import Listings
 
@@ -23,7 +23,9 @@ NAMES = ["a.py", "dir/b.py", 'q"uote.txt', "tab\tname.txt", "ünï.txt", "sp ace
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_the_hunks_of_many_pairs_are_those_of_one_process_a_pair(tmp_path, seed) -> None:
+def test_the_hunks_of_many_pairs_are_those_of_one_process_a_pair(
+    tmp_path, monkeypatch, seed
+) -> None:
     rng = random.Random(seed)
     repo = make_repo(tmp_path / "r", {"a.py": numbered(30, "a")})
     trees = [repo.tree()]
@@ -55,12 +57,17 @@ def test_the_hunks_of_many_pairs_are_those_of_one_process_a_pair(tmp_path, seed)
         trees.append(repo.tree())
     git = find_repo(str(repo.path))
     pairs = [(rng.choice(trees), rng.choice(trees)) for _ in range(8)]
-    found = pairs_hunks(git, pairs)
-    again = pairs_hunks(git, pairs[:3])  # kept: asked of no process
-    assert again == found[:3]
-    for (a, b), hunks in zip(pairs, found, strict=True):
-        paths = rng.sample([*NAMES, "dir", "missing.py"], rng.randint(0, len(NAMES)))
-        assert only(hunks, paths) == git.line_hunks(a, b, paths), (a, b, paths)
+    asked = [rng.sample([*NAMES, "dir", "missing.py"], rng.randint(0, 4)) for _ in pairs]
+    given = {p for paths in asked for p in paths} | set(rng.sample(NAMES, 2))
+    found = pairs_hunks(git, pairs, given)  # (git's pathspec: these paths)
+    whole = pairs_hunks(find_repo(str(repo.path)), pairs)
+    questions: list[int] = []
+    monkeypatch.setattr(hunks, "_ask", lambda *args: questions.append(1))
+    assert pairs_hunks(git, pairs[:3], sorted(given)[:2]) == found[:3]  # kept: asked of none
+    assert questions == []
+    for (a, b), kept, all_files, paths in zip(pairs, found, whole, asked, strict=True):
+        plain = git.line_hunks(a, b, paths)
+        assert only(kept, paths) == plain == only(all_files, paths), (a, b, paths)
 
 
 SERIES: list[tuple[str, list[tuple[str, int, str | None]]]] = [

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ..git import Git, RawDiff
-from ..git.hunks import Headed, Hunks, only, pairs_hunks
+from ..git.hunks import Hunks, only, pairs_hunks
 from .replay import Step
 
 Raws = Mapping[tuple[str, str], list[RawDiff]]
@@ -30,7 +30,7 @@ def removes_made_by(
     before, mine_paths = _touching(git, steps, step, missing, raws)
     if not before:
         return {}
-    line_hunks = _line_hunks(git, step, before)
+    line_hunks = _line_hunks(git, step, before, mine_paths)
     mine = line_hunks(step.before, step.after, sorted(mine_paths))
     removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
     removed = {p: lines for p, lines in removed.items() if lines}
@@ -88,8 +88,13 @@ def prefetched(
     ]
     pairs = list(dict.fromkeys(wanted))
     raws = dict(zip(pairs, git.raw_diffs(pairs), strict=True))
-    hunks = [p for s in todo for p in _hunk_pairs(s, _touching(git, steps, s, missing, raws)[0])]
-    pairs_hunks(git, hunks)
+    hunks: list[tuple[str, str]] = []
+    paths: set[str] = set()  # a patch's hunks are read for its own files alone
+    for s in todo:
+        before, mine = _touching(git, steps, s, missing, raws)
+        hunks += _hunk_pairs(s, before)
+        paths |= mine if before else set()
+    pairs_hunks(git, hunks, paths)
     return raws
 
 
@@ -99,7 +104,7 @@ def _hunk_pairs(step: Step, before: Sequence[Step]) -> list[tuple[str, str]]:
 
 
 def _line_hunks(
-    git: Git, step: Step, before: Sequence[Step]
+    git: Git, step: Step, before: Sequence[Step], paths: Collection[str]
 ) -> Callable[[str, str, Sequence[str]], Hunks]:
     """`Git.line_hunks` of the pairs `removes_made_by` asks for ``step``, all asked of one
     process (`pairs_hunks`, kept for the command) before the first is read;
@@ -107,10 +112,10 @@ def _line_hunks(
     if os.environ.get("PATCHSTACK_NO_PAIR_HUNKS"):
         return git.line_hunks
     pairs = _hunk_pairs(step, before)
-    found: dict[tuple[str, str], Headed] = dict(zip(pairs, pairs_hunks(git, pairs), strict=True))
+    found = dict(zip(pairs, pairs_hunks(git, pairs, paths), strict=True))
 
-    def asked(a: str, b: str, paths: Sequence[str]) -> Hunks:
-        return only(found[a, b], paths) if paths else {}
+    def asked(a: str, b: str, wanted: Sequence[str]) -> Hunks:
+        return only(found[a, b], wanted) if wanted else {}
 
     return asked
 

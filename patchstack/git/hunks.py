@@ -5,29 +5,40 @@ the command by the pair of ids: `Listings.line_hunks` asks one process a pair (a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ..errors import PatchstackError
 from .base import GitBase
-from .history import _diff_header, _span
+from .history import PATHSPEC_MAX, _diff_header, _span
 
 Hunks = dict[str, tuple[tuple[int, int, int, int], ...]]
 Headed = dict[bytes, tuple[tuple[int, int, int, int], ...]]  # by the file's ``diff --git`` line
 _ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def pairs_hunks(git: GitBase, pairs: Sequence[tuple[str, str]]) -> list[Headed]:
+def pairs_hunks(
+    git: GitBase, pairs: Sequence[tuple[str, str]], paths: Collection[str] | None = None
+) -> list[Headed]:
     """For each (old, new) pair of tree ids (not commits): each text file that differs (by its
     ``diff --git`` line) -> its ``-U0`` hunks, (old start, old count, new start, new count) as
     git writes them (a binary file, or one only whose mode changed, has none); `only` gives
-    what `Listings.line_hunks` of the pair gives for some paths. The pairs the command did not
-    ask before are asked in one process."""
+    what `Listings.line_hunks` of the pair gives for some of ``paths`` (None: any path; a few
+    go to git as its pathspec). The pairs the command did not ask before for these paths are
+    asked in one process."""
+    if paths is not None and not paths:
+        return [{} for _ in pairs]
+    asked = frozenset(paths) if paths is not None and len(paths) <= PATHSPEC_MAX else None
     memo = git._memo
-    todo = [p for p in dict.fromkeys(pairs) if ("pair-hunks", *p) not in memo]
+
+    def kept(pair: tuple[str, str]) -> bool:
+        was = memo.get(("pair-hunks", *pair))
+        return was is not None and (was[0] is None or (asked is not None and asked <= was[0]))
+
+    todo = [p for p in dict.fromkeys(pairs) if not kept(p)]
     if todo:
-        for pair, found in zip(todo, _ask(git, todo), strict=True):
-            memo[("pair-hunks", *pair)] = found
-    return [memo[("pair-hunks", *p)] for p in pairs]
+        for pair, found in zip(todo, _ask(git, todo, asked), strict=True):
+            memo[("pair-hunks", *pair)] = (asked, found)
+    return [memo[("pair-hunks", *p)][1] for p in pairs]
 
 
 def only(hunks: Headed, paths: Sequence[str]) -> Hunks:
@@ -35,12 +46,15 @@ def only(hunks: Headed, paths: Sequence[str]) -> Hunks:
     return {p: hunks[h] for p in paths if (h := _diff_header(p)) in hunks}
 
 
-def _ask(git: GitBase, pairs: Sequence[tuple[str, str]]) -> list[Headed]:
+def _ask(
+    git: GitBase, pairs: Sequence[tuple[str, str]], paths: Collection[str] | None
+) -> list[Headed]:
     echoes = [f"{a} {b}".encode() for a, b in pairs]
     if not all(_ID.fullmatch(a.encode()) and _ID.fullmatch(b.encode()) for a, b in pairs):
         raise PatchstackError(f"not a pair of tree ids: {pairs}")
     args = ["diff-tree", "--stdin", "-p", "-U0", "-r", "--no-renames", "--no-commit-id"]
     args += ["--no-color", "--no-ext-diff", "--no-textconv"]
+    args += ["--", *sorted(paths)] if paths is not None else []
     out = git.run(*args, input=b"".join(e + b"\n" for e in echoes)).stdout
     found: list[dict[bytes, list[tuple[int, int, int, int]]]] = []
     files: list[tuple[int, int, int, int]] | None = None
