@@ -27,6 +27,7 @@ from ..model.patchfile import Patch, parse_patch
 from .chain import Engine
 from .contract import enabled
 from .evidence import SELF, History, brought, first_holding, history
+from .madeby import Raws, prefetched, removes_made_by
 from .replay import Done, Step, replay
 
 UPSTREAM, NO_OP, UNKNOWN = "upstream", "no-op", "unknown"
@@ -178,9 +179,9 @@ def held(
     the mark it writes claims, checked again when read). ``no-op``: it changes nothing there
     either, and a patch left out before it is why (the one touching its files, else every
     one); or it removes a line a patch left out before it made that no upstream version had
-    (the old base, the named commit's parent; `_removes_made_by`), naming those: no upstream
-    commit removed it. Otherwise ``unknown``. A patch with a change of its own where no base
-    moved (a deferred patch brought back) is searched for from its change's parent."""
+    (the old base, the named commit's parent; `madeby.removes_made_by`), naming those: no
+    upstream commit removed it. Otherwise ``unknown``. A patch with a change of its own where
+    no base moved (a deferred patch brought back) is searched for from its change's parent."""
     wanted = [s for s in steps if s.name in names]
     if not wanted:
         return {}
@@ -194,6 +195,7 @@ def held(
             if found is not None:
                 out[s.name] = found
     lands: dict[str, Oid] | None = None  # made only for a verdict not kept
+    raws: Raws | None = None
     moved = bool(old_base) and old_base != new_base
     index = {s.name: q for q, s in enumerate(steps)}
     walked: dict[str, History] = {}
@@ -205,7 +207,9 @@ def held(
             continue
         if lands is None:
             lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name)
-        made = _removes_made_by(git, steps, s, missing)
+            todo = [t for t in wanted if t.name not in recorded and t.name not in out]
+            raws = prefetched(git, steps, todo, missing)
+        made = removes_made_by(git, steps, s, missing, raws)
         q = index[s.name]
         base, there = old_base, lands.get(s.name, s.before)
         if not moved and s.commit and q and steps[q - 1].after != s.before:
@@ -288,41 +292,6 @@ def _why_no_op(
     return tuple(touching or [s.name for s in before])
 
 
-def _removes_made_by(
-    git: Git, steps: Sequence[Step], step: Step, missing: Collection[str]
-) -> dict[str, set[tuple[str, bytes]]]:
-    """The patches left out before ``step`` that made a line it removes, with those lines
-    (path, text): where they stand in ``step.before``, followed there by ``-U0`` diffs. Only a
-    change on this chain counts (one deferred earlier made no line of ``step.before``)."""
-    k = next(i for i, s in enumerate(steps) if s.name == step.name)
-    before = [s for s in steps[:k] if (s.name in missing or s.deferred) and s.before != s.after]
-    if not before:
-        return {}
-    raws = git.raw_diffs([(step.before, step.after)] + [(s.before, s.after) for s in before])
-    paths = [{d[4] for d in raw} for raw in raws]
-    before = [s for s, theirs in zip(before, paths[1:], strict=True) if theirs & paths[0]]
-    if not before:
-        return {}
-    mine = git.line_hunks(step.before, step.after, sorted(paths[0]))
-    removed = {p: {n for o, c, _, _ in hs for n in range(o, o + c)} for p, hs in mine.items()}
-    removed = {p: lines for p, lines in removed.items() if lines}
-    texts: dict[str, list[bytes]] = {}
-    out: dict[str, set[tuple[str, bytes]]] = {}
-    for other in before:
-        made = git.line_hunks(other.before, other.after, sorted(removed))
-        added = {p: [(o, c) for _, _, o, c in hs if c] for p, hs in made.items()}
-        added = {p: spans for p, spans in added.items() if spans}
-        moves = git.line_hunks(other.after, step.before, sorted(added))
-        for p, spans in added.items():
-            for n in (n for o, c in spans for n in range(o, o + c)):
-                at = _carried(n, moves.get(p, ()))
-                if at in removed[p]:
-                    if p not in texts:
-                        texts[p] = (git.show_file(step.before, p) or b"").split(b"\n")
-                    out.setdefault(other.name, set()).add((p, texts[p][at - 1]))
-    return out
-
-
 def _no_op_if_never(
     git: Git, made: Mapping[str, set[tuple[str, bytes]]], versions: Sequence[str], held: Held
 ) -> Held:
@@ -341,17 +310,6 @@ def _no_op_if_never(
 
     never = tuple(n for n, lines in made.items() if not all(had(p, ln) for p, ln in lines))
     return Held(NO_OP, missing=never) if never else held
-
-
-def _carried(n: int, hunks: Sequence[tuple[int, int, int, int]]) -> int | None:
-    """Where line ``n`` of a diff's old side stands on its new side (None: changed)."""
-    shift = 0
-    for old, count, _new, new_count in hunks:
-        if count and old <= n < old + count:
-            return None
-        if (count and old + count <= n) or (not count and old < n):
-            shift += new_count - count
-    return n + shift
 
 
 def _paths(git: Git, step: Step) -> list[str]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Container, Mapping, Sequence
 
 from ..errors import PatchstackError
@@ -20,6 +22,25 @@ def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
             mode, _kind, oid = meta.decode().split()
             result[decode_path(name)] = (mode, oid)
     return result
+
+
+_OFF = ("core.autocrlf", "core.ignorecase", "core.precomposeunicode")
+_ON = ("core.filemode", "core.symlinks")
+
+
+def _plain_folders(top: str, path: str) -> bool:
+    """Whether each folder on the way to ``path`` is a real folder or missing (not a file, not
+    a symbolic link: git refuses a path beyond one)."""
+    at = top
+    for part in path.split("/")[:-1]:
+        at = os.path.join(at, part)
+        try:
+            st = os.lstat(at)
+        except FileNotFoundError:
+            return True
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+    return True
 
 
 TREES_IN_PROCESS = 64  # trees `changed_entries` reads itself; a larger change is asked of git
@@ -251,6 +272,56 @@ class Trees(Objects):
             for name, (mode, oid) in ordered
         )
         return self.write_loose("tree", data)
+
+    def tree_with_files(self, tree: str, paths: Sequence[str]) -> Oid | None:
+        """``tree`` with ``paths`` as the work tree holds them (a missing one removed), the tree
+        ``git add -A --force`` of them into an index of ``tree`` writes, made from the files'
+        bytes and modes (one ``hash-object``, one ``check-attr``; no index of the whole tree).
+        None where git's staging may be other than the bytes: an attribute of one of them
+        (filters, end-of-line, ...), ``core.autocrlf``, ``core.fileMode``, ``core.symlinks``
+        off, ``core.ignoreCase``; a folder, a submodule or a symbolic link in a path's way;
+        or ``PATCHSTACK_NO_TOUCHED_TREE=1``: the caller stages them with git then."""
+        if os.environ.get("PATCHSTACK_NO_TOUCHED_TREE") or not self._plain_staging():
+            return None
+        had = self.ls_tree_paths(tree, paths)
+        if any(mode in ("040000", "160000") for mode, _oid in had.values()):
+            return None
+        changes: dict[str, tuple[str, str] | None] = {}
+        files: list[tuple[str, str]] = []
+        for path in dict.fromkeys(paths):
+            full = os.path.join(self.top, path)
+            if not _plain_folders(self.top, path):
+                return None
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                if path in had:  # (one in neither place is no change: not a file it is under)
+                    changes[path] = None
+                continue
+            if stat.S_ISREG(st.st_mode):  # git's mode rule: the owner's execute bit
+                files.append((path, "100755" if st.st_mode & stat.S_IXUSR else "100644"))
+            elif stat.S_ISLNK(st.st_mode):
+                changes[path] = ("120000", self.write_blob(os.readlink(os.fsencode(full))))
+            else:
+                return None
+        if paths:
+            asked = b"".join(encode_path(p) + b"\0" for p in paths)
+            if self.run("check-attr", "-a", "-z", "--stdin", input=asked).stdout:
+                return None
+        oids = self.hash_files([os.path.join(self.top, p) for p, _mode in files])
+        changes.update((p, (mode, oid)) for (p, mode), oid in zip(files, oids, strict=True))
+        return self.edit_tree(tree, changes)
+
+    def _plain_staging(self) -> bool:
+        """Whether ``git add`` stores a file's bytes and mode as they are, but for attributes
+        (a key set without a value, true to git, is read here as empty: not plain)."""
+
+        def given(key: str, plain: tuple[str, ...]) -> bool:
+            value = self.config(key)
+            return value is None or value.lower() in plain  # (unset: git's default, plain)
+
+        off, on = ("false", "no", "off", "0"), ("true", "yes", "on", "1")
+        return all(given(k, off) for k in _OFF) and all(given(k, on) for k in _ON)
 
     def _edit_with_index(self, tree: str, changes: Mapping[str, tuple[str, str] | None]) -> Oid:
         records = [(e[0], e[1], p) if e else ("0", self.fmt.null, p) for p, e in changes.items()]

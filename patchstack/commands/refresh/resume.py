@@ -82,6 +82,9 @@ def _work_tree(ws: Checkout, state: stopped.State, paths: Sequence[str] = ()) ->
     git = ws.git
     assert state.stop_tree
     wanted = list(paths or state.touched)
+    made = git.tree_with_files(state.stop_tree, wanted)  # only these paths read, when plain
+    if made is not None:
+        return made
     # A file the patch creates and the user deleted while resolving is in neither place.
     had = git.ls_tree_paths(state.stop_tree, wanted)
     paths = [p for p in wanted if p in had or os.path.lexists(os.path.join(git.top, p))]
