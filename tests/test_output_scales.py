@@ -375,6 +375,8 @@ def test_a_stop_lists_the_latest_deferred_patches_and_counts_the_earlier_ones(tm
         " 'patchstack status' marks each)"
     )
     assert lines[-1] == "  conflict  Patch-10.patch" and len(lines) == DEFERRED_SHOWN + 3
+    # its place in the series, the deferred ones counted (it said "patch 1 of 12")
+    assert "conflict in Patch-10.patch (patch 11 of 12, onto" in repo.ps("status", code=1).stdout
     verbose = repo.ps("refresh", "--skip", "--verbose", code=1).stdout
     assert all(f"  deferred  Patch-{i}.patch" in verbose for i in range(11))
     done = repo.ps("refresh", "--skip").stdout  # the end of the refresh is no stop: every one

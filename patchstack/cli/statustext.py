@@ -65,7 +65,7 @@ def status_lines(
         out.append(
             style(
                 f"{at.verb} stopped at a conflict in {at.patch} (patch"
-                f" {at.done + 1} of {at.total}, onto {at.onto}): resolve the markers, then"
+                f" {at.place + 1} of {at.total}, onto {at.onto}): resolve the markers, then"
                 f" '{at.command} --continue' (or '{at.command} --abort')",
                 fg="red",
             )

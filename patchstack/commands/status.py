@@ -40,7 +40,7 @@ class StoppedAt:
     files: tuple[str, ...]
     conflicted: tuple[str, ...]  # of those, the ones with conflict markers to resolve
     onto: str  # the new base, with its ref when there is one
-    done: int  # patches carried before it
+    place: int  # its place among the refresh's patches, from 0 (those deferred count too)
     total: int
     command: str = "patchstack refresh"  # what goes on or back: refresh, or import branch
 
@@ -275,7 +275,7 @@ def _stopped(ws: Checkout) -> StoppedAt | None:
         state.touched,
         state.conflicted,
         onto,
-        len(state.done),
+        next((i for i, s in enumerate(state.steps) if s.name == state.stopped_at), len(state.done)),
         len(state.steps),
         state.command,
     )
