@@ -218,3 +218,22 @@ def test_a_kept_replay_merge_of_a_tree_not_there_is_none(tmp_path, monkeypatch, 
     assert proofs.count("A.patch") >= 1, proofs  # made again
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stop_by_stop(plain) == (stops, series)
+
+
+def test_the_proofs_kept_are_in_the_order_made_those_loaded_first() -> None:
+    """A kept list is cut to its last entries (`knockons.LIMIT`): it must drop the oldest,
+    those an earlier command kept, not whatever a set's hash order put first."""
+    from patchstack.git.merge import MergeResult
+    from patchstack.model.ids import Oid
+
+    def result(n: int) -> MergeResult:
+        return MergeResult(Oid(f"{n:040x}"), True, (), "")
+
+    old = {(f"old{n}",): result(n) for n in range(30)}
+    memo = triage.Proofs(lambda: old)
+    assert memo.get(("new0",)) is None  # the first lookup loads what was kept
+    for n in range(30):
+        memo[(f"new{n}",)] = result(100 + n)
+        memo.made[(f"new{n}",)] = None
+    kept = [k for k, _v in memo.kept()]
+    assert kept == [*old, *[(f"new{n}",) for n in range(30)]]

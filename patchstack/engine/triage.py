@@ -84,7 +84,9 @@ class Proofs(dict[tuple[str, ...], MergeResult]):
         self, loader: Callable[[], Mapping[tuple[str, ...], MergeResult]] | None = None
     ) -> None:
         super().__init__()
-        self.made: set[tuple[str, ...]] = set()
+        # in the order made, the loaded first: a kept list cut to its last entries drops the
+        # oldest (a set's order is its hashes', another in every process)
+        self.made: dict[tuple[str, ...], None] = {}
         self.replayed: dict[tuple[str, ...], MergeResult] = {}
         self.loader = loader
 
@@ -96,7 +98,7 @@ class Proofs(dict[tuple[str, ...], MergeResult]):
                     self.replayed.setdefault(k[1:], v)
                 elif k not in self:
                     self[k] = v
-                    self.made.add(k)
+                    self.made[k] = None
         return super().get(key, default)
 
     def root(self, key: tuple[str, ...]) -> MergeResult | None:
@@ -336,7 +338,7 @@ def _merge_with(
                 if memo is not None:
                     memo[key] = merged
                     if isinstance(memo, Proofs):
-                        memo.made.add(key)
+                        memo.made[key] = None
             if at == name:
                 return tree, merged
             if merged.clean:
@@ -349,7 +351,7 @@ def _merge_with(
             if memo is not None:
                 memo[settled] = MergeResult(tree, True, (), "")
                 if isinstance(memo, Proofs):
-                    memo.made.add(settled)
+                    memo.made[settled] = None
     return tree, None  # it changes nothing: it cannot conflict once its roots are in
 
 
