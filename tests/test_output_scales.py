@@ -381,3 +381,31 @@ def test_a_stop_lists_the_latest_deferred_patches_and_counts_the_earlier_ones(tm
     assert all(f"  deferred  Patch-{i}.patch" in verbose for i in range(11))
     done = repo.ps("refresh", "--skip").stdout  # the end of the refresh is no stop: every one
     assert all(f"  deferred  Patch-{i}.patch" in done for i in range(12))
+
+
+def test_a_stop_counts_no_knock_on_the_deferred_summary_names(tmp_path) -> None:
+    """A skip that defers its patch and eight knock-ons of it, then stops: the knock-ons are
+    in the deferred summary (one line for the root's), not counted again as earlier
+    deferred patches."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(12, "a"), "b.py": numbered(12, "b")})
+    base = repo.head()
+    repo.write("a.py", repo.read("a.py").replace("a 6\n", "mine 0\n"))
+    repo.git("commit", "-q", "-a", "-m", "Patch 0\n\nPatchstack-Tag: essential")
+    for k in range(1, 9):
+        repo.write("a.py", repo.read("a.py").replace(f"mine {k - 1}\n", f"mine {k}\n"))
+        repo.git("commit", "-q", "-a", "-m", f"Patch {k}\n\nPatchstack-Tag: essential")
+    repo.write("b.py", repo.read("b.py").replace("b 6\n", "mine b\n"))
+    repo.git("commit", "-q", "-a", "-m", "Patch 9\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write("a.py", repo.read("a.py").replace("a 6\n", "theirs\n"))
+    repo.write("b.py", repo.read("b.py").replace("b 6\n", "theirs\n"))
+    repo.commit_all("upstream rewrites line 6")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "up", code=1)
+    step = repo.ps("refresh", "--skip", code=1)
+    assert "conflict in patch Patch-9.patch" in step.stderr
+    assert "earlier patch(es)" not in step.stdout, step.stdout
+    assert "Patch-0.patch" in step.stdout, step.stdout

@@ -232,18 +232,12 @@ DEFERRED_SHOWN = 5  # "deferred" lines listed at a stop without --verbose: the l
 
 
 def listed_verdicts(
-    verdicts: Any, verbose: bool, summarized: bool = False, stopped: bool = False
+    verdicts: Any, verbose: bool, summarized: bool = False
 ) -> tuple[list[Any], str | None]:
     """The verdicts worth a line each: not ``unchanged`` (unless resolved), and of the
     ``offset`` ones (only line numbers moved) the first `OFFSETS_SHOWN`, so that the merged,
     conflicting and upstream patches of a long series stay in sight (all with ``verbose``);
-    at a stop (``stopped``), of the ``deferred`` ones the latest `DEFERRED_SHOWN` (a refresh
-    stopping at every conflict of a long series lists each earlier stop's patch again, so
-    one line, a string in the list, stands for the earlier ones); and the line that stands
-    for the offset ones left out, if any."""
-    deferred = [v for v in verdicts if v.verdict == "deferred"]
-    hidden = deferred[:-DEFERRED_SHOWN] if stopped and not verbose else []
-    folded = {id(v) for v in hidden}
+    and the line that stands for the offset ones left out, if any."""
     shown: list[Any] = []
     offsets = 0
     for v in verdicts:
@@ -251,13 +245,6 @@ def listed_verdicts(
             continue
         if v.verdict in CONFLICTING and summarized and not verbose:
             continue  # the conflict summary lists them, with their upstream commit
-        if id(v) in folded:
-            if v is hidden[0]:
-                shown.append(
-                    f"  {verdict_word('deferred')} {len(hidden)} earlier patch(es)"
-                    " (--verbose lists them; 'patchstack status' marks each)"
-                )
-            continue
         if v.verdict == "offset" and not verbose:
             offsets += 1
             if offsets > OFFSETS_SHOWN:
@@ -266,6 +253,22 @@ def listed_verdicts(
     left_out = offsets - OFFSETS_SHOWN
     more = f"  {verdict_word('offset')} ... and {left_out} more (--verbose lists them)"
     return shown, more if left_out > 0 else None
+
+
+def earlier_deferred(verdicts: Any, elsewhere: Any) -> tuple[list[Any], str | None]:
+    """At a stop: the verdicts without the ``deferred`` ones before the latest
+    `DEFERRED_SHOWN` (a refresh stopping at every conflict of a long series listed each
+    earlier stop's patch again), and the line that counts them; those ``elsewhere`` (named
+    by the deferred summary) are neither listed nor counted here."""
+    deferred = [v for v in verdicts if v.verdict == "deferred" and v.name not in elsewhere]
+    hidden = {id(v) for v in deferred[:-DEFERRED_SHOWN]}
+    if not hidden:
+        return list(verdicts), None
+    line = (
+        f"  {verdict_word('deferred')} {len(hidden)} earlier patch(es)"
+        " (--verbose lists them; 'patchstack status' marks each)"
+    )
+    return [v for v in verdicts if id(v) not in hidden], line
 
 
 def verdict_counts(verdicts: Any) -> str:

@@ -15,7 +15,7 @@ from .conflicttext import (
     recorded_note,
     render_conflict,
 )
-from .output import echo, listed_verdicts, verdict, verdict_counts
+from .output import earlier_deferred, echo, listed_verdicts, verdict, verdict_counts
 from .resolvertext import accepted_note, refused_lines
 
 if TYPE_CHECKING:
@@ -41,18 +41,15 @@ def print_refresh(
     if result.fold_into:
         echo(ctx, f"folded {', '.join(result.folded)} into {result.fold_into}")
     summarized = {c.patch for c in result.deferred}
-    # (push NAME counts the deferred ones that stay in one line of its own)
-    stopped = result.stopped is not None and not brought_back
-    shown, more = listed_verdicts(result.verdicts, verbose, stopped=stopped)
-    staying = [
-        v
-        for v in shown
-        if brought_back and not verbose and not isinstance(v, str) and v.verdict == "deferred"
-    ]
+    verdicts, earlier = list(result.verdicts), None
+    if result.stopped is not None and not brought_back and not verbose:
+        # (push NAME counts the deferred ones that stay in one line of its own)
+        verdicts, earlier = earlier_deferred(verdicts, summarized)
+    if earlier:
+        echo(ctx, earlier)
+    shown, more = listed_verdicts(verdicts, verbose)
+    staying = [v for v in shown if brought_back and not verbose and v.verdict == "deferred"]
     for v in shown:
-        if isinstance(v, str):
-            echo(ctx, v)
-            continue
         if (v.name in summarized and not verbose) or v in staying:
             continue
         notes = []
