@@ -237,3 +237,18 @@ def test_the_proofs_kept_are_in_the_order_made_those_loaded_first() -> None:
         memo.made[(f"new{n}",)] = None
     kept = [k for k, _v in memo.kept()]
     assert kept == [*old, *[(f"new{n}",) for n in range(30)]]
+
+
+def test_the_switch_turned_on_mid_refresh_makes_the_roots_merges_again(
+    tmp_path, monkeypatch, proofs
+) -> None:
+    """``PATCHSTACK_NO_PROOF_KEEP=1`` set after the first stop: the replay merges that stop
+    kept are not taken either (they were loaded and used as before)."""
+    repo = _fork(tmp_path)
+
+    def switch(stops: int) -> None:
+        monkeypatch.setenv("PATCHSTACK_NO_PROOF_KEEP", "1")
+
+    stops, _last, series = stop_by_stop(repo, switch)
+    assert proofs.count("A.patch") >= 1, proofs
+    assert "K.patch # essential" in series and "after A.patch" in series

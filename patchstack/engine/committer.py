@@ -58,8 +58,8 @@ def raw_date(text: str) -> str | None:
     """A date as git's raw "<epoch> <tz>", when git would read ``text`` as this very value
     (its raw form, or the RFC 2822 form format-patch writes); None otherwise."""
     text = text.strip()
-    if re.fullmatch(r"\d+ [+-]\d{4}", text):
-        return text if written_as_given(text) else None
+    if written_as_given(text):
+        return text
     if not _RFC2822.fullmatch(text) or text.endswith("-0000"):
         return None
     import email.utils  # (imports the socket module: only for a date in this form)

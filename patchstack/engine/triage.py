@@ -95,7 +95,8 @@ class Proofs(dict[tuple[str, ...], MergeResult]):
             loaded, self.loader = self.loader(), None
             for k, v in loaded.items():
                 if k[:1] == (REPLAYED,):
-                    self.replayed.setdefault(k[1:], v)
+                    if kept_replays():  # (switched off mid-refresh: none taken)
+                        self.replayed.setdefault(k[1:], v)
                 elif k not in self:
                     self[k] = v
                     self.made[k] = None

@@ -1,6 +1,6 @@
 """The ``-U0`` hunks of many pairs of trees from one ``diff-tree --stdin -p`` process, kept for
 the command by the pair of ids: `Listings.line_hunks` asks one process a pair (a verdict's
-`_removes_made_by` asked nine for one skip of weight-sync's, some pairs more than once)."""
+`madeby.removes_made_by` asked nine for one skip of weight-sync's, some pairs more than once)."""
 
 from __future__ import annotations
 
