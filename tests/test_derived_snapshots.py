@@ -100,8 +100,9 @@ def test_a_stop_records_the_snapshot_a_scan_takes(
     real = derived.overlaid_snapshot
 
     def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
-        results.append(real(*args, **kwargs) is not None)
-        return real(*args, **kwargs)
+        got = real(*args, **kwargs)
+        results.append(got is not None)
+        return got
 
     monkeypatch.setattr(derived, "overlaid_snapshot", spied)
     with_derived = _moved(repo, event)
@@ -222,3 +223,26 @@ def test_a_stop_whose_new_file_is_ignored_goes_on(tmp_path, verb: str) -> None:
     assert "conflict in patch B.patch" in repo.ps("refresh", verb, code=1).stderr
     applied = repo.git("show", "--stat", "--format=", "HEAD")
     assert ("new.py" in applied) == (verb == "--continue"), applied
+
+
+def test_a_snapshot_takes_a_files_mode_as_git_stages_it(tmp_path) -> None:
+    """git stages a file executable by its owner's bit alone (a file 654 is 100644): the
+    snapshot's mode is git's (it took any execute bit, and undo made such a file 755)."""
+    import subprocess
+
+    from patchstack.journal.snapshot import mode_of
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for perm in (0o644, 0o654, 0o645, 0o744, 0o755, 0o611):
+        path = tmp_path / f"f{perm:o}"
+        path.write_text("x\n")
+        path.chmod(perm)
+        subprocess.run(["git", "add", path.name], cwd=tmp_path, check=True)
+        staged = subprocess.run(
+            ["git", "ls-files", "-s", "--", path.name],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[0]
+        assert mode_of(path.lstat()) == staged, oct(perm)

@@ -119,9 +119,10 @@ def inside(path: str, folder: str | None) -> bool:
 
 
 def mode_of(st: os.stat_result) -> str:
+    """The mode git stages for a file: a regular file is executable by its owner's bit."""
     if stat.S_ISLNK(st.st_mode):
         return "120000"
-    return "100755" if st.st_mode & 0o111 else "100644"
+    return "100755" if st.st_mode & stat.S_IXUSR else "100644"
 
 
 def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from ...checkout import Checkout
 from ...errors import RefusedError
+from ...journal.snapshot import mode_of
 
 
 def fingerprints(ws: Checkout, paths: Iterable[str]) -> dict[str, str]:
@@ -40,7 +41,7 @@ def fingerprints(ws: Checkout, paths: Iterable[str]) -> dict[str, str]:
             found[path] = "-"
             continue
         if stat.S_ISREG(st.st_mode):
-            files.append((path, "100755" if st.st_mode & 0o111 else "100644"))
+            files.append((path, mode_of(st)))
         elif stat.S_ISLNK(st.st_mode):
             found[path] = "link " + os.readlink(full)
         else:
