@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Container, Mapping, Sequence
 from typing import IO, Any
 
@@ -235,12 +236,33 @@ class GitBase:
             self.forget("merge-process")
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
-        """A batch process kept for the whole command (closed by `close`)."""
+        """A batch process kept for the whole command (closed by `close`). What it says on its
+        standard error is kept in a file, not shown (its answers say what it could not read,
+        as ``rev-parse --quiet`` shows nothing), and told when it ends (`ended`)."""
         proc = self._procs.get(key)
         if proc is None or proc.poll() is not None:
-            proc = self.spawn(args, stdin=subprocess.PIPE)
+            errors = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
+            proc = self.spawn(args, stdin=subprocess.PIPE, stderr=errors)
             self._procs[key] = proc
+            self._memo[("persistent-errors", key)] = errors
         return proc
+
+    def ended(self, key: str) -> str:
+        """A persistent process that ended unexpectedly: forgotten (the next question starts
+        another), and what it said last."""
+        proc = self._procs.pop(key, None)
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            proc.wait()
+        errors = self._memo.pop(("persistent-errors", key), None)
+        if errors is None:
+            return ""
+        errors.seek(0)
+        said: str = errors.read()[-2000:].decode("utf-8", "replace").strip()
+        errors.close()
+        return said
 
     def close(self) -> None:
         self._stop_processes()

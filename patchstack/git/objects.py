@@ -23,6 +23,10 @@ ARG_BUDGET = 100_000  # bytes of paths per command line
 _TEMP_NAMES = itertools.count()
 
 
+class _Ended(GitFailure):
+    """The persistent ``cat-file`` ended before it answered (git died of a name)."""
+
+
 class Objects(GitBase):
     def read_object(self, name: str) -> tuple[str, bytes] | None:
         """(type, content) of an object (an id or ``<rev>:<path>``), or None when missing.
@@ -40,23 +44,7 @@ class Objects(GitBase):
     def each_object(self, names: Sequence[str]) -> Iterator[tuple[str, bytes] | None]:
         """`read_objects`, each answer given as it is read (the caller's work on one overlaps
         git's reading of the next); every answer is read, even when the caller stops early."""
-        if any("\n" in name for name in names):
-            raise GitFailure(f"an object name cannot hold a newline: {names!r}")
-        proc = self.persistent("--batch", ["cat-file", "--batch"])
-        assert proc.stdin is not None and proc.stdout is not None
-        for at in range(0, len(names), 256):
-            chunk = names[at : at + 256]
-            proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in chunk))
-            proc.stdin.flush()
-            left = len(chunk)
-            try:
-                while left:
-                    answer = self._answer("--batch", proc.stdout, True)
-                    left -= 1
-                    yield answer
-            finally:
-                for _ in range(left):  # (a caller that stopped: the answers still come)
-                    self._answer("--batch", proc.stdout, True)
+        return self._answers("--batch", names, True)
 
     def object_sizes(self, names: Sequence[str]) -> dict[str, int | None]:
         """The size of each object (None when missing), in pipelined batches."""
@@ -85,27 +73,44 @@ class Objects(GitBase):
     def _batch_headers(
         self, which: str, names: Sequence[str], read_content: bool = False
     ) -> list[Any]:
+        """The answers of ``cat-file`` to these names (`_answers`), all of them."""
+        return list(self._answers(which, names, read_content))
+
+    def _answers(self, which: str, names: Sequence[str], read_content: bool) -> Iterator[Any]:
         """The answers of ``cat-file`` to these names, pipelined: 256 names written at once
-        (their answers fit in the pipe), then their answers read. Header lines, or with
-        ``read_content`` (``--batch``) (type, content) or None for a missing object."""
+        (their answers fit in the pipe), then their answers read, each given as it is read.
+        Header lines, or with ``read_content`` (``--batch``) (type, content) or None for a
+        missing object. A caller that stops early: the answers written for still come, and
+        are read."""
         if any("\n" in name for name in names):
             raise GitFailure(f"an object name cannot hold a newline: {names!r}")
         proc = self.persistent(which, ["cat-file", which])
         assert proc.stdin is not None and proc.stdout is not None
-        answers: list[Any] = []
         for at in range(0, len(names), 256):
             chunk = names[at : at + 256]
             proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in chunk))
             proc.stdin.flush()
-            for _name in chunk:
-                answers.append(self._answer(which, proc.stdout, read_content))
-        return answers
+            left = len(chunk)
+            try:
+                while left:
+                    answer = self._answer(which, proc.stdout, read_content)
+                    left -= 1
+                    yield answer
+            except _Ended:
+                left = 0
+                said = self.ended(which)
+                raise GitFailure(
+                    f"git cat-file {which} ended unexpectedly" + (f": {said}" if said else "")
+                ) from None
+            finally:
+                for _ in range(left):
+                    self._answer(which, proc.stdout, read_content)
 
     @staticmethod
     def _answer(which: str, stdout: IO[bytes], read_content: bool) -> Any:
         header = stdout.readline()
         if not header:
-            raise GitFailure(f"git cat-file {which} ended unexpectedly")
+            raise _Ended(which)
         header = header.rstrip(b"\n")
         if not read_content:
             return header

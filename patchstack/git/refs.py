@@ -39,7 +39,12 @@ class Refs(Objects):
         less each time: HEAD is asked several times a command)."""
         if "\n" in rev or not rev:
             return None
-        header = self._batch_headers("--batch-check", [rev + "^{commit}"])[0]
+        try:
+            header = self._batch_headers("--batch-check", [rev + "^{commit}"])[0]
+        except GitFailure:  # git died of the name (``@{upstream}`` of a branch without one)
+            args = ["rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"]
+            proc = self.run(*args, check=False)
+            return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
         words = header.split(b" ")
         if len(words) != 3 or words[1] != b"commit":
             return None  # "<rev> missing", "<rev> ambiguous"
