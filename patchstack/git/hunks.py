@@ -56,10 +56,20 @@ def _ask(
     args += ["--no-color", "--no-ext-diff", "--no-textconv"]
     args += ["--", *sorted(paths)] if paths is not None else []
     out = git.run(*args, input=b"".join(e + b"\n" for e in echoes)).stdout
-    found: list[dict[bytes, list[tuple[int, int, int, int]]]] = []
+    found = parse_hunks(out, echoes)
+    if len(found) != len(pairs):
+        raise PatchstackError(f"git diff-tree answered {len(found)} of {len(pairs)} pairs")
+    return found
+
+
+def parse_hunks(out: bytes, echoes: Sequence[bytes] | None = None) -> list[Headed]:
+    """The hunks of ``diff-tree -p -U0`` output, by each file's ``diff --git`` line (files
+    with none left out: a binary one, a mode change). With ``echoes`` (``--stdin``): a part a
+    pair, each begun by the pair's echo; without, the whole output is one part."""
+    found: list[dict[bytes, list[tuple[int, int, int, int]]]] = [] if echoes is not None else [{}]
     files: list[tuple[int, int, int, int]] | None = None
     for line in out.split(b"\n"):
-        if len(found) < len(echoes) and line == echoes[len(found)]:
+        if echoes is not None and len(found) < len(echoes) and line == echoes[len(found)]:
             found.append({})  # diff-tree echoes each pair before its diff
             files = None
         elif line.startswith(b"diff --git "):
@@ -67,6 +77,4 @@ def _ask(
         elif files is not None and line.startswith(b"@@ -"):
             old, new = line[4:].split(b" @@", 1)[0].split(b" +")
             files.append((*_span(old), *_span(new)))
-    if len(found) != len(pairs):
-        raise PatchstackError(f"git diff-tree answered {len(found)} of {len(pairs)} pairs")
     return [{h: tuple(spans) for h, spans in f.items() if spans} for f in found]

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from ..errors import PatchstackError
 from ..model.ids import Oid
 from .base import decode_path, under_any
-from .history import PATHSPEC_MAX, History, _diff_header, _span
+from .history import PATHSPEC_MAX, History, _diff_header
+from .hunks import parse_hunks
 
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
@@ -130,17 +131,7 @@ class Listings(History):
         args += ["--no-textconv", "--end-of-options", a, b, "--", *paths]
         out = self.run(*args).stdout
         headers = {_diff_header(p): p for p in paths}
-        found: dict[str, list[tuple[int, int, int, int]]] = {}
-        path: str | None = None
-        for line in out.split(b"\n"):
-            if line.startswith(b"diff --git "):
-                path = headers.get(line)
-                if path is not None:
-                    found[path] = []
-            elif path is not None and line.startswith(b"@@ -"):
-                old, new = line[4:].split(b" @@", 1)[0].split(b" +")
-                found[path].append((*_span(old), *_span(new)))
-        return {p: tuple(h) for p, h in found.items() if h}
+        return {headers[h]: s for h, s in parse_hunks(out)[0].items() if h in headers}
 
     # -- the work tree ---------------------------------------------------------------------------
 
