@@ -232,7 +232,7 @@ class Merges(Objects):
         process. (A repository that keeps a second object format, which would want the
         object's other id recorded too, gets it from ``commit-tree``.)"""
         ident, date = SYNTHETIC
-        if self._compat_format():
+        if self.compat_format():
             return self.commit_tree(tree, [parent] if parent else [], label + "\n", ident, date)
         who = f"{ident} {date}".encode()
         data = b"tree %s\n%sauthor %s\ncommitter %s\n\n%s\n" % (

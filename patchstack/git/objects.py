@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import os
 import re
+import stat
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -197,16 +198,24 @@ class Objects(GitBase):
             raise
         return oid
 
-    def _compat_format(self) -> bool:
+    def compat_format(self) -> bool:
         """Whether the repository keeps a second object format (whose ids a loose write made
-        here would not record: such repositories get their objects from git's plumbing)."""
+        here would not record: such repositories get their objects from git's plumbing), from
+        the configuration the command read (`config`)."""
         return bool(self.config("extensions.compatObjectFormat"))
 
     def write_blob(self, data: bytes) -> Oid:
         """Store ``data`` as it is (``hash-object -w --stdin`` applies no filter either)."""
-        if self._compat_format():
+        if self.compat_format():
             return self.oid("hash-object", "-w", "--stdin", input=data)
         return self.write_loose("blob", data)
+
+    def write_file(self, full: str, st: os.stat_result) -> tuple[str, Oid] | None:
+        """(mode, blob) of the file or symbolic link at ``full`` (``st``: its ``lstat``) as
+        ``git add`` stages it without filters: its bytes (a link's target) stored as they are,
+        its mode `staged_mode`'s; None for anything else (a folder, a socket)."""
+        mode = staged_mode(st)
+        return None if mode is None else (mode, self.write_blob(file_bytes(full, st)))
 
     def hash_files(self, paths: Sequence[str]) -> list[Oid]:
         """Store files' bytes as blobs exactly as they are (no clean filters, no eol changes).
@@ -233,7 +242,7 @@ class Objects(GitBase):
         """A tree from (mode, oid, name) entries of one folder, as ``mktree --missing`` writes
         it (written in process: an operation-log entry makes several at every command)."""
         listed = list(entries)
-        data = None if self._compat_format() else tree_data(listed, self.fmt.hexsz)
+        data = None if self.compat_format() else tree_data(listed, self.fmt.hexsz)
         if data is not None:
             return self.write_loose("tree", data, kept=True)
         recs = []
@@ -251,7 +260,7 @@ class Objects(GitBase):
         name, email = split_ident(author)
         data = (
             None
-            if self._compat_format() or not self._commit_inputs(tree, parents)
+            if self.compat_format() or not self._commit_inputs(tree, parents)
             else commit_data(tree, parents, message, name, email, date)
         )
         if data is not None:
@@ -341,6 +350,26 @@ class Objects(GitBase):
         proc = self.run("var", "GIT_COMMITTER_IDENT", check=False)
         m = re.search(r"> (\d+ [+-]\d{4})\Z", proc.stdout.decode("utf-8", "replace").strip())
         return m.group(1) if proc.returncode == 0 and m else f"{int(time.time())} +0000"
+
+
+def staged_mode(st: os.stat_result) -> str | None:
+    """The mode git stages for what ``lstat`` gave ``st``: a symbolic link 120000; a regular
+    file 100755 when its owner may execute it (git looks at that bit alone), else 100644;
+    None for anything else (a folder, a socket)."""
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    if stat.S_ISREG(st.st_mode):
+        return "100755" if st.st_mode & stat.S_IXUSR else "100644"
+    return None
+
+
+def file_bytes(full: str, st: os.stat_result) -> bytes:
+    """The bytes git stores of the file or symbolic link at ``full`` (``st``: its ``lstat``):
+    the file's as they are, or the link's target."""
+    if stat.S_ISLNK(st.st_mode):
+        return os.readlink(os.fsencode(full))
+    with open(full, "rb") as f:
+        return f.read()
 
 
 def tree_entries(data: bytes, oid_len: int) -> dict[bytes, str]:

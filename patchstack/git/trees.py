@@ -11,7 +11,7 @@ from ..errors import PatchstackError
 from ..model.ids import Oid
 from .base import decode_path, encode_path
 from .index import TempIndex
-from .objects import Objects, tree_records
+from .objects import Objects, staged_mode, tree_records
 
 
 def _ls_records(out: bytes) -> dict[str, tuple[str, str]]:
@@ -136,10 +136,15 @@ class Trees(Objects):
         in process through the folders that differ: for a patch's change, a few trees; asked
         of git once more than ``TREES_IN_PROCESS`` trees would be read (a pop of 300 patches
         differs in ~760: 0.1 s in Python, a few milliseconds in ``diff-tree``). Kept for the
-        command by the two ids (a refresh's stop asks the move's diff three times)."""
+        command by the two ids (a refresh's stop asks the move's diff three times), either way
+        round: the diff of ``new`` to ``old`` is this one's sides swapped (a stop's publish
+        asks its index's diff one way, the snapshot derived after it the other)."""
         fixed = self.is_id(old) and self.is_id(new)
         if fixed and ("changed-entries", old, new) in self._memo:
             return list(self._memo[("changed-entries", old, new)])
+        if fixed and ("changed-entries", new, old) in self._memo:
+            swapped = self._memo[("changed-entries", new, old)]
+            return [(nm, om, no, oo, path) for om, nm, oo, no, path in swapped]
         found = self._changed_entries(old, new)
         if fixed:
             self._memo[("changed-entries", old, new)] = tuple(found)
@@ -238,7 +243,7 @@ class Trees(Objects):
         """``tree`` with each path of ``changes`` set to its (mode, id), or removed (None);
         folders are made as needed and a folder left empty goes. Written in process, as
         loose objects, from the trees already read (no temporary index, no process)."""
-        if self._compat_format():
+        if self.compat_format():
             return self._edit_with_index(tree, changes)
         edits = {tuple(encode_path(p).split(b"/")): e for p, e in changes.items()}
         return Oid(self._edit(tree, edits) or self.write_loose("tree", b""))
@@ -252,16 +257,18 @@ class Trees(Objects):
             if len(parts) > 1:
                 deeper.setdefault(parts[0], {})[parts[1:]] = entry
             elif entry is None:
-                records.pop(parts[0], None)
+                if records.get(parts[0], ("",))[0] != "040000":  # (a folder: no file to remove)
+                    records.pop(parts[0], None)
             else:
                 records[parts[0]] = entry
         for name, sub in deeper.items():
             now = records.get(name)
-            made = self._edit(now[1] if now is not None and now[0] == "040000" else None, sub)
-            if made is None:
-                records.pop(name, None)
-            else:
+            folder = now is not None and now[0] == "040000"
+            made = self._edit(now[1] if now is not None and folder else None, sub)
+            if made is not None:
                 records[name] = ("040000", made)
+            elif folder:  # (emptied; under a file, nothing was there to remove)
+                records.pop(name, None)
         if not records:
             return None
         ordered = sorted(
@@ -298,12 +305,13 @@ class Trees(Objects):
                 if path in had:  # (one in neither place is no change: not a file it is under)
                     changes[path] = None
                 continue
-            if stat.S_ISREG(st.st_mode):  # git's mode rule: the owner's execute bit
-                files.append((path, "100755" if st.st_mode & stat.S_IXUSR else "100644"))
-            elif stat.S_ISLNK(st.st_mode):
-                changes[path] = ("120000", self.write_blob(os.readlink(os.fsencode(full))))
-            else:
+            mode = staged_mode(st)
+            if mode is None:
                 return None
+            if mode == "120000":
+                changes[path] = self.write_file(full, st)
+            else:  # (one hash-object for them all)
+                files.append((path, mode))
         if paths:
             asked = b"".join(encode_path(p) + b"\0" for p in paths)
             if self.run("check-attr", "-a", "-z", "--stdin", input=asked).stdout:

@@ -15,14 +15,14 @@ entry was set without stat data (`Git.set_index_entries`) is read as it is.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from ..checkout import Checkout
 from ..git import Git
+from ..git.objects import file_bytes, staged_mode
 from ..model.ids import Oid
-from .snapshot import Snapshot, inside, max_untracked, mode_of, nested, series_tree
+from .snapshot import Snapshot, inside, max_untracked, nested, series_tree
 from .stacks import names_at as _names
 
 Entry = tuple[str, str]  # (mode, id)
@@ -149,13 +149,13 @@ def _read_files(ws: Checkout, index: Mapping[str, Entry | None]) -> dict[str, En
         except (FileNotFoundError, NotADirectoryError):
             found[path] = None
             continue
-        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        if staged_mode(st) is None:
             return None
         if entry is None:
             if st.st_size > max_untracked(git):
                 return None
             untracked.append(path)
-        found[path] = (mode_of(st), git.write_blob(_content(full, st)))
+        found[path] = git.write_file(full, st)
     for path in git.ignored(untracked) if untracked else ():
         found[path] = None
     return found
@@ -168,16 +168,10 @@ def _as_it_is(git: Git, path: str, entry: Entry | None) -> bool:
         st = os.lstat(full)
     except (FileNotFoundError, NotADirectoryError):
         return entry is None
-    if entry is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+    mode = staged_mode(st)
+    if entry is None or mode is None:
         return False
-    return (mode_of(st), git.fmt.blob_id(_content(full, st))) == entry
-
-
-def _content(full: str, st: os.stat_result) -> bytes:
-    if stat.S_ISLNK(st.st_mode):
-        return os.fsencode(os.readlink(full))
-    with open(full, "rb") as f:
-        return f.read()
+    return (mode, git.fmt.blob_id(file_bytes(full, st))) == entry
 
 
 def _edited(git: Git, tree: str, changes: Mapping[str, Entry | None]) -> Oid | None:

@@ -36,6 +36,7 @@ from ..checkout import Checkout
 from ..errors import RefusedError
 from ..files import write_atomic
 from ..git import Git
+from ..git.objects import staged_mode
 from ..model.ids import Oid
 from ..model.naming import named_files, validate_name
 from .stacks import names_at as _names
@@ -119,10 +120,9 @@ def inside(path: str, folder: str | None) -> bool:
 
 
 def mode_of(st: os.stat_result) -> str:
-    """The mode git stages for a file: a regular file is executable by its owner's bit."""
-    if stat.S_ISLNK(st.st_mode):
-        return "120000"
-    return "100755" if st.st_mode & stat.S_IXUSR else "100644"
+    """The mode git stages for a file (`git.objects.staged_mode`: a regular file is executable
+    by its owner's bit)."""
+    return staged_mode(st) or "100644"
 
 
 def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -137,7 +137,7 @@ def hash_paths(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[
 def in_process(git: Git) -> bool:
     """Whether a snapshot's objects may be written here: not while a scratch store takes the
     objects written (`git.scratch`), nor in a repository that keeps a second object format."""
-    return git.scratch is None and not git.config("extensions.compatObjectFormat")
+    return git.scratch is None and not git.compat_format()
 
 
 def _stored(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -146,13 +146,11 @@ def _stored(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str
         full = os.path.join(top, rel)
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (a folder of it is a file now)
             continue
-        if stat.S_ISLNK(st.st_mode):
-            result[rel] = ("120000", git.write_blob(os.fsencode(os.readlink(full))))
-        elif stat.S_ISREG(st.st_mode):
-            with open(full, "rb") as f:
-                result[rel] = (mode_of(st), git.write_blob(f.read()))
+        entry = git.write_file(full, st)
+        if entry is not None:
+            result[rel] = entry
     return result
 
 
@@ -177,7 +175,7 @@ def _hashed(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str
             full = os.path.join(top, rel)
             try:
                 st = os.lstat(full)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 continue
             if stat.S_ISLNK(st.st_mode):
                 fd, tmp = tempfile.mkstemp(prefix="patchstack-link-", dir=git.git_dir)
