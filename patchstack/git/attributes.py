@@ -42,7 +42,7 @@ def merge_inputs(git: GitBase) -> str:
             h.update(b"%d:" % len(part) + part)
 
     add(version()[1].encode())
-    config = git.config_list(fresh=True)
+    config = git.config_list()  # (the command's one reading: `GitBase.config`)
     add(config)
     places = [os.path.join(git.common_dir, "info", "attributes")]
     own = [

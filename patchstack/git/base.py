@@ -104,10 +104,10 @@ class GitBase:
         every key of one command is answered from one ``config --list`` (`config_list`)."""
         return self._config_values().get(_config_key(key))
 
-    def config_list(self, fresh: bool = False) -> bytes:
-        """What ``git config -z --list`` prints here (read once per command, or again when
-        ``fresh``; empty when git cannot read the configuration)."""
-        if fresh or "config-list" not in self._memo:
+    def config_list(self) -> bytes:
+        """What ``git config -z --list`` prints here (read once per command; empty when git
+        cannot read the configuration)."""
+        if "config-list" not in self._memo:
             self._memo["config-list"] = self.run("config", "-z", "--list", check=False).stdout
             self._memo.pop("config-values", None)
         listed: bytes = self._memo["config-list"]

@@ -170,8 +170,12 @@ class Worktree(Listings):
     def stage_files(self, paths: Sequence[str]) -> bool:
         """Make the index hold these work-tree files as they are (as ``git add`` stages them,
         with their stat data), removing those that are missing: one process, where index
-        entries set from a tree and refreshed cost two. False, and nothing changed, when git
-        refuses one (a folder where a file was)."""
+        entries set from a tree and refreshed cost two. Where a path is no file, it is git's
+        ``update-index --add --remove``'s, not ``git add``'s: a folder where the index has a
+        file removes that entry (and adds none of the folder's files); a folder holding a
+        repository of its own is staged as a submodule; a path under what is now a file is
+        missing (removed). False, and nothing changed, when git refuses one: a folder where
+        the index has no file (an untracked folder, or a tracked folder's own path)."""
         data = b"".join(encode_path(p) + b"\0" for p in paths)
         proc = self.run(
             "update-index", "--add", "--remove", "-z", "--stdin", input=data, check=False
