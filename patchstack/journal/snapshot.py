@@ -36,7 +36,7 @@ from ..checkout import Checkout
 from ..errors import RefusedError
 from ..files import write_atomic
 from ..git import Git
-from ..git.objects import staged_mode
+from ..git.objects import file_bytes, staged_mode
 from ..model.ids import Oid
 from ..model.naming import named_files, validate_name
 from .stacks import names_at as _names
@@ -180,7 +180,7 @@ def _hashed(git: Git, top: str, rel_paths: Sequence[str]) -> dict[str, tuple[str
             if stat.S_ISLNK(st.st_mode):
                 fd, tmp = tempfile.mkstemp(prefix="patchstack-link-", dir=git.git_dir)
                 with os.fdopen(fd, "wb") as f:
-                    f.write(os.fsencode(os.readlink(full)))
+                    f.write(file_bytes(full, st))
                 temps.append(tmp)
                 link_files.append((rel, tmp))
             elif stat.S_ISREG(st.st_mode):
