@@ -120,8 +120,8 @@ def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monke
     git = find_repo(str(repo.path))
     seen = [merge_inputs(git)]
 
-    def changed() -> bool:
-        seen.append(merge_inputs(git))
+    def changed() -> bool:  # (as the next command reads it: the configuration once a command)
+        seen.append(merge_inputs(find_repo(str(repo.path))))
         return seen[-1] != seen[-2]
 
     repo.write("a.py", "edited\n")
