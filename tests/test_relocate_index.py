@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from patchstack.engine import lineindex
-from patchstack.engine.relocate import PLAIN, WALKS, Relocator
+from patchstack.engine.deleters import WALKS
+from patchstack.engine.relocate import PLAIN, Relocator
 from patchstack.git import find_repo
 from patchstack.store import Store
 
@@ -52,6 +53,21 @@ def test_the_index_proposes_what_the_plain_reading_does(
     kept = _cache(repo).sizes().get(lineindex.SECTION, 0)
     assert kept > 0 or case.name == "deleted"  # (there upstream changed no file it kept)
     assert _stop(repo) == plain  # warm: the hashes read from the cache
+
+
+@pytest.mark.parametrize("case", DIFFERENTIAL[:4], ids=lambda c: c.name)
+def test_the_lines_looked_up_as_hashed_propose_what_the_packed_search_does(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold command looks its blocks' lines up as it hashes the candidates (`expect`
+    before `searched`); ``PATCHSTACK_NO_LEARNED_HITS=1`` searches their packed hashes."""
+    repo = scenario(tmp_path, case)
+    cache = repo.path / ".git" / "patchstack" / "cache"
+    monkeypatch.setenv(lineindex.NO_HITS, "1")
+    off = _stop(repo)
+    cache.unlink(missing_ok=True)
+    monkeypatch.delenv(lineindex.NO_HITS)
+    assert _stop(repo) == off
 
 
 def _two_commands(tmp_path: Path) -> tuple[Repo, str, str, Path]:
@@ -213,15 +229,26 @@ def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) 
     onto = git.tree_of("HEAD")
     blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(60)]
     answers = []
-    for mode in ("together", "alone", "plain"):
+    for mode in ("together", "alone", "plain", "learned", "learned, more later", "off"):
+        os.environ.pop(lineindex.NO_HITS, None)
+        if mode == "off":
+            os.environ[lineindex.NO_HITS] = "1"
         relocator = Relocator(git, base, head, None)
         relocator.index = lineindex.LineIndex(git, None, plain=mode == "plain")
+        if mode in ("learned", "off"):  # expected before hashed: looked up as each is hashed
+            relocator.index.expect(blocks)
+        if mode == "learned, more later":  # (lines beyond those: the packed hashes searched)
+            relocator.index.expect(blocks[:30])
         blobs = sorted(set(relocator._candidates(onto).values()))
+        assert bool(relocator.index._hits) == mode.startswith("learned")
+        if mode == "learned, more later":
+            relocator.index.expect(blocks[30:])
         if mode == "together":
             relocator.index.expect(blocks)
         answers.append([relocator.index.block(blobs, b) for b in blocks])
-    together, alone, plain = answers
-    assert together == alone
+    os.environ.pop(lineindex.NO_HITS, None)
+    together, alone, plain, learned, more_later, off = answers
+    assert together == alone == learned == more_later == off
     lines = {b: set(git.read_blob(b).decode().split("\n")) for b in set().union(*plain)}
     holds = [
         {b for b in found if set(k) <= lines[b]} for k, found in zip(blocks, plain, strict=True)
