@@ -150,7 +150,8 @@ class Relocator:
         if not (gone or split) or not self.old_base:
             return None
         git = self.git
-        text = git.diff_patch(before, after).decode("utf-8", "surrogateescape")
+        paths = sorted({*gone, *split})  # (the patch's diff of those files only)
+        text = git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)

@@ -12,6 +12,7 @@ from ..model.ids import Oid
 from .base import decode_path, under_any
 from .history import PATHSPEC_MAX, History, _diff_header, _span
 
+PATHSPEC_BYTES = 20_000  # beyond, a diff is of every path (and the caller picks its own)
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
 
@@ -93,8 +94,10 @@ class Listings(History):
         ]
         return [[d[4] for d in raw] for raw in self.raw_diffs(pairs)]
 
-    def diff_patch(self, a: str, b: str) -> bytes:
-        """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""
+    def diff_patch(self, a: str, b: str, paths: Sequence[str] = ()) -> bytes:
+        """The full-index binary patch from tree ``a`` to ``b`` (no renames); with ``paths``,
+        of those paths (and what is under them) only."""
+        limit = [] if not paths or sum(map(len, paths)) > PATHSPEC_BYTES else ["--", *paths]
         return self.run(
             "diff-tree",
             "-p",
@@ -108,6 +111,7 @@ class Listings(History):
             "--end-of-options",
             a,
             b,
+            *limit,
         ).stdout
 
     def commit_diff(self, commit: str, paths: Sequence[str]) -> bytes:
