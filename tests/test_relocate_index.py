@@ -70,6 +70,31 @@ def test_the_lines_looked_up_as_hashed_propose_what_the_packed_search_does(
     assert _stop(repo) == off
 
 
+@pytest.mark.parametrize("case", [CASES[0], MOVED_OUT[0], random_case(1)], ids=lambda c: c.name)
+def test_the_lines_looked_up_as_hashed_stop_and_continue_as_the_packed_search(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop by stop, each time cold: what the stop prints, the proposal it leaves in the work
+    tree and the series ``--continue`` makes of it, byte-identical with the shortcut off."""
+    runs = []
+    for off in (True, False):
+        if off:
+            monkeypatch.setenv(lineindex.NO_HITS, "1")
+        else:
+            monkeypatch.delenv(lineindex.NO_HITS)
+        repo = scenario(tmp_path / ("off" if off else "on"), case)
+        stop = repo.ps("refresh", "--onto", "upstream", code=None)
+        shown = repo.snapshot()
+        done = repo.ps("refresh", "--continue", code=None)
+        patches = {
+            p.name: p.read_bytes() for p in sorted((repo.path / "patches").iterdir()) if p.is_file()
+        }
+        runs.append((stop.exit_code, stop.stderr, shown, done.exit_code, done.stderr, patches))
+    assert runs[0] == runs[1]
+    assert runs[0][0] == 1 and "relocat" in runs[0][1]  # it stopped with a proposal
+    assert runs[0][3] == 0  # and --continue made it the patch
+
+
 def _two_commands(tmp_path: Path) -> tuple[Repo, str, str, Path]:
     files = {f"f{i}.py": f"def f{i}():\n    return {i}\n" for i in range(20)}
     repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
