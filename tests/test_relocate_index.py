@@ -55,46 +55,6 @@ def test_the_index_proposes_what_the_plain_reading_does(
     assert _stop(repo) == plain  # warm: the hashes read from the cache
 
 
-@pytest.mark.parametrize("case", DIFFERENTIAL[:4], ids=lambda c: c.name)
-def test_the_lines_looked_up_as_hashed_propose_what_the_packed_search_does(
-    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A cold command looks its blocks' lines up as it hashes the candidates (`expect`
-    before `searched`); ``PATCHSTACK_NO_LEARNED_HITS=1`` searches their packed hashes."""
-    repo = scenario(tmp_path, case)
-    cache = repo.path / ".git" / "patchstack" / "cache"
-    monkeypatch.setenv(lineindex.NO_HITS, "1")
-    off = _stop(repo)
-    cache.unlink(missing_ok=True)
-    monkeypatch.delenv(lineindex.NO_HITS)
-    assert _stop(repo) == off
-
-
-@pytest.mark.parametrize("case", [CASES[0], MOVED_OUT[0], random_case(1)], ids=lambda c: c.name)
-def test_the_lines_looked_up_as_hashed_stop_and_continue_as_the_packed_search(
-    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Stop by stop, each time cold: what the stop prints, the proposal it leaves in the work
-    tree and the series ``--continue`` makes of it, byte-identical with the shortcut off."""
-    runs = []
-    for off in (True, False):
-        if off:
-            monkeypatch.setenv(lineindex.NO_HITS, "1")
-        else:
-            monkeypatch.delenv(lineindex.NO_HITS)
-        repo = scenario(tmp_path / ("off" if off else "on"), case)
-        stop = repo.ps("refresh", "--onto", "upstream", code=None)
-        shown = repo.snapshot()
-        done = repo.ps("refresh", "--continue", code=None)
-        patches = {
-            p.name: p.read_bytes() for p in sorted((repo.path / "patches").iterdir()) if p.is_file()
-        }
-        runs.append((stop.exit_code, stop.stderr, shown, done.exit_code, done.stderr, patches))
-    assert runs[0] == runs[1]
-    assert runs[0][0] == 1 and "relocat" in runs[0][1]  # it stopped with a proposal
-    assert runs[0][3] == 0  # and --continue made it the patch
-
-
 def _two_commands(tmp_path: Path) -> tuple[Repo, str, str, Path]:
     files = {f"f{i}.py": f"def f{i}():\n    return {i}\n" for i in range(20)}
     repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
@@ -254,26 +214,15 @@ def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) 
     onto = git.tree_of("HEAD")
     blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(60)]
     answers = []
-    for mode in ("together", "alone", "plain", "learned", "learned, more later", "off"):
-        os.environ.pop(lineindex.NO_HITS, None)
-        if mode == "off":
-            os.environ[lineindex.NO_HITS] = "1"
+    for mode in ("together", "alone", "plain"):
         relocator = Relocator(git, base, head, None)
         relocator.index = lineindex.LineIndex(git, None, plain=mode == "plain")
-        if mode in ("learned", "off"):  # expected before hashed: looked up as each is hashed
-            relocator.index.expect(blocks)
-        if mode == "learned, more later":  # (lines beyond those: the packed hashes searched)
-            relocator.index.expect(blocks[:30])
         blobs = sorted(set(relocator._candidates(onto).values()))
-        assert bool(relocator.index._hits) == mode.startswith("learned")
-        if mode == "learned, more later":
-            relocator.index.expect(blocks[30:])
         if mode == "together":
             relocator.index.expect(blocks)
         answers.append([relocator.index.block(blobs, b) for b in blocks])
-    os.environ.pop(lineindex.NO_HITS, None)
-    together, alone, plain, learned, more_later, off = answers
-    assert together == alone == learned == more_later == off
+    together, alone, plain = answers
+    assert together == alone
     lines = {b: set(git.read_blob(b).decode().split("\n")) for b in set().union(*plain)}
     holds = [
         {b for b in found if set(k) <= lines[b]} for k, found in zip(blocks, plain, strict=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import array
 import bisect
-import os
 import struct
 import sys
 import zlib
@@ -30,7 +29,6 @@ from ..store import Store
 
 SECTION = "lines"
 SCHEME = "crc32-le"  # an entry of another scheme is foreign: ignored
-NO_HITS = "PATCHSTACK_NO_LEARNED_HITS"  # set: every lookup searches the packed hashes
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _WIDTH = 4
 _CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C type of 32 bits+
@@ -39,15 +37,7 @@ _CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C typ
 def hashes_of(data: bytes) -> bytes:
     """The distinct hashes of the lines of ``data``, packed little-endian, in no order (the
     lookup searches them): one pass over the split lines, about what a set of them costs."""
-    return _pack(_hash_set(data))
-
-
-def _hash_set(data: bytes) -> set[int]:
-    return set(map(zlib.crc32, data.split(b"\n")))
-
-
-def _pack(hashes: set[int]) -> bytes:
-    packed = array.array(_CODE, hashes)
+    packed = array.array(_CODE, set(map(zlib.crc32, data.split(b"\n"))))
     if packed.itemsize != _WIDTH or sys.byteorder != "little":
         return struct.pack(f"<{len(packed)}I", *packed)
     return packed.tobytes()
@@ -94,10 +84,6 @@ class LineIndex:
         self._joined: dict[tuple[str, ...], tuple[bytes, list[int]]] = {}
         self._expected: set[bytes] = set()
         self._found: dict[tuple[str, ...], dict[bytes, set[str]]] = {}
-        # A blob hashed by this command while lines were expected: (the expected lines'
-        # hashes then, those of them it has), so that `_each` of those lines skips its hashes.
-        self._hits: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
-        self._hit_hashes: frozenset[int] = frozenset()
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
@@ -131,12 +117,7 @@ class LineIndex:
             self._raw[b] = got[1]
             if self.plain:
                 self._sets[b] = frozenset(got[1].split(b"\n"))
-                self._packed[b] = b""
-                continue
-            hashes = _hash_set(got[1])
-            self._packed[b] = _pack(hashes)
-            if self._hit_hashes:
-                self._hits[b] = (self._hit_hashes, self._hit_hashes.intersection(hashes))
+            self._packed[b] = b"" if self.plain else hashes_of(got[1])
         if self.store is not None:
             for b in blobs:
                 if b not in missing:
@@ -145,13 +126,9 @@ class LineIndex:
     def expect(self, blocks: Iterable[Sequence[str]]) -> None:
         """Blocks `block` will be asked about: their lines looked up together, in one pass
         over the candidates' hashes, at the first question (84 blocks on kernel-timers' first
-        stop: a search of 6 MB of hashes for each line otherwise). Expected before `searched`
-        hashes the candidates no command knew, they are looked up as each is hashed (the
-        pass then reads only the packed hashes of those kept from earlier commands)."""
+        stop: a search of 6 MB of hashes for each line otherwise)."""
         lines = {ln for block in blocks for ln in block if "\0" not in ln and "\n" not in ln}
         self._expected.update(ln.encode("utf-8", "surrogateescape") for ln in lines)
-        if not self.plain and os.environ.get(NO_HITS) != "1":
-            self._hit_hashes = frozenset(map(zlib.crc32, self._expected))
 
     def block(self, blobs: Sequence[str], block: Sequence[str]) -> set[str]:
         """Those of ``blobs`` (searched ones, sorted) that have the block's longest line as a
@@ -213,10 +190,7 @@ class LineIndex:
         wanted = set(by_hash)
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
         for b in blobs:
-            basis, hits = self._hits.get(b, (frozenset(), frozenset()))
-            known = hits if basis and wanted <= basis else None
-            has = wanted.intersection(_values(self._packed[b] or b"") if known is None else known)
-            for h in has:
+            for h in wanted.intersection(_values(self._packed[b] or b"")):
                 for ln in by_hash[h]:
                     found[ln].add(b)
         return found
