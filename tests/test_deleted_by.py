@@ -87,3 +87,31 @@ def test_a_walk_started_early_answers_the_same_and_one_never_asked_is_not_waited
     at = time.monotonic()
     git.close()
     assert time.monotonic() - at < 3  # killed, not waited for (5 s, then killed)
+
+
+def test_a_relocation_that_carries_nothing_ends_the_walk_it_started(tmp_path) -> None:
+    """(issue 35) A patch's binary change to a file upstream deleted: the commit that deleted
+    it is walked for while the candidates are read, and there is no hunk to carry: the walk
+    is ended as the relocation returns, not left running (and holding the command's CPU)
+    to the command's end."""
+    from patchstack.engine.relocate import Relocator
+
+    repo = make_repo(tmp_path / "r", {"data.bin": "\0one\n", "keep.py": "x = 1\n"})
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "fork")
+    repo.write("data.bin", "\0two\n")
+    patched = repo.commit_all("the patch")
+    repo.git("checkout", "-q", "main")
+    repo.git("rm", "-q", "data.bin")
+    repo.write("keep.py", "x = 2\n")
+    head = repo.commit_all("upstream deletes data.bin")
+    git = find_repo(str(repo.path))
+    before, after, onto = (git.tree_of(c) for c in (base, patched, head))
+    merged = git.merge_trees(before, onto, after, ("upstream", "the patch"))
+    relocator = Relocator(git, base, head, None)
+    assert relocator.deleted(before, after, onto, merged) == ["data.bin"]
+    assert relocator.propose(before, after, onto, merged) is None
+    assert git._background == []  # no walk left running
+    assert relocator._deleted(["data.bin"]) == {"data.bin": git.rev_parse("HEAD")}
+    assert git._background == []  # an answered walk is ended too
+    git.close()

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from patchstack.engine import lineindex
-from patchstack.engine.relocate import PLAIN, WALKS, Relocator
+from patchstack.engine.deleters import WALKS
+from patchstack.engine.relocate import PLAIN, Relocator
 from patchstack.git import find_repo
 from patchstack.store import Store
 

@@ -47,3 +47,18 @@ def test_the_lookup_finds_every_file_that_has_the_line(tmp_path: Path) -> None:
         assert found == wanted if line else found >= wanted, line
     assert relocator._holding(onto, []) == set()
     git.close()
+
+
+def test_the_places_of_a_line_are_the_line_index_s() -> None:
+    """`relocate._places` (a split file's hunk looked for where its first line is)."""
+    import random
+
+    from patchstack.engine.relocate import _places
+    from patchstack.model.relocation import line_index
+
+    rng = random.Random(3)
+    for _ in range(200):
+        lines = rng.choices(["a", "b", "", "c d"], k=rng.randrange(0, 12))
+        index = line_index(lines)
+        for line in ["a", "b", "", "c d", "e"]:
+            assert _places(lines, line) == index.get(line, [])

@@ -26,12 +26,9 @@ the recorded resolutions key on stays git's own.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ..git import Git, MergeResult
 from ..model.diff import FileDiff
@@ -50,13 +47,23 @@ from ..model.relocation import (
     sides,
 )
 from ..store import Store
+from .deleters import Deleters, Later
 from .lineindex import LineIndex
 
 _AT_END = "the hunk is at a file's end"
-WALKS = "relocate"  # the store's section of the walks' answers
-_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared line by line
 _FILE_MODES = ("100644", "100755")
+
+
+def _places(lines: list[str], line: str) -> list[int]:
+    """Where ``line`` is in ``lines``, 0-based, in order (`line_index`'s answer for it)."""
+    found, at = [], -1
+    try:
+        while True:
+            at = lines.index(line, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
 
 
 def _wordy(line: str) -> bool:
@@ -94,6 +101,7 @@ class Relocator:
         plain = os.environ.get(PLAIN) == "1"
         self.store = None if plain else store
         self.index = LineIndex(git, store, plain)
+        self.walks = Deleters(git, old_base, new_base, self.store)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
         self._paths_of: dict[str, dict[str, list[str]]] = {}  # tree -> blob -> its paths
@@ -103,7 +111,6 @@ class Relocator:
         # each file are the same for all of them.
         self._candidates_of: dict[str, dict[str, str]] = {}
         self._located: dict[tuple[str, tuple[str, ...]], tuple[str, int] | str] = {}
-        self._deleted_by: dict[str, Oid | None] = {}
 
     def deleted(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` lacks: modify/delete."""
@@ -143,7 +150,8 @@ class Relocator:
         if not (gone or split) or not self.old_base:
             return None
         git = self.git
-        text = git.diff_patch(before, after).decode("utf-8", "surrogateescape")
+        paths = sorted({*gone, *split})  # (the patch's diff of those files only)
+        text = git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
@@ -152,12 +160,29 @@ class Relocator:
         missing = {p: m for p in split if (m := self._missing(p, diffs.get(p), onto))}
         if not gone and not missing:
             return None
-        deleted = self._deleted_later(gone)
-        files = self._candidates(onto)
         blocks = [pair[0] for p in gone if p in diffs for h in diffs[p].hunks if (pair := sides(h))]
         self.index.expect(
             [*blocks, *(old for hunks in missing.values() for _k, old, _n, _l in hunks)]
         )
+        walk = self.walks.deleted_later(gone)
+        try:
+            return self._propose(before, after, onto, merged, gone, diffs, missing, walk)
+        finally:
+            walk.close()  # (answered, or not needed: a relocation that found nothing)
+
+    def _propose(
+        self,
+        before: Oid,
+        after: Oid,
+        onto: Oid,
+        merged: MergeResult,
+        gone: list[str],
+        diffs: dict[str, FileDiff],
+        missing: dict[str, list[tuple[int, list[str], list[str], str]]],
+        deleted: Later,
+    ) -> Proposal | None:
+        git = self.git
+        files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
             fd = diffs.get(path)
@@ -186,7 +211,7 @@ class Relocator:
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
         commits = deleted()
-        commits |= {p: self._removed_by(p, line) for p, (_b, line) in kept.items()}
+        commits |= {p: self.walks.removed_by(p, line) for p, (_b, line) in kept.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
             if here and here[0].whole:  # the file as upstream kept it, the rest of the patch in
@@ -208,14 +233,14 @@ class Relocator:
         if entry is None or fd is None:
             return []
         here = file_lines(self.git.read_blob(entry[1]))
-        at = line_index(here)
+        at = set(here)  # (a hunk's first line is looked for only where the file has it)
         found = []
         for k, h in enumerate(fd.hunks, start=1):
             pair = sides(h)
             if pair is None:
                 return []
             old, new = pair
-            if occurrences(old, here, at.get(old[0], ()) if old else None):
+            if occurrences(old, here, _places(here, old[0]) if old and old[0] in at else ()):
                 continue  # still here
             lost = next((ln for ln in old if ln not in at and _wordy(ln)), "")
             if not lost:
@@ -277,63 +302,8 @@ class Relocator:
         return self._index[blob]
 
     def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
-        """The commit that deleted each of ``paths`` (`Git.deleted_by_each`: one walk for
-        those neither asked before nor kept)."""
-        return self._deleted_later(paths)()
-
-    def _deleted_later(self, paths: Sequence[str]) -> Callable[[], dict[str, Oid | None]]:
-        """`_deleted`, its walk started now, answered when called: git walks while the
-        candidates are read (kernel-timers' first stop: 0.41 CPU s, 1.2 s; stopped at the
-        answer it would save 0.04 CPU s there: the newest deletion is far back)."""
-        rng = f"{self.old_base}..{self.new_base}"
-        wanted = [p for p in dict.fromkeys(paths) if p not in self._deleted_by]
-        kept = self._kept([f"deleted {rng} {p}" for p in wanted])
-        for p, found in zip(wanted, kept, strict=True):
-            if found is not False:
-                self._deleted_by[p] = found
-        wanted = [p for p in wanted if p not in self._deleted_by]
-        walk = self.git.start_deleted_by_each(rng, wanted) if wanted else None
-
-        def answer() -> dict[str, Oid | None]:
-            if walk is not None and any(p not in self._deleted_by for p in wanted):
-                walked = walk()
-                self._deleted_by.update(walked)
-                self._keep({f"deleted {rng} {p}": c for p, c in walked.items()})
-            return {p: self._deleted_by[p] for p in paths}
-
-        return answer
-
-    def _removed_by(self, path: str, line: str) -> Oid | None:
-        """`Git.removed_by` of the drift (kept as `_deleted`'s answers are)."""
-        rng = f"{self.old_base}..{self.new_base}"
-        digest = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
-        key = f"removed {rng} {path} {digest}"
-        found = self._kept([key])[0]
-        if found is False:
-            found = self.git.removed_by(rng, path, line)
-            self._keep({key: found})
-        return found
-
-    def _kept(self, keys: Sequence[str]) -> list[Oid | None | Literal[False]]:
-        """The walks' answers kept for ``keys`` (False: not kept, or not to be trusted: a
-        commit that is not in the repository; only a drift between two commit ids is kept)."""
-        if self.store is None or not keys or not self._fixed():
-            return [False] * len(keys)
-        values = [self.store.get(WALKS, k) for k in keys]
-        named = [v for v in values if isinstance(v, str) and _HEX.fullmatch(v)]
-        there = self.git.has_objects(named) if named else {}
-        return [
-            Oid(v) if isinstance(v, str) and there.get(v) else None if v == "" else False
-            for v in values
-        ]
-
-    def _keep(self, found: dict[str, Oid | None]) -> None:
-        if self.store is not None and self._fixed():
-            for key, commit in found.items():
-                self.store.put(WALKS, key, str(commit or ""))
-
-    def _fixed(self) -> bool:
-        return all(_HEX.fullmatch(c or "") for c in (self.old_base, self.new_base))
+        """`Deleters.deleted` (the tests ask it of a relocator)."""
+        return self.walks.deleted(paths)
 
     def _candidates(self, onto: Oid) -> dict[str, str]:
         """path -> blob of every text file of ``onto`` the drift changed (old base ->

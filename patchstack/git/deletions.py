@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from ..model.ids import Oid
 from .base import decode_path
@@ -33,55 +35,20 @@ class Deletions(Trees):
         and is stopped once each path has its commit, as ``-1`` stops the walk of one."""
         return self.start_deleted_by_each(rng, paths)()
 
-    def start_deleted_by_each(
-        self, rng: str, paths: Sequence[str]
-    ) -> Callable[[], dict[str, Oid | None]]:
+    def start_deleted_by_each(self, rng: str, paths: Sequence[str]) -> DeletionWalk:
         """`deleted_by_each`, its walk started now and its answer read when asked: git walks
-        while the caller works (a walk nobody asks is killed by `close`)."""
-        found: dict[str, Oid | None] = dict.fromkeys(paths)
+        while the caller works; a caller that will not ask closes it (`DeletionWalk.close`),
+        and a walk nobody asked or closed is killed by `close` at the latest."""
         if not paths:
-            return lambda: found
+            return DeletionWalk(paths)
         args = ["log", "--first-parent", "--diff-merges=first-parent", "--no-renames"]
         args += ["--name-only", "-z", "--diff-filter=D", "--format=%x01%H", "--end-of-options"]
         args += [rng, *(["--", *paths] if len(paths) <= PATHSPEC_MAX else [])]
-        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `answer`)
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the walk's end)
         env = self._objects_env({"GIT_FLUSH": "1"}, False)
         proc = spawn(args, self.top, stderr=errors, env=env)
         self._background.append(proc)  # (not `spawn`'s: nobody waits for a walk not asked)
-
-        def answer() -> dict[str, Oid | None]:
-            assert proc.stdout is not None
-            left, commit, first, pending = set(paths), None, False, b""
-            with errors:
-                try:
-                    while left:
-                        chunk = os.read(proc.stdout.fileno(), 1 << 16)
-                        if not chunk:
-                            break
-                        *done, pending = (pending + chunk).split(b"\0")
-                        for raw in done:
-                            if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
-                                commit, first = Oid(raw[1:].decode()), True
-                                continue
-                            name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
-                            first = False
-                            for p in [p for p in left if name == p or name.startswith(p + "/")]:
-                                if commit is not None and name:
-                                    found[p] = commit
-                                    left.discard(p)
-                finally:
-                    if left:
-                        code = proc.wait()
-                        if code != 0:
-                            errors.seek(0)
-                            raise failure(["log", *args[1:]], code, errors.read())
-                    else:
-                        proc.kill()
-                        proc.wait()
-                    proc.stdout.close()
-            return found
-
-        return answer
+        return DeletionWalk(paths, (proc, errors, args, self._background))
 
     def removed_by(self, rng: str, path: str, text: str) -> Oid | None:
         """The newest first-parent commit of ``rng`` that changed how often ``path`` holds
@@ -90,3 +57,73 @@ class Deletions(Trees):
         args += ["-s", f"-S{text}", "--format=%H", "--end-of-options", rng, "--", path]
         out = self.out(*args).strip()
         return Oid(out) if out else None
+
+
+class DeletionWalk:
+    """A started `Deletions.start_deleted_by_each`: called, its answer (read once); closed,
+    git stopped where it is and its process ended (the answer is not asked then)."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        walk: tuple[subprocess.Popen[bytes], IO[bytes], list[str], list[Any]] | None = None,
+    ) -> None:
+        self.paths = list(paths)
+        self._walk = walk
+        self._found: dict[str, Oid | None] | None = None if walk else dict.fromkeys(paths)
+
+    def __call__(self) -> dict[str, Oid | None]:
+        if self._found is None:
+            assert self._walk is not None
+            proc, errors, args, _owner = self._walk
+            try:
+                self._found = _read(proc, errors, args, self.paths)
+            finally:
+                self.close()
+        return dict(self._found)
+
+    def close(self) -> None:
+        """End the walk (killed if it runs still) and its files; idempotent."""
+        if self._walk is None:
+            return
+        proc, errors, _args, owner = self._walk
+        self._walk = None
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        errors.close()
+        if proc in owner:
+            owner.remove(proc)
+
+
+def _read(
+    proc: subprocess.Popen[bytes], errors: IO[bytes], args: list[str], paths: Sequence[str]
+) -> dict[str, Oid | None]:
+    """What the walk names for each path, read as git answers commit by commit; git is
+    stopped (by the caller's close) once each path has its commit."""
+    assert proc.stdout is not None
+    found: dict[str, Oid | None] = dict.fromkeys(paths)
+    left, commit, first, pending = set(paths), None, False, b""
+    while left:
+        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            break
+        *done, pending = (pending + chunk).split(b"\0")
+        for raw in done:
+            if raw[:1] == b"\x01" and _HEX.fullmatch(raw[1:]):  # deletions follow
+                commit, first = Oid(raw[1:].decode()), True
+                continue
+            name = decode_path(raw[1:] if first and raw[:1] == b"\n" else raw)
+            first = False
+            for p in [p for p in left if name == p or name.startswith(p + "/")]:
+                if commit is not None and name:
+                    found[p] = commit
+                    left.discard(p)
+    if left:  # read to its end: it must have ended well
+        code = proc.wait()
+        if code != 0:
+            errors.seek(0)
+            raise failure(["log", *args[1:]], code, errors.read())
+    return found

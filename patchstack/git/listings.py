@@ -13,6 +13,7 @@ from .base import decode_path, under_any
 from .history import PATHSPEC_MAX, History, _diff_header
 from .hunks import parse_hunks
 
+PATHSPEC_BYTES = 20_000  # beyond, a diff is of every path (and the caller picks its own)
 RawDiff = tuple[str, str, str, str, str]  # (old mode, new mode, old id, new id, path)
 
 
@@ -94,8 +95,10 @@ class Listings(History):
         ]
         return [[d[4] for d in raw] for raw in self.raw_diffs(pairs)]
 
-    def diff_patch(self, a: str, b: str) -> bytes:
-        """The full-index binary patch from tree ``a`` to ``b`` (no renames)."""
+    def diff_patch(self, a: str, b: str, paths: Sequence[str] = ()) -> bytes:
+        """The full-index binary patch from tree ``a`` to ``b`` (no renames); with ``paths``,
+        of those paths (and what is under them) only."""
+        limit = [] if not paths or sum(map(len, paths)) > PATHSPEC_BYTES else ["--", *paths]
         return self.run(
             "diff-tree",
             "-p",
@@ -109,6 +112,7 @@ class Listings(History):
             "--end-of-options",
             a,
             b,
+            *limit,
         ).stdout
 
     def commit_diff(self, commit: str, paths: Sequence[str]) -> bytes:
