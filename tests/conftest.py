@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from patchstack.cli import cli
+from patchstack.demo import Sandbox, build_sandbox
 
 from . import schemas
 
@@ -36,6 +38,10 @@ SEALED = {
 T = TypeVar("T")
 
 UNSET = ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES")
+# The interpreter under test first on PATH, as in the README's activated environment: the
+# example's probes and the Action's steps run `python3`, which is then this one (not a version
+# manager's shim: pyenv's runs about twenty bash processes before each python).
+VENV_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +51,7 @@ def sealed_env(monkeypatch, tmp_path):
     for key in UNSET:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", VENV_PATH)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +63,7 @@ def module_env(tmp_path_factory):
     for key in UNSET:
         mp.delenv(key, raising=False)
     mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    mp.setenv("PATH", VENV_PATH)
     yield tmp_path_factory
     mp.undo()
 
@@ -264,6 +272,22 @@ def replace_line(repo: Repo, rel: str, old: str, new: str) -> None:
     text = repo.read(rel)
     assert old in text, (rel, old)
     repo.write(rel, text.replace(old, new, 1))
+
+
+def pushed_sandbox(tmp_path: Path, only: str | None = None) -> Sandbox:
+    """`build_sandbox` in ``tmp_path/sandbox`` with ``push --all`` (``--only ONLY``) run in its
+    fork: built once per worker, copied."""
+    root, upstream, fork, pull, base, later = _pushed_sandbox(tmp_path, only)
+    return Sandbox(str(root), str(upstream), str(fork), pull, base, later)
+
+
+@built_once
+def _pushed_sandbox(tmp_path: Path, only: str | None) -> tuple[Any, ...]:
+    box = build_sandbox(str(tmp_path / "sandbox"))
+    Repo(box.fork).ps("push", *(("--only", only) if only else ("--all",)))
+    # Paths, which the copy moves (the sandbox's own fields are strings).
+    where = (Path(box.root), Path(box.upstream), Path(box.fork))
+    return (*where, box.pull_patches, box.base, box.later_patches)
 
 
 @pytest.fixture

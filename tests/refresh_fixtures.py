@@ -132,8 +132,19 @@ def series_fork(
 ) -> Repo:
     """A fork of ``files`` whose ``series`` (patch name, its edits: essential patches,
     imported and pushed on ``main``) meets ``upstream`` (commit subject, its edits) on the
-    branch ``up``."""
-    repo = make_repo(path, files)
+    branch ``up``. Built once per worker for the same arguments (then copied)."""
+    return _series_fork(path.parent, path.name, files, series, upstream)
+
+
+@built_once
+def _series_fork(
+    folder: Path,
+    name: str,
+    files: dict[str, str],
+    series: list[tuple[str, list[Edit]]],
+    upstream: list[tuple[str, list[Edit]]],
+) -> Repo:
+    repo = make_repo(folder / name, files)
     base = repo.head()
     for name, edits in series:
         for f, line, text in edits:

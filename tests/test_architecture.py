@@ -4,6 +4,7 @@ git. (docs/architecture.md draws the layers these rules check.)"""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -31,16 +32,21 @@ MAX_LINES = 430
 PENDING_SPLIT: set[str] = {"commands.reorder"}  # until its commits go to the one committer
 
 
-def modules() -> dict[str, tuple[Path, ast.Module]]:
+def module_paths() -> dict[str, Path]:
     found = {}
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts.pop()
-        name = ".".join(parts) or "__init__"
-        found[name] = (path, ast.parse(path.read_text(), str(path)))
+        found[".".join(parts) or "__init__"] = path
     return found
+
+
+# Parsed when a test first asks (not at collection, which every xdist worker does).
+@functools.cache
+def modules() -> dict[str, tuple[Path, ast.Module]]:
+    return {name: (p, ast.parse(p.read_text(), str(p))) for name, p in module_paths().items()}
 
 
 def imports_of(name: str, tree: ast.Module, is_package: bool) -> set[str]:
@@ -75,15 +81,17 @@ def in_layers(module: str, allowed: set[str]) -> bool:
     return any(module == a or module.startswith(a + ".") for a in allowed)
 
 
-MODS = modules()
-GRAPH = {
-    name: imports_of(name, tree, path.name == "__init__.py") for name, (path, tree) in MODS.items()
-}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    return {
+        name: imports_of(name, tree, path.name == "__init__.py")
+        for name, (path, tree) in modules().items()
+    }
 
 
-@pytest.mark.parametrize("name", sorted(GRAPH))
+@pytest.mark.parametrize("name", sorted(module_paths()))
 def test_dependencies_point_down(name: str) -> None:
-    deps = {d for d in GRAPH[name] if d != "<subprocess>"}
+    deps = {d for d in graph()[name] if d != "<subprocess>"}
     rules = ALLOWED.get(layer(name))
     if rules is not None:
         bad = sorted(d for d in deps if not in_layers(d, rules | {name}))
@@ -94,21 +102,23 @@ def test_dependencies_point_down(name: str) -> None:
 
 
 def test_only_the_git_package_runs_processes() -> None:
-    runners = sorted(n for n, deps in GRAPH.items() if "<subprocess>" in deps and layer(n) != "git")
+    runners = sorted(
+        n for n, deps in graph().items() if "<subprocess>" in deps and layer(n) != "git"
+    )
     assert set(runners) <= SUBPROCESS_ALLOWED, runners
 
 
 def test_the_cli_reaches_git_only_through_commands() -> None:
     bad = sorted(
         n
-        for n, deps in GRAPH.items()
+        for n, deps in graph().items()
         if layer(n) == "cli" and any(in_layers(d, {"git"}) for d in deps)
     )
     assert not bad, bad
 
 
 def test_no_module_is_much_over_400_lines() -> None:
-    sizes = {n: len(p.read_text().splitlines()) for n, (p, _t) in MODS.items()}
+    sizes = {n: len(p.read_text().splitlines()) for n, (p, _t) in modules().items()}
     big = {n: s for n, s in sizes.items() if s > MAX_LINES and n not in PENDING_SPLIT}
     assert not big, big
 
@@ -118,7 +128,7 @@ def test_the_map_names_every_module() -> None:
     by its name in backquotes (`name`, `package/name` or `name.py`)."""
     text = (ROOT.parent / "docs" / "architecture.md").read_text()
     missing = []
-    for name, (path, _tree) in sorted(MODS.items()):
+    for name, (path, _tree) in sorted(modules().items()):
         if path.name == "__init__.py":
             continue
         leaf = path.stem

@@ -10,10 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from patchstack.demo import build_sandbox
-
 from .action_runner import FakeGitHub
-from .conftest import Repo
+from .conftest import Repo, pushed_sandbox
 from .test_action_runs import action_copy, fake_venv  # noqa: F401
 from .test_refresh_bot import BRANCH, run_bot
 
@@ -28,9 +26,8 @@ def _clone(src: Path, where: Path, *extra: str) -> Repo:
 def _applied_fork(tmp_path: Path) -> tuple[Repo, Path]:
     """The example fork as a team keeps it on GitHub: main is the base with every patch
     applied, and the series folder; (the upstream, the bare origin)."""
-    box = build_sandbox(str(tmp_path / "box"))
+    box = pushed_sandbox(tmp_path)
     fork = Repo(Path(box.fork))
-    fork.ps("push", "--all")
     fork.git("add", "patches")
     fork.git("commit", "-q", "-m", "The series")
     origin = tmp_path / "origin.git"

@@ -13,7 +13,7 @@ import pytest
 
 from patchstack.git import Git
 
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered, slow_after
 
 FILES = 6
 
@@ -68,7 +68,8 @@ def _walked(monkeypatch) -> list[list[str]]:
     return walks
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# The generated drifts: the first seed of each by default, the others under -m slow.
+@pytest.mark.parametrize("seed", slow_after([1, 2, 3], 1))
 def test_check_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed: int) -> None:
     repo = _drift(tmp_path, seed)
     plain = copy_repo(repo.path, tmp_path / "plain")
@@ -92,7 +93,7 @@ def test_check_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed
     assert len(hunks) == 9 and all(h["upstream_commits"] for h in hunks)
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", slow_after([4, 5], 1))
 def test_refresh_defers_what_tracing_every_hunk_defers(tmp_path, monkeypatch, seed) -> None:
     """``refresh --defer-conflicts`` prints its deferred conflicts as check does: the same
     lines whether every hunk is traced or only what is printed."""

@@ -11,9 +11,8 @@ import click
 import pytest
 
 from patchstack.cli import cli
-from patchstack.demo import build_sandbox
 
-from .conftest import Repo
+from .conftest import Repo, pushed_sandbox
 
 
 def all_commands(group: click.Group = cli, prefix: str = "") -> list[tuple[str, click.Command]]:
@@ -34,10 +33,7 @@ def test_every_help_has_an_example(name: str, cmd: click.Command) -> None:
 
 @pytest.fixture
 def fork(tmp_path) -> Repo:
-    box = build_sandbox(str(tmp_path / "sandbox"))
-    repo = Repo(box.fork)
-    repo.ps("push", "--only", "essential")
-    return repo
+    return Repo(pushed_sandbox(tmp_path, "essential").fork)
 
 
 def test_json_shapes_are_stable(fork: Repo) -> None:

@@ -16,7 +16,7 @@ from patchstack.git.repo import find_repo
 from patchstack.model import trailers
 from patchstack.model.patchfile import parse_patch
 
-from .conftest import Repo
+from .conftest import Repo, built_once
 
 NAMES = ["plain.py", "spaced name.py", "tab\tname.py", 'q"uote.py', "ünï.py", "dir/old.py"]
 
@@ -62,7 +62,22 @@ def _patch(repo: Repo, base: str, change) -> str:
 
 @pytest.fixture(params=[1, 0], ids=["dated", "tied"])
 def moved(tmp_path, request) -> tuple[Repo, str, str, Path, Path]:
-    STEP[0] = request.param
+    return _moved(tmp_path, request.param)
+
+
+@built_once
+def _moved(tmp_path: Path, step: int) -> tuple[Repo, str, str, Path, Path]:
+    """The move (built once per worker for each step; `_date` sets the dates it commits
+    with in the environment, given back as they were when it is done)."""
+    dates = {k: os.environ[k] for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")}
+    try:
+        return _build_moved(tmp_path, step)
+    finally:
+        os.environ.update(dates)
+
+
+def _build_moved(tmp_path: Path, step: int) -> tuple[Repo, str, str, Path, Path]:
+    STEP[0] = step
     repo = Repo(tmp_path / "r")
     repo.path.mkdir()
     repo.git("init", "-q", "-b", "main")

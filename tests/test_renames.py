@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from . import differential
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 
 UPSTREAM_FILES = 40  # files upstream adds: the candidates git would compare
 
@@ -34,6 +34,7 @@ def as_series(repo: Repo, base: str) -> str:
     return differential.fork(repo)
 
 
+@built_once
 def fork_with_knock_on(tmp_path: Path, alike: bool) -> tuple[Repo, str]:
     """Patch 1 makes ``pkg/new.py`` and conflicts upstream; patch 2 edits ``pkg/new.py`` (a
     knock-on: the file is missing once patch 1 is left out). Upstream adds many files, one
@@ -100,7 +101,7 @@ def test_a_knock_on_is_merged_as_git_merges_it(tmp_path: Path, alike: bool) -> N
 
 
 def test_without_shortcuts_the_same_knock_on_is_a_whole_merge(tmp_path: Path) -> None:
-    repo, head = fork_with_knock_on(tmp_path, alike=False)
+    repo, head = fork_with_knock_on(tmp_path, False)
     os.environ["PATCHSTACK_NO_FAST_PATH"] = "1"
     try:
         result, compared = traced(repo, tmp_path, "check", "--onto", "up", "--json", code=1)

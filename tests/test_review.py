@@ -20,7 +20,7 @@ from patchstack.review.compare import lcs
 from patchstack.review.render import COMMENT_LIMIT, render_review
 from patchstack.review.side import load_review
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, built_once, make_repo, numbered
 
 GOLDEN = Path(__file__).parent / "golden"
 HEADER = "# patchstack series: one patch a line, 'name.patch [-pN] # tag[, label...]'\n"
@@ -118,6 +118,7 @@ def upstream(tmp_path: Path, touched: list[str]) -> tuple[Repo, str, str]:
     return repo, u1, u3
 
 
+@built_once  # (the review's, the Action's and the render's tests share it)
 def every_classification(tmp_path: Path) -> tuple[Repo, dict[str, bytes], dict[str, bytes]]:
     repo, u1, u3 = upstream(tmp_path, FILES[1:2])
     f = {i: path for i, path in enumerate(FILES, 1)}
