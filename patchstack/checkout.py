@@ -179,11 +179,11 @@ class Checkout:
             self._store = Store(os.path.join(self.git.common_dir, "patchstack", "cache"))
         return self._store
 
-    def save_caches(self, only: str | None = None) -> None:
+    def save_caches(self) -> None:
         """Keep what this command learned for the next one (a command that changes state
-        calls it at its end, under the lock; ``status`` keeps only its ``drift``)."""
+        calls it at its end, under the lock; so does ``status``, under the shared lock)."""
         if self._store is not None:
-            self._store.save(only)
+            self._store.save()
 
 
 def _not_a_file(path: str) -> str:

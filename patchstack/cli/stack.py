@@ -137,7 +137,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
     drift = do_drift(ws, st.real_base)
-    ws.save_caches(only="drift")  # the drift walked: the next status reads it
+    ws.save_caches()  # the drift walked, the proofs made: the next status reads them
     if as_json:
         from .statustext import standing_json
 

@@ -3,6 +3,7 @@ builds on HEAD makes, and the engine over the series."""
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -123,7 +124,12 @@ def on_top_problem(stack: Stack) -> tuple[str, str] | None:
 
 
 def plain_series(
-    git: Git, base: str | None, names: Sequence[str], stack: Stack, full_tree: Callable[[], Oid]
+    git: Git,
+    base: str | None,
+    names: Sequence[str],
+    stack: Stack,
+    full_tree: Callable[[], Oid],
+    ancestor: Callable[[str, str], bool] | None = None,
 ) -> int:
     """How many plain commits carry the rest of the series (``names``), when HEAD's tree is
     the whole series applied (``full_tree``) and HEAD is the series base plus commits that
@@ -137,7 +143,9 @@ def plain_series(
         if not ahead or stack.names != tuple(names[: len(stack.applied)]):
             return 0
         return len(stack.on_top) if git.tree_of(stack.head) == full_tree() else 0
-    if not git.is_ancestor(base, stack.head) or git.tree_of(stack.head) != full_tree():
+    if not (ancestor or git.is_ancestor)(base, stack.head):
+        return 0
+    if git.tree_of(stack.head) != full_tree():
         return 0
     return git.count_commits(f"{base}..{stack.head}")
 
@@ -154,12 +162,47 @@ def plain_commits(ws: Checkout, series: Series, stack: Stack) -> int:
         return engines[0].canonical(len(series.entries))
 
     try:
-        return plain_series(ws.git, series.base, series.names, stack, full_tree)
+        ancestor = lambda a, b: is_ancestor(ws, a, b)  # noqa: E731
+        return plain_series(ws.git, series.base, series.names, stack, full_tree, ancestor)
     except PatchstackError:  # a patch file that does not apply: not the series, then
         return 0
     finally:
         for engine in engines:
             engine.close()
+
+
+ANCESTRY = "ancestry"  # the store's section: "A B" -> whether commit A is an ancestor of B
+
+
+def is_ancestor(ws: Checkout, a: str, b: str) -> bool:
+    """``git merge-base --is-ancestor A B``, kept in the cache for two commit ids: the history
+    below a commit never changes, so ``status`` asks git once per pair (0.08 CPU s on a real
+    fork whose upstream moved 2,000 commits). Not kept in a shallow clone (a fetch deepens
+    its history) nor where replace refs can rewrite a commit's parents."""
+    fmt = ws.git.fmt
+    if not (fmt.is_full(a) and fmt.is_full(b)) or not _history_fixed(ws):
+        return ws.git.is_ancestor(a, b)
+    key = f"{a} {b}"
+    known = ws.store.get(ANCESTRY, key)
+    if isinstance(known, bool):
+        return known
+    found = ws.git.is_ancestor(a, b)
+    ws.store.put(ANCESTRY, key, found)
+    return found
+
+
+def _history_fixed(ws: Checkout) -> bool:
+    """No shallow boundary and no replace refs: a commit id fixes its whole history."""
+    common = ws.git.common_dir
+    if os.path.exists(os.path.join(common, "shallow")):
+        return False
+    if os.path.isdir(os.path.join(common, "refs", "replace")):
+        return False
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as f:
+            return b" refs/replace/" not in f.read()
+    except OSError:
+        return True
 
 
 def require_movable(stack: Stack) -> None:
