@@ -100,3 +100,19 @@ def test_a_pop_of_one_patch_walks_no_history_and_parses_no_series(
     assert walks("pop", "p4.patch") == [] and parsed == []
     monkeypatch.setenv(checkout.NO_STATE_CACHE, "1")
     assert walks("pop", "p3.patch") != [] and parsed != []
+
+
+def test_a_pop_of_every_patch_walks_no_history_once_the_base_is_known(
+    repo: Repo, tmp_path: Path, monkeypatch
+) -> None:
+    """The stack at the base (no patch applied) is kept as any other: a pop of every patch
+    reads neither the stack it pops nor the base's history for the operation log."""
+    _five(repo)
+    repo.ps("push", "--all")
+    repo.ps("pop", "--all")  # the base's stack: walked once, kept
+    repo.ps("push", "--all")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    repo.ps("pop", "--all")
+    monkeypatch.delenv("GIT_TRACE")
+    assert "log --first-parent" not in trace.read_text()

@@ -292,6 +292,16 @@ def walked_stack(git: Git, head: Oid) -> Stack:
     return stack
 
 
+def known_before(ws: Checkout, head: Oid) -> None:
+    """Before a command publishes ``head``: the stack there, when a command kept it, is
+    known to the operation log's snapshot of the state after (`journal.stacks`), which then
+    does not walk it (a pop of every patch: the base's history, 51 commits)."""
+    if _keeping(ws.git) is ws and stacks.known_at(ws.git, head) is None:
+        found = _decode(ws.store.get(STACKS, head), head)
+        if found is not None:
+            stacks.remember(ws.git, found)
+
+
 def keep_after(ws: Checkout, head: Oid) -> None:
     """Keep the stack at ``head``, the HEAD a command just published, when this command
     read it already (the operation log's snapshot, or the stack it left is a part of the
@@ -345,7 +355,7 @@ def _decode(value: Any, head: Oid) -> Stack | None:
         return None
     try:
         base, base_tree, on_top, names, tags, commits, trees = value
-        parents = (base, *commits[:-1])
+        parents = (base, *commits)[: len(commits)]
         applied = tuple(
             AppliedPatch(str(n), None if t is None else str(t), Oid(c), Oid(tr), Oid(p))
             for n, t, c, tr, p in zip(names, tags, commits, trees, parents, strict=True)
