@@ -31,12 +31,12 @@ def _behind(repo: Repo) -> str:
     return up
 
 
-def _status(repo: Repo, tmp_path: Path, monkeypatch) -> tuple[str, list[str]]:
+def _status(repo: Repo, tmp_path: Path, monkeypatch, *options: str) -> tuple[str, list[str]]:
     """status's output and the git commands it ran."""
     trace = tmp_path / f"trace-{len(list(tmp_path.glob('trace-*')))}"
     monkeypatch.setenv("GIT_TRACE", str(trace))
     try:
-        out = repo.ps("status", code=None).stdout
+        out = repo.ps("status", *options, code=None).stdout
     finally:
         monkeypatch.delenv("GIT_TRACE")
     lines = trace.read_text(errors="replace").splitlines() if trace.exists() else []
@@ -68,18 +68,23 @@ def test_a_second_status_after_a_cold_one_proves_nothing_again(
 def test_status_at_a_stop_keeps_which_commit_holds_which(
     repo: Repo, tmp_path: Path, monkeypatch
 ) -> None:
-    """At a refresh's stop HEAD is upstream's commit, above the series base: whether HEAD
-    carries the series as plain commits asks git once whether the base is below HEAD; the
-    next status takes the answer from the cache and says the same."""
+    """At a refresh's stop HEAD is upstream's commit: status asks git nothing of ancestry
+    for its text (no series carried as plain commits to look for, no drift to print); its
+    --json, which has the drift, asks once whether upstream's tip is in HEAD, and the next
+    one takes the answer from the cache. Each says the same twice."""
     up = _behind(repo)
     repo.ps("refresh", "--onto", up, code=1)
     first, cold = _status(repo, tmp_path, monkeypatch)
     assert "refresh stopped at a conflict in p1.patch" in first
-    assert any(r.startswith("merge-base --is-ancestor") for r in cold), cold
-    again, warm = _status(repo, tmp_path, monkeypatch)
-    assert again == first
-    assert not any(r.startswith("merge-base") for r in warm), warm
-    assert len(warm) < len(cold), (cold, warm)
+    again, warm = _status(repo, tmp_path, monkeypatch, "--json")
+    assert not any(r.startswith("merge-base") for r in cold), cold
+    assert any(r.startswith("merge-base --is-ancestor") for r in warm), warm
+    text_again, kept = _status(repo, tmp_path, monkeypatch)
+    assert text_again == first and len(kept) < len(cold)  # (the stack at HEAD: kept too)
+    json_again, warmer = _status(repo, tmp_path, monkeypatch, "--json")
+    assert json_again == again
+    assert not any(r.startswith("merge-base") for r in warmer), warmer
+    assert len(warmer) < len(warm), (warm, warmer)
 
 
 def test_a_cache_another_version_wrote_is_ignored(repo: Repo, tmp_path: Path, monkeypatch) -> None:
