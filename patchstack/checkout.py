@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import stat
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # the patch reader is loaded when a patch file is read (a pop
     from .model.patchfile import Patch
 
 DEFAULT_DIR = "patches"
+SERIES = "series"  # the store's section: a series file's parse, by the digest of its bytes
+# The plain path: the series file parsed and the stack read from history by every command.
+NO_STATE_CACHE = "PATCHSTACK_NO_STATE_CACHE"
 
 
 @dataclass
@@ -52,6 +56,9 @@ class Checkout:
     _proven: ProvenPatches | None = field(default=None, repr=False)
     _store: Store | None = field(default=None, repr=False)
     _where: tuple[tuple[str, str], str | None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        _CHECKOUTS[self.git] = weakref.ref(self)
 
     @property
     def series_path(self) -> str:
@@ -97,10 +104,13 @@ class Checkout:
             key = ("series", st.st_size, st.st_mtime_ns, st.st_ino, shown)
             if key in self._series:
                 return self._series[key]
-            text = f.read().decode("utf-8", "surrogateescape")
-        series = parse_series(text, shown)
+            data = f.read()
+        series = self._parsed_series(data, shown)
         inside = os.path.realpath(self.series_dir)
+        plain = _plain_files(self.series_dir)
         for entry in series.entries:
+            if entry.name in plain:
+                continue  # a plain file of the series directory itself
             path = self.patch_path(entry.name)
             if not os.path.isfile(path):
                 raise InputError(
@@ -122,6 +132,21 @@ class Checkout:
                     "copy the patch into the series directory instead of linking to it",
                 )
         self._series[key] = series
+        return series
+
+    def _parsed_series(self, data: bytes, shown: str) -> Series:
+        """``parse_series`` of these bytes, or the parse an earlier command kept of the very
+        same bytes (section ``series``; ``PATCHSTACK_NO_STATE_CACHE=1``: parsed again)."""
+        if os.environ.get(NO_STATE_CACHE):
+            return parse_series(data.decode("utf-8", "surrogateescape"), shown)
+        from .model.series_plain import from_plain, to_plain
+
+        key = f"{hashlib.sha1(data).hexdigest()} {shown}"
+        found = self.store.get(SERIES, key)
+        series = from_plain(found) if found is not None else None
+        if series is None:
+            series = parse_series(data.decode("utf-8", "surrogateescape"), shown)
+            self.store.put(SERIES, key, to_plain(series))
         return series
 
     def read_patch(self, entry: Entry) -> tuple[bytes, Patch]:
@@ -179,11 +204,32 @@ class Checkout:
             self._store = Store(os.path.join(self.git.common_dir, "patchstack", "cache"))
         return self._store
 
-    def save_caches(self, only: str | None = None) -> None:
+    def save_caches(self) -> None:
         """Keep what this command learned for the next one (a command that changes state
-        calls it at its end, under the lock; ``status`` keeps only its ``drift``)."""
+        calls it at its end, under the lock; so does ``status``, under the shared lock)."""
         if self._store is not None:
-            self._store.save(only)
+            self._store.save()
+
+
+_CHECKOUTS: weakref.WeakKeyDictionary[gitmod.Git, weakref.ref[Checkout]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def checkout_of(git: gitmod.Git) -> Checkout | None:
+    """The checkout opened on this repository object (whose cache its commands keep)."""
+    found = _CHECKOUTS.get(git)
+    return found() if found is not None else None
+
+
+def _plain_files(folder: str) -> frozenset[str]:
+    """The names of the regular files (not links) right in ``folder``, from one listing
+    rather than a ``stat`` a patch (5,000 of them in a long series)."""
+    try:
+        with os.scandir(folder) as found:
+            return frozenset(e.name for e in found if e.is_file(follow_symlinks=False))
+    except OSError:
+        return frozenset()
 
 
 def _not_a_file(path: str) -> str:

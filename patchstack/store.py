@@ -15,9 +15,14 @@ The file is one ``marshal`` of plain values (no code), each section in it marsha
 own: a command unmarshals only the sections it uses (`pop` of one patch of 5,000 read all
 three, 3.9 MB, for the 1.8 MB of proofs it uses), when first wanted; it is written at the
 end of a command that changes state (`Checkout.save_caches`, under the repository lock) by an
-atomic rename. Of the commands that only read, `status` alone
-writes it, and only its section ``drift`` (under the shared lock: a reader racing it may lose
-an entry, which costs time), so that the drift it walked makes the next `status` a blink.
+atomic rename. Of the commands that only read, `status` alone writes it (under the shared
+lock: a reader racing it may lose an entry, which costs time): the drift it walked and the
+proofs it made (each applied commit its patch file's, the patch files parsed, which commit
+holds which), so that the next `status` of a fresh clone is a blink too.
+
+The file names the version of patchstack that wrote it (`WRITER`): a cache another version
+wrote is ignored, as if there were none (its entries may mean another thing), and replaced by
+the next command that saves.
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ import marshal
 import os
 from typing import Any
 
+from . import __version__
 from .files import write_atomic
 
 FORMAT = "patchstack-cache"
-VERSION = 2  # 1: the sections marshalled together, still read
+VERSION = 2  # 1: the sections marshalled together (another version's: ignored)
+WRITER = __version__
 KEEP = 2  # generations of a section whose entries are kept
 LEGACY = ("parsed", "proven")
 
@@ -53,13 +60,14 @@ class Store:
         try:
             with open(self.path, "rb") as f:
                 data = marshal.load(f)
-            if isinstance(data, dict) and data.get("format") == FORMAT:
-                if data.get("version") == VERSION:
-                    self._raw = {str(k): bytes(v) for k, v in data["sections"].items()}
-                    self._gens = dict(data["generations"])
-                elif data.get("version") == 1:
-                    self._entries = dict(data["entries"])
-                    self._gens = dict(data["generations"])
+            if (
+                isinstance(data, dict)
+                and data.get("format") == FORMAT
+                and data.get("version") == VERSION
+                and data.get("writer") == WRITER
+            ):
+                self._raw = {str(k): bytes(v) for k, v in data["sections"].items()}
+                self._gens = dict(data["generations"])
         except (OSError, EOFError, ValueError, TypeError, KeyError):
             self._entries, self._gens, self._raw = {}, {}, {}
 
@@ -115,12 +123,8 @@ class Store:
             for k in keys
         )
 
-    def save(self, only: str | None = None) -> None:
-        """Write what this command used and learned (nothing when it changed nothing); with
-        ``only``, what it learned of that one section (a reader keeps its drift, no proofs)."""
-        if only is not None:
-            self._added = {only: self._added[only]} if only in self._added else {}
-            self._used = {only: self._used[only]} if only in self._used else {}
+    def save(self) -> None:
+        """Write what this command used and learned (nothing when it changed nothing)."""
         if not self._loaded or not self.changed:
             return
         for section in set(self._entries) | set(self._added):
@@ -144,6 +148,7 @@ class Store:
         data = {
             "format": FORMAT,
             "version": VERSION,
+            "writer": WRITER,
             "generations": self._gens,
             "sections": sections,
         }

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "patchstack"
 ALLOWED: dict[str, set[str]] = {
     "model": {"model", "errors"},
     "git": {"git", "model.ids", "errors", "lock"},
-    "store": {"files"},
+    "store": {"files", "__version__"},  # the version that wrote the cache
     "checkout": {"git", "model", "errors", "files", "store", "progress"},
     "engine": {"engine", "git", "model", "errors", "lock", "store"},
     "journal": {"journal", "git", "model", "checkout", "errors", "files", "lock"},

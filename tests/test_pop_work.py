@@ -1,6 +1,7 @@
 """What ``pop`` of one patch costs, counted (not timed): the patch files it reads (none that
 were left alone since their commits were proven: `_StatMemo`) and the sections of the cache
-it unmarshals (only the proofs: `store.Store`, each section marshalled on its own)."""
+it unmarshals (the proofs, the series file's parse and the stack kept by HEAD, not the builds
+or the patch files' parses: `store.Store`, each section marshalled on its own)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,13 @@ def test_pop_of_one_patch_reads_no_other_file_and_only_the_proofs(tmp_path, monk
 
     monkeypatch.setattr(Checkout, "proven_bytes", reading)
     monkeypatch.setattr(Store, "_section", unmarshalling)
+    kept = ["series", "stacks", "proven"]
     repo.ps("pop", f"p{N - 1}")
-    assert read == [] and opened == ["proven"]
+    assert read == [] and opened == kept
     read.clear()
     opened.clear()
     repo.ps("pop", f"p{N - 4}")  # three more
-    assert read == [] and opened == ["proven"]
+    assert read == [] and opened == kept
     # the sections it did not read are written back as they were
     after = marshal.loads(cache.read_bytes())["sections"]
     assert after["build"] == sections["build"] and after["parsed"] == sections["parsed"]
@@ -64,21 +66,25 @@ def test_pop_of_one_patch_reads_no_other_file_and_only_the_proofs(tmp_path, monk
     )
 
 
-def test_a_cache_of_the_first_format_is_read_and_written_anew(tmp_path) -> None:
+def test_a_cache_another_version_wrote_is_ignored_and_written_anew(tmp_path) -> None:
+    """The first format, and the second without this version's name (`store.WRITER`): no
+    cache, replaced by the next save; a section that cannot be read is an empty one."""
+    from patchstack import store as store_module
+
     path = tmp_path / "cache"
     old = {"proven": {"k": (1, "v")}, "parsed": {"p": (1, [1, 2])}}
     first = {"format": "patchstack-cache", "version": 1, "generations": {}, "entries": old}
-    path.write_bytes(marshal.dumps(first))
-    store = Store(str(path))
-    assert store.get("proven", "k") == "v"
+    sections = {k: marshal.dumps(v) for k, v in old.items()}
+    second = {"format": "patchstack-cache", "version": 2, "generations": {}, "sections": sections}
+    for other in (first, second, {**second, "writer": "0.0.1"}):
+        path.write_bytes(marshal.dumps(other))
+        store = Store(str(path))
+        assert store.get("proven", "k") is None and store.get("parsed", "p") is None
     store.put("proven", "k2", "w")
     store.save()
     data = marshal.loads(path.read_bytes())
-    assert data["version"] == 2
-    assert {k: v for k, (_g, v) in marshal.loads(data["sections"]["proven"]).items()} == {
-        "k": "v",
-        "k2": "w",
-    }
-    assert Store(str(path)).get("parsed", "p") == [1, 2]
+    assert data["version"] == 2 and data["writer"] == store_module.WRITER
+    assert {k: v for k, (_g, v) in marshal.loads(data["sections"]["proven"]).items()} == {"k2": "w"}
+    assert Store(str(path)).get("proven", "k2") == "w"
     path.write_bytes(marshal.dumps({**data, "sections": {"proven": b"not marshal"}}))
-    assert Store(str(path)).get("proven", "k") is None  # a section that cannot be read: empty
+    assert Store(str(path)).get("proven", "k2") is None  # a section that cannot be read: empty

@@ -107,7 +107,9 @@ def test_pop_walks_the_stack_once_for_its_snapshots_and_records_the_same(
         recorded, taken = recorded_and_taken(repo)
         assert recorded == taken, args
         if args[0] == "pop" and args[1:] != ["--all"]:  # (down to the base: walked below it)
-            assert len(walks) == 1, (args, walks)  # read_stack's, which the snapshot reuses
+            # read_stack's, which the snapshot reuses; none where the command before kept
+            # the stack it left (`state.keep_after`)
+            assert len(walks) <= 1, (args, walks)
 
 
 def test_an_upstream_marks_claim_is_proven_once_and_says_the_same(

@@ -2,6 +2,9 @@
 step counts (``push: building commits: 40% (1000/2500)``), timed where it does not
 (``pop: writing the work tree: 2.1 s``), and ``, done.`` when the next step begins.
 
+Within a step the share drawn never goes back: a count whose total grew faster than it (a
+check that finds more reports to build) leaves the line as it was until the count catches up.
+
 Nothing is drawn until the command has run for a second (``PATCHSTACK_PROGRESS_DELAY``
 seconds), nor when standard error is not a terminal; from then on every step and count is
 drawn as it comes, and a ticker redraws the current step every fifth of a second, so a step
@@ -60,6 +63,8 @@ class TerminalProgress(Progress):
 
     def __call__(self, done: int, total: int) -> None:
         with self.lock:
+            if self.total and total and done * self.total < self.done * total:
+                return  # a total grown faster than the count: the line holds, never goes back
             self.done, self.total = done, total
             self._draw_if_due(force=done >= total)
         self._tick()

@@ -136,8 +136,9 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
 
     ws = ctx.obj.checkout(write=False)
     st = do_status(ws)
-    drift = do_drift(ws, st.real_base)
-    ws.save_caches(only="drift")  # the drift walked: the next status reads it
+    # At a stopped refresh the text says where it stopped, not how far upstream moved.
+    drift = do_drift(ws, st.real_base) if as_json or not st.refresh_stopped else None
+    ws.save_caches()  # the drift walked, the proofs made: the next status reads them
     if as_json:
         from .statustext import standing_json
 

@@ -20,6 +20,8 @@ from .deps import with_deps as add_deps
 from .refresh.proof import EDITED, Proof, prove, refuse_dropping, remember_exact
 from .state import (
     follow_renames,
+    keep_after,
+    known_before,
     make_engine,
     plain_commits,
     read_stack,
@@ -111,7 +113,9 @@ def move_stack(
         finally:
             engine.close()
         head, upstream = built.head, built.upstream
+    known_before(ws, head)
     publish(ws, Plan(kind, stack.head, head))
+    keep_after(ws, head)  # the stack left, as the operation log read it: not walked again
     if stack.renamed:  # a teammate's rename: its recorded resolutions say the new name too
         from .refresh.resolutions import Resolutions
 

@@ -154,8 +154,10 @@ def status(ws: Checkout) -> StatusResult:
         if ap.name in series:
             for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
                 touched.setdefault(p, []).append(ap.name)
-    plain = plain_commits(ws, series, stack)
     is_stopped = current_refresh(git) is not None
+    # A stopped refresh owns HEAD (the new base and the patches placed so far): not a series
+    # carried as plain commits, whatever its tree (the chain is not built to compare it).
+    plain = plain_commits(ws, series, stack) if not is_stopped else 0
     stopped = _stopped(ws) if is_stopped else None
     # The conflicting patch's files hold its merge, being resolved: not edits of anyone's.
     resolving = set(stopped.files) if stopped else set()

@@ -29,3 +29,15 @@ def remember(git: Git, stack: Stack) -> None:
     """A stack a command read from history at its head (``stack_from_history``): the
     snapshots that command takes do not walk it again."""
     _STACKS.setdefault(git, []).append(stack)
+
+
+def known_at(git: Git, head: Oid) -> Stack | None:
+    """The stack at ``head`` as a walk from it gives, when this command read one that holds
+    it (its head, or an applied commit: the stack up to it, on the same base); None else."""
+    for stack in _STACKS.get(git, []):
+        if head == stack.head:
+            return stack
+        for i, ap in enumerate(stack.applied):
+            if ap.commit == head:
+                return Stack(head, stack.base, stack.base_tree, stack.applied[: i + 1])
+    return None

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..errors import InputError
-from .conflict import unresolved_in_series
 from .marks import (
     DEFERRED,
     UPSTREAM,
@@ -326,6 +325,8 @@ def parse_series(text: str, path: str = "series") -> Series:
     lines: list[Line] = []
     seen: dict[str, int] = {}
     base_line = 0
+    from .conflict import unresolved_in_series  # (a series parsed before: not loaded)
+
     raws = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
     unresolved_in_series([r.rstrip("\r\n") for r in raws], path)
     for lineno, raw in enumerate(raws, start=1):

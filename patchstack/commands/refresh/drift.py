@@ -14,7 +14,7 @@ from ...git import Git
 from ...git.base import under_any
 from ...model import trailers
 from ...model.ids import Oid
-from ..state import check_base, read_stack
+from ..state import check_base, is_ancestor, read_stack
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     if target == base:
         return Drift(base, target, name, 0, (), guessed=guessed)
     head = git.head()
-    if guessed and head is not None and git.is_ancestor(target, head):
+    if guessed and head is not None and is_ancestor(ws, target, head):
         # The remote holds this fork's own history (the fork published there, with
         # 'refresh --publish ff' or not): above the base it is patches, never upstream's.
         return Drift(base, base, name, 0, (), guessed=guessed)
@@ -77,7 +77,7 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
             owners.setdefault(p, []).append(e.name)
     key = _cache_key(base, target, owners)
     known = ws.store.get(CACHE, key)  # kept only where base is an ancestor of target
-    if known is None and not git.is_ancestor(base, target):
+    if known is None and not is_ancestor(ws, base, target):
         return Drift(base, target, name, 0, (), guessed=guessed)
     if known is not None:
         count, touching_, every_ = known
