@@ -116,3 +116,25 @@ def test_a_pop_of_every_patch_walks_no_history_once_the_base_is_known(
     repo.ps("pop", "--all")
     monkeypatch.delenv("GIT_TRACE")
     assert "log --first-parent" not in trace.read_text()
+
+
+@pytest.mark.parametrize("rewrite", ["replace", "grafts"])
+def test_a_history_rewritten_by_replace_refs_or_grafts_is_walked_again(
+    repo: Repo, tmp_path: Path, monkeypatch, rewrite: str
+) -> None:
+    """A commit id fixes its history only without replace refs and grafts: with either, the
+    stack kept at HEAD is not used; status says what the plain path says."""
+    _five(repo)
+    repo.ps("push", "--all")
+    repo.ps("series")  # the stack at HEAD kept
+    below = repo.git("rev-parse", "HEAD~3").strip()  # HEAD~2 taken out of the history
+    if rewrite == "replace":
+        repo.git("replace", "--graft", "HEAD~1", below)
+    else:
+        head1 = repo.git("rev-parse", "HEAD~1").strip()
+        Path(repo.path, ".git", "info").mkdir(exist_ok=True)
+        Path(repo.path, ".git", "info", "grafts").write_text(f"{head1} {below}\n")
+    kept = repo.ps("series", "--json", code=None)
+    monkeypatch.setenv(checkout.NO_STATE_CACHE, "1")
+    plain = repo.ps("series", "--json", code=None)
+    assert (kept.exit_code, kept.stdout) == (plain.exit_code, plain.stdout)

@@ -323,9 +323,11 @@ def _keeping(git: Git) -> Checkout | None:
 
 
 def history_fixed(ws: Checkout) -> bool:
-    """No shallow boundary and no replace refs: a commit id fixes its whole history."""
+    """No shallow boundary, grafts or replace refs: a commit id fixes its whole history."""
     common = ws.git.common_dir
-    if os.path.exists(os.path.join(common, "shallow")):
+    if os.path.exists(os.path.join(common, "shallow")) or os.path.exists(
+        os.path.join(common, "info", "grafts")
+    ):
         return False
     if os.path.isdir(os.path.join(common, "refs", "replace")):
         return False
