@@ -31,7 +31,7 @@ from ...model.proposal import Proposal
 from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .kept import KeptLines
-from .knockons import KnockOns, deferrals_after, kept_on, triaged
+from .knockons import KnockOns, defer, deferrals_after, kept_on, triaged
 from .proof import remember_refresh
 from .resolutions import Resolutions
 from .reuse import reuse_note, under
@@ -252,15 +252,20 @@ def end(
     done: Sequence[Done],
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
-    found: Sequence[Conflict],
-    *,
-    stopped: tuple[str, Oid, MergeResult] | None,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
     knock_ons: KnockOns,
     records: Resolutions,
     note: Callable[[str], str],
+    *,
+    keep_going: bool = False,
+    check: Callable[[list[Conflict]], None] = lambda found: None,
 ) -> RefreshResult:
-    """A replay's end: the stop at ``stopped`` (its ``note`` for the stopped patch's name),
-    or the finished refresh when nothing stopped it."""
+    """A replay's end: its ``conflicts`` split at the stop (each deferred with
+    ``keep_going``), the rest `defer`red and ``check``ed; then the stop (its ``note`` for
+    the stopped patch's name), or the finished refresh when nothing stopped it."""
+    left, stopped = (conflicts, None) if keep_going else knock_ons.split(conflicts)
+    state, found = defer(ws, state, series, left, knock_ons, done)
+    check(found)
     inputs = knock_ons.inputs if kept_on() else None
     if stopped is None:
         return finish(ws, state, engine, series, done, src, current_head, found, inputs)
