@@ -271,21 +271,8 @@ def end(
         return finish(ws, state, engine, series, done, src, current_head, found, inputs)
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
-    return stop(
-        ws,
-        state,
-        engine,
-        series,
-        done,
-        stopped,
-        src,
-        current_head,
-        found,
-        note(name),
-        known,
-        partial,
-        inputs,
-    )
+    at = (ws, state, engine, series, done, stopped, src, current_head, found, note(name))
+    return stop(*at, known, partial, inputs)
 
 
 def stop(
@@ -341,7 +328,8 @@ def stop(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
     )
     publish(ws, plan)
-    if inputs is not None and _attributes_moved(git, moved, current_head, stop_head):
+    wrote = (moved, set(changed), src[0], parent_tree)
+    if inputs is not None and _attributes_moved(git, wrote, current_head, stop_head):
         inputs = None  # what decides a merge may have changed: digested again
     ws.progress.step("reporting the conflict")
     # The replay's triage (``known``) parsed this merge's files already: not parsed again.
@@ -406,9 +394,24 @@ def stop(
     )
 
 
-def _attributes_moved(git: Git, moved: set[str], head: Oid, new_head: Oid) -> bool:
+def _attributes_moved(
+    git: Git, wrote: tuple[set[str], set[str], Oid, Oid], head: Oid, new_head: Oid
+) -> bool:
     """Did a publish that wrote ``moved`` in the work tree and moved HEAD (and the index)
     from ``head`` to ``new_head`` change a ``.gitattributes``? Only those, of what
-    `git.attributes.merge_inputs` digests, a publish changes."""
-    paths = moved if head == new_head else moved | set(git.changed_paths(head, new_head))
+    `git.attributes.merge_inputs` digests, a publish changes. ``wrote``: (``moved``, the
+    paths the shown tree changes from the stop's, the tree the work tree held, the stop's
+    tree): a path HEAD's tree changes differs between HEAD's tree and the work tree's, or
+    is written (``moved``), or differs between what is written and the stop's tree; so
+    the move's whole diff is not walked (a superset: at worst merge_inputs is asked again)."""
+    moved, changed, src, stop_tree = wrote
+    if head == new_head:
+        return _names_attributes(moved)
+    old, new = git.trees_of([head, new_head])
+    if new != stop_tree:
+        return _names_attributes(moved | set(git.changed_paths(old, new)))
+    return _names_attributes(moved | changed | set(git.changed_paths(old, src)))
+
+
+def _names_attributes(paths: set[str]) -> bool:
     return any(p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES) for p in paths)
