@@ -207,9 +207,20 @@ def place_region(
     made = git.files_of(result.tree)
     if not set(made) <= have:
         return None
-    gone: dict[str, tuple[str, str] | None] = dict.fromkeys(git.files_of(cuts[1]))
+    return replace(result, tree=put_back(git, tree, git.files_of(cuts[1]), made))
+
+
+def put_back(git: Git, tree: str, gone: Iterable[str], made: Mapping[str, tuple[str, str]]) -> Oid:
+    """``tree`` with the files ``gone`` removed, then the files ``made`` written: in one
+    edit (its trees written once) when no path of one is a folder of a path of the other
+    (then both orders give the same tree: a folder is kept exactly when a file is left in
+    it); else in two, as said."""
     put: dict[str, tuple[str, str] | None] = dict(made)
-    return replace(result, tree=git.edit_tree(git.edit_tree(tree, gone), put))
+    out = dict.fromkeys(gone)
+    clash = {f for p in (*out, *put) for f in paths.leading_dirs(p)}
+    if clash & (out.keys() | put.keys()) or not enabled():
+        return git.edit_tree(git.edit_tree(tree, out), put)
+    return git.edit_tree(tree, out | put)
 
 
 def place_fast(
