@@ -3,15 +3,20 @@ it replaces."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from patchstack.engine import contract
 from patchstack.git.repo import Git, find_repo
+from patchstack.journal.oplog import current_refresh
 
-from .conftest import make_repo
+from .conftest import Repo, make_repo, numbered
+from .refresh_fixtures import series_fork
 
 # -- the region's merge put back into ours in one tree edit ---------------------------------
 
@@ -65,3 +70,89 @@ def test_a_region_merge_is_put_back_in_one_edit(tmp_path: Path, monkeypatch) -> 
     assert len(edits) == 4, edits
     monkeypatch.setattr(Git, "edit_tree", real)
     assert found.tree == contract.place(git, before, ours, after, ("a", "b")).tree
+
+
+# -- the user's own files at a stop, read off the publish's scan of the work tree -------------
+
+
+def _users_fork(tmp_path: Path, name: str) -> Repo:
+    from . import test_kept_verdicts as kv
+
+    files = {f"{n}.py": numbered(30, n) for n in "fug"}
+    files |= {"keep.py": numbered(5, "keep"), "staged.py": numbered(5, "st")}
+    return series_fork(tmp_path / name, files, kv.SERIES, kv.UPSTREAM)
+
+
+def _at_stop(repo: Repo) -> list[list[str]]:
+    blob = current_refresh(find_repo(str(repo.path)))
+    assert blob is not None
+    return json.loads(repo.git("cat-file", "blob", blob))["at_stop"]
+
+
+def _user_works(repo: Repo, stops: int) -> None:
+    """What a user does at a stop: edits a file the refresh does not move, adds an untracked
+    file, stages a change and takes it back in the work tree, touches a file (its stat data
+    only), deletes one; at the second, edits the stopped patch's file too."""
+    if stops == 1:
+        repo.write("keep.py", numbered(5, "keep") + "mine\n")
+        repo.write("scratch.txt", "notes\n")
+        repo.write("staged.py", numbered(5, "st") + "staged\n")
+        repo.git("add", "staged.py")
+        repo.write("staged.py", numbered(5, "st"))
+        os.utime(repo.path / "u.py", (1, 1))
+    if stops == 2:
+        (repo.path / "keep.py").unlink()
+        repo.write("other.txt", "more\n")
+
+
+def _moved_stop_by_stop(repo: Repo) -> tuple[list[Any], Any]:
+    repo.write("early.txt", "there before the refresh\n")
+    said = [repo.ps("refresh", "--onto", "up", code=1).stderr]
+    kept = [_at_stop(repo)]
+    while True:
+        _user_works(repo, len(said))
+        step = repo.ps("refresh", "--skip", code=None)
+        said.append(step.stdout + step.stderr)
+        if step.exit_code != 1:
+            break
+        kept.append(_at_stop(repo))
+    assert step.exit_code == 0, step.stderr
+    return [said, kept], repo.state()
+
+
+def test_a_stop_reads_the_users_files_off_the_publishs_scan(tmp_path: Path, monkeypatch) -> None:
+    """Differential: every stop records the same user's files (`taking.at_stop`), prints the
+    same, and the refresh ends in the same state, with the files read off the snapshot the
+    publish takes and with a ``git status`` of their own (``PATCHSTACK_NO_SCANNED_AT_STOP=1``);
+    the user's edits, untracked files and deletion are where the user left them."""
+    repo, plain = _users_fork(tmp_path, "fork"), _users_fork(tmp_path, "plain")
+    scanned = _moved_stop_by_stop(repo)
+    monkeypatch.setenv("PATCHSTACK_NO_SCANNED_AT_STOP", "1")
+    assert _moved_stop_by_stop(plain) == scanned
+    (said, kept), _state = scanned
+    assert len(said) == 4, said  # A, B and C stop
+    assert [p for p, _f in kept[0]] == ["early.txt"], kept
+    assert [p for p, _f in kept[1]] == ["early.txt", "keep.py", "scratch.txt", "staged.py"]
+    assert [p for p, _f in kept[2]] == [
+        "early.txt", "keep.py", "other.txt", "scratch.txt", "staged.py"
+    ]  # fmt: skip
+    assert not (repo.path / "keep.py").exists()
+    assert repo.read("scratch.txt") == "notes\n" and repo.read("other.txt") == "more\n"
+
+
+def test_a_skip_runs_no_status_of_its_own(tmp_path: Path, monkeypatch) -> None:
+    """A skip's stop scans the work tree once, for the publish's snapshot: no ``git status``."""
+    repo = _users_fork(tmp_path, "fork")
+    repo.ps("refresh", "--onto", "up", code=1)
+    _user_works(repo, 1)
+    asked: list[int] = []
+    real = Git.dirty
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Git, "dirty", counted)
+    assert repo.ps("refresh", "--skip", code=None).exit_code == 1
+    assert asked == []
+    assert [p for p, _f in _at_stop(repo)] == ["keep.py", "scratch.txt", "staged.py"]

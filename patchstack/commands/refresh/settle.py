@@ -23,7 +23,6 @@ from ...engine.replay import Done, commit_chain
 from ...engine.verdicts import UPSTREAM, Classified, Held, classify
 from ...git import Git, MergeResult
 from ...git.attributes import NAME as ATTRIBUTES
-from ...journal.snapshot import take_snapshot
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
@@ -37,7 +36,7 @@ from .resolutions import Resolutions
 from .reuse import reuse_note, under
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
-from .taking import at_stop
+from .taking import before_stop
 
 
 @dataclass(frozen=True)
@@ -306,14 +305,13 @@ def stop(
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
     changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
-    before = None
-    if state.before is None:  # the refresh starts here: --abort goes back to this state
-        before = take_snapshot(ws)
-        state = replace(state, before=before)
     moved = {*git.changed_paths(src[0], shown), *src[1]}
+    # The refresh starts here (state.before None): --abort goes back to this state.
+    before, mine = before_stop(ws, state.before is None, current_head, moved)
     state = replace(
         state,
-        at_stop=at_stop(ws, moved),
+        before=state.before or before,
+        at_stop=mine,
         done=tuple(done),
         stopped_at=name,
         stop_head=stop_head,
