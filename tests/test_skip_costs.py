@@ -140,8 +140,14 @@ def test_a_stop_reads_the_users_files_off_the_publishs_scan(tmp_path: Path, monk
     assert repo.read("scratch.txt") == "notes\n" and repo.read("other.txt") == "more\n"
 
 
-def test_a_skip_runs_no_status_of_its_own(tmp_path: Path, monkeypatch) -> None:
-    """A skip's stop scans the work tree once, for the publish's snapshot: no ``git status``."""
+@pytest.mark.parametrize("most", [100, 0])
+def test_a_skip_runs_no_status_of_its_own(tmp_path: Path, monkeypatch, most) -> None:
+    """A skip's stop scans the work tree once, for the publish's snapshot: no ``git status``;
+    but where more files' stat data differs than `taking.STAT_DIRTY_MAX` (a copied work
+    tree: each would be hashed again), ``git status`` (which refreshes the index)."""
+    from patchstack.commands.refresh import taking
+
+    monkeypatch.setattr(taking, "STAT_DIRTY_MAX", most)
     repo = _users_fork(tmp_path, "fork")
     repo.ps("refresh", "--onto", "up", code=1)
     _user_works(repo, 1)
@@ -154,5 +160,5 @@ def test_a_skip_runs_no_status_of_its_own(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setattr(Git, "dirty", counted)
     assert repo.ps("refresh", "--skip", code=None).exit_code == 1
-    assert asked == []
+    assert asked == ([] if most else [1])
     assert [p for p, _f in _at_stop(repo)] == ["keep.py", "scratch.txt", "staged.py"]

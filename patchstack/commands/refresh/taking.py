@@ -30,6 +30,7 @@ from ...journal.snapshot import Scan, Snapshot, inside, mode_of, take_snapshot
 from ...model.ids import Oid
 
 OFF = "PATCHSTACK_NO_SCANNED_AT_STOP"  # set: `at_stop` asks `git status` of its own
+STAT_DIRTY_MAX = 100  # files whose stat data differs, hashed again at most (else: status)
 
 
 def fingerprints(ws: Checkout, paths: Iterable[str]) -> dict[str, str]:
@@ -91,7 +92,8 @@ def scanned_at_stop(
     (``head_tree``), the untracked ones, and the tracked files whose stat data differs whose
     contents, as ``git add`` stages them, are not the index's (`Git.tree_with_files`); None
     where that cannot be shown: unmerged entries, a submodule or nested repository in the
-    scan, an untracked file the snapshot left out, staging that is not the file's bytes."""
+    scan, an untracked file the snapshot left out, staging that is not the file's bytes;
+    and where more than `STAT_DIRTY_MAX` files' stat data differs from the index's."""
     if os.environ.get(OFF) or snap.index is None or snap.left_out or len(scan) != 1:
         return None
     stat_dirty, untracked = scan[0]
@@ -101,6 +103,8 @@ def scanned_at_stop(
     mine = [p for p in dict.fromkeys(p for _m, p in stat_dirty) if p not in skip]
     mine = [p for p in mine if not inside(p, ws.in_tree)]
     modified = []
+    if len(mine) > STAT_DIRTY_MAX:  # (a copied work tree): status refreshes the index
+        return None
     if mine:
         made = git.tree_with_files(snap.index, mine)
         if made is None:
