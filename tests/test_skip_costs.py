@@ -111,7 +111,11 @@ def _moved_stop_by_stop(repo: Repo) -> tuple[list[Any], Any]:
     kept = [_at_stop(repo)]
     while True:
         _user_works(repo, len(said))
-        step = repo.ps("refresh", "--skip", code=None)
+        if len(said) == 3:  # C's stop: resolved as the new base has f.py, and continued
+            repo.write("f.py", repo.git("show", "HEAD:f.py"))
+            step = repo.ps("refresh", "--continue", code=None)
+        else:
+            step = repo.ps("refresh", "--skip", code=None)
         said.append(step.stdout + step.stderr)
         if step.exit_code != 1:
             break
@@ -122,9 +126,10 @@ def _moved_stop_by_stop(repo: Repo) -> tuple[list[Any], Any]:
 
 def test_a_stop_reads_the_users_files_off_the_publishs_scan(tmp_path: Path, monkeypatch) -> None:
     """Differential: every stop records the same user's files (`taking.at_stop`), prints the
-    same, and the refresh ends in the same state, with the files read off the snapshot the
-    publish takes and with a ``git status`` of their own (``PATCHSTACK_NO_SCANNED_AT_STOP=1``);
-    the user's edits, untracked files and deletion are where the user left them."""
+    same, and the refresh (its last stop continued) ends in the same state, with the files
+    read off the snapshot the publish takes and with a ``git status`` of their own
+    (``PATCHSTACK_NO_SCANNED_AT_STOP=1``); the user's edits, untracked files and deletion
+    are where the user left them, none taken into the patch continued."""
     repo, plain = _users_fork(tmp_path, "fork"), _users_fork(tmp_path, "plain")
     scanned = _moved_stop_by_stop(repo)
     monkeypatch.setenv("PATCHSTACK_NO_SCANNED_AT_STOP", "1")
@@ -137,6 +142,9 @@ def test_a_stop_reads_the_users_files_off_the_publishs_scan(tmp_path: Path, monk
         "early.txt", "keep.py", "other.txt", "scratch.txt", "staged.py"
     ]  # fmt: skip
     assert not (repo.path / "keep.py").exists()
+    patches = "".join(p.read_text() for p in (repo.path / "patches").glob("*.patch"))
+    assert "C f15" in repo.read("patches/C.patch")  # C, continued, is the patch it was
+    assert not any(f in patches for f in ("keep.py", "scratch.txt", "staged.py", "early"))
     assert repo.read("scratch.txt") == "notes\n" and repo.read("other.txt") == "more\n"
 
 
