@@ -205,3 +205,43 @@ def test_a_skip_replays_on_the_old_base_only_what_no_stop_before_placed(
     starts.clear()
     assert repo.ps("refresh", "--skip", code=None).exit_code == 1  # U3 judged; C stops
     assert starts == ([3] if cache else [1]), starts  # from B
+
+
+# -- a clean merge made once whatever its labels ---------------------------------------------
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_clean_merge_of_the_same_trees_is_made_once(tmp_path: Path, monkeypatch, plain) -> None:
+    """A verdict's check that a patch changes something where it lands on the old base
+    (`evidence.first_holding`, labels "upstream") is the merge its landing made (labels "old
+    base"): made once when clean; a conflicting one is made again under its own labels (its
+    markers name them); ``PATCHSTACK_NO_FAST_PATH=1``: each made."""
+    if plain:
+        monkeypatch.setenv("PATCHSTACK_NO_FAST_PATH", "1")
+    repo = make_repo(tmp_path / "r", {"a.py": "1\n2\n3\n4\n5\n6\n"})
+    git = find_repo(str(repo.path))
+    before = git.tree_of("HEAD")
+    repo.write("a.py", "1\n2\n3\n4\n5\nsix\n")
+    repo.commit_all("patch")
+    after = git.tree_of("HEAD")
+    clean_onto = git.edit_tree(before, {"b.py": ("100644", git.write_blob(b"b\n"))})
+    repo.write("a.py", "1\n2\n3\n4\n5\nSIX\n")
+    repo.commit_all("upstream")
+    conflict_onto = git.tree_of("HEAD")
+    made: list[tuple[str, str]] = []
+    real = Git.merge_trees
+
+    def counted(self, base, ours, theirs, labels):  # type: ignore[no-untyped-def]
+        made.append(labels)
+        return real(self, base, ours, theirs, labels)
+
+    monkeypatch.setattr(Git, "merge_trees", counted)
+    monkeypatch.setattr(contract, "place_region", lambda *args: None)  # each merge whole
+    first = contract.place_fast(git, before, clean_onto, after, ("old base", "P"))
+    again = contract.place_fast(git, before, clean_onto, after, ("upstream", "patch"))
+    assert first.clean and (again.tree, again.clean) == (first.tree, True)
+    assert len(made) == (2 if plain else 1), made
+    one = contract.place_fast(git, before, conflict_onto, after, ("old base", "P"))
+    two = contract.place_fast(git, before, conflict_onto, after, ("upstream", "patch"))
+    assert not one.clean and not two.clean and one.tree != two.tree  # the markers differ
+    assert len(made) == (4 if plain else 3), made

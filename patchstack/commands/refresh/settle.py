@@ -16,6 +16,7 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
+from ...engine.contract import forget_clean
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame_first, unblamed
 from ...engine.relocate import Relocator
@@ -326,6 +327,7 @@ def stop(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
     )
     publish(ws, plan)
+    forget_clean(git)  # the merges after it are made under the work tree it wrote
     wrote = (moved, set(changed), src[0], parent_tree)
     if inputs is not None and _attributes_moved(git, wrote, current_head, stop_head):
         inputs = None  # what decides a merge may have changed: digested again
