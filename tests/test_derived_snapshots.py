@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from patchstack import transaction
+from patchstack.commands.refresh import taking
 from patchstack.git import find_repo
 from patchstack.journal import derived, oplog, snapshot
 
@@ -135,11 +136,12 @@ def test_a_skip_scans_the_work_tree_once(tmp_path, monkeypatch) -> None:
     taken: list[str | None] = []
     real = snapshot.take_snapshot
 
-    def counted(ws, refresh=None, head=None, also=()):  # type: ignore[no-untyped-def]
+    def counted(ws, refresh=None, head=None, also=(), scanned=None):  # type: ignore[no-untyped-def]
         taken.append(head)
-        return real(ws, refresh, head, also)
+        return real(ws, refresh, head, also, scanned)
 
     monkeypatch.setattr(transaction, "take_snapshot", counted)
+    monkeypatch.setattr(taking, "take_snapshot", counted)  # a stop's, for the publish
     assert repo.ps("refresh", "--skip", code=None).exit_code == 1
     assert repo.ps("refresh", "--skip", code=None).exit_code == 1
     assert repo.ps("refresh", "--skip", code=None).exit_code == 0

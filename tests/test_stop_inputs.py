@@ -86,3 +86,27 @@ def test_a_stop_parses_each_conflicted_file_once(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(culprits, "marked_regions", real)
     assert plain.ps("refresh", "--onto", "up", code=1).stderr == first.stderr
     assert plain.ps("refresh", "--skip", code=1).stderr == second.stderr
+
+
+def test_a_stop_learns_whether_a_gitattributes_moved_from_the_diffs_it_made(
+    tmp_path, monkeypatch
+) -> None:
+    """Whether the publish moved a ``.gitattributes`` is read off the diffs the stop made
+    already (what the work tree and the shown merge change): the move's whole diff, old
+    HEAD to the stop's (on a real drift thousands of paths), is never walked for it."""
+    from patchstack.git.repo import Git
+
+    repo = kv._fork(tmp_path)
+    old = repo.git("rev-parse", "HEAD^{tree}").strip()
+    pairs: list[tuple[str, str]] = []
+    real = Git.changed_entries
+
+    def spied(self, a, b):  # type: ignore[no-untyped-def]
+        pairs.append((a, b))
+        return real(self, a, b)
+
+    monkeypatch.setattr(Git, "changed_entries", spied)
+    repo.ps("refresh", "--onto", "up", code=1)
+    new = repo.git("rev-parse", "HEAD^{tree}").strip()
+    assert old != new
+    assert (old, new) not in pairs, pairs

@@ -40,6 +40,7 @@ folders, delete, change modes and types, and take patches verbatim or differentl
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -207,9 +208,20 @@ def place_region(
     made = git.files_of(result.tree)
     if not set(made) <= have:
         return None
-    gone: dict[str, tuple[str, str] | None] = dict.fromkeys(git.files_of(cuts[1]))
+    return replace(result, tree=put_back(git, tree, git.files_of(cuts[1]), made))
+
+
+def put_back(git: Git, tree: str, gone: Iterable[str], made: Mapping[str, tuple[str, str]]) -> Oid:
+    """``tree`` with the files ``gone`` removed, then the files ``made`` written: in one
+    edit (its trees written once) when no path of one is a folder of a path of the other
+    (then both orders give the same tree: a folder is kept exactly when a file is left in
+    it); else in two, as said."""
     put: dict[str, tuple[str, str] | None] = dict(made)
-    return replace(result, tree=git.edit_tree(git.edit_tree(tree, gone), put))
+    out = dict.fromkeys(gone)
+    clash = {f for p in (*out, *put) for f in paths.leading_dirs(p)}
+    if clash & (out.keys() | put.keys()) or not enabled():
+        return git.edit_tree(git.edit_tree(tree, out), put)
+    return git.edit_tree(tree, out | put)
 
 
 def place_fast(
@@ -222,7 +234,36 @@ def place_fast(
     renames: RenameProof | None = None,
 ) -> MergeResult:
     """`place`, by `place_region` where it can prove the same result (``renames``: the
-    command's proof for a patch whose files ours lost)."""
+    command's proof for a patch whose files ours lost). A clean merge of the same three trees
+    made before under other labels is that one (`_unlabelled`)."""
+    key = (before, tree, after)
+    made = _CLEAN.setdefault(git, {}) if enabled() and all(map(git.is_id, key)) else None
+    if made is not None and key in made:
+        return made[key]
     diff = git.changed_entries(before, after)
     found = place_region(git, before, tree, after, diff, labels, base_label, renames)
-    return found if found is not None else place(git, before, tree, after, labels, base_label)
+    if found is None:
+        found = place(git, before, tree, after, labels, base_label)
+    if made is not None and _unlabelled(found, (*labels, base_label or "")):
+        made[key] = replace(found, sides=())
+    return found
+
+
+# Clean merges by their trees, whatever their labels (a verdict's check of a patch where it
+# lands on the old base is the merge its landing made): per repository, for the command.
+_CLEAN: weakref.WeakKeyDictionary[Git, dict[tuple[str, str, str], MergeResult]]
+_CLEAN = weakref.WeakKeyDictionary()
+
+
+def forget_clean(git: Git) -> None:
+    """Drop the clean merges kept (a publish may have changed what decides one: the work
+    tree's ``.gitattributes``)."""
+    _CLEAN.pop(git, None)
+
+
+def _unlabelled(merged: MergeResult, labels: Sequence[str]) -> bool:
+    """Is ``merged`` what the same merge gives under any labels? A clean merge is (no
+    markers), when git's messages name neither side (the labels name a side in
+    the markers and the messages only)."""
+    named = [*labels, *(x for side in merged.sides for x in side)]
+    return merged.clean and not any(n and n in merged.messages for n in named)

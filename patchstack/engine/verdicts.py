@@ -131,6 +131,12 @@ class Kept(Protocol):
 
     def keep_walk(self, walked: History, new_base: str) -> None: ...
 
+    def land(self, key: str) -> tuple[str, str] | None:
+        """(the old base's chain tree after a step, the tree it landed on or "" when the
+        chain left it out) kept under ``key`` (`_on_old_base`), if any."""
+
+    def keep_land(self, key: str, after: str, parent: str) -> None: ...
+
 
 KEY = "held-1"  # bumped when what decides a verdict changes (its inputs, its code)
 
@@ -206,7 +212,7 @@ def held(
         if s.name in out:
             continue
         if lands is None:
-            lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name)
+            lands = _on_old_base(git, steps, missing, old_base, wanted[-1].name, kept, new_base)
             todo = [t for t in wanted if t.name not in recorded and t.name not in out]
             raws = prefetched(git, steps, todo, missing)
         made = removes_made_by(git, steps, s, missing, raws)
@@ -254,11 +260,19 @@ def _judged(
 
 
 def _on_old_base(
-    git: Git, steps: Sequence[Step], missing: Collection[str], old_base: str | None, last: str
+    git: Git,
+    steps: Sequence[Step],
+    missing: Collection[str],
+    old_base: str | None,
+    last: str,
+    kept: tuple[Kept, str] | None = None,
+    new_base: str = "",
 ) -> dict[str, Oid]:
     """The tree each patch lands on at the old base with ``missing`` left out (as on the
     new base), from the first step off the old chain (left out, or with a change of its own);
-    a patch before it lands on its old chain's tree (``Step.before``)."""
+    a patch before it lands on its old chain's tree (``Step.before``). ``kept``: where each
+    step landed as an earlier command replayed them, under the digest of the steps up to it
+    and what decides a merge (`keys`): the replay goes on after the last one kept."""
     if not old_base:
         return {}
     off = None
@@ -274,8 +288,42 @@ def _on_old_base(
     tree = steps[off - 1].after if off else start
     labels = ("old base", "old base")
     skip = frozenset(missing)
+    found: dict[str, Oid] = {}
+    digests: dict[str, str] = {}
+    if kept is not None:
+        names = {s.name for s in steps[off:]}
+        digests = keys(steps, names, missing, old_base, new_base, kept[1])
+        tree, off, found = _landed(git, steps, off, tree, kept[0], digests)
     done, _conflicts = replay(git, steps, off, tree, labels, keep_going=True, skip=skip)
-    return {d.name: d.parent for d in done}
+    if kept is not None:
+        placed = {d.name: d for d in done}
+        for s in steps[off:]:
+            d = placed.get(s.name)
+            tree = d.tree if d else tree
+            kept[0].keep_land("land " + digests[s.name], tree, d.parent if d else "")
+    return found | {d.name: d.parent for d in done}
+
+
+def _landed(
+    git: Git, steps: Sequence[Step], off: int, tree: Oid, kept: Kept, digests: dict[str, str]
+) -> tuple[Oid, int, dict[str, Oid]]:
+    """(the chain's tree after the steps from ``off`` an earlier command kept, the first step
+    not kept, where the kept ones landed); kept trees this repository lacks are none."""
+    found: list[tuple[str, str, str]] = []
+    for s in steps[off:]:
+        got = kept.land("land " + digests[s.name])
+        if got is None:
+            break
+        found.append((s.name, *got))
+    have = git.has_objects(sorted({t for _n, a, p in found for t in (a, p) if t}))
+    for q, (_n, after, parent) in enumerate(found):
+        if not have.get(after) or (parent and not have.get(parent)):
+            found = found[:q]
+            break
+    if not found:
+        return tree, off, {}
+    lands = {n: Oid(p) for n, _a, p in found if p}
+    return Oid(found[-1][1]), off + len(found), lands
 
 
 def _why_no_op(

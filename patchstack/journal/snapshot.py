@@ -42,6 +42,8 @@ from ..model.naming import named_files, validate_name
 from .stacks import names_at as _names
 
 DEFAULT_MAX_UNTRACKED = 64 * 1024 * 1024
+# (index mode, path) of the tracked files whose stat data differs, the untracked files
+Scan = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -335,12 +337,17 @@ def series_tree(ws: Checkout, also: Sequence[str] = ()) -> tuple[Oid, bool]:
 
 
 def take_snapshot(
-    ws: Checkout, refresh: str | None = None, head: Oid | None = None, also: Sequence[str] = ()
+    ws: Checkout,
+    refresh: str | None = None,
+    head: Oid | None = None,
+    also: Sequence[str] = (),
+    scanned: list[Scan] | None = None,
 ) -> Snapshot:
     """The state now; ``refresh``: the stopped refresh it is in (the journal knows it);
     ``head``: the HEAD to record when the branch is about to move there (the transaction
     moves it together with the operation log); ``also``: files of the series directory to
-    take besides the series (those an interrupted command was writing)."""
+    take besides the series (those an interrupted command was writing); ``scanned`` gets
+    what the scan of the work tree found (`Scan`, for `commands.refresh.taking`)."""
     git = ws.git
     head = head or git.head()
     if head is None:
@@ -360,6 +367,8 @@ def take_snapshot(
         records: list[tuple[str, str, str]] = []
         candidates: list[str] = []
         dirty, untracked, ((series, exists), names) = idx.scan(exclude, meanwhile)
+        if scanned is not None:
+            scanned.append((tuple(dirty), tuple(untracked)))
         for mode, path in dirty:
             if mode == "160000" or inside(path, exclude):
                 continue

@@ -1,7 +1,9 @@
 """What a refresh stop by stop keeps in the git directory's cache (`store`, section ``held``)
 from one command for the next, each under what decides it: the verdicts of the patches the
 new base holds (`engine.verdicts.held`: every stop judges the patches placed so far again),
-the upstream walk they search (`engine.evidence.history`), and the culprit walks of the
+the upstream walk they search (`engine.evidence.history`), where each patch lands on the old
+base with the same patches left out (`engine.verdicts._on_old_base`: a skip replays there only
+the steps after those kept), and the culprit walks of the
 printed hunks' files (`engine.culprits.attribute`: a file printed at one stop is often
 printed at a later one), and the states of the replay's `engine.needs.Needs` before each
 step (`KeptNeeds`: the next command's replay resumes after them). A cache, never trusted:
@@ -71,6 +73,19 @@ class Kept:
         if _is_id(walked.old_base) and _is_id(new_base):
             plain = (walked.old_base, walked.commits, walked.trees, walked.subjects)
             self.ws.store.put(SECTION, f"walk {walked.old_base}..{new_base}", plain)
+
+    def land(self, key: str) -> tuple[str, str] | None:
+        found = self.ws.store.get(SECTION, key)
+        try:
+            after, parent = found  # type: ignore[misc]
+        except (TypeError, ValueError):
+            return None
+        if not (_is_id(after) and (parent == "" or _is_id(parent))):
+            return None
+        return after, parent
+
+    def keep_land(self, key: str, after: str, parent: str) -> None:
+        self.ws.store.put(SECTION, key, (after, parent))
 
 
 class KeptNeeds:

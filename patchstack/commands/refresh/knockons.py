@@ -7,7 +7,7 @@ and the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -28,11 +28,8 @@ from .kept import KeptNeeds
 from .stopped import State
 
 if TYPE_CHECKING:
-    from ...engine.chain import Engine
     from ...engine.placer import Placer
     from ...engine.renames import RenameProof
-    from .resolutions import Resolutions
-    from .settle import RefreshResult
 
 
 def triaged(
@@ -271,45 +268,6 @@ def kept(ws: Checkout, inputs: str) -> dict[tuple[str, ...], MergeResult]:
         return {}
     have = ws.git.has_objects(sorted({r.tree for _k, r in entries}))
     return {k: r for k, r in entries if have.get(r.tree)}
-
-
-def conclude(
-    ws: Checkout,
-    state: State,
-    engine: Engine,
-    series: Series,
-    done: Sequence[Done],
-    src: tuple[Oid, Sequence[str]],
-    head: Oid,
-    conflicts: Sequence[tuple[str, Oid, MergeResult]],
-    knock_ons: KnockOns,
-    records: Resolutions,
-    note: Callable[[str], str],
-    *,
-    stop: bool = True,
-    check: Callable[[list[Conflict]], None] = lambda found: None,
-) -> RefreshResult:
-    """The end of a replay: its ``conflicts`` split at the stop (each deferred when not
-    ``stop``), the rest `defer`red, ``check``ed, and `settle.end`."""
-    from .settle import end
-
-    left, stopped = knock_ons.split(conflicts) if stop else (conflicts, None)
-    state, found = defer(ws, state, series, left, knock_ons, done)
-    check(found)
-    return end(
-        ws,
-        state,
-        engine,
-        series,
-        done,
-        src,
-        head,
-        found,
-        stopped=stopped,
-        knock_ons=knock_ons,
-        records=records,
-        note=note,
-    )
 
 
 def deferrals_after(series: Series, state: State) -> list[Deferral]:

@@ -25,11 +25,11 @@ from ...model.ids import Oid
 from ...transaction import Plan, Restore, publish
 from ..state import make_engine, read_stack
 from . import stopped
-from .knockons import KnockOns, conclude
+from .knockons import KnockOns
 from .relocating import relocating_of
 from .resolutions import Resolutions
 from .resolver import notes, proposer_of
-from .settle import RefreshResult, labels_of
+from .settle import RefreshResult, end, labels_of
 from .start import marked, resolver, with_proposals
 from .taking import taken
 
@@ -174,7 +174,7 @@ def _go_on(
         )
         done += marked(more, records)
         note = lambda name: notes(records.note(name), proposer, name)  # noqa: E731
-        result = conclude(
+        result = end(
             ws, state, engine, series, done, src, head, conflicts, knock_ons, records, note
         )
         return with_proposals(result, moving, proposer)

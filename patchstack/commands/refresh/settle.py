@@ -16,6 +16,7 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.build import build
 from ...engine.chain import Engine
+from ...engine.contract import forget_clean
 from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame_first, unblamed
 from ...engine.relocate import Relocator
@@ -23,7 +24,6 @@ from ...engine.replay import Done, commit_chain
 from ...engine.verdicts import UPSTREAM, Classified, Held, classify
 from ...git import Git, MergeResult
 from ...git.attributes import NAME as ATTRIBUTES
-from ...journal.snapshot import take_snapshot
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
@@ -31,13 +31,13 @@ from ...model.proposal import Proposal
 from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .kept import KeptLines
-from .knockons import KnockOns, deferrals_after, kept_on, triaged
+from .knockons import KnockOns, defer, deferrals_after, kept_on, triaged
 from .proof import remember_refresh
 from .resolutions import Resolutions
 from .reuse import reuse_note, under
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
-from .taking import at_stop
+from .taking import before_stop
 
 
 @dataclass(frozen=True)
@@ -252,35 +252,27 @@ def end(
     done: Sequence[Done],
     src: tuple[Oid, Sequence[str]],
     current_head: Oid,
-    found: Sequence[Conflict],
-    *,
-    stopped: tuple[str, Oid, MergeResult] | None,
+    conflicts: Sequence[tuple[str, Oid, MergeResult]],
     knock_ons: KnockOns,
     records: Resolutions,
     note: Callable[[str], str],
+    *,
+    keep_going: bool = False,
+    check: Callable[[list[Conflict]], None] = lambda found: None,
 ) -> RefreshResult:
-    """A replay's end: the stop at ``stopped`` (its ``note`` for the stopped patch's name),
-    or the finished refresh when nothing stopped it."""
+    """A replay's end: its ``conflicts`` split at the stop (each deferred with
+    ``keep_going``), the rest `defer`red and ``check``ed; then the stop (its ``note`` for
+    the stopped patch's name), or the finished refresh when nothing stopped it."""
+    left, stopped = (conflicts, None) if keep_going else knock_ons.split(conflicts)
+    state, found = defer(ws, state, series, left, knock_ons, done)
+    check(found)
     inputs = knock_ons.inputs if kept_on() else None
     if stopped is None:
         return finish(ws, state, engine, series, done, src, current_head, found, inputs)
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
-    return stop(
-        ws,
-        state,
-        engine,
-        series,
-        done,
-        stopped,
-        src,
-        current_head,
-        found,
-        note(name),
-        known,
-        partial,
-        inputs,
-    )
+    at = (ws, state, engine, series, done, stopped, src, current_head, found, note(name))
+    return stop(*at, known, partial, inputs)
 
 
 def stop(
@@ -314,14 +306,13 @@ def stop(
     # A conflicted file the merge left as it was (modify/delete) is the user's to resolve too.
     changed = git.changed_paths(parent_tree, shown)
     touched = tuple(dict.fromkeys([*changed, *merged.conflicted]))
-    before = None
-    if state.before is None:  # the refresh starts here: --abort goes back to this state
-        before = take_snapshot(ws)
-        state = replace(state, before=before)
     moved = {*git.changed_paths(src[0], shown), *src[1]}
+    # The refresh starts here (state.before None): --abort goes back to this state.
+    before, mine = before_stop(ws, state.before is None, current_head, moved)
     state = replace(
         state,
-        at_stop=at_stop(ws, moved),
+        before=state.before or before,
+        at_stop=mine,
         done=tuple(done),
         stopped_at=name,
         stop_head=stop_head,
@@ -336,7 +327,9 @@ def stop(
         "refresh", current_head, stop_head, (), overlay, store(ws, state), before=before, keep=keep
     )
     publish(ws, plan)
-    if inputs is not None and _attributes_moved(git, moved, current_head, stop_head):
+    forget_clean(git)  # the merges after it are made under the work tree it wrote
+    wrote = (moved, set(changed), src[0], parent_tree)
+    if inputs is not None and _attributes_moved(git, wrote, current_head, stop_head):
         inputs = None  # what decides a merge may have changed: digested again
     ws.progress.step("reporting the conflict")
     # The replay's triage (``known``) parsed this merge's files already: not parsed again.
@@ -401,9 +394,24 @@ def stop(
     )
 
 
-def _attributes_moved(git: Git, moved: set[str], head: Oid, new_head: Oid) -> bool:
+def _attributes_moved(
+    git: Git, wrote: tuple[set[str], set[str], Oid, Oid], head: Oid, new_head: Oid
+) -> bool:
     """Did a publish that wrote ``moved`` in the work tree and moved HEAD (and the index)
     from ``head`` to ``new_head`` change a ``.gitattributes``? Only those, of what
-    `git.attributes.merge_inputs` digests, a publish changes."""
-    paths = moved if head == new_head else moved | set(git.changed_paths(head, new_head))
+    `git.attributes.merge_inputs` digests, a publish changes. ``wrote``: (``moved``, the
+    paths the shown tree changes from the stop's, the tree the work tree held, the stop's
+    tree): a path HEAD's tree changes differs between HEAD's tree and the work tree's, or
+    is written (``moved``), or differs between what is written and the stop's tree; so
+    the move's whole diff is not walked (a superset: at worst merge_inputs is asked again)."""
+    moved, changed, src, stop_tree = wrote
+    if head == new_head:
+        return _names_attributes(moved)
+    old, new = git.trees_of([head, new_head])
+    if new != stop_tree:
+        return _names_attributes(moved | set(git.changed_paths(old, new)))
+    return _names_attributes(moved | changed | set(git.changed_paths(old, src)))
+
+
+def _names_attributes(paths: set[str]) -> bool:
     return any(p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES) for p in paths)

@@ -44,12 +44,12 @@ from ...model.selection import resolve_name
 from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
-from .knockons import KnockOns, conclude
+from .knockons import KnockOns
 from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
-from .settle import RefreshResult, labels_of
+from .settle import RefreshResult, end, labels_of
 from .stopped import State
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
@@ -192,7 +192,7 @@ def refresh(
         )
         done = marked(done, records)
         note = lambda name: notes(records.note(name), proposer, name)  # noqa: E731
-        result = conclude(
+        result = end(
             ws,
             state,
             engine,
@@ -204,7 +204,7 @@ def refresh(
             knock_ons,
             records,
             note,
-            stop=not defer_conflicts,
+            keep_going=defer_conflicts,
         )
         return with_proposals(result, moving, proposer)
     finally:

@@ -25,7 +25,12 @@ from collections.abc import Iterable, Sequence
 
 from ...checkout import Checkout
 from ...errors import RefusedError
-from ...journal.snapshot import mode_of
+from ...journal.oplog import current_refresh
+from ...journal.snapshot import Scan, Snapshot, inside, mode_of, take_snapshot
+from ...model.ids import Oid
+
+OFF = "PATCHSTACK_NO_SCANNED_AT_STOP"  # set: `at_stop` asks `git status` of its own
+STAT_DIRTY_MAX = 100  # files whose stat data differs, hashed again at most (else: status)
 
 
 def fingerprints(ws: Checkout, paths: Iterable[str]) -> dict[str, str]:
@@ -58,6 +63,55 @@ def at_stop(ws: Checkout, moved: Iterable[str]) -> tuple[tuple[str, str], ...]:
     dirty = ws.git.dirty(exclude=ws.in_tree)
     skip = set(moved)
     paths = [p for p in (*dirty.modified, *dirty.untracked) if p not in skip]
+    return tuple(sorted(fingerprints(ws, paths).items()))
+
+
+def before_stop(
+    ws: Checkout, first: bool, head: Oid, moved: Iterable[str]
+) -> tuple[Snapshot | None, tuple[tuple[str, str], ...]]:
+    """(the publish's snapshot of the state before the stop, taken here, or None for the
+    publish to take; `at_stop`, read off it where `scanned_at_stop` can). ``first``: the
+    refresh's first stop, whose snapshot is taken here always (--abort goes back to it)."""
+    scan: list[Scan] = []
+    snap = None
+    if first:
+        snap = take_snapshot(ws, scanned=scan)
+    elif not os.environ.get(OFF):
+        ws.progress.step("saving the state before")
+        snap = take_snapshot(ws, refresh=current_refresh(ws.git), scanned=scan)
+    found = None if snap is None else scanned_at_stop(ws, snap, scan, ws.git.tree_of(head), moved)
+    return snap, found if found is not None else at_stop(ws, moved)
+
+
+def scanned_at_stop(
+    ws: Checkout, snap: Snapshot, scan: Sequence[Scan], head_tree: Oid, moved: Iterable[str]
+) -> tuple[tuple[str, str], ...] | None:
+    """`at_stop` read off the publish's snapshot of the work tree, taken now (``scan``: what
+    its scan found), not a ``git status`` of its own: the same paths, each fingerprinted the
+    same way. Those ``status`` names are the files the index changes from HEAD's tree
+    (``head_tree``), the untracked ones, and the tracked files whose stat data differs whose
+    contents, as ``git add`` stages them, are not the index's (`Git.tree_with_files`); None
+    where that cannot be shown: unmerged entries, a submodule or nested repository in the
+    scan, an untracked file the snapshot left out, staging that is not the file's bytes;
+    and where more than `STAT_DIRTY_MAX` files' stat data differs from the index's."""
+    if os.environ.get(OFF) or snap.index is None or snap.left_out or len(scan) != 1:
+        return None
+    stat_dirty, untracked = scan[0]
+    if any(m == "160000" for m, _p in stat_dirty) or any(p.endswith("/") for p in untracked):
+        return None
+    git, skip = ws.git, set(moved)
+    mine = [p for p in dict.fromkeys(p for _m, p in stat_dirty) if p not in skip]
+    mine = [p for p in mine if not inside(p, ws.in_tree)]
+    modified = []
+    if len(mine) > STAT_DIRTY_MAX:  # (a copied work tree): status refreshes the index
+        return None
+    if mine:
+        made = git.tree_with_files(snap.index, mine)
+        if made is None:
+            return None
+        modified = git.changed_paths(snap.index, made)
+    staged = [p for p in git.changed_paths(head_tree, snap.index) if not inside(p, ws.in_tree)]
+    paths = [p for p in dict.fromkeys([*staged, *modified, *untracked]) if p not in skip]
     return tuple(sorted(fingerprints(ws, paths).items()))
 
 

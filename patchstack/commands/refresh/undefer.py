@@ -27,9 +27,9 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Series
 from ..state import make_engine, read_stack, require_movable
-from .knockons import KnockOns, conclude
+from .knockons import KnockOns
 from .resolutions import Resolutions
-from .settle import RefreshResult
+from .settle import RefreshResult, end
 from .start import marked, resolver
 from .stopped import State
 
@@ -110,7 +110,7 @@ def bring_back(
 
         head = stack.head
         src = (git.tree_of(head), ())
-        return conclude(
+        return end(
             ws,
             state,
             engine,
