@@ -60,9 +60,7 @@ def test_a_chain_commit_is_exact_without_proving_it_again(tmp_path, monkeypatch,
     assert proven  # every patch file read and checked
 
 
-def test_stop_by_stop_is_the_same_with_the_chain_proof_and_without(
-    tmp_path, monkeypatch
-) -> None:
+def test_stop_by_stop_is_the_same_with_the_chain_proof_and_without(tmp_path, monkeypatch) -> None:
     repo = _fork(tmp_path)
     _drop_proofs(repo)
     plain = copy_repo(repo.path, tmp_path / "plain")
