@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.git import scratch
+from patchstack.git import find_repo, scratch
 
+from .conftest import make_repo
 from .test_merge_runs import fork
 from .test_replay_exact import git_commands
 
@@ -116,3 +117,27 @@ def test_a_repository_whose_path_holds_the_alternates_separator(tmp_path) -> Non
     repo.ps("refresh", "--onto", target, code=1)
     fsck(repo)
     assert "p4-merge" in repo.git("log", "--format=%s", "-3")
+
+
+@needs_scratch
+def test_scratch_objects_are_stored_and_the_kept_pack_reads_them(tmp_path) -> None:
+    """A loose object written into the scratch store (memory, throwaway) is zlib level 0,
+    stored; one written into the repository is compressed (level 1). git reads the stored one
+    through the alternate, and once kept (one pack, deflated anew) fsck is clean."""
+    repo = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    git = find_repo(str(repo.path))
+    data = b"".join(b"line %d of a relabelled file\n" % i for i in range(5000))
+    kept = git.write_blob(data + b"kept\n")  # no scratch store yet: into the repository
+    git.use_scratch()
+    assert git.scratch is not None
+    thrown = git.write_blob(data)
+    stored = os.path.join(git.scratch, thrown[:2], thrown[2:])
+    assert os.path.getsize(stored) > len(data)  # level 0: the bytes as they are
+    in_repo = repo.path / ".git" / "objects" / kept[:2] / kept[2:]
+    assert os.path.getsize(in_repo) < len(data) // 4
+    assert git.run("cat-file", "blob", thrown).stdout == data  # read through the alternate
+    git.keep_scratch()
+    assert not os.path.exists(stored)
+    fsck(repo)
+    assert repo.git("cat-file", "blob", thrown) == data.decode()
+    assert repo.git("cat-file", "blob", kept) == data.decode() + "kept\n"

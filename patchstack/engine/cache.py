@@ -8,9 +8,16 @@ from collections.abc import Iterable
 
 from ..git import Git
 from ..model.ids import Oid
+from ..model.series import Entry
 from ..store import Store
 
 SECTION = "build"
+
+
+def chain_key(parent: str, digest: str, entry: Entry) -> str:
+    """The key of the chain commit made from a patch file (``digest``: the SHA-1 of its
+    bytes) of this entry on ``parent`` (`Engine.extend`; `commands.refresh.proof` reads it)."""
+    return f"chain {parent} {digest} {entry.strip_level} {entry.name} {entry.tag}"
 
 
 class Cache:

@@ -31,7 +31,7 @@ from ..model.ids import Oid
 from ..model.series import Entry, Series
 from ..store import Store
 from . import contract, fastpath
-from .cache import Cache
+from .cache import Cache, chain_key
 from .committer import Committer
 from .fastpath import ProvenStream
 from .loaded import LoadedPatch
@@ -198,8 +198,7 @@ class Engine:
         return all(fastpath.provable(f, self.git.fmt) for f in lp.patch.files)
 
     def _chain_key(self, parent: Oid, lp: LoadedPatch) -> str:
-        entry = lp.entry
-        return f"chain {parent} {lp.digest} {entry.strip_level} {entry.name} {entry.tag}"
+        return chain_key(parent, lp.digest, lp.entry)
 
     def learn_chain(self, base: Oid, made: Sequence[tuple[Entry, bytes, Oid]]) -> None:
         """Take these commits, each on the one before it from ``base``, as the canonical chain

@@ -176,8 +176,11 @@ class Objects(GitBase):
             os.makedirs(folder, exist_ok=True)
             self._memo[("loose-folder", folder)] = True
         # Level 1, git's own default for loose objects (core.looseCompression): 3-4x faster
-        # than zlib's default, and what a scratch object costs matters more than its size.
-        packed = zlib.compress(b"%s %d\0%s" % (kind.encode(), len(data), data), 1)
+        # than zlib's default. In the scratch store (memory) level 0, stored: 15x faster again
+        # (kernel-timers' first stop: 0.15 CPU s), and the pack that keeps one deflates anew.
+        throwaway = not kept and self.scratch is not None
+        header = b"%s %d\0" % (kind.encode(), len(data))
+        packed = zlib.compress(header + data, 0 if throwaway else 1)
         while True:
             tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{next(_TEMP_NAMES)}")
             try:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...checkout import Checkout, PatchSummary
+from ...engine.cache import SECTION as BUILT_SECTION
+from ...engine.cache import chain_key
 from ...errors import PatchstackError, RefusedError
 from ...git import Git, RawDiff, TempIndex
 from ...journal.oplog import newest
@@ -63,7 +65,8 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
     applied = []
     stats = _StatMemo(ws)
     memo: set[str] = set()
-    for ap in stack.applied:
+    below = (stack.base, *(ap.commit for ap in stack.applied))
+    for i, ap in enumerate(stack.applied):
         if ap.name not in series:
             continue
         entry = series.entry(ap.name)
@@ -72,7 +75,9 @@ def prove(ws: Checkout, series: Series, stack: Stack) -> Proof:
             memo.add(ap.name)
             continue
         data, summary = ws.proven_bytes(entry)  # parsed only when its bytes are new
-        known = consistent.verdict(ap.commit, data, entry.strip_level)
+        known = consistent.verdict(ap.commit, data, entry.strip_level) or _built(
+            ws.store, below[i], ap.commit, entry, data
+        )
         if known:
             verdicts[ap.name] = known
         else:
@@ -209,6 +214,17 @@ def remember_exact(ws: Checkout, made: Iterable[tuple[str, str, int, bool]]) -> 
         if by_ids:
             store.put(SECTION, f"c {digest}", True)
         store.put(SECTION, f"v {commit} {digest} p{strip}", EXACT)
+
+
+def _built(store: Store, parent: str, commit: str, entry: Entry, data: bytes) -> str | None:
+    """``exact`` when the engine made ``commit`` from these very bytes on ``parent`` (the
+    canonical chain it keeps, `Engine.extend`: the file applied to its parent, or a refresh's
+    commit it learned as such), as it takes such a commit itself; else None (to be proven).
+    ``PATCHSTACK_NO_CHAIN_PROOF=1`` proves every one."""
+    if os.environ.get("PATCHSTACK_NO_CHAIN_PROOF"):
+        return None
+    made = store.get(BUILT_SECTION, chain_key(parent, hashlib.sha1(data).hexdigest(), entry))
+    return EXACT if made == commit and commit != parent else None
 
 
 def _applies_to(idx: TempIndex, tree: str, data: bytes, strip: int) -> str | None:
