@@ -290,10 +290,13 @@ class GitBase:
         self._spawned.clear()
 
     def _stop_processes(self) -> None:
-        for proc in self._procs.values():
+        for key, proc in self._procs.items():
             if proc.stdin is not None:
                 proc.stdin.close()
             proc.wait()
+            errors = self._memo.pop(("persistent-errors", key), None)
+            if errors is not None:
+                errors.close()
         self._procs.clear()
 
     def forget(self, kind: str) -> None:
