@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from patchstack.cli import cli
 from patchstack.demo import Sandbox, build_sandbox
+from patchstack.git.base import GitBase
 
 from . import schemas
 
@@ -52,6 +53,30 @@ def sealed_env(monkeypatch, tmp_path):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PATH", VENV_PATH)
+
+
+# Every repository object a test made, closed when the test ends: a Git object keeps batch
+# processes (two pipes each) until closed, and one a test drops unclosed is not freed with
+# them: Popen keeps a child that still runs (subprocess._active), pipes and all. A worker
+# runs over a thousand tests: their descriptors reached select()'s limit of 1,024.
+_LIVE_GITS: list[GitBase] = []
+_git_init = GitBase.__init__
+
+
+def _tracked_init(self: GitBase, *args: Any, **kwargs: Any) -> None:
+    _git_init(self, *args, **kwargs)
+    _LIVE_GITS.append(self)
+
+
+GitBase.__init__ = _tracked_init  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _close_repository_objects():
+    yield
+    for git in list(_LIVE_GITS):
+        git.close()
+    _LIVE_GITS.clear()
 
 
 @pytest.fixture(scope="module")

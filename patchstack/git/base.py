@@ -294,6 +294,8 @@ class GitBase:
             if proc.stdin is not None:
                 proc.stdin.close()
             proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
             errors = self._memo.pop(("persistent-errors", key), None)
             if errors is not None:
                 errors.close()
