@@ -28,12 +28,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 MAGIC = "patchstack-resolution-hunk 1"
 _OPEN, _BASE, _SEP, _CLOSE = b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"
-_FIRST = frozenset(m[:1] for m in (_OPEN, _BASE, _SEP, _CLOSE))
 
 
 @dataclass(frozen=True)
@@ -78,63 +77,9 @@ def split(data: bytes) -> list[Part] | None:
     ``PATCHSTACK_NO_FAST_SPLIT=1``, line by line (`_split_lines`)."""
     if b"\r" in data or os.environ.get("PATCHSTACK_NO_FAST_SPLIT"):
         return _split_lines(data)
-    parts: list[Part] = []
-    text: list[bytes] = []
-    sides: list[list[bytes]] = []
-    region: list[bytes] = []
-    start = 0
-    pos, lines = 0, 0  # where the text not yet read starts, and the lines before it
     found = [m.start() + 1 for m in _CANDIDATES.finditer(data)]
-    for at in [0, *found] if data[:7] in _MARKERS else found:
-        gap = data[pos:at]
-        if gap:
-            lines += gap.count(b"\n")
-            if sides:
-                region.append(gap)
-                sides[-1].append(gap)
-            else:
-                text.append(gap)
-        end = data.find(b"\n", at) + 1 or len(data)
-        line, pos = data[at:end], end
-        lines += 1
-        state = len(sides)
-        if state or _marker(line, _OPEN):
-            region.append(line)
-        if _marker(line, _OPEN):
-            if state:
-                return None
-            sides, start, region = [[]], lines, [line]
-        elif _marker(line, _BASE):
-            if state != 1:
-                return None
-            sides.append([])
-        elif _marker(line, _SEP) and state:
-            if state != 2:
-                return None
-            sides.append([])
-        elif _marker(line, _CLOSE):
-            if state != 3:
-                return None
-            if text:
-                parts.append(b"".join(text))
-                text = []
-            ours, base, theirs = (b"".join(s) for s in sides)
-            parts.append(Hunk(ours, base, theirs, start, b"".join(region)))
-            sides, region = [], []
-        elif state:
-            sides[-1].append(line)
-        else:
-            text.append(line)
-    gap = data[pos:]
-    if gap:
-        if sides:
-            return None  # (a hunk not closed)
-        text.append(gap)
-    if sides or not any(isinstance(p, Hunk) for p in parts):
-        return None
-    if text:
-        parts.append(b"".join(text))
-    return parts
+    starts = [0, *found] if data[:7] in _MARKERS else found
+    return _split_at(data, ((at, data.find(b"\n", at) + 1 or len(data)) for at in starts))
 
 
 # The newline before a line that may be a marker (it starts as one does; any other line is
@@ -144,27 +89,41 @@ _CANDIDATES = re.compile(rb"\n(?=<<<<<<<|\|\|\|\|\|\|\||=======|>>>>>>>)")
 
 
 def _split_lines(data: bytes) -> list[Part] | None:
-    """`split`, line by line."""
+    """`split`, line by line (the lines `bytes.splitlines` cuts)."""
+    spans, at = [], 0
+    for line in data.splitlines(keepends=True):
+        spans.append((at, at + len(line)))
+        at += len(line)
+    return _split_at(data, spans)
+
+
+def _split_at(data: bytes, spans: Iterable[tuple[int, int]]) -> list[Part] | None:
+    """`split`, reading the lines at ``spans`` (in order) one by one as markers may be, and
+    the text between them whole."""
     parts: list[Part] = []
     text: list[bytes] = []
     sides: list[list[bytes]] = []
     region: list[bytes] = []
     start = 0
-    for n, line in enumerate(data.splitlines(keepends=True), start=1):
-        state = len(sides)  # 0: text, 1: ours, 2: base, 3: theirs
-        if line[:1] not in _FIRST:  # no marker: most lines (548,590 on kernel-timers' stop)
-            if state:
-                region.append(line)
-                sides[-1].append(line)
+    pos, lines = 0, 0  # where the text not yet read starts, and the lines before it
+    for at, end in spans:
+        gap = data[pos:at]
+        if gap:
+            lines += gap.count(b"\n")
+            if sides:
+                region.append(gap)
+                sides[-1].append(gap)
             else:
-                text.append(line)
-            continue
+                text.append(gap)
+        line, pos = data[at:end], end
+        lines += 1
+        state = len(sides)  # 0: text, 1: ours, 2: base, 3: theirs
         if state or _marker(line, _OPEN):
             region.append(line)
         if _marker(line, _OPEN):
             if state:
                 return None
-            sides, start, region = [[]], n, [line]
+            sides, start, region = [[]], lines, [line]
         elif _marker(line, _BASE):
             if state != 1:
                 return None
@@ -186,6 +145,11 @@ def _split_lines(data: bytes) -> list[Part] | None:
             sides[-1].append(line)
         else:
             text.append(line)
+    gap = data[pos:]
+    if gap:
+        if sides:
+            return None  # (a hunk not closed)
+        text.append(gap)
     if sides or not any(isinstance(p, Hunk) for p in parts):
         return None
     if text:
