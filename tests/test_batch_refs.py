@@ -15,7 +15,7 @@ import pytest
 
 from patchstack.git import find_repo
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, built_once, make_repo
 
 
 def _git(repo: Repo, *args: str, input: bytes | None = None) -> bytes:
@@ -42,6 +42,7 @@ MESSAGES = {
 }
 
 
+@built_once
 def _odd_repo(tmp_path: Path) -> tuple[Repo, list[str]]:
     repo = make_repo(tmp_path / "r", {"a.py": "a\n", "b/c.py": "c\n"})
     repo.write("a.py", "a 2\n")
