@@ -264,6 +264,21 @@ class GitBase:
         errors.close()
         return said
 
+    def abandon(self, key: str) -> None:
+        """A persistent process whose answers can no longer be read in step (an interrupt in
+        the middle of one): killed and forgotten, the next question starts another."""
+        proc = self._procs.pop(key, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        errors = self._memo.pop(("persistent-errors", key), None)
+        if errors is not None:
+            errors.close()
+
     def close(self) -> None:
         self._stop_processes()
         self._end_spawned()

@@ -98,14 +98,17 @@ class Objects(GitBase):
                     left -= 1
                     yield answer
             except _Ended:
-                left = 0
                 said = self.ended(which)
                 raise GitFailure(
                     f"git cat-file {which} ended unexpectedly" + (f": {said}" if said else "")
                 ) from None
-            finally:
+            except GeneratorExit:  # the caller stopped: the answers written for still come
                 for _ in range(left):
                     self._answer(which, proc.stdout, read_content)
+                raise
+            except BaseException:  # (an interrupt inside a read: the stream is out of step)
+                self.abandon(which)
+                raise
 
     @staticmethod
     def _answer(which: str, stdout: IO[bytes], read_content: bool) -> Any:
