@@ -77,3 +77,42 @@ def test_an_amended_commit_is_not_taken_from_the_chain(tmp_path) -> None:
     repo.git("commit", "-q", "--amend", "--no-edit")  # the top patch's commit, changed
     proc = repo.ps("pop", code=2)
     assert "differs from its patch file" in proc.stderr
+
+
+def _cold(repo: Repo) -> None:
+    """No cache at all (a clone, or a cache another version wrote): neither the chain nor a
+    proof known."""
+    os.unlink(os.path.join(repo.path, ".git", "patchstack", "cache"))
+
+
+def test_a_refresh_with_no_cache_proves_the_stack_by_the_chain_it_builds(
+    tmp_path, monkeypatch, proven
+) -> None:
+    """A refresh builds the canonical chain from the patch files anyway (`replay.old_chain`,
+    hunks applied and proven by blob ids): built before the proof, each applied commit that is
+    the chain's is ``exact`` by it, not proven a second time (weight-sync's first stop with
+    no cache: 46 patch files checked hunk by hunk twice). The same stops either way."""
+    repo = _fork(tmp_path)
+    _cold(repo)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    shortcut = stop_by_stop(repo)
+    assert proven == []
+    monkeypatch.setenv("PATCHSTACK_NO_CHAIN_PROOF", "1")
+    assert stop_by_stop(plain) == shortcut
+    assert proven
+
+
+def test_a_refresh_refuses_an_amended_commit_before_it_builds_the_chain(tmp_path) -> None:
+    """A patch file that no longer applies where it was made and a commit amended by hand:
+    the refusal to drop the commit is said first, as when the proof ran first."""
+    repo = _fork(tmp_path)
+    _cold(repo)
+    repo.write("late.txt", "late\n")
+    repo.git("add", "late.txt")
+    repo.git("commit", "-q", "--amend", "--no-edit")
+    lines = repo.read("patches/U1.patch").splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("-") and not ln.startswith("---"))
+    lines[at] = "-nowhere\n"  # the file no longer applies on the old base
+    repo.write("patches/U1.patch", "".join(lines))
+    proc = repo.ps("refresh", "--onto", "up", code=2)
+    assert "differs from its patch file" in proc.stderr

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ...checkout import Checkout
 from ...engine.merging import merge
@@ -51,6 +52,9 @@ from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
 from .settle import RefreshResult, end, labels_of
 from .stopped import State
+
+if TYPE_CHECKING:
+    from ...engine.chain import Engine
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
 
@@ -120,15 +124,21 @@ def refresh(
             "unmerged files: " + ", ".join(dirty.unmerged), "finish or abort the git merge first"
         )
     moved = target.new_base != target.stack.base
-    proof = prove(ws, series, target.stack)
-    if moved and not discard:
-        refuse_dropping(proof, proof.named(DIFFERS), "patchstack refresh")
-    # A patch file edited by hand wins over its old commit (a refresh never reverts it); a
-    # commit changed by hand wins over its file (it is adopted), unless --discard-changes.
-    ignore = set(proof.named(EDITED)) | (set(proof.named(DIFFERS)) if discard else set())
-    engine = make_engine(ws, series, target.stack)
+    # The canonical chain first: an applied commit the engine makes from its patch file is
+    # `exact` by it (`proof._built`), not proven a second time hunk by hunk where no cache
+    # knew either. What it cannot build is said after the proof's refusal, as before.
+    built, chain, unbuilt = _built_chain(ws, series, target.stack)
     try:
-        chain = old_chain(git, engine, series)
+        proof = prove(ws, series, target.stack)
+        if moved and not discard:
+            refuse_dropping(proof, proof.named(DIFFERS), "patchstack refresh")
+        if unbuilt is not None:
+            raise unbuilt
+        assert built is not None
+        engine = built
+        # A patch file edited by hand wins over its old commit (a refresh never reverts it); a
+        # commit changed by hand wins over its file (it is adopted), unless --discard-changes.
+        ignore = set(proof.named(EDITED)) | (set(proof.named(DIFFERS)) if discard else set())
         real = {n: c for n, c in real_changes(target.stack).items() if n not in ignore}
         head = stack.head
         src: tuple[Oid, tuple[str, ...]] = (git.tree_of(head), ())
@@ -208,7 +218,23 @@ def refresh(
         )
         return with_proposals(result, moving, proposer)
     finally:
-        engine.close()
+        if built is not None:
+            built.close()
+
+
+def _built_chain(
+    ws: Checkout, series: Series, stack: Stack
+) -> tuple[Engine | None, list[Oid], PatchstackError | None]:
+    """The engine and the old canonical chain ``C[0..n]`` (`replay.old_chain`), or the error
+    that made them (raised by the caller after the proof's refusals)."""
+    engine = None
+    try:
+        engine = make_engine(ws, series, stack)
+        return engine, old_chain(ws.git, engine, series), None
+    except PatchstackError as e:
+        if engine is not None:
+            engine.close()
+        return None, [], e
 
 
 def with_proposals(result: RefreshResult, *hooks: Relocating | Proposer | None) -> RefreshResult:
