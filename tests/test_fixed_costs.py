@@ -709,8 +709,8 @@ def test_a_skip_at_a_stop_imports_only_what_a_replay_runs(tmp_path) -> None:
     assert code == 0
     assert not modules & _NOT_FOR_A_PLAIN_COMMAND, modules & _NOT_FOR_A_PLAIN_COMMAND
     assert "patchstack.cli.stack" not in modules and "patchstack.engine.placer" not in modules
-    # 118: engine.deleters (split off relocate) and model.series_plain (the parse kept) run
-    assert len(_ours(modules)) <= 118, (len(_ours(modules)), _ours(modules))
+    # 116: the chain's builders and the commands an upstream patch needs imported where used
+    assert len(_ours(modules)) <= 116, (len(_ours(modules)), _ours(modules))
 
 
 def test_the_group_lists_each_command_as_the_command_itself_would() -> None:
@@ -739,3 +739,38 @@ def test_the_group_lists_each_command_as_the_command_itself_would() -> None:
             )
     unlisted = sorted(set(cli.commands) - set(names))  # every module imported now
     assert not unlisted, f"commands not in patchstack/cli/registry.py: {unlisted}"
+
+
+# What a command that stops again, or reads a cache it made, never runs: the chain's builders
+# (nothing is built at a stop), the end of a refresh (its proofs, the new stack's build), the
+# commands a refresh calls only where upstream took a patch, the patch file parser.
+_NOT_AT_A_STOP = {
+    "patchstack.engine.build",
+    "patchstack.engine.committer",
+    "patchstack.engine.fastpath",
+    "patchstack.engine.loaded",
+    "patchstack.commands.edit",
+    "patchstack.commands.upstream",
+    "patchstack.commands.refresh.proof",
+    "patchstack.model.selection",
+}
+
+
+def test_a_skip_that_stops_again_imports_nothing_that_builds_or_ends(tmp_path) -> None:
+    """``refresh --skip`` that stops at the next patch (every stop of a drift but the last)
+    builds no chain and writes no proof: it imports none of `_NOT_AT_A_STOP`, and `status`
+    with the drift and the parses cached imports no patch file parser."""
+    from .test_kept_verdicts import _fork
+
+    fork = _fork(tmp_path)
+    fork.ps("refresh", "--onto", "up", code=1)
+    code, modules = _imported(fork, "refresh", "--skip")
+    assert code == 1
+    assert not modules & _NOT_AT_A_STOP, sorted(modules & _NOT_AT_A_STOP)
+    assert len(_ours(modules)) <= 109, (len(_ours(modules)), _ours(modules))
+    plain = _fork(tmp_path / "plain")
+    for _ in range(2):  # the second reads what the first cached
+        code, modules = _imported(plain, "status")
+    assert code == 0
+    assert "patchstack.model.patchfile" not in modules
+    assert len(_ours(modules)) <= 67, (len(_ours(modules)), _ours(modules))

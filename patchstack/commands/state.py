@@ -242,7 +242,6 @@ def check_base(ws: Checkout, series: Series) -> bool:
 
 def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
     from ..engine.chain import Engine, no_base_error
-    from ..engine.loaded import LoadedPatch
 
     git = ws.git
     base = series.base
@@ -251,6 +250,8 @@ def make_engine(ws: Checkout, series: Series, stack: Stack) -> Engine:
     canonical = Oid(base) if base else stack.base
 
     def load(entry: Entry) -> LoadedPatch:
+        from ..engine.loaded import LoadedPatch  # (a skip loads no patch into the engine)
+
         data, summary = ws.proven_bytes(entry)
         shown = ws.display(ws.patch_path(entry.name))
         return LoadedPatch(entry, data, None, shown, lambda: ws.read_patch(entry)[1], summary)

@@ -29,10 +29,10 @@ from ..errors import PatchstackError
 from ..git import Git
 from ..model import fields
 from ..model.fields import Upstream
-from ..model.patchfile import Patch
 from ..model.series import Series
 
 if TYPE_CHECKING:
+    from ..model.patchfile import Patch
     from .edit import EditResult
 
 SETTABLE = ("submitted", "applied", "not-needed", "pending")

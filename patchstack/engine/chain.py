@@ -19,9 +19,11 @@ same commit ids and the cache only saves the processes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ConflictError, InputError, PatchstackError
 from ..git import Git, MergeResult, TempIndex
@@ -30,11 +32,13 @@ from ..model.conflict import Conflict, ConflictHunk
 from ..model.ids import Oid
 from ..model.series import Entry, Series
 from ..store import Store
-from . import contract, fastpath
+from . import contract
 from .cache import Cache, chain_key
-from .committer import Committer
-from .fastpath import ProvenStream
-from .loaded import LoadedPatch
+
+if TYPE_CHECKING:  # imported where a chain is built (not by status, nor a skip that builds none)
+    from .committer import Committer
+    from .fastpath import ProvenStream
+    from .loaded import LoadedPatch
 
 
 @dataclass
@@ -50,7 +54,6 @@ class Engine:
     settle: Callable[[str, Oid, Oid, Oid, MergeResult], Oid | None] | None = None
     settled: list[str] = field(default_factory=list, init=False)  # patches it settled
     cache: Cache = field(init=False)
-    committer: Committer = field(init=False)
     shortcuts: bool = field(init=False)  # `contract.enabled` when the engine was made
     _chain: list[Oid] = field(default_factory=list, init=False)  # C[k]
     _commits: list[Oid] = field(default_factory=list, init=False)  # K[k]: C[k] as a commit
@@ -66,10 +69,15 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.cache = Cache(self.git, self.store)
-        self.committer = Committer(self.git, self.cache, self.default_author)
         self.shortcuts = contract.enabled()
         self._chain = [self.git.tree_of(self.canonical_base)]
         self._commits = [self.canonical_base]
+
+    @functools.cached_property
+    def committer(self) -> Committer:
+        from .committer import Committer
+
+        return Committer(self.git, self.cache, self.default_author)
 
     def close(self) -> None:
         """Let go of the temporary index (the results are saved with the checkout's cache)."""
@@ -106,6 +114,8 @@ class Engine:
         does not apply where it was made but is contained there already (it applies in
         reverse: the base took it, and a refresh kept it as upstream's) adds nothing:
         ``C[j] = C[j-1]`` and ``K[j] = K[j-1]``, the one rule every builder follows."""
+        from . import fastpath
+
         entries = self.series.entries
         session: ProvenStream | None = None
         unresolved: list[int] = []
@@ -131,7 +141,7 @@ class Engine:
                 digest = hashlib.sha256(lp.data).hexdigest()
                 self.proven.append((Oid(commit), digest, lp.entry.strip_level, False))
             if commit is None and self.shortcuts and self._provable(lp):
-                session = session or ProvenStream(self.git, parent)
+                session = session or fastpath.ProvenStream(self.git, parent)
                 due = ahead.due(j - 1)
                 if due is not None:
                     session.prefetch(
@@ -195,6 +205,8 @@ class Engine:
     def _provable(self, lp: LoadedPatch) -> bool:
         """Can the fast path prove this patch at all (full index lines, text, no renames)?
         Others go to ``git apply`` without opening a stream that reads ahead for them."""
+        from . import fastpath
+
         return all(fastpath.provable(f, self.git.fmt) for f in lp.patch.files)
 
     def _chain_key(self, parent: Oid, lp: LoadedPatch) -> str:
@@ -206,6 +218,8 @@ class Engine:
         applied to its parent's, the author, date and message its own), so that the next push
         does not apply the files again (``git apply``, 30 ms a patch without full index
         lines). Saved with the cache (`close`)."""
+        from .loaded import LoadedPatch
+
         parent = base
         for entry, data, commit in made:
             lp = LoadedPatch(entry, data)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..git import Git
-from ..model import message, trailers
 from ..model.conflict import UpstreamCommit
 from ..model.ids import Oid
 from ..model.patchfile import Patch, parse_patch
@@ -70,6 +69,8 @@ def classify(
         for d, old, new in zip(carried, old_raw, new_raw, strict=True)
         if sorted(old) != sorted(new)
     ]
+    from ..model import message, trailers  # (a skip at a stop rewrites no message)
+
     texts = format_chain(git, commits, [d.name for d in moved])
     for d, old, new in zip(carried, old_raw, new_raw, strict=True):
         lp = engine.patch(d.name)

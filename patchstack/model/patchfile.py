@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from . import fields
 from .conflict import unresolved_in_patch
 from .diff import FileDiff, Hunk, Patch, decode
 from .diffparse import is_file_start, parse_diff
@@ -70,6 +69,8 @@ _DEP3_FIELDS: tuple[str, ...] = ("reviewed-by", "acked-by")
 
 def _is_dep3_field(key: str) -> bool:
     """DEP-3's fields, SUSE's and Yocto's upstream status, and the probe (`fields`)."""
+    from . import fields  # (parsed files are cached: a command that parses none needs not it)
+
     return key in _DEP3_FIELDS or fields.known(key)
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Protocol
 
-from . import trailers
 from .ids import Oid
 
 
@@ -100,6 +99,8 @@ def stack_from_history(head: Oid, history: Iterable[HistoryCommit]) -> Stack:
     """Build the stack from HEAD's first-parent history, newest first: the run of patch
     commits at the top, or, when up to `LOOK_BELOW` plain commits cover such a run, that run
     with the covering commits as ``on_top``."""
+    from . import trailers  # (a stack kept by HEAD is read from the cache: not for each command)
+
     first: HistoryCommit | None = None
     on_top: list[Oid] = []
     applied: list[AppliedPatch] = []

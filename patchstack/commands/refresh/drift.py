@@ -12,7 +12,6 @@ from typing import Any
 from ...checkout import Checkout
 from ...git import Git
 from ...git.base import under_any
-from ...model import trailers
 from ...model.ids import Oid
 from ..state import check_base, is_ancestor, read_stack
 
@@ -117,6 +116,8 @@ def walk(
     One walk of the range with the paths each commit changed, filtered here: never the
     series' paths as a pathspec, which git matches slowly when there are hundreds. The
     commits kept are those ``git log -- <paths>`` shows, in its order (`_simplified`)."""
+    from ...model import trailers  # (a drift known to the cache is not walked)
+
     rng = f"{base}..{target}"
     logged = git.log_paths(rng)  # newest first
     ours = set(git.rev_list("--extended-regexp", f"--grep={trailers.PATCH_COMMIT_GREP}", rng))

@@ -14,10 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ...checkout import Checkout
-from ...engine.build import build
 from ...engine.chain import Engine
 from ...engine.contract import forget_clean
-from ...engine.loaded import LoadedPatch
 from ...engine.merging import blame_first, unblamed
 from ...engine.relocate import Relocator
 from ...engine.replay import Done, commit_chain
@@ -32,7 +30,6 @@ from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .kept import KeptLines
 from .knockons import KnockOns, defer, deferrals_after, kept_on, triaged
-from .proof import remember_refresh
 from .resolutions import Resolutions
 from .reuse import reuse_note, under
 from .stopped import State, store
@@ -164,6 +161,8 @@ def finish(
     notes += tuple(reuse_note(n, h) for n, h in sorted(reused.items()) if h)
     plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
     publish(ws, plan)
+    from .proof import remember_refresh  # (not for a stop)
+
     remember_refresh(ws, engine, new_series, new_base, commits, classified)
     verdicts = tuple(
         Verdict(
@@ -216,6 +215,8 @@ def _final_head(
     if applied_after == chain_names[: len(applied_after)]:
         return commits[applied_after[-1]] if applied_after else new_base
 
+    from ...engine.loaded import LoadedPatch  # (not for a stop)
+
     def load(entry: Entry) -> LoadedPatch:
         data = classified.data.get(entry.name) or engine.patch(entry.name).data
         return LoadedPatch(entry, data, parse_patch(data, entry.name, entry.strip_level))
@@ -226,6 +227,8 @@ def _final_head(
     for e in new_series.entries:
         chain.append(trees.get(e.name, chain[-1]))
     new_engine.seed(chain)
+    from ...engine.build import build  # (not for a stop)
+
     try:
         built = build(new_engine, new_base, chain[0], [], applied_after)
     finally:

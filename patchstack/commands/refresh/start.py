@@ -41,12 +41,10 @@ from ...engine.replay import (
 from ...errors import PatchstackError, RefusedError
 from ...git import DirtyState, Git, MergeResult
 from ...model.ids import Oid
-from ...model.selection import resolve_name
 from ...model.series import Series
 from ...model.stack import Stack
 from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
 from .knockons import KnockOns
-from .proof import DIFFERS, EDITED, prove, refuse_dropping
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
 from .resolver import Proposer, Setting, notes, proposer_of
@@ -107,6 +105,8 @@ def refresh(
     ``publish``: "ff", the refreshed fork published as a fast-forward (`publish`);
     ``probe_seconds`` (``--probes``): a whole relocation its patch's probe proves is taken
     (`relocating`)."""
+    from .proof import DIFFERS, EDITED, prove, refuse_dropping  # (not for a resumed refresh)
+
     git = ws.git
     series = ws.load_series()
     stack = read_stack(git)
@@ -323,6 +323,8 @@ def _fold_plan(
     where W is HEAD's tree with the edited files as they are in the work tree."""
     git = ws.git
     if patch:
+        from ...model.selection import resolve_name
+
         name = resolve_name(series, patch)
         if stack.find(name) is None:
             raise PatchstackError(

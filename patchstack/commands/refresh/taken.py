@@ -12,14 +12,11 @@ from ...checkout import Checkout
 from ...engine.evidence import recorded
 from ...engine.verdicts import NO_OP, Held, held
 from ...git.attributes import merge_inputs
-from ...model import fields
 from ...model.conflict import UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import Patch
 from ...model.series import Series, Upstream
 from ...transaction import FileWrite
-from ..edit import with_message
-from ..upstream import applied_upstream, day_of
 from .kept import Kept
 from .knockons import kept_on
 from .stopped import State
@@ -94,6 +91,10 @@ def applied_fields(
     """The patch files of ``evidence`` whose header names no ``Applied-Upstream`` yet, with
     the upstream commit that brought them (DEP-3, as ``patchstack upstream NAME applied``
     writes it; the diff keeps its bytes)."""
+    from ...model import fields  # (these three: only where a patch was found upstream's)
+    from ..edit import with_message
+    from ..upstream import applied_upstream, day_of
+
     today = day_of(ws.git.now())
     out = {}
     for name, found in evidence.items():
