@@ -17,7 +17,6 @@ from ...checkout import Checkout
 from ...engine.relocate import Relocator
 from ...engine.replay import Step
 from ...git import MergeResult
-from ...model import fields
 from ...model.ids import Oid
 from ...model.proposal import Proposal
 from ...model.series import Series
@@ -51,6 +50,8 @@ class Relocating:
         if set(merged.conflicted) - whole:
             return None  # a hunk not carried, or another conflict: the user's to finish
         summary = self.ws.proven_bytes(self.series.entry(step.name))[1]
+        from ...model import fields  # (only where a whole relocation is found)
+
         probe = fields.probe_of(fields.read(summary.description, summary.fields))
         if not probe or knock_on(self.knock_ons, [], step.name, tree, merged):
             return None
