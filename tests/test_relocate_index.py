@@ -252,3 +252,42 @@ def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) 
     assert all(h <= t <= p for h, t, p in zip(holds, together, plain, strict=True))
     assert together != plain and any(together) and not all(together)
     git.close()
+
+
+def test_a_first_stop_finds_the_lines_as_it_hashes_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many blocks expected (a first stop's): which files have their lines is found as each
+    file's hashes are made, not by unpacking every file's hashes again; the same answers as
+    files whose hashes were kept, and within the plain reading's (a block's longest line)."""
+    import random
+
+    rng = random.Random(11)
+    words = [f"    call_{i}(x)" for i in range(60)] + ["", "import os"]
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for i in range(40):
+        repo.write(f"m{i}.py", "\n".join(rng.choices(words, k=rng.randrange(1, 30))) + "\n")
+    head = repo.commit_all("upstream")
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(lineindex.EACH_FROM + 9)]
+    unpacked: list[bytes] = []
+    real = lineindex._values
+    monkeypatch.setattr(lineindex, "_values", lambda p: unpacked.append(p) or real(p))
+    path = str(repo.path / ".git" / "patchstack" / "cache")
+    answers = []
+    for mode in ("learnt", "kept", "plain"):
+        relocator = Relocator(git, base, head, Store(path))
+        relocator.index = lineindex.LineIndex(git, Store(path), mode == "plain", "drift")
+        relocator.index.expect(blocks)
+        blobs = sorted(set(relocator._candidates(onto).values()))
+        answers.append([relocator.index.block(blobs, b) for b in blocks])
+        if mode == "learnt":
+            assert relocator.index.read and unpacked == []  # (each file hashed, none unpacked)
+            relocator.index.store.save()  # type: ignore[union-attr]
+        elif mode == "kept":
+            assert not relocator.index.read and unpacked  # (the hashes kept, unpacked)
+    learnt, kept, plain = answers
+    assert learnt == kept and all(k <= p for k, p in zip(kept, plain, strict=True))
+    git.close()

@@ -48,7 +48,15 @@ _CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C typ
 def hashes_of(data: bytes) -> bytes:
     """The distinct hashes of the lines of ``data``, packed little-endian, in no order (the
     lookup searches them): one pass over the split lines, about what a set of them costs."""
-    packed = array.array(_CODE, set(map(zlib.crc32, data.split(b"\n"))))
+    return _packed(_hashes(data))
+
+
+def _hashes(data: bytes) -> set[int]:
+    return set(map(zlib.crc32, data.split(b"\n")))
+
+
+def _packed(hashes: set[int]) -> bytes:
+    packed = array.array(_CODE, hashes)
     if packed.itemsize != _WIDTH or sys.byteorder != "little":
         return struct.pack(f"<{len(packed)}I", *packed)
     return packed.tobytes()
@@ -168,6 +176,8 @@ class LineIndex:
         self._blocks = 0  # blocks expected
         self._found: dict[tuple[str, ...], dict[bytes, set[str]]] = {}
         self._missing: set[str] = set()  # blobs not in the repository
+        self._looked: set[int] = set()  # the hashes of the lines expected as blobs were learnt
+        self._hits: dict[str, set[int]] = {}  # blob -> which of those it has
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
 
@@ -249,6 +259,9 @@ class LineIndex:
         for b in set(blobs) - set(small):
             self._packed[b] = None
         missing = set()
+        if self._blocks > EACH_FROM and not self._looked:  # (`_each` will ask: its answers
+            # found as the hashes are made; for the lines expected now, whatever is learnt later)
+            self._looked = {zlib.crc32(ln) for ln in self._expected}
         for b, got in zip(small, self.git.each_object(small), strict=True):
             self.read.add(b)
             if got is None or b"\0" in got[1]:
@@ -258,7 +271,13 @@ class LineIndex:
             self._raw[b] = got[1]
             if self.plain:
                 self._sets[b] = frozenset(got[1].split(b"\n"))
-            self._packed[b] = b"" if self.plain else hashes_of(got[1])
+            if self.plain:
+                self._packed[b] = b""
+                continue
+            hashes = _hashes(got[1])
+            self._packed[b] = _packed(hashes)
+            if self._looked:
+                self._hits[b] = hashes & self._looked
         self._missing |= missing
 
     def expect(self, blocks: Iterable[Sequence[str]]) -> None:
@@ -337,8 +356,14 @@ class LineIndex:
             by_hash.setdefault(zlib.crc32(ln), []).append(ln)
         wanted = set(by_hash)
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
+        hits = self._hits if wanted <= self._looked else {}
         for b in blobs:
-            for h in wanted.intersection(_values(self._packed[b] or b"")):
+            hit = hits.get(b)
+            for h in (
+                wanted & hit
+                if hit is not None
+                else wanted.intersection(_values(self._packed[b] or b""))
+            ):
                 for ln in by_hash[h]:
                     found[ln].add(b)
         return found
