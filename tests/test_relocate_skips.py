@@ -14,6 +14,7 @@ import pytest
 from patchstack.engine import lineindex
 from patchstack.engine.relocate import NO_JOINED, PLAIN, Relocator
 from patchstack.git.listings import Listings
+from patchstack.store import Store
 
 from .conftest import Repo, copy_repo
 from .refresh_fixtures import Edit, series_fork, stop_by_stop
@@ -99,6 +100,8 @@ def test_every_stop_is_the_same_joined_by_file_and_plain(
     first = seen[0]
     assert len(set(read[first[0] :])) == 1 and len(each) == first[1], (read, each)  # n.py
     assert len(diffed) == 2 and len(set(diffed)) == 2, (diffed, seen)  # the first and `adds`
+    store = Store(str(repo.path / ".git" / "patchstack" / "cache"))
+    assert store.sizes()[lineindex.JOINED] == 2  # the hashes and one tree's candidates, kept
     monkeypatch.setenv(NO_JOINED, "1")
     assert stop_by_stop(by_file) == joined
     monkeypatch.delenv(NO_JOINED)

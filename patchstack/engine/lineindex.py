@@ -82,8 +82,11 @@ def _has(packed: bytes, line: bytes) -> bool:
     return i >= 0
 
 
-def _of(paths: str, ids: str) -> int:
-    return zlib.crc32(ids.encode(), zlib.crc32(paths.encode("utf-8", "surrogateescape")))
+def _of(trees: str, paths: str, ids: str) -> int:
+    """The check of a drift's candidates: of the two trees they are of, too."""
+    check = zlib.crc32(trees.encode())
+    check = zlib.crc32(paths.encode("utf-8", "surrogateescape"), check)
+    return zlib.crc32(ids.encode(), check)
 
 
 def _check(blob: str, packed: bytes | None) -> int:
@@ -235,14 +238,19 @@ class LineIndex:
 
     def kept_candidates(self, old_tree: str, onto_tree: str) -> dict[str, str] | None:
         """The candidates (path -> blob) of the drift ``old_tree`` -> ``onto_tree`` as a
-        command before found them (a skip's, its stop's), or None."""
+        command before found them (a skip's, its stop's), or None. One tree's a drift: the
+        last asked (`check` asks of a tree a patch, a ``--skip`` mostly of its stop's)."""
         if self.store is None or self.drift is None:
             return None
-        found = self.store.get(JOINED, f"candidates {old_tree} {onto_tree}")
-        if not (isinstance(found, list) and len(found) == 4 and found[0] == SCHEME):
+        found = self.store.get(JOINED, f"candidates {self.drift}")
+        if not (isinstance(found, list) and len(found) == 5 and found[0] == SCHEME):
             return None
-        paths, ids, check = found[1:]
-        if not (isinstance(paths, str) and isinstance(ids, str) and check == _of(paths, ids)):
+        trees, paths, ids, check = found[1:]
+        if trees != f"{old_tree} {onto_tree}":  # (another tree's)
+            return None
+        if not (
+            isinstance(paths, str) and isinstance(ids, str) and check == _of(trees, paths, ids)
+        ):
             return None
         names, blobs = paths.split("\0") if paths else [], ids.split()
         return dict(zip(names, blobs, strict=True)) if len(names) == len(blobs) else None
@@ -250,8 +258,9 @@ class LineIndex:
     def keep_candidates(self, old_tree: str, onto_tree: str, blobs: dict[str, str]) -> None:
         if self.store is not None and self.drift is not None:
             paths, ids = "\0".join(blobs), " ".join(blobs.values())
-            key = f"candidates {old_tree} {onto_tree}"
-            self.store.put(JOINED, key, [SCHEME, paths, ids, _of(paths, ids)])
+            trees = f"{old_tree} {onto_tree}"
+            value = [SCHEME, trees, paths, ids, _of(trees, paths, ids)]
+            self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
         sizes = self.git.object_sizes(blobs)
