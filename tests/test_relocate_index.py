@@ -15,7 +15,7 @@ import pytest
 
 from patchstack.engine import lineindex
 from patchstack.engine.deleters import WALKS
-from patchstack.engine.relocate import PLAIN, Relocator
+from patchstack.engine.relocate import NO_JOINED, PLAIN, Relocator
 from patchstack.git import find_repo
 from patchstack.store import Store
 
@@ -49,10 +49,18 @@ def test_the_index_proposes_what_the_plain_reading_does(
     plain = _stop(repo)
     assert lineindex.SECTION not in _cache(repo).sizes()
     monkeypatch.delenv(PLAIN)
+    monkeypatch.setenv(NO_JOINED, "1")
     assert _stop(repo) == plain  # the cache cold: each file read and its lines hashed
     kept = _cache(repo).sizes().get(lineindex.SECTION, 0)
     assert kept > 0 or case.name == "deleted"  # (there upstream changed no file it kept)
-    assert _stop(repo) == plain  # warm: the hashes read from the cache
+    assert _stop(repo) == plain  # warm: the hashes read from the cache, file by file
+    assert lineindex.JOINED not in _cache(repo).sizes()
+    monkeypatch.delenv(NO_JOINED)
+    assert _stop(repo) == plain  # the drift's files joined, made from the entries of each
+    assert _cache(repo).sizes().get(lineindex.JOINED, 0) >= (kept > 0)
+    assert _stop(repo) == plain  # and read joined
+    (repo.path / ".git" / "patchstack" / "cache").unlink()
+    assert _stop(repo) == plain  # the cache cold: kept joined only
 
 
 def _two_commands(tmp_path: Path) -> tuple[Repo, str, str, Path]:
@@ -108,7 +116,7 @@ def test_a_later_command_reads_only_the_files_that_may_hold_every_line(tmp_path:
 def _damage(path: Path, how: str) -> None:
     with open(path, "rb") as f:
         data = marshal.load(f)
-    entries = marshal.loads(data["sections"][lineindex.SECTION])
+    entries = marshal.loads(data["sections"].get(lineindex.SECTION, marshal.dumps({})))
     for blob, (gen, (scheme, packed, check)) in list(entries.items()):
         if how == "hashes":  # a line's hash lost, the check left as it was
             packed = lineindex.hashes_of(b"")
@@ -117,12 +125,26 @@ def _damage(path: Path, how: str) -> None:
             check = lineindex._check(blob, packed)
         entries[blob] = (gen, [scheme, packed, check])
     data["sections"][lineindex.SECTION] = marshal.dumps(entries)
+    joined = marshal.loads(data["sections"].get(lineindex.JOINED, marshal.dumps({})))
+    for key, (gen, value) in list(joined.items()):
+        if len(value) == 6:  # (the joined hashes; not the candidates)
+            if how == "hashes":
+                value[3] = value[3][4:]
+            else:
+                value[0] = "foreign"
+        joined[key] = (gen, value)
+    data["sections"][lineindex.JOINED] = marshal.dumps(joined)
     path.write_bytes(marshal.dumps(data))
 
 
+@pytest.mark.parametrize("joined", [True, False], ids=["joined", "by-file"])
 @pytest.mark.parametrize("how", ["hashes", "foreign"])
-def test_a_damaged_or_foreign_entry_is_not_trusted(tmp_path: Path, how: str) -> None:
+def test_a_damaged_or_foreign_entry_is_not_trusted(
+    tmp_path: Path, how: str, joined: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An entry that would hide the line (a false "not here") is checked and made again."""
+    if not joined:
+        monkeypatch.setenv(NO_JOINED, "1")
     repo, base, head, path = _two_commands(tmp_path)
     git = find_repo(str(repo.path))
     onto = git.tree_of("HEAD")
@@ -229,4 +251,43 @@ def test_lines_looked_up_together_are_found_where_each_alone_is(tmp_path: Path) 
     ]
     assert all(h <= t <= p for h, t, p in zip(holds, together, plain, strict=True))
     assert together != plain and any(together) and not all(together)
+    git.close()
+
+
+def test_a_first_stop_finds_the_lines_as_it_hashes_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many blocks expected (a first stop's): which files have their lines is found as each
+    file's hashes are made, not by unpacking every file's hashes again; the same answers as
+    files whose hashes were kept, and within the plain reading's (a block's longest line)."""
+    import random
+
+    rng = random.Random(11)
+    words = [f"    call_{i}(x)" for i in range(60)] + ["", "import os"]
+    repo = make_repo(tmp_path / "r", {"old.txt": "old\n"})
+    base = repo.head()
+    for i in range(40):
+        repo.write(f"m{i}.py", "\n".join(rng.choices(words, k=rng.randrange(1, 30))) + "\n")
+    head = repo.commit_all("upstream")
+    git = find_repo(str(repo.path))
+    onto = git.tree_of("HEAD")
+    blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(lineindex.EACH_FROM + 9)]
+    unpacked: list[bytes] = []
+    real = lineindex._values
+    monkeypatch.setattr(lineindex, "_values", lambda p: unpacked.append(p) or real(p))
+    path = str(repo.path / ".git" / "patchstack" / "cache")
+    answers = []
+    for mode in ("learnt", "kept", "plain"):
+        relocator = Relocator(git, base, head, Store(path))
+        relocator.index = lineindex.LineIndex(git, Store(path), mode == "plain", "drift")
+        relocator.index.expect(blocks)
+        blobs = sorted(set(relocator._candidates(onto).values()))
+        answers.append([relocator.index.block(blobs, b) for b in blocks])
+        if mode == "learnt":
+            assert relocator.index.read and unpacked == []  # (each file hashed, none unpacked)
+            relocator.index.store.save()  # type: ignore[union-attr]
+        elif mode == "kept":
+            assert not relocator.index.read and unpacked  # (the hashes kept, unpacked)
+    learnt, kept, plain = answers
+    assert learnt == kept and all(k <= p for k, p in zip(kept, plain, strict=True))
     git.close()

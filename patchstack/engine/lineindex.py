@@ -13,6 +13,14 @@ never an answer. An entry is checked when read (its scheme, its length, a CRC of
 and the hashes); one that fails is ignored and made again, as a file not in the cache.
 ``plain`` (``PATCHSTACK_NO_LINE_INDEX=1``) reads every candidate and compares the lines
 themselves, as before: the differential tests hold the proposals identical either way.
+
+The candidates of one drift are also kept joined, in the section ``drift-lines`` keyed by the
+drift (`Joined`): their ids, the hashes of each end to end, and which were not searched, in
+one entry checked as a whole. A ``--skip`` reads that one value instead of an entry per file
+(kernel-timers: 6,255, their checks, and a pass over every file's hashes for each stop's
+lines) and looks each block's longest line up in it; only a file the entry lacks (one a
+patch before the stop changed) is read from ``lines`` or learnt (``PATCHSTACK_NO_DRIFT_LINES=1``:
+never kept, nor used).
 """
 
 from __future__ import annotations
@@ -23,12 +31,15 @@ import struct
 import sys
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from ..git import Git
 from ..store import Store
 
 SECTION = "lines"
+JOINED = "drift-lines"  # the candidates of a drift joined (`Joined`)
 SCHEME = "crc32-le"  # an entry of another scheme is foreign: ignored
+EACH_FROM = 16  # blocks expected: more, their lines are looked up in one pass over all hashes
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _WIDTH = 4
 _CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C type of 32 bits+
@@ -37,7 +48,15 @@ _CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C typ
 def hashes_of(data: bytes) -> bytes:
     """The distinct hashes of the lines of ``data``, packed little-endian, in no order (the
     lookup searches them): one pass over the split lines, about what a set of them costs."""
-    packed = array.array(_CODE, set(map(zlib.crc32, data.split(b"\n"))))
+    return _packed(_hashes(data))
+
+
+def _hashes(data: bytes) -> set[int]:
+    return set(map(zlib.crc32, data.split(b"\n")))
+
+
+def _packed(hashes: set[int]) -> bytes:
+    packed = array.array(_CODE, hashes)
     if packed.itemsize != _WIDTH or sys.byteorder != "little":
         return struct.pack(f"<{len(packed)}I", *packed)
     return packed.tobytes()
@@ -52,6 +71,22 @@ def _values(packed: bytes) -> Iterable[int]:
     if sys.byteorder != "little":
         values.byteswap()
     return values
+
+
+def _has(packed: bytes, line: bytes) -> bool:
+    """Whether ``packed`` (`hashes_of`) holds the hash of ``line``."""
+    needle = struct.pack("<I", zlib.crc32(line))
+    i = packed.find(needle)
+    while i >= 0 and i % _WIDTH:
+        i = packed.find(needle, i + 1)
+    return i >= 0
+
+
+def _of(trees: str, paths: str, ids: str) -> int:
+    """The check of a drift's candidates: of the two trees they are of, too."""
+    check = zlib.crc32(trees.encode())
+    check = zlib.crc32(paths.encode("utf-8", "surrogateescape"), check)
+    return zlib.crc32(ids.encode(), check)
 
 
 def _check(blob: str, packed: bytes | None) -> int:
@@ -72,24 +107,93 @@ def _read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
     return check == _check(blob, packed), packed
 
 
+def _pack(values: Sequence[int]) -> bytes:
+    return struct.pack(f"<{len(values)}I", *values)
+
+
+class Joined:
+    """The hashes of some searched blobs end to end, each blob's at ``offsets``, and the blobs
+    not searched (binary, too large): `LineIndex.searched` answers for them from this one
+    value. Kept as ``[scheme, ids, offsets, hashes, not searched, check]``."""
+
+    def __init__(self, ids: list[str], offsets: list[int], hashes: bytes, unsearched: set[str]):
+        self.ids, self.offsets, self.hashes, self.unsearched = ids, offsets, hashes, unsearched
+        self.at = {b: i for i, b in enumerate(ids)}
+
+    def covers(self, blob: str) -> bool:
+        return blob in self.at or blob in self.unsearched
+
+    def packed(self, blob: str) -> bytes | None:
+        i = self.at.get(blob)
+        return None if i is None else self.hashes[self.offsets[i] : self.offsets[i + 1]]
+
+    def entry(self) -> list[object]:
+        fields = ["\n".join(self.ids), _pack(self.offsets), self.hashes]
+        fields.append("\n".join(sorted(self.unsearched)))
+        return [SCHEME, *fields, _joined_check(fields)]
+
+    @staticmethod
+    def read(value: object) -> Joined | None:
+        """The value `entry` made, or None when it is not one (damaged, another scheme)."""
+        if not (isinstance(value, list) and len(value) == 6 and value[0] == SCHEME):
+            return None
+        ids, offsets, hashes, unsearched, check = value[1:]
+        if not (
+            isinstance(ids, str)
+            and isinstance(offsets, bytes)
+            and isinstance(hashes, bytes)
+            and isinstance(unsearched, str)
+            and check == _joined_check([ids, offsets, hashes, unsearched])
+        ):
+            return None
+        names = ids.split("\n") if ids else []
+        starts = list(_values(offsets)) if len(offsets) % _WIDTH == 0 else []
+        if len(starts) != len(names) + 1 or starts[-1] != len(hashes) or starts[0] != 0:
+            return None
+        if any(b < a or (b - a) % _WIDTH for a, b in zip(starts, starts[1:], strict=False)):
+            return None
+        return Joined(names, starts, hashes, set(unsearched.split("\n")) - {""})
+
+
+def _joined_check(fields: Sequence[object]) -> int:
+    check = 0
+    for f in fields:
+        check = zlib.crc32(f.encode() if isinstance(f, str) else cast(bytes, f), check)
+    return check
+
+
 class LineIndex:
     """The candidates' line hashes (or, ``plain``, their lines) of one command, by blob id;
     `content` of a blob, read once."""
 
-    def __init__(self, git: Git, store: Store | None, plain: bool = False) -> None:
+    def __init__(
+        self, git: Git, store: Store | None, plain: bool = False, drift: str | None = None
+    ) -> None:
         self.git, self.store, self.plain = git, None if plain else store, plain
+        self.drift = drift if self.store is not None else None  # the key of `Joined`
         self._packed: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
         self._sets: dict[str, frozenset[bytes]] = {}  # plain: blob -> its lines
         self._raw: dict[str, bytes] = {}
         self._joined: dict[tuple[str, ...], tuple[bytes, list[int]]] = {}
         self._expected: set[bytes] = set()
+        self._blocks = 0  # blocks expected
         self._found: dict[tuple[str, ...], dict[bytes, set[str]]] = {}
+        self._missing: set[str] = set()  # blobs not in the repository
+        self._looked: set[int] = set()  # the hashes of the lines expected as blobs were learnt
+        self._hits: dict[str, set[int]] = {}  # blob -> which of those it has
+        self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
         (reading them) for those neither this command nor the cache knows."""
         unknown = [b for b in dict.fromkeys(blobs) if b not in self._packed]
+        kept = self._drift_entry()
+        if kept is not None:
+            for b in unknown:
+                if kept.covers(b):
+                    self._packed[b] = kept.packed(b)
+            unknown = [b for b in unknown if b not in self._packed]
         if self.store is not None:
             for b in unknown:
                 valid, packed = _read_entry(b, self.store.get(SECTION, b))
@@ -100,7 +204,63 @@ class LineIndex:
             # in the caller's order: by path, neighbours are often deltas of one another, and
             # git's cat-file reads them 10-20 % faster than by id
             self._learn(unknown)
+        if self.store is not None and self.drift is not None:
+            lacking = sum(1 for b in set(blobs) if kept is None or not kept.covers(b))
+            if lacking * 4 > len(set(blobs)):  # none kept, or for another set of files
+                kept = self._keep_joined(blobs)
+        if self.store is not None:  # (those kept joined are not kept again one by one)
+            for b in unknown:
+                if b not in self._missing and (kept is None or not kept.covers(b)):
+                    self.store.put(SECTION, b, _entry(b, self._packed[b]))
         return {b for b in blobs if self._packed[b] is not None}
+
+    def _drift_entry(self) -> Joined | None:
+        if self._kept is False:
+            found = None
+            if self.store is not None and self.drift is not None:
+                found = Joined.read(self.store.get(JOINED, self.drift))
+            self._kept = found
+        return self._kept if isinstance(self._kept, Joined) else None
+
+    def _keep_joined(self, blobs: Sequence[str]) -> Joined:
+        assert self.store is not None and self.drift is not None
+        ids = [b for b in dict.fromkeys(blobs) if self._packed[b] is not None]
+        offsets, at = [], 0
+        for b in ids:
+            offsets.append(at)
+            at += len(self._packed[b] or b"")
+        offsets.append(at)
+        hashes = b"".join(self._packed[b] or b"" for b in ids)
+        unsearched = {b for b in blobs if self._packed[b] is None} - self._missing
+        self._kept = Joined(ids, offsets, hashes, unsearched)
+        self.store.put(JOINED, self.drift, self._kept.entry())
+        return self._kept
+
+    def kept_candidates(self, old_tree: str, onto_tree: str) -> dict[str, str] | None:
+        """The candidates (path -> blob) of the drift ``old_tree`` -> ``onto_tree`` as a
+        command before found them (a skip's, its stop's), or None. One tree's a drift: the
+        last asked (`check` asks of a tree a patch, a ``--skip`` mostly of its stop's)."""
+        if self.store is None or self.drift is None:
+            return None
+        found = self.store.get(JOINED, f"candidates {self.drift}")
+        if not (isinstance(found, list) and len(found) == 5 and found[0] == SCHEME):
+            return None
+        trees, paths, ids, check = found[1:]
+        if trees != f"{old_tree} {onto_tree}":  # (another tree's)
+            return None
+        if not (
+            isinstance(paths, str) and isinstance(ids, str) and check == _of(trees, paths, ids)
+        ):
+            return None
+        names, blobs = paths.split("\0") if paths else [], ids.split()
+        return dict(zip(names, blobs, strict=True)) if len(names) == len(blobs) else None
+
+    def keep_candidates(self, old_tree: str, onto_tree: str, blobs: dict[str, str]) -> None:
+        if self.store is not None and self.drift is not None:
+            paths, ids = "\0".join(blobs), " ".join(blobs.values())
+            trees = f"{old_tree} {onto_tree}"
+            value = [SCHEME, trees, paths, ids, _of(trees, paths, ids)]
+            self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
         sizes = self.git.object_sizes(blobs)
@@ -108,6 +268,9 @@ class LineIndex:
         for b in set(blobs) - set(small):
             self._packed[b] = None
         missing = set()
+        if self._blocks > EACH_FROM and not self._looked:  # (`_each` will ask: its answers
+            # found as the hashes are made; for the lines expected now, whatever is learnt later)
+            self._looked = {zlib.crc32(ln) for ln in self._expected}
         for b, got in zip(small, self.git.each_object(small), strict=True):
             self.read.add(b)
             if got is None or b"\0" in got[1]:
@@ -117,16 +280,21 @@ class LineIndex:
             self._raw[b] = got[1]
             if self.plain:
                 self._sets[b] = frozenset(got[1].split(b"\n"))
-            self._packed[b] = b"" if self.plain else hashes_of(got[1])
-        if self.store is not None:
-            for b in blobs:
-                if b not in missing:
-                    self.store.put(SECTION, b, _entry(b, self._packed[b]))
+            if self.plain:
+                self._packed[b] = b""
+                continue
+            hashes = _hashes(got[1])
+            self._packed[b] = _packed(hashes)
+            if self._looked:
+                self._hits[b] = hashes & self._looked
+        self._missing |= missing
 
     def expect(self, blocks: Iterable[Sequence[str]]) -> None:
         """Blocks `block` will be asked about: their lines looked up together, in one pass
         over the candidates' hashes, at the first question (84 blocks on kernel-timers' first
         stop: a search of 6 MB of hashes for each line otherwise)."""
+        blocks = list(blocks)
+        self._blocks += len(blocks)
         lines = {ln for block in blocks for ln in block if "\0" not in ln and "\n" not in ln}
         self._expected.update(ln.encode("utf-8", "surrogateescape") for ln in lines)
 
@@ -142,11 +310,16 @@ class LineIndex:
         found = self.holding(blobs, line.encode("utf-8", "surrogateescape"))
         if self.plain:
             return found
+        known = self._found.get(tuple(blobs), {})
         for other in sorted(set(block) - {line}, key=len, reverse=True):
             if not found:
                 break
             if "\0" not in other and "\n" not in other:
-                found &= self.holding(blobs, other.encode("utf-8", "surrogateescape"))
+                raw = other.encode("utf-8", "surrogateescape")
+                if raw in known:
+                    found &= known[raw]
+                else:  # (those found so far only: the same files as a search of them all)
+                    found = {b for b in found if _has(self._packed[b] or b"", raw)}
         return found
 
     def holding(self, blobs: Sequence[str], line: bytes) -> set[str]:
@@ -157,10 +330,13 @@ class LineIndex:
         key = tuple(blobs)
         known = self._found.setdefault(key, {})
         if line not in known:
+            # many blocks (a first stop's): all their lines in one pass over every hash; a
+            # few (a skip's): a search of the hashes joined for this line
             wanted = {line, *(ln for ln in self._expected if ln not in known)}
-            known.update(
-                self._each(blobs, wanted) if len(wanted) > 1 else {line: self._one(key, line)}
-            )
+            if self._blocks > EACH_FROM and len(wanted) > 1:
+                known.update(self._each(blobs, wanted))
+            else:
+                known[line] = self._one(key, line)
         return set(known[line])
 
     def _one(self, blobs: tuple[str, ...], line: bytes) -> set[str]:
@@ -189,8 +365,14 @@ class LineIndex:
             by_hash.setdefault(zlib.crc32(ln), []).append(ln)
         wanted = set(by_hash)
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
+        hits = self._hits if wanted <= self._looked else {}
         for b in blobs:
-            for h in wanted.intersection(_values(self._packed[b] or b"")):
+            hit = hits.get(b)
+            for h in (
+                wanted & hit
+                if hit is not None
+                else wanted.intersection(_values(self._packed[b] or b""))
+            ):
                 for ln in by_hash[h]:
                     found[ln].add(b)
         return found

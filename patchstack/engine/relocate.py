@@ -52,6 +52,7 @@ from .lineindex import LineIndex
 
 _AT_END = "the hunk is at a file's end"
 PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared line by line
+NO_JOINED = "PATCHSTACK_NO_DRIFT_LINES"  # set: the drift's candidates not kept joined
 _FILE_MODES = ("100644", "100755")
 
 
@@ -100,7 +101,8 @@ class Relocator:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         plain = os.environ.get(PLAIN) == "1"
         self.store = None if plain else store
-        self.index = LineIndex(git, store, plain)
+        joined = old_base and os.environ.get(NO_JOINED) != "1"
+        self.index = LineIndex(git, store, plain, f"{old_base} {new_base}" if joined else None)
         self.walks = Deleters(git, old_base, new_base, self.store)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
@@ -316,8 +318,11 @@ class Relocator:
         assert self.old_base
         git = self.git
         old_tree, onto_tree = git.trees_of([self.old_base, onto])
-        diffs = git.raw_diffs([(old_tree, onto_tree)])[0]
-        blobs = {path: new for _om, mode, _old, new, path in diffs if mode in _FILE_MODES}
+        blobs = self.index.kept_candidates(old_tree, onto_tree)
+        if blobs is None:
+            diffs = git.raw_diffs([(old_tree, onto_tree)])[0]
+            blobs = {path: new for _om, mode, _old, new, path in diffs if mode in _FILE_MODES}
+            self.index.keep_candidates(old_tree, onto_tree, blobs)
         searched = self.index.searched(list(dict.fromkeys(blobs.values())))  # (by path)
         files = {p: b for p, b in sorted(blobs.items()) if b in searched}
         self._line_sets[onto] = sorted(set(files.values()))
