@@ -22,7 +22,9 @@ from ..checkout import Checkout
 from ..git import Git
 from ..git.objects import file_bytes, staged_mode
 from ..model.ids import Oid
-from .snapshot import Snapshot, inside, max_untracked, nested, series_tree
+from .blobs import inside, max_untracked, nested
+from .seriestree import series_tree
+from .snapshot import Snapshot
 from .stacks import names_at as _names
 
 Entry = tuple[str, str]  # (mode, id)
