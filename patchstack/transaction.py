@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from . import lock
 from .checkout import Checkout
@@ -238,6 +238,7 @@ class _Wrote:
 
     worktree: list[str]  # work-tree paths
     series: list[str]  # names in the series directory
+    trees: list[Oid] = field(default_factory=list)  # whose versions those paths may hold
 
 
 def describe_interruption() -> str:
@@ -335,7 +336,8 @@ def _roll_back(
                 tree = how.shown
             else:
                 tree = git.tree_of(plan.new_head)
-            put_back(ws, before, wrote.worktree, tree, wrote.series)
+            for written in wrote.trees or [tree]:  # (each puts back what holds its version)
+                put_back(ws, before, wrote.worktree, written, wrote.series)
         elif wrote.series:
             put_back(ws, before, (), git.fmt.empty_tree, wrote.series)
         held.roll_back()
@@ -363,9 +365,7 @@ def _apply(ws: Checkout, plan: Plan, before: Snapshot, wrote: _Wrote) -> tuple[s
     if isinstance(how, Overlay):
         new_tree = ws.git.tree_of(plan.new_head)
         dst = how.shown or new_tree
-        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree)
-        if dst != new_tree:
-            ws.git.set_index_entries(new_tree, ws.git.changed_paths(new_tree, dst))
+        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree, new_tree, wrote.trees)
     elif isinstance(how, Captured):
         ws.git.set_index_entries(plan.new_head, list(how.paths))
     elif plan.old_head != plan.new_head:

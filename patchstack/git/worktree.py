@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from ..errors import RefusedError
 from .base import GitBase, decode_path, encode_path
+from .index import TempIndex
 from .listings import Listings
 
 CHECKOUT_WORKERS = 8  # at most: each is a process, and a move writes a few thousand files
@@ -130,6 +131,37 @@ class Worktree(Listings):
         count = min(CHECKOUT_WORKERS, os.cpu_count() or 1)
         workers = [] if chosen else ["-c", f"checkout.workers={count}"]
         return self.run(*workers, "read-tree", "-m", "-u", old, new, check=False)
+
+    def index_entries(self, paths: Sequence[str]) -> tuple[dict[str, tuple[str, str]], set[str]]:
+        """The real index (or the held one) at ``paths``: path -> (mode, id) of its stage-0
+        entries (an unmerged path has none), and the paths whose stat data git finds changed
+        (``diff-files``: a stat-dirty file may hold the entry's bytes still)."""
+        entries: dict[str, tuple[str, str]] = {}
+        dirty: set[str] = set()
+        asked = list(dict.fromkeys(paths))
+        for at in range(0, len(asked), 500):  # a command line at a time
+            chunk = asked[at : at + 500]
+            out = self.run("ls-files", "-s", "-z", "--", *chunk).stdout
+            for rec in out.split(b"\0"):
+                if rec:
+                    meta, name = rec.split(b"\t", 1)
+                    mode, oid, stage = meta.decode().split()
+                    if stage == "0":
+                        entries[decode_path(name)] = (mode, oid)
+            out = self.run("diff-files", "-z", "--name-only", "--", *chunk).stdout
+            dirty.update(decode_path(p) for p in out.split(b"\0") if p)
+        return entries, dirty
+
+    def write_entries(self, entries: Mapping[str, tuple[str, str]]) -> None:
+        """Write these (mode, id) into the work tree as ``checkout-index --force`` writes them
+        (the work tree's attributes and filters), from an index of their own: the real index
+        is not written (its entries keep their stat data, and git reads nothing again)."""
+        if not entries:
+            return
+        with TempIndex(self) as idx:
+            idx.set_entries([(mode, oid, path) for path, (mode, oid) in entries.items()])
+            data = b"".join(encode_path(p) + b"\0" for p in entries)
+            self.run("checkout-index", "--force", "-z", "--stdin", input=data, env=idx.env)
 
     def ignored_in_the_way(self, created: Sequence[str], removed: Collection[str]) -> list[str]:
         """The ignored files a move that creates the paths ``created`` (and removes the
