@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from ..errors import RefusedError
 from .base import GitBase, decode_path, encode_path
-from .index import TempIndex
+from .index import OTHERS, TempIndex, untracked_in
 from .listings import Listings
 
 CHECKOUT_WORKERS = 8  # at most: each is a process, and a move writes a few thousand files
@@ -162,6 +162,11 @@ class Worktree(Listings):
             idx.set_entries([(mode, oid, path) for path, (mode, oid) in entries.items()])
             data = b"".join(encode_path(p) + b"\0" for p in entries)
             self.run("checkout-index", "--force", "-z", "--stdin", input=data, env=idx.env)
+
+    def untracked(self, exclude: str | None = None) -> list[str]:
+        """The untracked files git does not ignore (`TempIndex.scan`'s list), but for those
+        in the folder ``exclude``; a nested repository's folder ends in '/'."""
+        return untracked_in(self.run(*OTHERS).stdout, exclude)
 
     def ignored_in_the_way(self, created: Sequence[str], removed: Collection[str]) -> list[str]:
         """The ignored files a move that creates the paths ``created`` (and removes the
