@@ -60,7 +60,7 @@ def moved_snapshot(
     if seen is None:
         return None
     if before.worktree != old_tree or seen:
-        worktree = _edited(git, before.worktree, changes | seen)
+        worktree = _edited(git, before, old_tree, (new_tree, changes), seen)
     if worktree is None:
         return None
     names = _names(git, new_head)
@@ -106,26 +106,26 @@ def overlaid_snapshot(
     unstatted = {d[4]: _new_side(d) for d in reset}
     lone -= written.keys() | unstatted.keys()
     paths = {*written, *unstatted, *lone}
-    if any(inside(p, ws.in_tree) or p in before.left_out for p in paths):
+    series_dir, left_out = ws.in_tree, set(before.left_out)
+    if any(p in left_out or inside(p, series_dir) for p in paths):
         return None
-    changes: dict[str, Entry | None] = dict(written)
     read = _read_files(ws, unstatted)
     if read is None:
         return None
-    changes.update(read)
+    more: dict[str, Entry | None] = dict(read)  # what the work tree holds besides ``dst``
     if any(p.rpartition("/")[2] == ".gitignore" for p in paths):
-        seen = _unignored(ws, before, changes)
+        seen = _unignored(ws, before, written | more)
         if seen is None:
             return None
-        changes.update(seen)
+        more.update(seen)
     expected = git.ls_tree_paths(src, sorted(lone))
     for path in lone:
         if _as_it_is(git, path, expected.get(path)) is False:
             return None
-        changes[path] = expected.get(path)
+        more[path] = expected.get(path)
     if any(e is not None and e[0] == "160000" for e in expected.values()):
         return None
-    worktree = _edited(git, before.worktree, changes)
+    worktree = _edited(git, before, old_tree, (dst, written), more)
     if worktree is None:
         return None
     series, exists = series_tree(ws) if files else (Oid(before.series), before.series_exists)
@@ -211,10 +211,23 @@ def _as_it_is(git: Git, path: str, entry: Entry | None) -> bool:
     return (mode, git.fmt.blob_id(file_bytes(full, st))) == entry
 
 
-def _edited(git: Git, tree: str, changes: Mapping[str, Entry | None]) -> Oid | None:
-    """``tree`` with ``changes``, made in process; None when a changed path is a folder of
-    another (a file turned into a folder, or back: the caller scans), or while a scratch
-    store would take the trees written (`git.scratch`: a snapshot's objects are kept)."""
-    if git.scratch is not None or nested(changes):
+def _edited(
+    git: Git,
+    before: Snapshot,
+    old_tree: str,
+    moved: tuple[str, Mapping[str, Entry | None]],
+    more: Mapping[str, Entry | None],
+) -> Oid | None:
+    """``before``'s work tree (``old_tree`` and what the user had besides) once a move wrote
+    the paths of ``moved`` (the tree it wrote, and the entries it wrote), and with ``more``:
+    made from that tree and the few paths that differ from it (the user's own, ``more``), not
+    from ``before``'s with the thousands of paths a move onto a new upstream writes. Made in
+    process; None when a path is a folder of another (a file turned into a folder, or back:
+    the caller scans), or while a scratch store would take the trees written (`git.scratch`:
+    a snapshot's objects are kept)."""
+    tree, written = moved
+    own = {d[4]: _new_side(d) for d in git.changed_entries(old_tree, before.worktree)}
+    edits = {p: e for p, e in own.items() if p not in written and p not in more} | dict(more)
+    if git.scratch is not None or nested({*written, *edits}):
         return None
-    return git.edit_tree(tree, changes)
+    return git.edit_tree(tree, edits)
