@@ -89,3 +89,40 @@ def test_a_moved_gitignore_records_the_snapshot_a_scan_takes(
         assert "debug.log" in shown and "scratch.tmp" not in shown and "run.out" not in shown
     else:  # the base's rules: *.log ignored, *.out shown
         assert "debug.log" not in shown and "run.out" in shown and "scratch.tmp" in shown
+
+
+def test_the_snapshot_after_a_stop_edits_only_what_the_move_did_not_write(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Upstream changed 30 files the stop's move writes: the snapshot after it is made from
+    the tree the move wrote, edited at the few paths the work tree holds otherwise (the
+    stopped file, the user's untracked one), not from the tree before edited at all 30."""
+    from patchstack.git import Git
+
+    from .refresh_fixtures import series_fork
+
+    files = {f"{n}.py": LINES for n in ["f", *(f"h{i}" for i in range(30))]}
+    upstream = [("rewrites", [("f", 5, "up 5"), *((f"h{i}", 3, "up 3") for i in range(30))])]
+    repo = series_fork(tmp_path / "fork", files, [("A", [("f", 5, "A 5")])], upstream)
+    repo.write("mine.txt", "mine\n")
+    edited: list[int] = []
+    real = Git.edit_tree
+
+    def counted(self, tree, changes):  # type: ignore[no-untyped-def]
+        edited.append(len(changes))
+        return real(self, tree, changes)
+
+    monkeypatch.setattr(Git, "edit_tree", counted)
+    results: list[bool] = []
+    real_overlaid = derived.overlaid_snapshot
+
+    def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
+        edited.clear()
+        got = real_overlaid(*args, **kwargs)
+        results.append(got is not None)
+        return got
+
+    monkeypatch.setattr(derived, "overlaid_snapshot", spied)
+    repo.ps("refresh", "--onto", "up", code=1)
+    assert results == [True]
+    assert edited and max(edited) <= 3, edited  # f.py, mine.txt
