@@ -139,3 +139,25 @@ def test_what_is_in_the_way_of_a_skip_is_refused_and_kept(
     step = repo.ps("refresh", "--skip", code=1)
     assert "B.patch" in step.stderr
     assert repo.read("new.py") == "new 1\n" and repo.read("sub/new.py") == "sub new\n"
+
+
+def test_a_stop_that_fails_after_the_move_puts_everything_back(tmp_path, monkeypatch) -> None:
+    """The skip's move to B's HEAD done, writing B's conflicted files fails (a full disk):
+    every file the move wrote (the HEAD's version, or the stop's) is put back, and the index;
+    the stop at A is as it was."""
+    from patchstack.git import Git
+
+    from .test_derived_snapshots import _edits, _log
+
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    _edits(repo, 1)
+    at_stop, log, index = repo.state(), _log(repo), _index(repo)
+
+    def full(self, entries):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Git, "write_entries", full)
+    failed = repo.ps("refresh", "--skip", code=None)
+    assert failed.exit_code != 0 and "space" in failed.stderr
+    assert (repo.state(), _log(repo), _index(repo)) == (at_stop, log, index)

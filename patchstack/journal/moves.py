@@ -76,6 +76,8 @@ def move_overlay(
     _refuse_ignored(ws, diffs)
     shown = None if index_tree in (None, dst) else _showing(ws, src, dst, Oid(index_tree))
     to = shown[0] if shown else dst
+    if written is not None:  # (a move that fails half way may have written ``to``'s files)
+        written.extend([to, dst] if shown else [dst])
     proc = git.checkout_tree(src, to)
     if proc.returncode != 0:
         git.refresh_index()  # (refused before it wrote anything: once more, as move_tree does)
@@ -89,8 +91,6 @@ def move_overlay(
             raise edits_in_the_way(in_the_way)
         touched.extend(sorted(changed))
         raise git_refused(proc.stderr)
-    if written is not None:
-        written.extend([to, dst] if shown else [dst])
     touched.extend(sorted(changed | (set(shown[1]) if shown else set())))
     lock.point("publish-worktree")
     if shown:
