@@ -161,3 +161,23 @@ def test_a_stop_that_fails_after_the_move_puts_everything_back(tmp_path, monkeyp
     failed = repo.ps("refresh", "--skip", code=None)
     assert failed.exit_code != 0 and "space" in failed.stderr
     assert (repo.state(), _log(repo), _index(repo)) == (at_stop, log, index)
+
+
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_a_file_git_leaves_alone_is_left_to_the_plain_move(tmp_path, monkeypatch, flag) -> None:
+    """g.py, which B's stop writes and the move to B's HEAD leaves alone, marked so that git
+    leaves its file alone (and the user's edit in it): the skip does what the plain move
+    does (read-tree's own rules), never writes the stop's version over it unasked."""
+    repo = _fork(tmp_path)
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.git("update-index", flag, "g.py")
+    repo.write("g.py", repo.read("g.py") + "mine\n")
+    plain = copy_repo(repo.path, tmp_path / "plain")
+
+    def skipped(repo: Repo) -> tuple[Any, ...]:
+        step = repo.ps("refresh", "--skip", code=None)
+        return step.exit_code, step.stderr, repo.state(), _index(repo)
+
+    shown = skipped(repo)
+    monkeypatch.setenv(SHOWN_OFF, "1")
+    assert skipped(plain) == shown

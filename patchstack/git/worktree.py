@@ -133,20 +133,21 @@ class Worktree(Listings):
         return self.run(*workers, "read-tree", "-m", "-u", old, new, check=False)
 
     def index_entries(self, paths: Sequence[str]) -> tuple[dict[str, tuple[str, str]], set[str]]:
-        """The real index (or the held one) at ``paths``: path -> (mode, id) of its stage-0
-        entries (an unmerged path has none), and the paths whose stat data git finds changed
-        (``diff-files``: a stat-dirty file may hold the entry's bytes still)."""
+        """The real index (or the held one) at ``paths``: path -> (mode, id) of its plain
+        stage-0 entries (none for an unmerged path, nor one marked skip-worktree or
+        assume-unchanged, whose file git leaves alone), and the paths whose stat data git finds
+        changed (``diff-files``: a stat-dirty file may hold the entry's bytes still)."""
         entries: dict[str, tuple[str, str]] = {}
         dirty: set[str] = set()
         asked = list(dict.fromkeys(paths))
         for at in range(0, len(asked), 500):  # a command line at a time
             chunk = asked[at : at + 500]
-            out = self.run("ls-files", "-s", "-z", "--", *chunk).stdout
+            out = self.run("ls-files", "-s", "-v", "-z", "--", *chunk).stdout
             for rec in out.split(b"\0"):
                 if rec:
                     meta, name = rec.split(b"\t", 1)
-                    mode, oid, stage = meta.decode().split()
-                    if stage == "0":
+                    tag, mode, oid, stage = meta.decode().split()
+                    if tag == "H" and stage == "0":  # (S: skip-worktree, lower case: assumed)
                         entries[decode_path(name)] = (mode, oid)
             out = self.run("diff-files", "-z", "--name-only", "--", *chunk).stdout
             dirty.update(decode_path(p) for p in out.split(b"\0") if p)
