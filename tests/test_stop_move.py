@@ -181,3 +181,21 @@ def test_a_file_git_leaves_alone_is_left_to_the_plain_move(tmp_path, monkeypatch
     shown = skipped(repo)
     monkeypatch.setenv(SHOWN_OFF, "1")
     assert skipped(plain) == shown
+
+
+def test_a_sparse_checkout_is_left_to_the_plain_move(tmp_path, monkeypatch) -> None:
+    """B's stop adds sub/new.py, outside the sparse checkout's cone: the skip does what the
+    plain move does (read-tree leaves the file out), never writes it."""
+    repo = series_fork(tmp_path / "fork", FILES, SERIES, UPSTREAM)
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.git("config", "core.sparseCheckout", "true")
+    (repo.path / ".git" / "info" / "sparse-checkout").write_text("/*\n!/sub/\n")
+    plain = copy_repo(repo.path, tmp_path / "plain")
+
+    def skipped(repo: Repo) -> tuple[Any, ...]:
+        step = repo.ps("refresh", "--skip", code=None)
+        return step.exit_code, step.stderr, repo.state(), _index(repo)
+
+    shown = skipped(repo)
+    monkeypatch.setenv(SHOWN_OFF, "1")
+    assert skipped(plain) == shown

@@ -116,9 +116,11 @@ def _showing(
     leaves alone whose file is to be written must be clean (or absent, with no file in the
     way), and its index entry ``src``'s. None, having changed nothing, where that cannot be
     shown, or for a submodule, an attributes file, a deletion or a file turned into a folder:
-    the caller moves to ``dst`` and sets the index's entries after."""
+    the caller moves to ``dst`` and sets the index's entries after (so too in a sparse
+    checkout, and for a file marked skip-worktree or assume-unchanged)."""
     git = ws.git
-    if os.environ.get(SHOWN_OFF):
+    sparse = (git.config("core.sparseCheckout") or "false").lower()  # (cone rules: read-tree's)
+    if os.environ.get(SHOWN_OFF) or sparse not in ("false", "no", "off", "0"):
         return None
     diffs = git.changed_entries(index_tree, dst)
     paths = [d[4] for d in diffs]
