@@ -154,7 +154,7 @@ def test_a_stop_that_fails_after_the_move_puts_everything_back(tmp_path, monkeyp
     _edits(repo, 1)
     at_stop, log, index = repo.state(), _log(repo), _index(repo)
 
-    def full(self, entries):  # type: ignore[no-untyped-def]
+    def full(self, entries, tree=None):  # type: ignore[no-untyped-def]
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Git, "write_entries", full)
@@ -190,6 +190,27 @@ def test_a_sparse_checkout_is_left_to_the_plain_move(tmp_path, monkeypatch) -> N
     repo.ps("refresh", "--onto", "up", code=1)
     repo.git("config", "core.sparseCheckout", "true")
     (repo.path / ".git" / "info" / "sparse-checkout").write_text("/*\n!/sub/\n")
+    plain = copy_repo(repo.path, tmp_path / "plain")
+
+    def skipped(repo: Repo) -> tuple[Any, ...]:
+        step = repo.ps("refresh", "--skip", code=None)
+        return step.exit_code, step.stderr, repo.state(), _index(repo)
+
+    shown = skipped(repo)
+    monkeypatch.setenv(SHOWN_OFF, "1")
+    assert skipped(plain) == shown
+
+
+def test_attributes_the_user_edited_are_read_as_the_plain_move_reads_them(
+    tmp_path, monkeypatch
+) -> None:
+    """An uncommitted edit of .gitattributes at A's stop (line endings on checkout): B's stop
+    writes its files as the plain move writes them (git reads a checkout's attributes from the
+    index first), byte for byte."""
+    files = {**FILES, ".gitattributes": "*.txt text\n"}
+    repo = series_fork(tmp_path / "fork", files, SERIES, UPSTREAM)
+    repo.ps("refresh", "--onto", "up", code=1)
+    repo.write(".gitattributes", "*.py text eol=crlf\n")
     plain = copy_repo(repo.path, tmp_path / "plain")
 
     def skipped(repo: Repo) -> tuple[Any, ...]:

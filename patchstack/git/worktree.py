@@ -18,7 +18,7 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from ..errors import RefusedError
 from .base import GitBase, decode_path, encode_path
@@ -104,6 +104,17 @@ def _remove(*paths: str) -> None:
             os.unlink(path)
 
 
+def attribute_files(paths: Iterable[str]) -> list[str]:
+    """The ``.gitattributes`` files that may hold rules for ``paths`` (one in each folder on
+    their way)."""
+    folders = {p.rpartition("/")[0] for p in paths}
+    for folder in list(folders):
+        while folder:
+            folder = folder.rpartition("/")[0]
+            folders.add(folder)
+    return [f"{f}/.gitattributes" if f else ".gitattributes" for f in sorted(folders)]
+
+
 class Worktree(Listings):
     def lock_index(self) -> HeldIndex:
         """Hold git's index lock (refused at once when git holds it)."""
@@ -153,14 +164,20 @@ class Worktree(Listings):
             dirty.update(decode_path(p) for p in out.split(b"\0") if p)
         return entries, dirty
 
-    def write_entries(self, entries: Mapping[str, tuple[str, str]]) -> None:
-        """Write these (mode, id) into the work tree as ``checkout-index --force`` writes them
-        (the work tree's attributes and filters), from an index of their own: the real index
-        is not written (its entries keep their stat data, and git reads nothing again)."""
+    def write_entries(
+        self, entries: Mapping[str, tuple[str, str]], tree: str | None = None
+    ) -> None:
+        """Write these (mode, id) into the work tree as ``checkout-index --force`` writes them,
+        from an index of their own: the real index is not written (its entries keep their stat
+        data, and git reads nothing again). The ``.gitattributes`` files of ``tree`` on their
+        way are in that index too (git reads a checkout's attributes from the index first, as
+        ``read-tree -u`` to ``tree`` reads them), not written."""
         if not entries:
             return
+        found = self.ls_tree_paths(tree, attribute_files(entries)) if tree else {}
+        both = {**{p: e for p, e in found.items() if p not in entries}, **entries}
         with TempIndex(self) as idx:
-            idx.set_entries([(mode, oid, path) for path, (mode, oid) in entries.items()])
+            idx.set_entries([(mode, oid, path) for path, (mode, oid) in both.items()])
             data = b"".join(encode_path(p) + b"\0" for p in entries)
             self.run("checkout-index", "--force", "-z", "--stdin", input=data, env=idx.env)
 

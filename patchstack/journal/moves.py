@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .. import lock
 from ..checkout import Checkout
 from ..errors import RefusedError
-from ..git import RawDiff
+from ..git import Git, RawDiff
+from ..git.objects import file_bytes, staged_mode
+from ..git.worktree import attribute_files
 from ..model.ids import Oid
 from .blobs import nested
 from .snapshot import Snapshot
@@ -94,7 +96,7 @@ def move_overlay(
     touched.extend(sorted(changed | (set(shown[1]) if shown else set())))
     lock.point("publish-worktree")
     if shown:
-        git.write_entries(shown[1])
+        git.write_entries(shown[1], dst)
         lock.point("publish-worktree")
     elif index_tree not in (None, dst):
         git.set_index_entries(Oid(index_tree), git.changed_paths(Oid(index_tree), dst))
@@ -150,9 +152,31 @@ def _showing(
     top = git.top
     if any(p not in entries and (os.path.lexists(f"{top}/{p}") or _in_way(top, p)) for p in alone):
         return None  # an untracked file where one is written
+    if not _rules_as_shown(git, dst, write):
+        return None
     to = git.edit_tree(index_tree, {p: at_src.get(p) for p in kept})
     git.set_index_entries(index_tree, kept)
     return to, write
+
+
+def _rules_as_shown(git: Git, dst: Oid, paths: Iterable[str]) -> bool:
+    """Whether each ``.gitattributes`` on the way of ``paths`` is in the work tree as ``dst``
+    has it (or missing in both): ``checkout-index`` reads the work tree's rules first,
+    ``read-tree -u`` the new index's."""
+    rules = attribute_files(paths)
+    wanted = git.ls_tree_paths(dst, rules)
+    for rule in rules:
+        full = os.path.join(git.top, rule)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            if rule in wanted:
+                return False
+            continue
+        there = staged_mode(st), git.fmt.blob_id(file_bytes(full, st))
+        if there != wanted.get(rule):
+            return False
+    return True
 
 
 def _in_way(top: str, path: str) -> bool:
