@@ -9,7 +9,7 @@ tree and commit it needs in the object database, and hands a `Plan` to `publish`
 2. `publish` snapshots the state before (`journal.snapshot`), checks that HEAD is still the
    one the plan was made on, and writes a ``running`` entry to the operation log;
 3. it moves the index and the work tree once (`MoveTree`, `Captured`, `Overlay` or
-   `Restore`, see each), writes the series files, each atomically;
+   `Restore`, see each in `journal.plan`), writes the series files, each atomically;
 4. it snapshots the state after, and moves the branch and the operation log in one
    ``update-ref`` transaction that expects their old values, so the branch moves exactly when
    the entry says ``done``.
@@ -52,79 +52,39 @@ from .journal.oplog import (
     read_log,
     write_entry,
 )
+from .journal.plan import (
+    Captured,
+    FileWrite,
+    MoveTree,
+    Overlay,
+    Plan,
+    Published,
+    Restore,
+    Worktree,
+)
 from .journal.refusals import foreign_error, refresh_error
 from .journal.restore import not_rolled_back, put_back, restore_state
 from .journal.snapshot import Snapshot, take_snapshot
-from .journal.trees import TreeChange, describe, put, roll_back
+from .journal.trees import describe, put, roll_back
 from .model.ids import Oid
 
-
-@dataclass(frozen=True)
-class FileWrite:
-    path: str  # absolute, inside the series directory
-    data: bytes | None  # None: delete
-
-
-@dataclass(frozen=True)
-class MoveTree:
-    """Index and work tree from the old HEAD's tree to the new (``read-tree -m -u``): edits
-    kept, or the move refused before it writes anything when one is in the way."""
-
-
-@dataclass(frozen=True)
-class Captured:
-    """The work tree already holds the new HEAD's content of ``paths`` (``new``): only their
-    index entries change."""
-
-    paths: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Overlay:
-    """The work tree holds ``src``: the old HEAD's tree with ``overlaid`` as they are in the
-    work tree (edits being folded, a resolved conflict). Move it to ``shown``, or to the new
-    HEAD's tree when None; with ``shown`` (a stopped refresh: conflict markers) the index keeps
-    the new HEAD's version of the files that differ."""
-
-    src: Oid
-    overlaid: tuple[str, ...] = ()
-    shown: Oid | None = None
-
-
-@dataclass(frozen=True)
-class Restore:
-    """Make the work tree, index and series directory those of a recorded snapshot."""
-
-    target: Snapshot
-
-
-Worktree = MoveTree | Captured | Overlay | Restore
-
-
-@dataclass(frozen=True)
-class Plan:
-    kind: str  # the verb the operation log records: push, pop, new, refresh, undo, ...
-    old_head: Oid  # the HEAD the plan was made on
-    new_head: Oid
-    files: tuple[FileWrite, ...] = ()
-    worktree: Worktree = field(default_factory=MoveTree)
-    refresh: str | None = None  # the stopped refresh after this command (a blob), if any
-    undoes: tuple[int, ...] = ()
-    redoes: int | None = None
-    before: Snapshot | None = None  # the state before, when the caller took it under the lock
-    trees: tuple[TreeChange, ...] = ()  # experiment trees to make or remove (`journal.trees`)
-    keep: tuple[Oid, ...] = ()  # commits the new state names only by id: kept by the log
-    notes: tuple[str, ...] = ()  # why, for the patches' histories (`journal.oplog.Entry`)
-
-
-@dataclass(frozen=True)
-class Published:
-    before: Snapshot
-    after: Snapshot
-    entry: Oid | None  # None: nothing changed, nothing recorded
-    written: tuple[str, ...] = ()  # files a restore wrote or removed
-    trees: tuple[TreeChange, ...] = ()
-    kind: str = ""
+__all__ = [
+    "Captured",
+    "FileWrite",
+    "MoveTree",
+    "Overlay",
+    "Plan",
+    "Published",
+    "Restore",
+    "Worktree",
+    "begin",
+    "clean_up_after_failure",
+    "describe_interruption",
+    "note_refusal",
+    "publish",
+    "scratch_was_full",
+    "start_command",
+]
 
 
 # -- the way in ----------------------------------------------------------------------------------
@@ -278,6 +238,7 @@ class _Wrote:
 
     worktree: list[str]  # work-tree paths
     series: list[str]  # names in the series directory
+    trees: list[Oid] = field(default_factory=list)  # whose versions those paths may hold
 
 
 def describe_interruption() -> str:
@@ -375,7 +336,8 @@ def _roll_back(
                 tree = how.shown
             else:
                 tree = git.tree_of(plan.new_head)
-            put_back(ws, before, wrote.worktree, tree, wrote.series)
+            for written in wrote.trees or [tree]:  # (each puts back what holds its version)
+                put_back(ws, before, wrote.worktree, written, wrote.series)
         elif wrote.series:
             put_back(ws, before, (), git.fmt.empty_tree, wrote.series)
         held.roll_back()
@@ -403,9 +365,7 @@ def _apply(ws: Checkout, plan: Plan, before: Snapshot, wrote: _Wrote) -> tuple[s
     if isinstance(how, Overlay):
         new_tree = ws.git.tree_of(plan.new_head)
         dst = how.shown or new_tree
-        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree)
-        if dst != new_tree:
-            ws.git.set_index_entries(new_tree, ws.git.changed_paths(new_tree, dst))
+        move_overlay(ws, how.src, dst, how.overlaid, wrote.worktree, new_tree, wrote.trees)
     elif isinstance(how, Captured):
         ws.git.set_index_entries(plan.new_head, list(how.paths))
     elif plan.old_head != plan.new_head:

@@ -18,7 +18,7 @@ import pytest
 
 from patchstack.checkout import open_checkout
 from patchstack.git import Git, find_repo
-from patchstack.journal import snapshot
+from patchstack.journal import blobs, snapshot
 
 from .conftest import Repo, make_repo
 
@@ -165,6 +165,7 @@ def test_the_snapshot_edited_in_process_is_the_one_its_index_writes(
     os.chdir(repo.path)
     taken = snapshot.take_snapshot(open_checkout(None))
     monkeypatch.setattr(snapshot, "in_process", lambda git: False)
+    monkeypatch.setattr(blobs, "in_process", lambda git: False)
     plain = snapshot.take_snapshot(open_checkout(None))
     assert taken == plain
     env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}

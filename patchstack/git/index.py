@@ -89,16 +89,16 @@ class TempIndex:
         tree is read three ways at the same time."""
         procs = [
             self.git.spawn(args, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
-            for args in (_DIFF_FILES, _OTHERS)
+            for args in (_DIFF_FILES, OTHERS)
         ]
         try:
             done = meanwhile()
         finally:
             outs = [proc.communicate() for proc in procs]
-        for args, proc, (_out, err) in zip((_DIFF_FILES, _OTHERS), procs, outs, strict=True):
+        for args, proc, (_out, err) in zip((_DIFF_FILES, OTHERS), procs, outs, strict=True):
             if proc.returncode != 0:
                 raise failure(args, proc.returncode, err)
-        return _stat_dirty(outs[0][0]), _untracked(outs[1][0], exclude), done
+        return _stat_dirty(outs[0][0]), untracked_in(outs[1][0], exclude), done
 
     def set_entries(self, records: Sequence[tuple[str, str, str]]) -> None:
         """(mode, oid, path) records; mode "0" removes the path."""
@@ -111,7 +111,7 @@ class TempIndex:
 
 
 _DIFF_FILES = ("diff-files", "-z", "--no-renames")
-_OTHERS = ("ls-files", "-z", "--others", "--exclude-standard")
+OTHERS = ("ls-files", "-z", "--others", "--exclude-standard")
 
 
 def _stat_dirty(out: bytes) -> list[tuple[str, str]]:
@@ -123,7 +123,7 @@ def _stat_dirty(out: bytes) -> list[tuple[str, str]]:
     return list(dict.fromkeys(result))
 
 
-def _untracked(out: bytes, exclude: str | None) -> list[str]:
+def untracked_in(out: bytes, exclude: str | None) -> list[str]:
     prefix = exclude.rstrip("/") + "/" if exclude else None
     found = (decode_path(p) for p in out.split(b"\0") if p)
     return [p for p in found if not (prefix and (p + "/").startswith(prefix))]

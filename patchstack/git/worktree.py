@@ -18,10 +18,11 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from ..errors import RefusedError
 from .base import GitBase, decode_path, encode_path
+from .index import OTHERS, TempIndex, untracked_in
 from .listings import Listings
 
 CHECKOUT_WORKERS = 8  # at most: each is a process, and a move writes a few thousand files
@@ -103,6 +104,17 @@ def _remove(*paths: str) -> None:
             os.unlink(path)
 
 
+def attribute_files(paths: Iterable[str]) -> list[str]:
+    """The ``.gitattributes`` files that may hold rules for ``paths`` (one in each folder on
+    their way)."""
+    folders = {p.rpartition("/")[0] for p in paths}
+    for folder in list(folders):
+        while folder:
+            folder = folder.rpartition("/")[0]
+            folders.add(folder)
+    return [f"{f}/.gitattributes" if f else ".gitattributes" for f in sorted(folders)]
+
+
 class Worktree(Listings):
     def lock_index(self) -> HeldIndex:
         """Hold git's index lock (refused at once when git holds it)."""
@@ -130,6 +142,49 @@ class Worktree(Listings):
         count = min(CHECKOUT_WORKERS, os.cpu_count() or 1)
         workers = [] if chosen else ["-c", f"checkout.workers={count}"]
         return self.run(*workers, "read-tree", "-m", "-u", old, new, check=False)
+
+    def index_entries(self, paths: Sequence[str]) -> tuple[dict[str, tuple[str, str]], set[str]]:
+        """The real index (or the held one) at ``paths``: path -> (mode, id) of its plain
+        stage-0 entries (none for an unmerged path, nor one marked skip-worktree or
+        assume-unchanged, whose file git leaves alone), and the paths whose stat data git finds
+        changed (``diff-files``: a stat-dirty file may hold the entry's bytes still)."""
+        entries: dict[str, tuple[str, str]] = {}
+        dirty: set[str] = set()
+        asked = list(dict.fromkeys(paths))
+        for at in range(0, len(asked), 500):  # a command line at a time
+            chunk = asked[at : at + 500]
+            out = self.run("ls-files", "-s", "-v", "-z", "--", *chunk).stdout
+            for rec in out.split(b"\0"):
+                if rec:
+                    meta, name = rec.split(b"\t", 1)
+                    tag, mode, oid, stage = meta.decode().split()
+                    if tag == "H" and stage == "0":  # (S: skip-worktree, lower case: assumed)
+                        entries[decode_path(name)] = (mode, oid)
+            out = self.run("diff-files", "-z", "--name-only", "--", *chunk).stdout
+            dirty.update(decode_path(p) for p in out.split(b"\0") if p)
+        return entries, dirty
+
+    def write_entries(
+        self, entries: Mapping[str, tuple[str, str]], tree: str | None = None
+    ) -> None:
+        """Write these (mode, id) into the work tree as ``checkout-index --force`` writes them,
+        from an index of their own: the real index is not written (its entries keep their stat
+        data, and git reads nothing again). The ``.gitattributes`` files of ``tree`` on their
+        way are in that index too (git reads a checkout's attributes from the index first, as
+        ``read-tree -u`` to ``tree`` reads them), not written."""
+        if not entries:
+            return
+        found = self.ls_tree_paths(tree, attribute_files(entries)) if tree else {}
+        both = {**{p: e for p, e in found.items() if p not in entries}, **entries}
+        with TempIndex(self) as idx:
+            idx.set_entries([(mode, oid, path) for path, (mode, oid) in both.items()])
+            data = b"".join(encode_path(p) + b"\0" for p in entries)
+            self.run("checkout-index", "--force", "-z", "--stdin", input=data, env=idx.env)
+
+    def untracked(self, exclude: str | None = None) -> list[str]:
+        """The untracked files git does not ignore (`TempIndex.scan`'s list), but for those
+        in the folder ``exclude``; a nested repository's folder ends in '/'."""
+        return untracked_in(self.run(*OTHERS).stdout, exclude)
 
     def ignored_in_the_way(self, created: Sequence[str], removed: Collection[str]) -> list[str]:
         """The ignored files a move that creates the paths ``created`` (and removes the

@@ -22,7 +22,9 @@ from ..checkout import Checkout
 from ..git import Git
 from ..git.objects import file_bytes, staged_mode
 from ..model.ids import Oid
-from .snapshot import Snapshot, inside, max_untracked, nested, series_tree
+from .blobs import inside, max_untracked, nested
+from .seriestree import series_tree
+from .snapshot import Snapshot
 from .stacks import names_at as _names
 
 Entry = tuple[str, str]  # (mode, id)
@@ -43,16 +45,22 @@ def moved_snapshot(
     differ between the two trees, each to its new version, and refuses before writing anything
     when an edit or an untracked file is in the way (``git read-tree`` two-tree rules 1, 2,
     10, 20); so the index becomes the new tree and the work tree is ``before``'s with those
-    paths put to the new tree's entries. None otherwise (something staged, or a path that
-    turns from a file into a folder): the caller takes a snapshot."""
+    paths put to the new tree's entries, and the untracked files a ``.gitignore`` it moved
+    shows or hides (`_unignored`). None otherwise (something staged, or a path that turns from
+    a file into a folder): the caller takes a snapshot."""
     git = ws.git
     old_tree, new_tree = git.trees_of([before.head, new_head])
     if before.index != old_tree:
         return None
     worktree: Oid | None = new_tree
-    if before.worktree != old_tree:
-        changed = git.changed_entries(old_tree, new_tree)
-        worktree = _edited(git, before.worktree, {d[4]: _new_side(d) for d in changed})
+    changes = {d[4]: _new_side(d) for d in git.changed_entries(old_tree, new_tree)}
+    seen: dict[str, Entry | None] | None = {}
+    if any(p.rpartition("/")[2] == ".gitignore" for p in changes):
+        seen = _unignored(ws, before, changes)  # (the untracked files it shows or hides)
+    if seen is None:
+        return None
+    if before.worktree != old_tree or seen:
+        worktree = _edited(git, before, old_tree, (new_tree, changes), seen)
     if worktree is None:
         return None
     names = _names(git, new_head)
@@ -80,8 +88,8 @@ def overlaid_snapshot(
     are set back to the new tree's entries without stat data (so a scan reads those files as
     they are). A file ``overlaid`` that the move leaves alone must hold ``src``'s version
     (else a filter or an edit made meanwhile: the caller scans). None also where a path turns
-    from a file into a folder, is in the series directory, is a ``.gitignore`` (what is
-    untracked may change) or a submodule."""
+    from a file into a folder, is in the series directory or a submodule. A ``.gitignore``
+    moved changes which untracked files are recorded (`_unignored`)."""
     git = ws.git
     src, overlaid, shown = moved
     old_tree, new_tree = git.trees_of([before.head, new_head])
@@ -98,24 +106,26 @@ def overlaid_snapshot(
     unstatted = {d[4]: _new_side(d) for d in reset}
     lone -= written.keys() | unstatted.keys()
     paths = {*written, *unstatted, *lone}
-    if any(
-        inside(p, ws.in_tree) or p.rpartition("/")[2] == ".gitignore" or p in before.left_out
-        for p in paths
-    ):
+    series_dir, left_out = ws.in_tree, set(before.left_out)
+    if any(p in left_out or inside(p, series_dir) for p in paths):
         return None
-    changes: dict[str, Entry | None] = dict(written)
     read = _read_files(ws, unstatted)
     if read is None:
         return None
-    changes.update(read)
+    more: dict[str, Entry | None] = dict(read)  # what the work tree holds besides ``dst``
+    if any(p.rpartition("/")[2] == ".gitignore" for p in paths):
+        seen = _unignored(ws, before, written | more)
+        if seen is None:
+            return None
+        more.update(seen)
     expected = git.ls_tree_paths(src, sorted(lone))
     for path in lone:
         if _as_it_is(git, path, expected.get(path)) is False:
             return None
-        changes[path] = expected.get(path)
+        more[path] = expected.get(path)
     if any(e is not None and e[0] == "160000" for e in expected.values()):
         return None
-    worktree = _edited(git, before.worktree, changes)
+    worktree = _edited(git, before, old_tree, (dst, written), more)
     if worktree is None:
         return None
     series, exists = series_tree(ws) if files else (Oid(before.series), before.series_exists)
@@ -129,6 +139,33 @@ def overlaid_snapshot(
         stack=_names(git, new_head),
         refresh=refresh,
     )
+
+
+def _unignored(
+    ws: Checkout, before: Snapshot, changes: Mapping[str, Entry | None]
+) -> dict[str, Entry | None] | None:
+    """A publish that wrote a ``.gitignore`` changed which untracked files a scan records:
+    those it lists now and did not before (an ignored file no longer ignored), stored as they
+    are, and those it listed before and no longer does (now ignored: no record); the paths
+    ``changes`` holds already are left to it. The untracked files before are the paths
+    ``before``'s work tree has and its index has not. None where a scan would leave a file out
+    for its size, or ``before`` left one out (then a scan says which are left out now)."""
+    git = ws.git
+    if before.left_out or before.index is None:
+        return None
+    was = {d[4] for d in git.changed_entries(before.index, before.worktree) if d[0] == "000000"}
+    now = {p for p in git.untracked(ws.in_tree) if not p.endswith("/")}  # (a scan skips those)
+    found: dict[str, Entry | None] = dict.fromkeys(was - now - changes.keys())
+    for path in sorted(now - was - changes.keys()):
+        full = os.path.join(git.top, path)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if staged_mode(st) is None or st.st_size > max_untracked(git):
+            return None
+        found[path] = git.write_file(full, st)
+    return found
 
 
 def _new_side(d: tuple[str, str, str, str, str]) -> Entry | None:
@@ -174,10 +211,23 @@ def _as_it_is(git: Git, path: str, entry: Entry | None) -> bool:
     return (mode, git.fmt.blob_id(file_bytes(full, st))) == entry
 
 
-def _edited(git: Git, tree: str, changes: Mapping[str, Entry | None]) -> Oid | None:
-    """``tree`` with ``changes``, made in process; None when a changed path is a folder of
-    another (a file turned into a folder, or back: the caller scans), or while a scratch
-    store would take the trees written (`git.scratch`: a snapshot's objects are kept)."""
-    if git.scratch is not None or nested(changes):
+def _edited(
+    git: Git,
+    before: Snapshot,
+    old_tree: str,
+    moved: tuple[str, Mapping[str, Entry | None]],
+    more: Mapping[str, Entry | None],
+) -> Oid | None:
+    """``before``'s work tree (``old_tree`` and what the user had besides) once a move wrote
+    the paths of ``moved`` (the tree it wrote, and the entries it wrote), and with ``more``:
+    made from that tree and the few paths that differ from it (the user's own, ``more``), not
+    from ``before``'s with the thousands of paths a move onto a new upstream writes. Made in
+    process; None when a path is a folder of another (a file turned into a folder, or back:
+    the caller scans), or while a scratch store would take the trees written (`git.scratch`:
+    a snapshot's objects are kept)."""
+    tree, written = moved
+    own = {d[4]: _new_side(d) for d in git.changed_entries(old_tree, before.worktree)}
+    edits = {p: e for p, e in own.items() if p not in written and p not in more} | dict(more)
+    if git.scratch is not None or nested({*written, *edits}):
         return None
-    return git.edit_tree(tree, changes)
+    return git.edit_tree(tree, edits)

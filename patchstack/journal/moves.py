@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .. import lock
 from ..checkout import Checkout
 from ..errors import RefusedError
-from ..git import RawDiff
+from ..git import Git, RawDiff
+from ..git.objects import file_bytes, staged_mode
+from ..git.worktree import attribute_files
 from ..model.ids import Oid
+from .blobs import nested
 from .snapshot import Snapshot
 
 
@@ -50,13 +53,20 @@ def move_tree(ws: Checkout, old: Oid, new: Oid, touched: list[str]) -> None:
 
 
 def move_overlay(
-    ws: Checkout, src: Oid, dst: Oid, overlaid: Sequence[str], touched: list[str]
+    ws: Checkout,
+    src: Oid,
+    dst: Oid,
+    overlaid: Sequence[str],
+    touched: list[str],
+    index_tree: Oid | None = None,
+    written: list[Oid] | None = None,
 ) -> None:
     """Move a work tree that holds ``src`` (the old HEAD's tree with ``overlaid`` as they are
-    in the work tree) to tree ``dst``. The files ``overlaid`` are staged as they are (``src``
-    holds them so), so the move is ``read-tree``'s own two-tree merge, which refuses before
-    writing anything an edit or an untracked file in the way; what is in the way is asked of
-    git only then, to name it."""
+    in the work tree) to tree ``dst``, the index to ``index_tree`` (``dst`` when None). The
+    files ``overlaid`` are staged as they are (``src`` holds them so), so the move is
+    ``read-tree``'s own two-tree merge, which refuses before writing anything an edit or an
+    untracked file in the way; what is in the way is asked of git only then, to name it.
+    ``written`` gets the trees whose versions the paths in ``touched`` may hold."""
     git = ws.git
     diffs = git.changed_entries(src, dst)
     changed = {d[4] for d in diffs}
@@ -66,10 +76,14 @@ def move_overlay(
         git.set_index_entries(src, list(overlaid))
         git.dirty(exclude=ws.in_tree, paths=sorted(overlaid))
     _refuse_ignored(ws, diffs)
-    proc = git.checkout_tree(src, dst)
+    shown = None if index_tree in (None, dst) else _showing(ws, src, dst, Oid(index_tree))
+    to = shown[0] if shown else dst
+    if written is not None:  # (a move that fails half way may have written ``to``'s files)
+        written.extend([to, dst] if shown else [dst])
+    proc = git.checkout_tree(src, to)
     if proc.returncode != 0:
         git.refresh_index()  # (refused before it wrote anything: once more, as move_tree does)
-        proc = git.checkout_tree(src, dst)
+        proc = git.checkout_tree(src, to)
     if proc.returncode != 0:
         dirty = git.dirty(exclude=ws.in_tree, paths=sorted(changed | set(overlaid)))
         in_the_way = sorted(
@@ -79,8 +93,102 @@ def move_overlay(
             raise edits_in_the_way(in_the_way)
         touched.extend(sorted(changed))
         raise git_refused(proc.stderr)
-    touched.extend(sorted(changed))
+    touched.extend(sorted(changed | (set(shown[1]) if shown else set())))
     lock.point("publish-worktree")
+    if shown:
+        git.write_entries(shown[1], dst)
+        lock.point("publish-worktree")
+    elif index_tree not in (None, dst):
+        git.set_index_entries(Oid(index_tree), git.changed_paths(Oid(index_tree), dst))
+
+
+SHOWN_OFF = "PATCHSTACK_NO_SHOWN_MOVE"  # set: move to the shown tree, then set the index
+
+
+def _showing(
+    ws: Checkout, src: Oid, dst: Oid, index_tree: Oid
+) -> tuple[Oid, dict[str, tuple[str, str]]] | None:
+    """A stop's move without writing the index after ``read-tree``: each index write after it
+    hashes again every file it wrote in the same second (git's racily clean entries: 3,345
+    files at a first stop). (the tree to move to, the files of ``dst`` to write then): the
+    move goes to the index's tree but where ``src`` already holds ``dst``'s version (those
+    entries are set to the index's tree first, and ``read-tree`` keeps them, file and all),
+    and ``dst``'s files where it differs from the index are written from an index of their
+    own. The user's edits are guarded as ``read-tree src dst`` guards them: a path the move
+    leaves alone whose file is to be written must be clean (or absent, with no file in the
+    way), and its index entry ``src``'s. None, having changed nothing, where that cannot be
+    shown, or for a submodule, an attributes file, a deletion or a file turned into a folder:
+    the caller moves to ``dst`` and sets the index's entries after (so too in a sparse
+    checkout, and for a file marked skip-worktree or assume-unchanged)."""
+    git = ws.git
+    sparse = (git.config("core.sparseCheckout") or "false").lower()  # (cone rules: read-tree's)
+    if os.environ.get(SHOWN_OFF) or sparse not in ("false", "no", "off", "0"):
+        return None
+    diffs = git.changed_entries(index_tree, dst)
+    paths = [d[4] for d in diffs]
+    if not paths or nested(paths):
+        return None
+    at_src = git.ls_tree_paths(src, paths)
+    kept: list[str] = []  # src holds dst's version: the index's entries set first
+    write: dict[str, tuple[str, str]] = {}  # dst's files written after the move
+    alone: list[str] = []  # of those, the paths the move itself leaves alone (src == index)
+    for old_mode, new_mode, old_id, new_id, path in diffs:
+        was, shown = at_src.get(path), (new_mode, new_id)
+        if "160000" in (old_mode, new_mode, (was or ("",))[0]) or new_mode == "000000":
+            return None
+        if path.rpartition("/")[2] == ".gitattributes":
+            return None
+        if was == shown:
+            kept.append(path)
+            continue
+        write[path] = shown
+        if was == (None if old_mode == "000000" else (old_mode, old_id)):
+            alone.append(path)
+    entries, stat_dirty = git.index_entries(sorted(write))
+    if any(entries.get(p) != at_src.get(p) for p in write):
+        return None  # something staged there: read-tree's own rules decide
+    if any(p in stat_dirty for p in alone):
+        return None
+    top = git.top
+    if any(p not in entries and (os.path.lexists(f"{top}/{p}") or _in_way(top, p)) for p in alone):
+        return None  # an untracked file where one is written
+    if not _rules_as_shown(git, dst, write):
+        return None
+    to = git.edit_tree(index_tree, {p: at_src.get(p) for p in kept})
+    git.set_index_entries(index_tree, kept)
+    return to, write
+
+
+def _rules_as_shown(git: Git, dst: Oid, paths: Iterable[str]) -> bool:
+    """Whether each ``.gitattributes`` on the way of ``paths`` is in the work tree as ``dst``
+    has it (or missing in both): ``checkout-index`` reads the work tree's rules first,
+    ``read-tree -u`` the new index's."""
+    rules = attribute_files(paths)
+    wanted = git.ls_tree_paths(dst, rules)
+    for rule in rules:
+        full = os.path.join(git.top, rule)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            if rule in wanted:
+                return False
+            continue
+        there = staged_mode(st), git.fmt.blob_id(file_bytes(full, st))
+        if there != wanted.get(rule):
+            return False
+    return True
+
+
+def _in_way(top: str, path: str) -> bool:
+    """Whether a folder on the way to ``path`` is a file or a symbolic link."""
+    at = top
+    for part in path.split("/")[:-1]:
+        at = os.path.join(at, part)
+        if os.path.islink(at) or (os.path.lexists(at) and not os.path.isdir(at)):
+            return True
+        if not os.path.lexists(at):
+            return False
+    return False
 
 
 def check_writes(ws: Checkout, paths: Sequence[str]) -> None:

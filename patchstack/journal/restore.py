@@ -13,8 +13,10 @@ from ..errors import PatchstackError, environment_fault
 from ..files import is_temp_name, read_bytes, write_atomic
 from ..git import Git, RawDiff, index_locked
 from ..model.ids import Oid
+from .blobs import hash_paths, inside
 from .moves import check_writes, ignored_in_the_way
-from .snapshot import SeriesFiles, Snapshot, hash_paths, inside, series_files_of
+from .seriestree import SeriesFiles, series_files_of
+from .snapshot import Snapshot
 
 
 def check_restorable(ws: Checkout, current: Snapshot, target: Snapshot) -> list[RawDiff]:

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Sequence
 
 from ...checkout import Checkout
 from ...errors import RefusedError
+from ...journal.blobs import inside, mode_of
 from ...journal.oplog import current_refresh
-from ...journal.snapshot import Scan, Snapshot, inside, mode_of, take_snapshot
+from ...journal.snapshot import Scan, Snapshot, take_snapshot
 from ...model.ids import Oid
 
 OFF = "PATCHSTACK_NO_SCANNED_AT_STOP"  # set: `at_stop` asks `git status` of its own
