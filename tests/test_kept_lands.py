@@ -1,9 +1,9 @@
-"""Where each patch lands on the old base (`engine.verdicts._on_old_base`), kept from one
-command of a refresh stop by stop for the next: the stops that judge no new patch upstream
-took read the landings all the same, so the cache keeps them (an entry no recent command read
-is dropped, `store`), and the next patch upstream took is judged by replaying only the steps
-after those kept. Differential: the same stops and series with nothing kept
-(``PATCHSTACK_NO_PROOF_CACHE=1``)."""
+"""Where each patch lands on the old base (`engine.verdicts._on_old_base`) and the upstream
+walk the verdicts search, kept from one command of a refresh stop by stop for the next: the
+stops that judge no new patch upstream took read them all the same, so the cache keeps them
+(an entry no recent command read is dropped, `store`), and the next patch upstream took is
+judged by replaying only the steps after those kept. Differential: the same stops and series
+with nothing kept (``PATCHSTACK_NO_PROOF_CACHE=1``)."""
 
 from __future__ import annotations
 
@@ -58,11 +58,27 @@ def landed(monkeypatch) -> list[list[str]]:
     return made
 
 
-def test_landings_outlive_the_stops_that_judge_nothing_new(tmp_path, monkeypatch, landed) -> None:
+@pytest.fixture
+def walks(monkeypatch) -> list[str]:
+    """The upstream walks the verdicts searched (`evidence.history`), by their start."""
+    made: list[str] = []
+    real = verdicts.history
+
+    def walked(*args):  # type: ignore[no-untyped-def]
+        made.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(verdicts, "history", walked)
+    return made
+
+
+def test_landings_outlive_the_stops_that_judge_nothing_new(
+    tmp_path, monkeypatch, landed, walks
+) -> None:
     repo = _fork(tmp_path)
     plain = copy_repo(repo.path, tmp_path / "plain")
     kept = _stops(repo)
-    with_cache = [list(x) for x in landed]
+    with_cache, walked = [list(x) for x in landed], len(walks)
     landed.clear()
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stops(plain) == kept
@@ -79,6 +95,7 @@ def test_landings_outlive_the_stops_that_judge_nothing_new(tmp_path, monkeypatch
     assert sum("U1.patch" in x for x in with_cache) == 1, with_cache
     assert with_cache[-1][:1] == ["B.patch"], with_cache
     assert sum("U1.patch" in x for x in landed) > 1, landed  # nothing kept: each time
+    assert (walked, len(walks) - walked) == (1, 4), walks  # the upstream walk kept too
 
 
 def _stops(repo: Repo) -> tuple[list[str], str, str]:

@@ -232,8 +232,10 @@ def held(
             out[s.name] = _judged(git, steps, s, missing, made, walked[base], there, versions)
         if kept is not None:
             kept[0].put(digests[s.name], s.name, out[s.name])
-    if lands is None and kept is not None:
+    if lands is None and kept is not None:  # all kept: what made them is read, to keep it
         _keep_lands(git, steps, missing, old_base, wanted[-1].name, kept, new_base)
+        if old_base:
+            kept[0].walk(old_base, new_base)
     return {s.name: out[s.name] for s in wanted}
 
 
