@@ -24,7 +24,8 @@ the contract's tree, and each one is off when ``PATCHSTACK_NO_FAST_PATH=1`` (`en
   is at the paths the patch changes, merged, and put back into ours, when no rename can reach
   across those paths. On a large upstream move this is most of a replay: merge-ort walks and
   pairs every file upstream changed (7,000 for a fork six months behind), the cut trees hold a
-  few.
+  few. Where ours has every one of those paths as the base has it, the merge's tree is the
+  patch's there, and no merge is asked (``PATCHSTACK_NO_REGION_CARRY=1``: asked).
 
 The canonical chain itself is not a placement: ``C[k]`` is what ``git apply`` makes of the
 patch file on ``C[k-1]``, and its shortcut (`fastpath.ProvenStream.commit`: hunks applied in
@@ -61,6 +62,12 @@ def enabled() -> bool:
     """Are the shortcuts on? (``PATCHSTACK_NO_FAST_PATH=1`` turns every one off; read at each
     use, so that one process can compare both ways.)"""
     return not os.environ.get("PATCHSTACK_NO_FAST_PATH")
+
+
+def carries() -> bool:
+    """Is a region whose three versions ours leaves as the base has them taken as the
+    patch's without a merge (`place_region`)? Not with ``PATCHSTACK_NO_REGION_CARRY=1``."""
+    return os.environ.get("PATCHSTACK_NO_REGION_CARRY") is None
 
 
 def place(
@@ -203,6 +210,12 @@ def place_region(
     from .merging import merge
 
     cuts = [cut(base), cut(ours), cut(theirs)]
+    if cuts[0] == cuts[1] and carries():
+        # Ours has the base's version of every path the patch changes: merge-ort takes the
+        # patch's side at each (nothing changed on ours' side, so no content merge, no rename
+        # of ours', no message), and its tree is the patch's cut tree.
+        made = git.files_of(cuts[2])
+        return MergeResult(put_back(git, tree, git.files_of(cuts[1]), made), True, (), "")
     result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
     have = {p for c in cuts for p in git.files_of(c)}
     made = git.files_of(result.tree)
