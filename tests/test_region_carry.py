@@ -107,3 +107,56 @@ def test_the_shortcut_is_taken_and_a_refresh_is_the_same_without_it(
     monkeypatch.setenv("PATCHSTACK_NO_REGION_CARRY", "1")
     assert stop_by_stop(plain) == carried
     assert asked < len(merges) - asked, (asked, len(merges) - asked)
+
+
+# -- a region's merge made once a command ---------------------------------------------------
+
+
+def test_the_same_region_met_again_in_a_command_is_merged_once(
+    tmp_path: Path, monkeypatch, merges
+) -> None:
+    """Three trees that differ outside the patch's paths only: one merge of the region, and
+    each placement the merge's (the same with ``PATCHSTACK_NO_REGION_MEMO=1``, which asks
+    git each time); a clean one under other labels too."""
+    repo = make_repo(tmp_path / "r", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.write("a.py", numbered(20, "a").replace("a 3\n", "patch 3\n"))
+    patch = repo.commit_all("patch")
+    trees = []
+    for i in range(3):
+        repo.git("checkout", "-q", "-B", f"ours{i}", base)
+        repo.write("a.py", numbered(20, "a").replace("a 15\n", "ours 15\n"))
+        repo.write("b.py", numbered(20, "b").replace("b 5\n", f"ours{i} 5\n"))
+        trees.append(repo.commit_all(f"ours {i}"))
+    git = find_repo(str(repo.path))
+    before, after, *ours = git.trees_of([base, patch, *trees])
+    asks = [("ours", "patch"), ("ours", "patch"), ("other", "labels")]
+    found = []
+    for env in ("", "1"):
+        if env:
+            monkeypatch.setenv("PATCHSTACK_NO_REGION_MEMO", env)
+        merges.clear()
+        contract.forget_clean(git)
+        found.append(
+            [
+                contract.place_fast(git, before, tree, after, labels, "base")
+                for tree, labels in zip(ours, asks, strict=True)
+            ]
+        )
+        if not env:
+            assert len(merges) == 1, merges
+            contract.forget_clean(git)  # (a publish: merged again after it)
+            contract.place_fast(git, before, ours[1], after, ("x", "y"), "base")
+            assert len(merges) == 2, merges
+    assert len(merges) == 3, merges  # the plain path: one a placement
+    plain = [(m.tree, m.clean, m.conflicted, m.messages) for m in found[1]]
+    assert [(m.tree, m.clean, m.conflicted, m.messages) for m in found[0]] == plain
+    assert all(m.clean for m in found[0]) and found[0][0].tree != found[0][1].tree
+
+
+def test_a_refresh_is_the_same_without_the_region_memo(tmp_path, monkeypatch) -> None:
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    kept = stop_by_stop(repo)
+    monkeypatch.setenv("PATCHSTACK_NO_REGION_MEMO", "1")
+    assert stop_by_stop(plain) == kept

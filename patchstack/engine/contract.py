@@ -216,7 +216,16 @@ def place_region(
         # of ours', no message), and its tree is the patch's cut tree.
         made = git.files_of(cuts[2])
         return MergeResult(put_back(git, tree, git.files_of(cuts[1]), made), True, (), "")
-    result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
+    # a clean merge that names no side is the same under any labels (`_unlabelled`)
+    key, unlabelled = (*cuts, *labels, base_label or ""), tuple(cuts)
+    regions = _REGIONS.setdefault(git, {}) if remembers() else None
+    result = (regions.get(key) or regions.get(unlabelled)) if regions is not None else None
+    if result is None:
+        result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
+        if regions is not None:
+            regions[key] = result
+            if _unlabelled(result, (*labels, base_label or "")):
+                regions[unlabelled] = replace(result, sides=())
     have = {p for c in cuts for p in git.files_of(c)}
     made = git.files_of(result.tree)
     if not set(made) <= have:
@@ -268,10 +277,24 @@ _CLEAN: weakref.WeakKeyDictionary[Git, dict[tuple[str, str, str], MergeResult]]
 _CLEAN = weakref.WeakKeyDictionary()
 
 
+# The merges of cut trees made, by their trees and labels: the same region met again in the
+# command (a verdict's search merges a patch onto upstream's commits, a knock-on proof a root
+# onto another conflict's tree: ours differs outside the region only) is the merge made.
+_REGIONS: weakref.WeakKeyDictionary[Git, dict[tuple[str, ...], MergeResult]]
+_REGIONS = weakref.WeakKeyDictionary()
+
+
+def remembers() -> bool:
+    """Is a region's merge made once a command (`place_region`)? Not with
+    ``PATCHSTACK_NO_REGION_MEMO=1``."""
+    return os.environ.get("PATCHSTACK_NO_REGION_MEMO") is None
+
+
 def forget_clean(git: Git) -> None:
-    """Drop the clean merges kept (a publish may have changed what decides one: the work
-    tree's ``.gitattributes``)."""
+    """Drop the merges kept (a publish may have changed what decides one: the work tree's
+    ``.gitattributes``)."""
     _CLEAN.pop(git, None)
+    _REGIONS.pop(git, None)
 
 
 def _unlabelled(merged: MergeResult, labels: Sequence[str]) -> bool:
