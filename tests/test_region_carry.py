@@ -160,3 +160,27 @@ def test_a_refresh_is_the_same_without_the_region_memo(tmp_path, monkeypatch) ->
     kept = stop_by_stop(repo)
     monkeypatch.setenv("PATCHSTACK_NO_REGION_MEMO", "1")
     assert stop_by_stop(plain) == kept
+
+
+def test_a_region_merge_is_not_taken_once_its_scratch_store_is_dropped(tmp_path: Path) -> None:
+    """A merge made into the scratch store (`git.scratch`) is forgotten with the store (a
+    probe's check drops it; a publish keeps only what its plan reaches): the same region is
+    merged again, and its tree is one the repository has."""
+    repo = make_repo(tmp_path / "r", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.write("a.py", numbered(20, "a").replace("a 3\n", "patch 3\n"))
+    patch = repo.commit_all("patch")
+    repo.git("checkout", "-q", "-B", "ours", base)
+    repo.write("a.py", numbered(20, "a").replace("a 3\n", "ours 3\n"))
+    repo.write("b.py", numbered(20, "b").replace("b 5\n", "ours 5\n"))
+    ours = repo.commit_all("ours")
+    git = find_repo(str(repo.path))
+    before, after, tree = git.trees_of([base, patch, ours])
+    for _ in range(2):
+        git.use_scratch()
+        merged = contract.place_fast(git, before, tree, after, ("ours", "patch"), "base")
+        assert not merged.clean  # (conflict markers written with the labels: new objects)
+        listed = git.entries_at(merged.tree, ["a.py", "b.py"])
+        assert all(git.has_objects([e[1] for e in listed.values()]).values()), listed
+        git.drop_scratch()
+    git.close()

@@ -44,7 +44,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..git import Git, MergeResult, RawDiff
 from ..model import paths
@@ -218,7 +218,7 @@ def place_region(
         return MergeResult(put_back(git, tree, git.files_of(cuts[1]), made), True, (), "")
     # a clean merge that names no side is the same under any labels (`_unlabelled`)
     key, unlabelled = (*cuts, *labels, base_label or ""), tuple(cuts)
-    regions = _REGIONS.setdefault(git, {}) if remembers() else None
+    regions = _while_kept(_REGIONS, git) if remembers() else None
     result = (regions.get(key) or regions.get(unlabelled)) if regions is not None else None
     if result is None:
         result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
@@ -259,7 +259,7 @@ def place_fast(
     command's proof for a patch whose files ours lost). A clean merge of the same three trees
     made before under other labels is that one (`_unlabelled`)."""
     key = (before, tree, after)
-    made = _CLEAN.setdefault(git, {}) if enabled() and all(map(git.is_id, key)) else None
+    made = _while_kept(_CLEAN, git) if enabled() and all(map(git.is_id, key)) else None
     if made is not None and key in made:
         return made[key]
     diff = git.changed_entries(before, after)
@@ -273,15 +273,26 @@ def place_fast(
 
 # Clean merges by their trees, whatever their labels (a verdict's check of a patch where it
 # lands on the old base is the merge its landing made): per repository, for the command.
-_CLEAN: weakref.WeakKeyDictionary[Git, dict[tuple[str, str, str], MergeResult]]
+_CLEAN: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]]
 _CLEAN = weakref.WeakKeyDictionary()
 
 
 # The merges of cut trees made, by their trees and labels: the same region met again in the
 # command (a verdict's search merges a patch onto upstream's commits, a knock-on proof a root
 # onto another conflict's tree: ours differs outside the region only) is the merge made.
-_REGIONS: weakref.WeakKeyDictionary[Git, dict[tuple[str, ...], MergeResult]]
+_REGIONS: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]]
 _REGIONS = weakref.WeakKeyDictionary()
+
+
+def _while_kept(
+    memo: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]], git: Git
+) -> dict[Any, MergeResult]:
+    """``memo``'s merges for ``git``, made since its scratch store (`git.scratch`) was
+    made: when the store is dropped (what no plan reaches goes with it), so are they."""
+    found = memo.get(git)
+    if found is None or found[0] != git.scratch:
+        found = memo[git] = (git.scratch, {})
+    return found[1]
 
 
 def remembers() -> bool:
