@@ -19,6 +19,7 @@ import pytest
 from patchstack.checkout import open_checkout
 from patchstack.commands.state import make_engine, read_stack
 from patchstack.demo import build_sandbox, upstream_pull
+from patchstack.engine.contract import forget_clean
 from patchstack.engine.placer import Placer
 from patchstack.engine.replay import old_chain, replay, steps
 
@@ -115,6 +116,7 @@ def alone_and_in_runs(
 
     try:
         alone = run(None, tmp_path / "alone.json")
+        forget_clean(git)  # each replay as a command of its own: no merge of the other's taken
         in_runs = run(Placer(engine, target, [s.name for s in plan]), tmp_path / "runs.json")
     finally:
         engine.close()
@@ -148,6 +150,8 @@ def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch
     merge-tree processes."""
     repo = fork(fixture, tmp_path / "fork")
     monkeypatch.setenv("PATCHSTACK_NO_MERGE_BATCH", "1")  # a process per merge, on every git
+    # each patch alone merged (a region ours left as the base had it is carried without one)
+    monkeypatch.setenv("PATCHSTACK_NO_REGION_CARRY", "1")
     replayed = alone_and_in_runs(repo, fixture["moved"], tmp_path, monkeypatch)
     (alone, alone_conflicts, commands_alone), (runs, runs_conflicts, commands_runs) = replayed
     assert len(alone_conflicts) >= 2

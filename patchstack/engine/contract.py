@@ -24,7 +24,8 @@ the contract's tree, and each one is off when ``PATCHSTACK_NO_FAST_PATH=1`` (`en
   is at the paths the patch changes, merged, and put back into ours, when no rename can reach
   across those paths. On a large upstream move this is most of a replay: merge-ort walks and
   pairs every file upstream changed (7,000 for a fork six months behind), the cut trees hold a
-  few.
+  few. Where ours has every one of those paths as the base has it, the merge's tree is the
+  patch's there, and no merge is asked (``PATCHSTACK_NO_REGION_CARRY=1``: asked).
 
 The canonical chain itself is not a placement: ``C[k]`` is what ``git apply`` makes of the
 patch file on ``C[k-1]``, and its shortcut (`fastpath.ProvenStream.commit`: hunks applied in
@@ -43,7 +44,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..git import Git, MergeResult, RawDiff
 from ..model import paths
@@ -61,6 +62,12 @@ def enabled() -> bool:
     """Are the shortcuts on? (``PATCHSTACK_NO_FAST_PATH=1`` turns every one off; read at each
     use, so that one process can compare both ways.)"""
     return not os.environ.get("PATCHSTACK_NO_FAST_PATH")
+
+
+def carries() -> bool:
+    """Is a region whose three versions ours leaves as the base has them taken as the
+    patch's without a merge (`place_region`)? Not with ``PATCHSTACK_NO_REGION_CARRY=1``."""
+    return os.environ.get("PATCHSTACK_NO_REGION_CARRY") is None
 
 
 def place(
@@ -203,7 +210,22 @@ def place_region(
     from .merging import merge
 
     cuts = [cut(base), cut(ours), cut(theirs)]
-    result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
+    if cuts[0] == cuts[1] and carries():
+        # Ours has the base's version of every path the patch changes: merge-ort takes the
+        # patch's side at each (nothing changed on ours' side, so no content merge, no rename
+        # of ours', no message), and its tree is the patch's cut tree.
+        made = git.files_of(cuts[2])
+        return MergeResult(put_back(git, tree, git.files_of(cuts[1]), made), True, (), "")
+    # a clean merge that names no side is the same under any labels (`_unlabelled`)
+    key, unlabelled = (*cuts, *labels, base_label or ""), tuple(cuts)
+    regions = _while_kept(_REGIONS, git) if remembers() else None
+    result = (regions.get(key) or regions.get(unlabelled)) if regions is not None else None
+    if result is None:
+        result = merge(git, cuts[0], cuts[1], cuts[2], labels, base_label)
+        if regions is not None:
+            regions[key] = result
+            if _unlabelled(result, (*labels, base_label or "")):
+                regions[unlabelled] = replace(result, sides=())
     have = {p for c in cuts for p in git.files_of(c)}
     made = git.files_of(result.tree)
     if not set(made) <= have:
@@ -237,7 +259,7 @@ def place_fast(
     command's proof for a patch whose files ours lost). A clean merge of the same three trees
     made before under other labels is that one (`_unlabelled`)."""
     key = (before, tree, after)
-    made = _CLEAN.setdefault(git, {}) if enabled() and all(map(git.is_id, key)) else None
+    made = _while_kept(_CLEAN, git) if enabled() and all(map(git.is_id, key)) else None
     if made is not None and key in made:
         return made[key]
     diff = git.changed_entries(before, after)
@@ -251,14 +273,39 @@ def place_fast(
 
 # Clean merges by their trees, whatever their labels (a verdict's check of a patch where it
 # lands on the old base is the merge its landing made): per repository, for the command.
-_CLEAN: weakref.WeakKeyDictionary[Git, dict[tuple[str, str, str], MergeResult]]
+_CLEAN: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]]
 _CLEAN = weakref.WeakKeyDictionary()
 
 
+# The merges of cut trees made, by their trees and labels: the same region met again in the
+# command (a verdict's search merges a patch onto upstream's commits, a knock-on proof a root
+# onto another conflict's tree: ours differs outside the region only) is the merge made.
+_REGIONS: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]]
+_REGIONS = weakref.WeakKeyDictionary()
+
+
+def _while_kept(
+    memo: weakref.WeakKeyDictionary[Git, tuple[str | None, dict[Any, MergeResult]]], git: Git
+) -> dict[Any, MergeResult]:
+    """``memo``'s merges for ``git``, made since its scratch store (`git.scratch`) was
+    made: when the store is dropped (what no plan reaches goes with it), so are they."""
+    found = memo.get(git)
+    if found is None or found[0] != git.scratch:
+        found = memo[git] = (git.scratch, {})
+    return found[1]
+
+
+def remembers() -> bool:
+    """Is a region's merge made once a command (`place_region`)? Not with
+    ``PATCHSTACK_NO_REGION_MEMO=1``."""
+    return os.environ.get("PATCHSTACK_NO_REGION_MEMO") is None
+
+
 def forget_clean(git: Git) -> None:
-    """Drop the clean merges kept (a publish may have changed what decides one: the work
-    tree's ``.gitattributes``)."""
+    """Drop the merges kept (a publish may have changed what decides one: the work tree's
+    ``.gitattributes``)."""
     _CLEAN.pop(git, None)
+    _REGIONS.pop(git, None)
 
 
 def _unlabelled(merged: MergeResult, labels: Sequence[str]) -> bool:

@@ -233,6 +233,10 @@ def held(
             out[s.name] = _judged(git, steps, s, missing, made, walked[base], there, versions)
         if kept is not None:
             kept[0].put(digests[s.name], s.name, out[s.name])
+    if lands is None and kept is not None:  # all kept: what made them is read, to keep it
+        _keep_lands(git, steps, missing, old_base, wanted[-1].name, kept, new_base)
+        if old_base:
+            kept[0].walk(old_base, new_base)
     return {s.name: out[s.name] for s in wanted}
 
 
@@ -274,19 +278,11 @@ def _on_old_base(
     a patch before it lands on its old chain's tree (``Step.before``). ``kept``: where each
     step landed as an earlier command replayed them, under the digest of the steps up to it
     and what decides a merge (`keys`): the replay goes on after the last one kept."""
-    if not old_base:
+    off = _off(git, steps, missing, old_base, last)
+    if off is None or not old_base:
         return {}
-    off = None
     steps = steps[: next(q for q, s in enumerate(steps) if s.name == last) + 1]
-    start = git.tree_of(old_base)
-    for q, s in enumerate(steps):
-        joined = s.before == (steps[q - 1].after if q else start)
-        if s.name in missing or s.deferred or not joined:
-            off = q
-            break
-    if off is None:
-        return {}
-    tree = steps[off - 1].after if off else start
+    tree = steps[off - 1].after if off else git.tree_of(old_base)
     labels = ("old base", "old base")
     skip = frozenset(missing)
     found: dict[str, Oid] = {}
@@ -303,6 +299,46 @@ def _on_old_base(
             tree = d.tree if d else tree
             kept[0].keep_land("land " + digests[s.name], tree, d.parent if d else "")
     return found | {d.name: d.parent for d in done}
+
+
+def _off(
+    git: Git, steps: Sequence[Step], missing: Collection[str], old_base: str | None, last: str
+) -> int | None:
+    """The first step up to ``last`` off the old chain (left out, or with a change of its
+    own), where `_on_old_base` replays from; None when there is none."""
+    if not old_base:
+        return None
+    start = git.tree_of(old_base)
+    for q, s in enumerate(steps):
+        joined = s.before == (steps[q - 1].after if q else start)
+        if s.name in missing or s.deferred or not joined:
+            return q
+        if s.name == last:
+            return None
+    return None
+
+
+def _keep_lands(
+    git: Git,
+    steps: Sequence[Step],
+    missing: Collection[str],
+    old_base: str | None,
+    last: str,
+    kept: tuple[Kept, str],
+    new_base: str,
+) -> None:
+    """Every verdict up to ``last`` was kept: the landings kept with them are read all the
+    same, so that the cache keeps them while stops that judge nothing new go by (an entry no
+    recent command read is dropped, `store`); the first patch to be judged anew after them
+    then replays only the steps after those kept instead of all of them again."""
+    off = _off(git, steps, missing, old_base, last)
+    if off is None:
+        return
+    steps = steps[: next(q for q, s in enumerate(steps) if s.name == last) + 1]
+    digests = keys(steps, {s.name for s in steps[off:]}, missing, old_base, new_base, kept[1])
+    for s in steps[off:]:
+        if kept[0].land("land " + digests[s.name]) is None:
+            break
 
 
 def _landed(
