@@ -162,6 +162,9 @@ def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch
     assert merged_in_runs * 2 < merged_alone, (merged_in_runs, merged_alone)
 
 
+# A larger variation of tests/test_differential.py, whose default seed compares check's
+# conflicts with git rebase's (and tests/test_merge_runs.py's check through runs).
+@pytest.mark.slow
 def test_check_lists_merge_ort_conflicts(fixture, tmp_path) -> None:
     _reference, skipped = rebase(fixture, tmp_path / "rebase", fixture["moved"])
     assert skipped  # the fixture's move conflicts
