@@ -63,6 +63,9 @@ def test_a_consumer_pulls_ff_only_across_two_bot_refreshes(action_copy, tmp_path
             run = run_bot(action_copy, ws, tmp_path / f"t{n}", gh, str(upstream.path), **safe)
             assert not run.failed, [(s.name, s.stdout, s.stderr) for s in run.steps]
             assert run.outputs["refresh-result"] == "merged", run.summary
+            pr = gh.pulls[-1]
+            assert pr["merged"] and "Auto-merge: merged" in pr["body"]
+            assert pr["merged_sha"] == Repo(origin).git("rev-parse", BRANCH).strip()
             pull = ["git", "pull", "--ff-only", "-q"]
             pulled = subprocess.run(pull, cwd=consumer.path, capture_output=True, text=True)
             assert pulled.returncode == 0, pulled.stderr

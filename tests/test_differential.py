@@ -23,7 +23,8 @@ from .conftest import slow_after
 FIXED = [9, 16, 17, 19, 20, 38, 46, 62, 66, 79, 9002239, 2111087, 2111104]
 
 
-@pytest.mark.parametrize("seed", slow_after(differential.seeds_from_env(FIXED), 3))
+# The README's command runs seed 9; the others run under -m slow.
+@pytest.mark.parametrize("seed", slow_after(differential.seeds_from_env(FIXED), 1))
 def test_patchstack_agrees_with_git_rebase(seed: int, tmp_path) -> None:
     case = differential.make_case(seed)
     diffs = differential.compare(case, tmp_path)

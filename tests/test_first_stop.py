@@ -59,7 +59,7 @@ def _drift(tmp_path, seed: int) -> Repo:
     return repo
 
 
-@pytest.mark.parametrize("seed", slow_after([1, 2, 3], 2))  # seed 3 (the heaviest): -m slow
+@pytest.mark.parametrize("seed", slow_after([1, 2, 3], 1))  # seeds 2 and 3: -m slow
 def test_a_stop_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed: int) -> None:
     repo = _drift(tmp_path, seed)
     lazy = copy_repo(repo.path, tmp_path / "lazy")

@@ -20,7 +20,7 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered, slow_after
 
 NAMES = [
     "with space.txt",
@@ -135,7 +135,9 @@ def move_upstream(repo: Repo, conflict_in: int) -> str:
     return repo.git("rev-parse", "upstream").strip()
 
 
-@pytest.mark.parametrize("conflict_in", [2, 11, 14])  # café NFD, leading -, newline
+# newline (C-quoted by git) by default; café NFD and leading - under -m slow (both still go
+# through new, push, pop, status, refresh, review and export by default, above and below).
+@pytest.mark.parametrize("conflict_in", slow_after([14, 2, 11], 1))
 def test_refresh_conflict_continue_abort_and_undo(fork: Repo, conflict_in: int) -> None:
     name = NAMES[conflict_in]
     before = fork.state()

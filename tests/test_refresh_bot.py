@@ -171,6 +171,9 @@ def test_the_bot_refuses_an_origin_that_is_the_upstream(action_copy, forked, tmp
         gh.close()
 
 
+# tests/test_bot_publish_ff.py's consumer test merges with auto-merge: safe twice (upstream
+# moves only lines around the patches) and checks the same: the README's command runs that one.
+@pytest.mark.slow
 def test_auto_merge_safe_merges_when_every_verdict_is_safe(action_copy, tmp_path) -> None:  # noqa: F811
     """Upstream moved only lines around the patches (the later, clean upstream commit):
     every verdict is unchanged, offset or merged, so the pull request is merged."""

@@ -22,8 +22,16 @@ from patchstack.store import Store
 from .conftest import Repo, make_repo, slow_after
 from .test_relocate import CASES, MOVED_OUT, Case, random_case, scenario
 
-# the generated cases: seeds 0 and 1 by default, 2 and 3 under -m slow
-DIFFERENTIAL = [*CASES, *MOVED_OUT, *slow_after([random_case(s) for s in range(4)], 2)]
+# By default one hand-made case of each way a block goes (moved to another file, split into
+# three, deleted, copied twice, moved out of a file upstream kept, and twice) and generated
+# seed 0; the rest under -m slow (their proposals, the index's, are checked by default in
+# tests/test_relocate.py), as are seeds 1 to 3.
+VARIANTS = {"function-moved", "braces", "moved-and-changed", "moved-out-and-changed"}
+DIFFERENTIAL = [
+    *[c for c in [*CASES, *MOVED_OUT] if c.name not in VARIANTS],
+    *slow_after([c for c in [*CASES, *MOVED_OUT] if c.name in VARIANTS], 0),
+    *slow_after([random_case(s) for s in range(4)], 1),
+]
 
 
 def _stop(repo: Repo) -> tuple[object, dict[str, bytes]]:

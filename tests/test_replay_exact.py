@@ -144,6 +144,10 @@ def test_refresh_gives_merge_ort_trees_patch_by_patch(fixture, tmp_path, monkeyp
     assert 0 < merges <= rewritten
 
 
+# A larger variation of tests/test_merge_runs.py's process-per-merge case (the README's
+# command runs that one: each patch of a run gets merge-ort's tree and conflict, in fewer
+# merge-tree processes).
+@pytest.mark.slow
 def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch) -> None:
     """Patches merged in runs (engine/placer.py) get, one by one, the trees and conflicts of
     merging each alone with merge-ort, past conflicts too (as `check` goes on), in fewer
@@ -162,6 +166,9 @@ def test_merge_runs_give_each_patch_its_own_merge(fixture, tmp_path, monkeypatch
     assert merged_in_runs * 2 < merged_alone, (merged_in_runs, merged_alone)
 
 
+# A larger variation of tests/test_differential.py, whose default seed compares check's
+# conflicts with git rebase's (and tests/test_merge_runs.py's check through runs).
+@pytest.mark.slow
 def test_check_lists_merge_ort_conflicts(fixture, tmp_path) -> None:
     _reference, skipped = rebase(fixture, tmp_path / "rebase", fixture["moved"])
     assert skipped  # the fixture's move conflicts

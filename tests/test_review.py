@@ -328,6 +328,10 @@ def test_html_escapes_subjects_and_diff_lines(tmp_path) -> None:
     assert "+" + HOSTILE + " & <iframe>" in md  # inside the fence a diff line stays as it is
 
 
+# A larger variation of tests/test_review_render.py's largest-diffs test (the README's command
+# runs that one: under the limit, the largest diffs left out whole, every section and the
+# note kept, the HTML not cut).
+@pytest.mark.slow
 def test_markdown_stays_under_the_comment_limit(tmp_path) -> None:
     repo = make_repo(tmp_path / "fork", {f"big{i}.py": numbered(3000, f"b{i}") for i in range(4)})
     base = repo.head()

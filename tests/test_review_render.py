@@ -186,11 +186,14 @@ def test_the_largest_diffs_move_out_first_and_every_section_stays(tmp_path) -> N
     # The unchanged patch is counted; big3 (the largest diff) is left out whole, the
     # smaller ones stay whole.
     assert "*Not listed: 1 unchanged patch(es), with nothing to review.*" in md
+    assert "shortened to stay under GitHub's 65,536-character limit" in md
     for name in ("big0", "big1", "big2", "big3"):
         assert f"<code>{name}.patch</code>: added" in md  # every section stays
     assert "*The diff (3205 lines) is left out to stay under the comment limit.*" in md
     assert "1 diff(s) are left out, largest first" in md
     assert all(f"+B{i} 1\n" in md for i in range(3)) and "+B3 1\n" not in md
+    html = repo.ps("review", "fork~1", "fork", "--format", "html").stdout
+    assert "+B3 1\n" in html and "B3 1600" in html  # the other formats are not cut
     # With a link to the whole review, the note points at it.
     url = "https://example.org/run/1#artifacts"
     md = repo.ps("review", "fork~1", "fork", "--format", "markdown", "--full-url", url).stdout

@@ -13,7 +13,7 @@ import pytest
 
 from patchstack import checkout
 
-from .conftest import Repo, replace_line
+from .conftest import Repo, replace_line, slow_after
 
 SCRIPT = [
     ["pop", "p4.patch"],
@@ -53,7 +53,12 @@ def _played(repo: Repo, by_hand: bool) -> list[tuple[str, str, str]]:
     return seen
 
 
-@pytest.mark.parametrize("by_hand", [False, True], ids=["commands", "edits-by-hand"])
+# edits-by-hand plays the same commands (kept state used between the edits, and made again
+# after each): the README's command runs it; commands alone run under -m slow.
+@pytest.mark.parametrize(
+    "by_hand",
+    slow_after([pytest.param(True, id="edits-by-hand"), pytest.param(False, id="commands")], 1),
+)
 def test_kept_series_and_stacks_give_what_the_plain_path_gives(
     repo: Repo, tmp_path: Path, monkeypatch, by_hand: bool
 ) -> None:
