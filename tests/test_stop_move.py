@@ -66,6 +66,12 @@ def test_a_stop_shows_what_the_plain_move_shows(tmp_path, monkeypatch, event: Ev
     assert len(shown[0]) == 3 and len(shown[-1]) == 3
 
 
+def _skipped(repo: Repo) -> tuple[Any, ...]:
+    """What a skip at a stop says and leaves: exit status, output, state and index."""
+    step = repo.ps("refresh", "--skip", code=None)
+    return step.exit_code, step.stderr, repo.state(), _index(repo)
+
+
 def _index_writes(repo: Repo, *args: str, code: int) -> list[str]:
     """The git processes a command's publish runs that write the held index after its
     ``read-tree -m -u``."""
@@ -174,13 +180,9 @@ def test_a_file_git_leaves_alone_is_left_to_the_plain_move(tmp_path, monkeypatch
     repo.write("g.py", repo.read("g.py") + "mine\n")
     plain = copy_repo(repo.path, tmp_path / "plain")
 
-    def skipped(repo: Repo) -> tuple[Any, ...]:
-        step = repo.ps("refresh", "--skip", code=None)
-        return step.exit_code, step.stderr, repo.state(), _index(repo)
-
-    shown = skipped(repo)
+    shown = _skipped(repo)
     monkeypatch.setenv(SHOWN_OFF, "1")
-    assert skipped(plain) == shown
+    assert _skipped(plain) == shown
 
 
 def test_a_sparse_checkout_is_left_to_the_plain_move(tmp_path, monkeypatch) -> None:
@@ -192,13 +194,9 @@ def test_a_sparse_checkout_is_left_to_the_plain_move(tmp_path, monkeypatch) -> N
     (repo.path / ".git" / "info" / "sparse-checkout").write_text("/*\n!/sub/\n")
     plain = copy_repo(repo.path, tmp_path / "plain")
 
-    def skipped(repo: Repo) -> tuple[Any, ...]:
-        step = repo.ps("refresh", "--skip", code=None)
-        return step.exit_code, step.stderr, repo.state(), _index(repo)
-
-    shown = skipped(repo)
+    shown = _skipped(repo)
     monkeypatch.setenv(SHOWN_OFF, "1")
-    assert skipped(plain) == shown
+    assert _skipped(plain) == shown
 
 
 def test_attributes_the_user_edited_are_read_as_the_plain_move_reads_them(
@@ -213,10 +211,6 @@ def test_attributes_the_user_edited_are_read_as_the_plain_move_reads_them(
     repo.write(".gitattributes", "*.py text eol=crlf\n")
     plain = copy_repo(repo.path, tmp_path / "plain")
 
-    def skipped(repo: Repo) -> tuple[Any, ...]:
-        step = repo.ps("refresh", "--skip", code=None)
-        return step.exit_code, step.stderr, repo.state(), _index(repo)
-
-    shown = skipped(repo)
+    shown = _skipped(repo)
     monkeypatch.setenv(SHOWN_OFF, "1")
-    assert skipped(plain) == shown
+    assert _skipped(plain) == shown
