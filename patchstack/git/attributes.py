@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 
-from .base import GitBase, decode_path
+from .base import GitBase, decode_path, encode_path
 from .process import version
 
 NAME = ".gitattributes"
@@ -60,25 +61,30 @@ def merge_inputs(git: GitBase) -> str:
     # Not a walk of the ignored folders (a virtualenv, node_modules): merge-tree reads the
     # ``.gitattributes`` of the folders of the paths it merges, so those of every folder that
     # holds a tracked or an untracked file, ignored or not, are looked at by name.
-    listed = git.run("ls-files", "-z", "-c", "-o", "--exclude-standard").stdout.split(b"\0")
-    name = NAME.encode()
-    found_set = {p for p in listed if p == name or p.endswith(b"/" + name)}
-    folders = {b""}
-    for p in listed:
-        folder = p.rpartition(b"/")[0]
-        while folder and folder not in folders:
-            folders.add(folder)
-            folder = folder.rpartition(b"/")[0]
-    for folder in folders:
-        there = folder + b"/" + name if folder else name
-        if there not in found_set and os.path.lexists(os.path.join(git.top, decode_path(there))):
+    out = git.run("ls-files", "-z", "-c", "-o", "--exclude-standard").stdout
+    listed = [decode_path(p) for p in out.split(b"\0") if p]
+    found_set = {p for p in listed if p == NAME or p.endswith("/" + NAME)}
+    for there in attribute_files(listed) or [NAME]:
+        if there not in found_set and os.path.lexists(os.path.join(git.top, there)):
             found_set.add(there)
-    found = sorted(found_set)
-    for raw in found:
-        path = decode_path(raw)
+    for path in sorted(found_set, key=encode_path):  # (in bytes' order, as git lists)
         data = _read(os.path.join(git.top, path))
         if data is None:  # not in the work tree: git reads the index's
             staged = git.run("ls-files", "-z", "-s", "--", path, check=False).stdout
             data = b"\0index " + staged
-        add(raw, data)
+        add(encode_path(path), data)
     return h.hexdigest()
+
+
+def attribute_files(paths: Iterable[str]) -> list[str]:
+    """The ``.gitattributes`` files that may hold rules for ``paths`` (one in each folder on
+    their way, the top one included), sorted."""
+    folders: set[str] = set()
+    for p in paths:
+        folder = p.rpartition("/")[0]
+        while folder not in folders:
+            folders.add(folder)
+            if not folder:
+                break
+            folder = folder.rpartition("/")[0]
+    return [f"{f}/{NAME}" if f else NAME for f in sorted(folders)]

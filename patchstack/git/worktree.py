@@ -18,7 +18,7 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ..errors import RefusedError
 from .base import GitBase, decode_path, encode_path
@@ -104,17 +104,6 @@ def _remove(*paths: str) -> None:
             os.unlink(path)
 
 
-def attribute_files(paths: Iterable[str]) -> list[str]:
-    """The ``.gitattributes`` files that may hold rules for ``paths`` (one in each folder on
-    their way)."""
-    folders = {p.rpartition("/")[0] for p in paths}
-    for folder in list(folders):
-        while folder:
-            folder = folder.rpartition("/")[0]
-            folders.add(folder)
-    return [f"{f}/.gitattributes" if f else ".gitattributes" for f in sorted(folders)]
-
-
 class Worktree(Listings):
     def lock_index(self) -> HeldIndex:
         """Hold git's index lock (refused at once when git holds it)."""
@@ -174,6 +163,8 @@ class Worktree(Listings):
         ``read-tree -u`` to ``tree`` reads them), not written."""
         if not entries:
             return
+        from .attributes import attribute_files  # (only a stop's move writes these)
+
         found = self.ls_tree_paths(tree, attribute_files(entries)) if tree else {}
         both = {**{p: e for p, e in found.items() if p not in entries}, **entries}
         with TempIndex(self) as idx:

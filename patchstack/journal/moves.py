@@ -23,7 +23,6 @@ from ..checkout import Checkout
 from ..errors import RefusedError
 from ..git import Git, RawDiff
 from ..git.objects import file_bytes, staged_mode
-from ..git.worktree import attribute_files
 from ..model.ids import Oid
 from .blobs import nested
 from .snapshot import Snapshot
@@ -163,6 +162,8 @@ def _rules_as_shown(git: Git, dst: Oid, paths: Iterable[str]) -> bool:
     """Whether each ``.gitattributes`` on the way of ``paths`` is in the work tree as ``dst``
     has it (or missing in both): ``checkout-index`` reads the work tree's rules first,
     ``read-tree -u`` the new index's."""
+    from ..git.attributes import attribute_files  # (a stop's move only)
+
     rules = attribute_files(paths)
     wanted = git.ls_tree_paths(dst, rules)
     for rule in rules:
