@@ -16,24 +16,47 @@ from .conftest import Repo
 # -- the oracle: git's merge-ort, one patch at a time ---------------------------------------
 
 
-def resolve_markers(text: str) -> str | None:
+def resolve_markers(text: str, upstream_holds: bool = False) -> str | None:
     """A conflicted file resolved as the patch has it, hunk by hunk (the side after
-    ``=======``); None when it has no markers."""
+    ``=======``); None when it has no markers. ``upstream_holds`` (diff3 markers): a hunk
+    whose upstream side already holds the patch's change is resolved as upstream has it, as
+    the stop proposes (`holds_patch`)."""
     out: list[str] = []
+    sides: dict[str, list[str]] = {"ours": [], "base": [], "theirs": []}
     state = ""
     seen = False
     for line in text.splitlines(keepends=True):
         if line.startswith("<<<<<<< ") and state == "":
             state, seen = "ours", True
+            sides = {"ours": [], "base": [], "theirs": []}
         elif line.startswith("||||||| ") and state == "ours":
             state = "base"
         elif line.rstrip("\n") == "=======" and state in ("ours", "base"):
             state = "theirs"
         elif line.startswith(">>>>>>> ") and state == "theirs":
             state = ""
-        elif state in ("", "theirs"):
+            held = upstream_holds and holds_patch(sides["ours"], sides["base"], sides["theirs"])
+            out.extend(sides["ours"] if held else sides["theirs"])
+        elif state:
+            sides[state].append(line)
+        else:
             out.append(line)
     return "".join(out) if seen and state == "" else None
+
+
+def holds_patch(ours: list[str], base: list[str], theirs: list[str]) -> bool:
+    """The definition of "upstream's side already holds the patch's change" for one conflict
+    hunk (DESIGN: a proposal, shown resolved at a stop): the patch's side (``theirs``) has a
+    line that is not blank, upstream's side (``ours``) changed the base, and upstream's side is
+    the patch's side with lines inserted only, none of them a line the patch took out of the
+    base (no more copies of it than the patch's side keeps)."""
+    if not any(line.strip() for line in theirs) or ours == base:
+        return False
+    rest = iter(ours)
+    if not all(line in rest for line in theirs):  # in order: each found after the one before
+        return False
+    inserted = {line for line in ours if ours.count(line) > theirs.count(line)}
+    return all(base.count(line) <= theirs.count(line) for line in inserted)
 
 
 class Git:
@@ -134,7 +157,7 @@ class Git:
     def resolved(self, onto: str, patch: str) -> str | None:
         """The commit of ``patch`` picked onto ``onto`` with its conflicts taken as the patch
         has them, hunk by hunk; None when a conflict has no markers (a file's existence)."""
-        verdict, tree, paths = self.pick(onto, patch)
+        verdict, tree, paths = self.pick(onto, patch, diff3=True)
         if verdict != "conflict":
             return self.commit(tree, onto) if verdict == "clean" else onto
         env = {"GIT_INDEX_FILE": str(self.index)}
@@ -144,7 +167,7 @@ class Git:
             if not listing or listing[1] != "blob":
                 return None
             text = self.run("cat-file", "blob", listing[2])
-            fixed = resolve_markers(text)
+            fixed = resolve_markers(text, upstream_holds=True)
             if fixed is None:
                 return None
             blob = (

@@ -248,19 +248,11 @@ def _root(
     def with_its_roots(name: str) -> list[str]:
         return _with_roots(name, f.missing, known)
 
-    roots = near[-ROOTS:]
-    if not _clean_with(
-        git,
-        f,
-        sorted({m for r in roots for m in with_its_roots(r)}, key=f.missing.index),
-        change_of,
-        memo,
-        renames,
-    ):
-        return None
     # The root named is one whose lines f needs: the nearest that lets f merge (the nearest in
-    # its file may be another's neighbour).
-    for name in reversed(roots):
+    # its file may be another's neighbour). Each is tried alone, never all at once first: one
+    # that does not let f merge can take away what the right one gives (a marked-upstream
+    # patch's conflict taken as it has it undoes upstream's edit f expects; label seed 8200023).
+    for name in reversed(near[-ROOTS:]):
         if _clean_with(git, f, with_its_roots(name), change_of, memo, renames):
             return name
     return None
