@@ -31,10 +31,13 @@ import struct
 import sys
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..git import Git
 from ..store import Store
+
+if TYPE_CHECKING:
+    from .lineprefetch import Prefetch
 
 SECTION = "lines"
 JOINED = "drift-lines"  # the candidates of a drift joined (`Joined`)
@@ -183,6 +186,7 @@ class LineIndex:
         self._hits: dict[str, set[int]] = {}  # blob -> which of those it has
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
+        self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
@@ -263,14 +267,15 @@ class LineIndex:
             self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
-        sizes = self.git.object_sizes(blobs)
+        if self._blocks > EACH_FROM and not self._looked:  # (`_each` will ask: its answers
+            # found as the hashes are made; for the lines expected now, whatever is learnt later)
+            self._looked = {zlib.crc32(ln) for ln in self._expected}
+        blobs = self._adopt(blobs)
+        sizes = self.git.object_sizes(blobs) if blobs else {}
         small = [b for b in blobs if (sizes.get(b) or 0) <= MAX_BYTES]
         for b in set(blobs) - set(small):
             self._packed[b] = None
         missing = set()
-        if self._blocks > EACH_FROM and not self._looked:  # (`_each` will ask: its answers
-            # found as the hashes are made; for the lines expected now, whatever is learnt later)
-            self._looked = {zlib.crc32(ln) for ln in self._expected}
         for b, got in zip(small, self.git.each_object(small), strict=True):
             self.read.add(b)
             if got is None or b"\0" in got[1]:
@@ -288,6 +293,43 @@ class LineIndex:
             if self._looked:
                 self._hits[b] = hashes & self._looked
         self._missing |= missing
+
+    def _adopt(self, blobs: list[str]) -> list[str]:
+        """Those of ``blobs`` the prefetch did not learn; those it did taken as `_learn`
+        would have learnt them (`lineprefetch`)."""
+        if self.prefetch is None or self.plain:
+            return blobs
+        found, rest = self.prefetch.results(), []
+        for b in blobs:
+            got = found.get(b)
+            if got is None:
+                rest.append(b)
+                continue
+            self.prefetch.adopted += 1
+            self._packed[b] = got.packed
+            self.read |= {b} if got.read else set()
+            self._missing |= {b} if got.missing else set()
+            if got.raw is not None and got.packed is not None:
+                self._raw[b] = got.raw
+                if self._looked:
+                    self._hits[b] = self._looked.intersection(_values(got.packed))
+        return rest
+
+    def keep_prefetched(self) -> None:
+        """A prefetch no stop took from: what it learnt kept joined for the drift (where
+        none is), for the ``--skip`` that meets the deleted file."""
+        if self.prefetch is None or self.prefetch.adopted or self.store is None:
+            return
+        if self.drift is None or self._drift_entry() is not None:
+            return
+        found = self.prefetch.results()
+        blobs = [b for b in self.prefetch.blobs if b in found]
+        for b in blobs:
+            self._packed.setdefault(b, found[b].packed)
+            if found[b].missing:
+                self._missing.add(b)
+        if blobs:
+            self._keep_joined(blobs)
 
     def expect(self, blocks: Iterable[Sequence[str]]) -> None:
         """Blocks `block` will be asked about: their lines looked up together, in one pass

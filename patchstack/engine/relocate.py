@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..git import Git, MergeResult
 from ..model.diff import FileDiff
@@ -49,6 +50,9 @@ from ..model.relocation import (
 from ..store import Store
 from .deleters import Deleters, Later
 from .lineindex import LineIndex
+
+if TYPE_CHECKING:
+    from .lineprefetch import Prefetch
 
 _AT_END = "the hunk is at a file's end"
 PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared line by line
@@ -96,13 +100,19 @@ class Relocator:
     are kept too, keyed by the drift's two commits."""
 
     def __init__(
-        self, git: Git, old_base: str | None, new_base: str, store: Store | None = None
+        self,
+        git: Git,
+        old_base: str | None,
+        new_base: str,
+        store: Store | None = None,
+        prefetch: Prefetch | None = None,
     ) -> None:
         self.git, self.old_base, self.new_base = git, old_base, new_base
         plain = os.environ.get(PLAIN) == "1"
         self.store = None if plain else store
         joined = old_base and os.environ.get(NO_JOINED) != "1"
         self.index = LineIndex(git, store, plain, f"{old_base} {new_base}" if joined else None)
+        self.index.prefetch = prefetch  # (`lineprefetch`: the new base's candidates, learnt)
         self.walks = Deleters(git, old_base, new_base, self.store)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...checkout import Checkout
 from ...engine.chain import Engine
@@ -35,6 +35,9 @@ from .reuse import reuse_note, under
 from .stopped import State, store
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import before_stop
+
+if TYPE_CHECKING:
+    from ...engine.lineprefetch import Prefetch
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,7 @@ def end(
     *,
     keep_going: bool = False,
     check: Callable[[list[Conflict]], None] = lambda found: None,
+    lines: Prefetch | None = None,
 ) -> RefreshResult:
     """A replay's end: its ``conflicts`` split at the stop (each deferred with
     ``keep_going``), the rest `defer`red and ``check``ed; then the stop (its ``note`` for
@@ -275,7 +279,7 @@ def end(
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
     at = (ws, state, engine, series, done, stopped, src, current_head, found, note(name))
-    return stop(*at, known, partial, inputs)
+    return stop(*at, known, partial, inputs, lines)
 
 
 def stop(
@@ -292,17 +296,20 @@ def stop(
     known: Mapping[str, Conflict] = {},
     partial: tuple[Oid, tuple[str, ...]] | None = None,
     inputs: str | None = None,
+    lines: Prefetch | None = None,
 ) -> RefreshResult:
     """Stop at ``conflict``: the work tree shows the merge with its markers, or a relocation
     proposal, or (``partial``) the merge with the hunks recorded resolutions settle resolved.
-    ``inputs``: `merge_inputs` as the replay found it, before the stop is published."""
+    ``inputs``: `merge_inputs` as the replay found it, before the stop is published;
+    ``lines``: the new base's candidates learnt as the replay merged (`lineprefetch`)."""
     git = ws.git
     name, parent_tree, merged = conflict
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
     step = next((s for s in state.steps if s.name == name), None)
-    relocator = Relocator(git, state.old_base, state.new_base, ws.store)
+    relocator = Relocator(git, state.old_base, state.new_base, ws.store, lines)
     proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
+    relocator.index.keep_prefetched()  # (learnt for no relocation here: kept for a skip's)
     shown = proposal.tree if proposal else partial[0] if partial else merged.tree
     if proposal and partial:  # the hunks records settled, in the files it did not carry
         shown = under(git, merged.tree, partial[0], shown)

@@ -53,6 +53,7 @@ from .stopped import State
 
 if TYPE_CHECKING:
     from ...engine.chain import Engine
+    from ...engine.lineprefetch import Prefetch
 
 _HEX_RE = re.compile(r"[0-9a-f]{7,64}\Z")
 
@@ -128,6 +129,7 @@ def refresh(
     # `exact` by it (`proof._built`), not proven a second time hunk by hunk where no cache
     # knew either. What it cannot build is said after the proof's refusal, as before.
     built, chain, unbuilt = _built_chain(ws, series, target.stack)
+    lines: Prefetch | None = None
     try:
         proof = prove(ws, series, target.stack)
         if moved and not discard:
@@ -159,6 +161,9 @@ def refresh(
             raise PatchstackError("no patch is applied", "--patch folds edits into an applied one")
         from ...engine.claims import upstream_changes  # (not for a resumed refresh: --skip)
         from ...engine.placer import Placer
+
+        if moved:  # a patch's file upstream deleted: its stop's candidates learnt meanwhile
+            lines = _prefetch(ws, series, target.new_base)
 
         state = State(
             old_base=series.base,
@@ -215,11 +220,22 @@ def refresh(
             records,
             note,
             keep_going=defer_conflicts,
+            lines=lines,
         )
         return with_proposals(result, moving, proposer)
     finally:
+        if lines is not None:
+            lines.close()
         if built is not None:
             built.close()
+
+
+def _prefetch(ws: Checkout, series: Series, new_base: str) -> Prefetch | None:
+    """`lineprefetch.start` for the files the series' patches change."""
+    from ...engine import lineprefetch
+
+    paths = [p for e in series.entries for p in ws.read_patch(e)[1].paths]
+    return lineprefetch.start(ws.git, ws.store, series.base, new_base, paths)
 
 
 def _built_chain(

@@ -1,0 +1,111 @@
+"""The first stop's line index learnt while the replay merges (issue 35): when upstream
+deleted a file one of the patches changes, the patch that changes it meets a modify/delete
+conflict and its stop follows the code (`relocate`), which hashes the lines of every file the
+drift changed (`lineindex`: kernel-timers 6,206 files, 61 MB, 1-2 s). Those are the new
+base's blobs, known before the replay: a thread reads them (`git.blobstream`, a process of its
+own) and hashes them while the command's thread waits on ``merge-tree``, so the stop takes
+the hashes made (`LineIndex._learn`) instead of reading the files then.
+
+What is learnt is what `LineIndex._learn` would learn of the same blobs (their hashes by
+`hashes_of`, unsearched when larger than `MAX_BYTES` or holding a NUL, missing when the
+repository lacks them): the proposals are the same bytes (``PATCHSTACK_NO_LINE_PREFETCH=1``
+learns at the stop; `tests/test_line_prefetch.py` holds the two identical). A stop that
+follows no code keeps what was learnt joined in the cache (`Joined`), where the ``--skip``
+that meets the deleted file reads it, so the work is not lost; a refresh that ends without a
+stop ends the thread's git where it is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+
+from ..git import Git
+from ..git.blobstream import start_blob_stream
+from ..model.ids import Oid
+from ..store import Store
+from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, _read_entry, hashes_of
+
+NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
+_FILE_MODES = ("100644", "100755")
+
+
+class Learnt:
+    """One blob as the thread found it: its packed hashes (None: not searched), its bytes
+    (searched ones), whether `LineIndex._learn` would have read it, and whether it is
+    missing."""
+
+    __slots__ = ("packed", "raw", "read", "missing")
+
+    def __init__(self, packed: bytes | None, raw: bytes | None, read: bool, missing: bool):
+        self.packed, self.raw, self.read, self.missing = packed, raw, read, missing
+
+
+class Prefetch:
+    """``blobs`` read and hashed in a thread, started now; `results` waits for them."""
+
+    def __init__(self, git: Git, blobs: list[str]) -> None:
+        self.blobs = blobs
+        self._stream = start_blob_stream(git, blobs)
+        self._found: dict[str, Learnt] = {}
+        self._failed = False
+        self.adopted = 0  # blobs a stop took from it (the tests read it)
+        self._thread = threading.Thread(target=self._run, name="patchstack-lines", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for blob, got in zip(self.blobs, self._stream, strict=True):
+                if got is None:
+                    self._found[blob] = Learnt(None, None, True, True)
+                elif got[0] > MAX_BYTES:
+                    self._found[blob] = Learnt(None, None, False, False)
+                elif b"\0" in got[1]:
+                    self._found[blob] = Learnt(None, None, True, False)
+                else:
+                    self._found[blob] = Learnt(hashes_of(got[1]), got[1], True, False)
+        except Exception:  # (git ended, or was ended: the stop reads for itself)
+            self._failed = True
+        finally:
+            self._stream.close()
+
+    def results(self) -> dict[str, Learnt]:
+        """What was learnt, once the thread is done (nothing when it failed)."""
+        self._thread.join()
+        return {} if self._failed else self._found
+
+    def close(self) -> None:
+        """End the thread's git wherever it is, and the thread."""
+        self._stream.close()
+        self._thread.join()
+
+
+def start(
+    git: Git, store: Store | None, old_base: str | None, new_base: str, paths: Iterable[str]
+) -> Prefetch | None:
+    """A `Prefetch` of the new base's candidates (the text files the drift ``old_base`` ->
+    ``new_base`` changed, as `Relocator._read_candidates` lists them) when the drift deleted
+    one of ``paths`` (the files the patches change), but those the cache knows; else None."""
+    from .relocate import NO_JOINED, PLAIN
+
+    if os.environ.get(NO_PREFETCH) == "1" or os.environ.get(PLAIN) == "1" or not old_base:
+        return None
+    old_tree, new_tree = git.trees_of([Oid(old_base), Oid(new_base)])
+    wanted = sorted(set(paths))
+    was, now = git.entries_at(old_tree, wanted), git.entries_at(new_tree, wanted)
+    if not any(p not in now and was.get(p, ("", ""))[0] in _FILE_MODES for p in wanted):
+        return None
+    diffs = git.raw_diffs([(old_tree, new_tree)])[0]
+    blobs = list(dict.fromkeys(new for _om, mode, _o, new, _p in diffs if mode in _FILE_MODES))
+    if store is not None:
+        joined = None
+        if os.environ.get(NO_JOINED) != "1":
+            joined = Joined.read(store.get(JOINED, f"{old_base} {new_base}"))
+        blobs = [
+            b
+            for b in blobs
+            if not (joined is not None and joined.covers(b))
+            and not _read_entry(b, store.get(SECTION, b))[0]
+        ]
+    return Prefetch(git, blobs) if blobs else None

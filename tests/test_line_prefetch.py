@@ -1,0 +1,145 @@
+"""The first stop's line index learnt while the replay merges (issue 35, `engine.lineprefetch`):
+when upstream deleted a file a patch changes, the new base's candidate files are read and
+hashed in a thread of the refresh, and the stop takes what it learnt. Differential: the stops,
+their work trees and `check`'s report are those of the stop learning for itself
+(``PATCHSTACK_NO_LINE_PREFETCH=1``) and of the plain reading (``PATCHSTACK_NO_LINE_INDEX=1``),
+with the stop that follows the code first, or after a stop that does not (what was learnt
+then is kept for the ``--skip``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from patchstack.engine import lineindex, lineprefetch
+from patchstack.engine.relocate import PLAIN, Relocator
+from patchstack.git import find_repo
+from patchstack.git.blobstream import start_blob_stream
+from patchstack.store import Store
+
+from .conftest import Repo, make_repo, slow_after
+from .test_relocate import CASES, OLD, Case, build, random_case, scenario
+
+NO = lineprefetch.NO_PREFETCH
+DIFFERENTIAL = [*CASES[:4], *slow_after([*CASES[4:], *(random_case(s) for s in range(3))], 0)]
+
+
+def _stops(repo: Repo) -> list[object]:
+    """Every stop of a refresh onto upstream, skipped one by one (report and work tree),
+    then undone; and what check reports."""
+    said: list[object] = []
+    result = repo.ps("refresh", "--onto", "upstream", "--json", code=None)
+    while result.exit_code == 1:
+        said.append((json.loads(result.stdout)["stopped"], repo.snapshot()))
+        result = repo.ps("refresh", "--skip", "--json", code=None)
+    assert result.exit_code == 0, result.output
+    said.append((result.stdout, repo.snapshot()))
+    for _ in said:  # (the refresh, then each skip)
+        repo.ps("undo")
+    check = json.loads(repo.ps("check", "--onto", "upstream", "--json", code=None).stdout)
+    return [*said, check["patches"]]
+
+
+def _cold(repo: Repo) -> None:
+    (repo.path / ".git" / "patchstack" / "cache").unlink(missing_ok=True)
+
+
+def _compare(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    monkeypatch.setenv(PLAIN, "1")
+    plain = _stops(repo)
+    monkeypatch.delenv(PLAIN)
+    for switch in ("1", None):  # learnt at the stop, then learnt as the replay merges
+        _cold(repo)
+        if switch:
+            monkeypatch.setenv(NO, switch)
+        else:
+            monkeypatch.delenv(NO)
+        assert _stops(repo) == plain
+        assert _stops(repo) == plain  # (the cache warm: nothing left to learn first)
+    return plain
+
+
+@pytest.mark.parametrize("case", DIFFERENTIAL, ids=lambda c: c.name)
+def test_the_prefetch_stops_as_the_stop_learning_itself_does(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = scenario(tmp_path, case)
+    assert len(_compare(repo, monkeypatch)) == 3  # (one stop)
+
+
+def _plain_conflict_first(tmp_path: Path, case: Case) -> Repo:
+    """`scenario` with a patch before p1 that meets a plain conflict upstream (b.txt): the
+    first stop follows no code; the second, after ``--skip``, does."""
+    repo = make_repo(tmp_path / "fork", {**build(OLD, frozenset()), "b.txt": "one\ntwo\n"})
+    repo.git("checkout", "-q", "-b", "upstream")
+    repo.git("rm", "-q", "a.c")
+    for path, text in build(case.new, frozenset()).items():
+        repo.write(path, text)
+    repo.write("b.txt", "one\nTWO upstream\n")
+    repo.commit_all("Move the code around")
+    repo.git("checkout", "-q", "main")
+    repo.ps("init")
+    repo.write("b.txt", "one\ntwo patched\n")
+    repo.ps("new", "p0", "--tag", "diagnostic", "-m", "Say two")
+    repo.write("a.c", build(OLD, case.edits)["a.c"])
+    repo.ps("new", "p1", "--tag", "essential", "-m", "Tune the functions")
+    return repo
+
+
+@pytest.mark.parametrize("case", [CASES[0], *slow_after(CASES[1:3], 0)], ids=lambda c: c.name)
+def test_what_a_stop_following_no_code_learnt_is_kept_for_the_skip(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _plain_conflict_first(tmp_path, case)
+    plain = _compare(repo, monkeypatch)
+    assert len(plain) == 4 and [s[0]["patch"] for s in plain[:2]] == ["p0.patch", "p1.patch"]  # type: ignore[index]
+    _cold(repo)
+    result = repo.ps("refresh", "--onto", "upstream", code=1)
+    assert "p0.patch" in result.stderr
+    kept = Store(str(repo.path / ".git" / "patchstack" / "cache"))
+    assert kept.sizes().get(lineindex.JOINED, 0) > 0  # (the first stop kept the drift's)
+    repo.ps("refresh", "--abort")
+
+
+def test_the_stop_takes_what_the_thread_learnt(tmp_path: Path) -> None:
+    """The engine's view: the prefetch is started for a patch's deleted file, and the stop's
+    relocation takes its hashes (reading none of those files itself), with the proposal, the
+    files `_learn` reads and the cache entries of the stop that learns for itself."""
+    repo = scenario(tmp_path, CASES[0])
+    git = find_repo(str(repo.path))
+    base = repo.git("rev-parse", "HEAD").strip()
+    up = repo.git("rev-parse", "upstream").strip()
+    # (the patch's change as a step: HEAD's parent -> HEAD, placed onto upstream's tree)
+    repo.ps("push", "--all")
+    after, before = (repo.git("rev-parse", f"HEAD{s}^{{tree}}").strip() for s in ("", "^"))
+    onto = git.tree_of(up)
+    merged = git.merge_trees(before, onto, after, ("ours", "theirs"))
+    got = []
+    for prefetch in (None, lineprefetch.start(git, None, base, up, ["a.c"])):
+        assert prefetch is not None or not got
+        relocator = Relocator(git, base, up, None, prefetch)
+        proposal = relocator.propose(before, after, onto, merged)  # type: ignore[arg-type]
+        got.append((proposal, relocator.index.read, relocator.index._packed))
+        if prefetch is not None:
+            assert prefetch.adopted == len(prefetch.blobs) > 0
+    assert got[0] == got[1] and got[0][0] is not None
+    assert lineprefetch.start(git, None, base, up, ["b.c"]) is None  # (no file deleted)
+    git.close()
+
+
+def test_the_blob_stream_reads_what_the_batch_reader_does(tmp_path: Path) -> None:
+    big = "".join(f"line {i}\n" for i in range(300_000))  # (more than a read's chunk)
+    repo = make_repo(tmp_path / "r", {"big.bin": big, "e.txt": "", "s.txt": "small\n"})
+    git = find_repo(str(repo.path))
+    tree = git.tree_of("HEAD")
+    ids = [git.entries_at(tree, [p])[p][1] for p in ("s.txt", "big.bin", "e.txt")]
+    names = [*ids, "0" * 40, ids[0], *ids * 30]
+    stream = start_blob_stream(git, names)
+    got = [None if a is None else a[1] for a in stream]
+    assert got == [None if a is None else a[1] for a in git.read_objects(names)]
+    cut = start_blob_stream(git, names)
+    assert next(iter(cut)) == (6, b"small\n")
+    cut.close()  # (git ended where it was)
+    git.close()
