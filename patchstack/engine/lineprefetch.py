@@ -76,8 +76,8 @@ class Prefetch:
         return {} if self._failed else self._found
 
     def close(self) -> None:
-        """End the thread's git wherever it is, and the thread."""
-        self._stream.close()
+        """End the thread's git wherever it is, and the thread (which closes the stream)."""
+        self._stream.kill()
         self._thread.join()
 
 

@@ -25,8 +25,8 @@ _F_SETPIPE_SZ = 1031  # (Linux; elsewhere the pipe keeps its size)
 
 class BlobStream:
     """The answers of a started `start_blob_stream`, in the order of its names: (size,
-    content) of each, or None for a missing one. ``close`` ends git wherever it is (from any
-    thread: a stream nobody finishes is killed with the command's processes, `GitBase.close`)."""
+    content) of each, or None for a missing one. ``kill`` ends git wherever it is (a stream
+    nobody finishes is killed with the command's processes, `GitBase.close`)."""
 
     def __init__(self, names: Sequence[str], proc: subprocess.Popen[bytes], errors: IO[bytes]):
         self.names, self._proc, self._errors = list(names), proc, errors
@@ -68,10 +68,14 @@ class BlobStream:
             raise GitFailure(f"git cat-file --batch ended early ({code}): {said}")
         return chunk
 
-    def close(self) -> None:
-        """End git (killed if it runs still) and its files; idempotent."""
+    def kill(self) -> None:
+        """End git wherever it is (from any thread: its reader meets the end and closes)."""
         if self._proc.poll() is None:
             self._proc.kill()
+
+    def close(self) -> None:
+        """End git (killed if it runs still) and its files, in the reader's thread; idempotent."""
+        self.kill()
         self._proc.wait()
         if self._proc.stdout is not None:
             self._proc.stdout.close()

@@ -163,7 +163,7 @@ def refresh(
         from ...engine.placer import Placer
 
         if moved:  # a patch's file upstream deleted: its stop's candidates learnt meanwhile
-            lines = _prefetch(ws, series, target.new_base)
+            lines = _prefetch(ws, engine, series, target.new_base)
 
         state = State(
             old_base=series.base,
@@ -230,11 +230,12 @@ def refresh(
             built.close()
 
 
-def _prefetch(ws: Checkout, series: Series, new_base: str) -> Prefetch | None:
-    """`lineprefetch.start` for the files the series' patches change."""
+def _prefetch(ws: Checkout, engine: Engine, series: Series, new_base: str) -> Prefetch | None:
+    """`lineprefetch.start` for the files the series' patches change (from the summaries
+    the proof keeps: no patch file parsed for it)."""
     from ...engine import lineprefetch
 
-    paths = [p for e in series.entries for p in ws.read_patch(e)[1].paths]
+    paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
     return lineprefetch.start(ws.git, ws.store, series.base, new_base, paths)
 
 
