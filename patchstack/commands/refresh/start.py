@@ -162,7 +162,8 @@ def refresh(
         from ...engine.claims import upstream_changes  # (not for a resumed refresh: --skip)
         from ...engine.placer import Placer
 
-        if moved:  # a patch's file upstream deleted: its stop's candidates learnt meanwhile
+        if moved and not defer_conflicts:  # a patch's file upstream deleted: its stop's
+            # candidates learnt meanwhile (deferred, a conflict follows no code)
             lines = _prefetch(ws, engine, series, target.new_base)
 
         state = State(
