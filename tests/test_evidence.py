@@ -149,3 +149,39 @@ def test_a_deferred_patch_s_conflict_is_shown_again_on_demand_and_status_says_ho
         "next: 'patchstack push p1.patch' brings a deferred patch back (1 deferred, 1 knock-on(s)"
         " waiting)"
     )
+
+
+def test_evidence_after_a_revert_and_re_land_and_later_edits_names_the_re_land(tmp_path) -> None:
+    """Upstream lands p1's change, reverts it, lands it again, then edits three other lines of
+    the file: the base holds the change for good from the re-land on, so the re-land brought
+    it. (A search that galloped back over the revert, from a holding commit to another, then
+    bisected between the old base and that one, named the first landing, which the revert
+    undid.)"""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    landed = repo.commit_all("land the fix")
+    repo.git("revert", "--no-edit", "HEAD")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    reland = repo.commit_all("land the fix again")
+    for n in (30, 31, 32):
+        replace_line(repo, "a.py", f"a {n}\n", f"a {n} later\n")
+        repo.commit_all(f"upstream edits line {n}")
+    repo.git("checkout", "-q", "main")
+    # git: the re-land's parent lacks the change, and every first-parent commit since has it
+    since = repo.git("rev-list", "--first-parent", f"{reland}^..up").split()
+    assert all("a 10 fixed" in repo.git("show", f"{c}:a.py") for c in since)
+    assert "a 10 fixed" not in repo.git("show", f"{reland}^:a.py")
+    assert "a 10 fixed" in repo.git("show", f"{landed}:a.py")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json").stdout)
+    (p1,) = data["patches"]
+    assert p1["verdict"] == "upstream"
+    assert p1["evidence"]["commit"] == reland
+    (refreshed,) = json.loads(repo.ps("refresh", "--onto", "up", "--json").stdout)["patches"]
+    assert refreshed["evidence"]["commit"] == reland
+    assert "# upstream: p1" in repo.read("patches/series")
+    assert f" in {reland}\n" in repo.read("patches/series")
