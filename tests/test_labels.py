@@ -115,6 +115,10 @@ FIXED = [
     # shows one hunk resolved by the built-in rule (upstream holds the patch's change), which
     # the oracle's reference did not apply to git's markers (the oracle's; fixed)
     8200027,
+    # day after: p3 (marked upstream) conflicts again beside up5's second copy of its line;
+    # p4, which deletes that line, applies once p3 is resolved as it has it: a knock-on. The
+    # oracle's proof had taken the stop's proposal (upstream's side) for p3 (the oracle's)
+    9100009,
 ]
 
 
