@@ -119,6 +119,7 @@ FIXED = [
     # p4, which deletes that line, applies once p3 is resolved as it has it: a knock-on. The
     # oracle's proof had taken the stop's proposal (upstream's side) for p3 (the oracle's)
     9100009,
+    9200034,  # the same: p2 deletes p1's line, which up4 wrapped; p1 resolved as it has it
     # day one: p2 deletes deferred p1's line; up1 took p1, up2 removed that line (p2's first
     # part), up3 the rest: upstream in up3, not a no-op because neither the old base nor up3's
     # parent has the line (up1 had it: an upstream commit removed it; fixed)
