@@ -185,3 +185,37 @@ def test_evidence_after_a_revert_and_re_land_and_later_edits_names_the_re_land(t
     assert refreshed["evidence"]["commit"] == reland
     assert "# upstream: p1" in repo.read("patches/series")
     assert f" in {reland}\n" in repo.read("patches/series")
+
+
+def test_a_line_upstream_had_and_removed_is_no_no_op_of_the_patch_that_made_it(tmp_path) -> None:
+    """p1 adds ``fn`` and edits b.py's line 5 (which upstream edits too: p1 conflicts, left
+    out); p2 removes a line of ``fn`` and edits a.py. Upstream takes ``fn`` (up1), removes that
+    line (up2) and makes p2's a.py edit (up3): p2 is upstream's, in up3. The line is in neither
+    the old base nor up3's parent, but up1 had it: an upstream commit removed it, so p2 is not
+    a no-op for want of p1. (Seed 9200010 of the label soak.)"""
+    fn = "def fn():\n    one = 1\n    two = 2\n    three = 3\n"
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "b.py", "b 5\n", "b 5 mine\n")
+    repo.write("b.py", repo.read("b.py") + fn)
+    repo.ps("new", "p1", "--tag", "essential", "b.py")
+    replace_line(repo, "b.py", "    two = 2\n", "")
+    replace_line(repo, "a.py", "a 3\n", "a 3 p2\n")
+    repo.ps("new", "p2", "--tag", "essential", "a.py", "b.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.py", "b 5\n", "b 5 upstream\n")
+    repo.commit_all("upstream edits line 5")
+    repo.write("b.py", repo.read("b.py") + fn)
+    had = repo.commit_all("upstream takes fn")
+    replace_line(repo, "b.py", "    two = 2\n", "")
+    repo.commit_all("upstream removes two")
+    replace_line(repo, "a.py", "a 3\n", "a 3 p2\n")
+    took = repo.commit_all("upstream edits a 3 as p2 does")
+    repo.git("checkout", "-q", "main")
+    assert "    two = 2" in repo.git("show", f"{had}:b.py")
+    assert "    two = 2" not in repo.git("show", f"{base}:b.py") + repo.git("show", f"{took}^:b.py")
+    data = by_name(json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout))
+    assert data["p1.patch"]["verdict"] == "conflict"
+    assert data["p2.patch"]["verdict"] == "upstream", data["p2.patch"]
+    assert data["p2.patch"]["evidence"]["commit"] == took
