@@ -118,7 +118,7 @@ def first_holding(
     if not turns or not holds(trees[last]):
         turns = list(range(last + 1, len(trees)))  # the tip holds it, its last toucher not
     if quick:  # the reads of the newest commits asked in one batch, not one per commit
-        git.entries_in([trees[i] for i in turns[-AHEAD:]], changed)
+        git.entries_in([trees[i] for i in turns[max(0, len(turns) - AHEAD) :]], changed)
     good = len(turns) - 1  # turns[good] holds it
     while good > 0 and holds(trees[turns[good - 1]]):
         good -= 1
