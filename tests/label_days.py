@@ -286,7 +286,7 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
         {n: original.get(n, m["commit"]) for n, m in marks.items() if m["kind"] == "upstream"}
     )
     present = [(n, commits[n]) for n in order if n in commits]
-    ref = o.git.chain(onto, present, frozenset([name, *o.brought]))
+    ref = o.git.chain(onto, present, frozenset([name, *o.brought]), proposal=True)
     where = f"push {name}"
     o.saw("push")
     result = repo.ps("push", name, code=None)

@@ -154,9 +154,13 @@ class Git:
             head = self.commit(tree, head)
         return self.tree(head) == self.tree(commits[name])
 
-    def resolved(self, onto: str, patch: str) -> str | None:
+    def resolved(self, onto: str, patch: str, proposal: bool = False) -> str | None:
         """The commit of ``patch`` picked onto ``onto`` with its conflicts taken as the patch
-        has them, hunk by hunk; None when a conflict has no markers (a file's existence)."""
+        has them, hunk by hunk; None when a conflict has no markers (a file's existence).
+        ``proposal``: a hunk whose upstream side holds the patch's change taken as upstream
+        has it, as a stop shows it (`holds_patch`): a patch brought back with ``push``; a
+        knock-on's or a primary's proof takes the patch's side, as the definition says
+        (`engine.triage`; label seed 9100009)."""
         verdict, tree, paths = self.pick(onto, patch, diff3=True)
         if verdict != "conflict":
             return self.commit(tree, onto) if verdict == "clean" else onto
@@ -167,7 +171,7 @@ class Git:
             if not listing or listing[1] != "blob":
                 return None
             text = self.run("cat-file", "blob", listing[2])
-            fixed = resolve_markers(text, upstream_holds=True)
+            fixed = resolve_markers(text, upstream_holds=proposal)
             if fixed is None:
                 return None
             blob = (
@@ -185,18 +189,22 @@ class Git:
         return self.commit(self.run("write-tree", env=env).strip(), onto)
 
     def chain(
-        self, onto: str, patches: list[tuple[str, str]], resolve: frozenset[str] = frozenset()
+        self,
+        onto: str,
+        patches: list[tuple[str, str]],
+        resolve: frozenset[str] = frozenset(),
+        proposal: bool = False,
     ) -> Chain:
         """``git rebase`` of ``patches`` ((name, commit), in order) onto ``onto``, each conflict
-        skipped (or resolved as the patch has it, for the names of ``resolve``), each patch
-        that becomes empty dropped."""
+        skipped (or resolved as the patch has it, for the names of ``resolve``; ``proposal``:
+        with the stop's proposal, `resolved`), each patch that becomes empty dropped."""
         head = onto
         out = Chain(onto)
         for name, commit in patches:
             out.at[name] = head
             verdict, tree, _paths = self.pick(head, commit)
             if verdict == "conflict" and name in resolve:
-                fixed = self.resolved(head, commit)
+                fixed = self.resolved(head, commit, proposal)
                 if fixed is not None:
                     out.resolved.append(name)
                     head = fixed

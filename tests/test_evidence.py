@@ -149,3 +149,73 @@ def test_a_deferred_patch_s_conflict_is_shown_again_on_demand_and_status_says_ho
         "next: 'patchstack push p1.patch' brings a deferred patch back (1 deferred, 1 knock-on(s)"
         " waiting)"
     )
+
+
+def test_evidence_after_a_revert_and_re_land_and_later_edits_names_the_re_land(tmp_path) -> None:
+    """Upstream lands p1's change, reverts it, lands it again, then edits three other lines of
+    the file: the base holds the change for good from the re-land on, so the re-land brought
+    it. (A search that galloped back over the revert, from a holding commit to another, then
+    bisected between the old base and that one, named the first landing, which the revert
+    undid.)"""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    landed = repo.commit_all("land the fix")
+    repo.git("revert", "--no-edit", "HEAD")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    reland = repo.commit_all("land the fix again")
+    for n in (30, 31, 32):
+        replace_line(repo, "a.py", f"a {n}\n", f"a {n} later\n")
+        repo.commit_all(f"upstream edits line {n}")
+    repo.git("checkout", "-q", "main")
+    # git: the re-land's parent lacks the change, and every first-parent commit since has it
+    since = repo.git("rev-list", "--first-parent", f"{reland}^..up").split()
+    assert all("a 10 fixed" in repo.git("show", f"{c}:a.py") for c in since)
+    assert "a 10 fixed" not in repo.git("show", f"{reland}^:a.py")
+    assert "a 10 fixed" in repo.git("show", f"{landed}:a.py")
+    data = json.loads(repo.ps("check", "--onto", "up", "--json").stdout)
+    (p1,) = data["patches"]
+    assert p1["verdict"] == "upstream"
+    assert p1["evidence"]["commit"] == reland
+    (refreshed,) = json.loads(repo.ps("refresh", "--onto", "up", "--json").stdout)["patches"]
+    assert refreshed["evidence"]["commit"] == reland
+    assert "# upstream: p1" in repo.read("patches/series")
+    assert f" in {reland}\n" in repo.read("patches/series")
+
+
+def test_a_line_upstream_had_and_removed_is_no_no_op_of_the_patch_that_made_it(tmp_path) -> None:
+    """p1 adds ``fn`` and edits b.py's line 5 (which upstream edits too: p1 conflicts, left
+    out); p2 removes a line of ``fn`` and edits a.py. Upstream takes ``fn`` (up1), removes that
+    line (up2) and makes p2's a.py edit (up3): p2 is upstream's, in up3. The line is in neither
+    the old base nor up3's parent, but up1 had it: an upstream commit removed it, so p2 is not
+    a no-op for want of p1. (Seed 9200010 of the label soak.)"""
+    fn = "def fn():\n    one = 1\n    two = 2\n    three = 3\n"
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(20, "a"), "b.py": numbered(20, "b")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "b.py", "b 5\n", "b 5 mine\n")
+    repo.write("b.py", repo.read("b.py") + fn)
+    repo.ps("new", "p1", "--tag", "essential", "b.py")
+    replace_line(repo, "b.py", "    two = 2\n", "")
+    replace_line(repo, "a.py", "a 3\n", "a 3 p2\n")
+    repo.ps("new", "p2", "--tag", "essential", "a.py", "b.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "b.py", "b 5\n", "b 5 upstream\n")
+    repo.commit_all("upstream edits line 5")
+    repo.write("b.py", repo.read("b.py") + fn)
+    had = repo.commit_all("upstream takes fn")
+    replace_line(repo, "b.py", "    two = 2\n", "")
+    repo.commit_all("upstream removes two")
+    replace_line(repo, "a.py", "a 3\n", "a 3 p2\n")
+    took = repo.commit_all("upstream edits a 3 as p2 does")
+    repo.git("checkout", "-q", "main")
+    assert "    two = 2" in repo.git("show", f"{had}:b.py")
+    assert "    two = 2" not in repo.git("show", f"{base}:b.py") + repo.git("show", f"{took}^:b.py")
+    data = by_name(json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout))
+    assert data["p1.patch"]["verdict"] == "conflict"
+    assert data["p2.patch"]["verdict"] == "upstream", data["p2.patch"]
+    assert data["p2.patch"]["evidence"]["commit"] == took

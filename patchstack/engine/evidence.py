@@ -5,8 +5,9 @@ A patch a replay finds changing nothing on the new base is **upstream**'s when i
 placed on the old base (with the same patches around it) still changes something: then the
 first-parent commit between the bases from which on it changes nothing for good is the one
 that brought it (a revert and re-land names the re-land): the commits touching the patch's
-paths are searched from the newest back, in steps that double (each check a placement,
-`contract`; most are merges of the patch's paths alone). When it changes nothing on the old
+paths are asked from the newest back, each in turn, to the first that does not hold it
+(each question a placement, `contract`; most are merges of the patch's paths alone, or none
+where the commit's files are the patch's own). When it changes nothing on the old
 base either, the no-op is not upstream's doing: with ``--only``/``--except``, a patch that
 only reverts or repeats an unselected one is such a no-op, and is said to be one.
 
@@ -105,29 +106,22 @@ def first_holding(
     trees = upstream.trees
     if not trees or not holds(trees[-1]):
         return None
-    # Whether a tree holds the change can only turn at a commit touching its paths. From the
-    # newest such commit back, in steps that double, to one that does not hold it, then
-    # bisected between: the start of the last run that holds it (a revert and re-land names
-    # the re-land), in a number of merges that grows with the log of the touching commits.
+    # Whether a tree holds the change can only turn at a commit touching its paths: asked
+    # from the newest such commit back, each in turn, to the first that does not hold it; the
+    # one after it brought the change for good. (A search that skipped commits, in steps that
+    # double, could step over a revert from one holding commit to another and name a landing
+    # the revert undid.)
     rng = f"{upstream.old_base}..{upstream.commits[-1]}"
     touching = {c for c, _p, _s in git.log_commits(rng, changed, first_parent=True)}
     turns = [i for i, c in enumerate(upstream.commits) if c in touching]
-    if not turns or not holds(trees[turns[-1]]):
-        turns = list(range(len(trees)))  # the tip holds it, its last toucher not: bisected
-    if quick and len(turns) <= AHEAD:  # the search's reads in one batch, not one per step
-        git.entries_in([trees[i] for i in turns], changed)
-    good, bad, step = len(turns) - 1, -1, 1  # turns[bad] does not hold it (-1: the old base)
-    while good - step >= 0:
-        if not holds(trees[turns[good - step]]):
-            bad = good - step
-            break
-        good, step = good - step, step * 2
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if holds(trees[turns[mid]]):
-            good = mid
-        else:
-            bad = mid
+    last = turns[-1] if turns else -1
+    if not turns or not holds(trees[last]):
+        turns = list(range(last + 1, len(trees)))  # the tip holds it, its last toucher not
+    if quick:  # the reads of the newest commits asked in one batch, not one per commit
+        git.entries_in([trees[i] for i in turns[max(0, len(turns) - AHEAD) :]], changed)
+    good = len(turns) - 1  # turns[good] holds it
+    while good > 0 and holds(trees[turns[good - 1]]):
+        good -= 1
     return UpstreamCommit(upstream.commits[turns[good]], upstream.subjects[turns[good]])
 
 

@@ -139,7 +139,7 @@ class Kept(Protocol):
     def keep_land(self, key: str, after: str, parent: str) -> None: ...
 
 
-KEY = "held-1"  # bumped when what decides a verdict changes (its inputs, its code)
+KEY = "held-2"  # bumped when what decides a verdict changes (its inputs, its code)
 
 
 def keys(
@@ -186,7 +186,7 @@ def held(
     the mark it writes claims, checked again when read). ``no-op``: it changes nothing there
     either, and a patch left out before it is why (the one touching its files, else every
     one); or it removes a line a patch left out before it made that no upstream version had
-    (the old base, the named commit's parent; `madeby.removes_made_by`), naming those: no
+    (the old base to the named commit's parent; `madeby.removes_made_by`), naming those: no
     upstream commit removed it. Otherwise ``unknown``. A patch with a change of its own where
     no base moved (a deferred patch brought back) is searched for from its change's parent."""
     wanted = [s for s in steps if s.name in names]
@@ -381,17 +381,31 @@ def _no_op_if_never(
     git: Git, made: Mapping[str, set[tuple[str, bytes]]], versions: Sequence[str], held: Held
 ) -> Held:
     """``no-op`` naming the left-out patches of ``made`` one of whose lines (that the patch
-    removes) none of the upstream ``versions`` has: the base lacks it because that patch is
-    missing, and no upstream commit removed it; else ``held``."""
+    removes) no upstream version of its file has had from the first of ``versions`` to the
+    last (each commit between that touched the file, first parent or not): the base lacks it
+    because that patch is missing, and no upstream commit removed it; else ``held``. (Not
+    the ends alone: upstream may have taken the left-out patch's line and removed it again,
+    taking this patch: label seed 9200010.)"""
     files: dict[tuple[str, str], set[bytes]] = {}
+    between: dict[str, list[str]] = {}
+
+    def touched(path: str) -> list[str]:
+        if path not in between:
+            between[path] = []
+            if len(versions) > 1 and versions[0] != versions[-1]:
+                rng = f"{versions[0]}..{versions[-1]}"
+                between[path] = [c for c, _p, _s in git.log_commits(rng, [path])]
+        return between[path]
+
+    def has(rev: str, path: str, line: bytes) -> bool:
+        if (rev, path) not in files:
+            files[rev, path] = set((git.show_file(rev, path) or b"").split(b"\n"))
+        return line in files[rev, path]
 
     def had(path: str, line: bytes) -> bool:
-        for rev in versions:
-            if (rev, path) not in files:
-                files[rev, path] = set((git.show_file(rev, path) or b"").split(b"\n"))
-            if line in files[rev, path]:
-                return True
-        return False
+        return any(has(rev, path, line) for rev in versions) or any(
+            has(rev, path, line) for rev in touched(path)
+        )
 
     never = tuple(n for n, lines in made.items() if not all(had(p, ln) for p, ln in lines))
     return Held(NO_OP, missing=never) if never else held
