@@ -581,7 +581,11 @@ def _compare(what: str, ours: Outcome, ref: Outcome) -> list[str]:
     return diffs
 
 
-SWITCHES = {"PATCHSTACK_NO_FAST_PATH": "1", "PATCHSTACK_NO_SCRATCH": "1"}
+SWITCHES = {
+    "PATCHSTACK_NO_FAST_PATH": "1",
+    "PATCHSTACK_NO_SCRATCH": "1",
+    "PATCHSTACK_NO_RESUMED_RENAMES": "1",
+}
 
 
 def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> dict[str, object]:

@@ -31,9 +31,9 @@ the differential generator (`tests/differential.py`) compares on random cases.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..git import Git
+from ..git import Git, RawDiff
 from ..git.similarity import Pending
 from ..model.ids import Oid
 from .contract import GITLINK, NULL_MODE, TREE_MODE, enabled
@@ -52,7 +52,12 @@ class RenameProof:
     before any patch asks) leaves them to the first question: none asked, none compared."""
 
     def __init__(
-        self, git: Git, old_base: Oid, new_base: Oid, candidates: Iterable[tuple[str, str]]
+        self,
+        git: Git,
+        old_base: Oid,
+        new_base: Oid,
+        candidates: Iterable[tuple[str, str]],
+        loader: Callable[[], Sequence[Sequence[str]]] | None = None,
     ) -> None:
         self.git = git
         self.old_base = old_base
@@ -62,14 +67,19 @@ class RenameProof:
         self.verdicts: dict[tuple[str, str], bool] = {}  # (path, blob) -> no file alike
         self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
         self.places: dict[tuple[str, str], str] = {}  # each file judged: where it was put
+        self.serial = 0  # the next number of a place
         self.beyond: dict[frozenset[tuple[str, str]], dict[tuple[str, str], bool]] = {}
         self.waiting = False  # the candidates are compared at the first question
+        # the verdicts an earlier command of the same refresh reached (`known`), read at the
+        # first question: A is the same (the same two trees), so is each file's verdict
+        self.loader = loader
 
     def start(self, background: bool = True) -> None:
         """Have git compare the candidates (in the background), or at the first question."""
         if enabled() and self.candidates and self.pending is None:
             if background:
-                self.pending = self._judge(self.candidates)
+                self._load()
+                self.pending = self._judge([c for c in self.candidates if c not in self.verdicts])
             else:
                 self.waiting = True
 
@@ -79,6 +89,7 @@ class RenameProof:
         ours added?"""
         if not enabled() or not lost:
             return False
+        self._load()
         wanted = list(lost.items())
         if self.waiting:
             self.waiting = False
@@ -103,6 +114,41 @@ class RenameProof:
                 f: alike is not None and at not in alike for f, at in judged.items()
             }
         return all(self.beyond[key].get(w, False) for w in wanted)
+
+    def known(self) -> list[list[str]]:
+        """The verdicts reached, for a later command's proof with the same two trees
+        (``loader``): [path, blob, where it was judged] of each file no file of A is alike,
+        [path, blob, ""] of the others (alike, or not judged); none still being compared."""
+        waiting = set(self.pending[1]) if self.pending is not None else set()
+        return [
+            [p, b, self.places.get((p, b), "") if ok else ""]
+            for (p, b), ok in self.verdicts.items()
+            if (p, b) not in waiting
+        ]
+
+    def _load(self) -> None:
+        """Take the verdicts an earlier command reached (``loader``, asked once; see `known`);
+        one that is not of that form is none (a file not judged is judged when asked)."""
+        if self.loader is None:
+            return
+        known, self.loader = self.loader(), None
+        for entry in known:
+            if len(entry) != 3 or not all(isinstance(x, str) for x in entry):
+                continue
+            path, blob, place = entry
+            if (path, blob) in self.verdicts or not self.git.is_id(blob):
+                continue
+            number = place.split("/")[1] if place.count("/") >= 2 else ""
+            if place and (
+                not place.startswith(PREFIX + "/")
+                or place != f"{PREFIX}/{number}/{path}"
+                or not number.isdigit()
+            ):
+                continue
+            self.verdicts[(path, blob)] = bool(place)
+            if place:
+                self.places[(path, blob)] = place
+                self.serial = max(self.serial, int(number) + 1)
 
     def _beyond_added(self, before: str, ours: str) -> dict[str, str]:
         """The files ours added to ``before`` that ``A`` does not hold as ours has them."""
@@ -150,7 +196,8 @@ class RenameProof:
         judged = [(p, b) for p, b in files if b != empty]
         if not judged or any(p == PREFIX or p.startswith(PREFIX + "/") for p in added):
             return Pending(), {}
-        places = {f: f"{PREFIX}/{len(self.places) + n}/{f[0]}" for n, f in enumerate(judged)}
+        places = {f: f"{PREFIX}/{self.serial + n}/{f[0]}" for n, f in enumerate(judged)}
+        self.serial += len(judged)
         attrs = git.attribute("diff", [p for f in judged for p in (f[0], places[f])])
         places = {f: at for f, at in places.items() if attrs.get(f[0]) == attrs.get(at)}
         if not places:
@@ -158,3 +205,12 @@ class RenameProof:
         asked = {at: f[1] for f, at in places.items()}
         self.places.update(places)
         return git.start_alike(added, asked, MIN_SCORE), places
+
+
+def lost_of(git: Git, diffs: Iterable[Sequence[RawDiff]], tree: str) -> list[tuple[str, str]]:
+    """What patches whose raw diffs are ``diffs`` may find that ours lost, merged onto
+    ``tree`` (`RenameProof`'s candidates): the old version of each file a patch changes that
+    ``tree`` has not as a file."""
+    olds = [(d[4], d[2]) for diff in diffs for d in diff if d[0] not in (NULL_MODE, GITLINK)]
+    there = git.entries_at(tree, sorted({p for p, _b in olds}))
+    return [(p, b) for p, b in olds if there.get(p, (TREE_MODE,))[0] in (TREE_MODE, GITLINK)]
