@@ -56,13 +56,14 @@ class RenameProof:
         git: Git,
         old_base: Oid,
         new_base: Oid,
-        candidates: Iterable[tuple[str, str]],
+        candidates: Iterable[tuple[str, str]] | Callable[[], Iterable[tuple[str, str]]],
         loader: Callable[[], Sequence[Sequence[str]]] | None = None,
     ) -> None:
         self.git = git
         self.old_base = old_base
         self.new_base = new_base
-        self.candidates = list(dict.fromkeys(candidates))
+        self._candidates = candidates  # (a function of none: read when first wanted)
+        self._listed: list[tuple[str, str]] | None = None
         self.added: dict[str, str] | None = None  # A: path -> blob
         self.verdicts: dict[tuple[str, str], bool] = {}  # (path, blob) -> no file alike
         self.pending: tuple[Pending, dict[tuple[str, str], str]] | None = None
@@ -74,9 +75,18 @@ class RenameProof:
         # first question: A is the same (the same two trees), so is each file's verdict
         self.loader = loader
 
+    @property
+    def candidates(self) -> list[tuple[str, str]]:
+        if self._listed is None:
+            found = self._candidates() if callable(self._candidates) else self._candidates
+            self._listed = list(dict.fromkeys(found))
+        return self._listed
+
     def start(self, background: bool = True) -> None:
         """Have git compare the candidates (in the background), or at the first question."""
-        if enabled() and self.candidates and self.pending is None:
+        if not background and callable(self._candidates) and self._listed is None:
+            self.waiting = enabled()  # (none listed yet: at the first question)
+        elif enabled() and self.candidates and self.pending is None:
             if background:
                 self._load()
                 self.pending = self._judge([c for c in self.candidates if c not in self.verdicts])

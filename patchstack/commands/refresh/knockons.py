@@ -189,9 +189,12 @@ class KnockOns:
 
         git = self.ws.git
         new_base = git.tree_of(self.state.new_base)
-        diffs = git.raw_diffs([(s.before, s.after) for s in steps[start:]])
+
+        def lost() -> list[tuple[str, str]]:  # read at the first question, if any
+            diffs = git.raw_diffs([(s.before, s.after) for s in steps[start:]])
+            return lost_of(git, diffs, new_base)
+
         loader = self._known_renames if kept_on() else None
-        lost = lost_of(git, diffs, new_base)
         self.proof = RenameProof(git, steps[0].before, new_base, lost, loader)
         self.proof.start(background=False)
         return self.proof
