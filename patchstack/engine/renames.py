@@ -24,6 +24,14 @@ text (CRLF handling) depends on its ``diff`` attribute: each file is compared un
 with the same attribute as its own, or not judged. An answer git warned about (a limit it
 hit), an empty file and a gitlink are not judged either: such a patch gets the whole merge.
 
+A file's verdict depends on ``A`` alone (and the ``diff`` attributes): a refresh stop by stop
+gives each resumed replay (a skip, a continue) a proof of the first command's two trees, and
+the verdicts one command reached are the next one's (`known`, ``loader``: kept in the cache
+under the two trees and what decides a merge, `commands.refresh.knockons`), so that a skip
+merges a patch whose file ours lost on its paths, as the first stop does, without comparing
+the files again (`tests/test_resumed_renames.py`; ``PATCHSTACK_NO_RESUMED_RENAMES=1``: no
+proof at a skip, each such merge the whole one).
+
 `tests/test_renames.py` holds the cases (a knock-on with and without a file upstream added
 alike, a moved file, a folder renamed around a deleted one), each against ``git rebase``;
 the differential generator (`tests/differential.py`) compares on random cases.
