@@ -141,3 +141,41 @@ def test_a_kept_verdict_of_another_form_is_none(tmp_path: Path) -> None:
     assert proof.verdicts == {("a.py", blob): True, ("e.py", blob): False}
     assert proof.serial == 8  # a place judged later is another one
     assert sorted(proof.known()) == sorted([["a.py", blob, f"{PREFIX}/7/a.py"], ["e.py", blob, ""]])
+
+
+def test_the_files_upstream_added_at_some_paths_are_those_of_the_whole_diff(
+    tmp_path: Path,
+) -> None:
+    """`RenameProof._added_at` (read off the two trees at the paths asked) gives what the
+    whole drift's ``diff-tree -r`` lists as added there: files where the old base has none or
+    a folder, not a gitlink; folders, type changes and gitlinks around them."""
+    from patchstack.engine.renames import RenameProof
+    from patchstack.git.repo import find_repo
+
+    repo = make_repo(tmp_path / "r", {"keep.py": "k\n", "mod.py": "m\n", "gone.py": "g\n"})
+    repo.write("f2d", "a file that becomes a folder\n")
+    repo.write("d2f/inner.py", "a folder that becomes a file\n")
+    repo.write("link", "a file that becomes a gitlink\n")
+    repo.commit_all("old base")
+    old = repo.head()
+    repo.git("rm", "-q", "gone.py", "f2d", "link")
+    repo.git("rm", "-q", "-r", "d2f")
+    repo.write("mod.py", "m2\n")
+    repo.write("new/deep/file.py", "new\n")
+    repo.write("f2d/x.py", "x\n")
+    repo.write("d2f", "now a file\n")
+    (repo.path / "sym").symlink_to("keep.py")
+    repo.git("add", "-A")
+    for path in ("sub", "link"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{old},{path}")
+    repo.git("commit", "-q", "-m", "new base")
+    git = find_repo(str(repo.path))
+    trees = git.trees_of([old, "HEAD"])
+    paths = [
+        *("keep.py", "mod.py", "gone.py", "f2d", "f2d/x.py", "d2f", "d2f/inner.py", "link"),
+        *("new", "new/deep", "new/deep/file.py", "sym", "sub", "absent.py", "keep.py/x"),
+    ]
+    whole = RenameProof(git, trees[0], trees[1], [])._added()
+    assert sorted(whole) == ["d2f", "f2d/x.py", "new/deep/file.py", "sym"]
+    at = RenameProof(git, trees[0], trees[1], [])._added_at(paths)
+    assert at == {p: whole[p] for p in paths if p in whole}

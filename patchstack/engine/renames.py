@@ -170,11 +170,12 @@ class RenameProof:
 
     def _beyond_added(self, before: str, ours: str) -> dict[str, str]:
         """The files ours added to ``before`` that ``A`` does not hold as ours has them."""
-        git, added = self.git, self._added()
+        git = self.git
         moved = {d[4] for d in git.changed_entries(self.old_base, before)}
         moved |= {d[4] for d in git.changed_entries(self.new_base, ours)}
         paths = sorted(moved)
         was, now = git.entries_at(before, paths), git.entries_at(ours, paths)
+        added = self._added_at(paths)
         others = {}
         for path in paths:
             entry = now.get(path)
@@ -186,6 +187,20 @@ class RenameProof:
             if added.get(path) != entry[1]:
                 others[path] = entry[1]
         return others
+
+    def _added_at(self, paths: Sequence[str]) -> dict[str, str]:
+        """`_added` at ``paths``, read off the two trees there (a few paths of a drift's
+        thousands: no diff of the whole drift): a file of the new base (not a gitlink) where
+        the old base has none, or a folder, as ``diff-tree -r`` lists an addition."""
+        if self.added is not None or not enabled():
+            added = self._added()
+            return {p: added[p] for p in paths if p in added}
+        was, now = self.git.entries_in([self.old_base, self.new_base], paths)
+        return {
+            p: e[1]
+            for p, e in now.items()
+            if e[0] not in (TREE_MODE, GITLINK) and was.get(p, (TREE_MODE,))[0] == TREE_MODE
+        }
 
     def _added(self) -> dict[str, str]:
         if self.added is None:
