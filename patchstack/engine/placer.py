@@ -64,10 +64,10 @@ from dataclasses import replace
 from ..git import FastImport, MergeResult, RawDiff
 from ..model.ids import Oid
 from .chain import Engine
-from .contract import GITLINK, NULL_MODE, TREE_MODE, place_region
+from .contract import place_region
 from .fastpath import PREFETCH_WINDOW, REGULAR, ProvenStream
 from .merging import readable
-from .renames import RenameProof
+from .renames import RenameProof, lost_of
 from .replay import Done, Step
 
 MERGE_RUN = 32  # patches merged in one merge-tree, at most
@@ -97,6 +97,8 @@ class Placer:
         self.tried = 0  # merges made in the hope of saving others (anchor, runs) ...
         self.wasted = 0  # ... and those of them that did not (see `_speculate`)
         self.renames: RenameProof | None = None  # for patches whose files ours lost
+        # the verdicts an earlier command's proof reached (`RenameProof.known`), if any
+        self.known: Callable[[], Sequence[Sequence[str]]] | None = None
         # Steps that may need a patch left out (`needs.Needs.touches`): never in a merge run.
         self.watching: Callable[[int], bool] | None = None
 
@@ -116,24 +118,17 @@ class Placer:
         self.anchor = (start, tree)
         self.followed = True
         if start < len(steps) and self.engine.shortcuts:
-            self.renames = RenameProof(self.git, steps[start].before, tree, self._lost(start, tree))
+            lost = self._lost(start, tree)
+            self.renames = RenameProof(self.git, steps[start].before, tree, lost, self.known)
             self.renames.start(background)
 
     def _lost(self, start: int, tree: Oid) -> list[tuple[str, str]]:
-        """What the patches of the replay may find that ours lost (`RenameProof`): the old
-        version of each file a patch changes that the new base ``tree`` has not as a file
-        (the old chain's diffs of every patch read now, in one process)."""
+        """What the patches of the replay may find that ours lost (`RenameProof`), the old
+        chain's diffs of every patch read now, in one process."""
         todo = [q for q in range(start, len(self.steps)) if q not in self.diffs]
         pairs = [(self.steps[q].before, self.steps[q].after) for q in todo]
         self.diffs.update(zip(todo, self.git.raw_diffs(pairs), strict=True))
-        olds = [
-            (d[4], d[2])
-            for q in range(start, len(self.steps))
-            for d in self.diffs[q]
-            if d[0] not in (NULL_MODE, GITLINK)
-        ]
-        there = self.git.entries_at(tree, sorted({p for p, _b in olds}))
-        return [(p, b) for p, b in olds if there.get(p, (TREE_MODE,))[0] in (TREE_MODE, GITLINK)]
+        return lost_of(self.git, (self.diffs[q] for q in range(start, len(self.steps))), tree)
 
     def broken(self) -> None:
         """T no longer follows C from the anchor on (see the module docstring)."""

@@ -25,6 +25,7 @@ from .contract import place_fast
 if TYPE_CHECKING:
     from .needs import Needs
     from .placer import Placer
+    from .renames import RenameProof
 
 # (the step, the tree it was merged onto, the merge) -> a tree that settles the conflict
 Resolver = Callable[["Step", Oid, MergeResult], Oid | None]
@@ -118,6 +119,7 @@ def replay(
     resolve: Resolver | None = None,
     go_on: Callable[[str, Oid, MergeResult], bool] | None = None,
     hold: Needs | None = None,
+    renames: RenameProof | None = None,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
@@ -131,8 +133,9 @@ def replay(
 
     With a ``placer`` (commits on the new base), a patch whose files upstream did not touch is
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
-    others are merged with git's merge-ort, as without one. ``progress(done, total)`` is
-    called after each step.
+    others are merged with git's merge-ort, as without one (``renames``: the rename proof of
+    a replay without one, `renames.RenameProof`). ``progress(done, total)`` is called after
+    each step.
     """
     done: list[Done] = []
     conflicts: list[tuple[str, Oid, MergeResult]] = []
@@ -176,7 +179,7 @@ def replay(
             merged = (
                 placer.merge(i, step, tree, name_labels, labels[1])
                 if placer is not None
-                else place_fast(git, step.before, tree, step.after, name_labels, labels[1])
+                else place_fast(git, step.before, tree, step.after, name_labels, labels[1], renames)
             )
             if resolve is not None and not merged.clean:
                 settled = resolve(step, tree, merged)

@@ -101,6 +101,9 @@ class KnockOns:
     ) -> None:
         self.ws, self.state, self.series = ws, state, series
         self.placer = placer  # its rename proof, once the replay began, serves the triage
+        if placer is not None and enabled() and kept_on():
+            placer.known = self._known_renames
+        self.proof: RenameProof | None = None  # a resumed replay's (`resumed_proof`)
         self.seen: list[tuple[str, Oid, MergeResult]] = []
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
@@ -160,6 +163,9 @@ class KnockOns:
         """Keep this command's proof merges and its replay's merges of its conflicts for the
         next one (`kept`), when it made any, and the replay's `needs` states."""
         self.needs.keep()
+        proof = self.renames
+        if proof is not None and kept_on() and proof.verdicts:
+            self.ws.store.put(RENAMES, self._renames_key(proof), proof.known())
         memo = self.memo
         if memo is None or not kept_on() or not (self.asked or memo.replayed):
             return
@@ -168,7 +174,39 @@ class KnockOns:
 
     @property
     def renames(self) -> RenameProof | None:
-        return self.placer.renames if self.placer is not None else None
+        return self.placer.renames if self.placer is not None else self.proof
+
+    def resumed_proof(self, start: int) -> RenameProof | None:
+        """The rename proof of a replay resumed at step ``start`` (a skip, a continue: no
+        placer), for its merges and the triage's: of the same two trees as the first
+        command's (the old chain's first, the new base), so that the verdicts it reached, kept
+        (`keep`), are taken. None with ``PATCHSTACK_NO_RESUMED_RENAMES=1`` (every merge of a
+        file ours lost is then the whole merge) or no shortcuts."""
+        steps = self.state.steps
+        if not enabled() or os.environ.get(NO_RESUMED_RENAMES) or start >= len(steps):
+            return None
+        from ...engine.renames import RenameProof, lost_of
+
+        git = self.ws.git
+        new_base = git.tree_of(self.state.new_base)
+
+        def lost() -> list[tuple[str, str]]:  # read at the first question, if any
+            diffs = git.raw_diffs([(s.before, s.after) for s in steps[start:]])
+            return lost_of(git, diffs, new_base)
+
+        loader = self._known_renames if kept_on() else None
+        self.proof = RenameProof(git, steps[0].before, new_base, lost, loader)
+        self.proof.start(background=False)
+        return self.proof
+
+    def _renames_key(self, proof: RenameProof) -> str:
+        return f"{proof.old_base} {proof.new_base} {self._inputs()}"
+
+    def _known_renames(self) -> list[list[str]]:
+        """The verdicts of the rename proof kept for the same two trees and inputs."""
+        proof = self.renames
+        found = self.ws.store.get(RENAMES, self._renames_key(proof)) if proof else None
+        return found if isinstance(found, list) else []
 
     def split(
         self, conflicts: Sequence[tuple[str, Oid, MergeResult]]
@@ -224,6 +262,8 @@ def defer(
 
 
 SECTION = "proofs"  # of the one cache (`store`): inputs digest -> the merges kept
+RENAMES = "renames"  # (the rename proof's two trees, inputs digest) -> its verdicts
+NO_RESUMED_RENAMES = "PATCHSTACK_NO_RESUMED_RENAMES"  # set: no rename proof at a skip
 LIMIT = 4096  # merges kept, at most
 OFF = "PATCHSTACK_NO_PROOF_CACHE"  # set: nothing kept from one command for the next
 

@@ -171,6 +171,7 @@ def _go_on(
             progress=progress,
             go_on=knock_ons,
             hold=knock_ons.needs,
+            renames=knock_ons.resumed_proof(k + 1),
         )
         done += marked(more, records)
         note = lambda name: notes(records.note(name), proposer, name)  # noqa: E731
