@@ -36,6 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from day_after import take_patch_side  # noqa: E402  (the record's own policy)
+
 from tests.label_days import Day, bring_back  # noqa: E402
 from tests.label_oracle import Git, Oracle  # noqa: E402
 
@@ -348,7 +352,7 @@ def judge(work: Path, record: dict) -> Counting:
             day.refresh()
             for name in record["brought_back"]:
                 before = len(o.findings)
-                bring_back(o, name, one["new"], record["original"])
+                bring_back(o, name, one["new"], record["original"], take_patch_side)
                 if name not in o.brought and len(o.findings) == before:
                     o.judged["push"] -= 1  # it stopped short of comparing trees
                     o.cannot("push", f"push {name}: {record['brought_back'][name]}")

@@ -10,8 +10,9 @@ copied to WORK (which must not exist) and left alone. In WORK, as a maintainer w
   ``status``;
 - each patch day one deferred for its own conflict (primary, no root) is brought back:
   ``push NAME``; where it stops on NAME, each conflicted file is resolved as the patch has it,
-  hunk by hunk (the side after ``=======``), and ``refresh --continue``; a stop on another
-  patch is ``refresh --skip``ped; a conflict that is not in lines is ``refresh --abort``ed;
+  hunk by hunk (the side after ``=======``; a file the stop's proposal resolved is kept as
+  shown), and ``refresh --continue``; a stop on another patch is ``refresh --skip``ped; a
+  conflict that is not in lines (a file left absent) is ``refresh --abort``ed;
 - day two: ``status``, ``check --onto DAY2``, ``refresh --onto DAY2 --defer-conflicts``,
   ``status``; then ``check`` and ``status`` once more, as the user reads them.
 
@@ -46,6 +47,17 @@ IDENTITY = {
 }
 
 
+def take_patch_side(text: str) -> str | None:
+    """A conflicted file at a stop resolved as the patch has it: each marked hunk the patch's
+    side (`resolve_markers`); a file without markers as it stands (the stop's built-in
+    proposal resolved each of its hunks); None for a file the stop left empty or absent (a
+    conflict not in lines: the push is aborted)."""
+    if not text:
+        return None
+    fixed = resolve_markers(text)
+    return text if fixed is None and "\n<<<<<<< " not in "\n" + text else fixed
+
+
 class Session:
     """WORK and the record of every command run in it."""
 
@@ -74,28 +86,32 @@ class Session:
     def ps(self, *args: str, keep: tuple[str, ...] = ()) -> dict:
         """One patchstack command, recorded; ``keep``: work-tree files to keep with it."""
         start = time.monotonic()
-        proc = subprocess.run(
-            [*self.patchstack, *args], cwd=self.work, capture_output=True, text=True, env=self.env
-        )
+        code, stdout, stderr = self.call(args)
         step = {
             "phase": self.phase,
             "args": list(args),
-            "exit": proc.returncode,
-            "stdout": proc.stdout,
-            "stderr": proc.stderr,
+            "exit": code,
+            "stdout": stdout,
+            "stderr": stderr,
             "seconds": round(time.monotonic() - start, 2),
             "head": self.rev("HEAD"),
         }
         step["files"] = self.keep_files(len(self.steps), step["head"], keep)
         self.steps.append(step)
         print(
-            f"[{self.phase}] patchstack {' '.join(args)}: exit {proc.returncode}, "
-            f"{step['seconds']}s",
+            f"[{self.phase}] patchstack {' '.join(args)}: exit {code}, {step['seconds']}s",
             file=sys.stderr,
         )
-        if proc.returncode not in (0, 1):
-            print(proc.stderr.strip()[-2000:], file=sys.stderr)
+        if code not in (0, 1):
+            print(stderr.strip()[-2000:], file=sys.stderr)
         return step
+
+    def call(self, args: tuple[str, ...]) -> tuple[int, str, str]:
+        """The real CLI in a process of its own: exit status, output, errors."""
+        proc = subprocess.run(
+            [*self.patchstack, *args], cwd=self.work, capture_output=True, text=True, env=self.env
+        )
+        return proc.returncode, proc.stdout, proc.stderr
 
     def json(self, *args: str) -> dict:
         step = self.ps(*args, "--json")
@@ -159,7 +175,7 @@ def bring_back(s: Session, name: str, rounds: int) -> str:
         fixed = {}
         for path in stopped["conflicted"]:
             file = s.work / path
-            fixed[path] = resolve_markers(file.read_text()) if file.is_file() else None
+            fixed[path] = take_patch_side(file.read_text() if file.is_file() else "")
         if None in fixed.values():
             s.ps("refresh", "--abort")
             return "aborted (a conflict not in lines)"
