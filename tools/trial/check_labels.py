@@ -25,8 +25,10 @@ without upstream commits) and what the oracle cannot place. Exit 1 when a label 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -148,7 +150,23 @@ class Lines:
         return isinstance(line, str) and line in self.git.present(self.commit, {line})
 
     def __rsub__(self, other: set[str]) -> set[str]:
-        return set(other) - self.git.present(self.commit, set(other))
+        lines = set(other)
+        if self.git.span and self.commit != self.git.span[0]:
+            return lines - self.git.anywhere(self.git.span, self.commit, lines)
+        return lines - self.git.present(self.commit, lines)
+
+
+def _ere(line: str) -> str:
+    """``line`` as a POSIX extended regular expression that matches it literally."""
+    out = []
+    for c in line:
+        if c == "\\" or c == "^":
+            out.append("\\" + c)
+        elif c in ".[]()*+?{}|$":
+            out.append(f"[{c}]")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 class FastGit(Git):
@@ -161,6 +179,10 @@ class FastGit(Git):
         self.lists: dict[tuple[str, ...], str] = {}
         self.focus: set[str] | None = None
         self.found: dict[tuple[str, str], bool] = {}
+        # (old, C): `Oracle.not_brought` asks each upstream version from old up to C's parent
+        # whether it has the lines a patch removes; `anywhere` answers for all at once
+        self.span: tuple[str, str] | None = None
+        self.seen: dict[tuple[str, str, str], bool] = {}
 
     def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
         if args[0] == "rev-list" and env is None:
@@ -212,6 +234,31 @@ class FastGit(Git):
                 self.found[(commit, ln)] = ln in got
         return {ln for ln in lines if self.found[(commit, ln)]}
 
+    def anywhere(self, span: tuple[str, str], version: str, lines: set[str]) -> set[str]:
+        """Which of ``lines`` some version of ``old..C^`` has (``version`` one of them): the
+        union `Oracle.not_brought`'s loop takes, version by version. On a linear range each
+        line a version has and ``old`` lacks was added by a commit of the range, which has it
+        too: the commits whose diff adds or removes one (``log -G``) are the ones to ask. A
+        range with merges is asked version by version."""
+        old, full = span
+        versions = self.run("rev-list", f"{old}..{full}^").split()
+        if version not in versions or self.run("rev-list", "--merges", f"{old}..{full}^"):
+            return self.present(version, lines)
+        ask = [ln for ln in lines if (old, full, ln) not in self.seen]
+        if ask:
+            got: set[str] = set()
+            pattern = "^(" + "|".join(_ere(ln) for ln in ask) + ")$"
+            touched = self._run(
+                ("log", "--text", "--format=%H", "-G" + pattern, f"{old}..{full}^"), True, None
+            ).split()
+            for commit in touched:
+                got |= self.present(commit, set(ask) - got)
+                if got == set(ask):
+                    break
+            for ln in ask:
+                self.seen[(old, full, ln)] = ln in got
+        return {ln for ln in lines if self.seen[(old, full, ln)]}
+
     def _grep(self, commit: str, *args: str, quiet: bool = False) -> list[str] | bool:
         proc = subprocess.run(
             ["git", "grep", "-a", "-h", *args, commit, "--"],
@@ -254,10 +301,12 @@ def kind_of(finding: str) -> str:
 class Counting(Oracle):
     """The oracle, counting what it confirms and what it cannot tell."""
 
-    def __init__(self, repo: Replay) -> None:
+    def __init__(self, repo: Replay, hints: set[str], limit: int) -> None:
         super().__init__(repo)  # type: ignore[arg-type]
         self.git = FastGit(repo)
         self.unknown: dict[str, list[str]] = {}
+        self.hints, self.limit = hints, limit
+        self.undecided: set[str] = set()  # patches (commits) brought_by could not afford
 
     def cannot(self, kind: str, why: str) -> None:
         self.unknown.setdefault(kind, []).append(why)
@@ -276,6 +325,40 @@ class Counting(Oracle):
             super().culprits(where, report, old, new, merged)
         finally:
             self.git.focus = None
+
+    def brought_by(self, patch: str, old: str, new: str) -> str:
+        """`Oracle.brought_by`, whose callers ask only whether some commit brought it: the
+        upstream commits the record names are asked first (one that did is an answer); the
+        whole range only up to ``limit`` commits (a pick each, seconds on a real fork), else
+        the patch is undecided and its upstream and no-op verdicts unknown."""
+        span = self.git.run("rev-list", "--first-parent", f"{old}..{new}").split()
+        for commit in [c for c in span if c in self.hints]:
+            if not self.not_brought(patch, commit, old, new):
+                return commit
+        if len(span) > self.limit:
+            self.undecided.add(patch)
+            return ""
+        return super().brought_by(patch, old, new)
+
+    def verdicts(self, where, entries, ref, commits, self_noop, old, new) -> None:  # type: ignore[no-untyped-def]
+        kept = []
+        for e in entries:
+            if commits.get(e["name"]) in self.undecided and e["verdict"] in ("upstream", "no-op"):
+                self.cannot(
+                    e["verdict"],
+                    f"{where}: {e['name']}: no commit of the record "
+                    f"brought it, and {old[:10]}..{new[:10]} is over --scan-limit",
+                )
+            else:
+                kept.append(e)
+        super().verdicts(where, kept, ref, commits, self_noop, old, new)
+
+    def not_brought(self, patch: str, full: str, old: str, new: str) -> str:
+        self.git.span = (old, full)
+        try:
+            return super().not_brought(patch, full, old, new)
+        finally:
+            self.git.span = None
 
     def knock_on(self, where, name, root, onto, patches, waits) -> None:  # type: ignore[no-untyped-def]
         order = [n for n, _c in patches]
@@ -341,10 +424,23 @@ def printed(record: dict) -> dict[str, int]:
     return out
 
 
-def judge(work: Path, record: dict) -> Counting:
+def hints(record: dict) -> set[str]:
+    """Every upstream commit the record names as having brought a patch's change."""
+    found = set()
+    for step in record["steps"]:
+        if "--json" not in step["args"] or step["exit"] not in (0, 1):
+            continue
+        data = json.loads(step["stdout"])
+        for p in data.get("patches", []):
+            found.add(((p.get("evidence") or {}).get("commit")) or "")
+            found.add(((p.get("mark") or {}).get("evidence")) or "")
+    return found - {""}
+
+
+def judge(work: Path, record: dict, limit: int = 200) -> Counting:
     with tempfile.TemporaryDirectory(prefix="check-labels-") as scratch:
         replay = Replay(work, record, Path(scratch))
-        o = Counting(replay)
+        o = Counting(replay, hints(record), limit)
         one, two = record["days"]
         try:
             day = Judged(o, one["label"], one["old"], one["new"], "refs/trial/day1")
@@ -352,7 +448,10 @@ def judge(work: Path, record: dict) -> Counting:
             day.refresh()
             for name in record["brought_back"]:
                 before = len(o.findings)
-                bring_back(o, name, one["new"], record["original"], take_patch_side)
+                try:
+                    bring_back(o, name, one["new"], record["original"], take_patch_side)
+                except Diverged as e:  # the oracle would have aborted: it cannot judge it
+                    record["brought_back"][name] += f"; the oracle asked for {e}"
                 if name not in o.brought and len(o.findings) == before:
                     o.judged["push"] -= 1  # it stopped short of comparing trees
                     o.cannot("push", f"push {name}: {record['brought_back'][name]}")
@@ -365,13 +464,20 @@ def judge(work: Path, record: dict) -> Counting:
 
 
 def main(argv: list[str] | None = None) -> int:
+    faulthandler.register(signal.SIGUSR1)  # a long run: 'kill -USR1 PID' shows where it is
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("work", type=Path, help="the repository day_after.py kept")
     ap.add_argument("labels", type=Path, help="its record")
     ap.add_argument("--json", type=Path, help="write the verdicts here too")
+    ap.add_argument(
+        "--scan-limit",
+        type=int,
+        default=200,
+        help="ask at most N upstream commits one by one which brought a patch (default 200)",
+    )
     args = ap.parse_args(argv)
     record = json.loads(args.labels.read_text())
-    o = judge(args.work.resolve(), record)
+    o = judge(args.work.resolve(), record, args.scan_limit)
     refuted: dict[str, list[str]] = {}
     for f in o.findings:
         refuted.setdefault(kind_of(f), []).append(f)
