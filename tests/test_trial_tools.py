@@ -128,3 +128,29 @@ def _write(tmp: Path, record: dict) -> Path:
     out = tmp / "labels.json"
     out.write_text(json.dumps(record))
     return out
+
+
+def test_the_fast_git_answers_as_the_oracles_git(recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """check_labels asks git differently on a large repository (lines by ``git grep``, the
+    versions of a range by ``log -G``, ``log -S`` of the named commits only): each patch
+    against each upstream commit, `not_brought` says what the oracle's own git says."""
+    from .label_oracle import Oracle
+
+    work, record, check = recorded
+    replay = check.Replay(work, record, tmp_path)
+    fast, plain = check.Counting(replay, set(), 10**6), Oracle(Repo(work))
+    asked, ranged = 0, []
+    anywhere = fast.git.anywhere
+    fast.git.anywhere = lambda *a: ranged.append(a) or anywhere(*a)
+    for day in record["days"]:
+        span = Repo(work).git("rev-list", f"{day['old']}..{day['new']}").split()
+        for commit in record["original"].values():
+            for c in span:
+                said = plain.not_brought(commit, c, day["old"], day["new"])
+                assert fast.not_brought(commit, c, day["old"], day["new"]) == said, (commit, c)
+                asked += 1
+            for line in plain.git.added_lines(commit) + plain.git.removed_lines(commit):
+                args = ("log", "--format=%H", "-S" + line, f"{day['old']}..{day['new']}")
+                fast.git.focus = set(span)
+                assert set(fast.git.run(*args).split()) == set(plain.git.run(*args).split())
+    assert asked > 20 and ranged, (asked, ranged)
