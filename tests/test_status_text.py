@@ -1,5 +1,6 @@
-"""What ``status`` prints stays readable on a real fork: one upstream commit that touches many
-files of many patches is one short line (its first paths and patches, and how many more);
+"""What ``status`` and a stop print stay readable on a real fork: one upstream commit that
+touches many files of many patches is one short line (its first paths and patches, and how
+many more), and so are the built-in rule's proposals in many files at a stop (counted);
 ``--verbose`` and ``--json`` name them all."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, make_repo, numbered
 
 
 def test_an_upstream_commit_touching_many_files_names_a_few_and_counts_the_rest(
@@ -51,3 +52,34 @@ def test_a_few_files_and_patches_are_all_named(tmp_path: Path) -> None:
     fork.git("fetch", "-q")
     status = fork.ps("status").stdout
     assert "upstream touches both  (a.py, b.py: both.patch)" in status
+
+
+def test_proposals_in_many_files_are_counted_on_one_line(tmp_path: Path) -> None:
+    """Upstream took the patch's line in each of 8 files and added one after it (the built-in
+    rule proposes each hunk: upstream's side holds the patch's change), and changed the
+    patch's other line otherwise in one file, where the refresh stops."""
+    files = {f"m{i}.py": numbered(20, f"m{i}") for i in range(8)}
+    repo = make_repo(tmp_path / "fork", files)
+    base = repo.head()
+    repo.ps("init")
+    for i in range(8):
+        text = files[f"m{i}.py"].replace(f"m{i} 5\n", f"m{i} 5\nmine {i}\n")
+        repo.write(f"m{i}.py", text.replace("m0 15\n", "m0 15 mine\n"))
+    repo.ps("new", "p1", "--tag", "essential")
+    repo.git("checkout", "-q", "-b", "up", base)
+    for i in range(8):
+        text = files[f"m{i}.py"].replace(f"m{i} 5\n", f"m{i} 5\nmine {i}\ntheirs {i}\n")
+        repo.write(f"m{i}.py", text.replace("m0 15\n", "m0 15 up\n"))
+    repo.commit_all("upstream takes the patch's lines, adds one after each, reworks m0 15")
+    repo.git("checkout", "-q", "main")
+    result = repo.ps("refresh", "--onto", "up", code=1)
+    said = [ln for ln in result.stderr.splitlines() if "proposed by a built-in rule" in ln]
+    assert said == [
+        "  proposed by a built-in rule: 8 conflict hunks in 8 files (8 as upstream's side"
+        " already holds the patch's change), shown resolved; check before --continue"
+        " (--verbose names each)"
+    ], result.stderr
+    assert all(f"mine {i}\ntheirs {i}\n" in repo.read(f"m{i}.py") for i in range(8))
+    repo.ps("refresh", "--abort")
+    verbose = repo.ps("refresh", "--onto", "up", "--verbose", code=1).stderr
+    assert all(f"of m{i}.py (m{i}.py:6), shown resolved" in verbose for i in range(8)), verbose
