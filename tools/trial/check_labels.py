@@ -178,6 +178,7 @@ class FastGit(Git):
         super().__init__(repo)
         self.lists: dict[tuple[str, ...], str] = {}
         self.focus: set[str] | None = None
+        self.picked: dict[tuple[str, str], bool] = {}  # (-S needle, commit): does -S keep it
         self.found: dict[tuple[str, str], bool] = {}
         # (old, C): `Oracle.not_brought` asks each upstream version from old up to C's parent
         # whether it has the lines a patch removes; `anywhere` answers for all at once
@@ -191,11 +192,13 @@ class FastGit(Git):
             return self.lists[args]
         if args[0] == "log" and len(args) == 4 and args[2].startswith("-S") and self.focus:
             span = set(self.run("rev-list", args[3]).split())
-            hits = [
-                c
-                for c in sorted(self.focus & span)
-                if self._run(("log", "--format=%H", args[2], f"{c}^!"), True, None).strip()
-            ]
+            asked = sorted(self.focus & span)
+            new = [c for c in asked if (args[2], c) not in self.picked]
+            if new:  # the range's walk filtered by -S, on these commits alone (--no-walk)
+                said = self._run(("log", "--format=%H", "--no-walk", args[2], *new), True, None)
+                for c in new:
+                    self.picked[(args[2], c)] = c in said.split()
+            hits = [c for c in asked if self.picked[(args[2], c)]]
             return "\n".join(hits) + "\n" if hits else ""
         return self._run(args, check, env)
 
@@ -310,6 +313,10 @@ class Counting(Oracle):
 
     def cannot(self, kind: str, why: str) -> None:
         self.unknown.setdefault(kind, []).append(why)
+
+    def fail(self, where: str, text: str, item: str = "") -> None:
+        super().fail(where, text, item)
+        print(f"check_labels: refuted: {self.findings[-1]}", file=sys.stderr, flush=True)
 
     def culprits(self, where, report, old, new, merged=None) -> None:  # type: ignore[no-untyped-def]
         for hunk in report["hunks"]:
@@ -445,7 +452,9 @@ def judge(work: Path, record: dict, limit: int = 200) -> Counting:
         try:
             day = Judged(o, one["label"], one["old"], one["new"], "refs/trial/day1")
             day.check()
+            print(f"check_labels: day one's check judged: {o.judged}", file=sys.stderr, flush=True)
             day.refresh()
+            print(f"check_labels: day one judged: {o.judged}", file=sys.stderr, flush=True)
             for name in record["brought_back"]:
                 before = len(o.findings)
                 try:
@@ -455,6 +464,7 @@ def judge(work: Path, record: dict, limit: int = 200) -> Counting:
                 if name not in o.brought and len(o.findings) == before:
                     o.judged["push"] -= 1  # it stopped short of comparing trees
                     o.cannot("push", f"push {name}: {record['brought_back'][name]}")
+            print(f"check_labels: pushes judged: {o.judged}", file=sys.stderr, flush=True)
             day = Judged(o, two["label"], two["old"], two["new"], "refs/trial/day2")
             day.check()
             day.refresh()
