@@ -474,7 +474,6 @@ def judge(work: Path, record: dict, limit: int = 200) -> Counting:
 
 
 def main(argv: list[str] | None = None) -> int:
-    faulthandler.register(signal.SIGUSR1)  # a long run: 'kill -USR1 PID' shows where it is
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("work", type=Path, help="the repository day_after.py kept")
     ap.add_argument("labels", type=Path, help="its record")
@@ -520,4 +519,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1)  # a long run: 'kill -USR1 PID' shows where it is
     raise SystemExit(main())
