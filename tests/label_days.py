@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 from .conftest import Repo
 from .label_oracle import Oracle, resolve_markers
@@ -246,9 +247,16 @@ class Day:
         return data
 
 
-def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> None:
+def bring_back(
+    o: Oracle,
+    name: str,
+    onto: str,
+    original: dict[str, str],
+    resolve: Callable[[str], str | None] = resolve_markers,
+) -> None:
     """``push NAME`` of a deferred patch, its conflict resolved as the patch has it (the
-    others skipped), against git picking it again at its place: ``git rebase`` of the series
+    others skipped; ``resolve``: a conflicted file's text so resolved, None when it cannot
+    be), against git picking it again at its place: ``git rebase`` of the series
     as it was written (``original``: each patch's commit before the refresh that deferred it;
     a later patch placed without it, as refreshed, unless git proves it is not its own change
     without it) with the patches still deferred left out."""
@@ -319,7 +327,7 @@ def bring_back(o: Oracle, name: str, onto: str, original: dict[str, str]) -> Non
         fixed = {}
         for path in stopped["conflicted"]:
             text = (repo.path / path).read_text() if (repo.path / path).is_file() else ""
-            fixed[path] = resolve_markers(text)
+            fixed[path] = resolve(text)
         if name not in ref.resolved or None in fixed.values():
             repo.ps("refresh", "--abort")
             return  # not a conflict of lines: the oracle cannot resolve it

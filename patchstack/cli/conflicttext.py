@@ -4,6 +4,7 @@ by default, whole with ``--verbose``) and the one-line-per-primary summary of ma
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from .output import verdict_word
@@ -102,8 +103,36 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
     if c.detail and not c.hunks:
         tail += ["  " + ln for ln in c.detail.splitlines()]
     if c.note:
-        tail.append("  " + c.note)
+        tail.append("  " + (c.note if full else _short_note(c.note)))
     return lines, tail
+
+
+def _short_note(note: str) -> str:
+    """A stop's note with the built-in rule's proposals, when there are several (one a file,
+    on a big patch hundreds), counted in one clause: the line stays a line."""
+    from ..commands.refresh.reuse import PROPOSED
+
+    parts = re.split("; (?=" + re.escape(PROPOSED) + ")", note)
+    said = [_PROPOSAL.fullmatch(p) for p in parts]
+    found = [m for m in said if m]
+    if len(found) < 2:
+        return note
+    why: dict[str, int] = {}
+    for m in found:
+        why[m["why"]] = why.get(m["why"], 0) + int(m["n"] or 1)
+    hunks, files = sum(why.values()), len({m["path"] for m in found})
+    reasons = "; ".join(f"{n} as {w}" for w, n in why.items())
+    summary = (
+        f"{PROPOSED.removesuffix(', as ')}: {hunks} conflict hunks in {files} files ({reasons}),"
+        " shown resolved; check before --continue (--verbose names each)"
+    )
+    return "; ".join([*(p for p, m in zip(parts, said, strict=True) if not m), summary])
+
+
+_PROPOSAL = re.compile(
+    r"proposed by a built-in rule, as (?P<why>.*?): (?:the conflict hunk|(?P<n>\d+) conflict"
+    r" hunks) of (?P<path>.+) \([^()]*\), shown resolved; check before --continue"
+)
 
 
 def relocation_lines(c: Any, full: bool = True) -> list[str]:

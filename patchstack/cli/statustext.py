@@ -20,12 +20,21 @@ from ..model.marks import describe
 from .output import style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
+NAMED = 2  # paths (and patches) named on one upstream commit's line without --verbose
 
 
 def _capped(lines: list[str], verbose: bool, what: str) -> list[str]:
     if verbose or len(lines) <= SHOWN:
         return lines
     return [*lines[:SHOWN], f"  ... and {len(lines) - SHOWN} more {what} (--verbose lists them)"]
+
+
+def _some(names: Sequence[str], verbose: bool, one: str, many: str) -> str:
+    """The first few of ``names`` and how many more: one commit's line stays one line."""
+    if verbose or len(names) <= NAMED:
+        return ", ".join(names)
+    rest = len(names) - NAMED
+    return ", ".join(names[:NAMED]) + f" and {rest} more {one if rest == 1 else many}"
 
 
 def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str]:
@@ -45,7 +54,8 @@ def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str
         out.append(f"  (HEAD has no @{{upstream}}: {drift.target_name} is {drift.guessed}{track})")
     touching = {c.oid for c in drift.touching}
     rows = [
-        f"  {c.oid[:10]} {c.subject}  ({', '.join(c.files)}: {', '.join(c.patches)})"
+        f"  {c.oid[:10]} {c.subject}  ({_some(c.files, verbose, 'file', 'files')}:"
+        f" {_some(c.patches, verbose, 'patch', 'patches')})"
         for c in drift.touching
     ]
     out += _capped(rows, verbose, "commit(s) touching the series")

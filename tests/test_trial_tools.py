@@ -1,0 +1,156 @@
+"""tools/trial keeps working: `day_after.py` drives a generated two-day repository (the label
+oracle's case, seed 5: deferred conflicts, knock-ons, patches taken upstream, one brought
+back), and `check_labels.py` confirms every label it recorded against git, and refutes a
+label made wrong in the record (a culprit, an upstream commit), so that it can fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from click.testing import CliRunner
+
+from patchstack.cli import cli
+
+from . import labels
+from .conftest import Repo
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools" / "trial"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _in_process(session, args: tuple[str, ...]) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    """The real CLI in this process (CliRunner, in the session's folder): the same commands
+    and outputs as the tool's own processes, ~3x sooner."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in session.env.items():
+            mp.setenv(key, value)
+        mp.chdir(session.work)
+        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def recorded(module_env) -> tuple[Path, dict, ModuleType]:  # type: ignore[no-untyped-def]
+    """A fork of the generated case, its two days recorded by day_after."""
+    tmp = module_env.mktemp("trial")
+    repo = labels.write_case(labels.make_case(5), tmp / "fork")
+    repo.ps("import", "commits", "base..work", "--tag", "essential")
+    (repo.path / ".git" / "info" / "exclude").write_text("patches/\n")
+    repo.ps("push", "--all")
+    day_after = _load("day_after")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(day_after.Session, "call", _in_process)
+        assert day_after.main([str(repo.path), str(tmp / "work"), "up1", "up"]) == 0
+    record = json.loads((tmp / "work.labels.json").read_text())
+    return tmp / "work", record, _load("check_labels")
+
+
+def test_the_day_after_is_recorded_in_the_oracles_order(recorded) -> None:  # type: ignore[no-untyped-def]
+    work, record, _check = recorded
+    commands = [" ".join(s["args"]) for s in record["steps"]]
+    assert commands[:4] == [
+        "status --json",
+        "check --onto refs/trial/day1 --json",
+        "refresh --onto refs/trial/day1 --defer-conflicts --json",
+        "status --json",
+    ]
+    assert record["brought_back"] == {"p6.patch": "applied"}
+    assert "push p6.patch" in commands and "refresh --continue" in commands
+    assert "refresh --onto refs/trial/day2 --defer-conflicts --json" in commands
+    assert commands[-2:] == ["check --json", "status"]
+    # every step's HEAD and series folder are kept by a ref of the kept repository
+    kept = Repo(work).git("for-each-ref", "--format=%(refname)", "refs/trial/").split()
+    assert len([r for r in kept if r.startswith("refs/trial/step-")]) == len(commands)
+
+
+def test_every_recorded_label_is_confirmed_by_git(recorded, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    work, record, check = recorded
+    code = check.main([str(work), str(_write(tmp_path, record)), "--json", str(tmp_path / "v")])
+    assert code == 0, capsys.readouterr().out
+    table = json.loads((tmp_path / "v").read_text())["table"]
+    assert not any(row["refuted"] for row in table.values()), capsys.readouterr().out
+    for kind in ("conflict", "knock-on", "primary", "culprit", "upstream", "deferred", "push"):
+        assert table[kind]["confirmed"] > 0, (kind, table)
+    assert "refuted:" not in capsys.readouterr().out
+
+
+def test_a_wrong_culprit_and_a_wrong_upstream_commit_are_refuted(recorded, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    work, record, check = recorded
+    git = Repo(work)
+    one = record["days"][0]
+    step = next(s for s in record["steps"] if s["args"][:2] == ["refresh", "--onto"])
+    data = json.loads(step["stdout"])
+    hunk = data["deferred"][0]["hunks"][0]
+    named = {c["commit"] for c in hunk["upstream_commits"]}
+    # an upstream commit of day one that does not touch the hunk's file
+    others = set(git.git("rev-list", f"{one['old']}..{one['new']}").split())
+    others -= set(git.git("rev-list", f"{one['old']}..{one['new']}", "--", hunk["path"]).split())
+    wrong = sorted(others - named)[0]
+    hunk["upstream_commits"][0]["commit"] = wrong
+    taken = next(p for p in data["patches"] if p["verdict"] == "upstream" and p["evidence"])
+    taken["evidence"]["commit"] = one["old"]  # the old base brought nothing
+    step["stdout"] = json.dumps(data)
+    assert check.main([str(work), str(_write(tmp_path, record))]) == 1
+    out = capsys.readouterr().out
+    assert f"culprit {wrong[:12]} of {hunk['path']}" in out, out
+    assert f"{taken['name']}: upstream in {one['old'][:12]}, but git" in out, out
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln[:1].isalpha()}
+    assert rows["culprit"][1] == "1" and rows["evidence"][1] == "1", out
+
+
+def test_the_tools_run_as_scripts() -> None:
+    for name in ("day_after", "check_labels"):
+        proc = subprocess.run(
+            [sys.executable, str(TOOLS / f"{name}.py"), "--help"],
+            capture_output=True,
+            text=True,
+            env={**os.environ},
+        )
+        assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stderr
+
+
+def _write(tmp: Path, record: dict) -> Path:
+    out = tmp / "labels.json"
+    out.write_text(json.dumps(record))
+    return out
+
+
+def test_the_fast_git_answers_as_the_oracles_git(recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """check_labels asks git differently on a large repository (lines by ``git grep``, the
+    versions of a range by ``log -G``, ``log -S`` of the named commits only): each patch
+    against each upstream commit, `not_brought` says what the oracle's own git says."""
+    from .label_oracle import Oracle
+
+    work, record, check = recorded
+    replay = check.Replay(work, record, tmp_path)
+    fast, plain = check.Counting(replay, set(), 10**6), Oracle(Repo(work))
+    asked, ranged = 0, []
+    anywhere = fast.git.anywhere
+    fast.git.anywhere = lambda *a: ranged.append(a) or anywhere(*a)
+    for day in record["days"]:
+        span = Repo(work).git("rev-list", f"{day['old']}..{day['new']}").split()
+        for commit in record["original"].values():
+            for c in span:
+                said = plain.not_brought(commit, c, day["old"], day["new"])
+                assert fast.not_brought(commit, c, day["old"], day["new"]) == said, (commit, c)
+                asked += 1
+            for line in plain.git.added_lines(commit) + plain.git.removed_lines(commit):
+                args = ("log", "--format=%H", "-S" + line, f"{day['old']}..{day['new']}")
+                fast.git.focus = set(span)
+                assert set(fast.git.run(*args).split()) == set(plain.git.run(*args).split())
+    assert asked > 20 and ranged, (asked, ranged)
