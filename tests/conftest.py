@@ -38,6 +38,27 @@ SEALED = {
 
 T = TypeVar("T")
 
+# The tests' temporary folders in memory where the machine has room there: every git command
+# writes files (objects, index and lock files), every set-up too, and a new file cost 0.45 ms
+# of CPU on the ext4 disk of the project's machine against 0.04 ms in /dev/shm (what the
+# scratch store, git/scratch.py, saves a refresh). Only the folder changes, not what a test
+# runs or checks; a TMPDIR or --basetemp of the user's is kept.
+IN_MEMORY = "/dev/shm"
+IN_MEMORY_MIN_FREE = 2 << 30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or "TMPDIR" in os.environ:
+        return
+    try:
+        stat = os.statvfs(IN_MEMORY)
+    except OSError:
+        return
+    if stat.f_bavail * stat.f_frsize >= IN_MEMORY_MIN_FREE and os.access(IN_MEMORY, os.W_OK):
+        os.environ["TMPDIR"] = IN_MEMORY  # xdist's workers, the CLI's processes and git's too
+        tempfile.tempdir = None  # read again
+
+
 UNSET = ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES")
 # The interpreter under test first on PATH, as in the README's activated environment: the
 # example's probes and the Action's steps run `python3`, which is then this one (not a version

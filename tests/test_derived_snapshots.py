@@ -15,7 +15,7 @@ import pytest
 from patchstack import transaction
 from patchstack.commands.refresh import taking
 from patchstack.git import find_repo
-from patchstack.journal import derived, oplog, snapshot
+from patchstack.journal import oplog, snapshot
 
 from .conftest import Repo, copy_repo
 from .refresh_fixtures import stop_by_stop
@@ -91,28 +91,9 @@ def _crlf(repo: Repo, stops: int) -> None:
 EVENTS = [(_nothing, 4), (_edits, 4), (_staged, 1), (_ignored, 4), (_odd, 4), (_crlf, 4)]
 
 
-@pytest.mark.parametrize(("event", "made"), EVENTS, ids=[e.__name__ for e, _n in EVENTS])
-def test_a_stop_records_the_snapshot_a_scan_takes(
-    tmp_path, monkeypatch, event: Event, made: int
-) -> None:
-    repo = _fork(tmp_path)
-    plain = copy_repo(repo.path, tmp_path / "plain")
-    results: list[bool] = []
-    real = derived.overlaid_snapshot
-
-    def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
-        got = real(*args, **kwargs)
-        results.append(got is not None)
-        return got
-
-    monkeypatch.setattr(derived, "overlaid_snapshot", spied)
-    with_derived = _moved(repo, event)
-    assert results.count(True) == made, results
-    monkeypatch.setenv("PATCHSTACK_NO_SNAPSHOT_DERIVE", "1")
-    assert _moved(plain, event) == with_derived
-    assert len(with_derived[0]) == 3  # A, B and C stop
-    files = with_derived[3][2]
-    assert (event is _crlf) == any(b"\r\n" in data for data in files.values())
+# Each of EVENTS, stop by stop, with the derivation and without: one of the three runs of
+# test_stop_move's test_a_stop_shows_what_the_plain_move_shows (which compares the same
+# moves without the shown move too), so that the moves are made three times, not four.
 
 
 def test_continue_to_the_next_stop_records_the_snapshot_a_scan_takes(tmp_path, monkeypatch) -> None:

@@ -18,12 +18,12 @@ import pytest
 from patchstack import transaction
 from patchstack.commands.refresh import settle
 from patchstack.git.worktree import HELD
-from patchstack.journal import moves
+from patchstack.journal import derived, moves
 from patchstack.journal.moves import SHOWN_OFF
 
 from .conftest import Repo, copy_repo
 from .refresh_fixtures import series_fork
-from .test_derived_snapshots import EVENTS, Event, _moved
+from .test_derived_snapshots import EVENTS, Event, _crlf, _moved
 from .test_kept_verdicts import _fork
 
 _STAT = re.compile(r"^  (ctime|mtime|dev|uid|gid): .*\n|^  size: \d+\t", re.M)
@@ -45,22 +45,40 @@ def _stopped(repo: Repo, event: Event) -> tuple[Any, ...]:
     return (*_moved(repo, at_stop), seen)
 
 
-@pytest.mark.parametrize("event", [e for e, _n in EVENTS], ids=[e.__name__ for e, _n in EVENTS])
-def test_a_stop_shows_what_the_plain_move_shows(tmp_path, monkeypatch, event: Event) -> None:
-    monkeypatch.setenv("PATCHSTACK_NO_SNAPSHOT_DERIVE", "1")  # the snapshots read the real state
+@pytest.mark.parametrize(("event", "made"), EVENTS, ids=[e.__name__ for e, _n in EVENTS])
+def test_a_stop_shows_what_the_plain_move_shows(
+    tmp_path, monkeypatch, event: Event, made: int
+) -> None:
+    """Three runs of the same moves: as a user has them; without the derived snapshots
+    (test_derived_snapshots' claim: every snapshot, output and file the same); and then also
+    without the shown move (this module's: the same again, every stop's index too)."""
     repo = _fork(tmp_path)
+    derived_on = copy_repo(repo.path, tmp_path / "derived")
     plain = copy_repo(repo.path, tmp_path / "plain")
-    taken: list[bool] = []
-    real = moves._showing
+    spied_on: dict[str, list[bool]] = {"derived": [], "shown": []}
 
-    def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
-        got = real(*args, **kwargs)
-        taken.append(got is not None)
-        return got
+    def spy(module: Any, name: str, key: str) -> None:
+        real = getattr(module, name)
 
-    monkeypatch.setattr(moves, "_showing", spied)
+        def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
+            got = real(*args, **kwargs)
+            spied_on[key].append(got is not None)
+            return got
+
+        monkeypatch.setattr(module, name, spied)
+
+    spy(derived, "overlaid_snapshot", "derived")
+    with_derived = _stopped(derived_on, event)
+    assert spied_on["derived"].count(True) == made, spied_on["derived"]
+    assert len(with_derived[0]) == 3  # A, B and C stop
+    files = with_derived[3][2]
+    assert (event is _crlf) == any(b"\r\n" in data for data in files.values())
+
+    monkeypatch.setenv("PATCHSTACK_NO_SNAPSHOT_DERIVE", "1")  # the snapshots read the real state
+    spy(moves, "_showing", "shown")
     shown = _stopped(repo, event)
-    assert taken == [True, True, True], taken  # (the way under test, at each stop)
+    assert shown == with_derived
+    assert spied_on["shown"] == [True, True, True], spied_on["shown"]  # the way under test
     monkeypatch.setenv(SHOWN_OFF, "1")
     assert _stopped(plain, event) == shown
     assert len(shown[0]) == 3 and len(shown[-1]) == 3
