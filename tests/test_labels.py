@@ -124,6 +124,11 @@ FIXED = [
     # part), up3 the rest: upstream in up3, not a no-op because neither the old base nor up3's
     # parent has the line (up1 had it: an upstream commit removed it; fixed)
     9200010,
+    # OPEN, found by the lead's soak at the end of round nine: a_f2's body stands twice in a.c
+    # (up moved a copy into p1_fn1); push p4.patch brought back puts p2's, p3's and p4's edits
+    # in the first copy where git's pick of the commits as written puts them in the second
+    # (item 4: the repeated lines, as seed 8200027's; not yet decided which side is wrong)
+    pytest.param(9600028, marks=known("4")),
 ]
 
 
@@ -170,7 +175,7 @@ def test_every_label_is_what_git_says(seed: int, tmp_path) -> None:
 # 9400000 and 9500000 (the odd ones plain): 9100009 and 9200034 were the oracle's (its proof of
 # a knock-on took the stop's proposal for the root), 9200010 the product's (a no-op judged
 # from two upstream versions only); with those fixed, none (9100000.. and 9200000.. run again).
-# No item is open.
+# Open: item 4 at seed 9600028 (repeated lines; a strict known bug in FIXED).
 OPEN_ITEMS: set[str] = set()
 
 
