@@ -427,3 +427,15 @@ def test_code_moved_out_of_a_file_upstream_kept(tmp_path: Path, case: Case) -> N
     for path, text in want.items():
         assert repo.git("show", f"HEAD:{path}") == text, path
     assert "all patches apply" in repo.ps("check", "--onto", "upstream").stdout
+
+
+def test_a_verdicts_note_names_three_relocations_and_counts_the_rest() -> None:
+    """A stop that followed a dozen files says three on the verdict's line and counts the
+    rest (the report and --json name every one)."""
+    from patchstack.model.relocation import Relocation, relocations_said
+
+    many = [Relocation(f"f{i}.c", "", ()) for i in range(12)]
+    said = relocations_said(many)
+    assert said.count("deleted upstream") == 3
+    assert said.endswith("; and 9 more file(s) (the report names each)")
+    assert relocations_said(many[:4]).count("deleted upstream") == 4  # one more: named

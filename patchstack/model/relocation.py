@@ -81,6 +81,19 @@ class Relocation:
         }
 
 
+SAID = 3  # relocations a verdict's note names; the stop's report and --json name every one
+
+
+def relocations_said(relocations: Sequence[Relocation]) -> str:
+    """A verdict's note on the files a stop followed: the first `SAID` summaries, then a
+    count (kernel-timers' first stop named 12 on one line of 1,700 characters)."""
+    said = [r.summary() for r in relocations]
+    rest = len(said) - SAID
+    if rest <= 1:
+        return "; ".join(said)
+    return "; ".join(said[:SAID]) + f"; and {rest} more file(s) (the report names each)"
+
+
 def sides(hunk: Hunk) -> tuple[list[str], list[str]] | None:
     """(old side, new side) of a hunk, each line without its end; None when a side has no
     final newline (the hunk's place at a file's end is part of its meaning)."""

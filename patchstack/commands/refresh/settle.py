@@ -26,6 +26,7 @@ from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
 from ...model.proposal import Proposal
+from ...model.relocation import relocations_said
 from ...model.series import Entry, Series
 from ...transaction import FileWrite, Overlay, Plan, publish
 from .kept import KeptLines
@@ -374,7 +375,7 @@ def stop(
     so_far[name] = "relocated" if report.relocated else "conflict"
     resolved = {d.name for d in done if d.resolved}
     recorded = {d.name for d in done if d.recorded}
-    said = "; ".join(r.summary() for r in report.relocations)
+    said = relocations_said(report.relocations)
     reused = {d.name: tuple(d.reused_hunks) for d in done}
     verdicts = tuple(
         Verdict(
