@@ -16,7 +16,7 @@ import pytest
 from patchstack.git.history import History
 
 from . import differential, test_kept_verdicts, test_relocate_skips
-from .conftest import Repo, copy_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered
 from .refresh_fixtures import series_fork, stop_by_stop
 
 SWITCH = "PATCHSTACK_NO_EARLY_WALK"
@@ -99,3 +99,48 @@ def test_a_stop_walks_early_the_files_its_report_prints_only(tmp_path: Path, wal
     assert "more conflicting hunk(s)" in stops[0]
     walked = [p for _k, paths in walks for p in paths]
     assert len(walked) == len(set(walked))  # a file walked at one stop is kept for the next
+
+
+def _attributes_at_a_stop(tmp_path: Path) -> Repo:
+    """A conflicts in f.py; G adds a ``.gitattributes`` that makes g.py binary to git's diff;
+    B conflicts in g.py. The stop at B publishes G's file: before it (when the walk begins)
+    g.py is text to git, after it (when the report traces) binary: "unknown"."""
+    files = {"f.py": numbered(30, "f"), "g.py": numbered(30, "g")}
+    repo = make_repo(tmp_path / "fork", files)
+    base = repo.head()
+
+    def commit(path: str, line: int | None, text: str, subject: str) -> None:
+        if line is None:
+            repo.write(path, text)
+        else:
+            lines = repo.read(path).splitlines(keepends=True)
+            lines[line - 1] = text + "\n"
+            repo.write(path, "".join(lines))
+        repo.commit_all(subject)
+
+    commit("f.py", 5, "A f5", "A\n\nPatchstack-Tag: essential")
+    commit(".gitattributes", None, "g.py -diff\n", "G\n\nPatchstack-Tag: essential")
+    commit("g.py", 5, "B g5", "B\n\nPatchstack-Tag: essential")
+    repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
+    repo.git("reset", "-q", "--keep", base)
+    repo.ps("push", "--all")
+    repo.git("checkout", "-q", "-b", "up", base)
+    commit("f.py", 5, "up f5", "upstream rewrites f")
+    commit("g.py", 5, "up g5", "upstream rewrites g")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def test_a_gitattributes_the_stop_writes_has_the_early_walk_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walks: list
+) -> None:
+    repo = _attributes_at_a_stop(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    early = stop_by_stop(repo)
+    made = list(walks)
+    monkeypatch.setenv(SWITCH, "1")
+    assert stop_by_stop(plain) == early
+    stops = early[0]
+    assert [s.split("conflict in patch ", 1)[1].split()[0] for s in stops] == ["A.patch", "B.patch"]
+    assert "upstream commits: unknown" in stops[1] or "unknown" in stops[1].split("g.py:5:")[1]
+    assert ("early", ("g.py",)) in made and ("now", ("g.py",)) in made, made

@@ -347,8 +347,10 @@ def stop(
     publish(ws, plan)
     forget_clean(git)  # the merges after it are made under the work tree it wrote
     wrote = (moved, set(changed), src[0], parent_tree)
-    if inputs is not None and _attributes_moved(git, wrote, current_head, stop_head):
-        inputs = None  # what decides a merge may have changed: digested again
+    early = walk is not None and walk.early is not None  # (its diffs read `diff` attributes)
+    if (inputs is not None or early) and _attributes_moved(git, wrote, current_head, stop_head):
+        inputs = None  # what decides a merge (or a diff: binary or not) may have changed
+        walk = walk and KeptLines(ws)  # the early walk's files walked again when traced
     ws.progress.step("reporting the conflict")
     report = parsed or unblamed(git, name, merged)
     triage = seen or triaged(ws, state, series, [conflict], attribute=False)[0]
