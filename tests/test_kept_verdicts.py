@@ -94,15 +94,21 @@ def _damage(repo: Repo) -> None:
 
 @pytest.fixture
 def traced(monkeypatch) -> list[str]:
-    """The files whose upstream lines were walked (`Git.line_changes`), one entry a walk."""
+    """The files whose upstream lines were walked (`Git.line_changes`, or begun early:
+    `start_line_changes`), one entry a walk."""
     made: list[str] = []
-    real = History.line_changes
+    real, early = History.line_changes, History.start_line_changes
 
     def counted(self, rng, paths, trailer=None):  # type: ignore[no-untyped-def]
         made.extend(paths)
         return real(self, rng, paths, trailer)
 
+    def started(self, rng, paths, trailer=None):  # type: ignore[no-untyped-def]
+        made.extend(paths)
+        return early(self, rng, paths, trailer)
+
     monkeypatch.setattr(History, "line_changes", counted)
+    monkeypatch.setattr(History, "start_line_changes", started)
     return made
 
 

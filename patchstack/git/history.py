@@ -4,7 +4,8 @@ paths decoded one way, see `base.decode_path`)."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import PatchstackError
@@ -12,7 +13,7 @@ from ..model.ids import Oid
 from .base import decode_path, under_any
 from .deletions import PATHSPEC_MAX as PATHSPEC_MAX  # listings takes it from here
 from .deletions import Deletions
-from .process import failure
+from .process import failure, spawn
 
 
 @dataclass(frozen=True)
@@ -208,10 +209,7 @@ class History(Deletions):
         ``trailer``: flag the commits whose message has this trailer."""
         if not paths:
             return []
-        args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0"]
-        args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
-        flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
-        args.append(f"--format=%x02%H%x01%s{flag}")
+        args = _line_args(trailer)
         if len(paths) <= PATHSPEC_MAX:
             out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
         else:  # the commits that touch them, found here; then only theirs diffed, whole
@@ -224,36 +222,40 @@ class History(Deletions):
                 return []
             stdin = "".join(f"{c}\n" for c in picked).encode()
             out = self.run(*args, "--no-walk=unsorted", "--stdin", "--", input=stdin).stdout
-        headers = {_diff_header(p): p for p in paths}
-        result: list[LineChanges] = []
-        files: dict[str, FileLines] = {}
-        path: str | None = None
-        head = False  # in a file's header, before its first hunk
-        for line in out.split(b"\n"):
-            if line.startswith(b"\x02"):
-                oid, subject, *value = line[1:].decode("utf-8", "surrogateescape").split("\x01")
-                files = {}
-                result.append(LineChanges(Oid(oid), subject, files, bool("".join(value).strip())))
-                path, head = None, False
-            elif line.startswith(b"diff --git "):
-                path, head = headers.get(line), True
-                if path is not None:
-                    files[path] = FileLines(False, ())
-            elif path is None:
-                continue
-            elif line.startswith(b"@@ -"):
-                head = False
-                old, new = line[4:].split(b" @@", 1)[0].split(b" +")
-                hunk = (*_span(old), *_span(new))
-                files[path] = replace(files[path], hunks=(*(files[path].hunks or ()), hunk))
-            elif head and line == b"--- /dev/null":
-                files[path] = replace(files[path], created=True)
-            elif head and line.startswith(b"Binary files "):
-                files[path] = replace(files[path], hunks=None)
-            elif head and line.startswith(b"index "):
-                before, _, after = line[6:].split(b" ")[0].decode().partition("..")
-                files[path] = replace(files[path], before=before, after=after)
-        return result
+        return _line_changes(out, paths)
+
+    def start_line_changes(
+        self, rng: str, paths: Sequence[str], trailer: str | None = None
+    ) -> Callable[[], list[LineChanges]]:
+        """`line_changes`, git started now and its answer read when called: git walks while
+        the caller works, writing to a file of its own (it never waits for a reader); a walk
+        nobody asks for is killed by `close`. (More paths than a pathspec takes: walked when
+        called.)"""
+        if not paths or len(paths) > PATHSPEC_MAX:
+            return lambda: self.line_changes(rng, paths, trailer)
+        args = [*_line_args(trailer), "--end-of-options", rng, "--", *paths]
+        out, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        proc = spawn(args, self.top, stderr=errors, env=self._objects_env(None, False), stdout=out)
+        self._background.append(proc)
+        found: list[list[LineChanges]] = []
+
+        def answer() -> list[LineChanges]:
+            if not found:
+                try:
+                    code = proc.wait()
+                    if code != 0:
+                        errors.seek(0)
+                        raise failure(args, code, errors.read())
+                    out.seek(0)
+                    found.append(_line_changes(out.read(), paths))
+                finally:
+                    out.close()
+                    errors.close()
+                    if proc in self._background:
+                        self._background.remove(proc)
+            return found[0]
+
+        return answer
 
     def path_history(self, rev: str, path: str) -> list[tuple[Oid, Oid, int]]:
         """(commit, tree, committer time) of the commits of ``rev`` that changed anything
@@ -355,6 +357,47 @@ class History(Deletions):
 # only these bytes and the other control characters make it quote)
 _ESCAPES = {9: b"\\t", 10: b"\\n", 34: b'\\"', 92: b"\\\\", 7: b"\\a", 8: b"\\b"}
 _ESCAPES |= {12: b"\\f", 13: b"\\r", 11: b"\\v"}
+
+
+def _line_args(trailer: str | None) -> list[str]:
+    args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0"]
+    args += ["--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
+    flag = f"%x01%(trailers:key={trailer},valueonly,separator=%x20)" if trailer else ""
+    return [*args, f"--format=%x02%H%x01%s{flag}"]
+
+
+def _line_changes(out: bytes, paths: Sequence[str]) -> list[LineChanges]:
+    """`History.line_changes`' answer, read from what its walk printed."""
+    headers = {_diff_header(p): p for p in paths}
+    result: list[LineChanges] = []
+    files: dict[str, FileLines] = {}
+    path: str | None = None
+    head = False  # in a file's header, before its first hunk
+    for line in out.split(b"\n"):
+        if line.startswith(b"\x02"):
+            oid, subject, *value = line[1:].decode("utf-8", "surrogateescape").split("\x01")
+            files = {}
+            result.append(LineChanges(Oid(oid), subject, files, bool("".join(value).strip())))
+            path, head = None, False
+        elif line.startswith(b"diff --git "):
+            path, head = headers.get(line), True
+            if path is not None:
+                files[path] = FileLines(False, ())
+        elif path is None:
+            continue
+        elif line.startswith(b"@@ -"):
+            head = False
+            old, new = line[4:].split(b" @@", 1)[0].split(b" +")
+            hunk = (*_span(old), *_span(new))
+            files[path] = replace(files[path], hunks=(*(files[path].hunks or ()), hunk))
+        elif head and line == b"--- /dev/null":
+            files[path] = replace(files[path], created=True)
+        elif head and line.startswith(b"Binary files "):
+            files[path] = replace(files[path], hunks=None)
+        elif head and line.startswith(b"index "):
+            before, _, after = line[6:].split(b" ")[0].decode().partition("..")
+            files[path] = replace(files[path], before=before, after=after)
+    return result
 
 
 def _diff_header(path: str) -> bytes:

@@ -179,16 +179,18 @@ def spawn(
     stderr: int | IO[bytes] | None = None,
     env: Mapping[str, str] | None = None,
     prefix: Sequence[str] = (),
+    stdout: int | IO[bytes] = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
     """A long-running git process (a stream or a batch), like every git run here in its own
     session and holding the repository lock; ``prefix`` runs it under another program
-    (``stdbuf -o0``)."""
+    (``stdbuf -o0``); ``stdout``: a file it writes to instead of a pipe (a walk in the
+    background, which then never waits for a reader)."""
     return subprocess.Popen(
         [*prefix, "git", *args],
         cwd=cwd,
         env=sealed_env(env),
         stdin=stdin,
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         stderr=stderr,
         start_new_session=True,
         pass_fds=inherited_fds(),

@@ -24,6 +24,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_drift import ENV  # noqa: E402
 
+# ``python -m cProfile`` swallows the program's SystemExit (every command exits 0 under it):
+# the profile is taken here instead, and the command's exit status kept.
+PROFILED = """
+import cProfile, runpy, sys
+out, sys.argv = sys.argv[1], ["patchstack", *sys.argv[2:]]
+prof, code = cProfile.Profile(), 0
+prof.enable()
+try:
+    runpy.run_module("patchstack", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    code = e.code if isinstance(e.code, int) else int(e.code is not None)
+finally:
+    prof.disable()
+    prof.dump_stats(out)
+sys.exit(code)
+"""
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -45,7 +62,7 @@ def main() -> None:
             prof = out / f"{n:03d}.prof"
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            cmd = [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "patchstack", *argv]
+            cmd = [sys.executable, "-c", PROFILED, str(prof), *argv]
             code = subprocess.run(cmd, cwd=fork, env=ENV, capture_output=True).returncode
             wall = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)

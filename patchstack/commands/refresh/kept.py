@@ -13,7 +13,8 @@ repository lacks, a walk of another range) is none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -21,9 +22,11 @@ from ...checkout import Checkout
 from ...engine.evidence import History
 from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held
 from ...git.history import FileLines, LineChanges
-from ...model.conflict import UpstreamCommit
+from ...model import trailers
+from ...model.conflict import Conflict, UpstreamCommit
 
 SECTION = "held"  # of the one cache (`store`)
+EARLY = "PATCHSTACK_NO_EARLY_WALK"  # set: a stop walks the culprits' files when it traces
 VERDICTS = (UPSTREAM, NO_OP, UNKNOWN)
 
 
@@ -108,10 +111,55 @@ class KeptLines:
     earlier command is not walked again. A file's trace reads only the commits that changed
     it (`culprits.trace`), so each file's own commits stand for the walk of them all. One
     entry for the range, every file walked in it (a command that uses it keeps it); a file's
-    commits kept are taken when this repository has every one."""
+    commits kept are taken when this repository has every one. `start`: the walk of files
+    not kept begun early, in the background; a file it walked is taken from it (and kept)."""
 
     def __init__(self, ws: Checkout) -> None:
         self.ws = ws
+        self.early: tuple[str, set[str], Callable[[], list[LineChanges]]] | None = None
+
+    def guess(
+        self, parsed: Conflict, triage: Conflict, note: str, old_base: str | None, new_base: str
+    ) -> None:
+        """Begin the walk `merging.blame_first` will ask of the files of the hunks a stop's
+        report prints: ``parsed`` (its merge's hunks) as ``triage`` (the replay's) and
+        ``note`` say, before what the stop adds later (a relocation's lines, a longer note
+        only shorten what is printed). A file guessed wrong is walked for nothing, one
+        missed is walked when traced: what is traced is the same either way.
+        ``PATCHSTACK_NO_EARLY_WALK=1``: walked when traced only."""
+        if os.environ.get(EARLY) is not None or not old_base or old_base == new_base:
+            return
+        report = replace(parsed, kind=triage.kind, root=triage.root, note=note)
+        count = self.ws.printed(report) if self.ws.printed is not None else None
+        hunks = report.hunks if count is None else report.hunks[:count]
+        paths = list(dict.fromkeys(h.path for h in hunks))
+        if paths:
+            self.start(f"{old_base}..{new_base}", paths, trailers.PATCH)
+
+    def start(self, rng: str, paths: Sequence[str], trailer: str | None) -> None:
+        """Begin walking those of ``paths`` not kept (a stop's guess at what it will trace)."""
+        old, _sep, new = rng.partition("..")
+        if not (_is_id(old) and _is_id(new)):
+            return
+        key = f"lines {rng} {trailer}"
+        wanted = self._wanted(self._files(key), paths)[1]
+        if wanted:
+            walk = self.ws.git.start_line_changes(rng, wanted, trailer)
+            self.early = (key, set(wanted), walk)
+
+    def _files(self, key: str) -> dict[str, list[Any]]:
+        found = self.ws.store.get(SECTION, key)
+        return dict(found) if isinstance(found, dict) else {}
+
+    def _wanted(
+        self, files: dict[str, list[Any]], paths: Sequence[str]
+    ) -> tuple[dict[str, list[LineChanges]], list[str]]:
+        """(each of ``paths`` kept, with its commits; those not kept)."""
+        have = {p: each for p in paths if (each := _lines(p, files.get(p))) is not None}
+        named = sorted({c.oid for each in have.values() for c in each})
+        there = self.ws.git.has_objects(named) if named else {}
+        have = {p: each for p, each in have.items() if all(there.get(c.oid) for c in each)}
+        return have, [p for p in paths if p not in have]
 
     def __call__(self, rng: str, paths: Sequence[str], trailer: str | None) -> list[LineChanges]:
         git = self.ws.git
@@ -119,20 +167,28 @@ class KeptLines:
         if not (_is_id(old) and _is_id(new)):
             return git.line_changes(rng, paths, trailer)
         key = f"lines {rng} {trailer}"
-        found = self.ws.store.get(SECTION, key)
-        files: dict[str, list[Any]] = dict(found) if isinstance(found, dict) else {}
-        have = {p: each for p in paths if (each := _lines(p, files.get(p))) is not None}
-        named = sorted({c.oid for each in have.values() for c in each})
-        there = git.has_objects(named) if named else {}
-        have = {p: each for p, each in have.items() if all(there.get(c.oid) for c in each)}
-        wanted = [p for p in paths if p not in have]
+        files = self._files(key)
+        have, wanted = self._wanted(files, paths)
         if wanted:
-            walked = git.line_changes(rng, wanted, trailer)
-            for p in wanted:  # each commit with this file's change alone, as kept
-                have[p] = [replace(c, files={p: c.files[p]}) for c in walked if p in c.files]
-                files[p] = [_plain(c, p) for c in have[p]]
+            early, self.early = self.early, None
+            if early is not None and early[0] == key and early[1] & set(wanted):
+                self._take(files, have, early[2](), early[1])
+                wanted = [p for p in wanted if p not in early[1]]
+            if wanted:
+                self._take(files, have, git.line_changes(rng, wanted, trailer), wanted)
             self.ws.store.put(SECTION, key, files)
         return [c for p in paths for c in have[p]]
+
+    @staticmethod
+    def _take(
+        files: dict[str, list[Any]],
+        have: dict[str, list[LineChanges]],
+        walked: list[LineChanges],
+        paths: Collection[str],
+    ) -> None:
+        for p in paths:  # each commit with this file's change alone, as kept
+            have[p] = [replace(c, files={p: c.files[p]}) for c in walked if p in c.files]
+            files[p] = [_plain(c, p) for c in have[p]]
 
 
 def _plain(change: LineChanges, path: str) -> tuple[Any, ...]:

@@ -305,6 +305,13 @@ def stop(
     ``lines``: the new base's candidates learnt as the replay merged (`lineprefetch`)."""
     git = ws.git
     name, parent_tree, merged = conflict
+    # The replay's triage (``known``) parsed this merge's files already: not parsed again.
+    seen, parsed = known.get(name), None
+    if seen and (seen.merged_tree, seen.files) == (merged.tree, merged.conflicted):
+        parsed = Conflict(name, seen.files, seen.hunks, (), merged.messages.strip(), merged.tree)
+    walk = KeptLines(ws) if kept_on() else None  # files printed at an earlier stop: kept
+    if walk is not None and seen and parsed:  # begun now: walked while the stop is published
+        walk.guess(parsed, seen, "" if state.resolution else note, state.old_base, state.new_base)
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
     step = next((s for s in state.steps if s.name == name), None)
@@ -340,17 +347,13 @@ def stop(
     publish(ws, plan)
     forget_clean(git)  # the merges after it are made under the work tree it wrote
     wrote = (moved, set(changed), src[0], parent_tree)
-    if inputs is not None and _attributes_moved(git, wrote, current_head, stop_head):
-        inputs = None  # what decides a merge may have changed: digested again
+    early = walk is not None and walk.early is not None  # (its diffs read `diff` attributes)
+    if (inputs is not None or early) and _attributes_moved(git, wrote, current_head, stop_head):
+        inputs = None  # what decides a merge (or a diff: binary or not) may have changed
+        walk = walk and KeptLines(ws)  # the early walk's files walked again when traced
     ws.progress.step("reporting the conflict")
-    # The replay's triage (``known``) parsed this merge's files already: not parsed again.
-    triage = known.get(name)
-    if triage and (triage.merged_tree, triage.files) == (merged.tree, merged.conflicted):
-        detail = merged.messages.strip()
-        report = Conflict(name, merged.conflicted, triage.hunks, (), detail, merged.tree)
-    else:
-        report = unblamed(git, name, merged)
-    triage = triage or triaged(ws, state, series, [conflict], attribute=False)[0]
+    report = parsed or unblamed(git, name, merged)
+    triage = seen or triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if proposal:
         report = replace(report, relocations=proposal.relocations)
@@ -365,7 +368,6 @@ def stop(
     # Only the hunks the report prints are traced (`Checkout.printed`): a stop waits for no more.
     count = ws.printed(report) if ws.printed is not None else None
     ws.progress.step("tracing the conflicting lines upstream")
-    walk = KeptLines(ws) if kept_on() else None  # files printed at an earlier stop: kept
     report = blame_first(git, report, state.old_base, state.new_base, count, walk)
     ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
