@@ -149,15 +149,12 @@ def relocation_lines(c: Any, full: bool = True) -> list[str]:
         block = [f"  {r.summary()}{said}"]
         carried = [m for m in r.hunks if m.dest is not None]
         for m in carried if full else carried[:CARRIED_SHOWN]:
-            block.append(f"    hunk {m.hunk} ({r.path}:{m.old_start}) -> {m.dest}:{m.line}")
+            block.append(f"    {r.hunk_said(m)}")
         if not full and len(carried) > CARRIED_SHOWN:
             block.append(f"    ... {len(carried) - CARRIED_SHOWN} more hunk(s) relocated")
         missed = [m for m in r.hunks if m.dest is None]
         if full:
-            block += [
-                f"    hunk {m.hunk} ({r.path}:{m.old_start}) not relocated: {m.reason}"
-                for m in missed
-            ]
+            block += [f"    {r.hunk_said(m)}" for m in missed]
         else:
             reasons = dict.fromkeys(m.reason for m in missed)
             for reason in reasons:

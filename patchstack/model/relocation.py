@@ -72,6 +72,14 @@ class Relocation:
             return f"{self.path}: deleted upstream{by}; no hunk relocated"
         return f"relocated {self.path} -> {', '.join(self.dests)}{by} ({n} of {total} hunks)"
 
+    def hunk_said(self, m: Moved) -> str:
+        """One hunk under the `summary` that names its paths: ``hunk 4 (line 281) -> line
+        148``; the destination's path only when the hunks went to more than one file."""
+        if m.dest is None:
+            return f"hunk {m.hunk} (line {m.old_start}) not relocated: {m.reason}"
+        where = f"line {m.line}" if len(self.dests) == 1 else f"{m.dest}:{m.line}"
+        return f"hunk {m.hunk} (line {m.old_start}) -> {where}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
