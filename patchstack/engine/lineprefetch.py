@@ -26,7 +26,7 @@ from ..git import Git
 from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
-from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, _read_entry, hashes_of
+from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, hashes_of, read_entry
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
 SWITCH = 0.0005  # seconds: the interpreter's switch interval while the thread hashes
@@ -114,6 +114,6 @@ def start(
             b
             for b in blobs
             if not (joined is not None and joined.covers(b))
-            and not _read_entry(b, store.get(SECTION, b))[0]
+            and not read_entry(b, store.get(SECTION, b))[0]
         ]
     return Prefetch(git, blobs) if blobs else None
