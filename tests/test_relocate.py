@@ -434,11 +434,13 @@ def test_a_verdicts_note_names_three_relocations_and_counts_the_rest() -> None:
     rest (the report and --json name every one)."""
     from patchstack.model.relocation import Relocation, relocations_said
 
-    many = [Relocation(f"f{i}.c", "", ()) for i in range(12)]
+    many = [Relocation(f"f{i}.c", "1a2b" * 10, ()) for i in range(12)]
     said = relocations_said(many)
     assert said.count("deleted upstream") == 3
     assert said.endswith("; and 9 more file(s) (the report names each)")
     assert relocations_said(many[:4]).count("deleted upstream") == 4  # one more: named
+    # no upstream commit deleted it (an older upstream never had it): not "deleted upstream"
+    assert Relocation("f.c", "", ()).summary() == "f.c: not in the new base; no hunk relocated"
 
 
 def test_a_hunks_line_names_no_path_its_files_summary_names() -> None:

@@ -68,8 +68,9 @@ class Relocation:
         when no hunk was carried."""
         n, total = len(self.carried), len(self.hunks)
         by = f" by {self.commit[:12]}" if self.commit else ""
-        if not n:
-            return f"{self.path}: deleted upstream{by}; no hunk relocated"
+        if not n:  # no deleting commit found: an older upstream, say, that never had it
+            gone = f"deleted upstream{by}" if self.commit else "not in the new base"
+            return f"{self.path}: {gone}; no hunk relocated"
         return f"relocated {self.path} -> {', '.join(self.dests)}{by} ({n} of {total} hunks)"
 
     def hunk_said(self, m: Moved) -> str:
