@@ -61,3 +61,27 @@ def test_created_but_there_names_the_files_and_says_the_base_may_hold_the_patch(
     )
     every = created_but_there(list("abcde"), list("abcde"))
     assert every.startswith("every file the patch creates exists already (a, b, c and 2 more)")
+
+
+def test_a_stop_at_a_file_upstream_deleted_says_continue_keeps_the_patchs_version(
+    tmp_path: Path,
+) -> None:
+    """Megatron-LM's dev branch edits CODEOWNERS, which main deleted: the stop has no conflict
+    markers (modify/delete), and the hint said only "resolve the conflict markers"; it says
+    the work tree holds the patch's version, which --continue keeps."""
+    repo = make_repo(tmp_path / "fork", {"OWNERS": numbered(10, "o"), "a.py": numbered(5, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "OWNERS", "o 3\n", "o 3 mine\n")
+    repo.ps("new", "owners", "--tag", "essential", "OWNERS")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.git("rm", "-q", "OWNERS")
+    repo.commit_all("upstream drops OWNERS")
+    repo.git("checkout", "-q", "main")
+    err = repo.ps("refresh", "--onto", "up", code=1).stderr
+    assert (
+        "hint: upstream deleted OWNERS; the work tree holds the patch's version (no conflict"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch"
+    ) in err, err
+    repo.ps("refresh", "--continue")
+    assert "o 3 mine\n" in repo.git("show", "HEAD:OWNERS")

@@ -177,13 +177,23 @@ def relocation_lines(c: Any, full: bool = True) -> list[str]:
 
 
 def proposal_hint(c: Any) -> list[str]:
-    """What a refresh stopped with a relocation (a proposal) asks of the user."""
-    if not getattr(c, "relocated", False):
+    """What a refresh stopped with a relocation (a proposal), or at a file upstream deleted
+    with no hunk relocated (no conflict markers: Megatron-LM's CODEOWNERS), asks of the user."""
+    if getattr(c, "relocated", False):
+        return [
+            "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows"
+            " them): check them, finish or delete what was not relocated, then 'patchstack"
+            " refresh --continue' makes them the patch"
+        ]
+    gone = [r.path for r in getattr(c, "relocations", ()) if not r.carried]
+    if not gone:
         return []
+    names = ", ".join(gone[:FILES_SHOWN]) + (
+        f" and {len(gone) - FILES_SHOWN} more" if len(gone) > FILES_SHOWN else ""
+    )
     return [
-        "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
-        " check them, finish or delete what was not relocated, then 'patchstack refresh"
-        " --continue' makes them the patch"
+        f"hint: upstream deleted {names}; the work tree holds the patch's version (no conflict"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch"
     ]
 
 
