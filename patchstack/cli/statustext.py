@@ -153,6 +153,8 @@ def status_lines(
     if hint and "brings a deferred patch back" not in step:
         out.append(f"  {hint}")
     for problem in st.disagreements:
+        if stopped and problem == "a refresh is stopped at a conflict":
+            continue  # (the first line says where it stopped)
         out.append(style(f"  ! {problem}", fg="red"))
     out += standing_lines(st.standings, st.today, verbose)
     if st.edits_in_patches:
