@@ -180,7 +180,7 @@ def test_a_skip_replays_on_the_old_base_only_what_no_stop_before_placed(
     tmp_path: Path, monkeypatch, cache
 ) -> None:
     """A verdict places its patch where it lands on the old base with the same patches left
-    out (`verdicts._on_old_base`); a skip replays there only the steps after those an earlier
+    out (`landings.on_old_base`); a skip replays there only the steps after those an earlier
     command placed with the same ones left out (kept by the digest of the steps up to each):
     A's skip places U2 after A left out, B's skip goes on from B. The stops print the same
     either way (`test_kept_verdicts`: every stop and the series, with the cache and without)."""
