@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .conftest import Repo, built_once, make_repo, numbered, replace_line
@@ -177,3 +177,38 @@ def stop_by_stop(
         stops.append(step.stderr)
     assert step.exit_code == 0, step.stderr
     return stops, step.stdout + step.stderr, repo.read("patches/series")
+
+
+Commit = tuple[str, str, str, str]  # (path, the line, its replacement, the message)
+
+
+def relanded_fork(
+    path: Path,
+    files: dict[str, str],
+    between: Sequence[Commit] = (),
+    after: Sequence[Commit] = (),
+) -> tuple[Repo, str, str, str]:
+    """p1 fixes a.py's line 10 (``files`` hold a.py: ``numbered(40, "a")``); upstream, branch
+    ``up``, lands the same fix, makes the commits ``between``, reverts the landing, lands the
+    fix again and makes the commits ``after``; main is checked out again. (repo, the base,
+    the landing, the re-landing.)"""
+
+    def commit(c: Commit) -> str:
+        replace_line(repo, c[0], c[1], c[2])
+        return repo.commit_all(c[3])
+
+    repo = make_repo(path, files)
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    landed = commit(("a.py", "a 10\n", "a 10 fixed\n", "land the fix"))
+    for c in between:
+        commit(c)
+    repo.git("revert", "--no-edit", landed)
+    reland = commit(("a.py", "a 10\n", "a 10 fixed\n", "land the fix again"))
+    for c in after:
+        commit(c)
+    repo.git("checkout", "-q", "main")
+    return repo, base, landed, reland

@@ -1,4 +1,4 @@
-"""Where each patch lands on the old base (`engine.verdicts._on_old_base`) and the upstream
+"""Where each patch lands on the old base (`engine.landings.on_old_base`) and the upstream
 walk the verdicts search, kept from one command of a refresh stop by stop for the next: the
 stops that judge no new patch upstream took read them all the same, so the cache keeps them
 (an entry no recent command read is dropped, `store`), and the next patch upstream took is
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.engine import verdicts
+from patchstack.engine import landings, verdicts
 
 from .conftest import Repo, copy_repo, numbered
 from .refresh_fixtures import series_fork, stop_by_stop
@@ -46,15 +46,15 @@ def _fork(tmp_path: Path) -> Repo:
 
 @pytest.fixture
 def landed(monkeypatch) -> list[list[str]]:
-    """The steps each replay on the old base placed (`verdicts._on_old_base`), by name."""
+    """The steps each replay on the old base placed (`landings.on_old_base`), by name."""
     made: list[list[str]] = []
-    real = verdicts.replay
+    real = landings.replay
 
     def counted(git, steps, start, *args, **kwargs):  # type: ignore[no-untyped-def]
         made.append([s.name for s in steps[start:]])
         return real(git, steps, start, *args, **kwargs)
 
-    monkeypatch.setattr(verdicts, "replay", counted)
+    monkeypatch.setattr(landings, "replay", counted)
     return made
 
 

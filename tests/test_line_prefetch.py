@@ -143,3 +143,16 @@ def test_the_blob_stream_reads_what_the_batch_reader_does(tmp_path: Path) -> Non
     assert next(iter(cut)) == (6, b"small\n")
     cut.close()  # (git ended where it was)
     git.close()
+
+
+def test_one_reader_of_a_batch_answers_first_line() -> None:
+    """`git.objects.batch_header`, the one reader of ``cat-file --batch``'s first line (the
+    persistent batch and the blob stream each parsed it)."""
+    from patchstack.errors import GitFailure
+    from patchstack.git.objects import batch_header
+
+    assert batch_header(b"1a2b blob 12") == ("blob", 12)
+    assert batch_header(b"HEAD:a file with spaces missing") is None
+    assert batch_header(b"1a2b ambiguous") is None and batch_header(b"missing") is None
+    with pytest.raises(GitFailure, match="unexpected answer"):
+        batch_header(b"1a2b blob twelve")

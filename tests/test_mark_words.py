@@ -63,11 +63,35 @@ def test_a_deferred_patch_during_a_stopped_refresh_advises_no_refused_push(
     repo.commit_all("upstream edits a 3")
     repo.git("checkout", "-q", "main")
     repo.ps("refresh", "--onto", "up1", "--defer-conflicts")
-    assert "('patchstack push p1.patch' brings it back)" in repo.ps("status").stdout
+    assert (
+        "next: 'patchstack push p1.patch' brings a deferred patch back" in repo.ps("status").stdout
+    )
     repo.ps("refresh", "--onto", "up", code=1)
     status = repo.ps("status", code=None).stdout
     listed = repo.ps("series", code=None).stdout
     for shown in (status, listed):
         assert "'patchstack push" not in shown, shown
-        assert "push p1.patch brings it back once the refresh is done" in shown, shown
+        assert "push NAME brings a deferred patch back once the refresh is done" in shown, shown
+        assert shown.count("brings a deferred patch back") == 1, shown
     assert "is stopped at a conflict" in repo.ps("push", "p1.patch", code=2).stderr
+
+
+def test_one_hint_brings_deferred_patches_back_and_none_without_a_root() -> None:
+    """Each deferred patch is one short note; how to bring one back is one line under the
+    list (kernel-timers' status repeated "'patchstack push NAME' brings it back" 19 times)."""
+    from patchstack.model.marks import Deferral, Upstream, describe, push_back_hint
+
+    c = "a" * 40
+    roots = [Deferral("p1.patch", c), Deferral("p2.patch", c, "p1.patch"), Deferral("p3.patch", c)]
+    assert [describe(m) for m in roots] == [
+        "deferred: conflicts on the base",
+        "deferred: a knock-on, waiting for p1.patch",
+        "deferred: conflicts on the base",
+    ]
+    hint = "'patchstack push NAME' brings a deferred patch back (first: p1.patch)"
+    assert push_back_hint(roots) == hint
+    stopped = push_back_hint(roots, "patchstack refresh")
+    assert stopped == (
+        "push NAME brings a deferred patch back once the refresh is done (first: p1.patch)"
+    )
+    assert push_back_hint([roots[1], Upstream("p4.patch", c)]) is None

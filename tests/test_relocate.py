@@ -434,8 +434,28 @@ def test_a_verdicts_note_names_three_relocations_and_counts_the_rest() -> None:
     rest (the report and --json name every one)."""
     from patchstack.model.relocation import Relocation, relocations_said
 
-    many = [Relocation(f"f{i}.c", "", ()) for i in range(12)]
+    many = [Relocation(f"f{i}.c", "1a2b" * 10, ()) for i in range(12)]
     said = relocations_said(many)
     assert said.count("deleted upstream") == 3
     assert said.endswith("; and 9 more file(s) (the report names each)")
     assert relocations_said(many[:4]).count("deleted upstream") == 4  # one more: named
+    # no upstream commit deleted it (an older upstream never had it): not "deleted upstream"
+    assert Relocation("f.c", "", ()).summary() == "f.c: not in the new base; no hunk relocated"
+
+
+def test_a_hunks_line_names_no_path_its_files_summary_names() -> None:
+    """Under ``relocated a.c -> b.c``, a hunk says its lines only ("hunk 2 (line 40) -> line
+    12": kernel-timers' stop named both paths again on every hunk); the destination's path
+    only when the file's hunks went to more than one file."""
+    from patchstack.model.relocation import Moved, Relocation
+
+    one = Relocation("a.c", "", (Moved(1, 3, "b.c", 7), Moved(2, 40, None, 0, "edited")))
+    assert [one.hunk_said(m) for m in one.hunks] == [
+        "hunk 1 (line 3) -> line 7",
+        "hunk 2 (line 40) not relocated: edited",
+    ]
+    two = Relocation("a.c", "", (Moved(1, 3, "b.c", 7), Moved(2, 40, "c.c", 12)))
+    assert [two.hunk_said(m) for m in two.hunks] == [
+        "hunk 1 (line 3) -> b.c:7",
+        "hunk 2 (line 40) -> c.c:12",
+    ]

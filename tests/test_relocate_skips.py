@@ -60,7 +60,7 @@ def test_every_stop_is_the_same_joined_by_file_and_plain(
     read: list[str] = []
     each: list[int] = []
     diffed: list[object] = []
-    real_read, real_each = lineindex._read_entry, lineindex.LineIndex._each
+    real_read, real_each = lineindex.read_entry, lineindex.LineIndex._each
     real_diffs = Listings.raw_diffs
 
     def counted_read(blob, value):  # type: ignore[no-untyped-def]
@@ -85,7 +85,7 @@ def test_every_stop_is_the_same_joined_by_file_and_plain(
         finally:
             candidates.pop()
 
-    monkeypatch.setattr(lineindex, "_read_entry", counted_read)
+    monkeypatch.setattr(lineindex, "read_entry", counted_read)
     monkeypatch.setattr(lineindex.LineIndex, "_each", counted_each)
     monkeypatch.setattr(Listings, "raw_diffs", counted_diffs)
     monkeypatch.setattr(Relocator, "_read_candidates", reading)

@@ -180,11 +180,11 @@ def test_a_skip_replays_on_the_old_base_only_what_no_stop_before_placed(
     tmp_path: Path, monkeypatch, cache
 ) -> None:
     """A verdict places its patch where it lands on the old base with the same patches left
-    out (`verdicts._on_old_base`); a skip replays there only the steps after those an earlier
+    out (`landings.on_old_base`); a skip replays there only the steps after those an earlier
     command placed with the same ones left out (kept by the digest of the steps up to each):
     A's skip places U2 after A left out, B's skip goes on from B. The stops print the same
     either way (`test_kept_verdicts`: every stop and the series, with the cache and without)."""
-    from patchstack.engine import verdicts
+    from patchstack.engine import landings
 
     from . import test_kept_verdicts as kv
 
@@ -192,13 +192,13 @@ def test_a_skip_replays_on_the_old_base_only_what_no_stop_before_placed(
         monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     repo = kv._fork(tmp_path)
     starts: list[int] = []
-    real = verdicts.replay
+    real = landings.replay
 
     def spied(git, steps, start, *args, **kwargs):  # type: ignore[no-untyped-def]
         starts.append(start)
         return real(git, steps, start, *args, **kwargs)
 
-    monkeypatch.setattr(verdicts, "replay", spied)
+    monkeypatch.setattr(landings, "replay", spied)
     repo.ps("refresh", "--onto", "up", code=1)  # A stops
     assert repo.ps("refresh", "--skip", code=None).exit_code == 1  # U2 judged; B stops
     assert starts == [1], starts  # from A, left out

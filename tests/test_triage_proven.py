@@ -10,6 +10,7 @@ from pathlib import Path
 from patchstack.engine.culprits import slides
 
 from .conftest import Repo, make_repo, numbered, replace_line
+from .refresh_fixtures import relanded_fork
 
 
 def kinds(repo: Repo, *args: str) -> dict[str, tuple[str, str | None]]:
@@ -171,21 +172,9 @@ def test_the_culprit_of_code_moved_to_another_file_is_the_move(tmp_path) -> None
 def test_evidence_after_a_revert_and_re_land_names_the_re_land(tmp_path) -> None:
     """Upstream lands p1's change, two commits elsewhere, reverts it, lands it again: the
     base holds it for good from the re-land on."""
-    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "b.py": numbered(5, "b")})
-    base = repo.head()
-    repo.ps("init")
-    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
-    repo.ps("new", "p1", "--tag", "essential", "a.py")
-    repo.git("checkout", "-q", "-b", "up", base)
-    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
-    repo.commit_all("land the fix")
-    for n in (1, 2):
-        replace_line(repo, "b.py", f"b {n}\n", f"b {n} elsewhere\n")
-        repo.commit_all(f"elsewhere {n}")
-    repo.git("revert", "--no-edit", "HEAD~2")
-    replace_line(repo, "a.py", "a 10\n", "a 10 fixed\n")
-    reland = repo.commit_all("land the fix again")
-    repo.git("checkout", "-q", "main")
+    files = {"a.py": numbered(40, "a"), "b.py": numbered(5, "b")}
+    elsewhere = [("b.py", f"b {n}\n", f"b {n} elsewhere\n", f"elsewhere {n}") for n in (1, 2)]
+    repo, base, _landed, reland = relanded_fork(tmp_path / "fork", files, between=elsewhere)
     # the oracle: the newest commit whose diff adds the line, and the base holds it since
     added = repo.git("log", "--first-parent", "--format=%H", "-S", "a 10 fixed", f"{base}..up")
     assert added.split()[0] == reland

@@ -15,6 +15,7 @@ FILES_SHOWN = 5  # files named on the report's file line
 CULPRITS_SHOWN = 3  # upstream commits named under a hunk
 RELOCATION_LINES = 12  # lines on where moved code went, in the short report
 CARRIED_SHOWN = 2  # relocated hunks named under a file, in the short report
+DETAIL_SHOWN = 12  # lines of git's own words on a patch that does not apply, in the short report
 
 
 def render_conflict(c: Any, full: bool = False) -> list[str]:
@@ -101,7 +102,11 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
         tail.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
         tail.append("  ('patchstack graph' shows which patch leans on which)")
     if c.detail and not c.hunks:
-        tail += ["  " + ln for ln in c.detail.splitlines()]
+        detail = c.detail.splitlines()
+        if not full and len(detail) > DETAIL_SHOWN + 1:  # (git apply says two lines a file)
+            left = len(detail) - DETAIL_SHOWN
+            detail = [*detail[:DETAIL_SHOWN], f"... and {left} more line(s) (--verbose shows them)"]
+        tail += ["  " + ln for ln in detail]
     if c.note:
         tail.append("  " + (c.note if full else _short_note(c.note)))
     return lines, tail
@@ -149,15 +154,12 @@ def relocation_lines(c: Any, full: bool = True) -> list[str]:
         block = [f"  {r.summary()}{said}"]
         carried = [m for m in r.hunks if m.dest is not None]
         for m in carried if full else carried[:CARRIED_SHOWN]:
-            block.append(f"    hunk {m.hunk} ({r.path}:{m.old_start}) -> {m.dest}:{m.line}")
+            block.append(f"    {r.hunk_said(m)}")
         if not full and len(carried) > CARRIED_SHOWN:
             block.append(f"    ... {len(carried) - CARRIED_SHOWN} more hunk(s) relocated")
         missed = [m for m in r.hunks if m.dest is None]
         if full:
-            block += [
-                f"    hunk {m.hunk} ({r.path}:{m.old_start}) not relocated: {m.reason}"
-                for m in missed
-            ]
+            block += [f"    {r.hunk_said(m)}" for m in missed]
         else:
             reasons = dict.fromkeys(m.reason for m in missed)
             for reason in reasons:
@@ -175,13 +177,23 @@ def relocation_lines(c: Any, full: bool = True) -> list[str]:
 
 
 def proposal_hint(c: Any) -> list[str]:
-    """What a refresh stopped with a relocation (a proposal) asks of the user."""
-    if not getattr(c, "relocated", False):
+    """What a refresh stopped with a relocation (a proposal), or at a file upstream deleted
+    with no hunk relocated (no conflict markers: Megatron-LM's CODEOWNERS), asks of the user."""
+    if getattr(c, "relocated", False):
+        return [
+            "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows"
+            " them): check them, finish or delete what was not relocated, then 'patchstack"
+            " refresh --continue' makes them the patch"
+        ]
+    gone = [r.path for r in getattr(c, "relocations", ()) if not r.carried]
+    if not gone:
         return []
+    names = ", ".join(gone[:FILES_SHOWN]) + (
+        f" and {len(gone) - FILES_SHOWN} more" if len(gone) > FILES_SHOWN else ""
+    )
     return [
-        "hint: the relocated hunks are in the work tree as a proposal ('git diff' shows them):"
-        " check them, finish or delete what was not relocated, then 'patchstack refresh"
-        " --continue' makes them the patch"
+        f"hint: upstream deleted {names}; the work tree holds the patch's version (no conflict"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch"
     ]
 
 
@@ -283,10 +295,10 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
             under.setdefault(first_root(c.patch), []).append(c.patch)
     primary = [c for c in conflicts if c.kind != "knock-on" or not c.root]
     n_knock = len(conflicts) - len(primary)
-    head = f"conflicts: {len(primary)} primary (upstream changed the lines)"
-    if n_knock:
-        head += f", {n_knock} knock-on (an earlier patch is missing)"
-    lines = [head]
+    said = [f"{len(primary)} primary (upstream changed the lines)"] if primary else []
+    if n_knock:  # (a skip's replay may defer knock-ons of the skipped patch only)
+        said.append(f"{n_knock} knock-on (an earlier patch is missing)")
+    lines = ["conflicts: " + ", ".join(said)]
     shown_roots = set()
     for c in primary:
         files = list(c.files)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..model.marks import describe
+from ..model.marks import describe, push_back_hint
 from .app import Options, cli
 from .output import (
     complete_applied,
@@ -101,8 +101,11 @@ def series_cmd(ctx: click.Context, as_json: bool) -> None:
     for r in rows:
         mark = style("+", fg="green") if r.applied else style("-", fg="bright_black")
         labels = (", " + ", ".join(r.labels)) if r.labels else ""
-        note = f"  ({describe(r.mark, listing.stopped)})" if r.mark else ""
+        note = f"  ({describe(r.mark)})" if r.mark else ""
         echo(ctx, f"{mark} {r.name}  [{tag_text(r.tag)}{labels}]{note}")
+    hint = push_back_hint([r.mark for r in rows if r.mark], listing.stopped)
+    if hint:
+        echo(ctx, hint)
     for line in standing_lines([r.standing for r in rows], listing.today, False):
         echo(ctx, line)
 

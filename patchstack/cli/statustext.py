@@ -16,7 +16,7 @@ from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
 from ..commands.upstream import IN_BASE, IN_BASE_UNPROVEN, NOT_IN_BASE, UNKNOWN, Standing
 from ..model.fields import NONE, summary
-from ..model.marks import describe
+from ..model.marks import describe, push_back_hint
 from .output import style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
@@ -142,13 +142,19 @@ def status_lines(
     for p in st.patches:
         if not p.applied:
             mark = st.mark_of(p.name)
-            note = describe(mark, going) if mark else "the base holds it" if p.name in held else ""
+            note = describe(mark) if mark else "the base holds it" if p.name in held else ""
             line = f"  - {p.name} [{_tags(p)}]" + (f"  ({note})" if note else "")
             unapplied.append((bool(note), line))
     if unapplied:
         out.append(f"unapplied: {len(unapplied)}")
         out += _list(unapplied, verbose, "unapplied")
+    step = next_step(st, drift)
+    hint = push_back_hint(st.marks, going)
+    if hint and "brings a deferred patch back" not in step:
+        out.append(f"  {hint}")
     for problem in st.disagreements:
+        if stopped and problem == "a refresh is stopped at a conflict":
+            continue  # (the first line says where it stopped)
         out.append(style(f"  ! {problem}", fg="red"))
     out += standing_lines(st.standings, st.today, verbose)
     if st.edits_in_patches:
@@ -168,7 +174,7 @@ def status_lines(
         out += _capped([f"  {path}" for path in st.submodules], verbose, "submodule(s)")
     if st.untracked:
         out.append(f"untracked files: {len(st.untracked)}")
-    out.append(style("next: " + next_step(st, drift), bold=True))
+    out.append(style("next: " + step, bold=True))
     return out
 
 

@@ -100,8 +100,9 @@ def _entry(blob: str, packed: bytes | None) -> list[object]:
     return [SCHEME, packed, _check(blob, packed)]
 
 
-def _read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
-    """(valid, the packed hashes or None for a file not searched)."""
+def read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
+    """(valid, the packed hashes or None for a file not searched) of a blob's cache entry, as
+    `_entry` keeps it; `lineprefetch` asks it too, which blobs the cache knows already."""
     if not (isinstance(value, list) and len(value) == 3 and value[0] == SCHEME):
         return False, None
     packed, check = value[1], value[2]
@@ -200,7 +201,7 @@ class LineIndex:
             unknown = [b for b in unknown if b not in self._packed]
         if self.store is not None:
             for b in unknown:
-                valid, packed = _read_entry(b, self.store.get(SECTION, b))
+                valid, packed = read_entry(b, self.store.get(SECTION, b))
                 if valid:
                     self._packed[b] = packed
             unknown = [b for b in unknown if b not in self._packed]

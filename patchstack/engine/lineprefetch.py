@@ -26,7 +26,7 @@ from ..git import Git
 from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
-from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, _read_entry, hashes_of
+from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, hashes_of, read_entry
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
 SWITCH = 0.0005  # seconds: the interpreter's switch interval while the thread hashes
@@ -54,7 +54,10 @@ class Prefetch:
         self._failed = False
         self.adopted = 0  # blobs a stop took from it (the tests read it)
         # The command's thread wakes from each answer of git's and waits for the interpreter
-        # until the hashing thread yields it: at most a tenth of the usual 5 ms meanwhile.
+        # until the hashing thread (pure Python, never blocking) yields it: at most a tenth of
+        # the usual 5 ms meanwhile. Measured (real_drift --stops, kernel-timers, medians of 3,
+        # one run): first stop 6.2 CPU s with it, 10.7 s at the default interval; every stop
+        # skipped 33.2 against 41.8.
         self._interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._interval, SWITCH))
         self._thread = threading.Thread(target=self._run, name="patchstack-lines", daemon=True)
@@ -114,6 +117,6 @@ def start(
             b
             for b in blobs
             if not (joined is not None and joined.covers(b))
-            and not _read_entry(b, store.get(SECTION, b))[0]
+            and not read_entry(b, store.get(SECTION, b))[0]
         ]
     return Prefetch(git, blobs) if blobs else None

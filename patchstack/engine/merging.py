@@ -16,7 +16,7 @@ from ..git import Git, MergeResult
 from ..model.conflict import Conflict, ConflictHunk, parse_markers, relabel
 from ..model.diff import Patch
 from ..model.ids import Oid
-from ..model.misfits import notes_for
+from ..model.misfits import created_but_there, notes_for
 from . import culprits
 
 
@@ -121,9 +121,10 @@ def blame_first(
 def misfit_notes(git: Git, tree: Oid, patch: Patch) -> list[str]:
     """Why ``patch`` does not apply to the files of ``tree``, where a reason can be named."""
     files = [f for f in patch.files if f.old_path and f.hunks]
-    listing = git.ls_tree_paths(tree, [f.old_path for f in files if f.old_path])
-    notes = []
+    made = [f.new_path for f in patch.files if f.old_path is None and f.new_path]
+    listing = git.ls_tree_paths(tree, [*(f.old_path for f in files if f.old_path), *made])
+    notes = [created_but_there(made, [p for p in made if p in listing])]
     for f in files:
         found = listing.get(f.old_path or "")
         notes += notes_for(f, git.read_blob(found[1]) if found else None)
-    return notes
+    return [n for n in notes if n]

@@ -17,6 +17,7 @@ from typing import IO
 
 from ..errors import GitFailure
 from .base import GitBase, encode_path
+from .objects import batch_header
 from .process import spawn
 
 _CHUNK = 1 << 20
@@ -40,14 +41,12 @@ class BlobStream:
             while nl < 0:
                 buf, at = buf[at:] + self._more(fd), 0
                 nl = buf.find(b"\n", at)
-            words = buf[at:nl].split(b" ")
-            if words[-1] in (b"missing", b"ambiguous"):
+            found = batch_header(buf[at:nl])
+            if found is None:
                 at = nl + 1
                 yield None
                 continue
-            if len(words) != 3 or not words[2].isdigit():
-                raise GitFailure(f"unexpected answer from git cat-file: {buf[at:nl]!r}")
-            size = int(words[2])
+            size = found[1]
             end = nl + 1 + size
             if len(buf) < end + 1:  # the rest of this blob: chunks joined once
                 parts, have = [buf[at:]], len(buf) - at

@@ -118,12 +118,8 @@ class Objects(GitBase):
         header = header.rstrip(b"\n")
         if not read_content:
             return header
-        if header.endswith((b" missing", b" ambiguous")) or header == b"missing":
-            return None
-        words = header.split(b" ")
-        if len(words) != 3 or not words[2].isdigit():
-            raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
-        return words[1].decode(), stdout.read(int(words[2]) + 1)[:-1]
+        found = batch_header(header)
+        return None if found is None else (found[0], stdout.read(found[1] + 1)[:-1])
 
     def resolve_blobs(self, names: Iterable[str]) -> dict[str, Oid | None]:
         """Full ids of (possibly abbreviated) blob ids; None where missing or ambiguous."""
@@ -356,6 +352,19 @@ class Objects(GitBase):
         proc = self.run("var", "GIT_COMMITTER_IDENT", check=False)
         m = re.search(r"> (\d+ [+-]\d{4})\Z", proc.stdout.decode("utf-8", "replace").strip())
         return m.group(1) if proc.returncode == 0 and m else f"{int(time.time())} +0000"
+
+
+def batch_header(header: bytes) -> tuple[str, int] | None:
+    """(type, size) of a ``cat-file --batch`` answer's first line (without its newline), or
+    None for a missing or ambiguous name: ``<name> missing``, the name as given, spaces and
+    all, so the word is recognised at the end of the line; a found one is ``<id> <type>
+    <size>``. The one reader of it (`Objects`, and `blobstream`'s own process)."""
+    if header.endswith((b" missing", b" ambiguous")) or header in (b"missing", b"ambiguous"):
+        return None
+    words = header.split(b" ")
+    if len(words) != 3 or not words[2].isdigit():
+        raise GitFailure(f"unexpected answer from git cat-file: {header!r}")
+    return words[1].decode(), int(words[2])
 
 
 def staged_mode(st: os.stat_result) -> str | None:

@@ -116,19 +116,28 @@ def marks_of(raws: Iterable[str]) -> dict[str, dict[str, Mark]]:
     return found
 
 
-def describe(mark: Mark, stopped: str | None = None) -> str:
-    """The mark in words, for ``status`` and ``series``; ``stopped``: the command stopped at a
-    conflict, if one is (``push`` is refused until it is done: not advised as a command)."""
+def describe(mark: Mark) -> str:
+    """The mark in words, one short note a patch for ``status`` and ``series``; how to bring a
+    deferred patch back is said once under the list, ``push_back_hint``."""
     if isinstance(mark, Deferral):
         if mark.root and mark.primary:
             return f"deferred: primary, waiting for {mark.root}"
         if mark.root:
             return f"deferred: a knock-on, waiting for {mark.root}"
-        if stopped:
-            what = "import" if "import" in stopped else "refresh"
-            back = f"push {mark.name} brings it back once the {what} is done"
-            return f"deferred: conflicts on the base ({back})"
-        return f"deferred: conflicts on the base ('patchstack push {mark.name}' brings it back)"
+        return "deferred: conflicts on the base"
     if mark.evidence:
         return f"the base holds it: upstream took it in {mark.evidence[:10]}"
     return "the base holds it (which upstream commit brought it is unknown)"
+
+
+def push_back_hint(marks: Iterable[Mark], stopped: str | None = None) -> str | None:
+    """The one line under a listing that says how a patch deferred on the base comes back, or
+    None when no patch is; ``stopped``: the command stopped at a conflict, if one is (``push``
+    is refused until it is done: not advised as a command)."""
+    roots = [m.name for m in marks if isinstance(m, Deferral) and not m.root]
+    if not roots:
+        return None
+    if stopped:
+        what = "import" if "import" in stopped else "refresh"
+        return f"push NAME brings a deferred patch back once the {what} is done (first: {roots[0]})"
+    return f"'patchstack push NAME' brings a deferred patch back (first: {roots[0]})"

@@ -3,6 +3,8 @@ line endings that differ, a hunk written as creating a file that exists."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .diff import FileDiff
 
 
@@ -91,3 +93,20 @@ def creates_an_existing_file(fd: FileDiff) -> str | None:
         " at the top of the file. If the file already has the change (upstream took it), drop"
         " the patch; else regenerate it against the file"
     )
+
+
+def created_but_there(made: Sequence[str], there: Sequence[str]) -> str:
+    """Of the files a patch creates (``made``), those the tree has already (``there``), named:
+    a patch whose new files all exist is most likely in the tree already (a Debian source
+    tree kept with its patches applied: the series' base is the upstream tree without them);
+    empty when there are none."""
+    if not there:
+        return ""
+    names = ", ".join(there[:3]) + (f" and {len(there) - 3} more" if len(there) > 3 else "")
+    if len(there) == len(made):
+        return (
+            f"every file the patch creates exists already ({names}): the base may hold the"
+            " patch already (a tree kept with its patches applied: --base the tree without"
+            " them)"
+        )
+    return f"{len(there)} of the {len(made)} files the patch creates exist already: {names}"

@@ -68,9 +68,18 @@ class Relocation:
         when no hunk was carried."""
         n, total = len(self.carried), len(self.hunks)
         by = f" by {self.commit[:12]}" if self.commit else ""
-        if not n:
-            return f"{self.path}: deleted upstream{by}; no hunk relocated"
+        if not n:  # no deleting commit found: an older upstream, say, that never had it
+            gone = f"deleted upstream{by}" if self.commit else "not in the new base"
+            return f"{self.path}: {gone}; no hunk relocated"
         return f"relocated {self.path} -> {', '.join(self.dests)}{by} ({n} of {total} hunks)"
+
+    def hunk_said(self, m: Moved) -> str:
+        """One hunk under the `summary` that names its paths: ``hunk 4 (line 281) -> line
+        148``; the destination's path only when the hunks went to more than one file."""
+        if m.dest is None:
+            return f"hunk {m.hunk} (line {m.old_start}) not relocated: {m.reason}"
+        where = f"line {m.line}" if len(self.dests) == 1 else f"{m.dest}:{m.line}"
+        return f"hunk {m.hunk} (line {m.old_start}) -> {where}"
 
     def to_json(self) -> dict[str, Any]:
         return {

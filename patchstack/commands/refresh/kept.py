@@ -2,7 +2,7 @@
 from one command for the next, each under what decides it: the verdicts of the patches the
 new base holds (`engine.verdicts.held`: every stop judges the patches placed so far again),
 the upstream walk they search (`engine.evidence.history`), where each patch lands on the old
-base with the same patches left out (`engine.verdicts._on_old_base`: a skip replays there only
+base with the same patches left out (`engine.landings.on_old_base`: a skip replays there only
 the steps after those kept), and the culprit walks of the
 printed hunks' files (`engine.culprits.attribute`: a file printed at one stop is often
 printed at a later one), and the states of the replay's `engine.needs.Needs` before each
