@@ -25,6 +25,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_drift import ENV  # noqa: E402
 
 
+# ``python -m cProfile`` swallows SystemExit (every command would exit 0, so the loop ended at
+# the first stop): the command runs under a profiler of its own and its status is passed on.
+RUNNER = """
+import cProfile, runpy, sys
+out = sys.argv[1]
+sys.argv = ["patchstack", *sys.argv[2:]]
+prof = cProfile.Profile()
+code = 0
+try:
+    prof.runcall(runpy.run_module, "patchstack", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+finally:
+    prof.dump_stats(out)
+sys.exit(code)
+"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("fork", type=Path)
@@ -45,7 +63,7 @@ def main() -> None:
             prof = out / f"{n:03d}.prof"
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            cmd = [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "patchstack", *argv]
+            cmd = [sys.executable, "-c", RUNNER, str(prof), *argv]
             code = subprocess.run(cmd, cwd=fork, env=ENV, capture_output=True).returncode
             wall = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
