@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_drift import ENV  # noqa: E402
 
-
 # ``python -m cProfile`` swallows SystemExit (every command would exit 0, so the loop ended at
 # the first stop): the command runs under a profiler of its own and its status is passed on.
 RUNNER = """
