@@ -40,6 +40,7 @@ VERSION = 2  # 1: the sections marshalled together (another version's: ignored)
 WRITER = __version__
 KEEP = 2  # generations of a section whose entries are kept
 LEGACY = ("parsed", "proven")
+RAW_OFF = "PATCHSTACK_NO_RAW_SECTIONS"  # set: every section read is marshalled again
 
 
 class Store:
@@ -48,6 +49,8 @@ class Store:
         self._loaded = False
         self._entries: dict[str, dict[str, tuple[int, Any]]] = {}
         self._raw: dict[str, bytes] = {}  # sections not unmarshalled yet
+        self._read: dict[str, bytes] = {}  # the bytes of those unmarshalled (`save`)
+        self.marshalled: list[str] = []  # the sections this command wrote anew (for tests)
         self.unmarshalled: list[str] = []  # the sections this command read (for tests)
         self._gens: dict[str, int] = {}
         self._used: dict[str, set[str]] = {}
@@ -83,6 +86,8 @@ class Store:
             except (EOFError, ValueError, TypeError):
                 found = None
             self._entries[section] = found if isinstance(found, dict) else {}
+            if isinstance(found, dict):
+                self._read[section] = raw
         return self._entries.get(section, {})
 
     def get(self, section: str, key: str) -> Any | None:
@@ -127,6 +132,10 @@ class Store:
         """Write what this command used and learned (nothing when it changed nothing)."""
         if not self._loaded or not self.changed:
             return
+        # A section this command changed nothing in is written as the bytes it was read from
+        # (a skip reads the drift's 6 MB of candidate lines and leaves them as they were);
+        # ``PATCHSTACK_NO_RAW_SECTIONS=1``: every section read is marshalled anew.
+        same = set() if os.environ.get(RAW_OFF) else {s for s in self._read if self._unchanged(s)}
         for section in set(self._entries) | set(self._added):
             entries = self._section(section)
             self._entries[section] = entries
@@ -144,7 +153,10 @@ class Store:
             for key, value in added.items():
                 entries[key] = (gen, value)
             self._gens[section] = gen
-        sections = {**self._raw, **{k: marshal.dumps(v) for k, v in self._entries.items()}}
+        self.marshalled = [k for k in self._entries if k not in same]
+        fresh = {k: marshal.dumps(self._entries[k]) for k in self.marshalled}
+        ours = {k: self._read[k] if k in same else fresh[k] for k in self._entries}
+        sections = {**self._raw, **ours}
         data = {
             "format": FORMAT,
             "version": VERSION,
@@ -160,3 +172,15 @@ class Store:
                     os.unlink(os.path.join(os.path.dirname(self.path), legacy))
         self._used.clear()
         self._added.clear()
+        self._read.clear()
+
+    def _unchanged(self, section: str) -> bool:
+        """Whether this command changed nothing in ``section``, read from bytes: nothing added
+        or forgotten, and every entry it used of the section's generation already."""
+        gen = self._gens.get(section, 0)
+        entries = self._entries.get(section, {})
+        return (
+            section in self._read
+            and section not in self._added
+            and all(entries.get(k, (gen, None))[0] == gen for k in self._used.get(section, set()))
+        )

@@ -587,6 +587,8 @@ SWITCHES = {
     "PATCHSTACK_NO_LINE_PREFETCH": "1",  # (a stop's relocation learns its candidates itself)
     "PATCHSTACK_NO_RESUMED_RENAMES": "1",
     "PATCHSTACK_NO_EARLY_WALK": "1",  # (a stop walks the culprits' files when it traces)
+    "PATCHSTACK_NO_RAW_SECTIONS": "1",  # (the cache: each section read marshalled anew)
+    "PATCHSTACK_NO_SAME_INDEX": "1",  # (an index of the same bytes: write-tree again)
 }
 
 

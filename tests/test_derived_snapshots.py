@@ -189,8 +189,9 @@ def test_the_publish_of_a_skip_runs_few_git_processes(tmp_path, monkeypatch) -> 
     repo.ps("refresh", "--skip", code=1)
     commands = ran
     assert "status" not in commands and "hash-object" not in commands, ran
-    assert commands.count("write-tree") == 1 and commands.count("read-tree") == 1, ran
-    assert len(ran) <= 9, ran
+    # (the index it holds is the snapshot's, whose tree was asked before: no write-tree)
+    assert commands.count("write-tree") == 0 and commands.count("read-tree") == 1, ran
+    assert len(ran) <= 8, ran
 
 
 @pytest.mark.parametrize("verb", ["--skip", "--continue"])

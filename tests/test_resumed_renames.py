@@ -179,3 +179,25 @@ def test_the_files_upstream_added_at_some_paths_are_those_of_the_whole_diff(
     assert sorted(whole) == ["d2f", "f2d/x.py", "new/deep/file.py", "sym"]
     at = RenameProof(git, trees[0], trees[1], [])._added_at(paths)
     assert at == {p: whole[p] for p in paths if p in whole}
+
+
+def test_a_question_whose_verdicts_were_all_kept_reads_no_drift(tmp_path: Path) -> None:
+    """A resumed replay's first question judges the candidates not yet judged: when the kept
+    verdicts hold them all, nothing is compared and the drift's whole diff (A, thousands of
+    files on a real fork) is not read; the answer is the kept verdict's."""
+    from patchstack.engine.renames import PREFIX, RenameProof
+    from patchstack.git.repo import find_repo
+
+    repo = make_repo(tmp_path / "r", {"a.py": "a\n", "b.py": "b\n"})
+    git = find_repo(str(repo.path))
+    old = git.tree_of("HEAD")
+    repo.git("rm", "-q", "a.py")
+    repo.write("c.py", "c\n")
+    repo.commit_all("drift")
+    new = git.tree_of("HEAD")
+    blob = git.write_blob(b"the old a\n")
+    known = [["a.py", blob, f"{PREFIX}/0/a.py"]]
+    proof = RenameProof(git, old, new, lambda: [("a.py", blob)], lambda: known)
+    proof.start(background=False)
+    assert proof.none_alike(old, new, {"a.py": blob})
+    assert proof.added is None and proof.pending is None

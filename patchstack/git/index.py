@@ -4,6 +4,7 @@ user's index or work tree."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -76,9 +77,23 @@ class TempIndex:
             shutil.copy2(index_file, self.path)  # keeps mtime: racy entries stay racy
 
     def try_write_tree(self) -> Oid | None:
-        """The index as a tree, or None when it cannot be one (unmerged entries)."""
+        """The index as a tree, or None when it cannot be one (unmerged entries). An index of
+        the same bytes as one asked before in this command is that one's tree, asked of git
+        once: a publish checks that the index it holds is the one its snapshot read, a copy
+        of the same file (``PATCHSTACK_NO_SAME_INDEX=1``: git is asked each time)."""
+        key = None
+        if not os.environ.get(SAME_INDEX_OFF):
+            with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+                key = ("index-tree", hashlib.sha256(f.read()).hexdigest())
+        memo = self.git._memo
+        if key is not None and key in memo:
+            found: Oid | None = memo[key]
+            return found
         proc = self.git.run("write-tree", env=self.env, check=False)
-        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+        tree = Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+        if key is not None:
+            memo[key] = tree
+        return tree
 
     def scan(
         self, exclude: str | None, meanwhile: Callable[[], T]
@@ -110,6 +125,7 @@ class TempIndex:
             self.git.run("update-index", "-z", "--index-info", input=data, env=self.env)
 
 
+SAME_INDEX_OFF = "PATCHSTACK_NO_SAME_INDEX"
 _DIFF_FILES = ("diff-files", "-z", "--no-renames")
 OTHERS = ("ls-files", "-z", "--others", "--exclude-standard")
 
