@@ -278,10 +278,23 @@ def bring_back(
     # (`Git.commutes` False: a clean pick, a different tree, where `engine.needs` holds it and
     # a refresh must not lose its hunk) is picked as written; None (a conflict on the way)
     # proves nothing, as in `engine.needs`.
+    #
+    # A patch applied before every one coming back stays as it is applied: ``push NAME`` does
+    # not touch it, nor does ``git rebase -i`` of the branch with NAME picked again after it
+    # (its pick is kept). Its tree was judged when it was made (the refresh's, or an earlier
+    # push's, reference). Picking it again as written instead re-places it: where upstream
+    # made its lines stand twice, git's merge of the commit as written can choose the other
+    # copy than the one it is applied in (seed 9600028: p2 and p3, refreshed on day one into
+    # a_f2's copy at the top of a.c and judged so by ``push p1``, picked as written by
+    # ``push p4``'s reference went to the copy in p1_fn1). By hand: ``git cherry-pick`` of
+    # p4 as written onto the applied p3, then of p5 and p6 as applied, gives push p4's tree.
     stack = list(original.items())
     commits = {}
     for n, now in stack_of(repo, onto):
         left = [m for m in order[: order.index(n)] if m in waiting and m in original]
+        if not any(m in waiting for m in order[: order.index(n)]):
+            commits[n] = now
+            continue
         own = bool(left) and n in original and o.git.commutes(stack, n, left) is not False
         commits[n] = now if own else original[n]
     commits.update({n: original.get(n, marks[n]["commit"]) for n in waiting})

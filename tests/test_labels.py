@@ -15,14 +15,18 @@ case and each wrong label; ``PATCHSTACK_LABEL_SEEDS=21,25`` runs those seeds.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
+import subprocess
 
 import pytest
 
 from . import label_oracle, labels
-from .conftest import slow_after
+from .conftest import Repo, slow_after
+from .label_days import stack_of
+from .label_oracle import resolve_markers
 
 
 class KnownBug(Exception):
@@ -124,11 +128,12 @@ FIXED = [
     # part), up3 the rest: upstream in up3, not a no-op because neither the old base nor up3's
     # parent has the line (up1 had it: an upstream commit removed it; fixed)
     9200010,
-    # OPEN, found by the lead's soak at the end of round nine: a_f2's body stands twice in a.c
-    # (up moved a copy into p1_fn1); push p4.patch brought back puts p2's, p3's and p4's edits
-    # in the first copy where git's pick of the commits as written puts them in the second
-    # (item 4: the repeated lines, as seed 8200027's; not yet decided which side is wrong)
-    pytest.param(9600028, marks=known("4")),
+    # found by the lead's soak at the end of round nine: a_f2's body stands twice in a.c (push
+    # p1, brought back, copies it into p1_fn1); push p4.patch keeps p2 and p3 as applied (in
+    # the first copy, judged so at push p1), where the oracle's reference picked them again as
+    # written, into the second; git cherry-pick of p4 onto the applied p3, then p5 and p6,
+    # gives our tree (the oracle's; fixed: a patch before the one brought back is kept)
+    9600028,
 ]
 
 
@@ -175,7 +180,9 @@ def test_every_label_is_what_git_says(seed: int, tmp_path) -> None:
 # 9400000 and 9500000 (the odd ones plain): 9100009 and 9200034 were the oracle's (its proof of
 # a knock-on took the stop's proposal for the root), 9200010 the product's (a no-op judged
 # from two upstream versions only); with those fixed, none (9100000.. and 9200000.. run again).
-# Open: item 4 at seed 9600028 (repeated lines; a strict known bug in FIXED).
+# Seed 9600028 (item 4, repeated lines) was the oracle's: its reference for ``push NAME``
+# picked the patches applied before NAME again as written, which ``push`` (and ``git rebase
+# -i`` with NAME picked again) keeps as applied.
 OPEN_ITEMS: set[str] = set()
 
 
@@ -206,3 +213,62 @@ def test_a_random_campaign_finds_no_wrong_label(tmp_path) -> None:
     print(f"label oracle: seeds {start}..{start + count - 1}; open items in {known_seeds}")
     print(f"labels judged: {dict(sorted(total.items()))}")
     assert not failures, f"seeds {start}..{start + count - 1}:\n" + "\n\n".join(failures)
+
+
+def test_a_push_keeps_the_patches_before_it_as_applied(tmp_path) -> None:
+    """Seed 9600028 by hand, no oracle: ``push p4.patch`` (deferred on day one, p1 brought
+    back before it) gives what ``git cherry-pick`` of p4's commit onto the applied p3, then of
+    the applied p5 and p6, gives, each conflict taken as the patch has it. Picking p2 and p3
+    again as written puts their edits in the other copy of a_f2's lines (the reference the
+    oracle had, which is not what a push does)."""
+    repo = labels.write_case(labels.make_case(9600028), tmp_path / "fork")
+    repo.ps("import", "commits", "base..work", "--tag", "essential")
+    (repo.path / ".git" / "info" / "exclude").write_text("patches/\n")
+    repo.ps("push", "--all")
+    written = dict(stack_of(repo, repo.git("rev-parse", "base").strip()))
+    up1 = repo.git("rev-parse", "up1").strip()
+    repo.ps("refresh", "--onto", "up1", "--defer-conflicts", code=None)
+
+    def push(name: str) -> None:
+        assert repo.ps("push", name, code=None).exit_code == 1  # a stop at its conflict
+        for path in json.loads(repo.ps("status", "--json", code=None).stdout)["stopped"][
+            "conflicted"
+        ]:
+            fixed = resolve_markers((repo.path / path).read_text())
+            assert fixed is not None, path
+            repo.write(path, fixed)
+        assert repo.ps("refresh", "--continue", code=None).exit_code == 0
+
+    push("p1.patch")
+    before = dict(stack_of(repo, up1))
+    assert list(before) == ["p1.patch", "p2.patch", "p3.patch", "p5.patch", "p6.patch"]
+    push("p4.patch")
+    ours = dict(stack_of(repo, up1))
+    assert [ours[n] for n in ("p1.patch", "p2.patch", "p3.patch")] == [
+        before[n] for n in ("p1.patch", "p2.patch", "p3.patch")
+    ]
+
+    def picked(onto: str, commits: list[str]) -> str:
+        side = tmp_path / f"side-{onto[:7]}"
+        repo.git("worktree", "add", "-q", "--detach", str(side), onto)
+        side_repo = Repo(side)
+        for commit in commits:
+            done = subprocess.run(
+                ["git", "-c", "merge.conflictStyle=diff3", "cherry-pick", commit],
+                cwd=side,
+                capture_output=True,
+            )
+            if done.returncode:
+                for path in side_repo.git("diff", "--name-only", "--diff-filter=U").split():
+                    fixed = resolve_markers((side / path).read_text())
+                    assert fixed is not None, path
+                    side_repo.write(path, fixed)
+                    side_repo.git("add", path)
+                side_repo.git("-c", "core.editor=true", "cherry-pick", "--continue")
+        return side_repo.tree()
+
+    git = picked(before["p3.patch"], [written["p4.patch"], before["p5.patch"], before["p6.patch"]])
+    assert repo.tree() == git
+    # as written, p2 and p3 land in the other copy: a different tree, not the push's
+    again = picked(before["p1.patch"], [written[n] for n in ("p2.patch", "p3.patch", "p4.patch")])
+    assert again != repo.git("rev-parse", f"{ours['p4.patch']}^{{tree}}").strip()

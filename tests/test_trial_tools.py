@@ -154,3 +154,44 @@ def test_the_fast_git_answers_as_the_oracles_git(recorded, tmp_path) -> None:  #
                 fast.git.focus = set(span)
                 assert set(fast.git.run(*args).split()) == set(plain.git.run(*args).split())
     assert asked > 20 and ranged, (asked, ranged)
+
+
+def test_the_pickaxe_answers_as_git_log_S(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """check_labels answers ``log -S`` from each commit's diff, read once: a moved line, a
+    line edited into one that still holds the needle, a renamed file, a binary file and a
+    merge each answer as git's own ``log -S``."""
+    from types import SimpleNamespace
+
+    check = _load("check_labels")
+    repo = Repo(tmp_path)
+    repo.git("init", "-q", "-b", "main")
+
+    def commit(files: dict[str, bytes | None], message: str) -> None:
+        for rel, data in files.items():
+            if data is None:
+                repo.git("rm", "-q", rel)
+            else:
+                (tmp_path / rel).write_bytes(data)
+                repo.git("add", rel)
+        repo.git("commit", "-q", "-m", message)
+
+    body = b"".join(b"    line_%d();\n" % i for i in range(12))
+    commit({"a.c": b"x();\ny();\nz();\n" + body, "bin.dat": b"\0x();\0"}, "base")
+    commit({"a.c": b"y();\nz();\n" + body + b"x();\n"}, "move x")
+    commit({"a.c": b"y();\ny();\nzz();\n" + body + b"x();\n"}, "y twice, z into zz")
+    repo.git("mv", "a.c", "b.c")
+    commit({"b.c": b"y();\ny();\nzz();\n" + body + b"x(); w();\n"}, "rename, x edited")
+    commit({"bin.dat": b"\0x();\0x();\0"}, "binary")
+    repo.git("checkout", "-q", "-b", "side", "HEAD~1")
+    commit({"c.c": b"z();\n"}, "side: z")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    commit({"c.c": None}, "remove c.c")
+    commits = repo.git("rev-list", "--all").split()
+    fast = check.FastGit(SimpleNamespace(path=tmp_path, work=tmp_path))
+    for needle in ("x();", "y();", "z();", "zz();", "line_3();", "w();", "nothing"):
+        said = fast.pickaxe(needle, commits)
+        git = set(repo.git("log", "--all", "--format=%H", "-S" + needle).split())
+        assert {c for c, hit in said.items() if hit} == git, needle
+    asked = [c for c in commits if fast.diffs[c] is None]  # asked of git
+    assert len(asked) == 3, asked  # the merge and the two commits of bin.dat

@@ -179,6 +179,7 @@ class FastGit(Git):
         self.lists: dict[tuple[str, ...], str] = {}
         self.focus: set[str] | None = None
         self.picked: dict[tuple[str, str], bool] = {}  # (-S needle, commit): does -S keep it
+        self.diffs: dict[str, list[tuple[bytes, bytes]] | None] = {}  # `_diffs`
         self.found: dict[tuple[str, str], bool] = {}
         # (old, C): `Oracle.not_brought` asks each upstream version from old up to C's parent
         # whether it has the lines a patch removes; `anywhere` answers for all at once
@@ -194,13 +195,71 @@ class FastGit(Git):
             span = set(self.run("rev-list", args[3]).split())
             asked = sorted(self.focus & span)
             new = [c for c in asked if (args[2], c) not in self.picked]
-            if new:  # the range's walk filtered by -S, on these commits alone (--no-walk)
-                said = self._run(("log", "--format=%H", "--no-walk", args[2], *new), True, None)
-                for c in new:
-                    self.picked[(args[2], c)] = c in said.split()
+            if new:  # the range's walk filtered by -S, on these commits alone
+                for c, hit in self.pickaxe(args[2][2:], new).items():
+                    self.picked[(args[2], c)] = hit
             hits = [c for c in asked if self.picked[(args[2], c)]]
             return "\n".join(hits) + "\n" if hits else ""
         return self._run(args, check, env)
+
+    def pickaxe(self, needle: str, commits: list[str]) -> dict[str, bool]:
+        """Which of ``commits`` ``git log -S NEEDLE`` keeps: a file pair of its diff whose
+        sides hold the string a different number of times. The needle is one line, so the
+        lines both sides share count alike: the removed and the added lines decide. Each
+        commit's diff is read once for every needle (``log -S`` diffed whole commits again
+        for each: seconds apiece on upstream's large ones). A merge, which ``log -S`` judges
+        by its own rules, and a commit changing a binary file (whose bytes ``-S`` counts and
+        the diff does not show) are asked of git."""
+        self.diffs.update(self._diffs([c for c in commits if c not in self.diffs]))
+        said: dict[str, bool] = {}
+        merges = [c for c in commits if self.diffs[c] is None]
+        if merges:
+            out = self._run(("log", "--format=%H", "--no-walk", "-S" + needle, *merges), True, None)
+            said.update({c: c in out.split() for c in merges})
+        text = needle.encode()
+        for c in commits:
+            pairs = self.diffs[c]
+            if pairs is not None:
+                said[c] = any(gone.count(text) != come.count(text) for gone, come in pairs)
+        return said
+
+    def _diffs(self, commits: list[str]) -> dict[str, list[tuple[bytes, bytes]] | None]:
+        """Each commit's file pairs as ``log -p`` makes them (renames as ``log -S`` sees
+        them): the removed and the added lines of each; None for a merge or a commit that
+        changes a binary file."""
+        if not commits:
+            return {}
+        proc = subprocess.run(
+            ["git", "log", "--no-walk=unsorted", "-p", "-U0", "--no-color", "--no-ext-diff"]
+            + ["--format=%x00%H %P", *commits],
+            cwd=self.repo.work,
+            capture_output=True,
+            check=True,
+        )
+        out: dict[str, list[tuple[bytes, bytes]] | None] = {}
+        for record in proc.stdout.split(b"\0")[1:]:
+            head, _nl, body = record.partition(b"\n")
+            ids = head.decode().split()
+            pairs: list[tuple[list[bytes], list[bytes]]] = []
+            in_hunk = binary = False
+            for line in body.split(b"\n"):
+                if line.startswith(b"diff --git "):
+                    pairs.append(([], []))
+                    in_hunk = False
+                elif not in_hunk and line.startswith(b"Binary files "):
+                    binary = True
+                elif line.startswith(b"@@ ") and pairs:
+                    in_hunk = True
+                elif in_hunk and line[:1] in (b"-", b"+"):
+                    pairs[-1][line[:1] == b"+"].append(line[1:])
+            merge = len(ids) > 2
+            out[ids[0]] = (
+                None if merge or binary else [(b"\n".join(a), b"\n".join(b)) for a, b in pairs]
+            )
+        missing = set(commits) - set(out)
+        if missing:
+            raise AssertionError(f"git log -p did not show {sorted(missing)[:3]}")
+        return out
 
     def _run(self, args: tuple[str, ...], check: bool, env: dict[str, str] | None) -> str:
         proc = subprocess.run(
