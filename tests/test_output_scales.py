@@ -270,10 +270,16 @@ def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) 
         rewrite(path, "mine")
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "Big\n\nPatchstack-Tag: essential")
-    for i in range(59):
-        repo.write(f"s{i:02}.py", repo.read(f"s{i:02}.py").replace("s 3\n", f"mine {i}\n"))
-        repo.git("add", "-A")
-        repo.git("commit", "-q", "-m", f"Small {i}\n\nPatchstack-Tag: essential")
+    small = numbered(8, "s")
+    repo.commit_steps(  # one fast-import for the 59 commits
+        [
+            (
+                f"Small {i}\n\nPatchstack-Tag: essential",
+                {f"s{i:02}.py": small.replace("s 3\n", f"mine {i}\n")},
+            )
+            for i in range(59)
+        ]
+    )
     repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
     repo.git("reset", "-q", "--keep", base)
     repo.ps("push", "--all")
