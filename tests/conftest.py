@@ -243,9 +243,11 @@ class Repo:
         """One commit per (message, {path: new text, or None to delete}) on top of HEAD's
         branch, as ``write`` + ``commit_all`` one step at a time makes them (the sealed
         author, committer and date; files as 100644) but in one ``fast-import`` instead of two
-        git processes a step; the index and work tree then hold the last. Returns the ids."""
+        git processes a step; the index and work tree then hold the last (untracked files are left
+        as they are, tracked changes are refused). Returns the ids."""
         branch = self.git("symbolic-ref", "-q", "HEAD").strip()
-        assert not self.status_all(), "commit_steps: the work tree has changes"
+        changed = self.git("status", "--porcelain", "--untracked-files=no")
+        assert not changed, f"commit_steps: the work tree has changes:\n{changed}"
         first = self.head()
         out: list[bytes] = []
         for n, (message, files) in enumerate(steps):
