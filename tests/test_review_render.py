@@ -138,7 +138,6 @@ def balanced(md: str) -> None:
             assert line.endswith(" |"), line
 
 
-@pytest.mark.xdist_group("six_hundred")  # one worker builds it
 def test_a_600_patch_refresh_keeps_the_one_interdiff_that_matters(six_hundred) -> None:
     repo, old, new = six_hundred
     md = repo.ps("review", str(old), str(new), "--format", "markdown").stdout
@@ -201,7 +200,6 @@ def test_the_largest_diffs_move_out_first_and_every_section_stays(tmp_path) -> N
     assert f"see [the full review]({url})" in md
 
 
-@pytest.mark.xdist_group("six_hundred")  # one worker builds it
 def test_every_limit_is_kept_without_cutting_a_fence_or_a_row(six_hundred) -> None:
     from patchstack.git import find_repo
     from patchstack.review.render import render_review
