@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Hashable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -237,6 +238,42 @@ class Repo:
         self.git("add", "-A", "--", ".", ":(exclude)patches")
         self.git("commit", "-q", "-m", message)
         return self.head()
+
+    def commit_steps(self, steps: Sequence[tuple[str, dict[str, str | None]]]) -> list[str]:
+        """One commit per (message, {path: new text, or None to delete}) on top of HEAD's
+        branch, as ``write`` + ``commit_all`` one step at a time makes them (the sealed
+        author, committer and date; files as 100644) but in one ``fast-import`` instead of two
+        git processes a step; the index and work tree then hold the last (untracked files are left
+        as they are, tracked changes are refused). Returns the ids."""
+        branch = self.git("symbolic-ref", "-q", "HEAD").strip()
+        changed = self.git("status", "--porcelain", "--untracked-files=no")
+        assert not changed, f"commit_steps: the work tree has changes:\n{changed}"
+        first = self.head()
+        out: list[bytes] = []
+        for n, (message, files) in enumerate(steps):
+            text = message.encode() + (b"" if message.endswith("\n") else b"\n")
+            out.append(b"commit %s\n" % branch.encode())
+            for who in ("AUTHOR", "COMMITTER"):
+                name, email = os.environ[f"GIT_{who}_NAME"], os.environ[f"GIT_{who}_EMAIL"]
+                when = int(datetime.fromisoformat(os.environ[f"GIT_{who}_DATE"]).timestamp())
+                out.append(f"{who.lower()} {name} <{email}> {when} +0000\n".encode())
+            out.append(b"data %d\n%s\n" % (len(text), text))
+            if n == 0:
+                out.append(b"from %s\n" % first.encode())
+            for rel, content in files.items():
+                quoted = b'"' + rel.encode().replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+                quoted += b'"'
+                if content is None:
+                    out.append(b"D %s\n" % quoted)
+                else:
+                    data = content.encode()
+                    out.append(b"M 100644 inline %s\ndata %d\n%s\n" % (quoted, len(data), data))
+            out.append(b"\n")
+        stream = b"".join(out) + b"done\n"
+        fast_import = ["git", "fast-import", "--quiet", "--done"]
+        subprocess.run(fast_import, cwd=self.path, input=stream, check=True)
+        self.git("reset", "-q", "--hard")
+        return self.git("rev-list", "--reverse", f"{first}..HEAD").split()
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()

@@ -192,16 +192,20 @@ def test_a_sixty_conflict_check_reads_in_a_screen_and_its_progress_keeps_moving(
 
     repo = make_repo(tmp_path / "fork", {f"m{i:02}.py": numbered(12, f"m{i}") for i in range(40)})
     base = repo.head()
+    steps: list[tuple[str, dict[str, str | None]]] = []
+    new = {f"new{k}.py": numbered(8, f"new{k}") for k in range(10)}
     for i in range(60):
+        files: dict[str, str | None] = {}
         if i < 40:
-            repo.write(f"m{i:02}.py", repo.read(f"m{i:02}.py").replace(f"m{i} 6\n", f"mine {i}\n"))
+            files[f"m{i:02}.py"] = numbered(12, f"m{i}").replace(f"m{i} 6\n", f"mine {i}\n")
         if i < 10:
-            repo.write(f"new{i}.py", numbered(8, f"new{i}"))
+            files[f"new{i}.py"] = new[f"new{i}.py"]
         if i >= 40:
             k = (i - 40) % 10
-            repo.write(f"new{k}.py", repo.read(f"new{k}.py") + f"tuned {i}\n")
-        repo.git("add", "-A")
-        repo.git("commit", "-q", "-m", f"Patch {i}\n\nPatchstack-Tag: essential")
+            new[f"new{k}.py"] += f"tuned {i}\n"
+            files[f"new{k}.py"] = new[f"new{k}.py"]
+        steps.append((f"Patch {i}\n\nPatchstack-Tag: essential", files))
+    repo.commit_steps(steps)  # one fast-import for the 60 commits
     repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
     repo.git("reset", "-q", "--keep", base)
     repo.ps("push", "--all")
@@ -266,10 +270,16 @@ def test_a_stop_and_check_patch_fit_a_screen_for_a_hundred_file_patch(tmp_path) 
         rewrite(path, "mine")
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "Big\n\nPatchstack-Tag: essential")
-    for i in range(59):
-        repo.write(f"s{i:02}.py", repo.read(f"s{i:02}.py").replace("s 3\n", f"mine {i}\n"))
-        repo.git("add", "-A")
-        repo.git("commit", "-q", "-m", f"Small {i}\n\nPatchstack-Tag: essential")
+    small = numbered(8, "s")
+    repo.commit_steps(  # one fast-import for the 59 commits
+        [
+            (
+                f"Small {i}\n\nPatchstack-Tag: essential",
+                {f"s{i:02}.py": small.replace("s 3\n", f"mine {i}\n")},
+            )
+            for i in range(59)
+        ]
+    )
     repo.ps("import", "commits", f"{base}..HEAD", "--base", base)
     repo.git("reset", "-q", "--keep", base)
     repo.ps("push", "--all")

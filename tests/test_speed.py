@@ -166,12 +166,15 @@ def test_the_upstream_search_reads_the_versions_at_once_and_finds_the_same(
     replace_line(repo, "deep/er/still/a.txt", "a 5\n", "a 5 mine\n")
     repo.ps("new", "p", "--tag", "essential")
     repo.git("checkout", "-q", "-b", "up", "HEAD~1")
+    text = repo.read("deep/er/still/a.txt")
+    steps: list[tuple[str, dict[str, str | None]]] = []
     for i in range(30, 75):
-        replace_line(repo, "deep/er/still/a.txt", f"a {i}\n", f"a {i} up\n")
-        repo.commit_all(f"upstream edits a {i}")
+        text = text.replace(f"a {i}\n", f"a {i} up\n", 1)
+        steps.append((f"upstream edits a {i}", {"deep/er/still/a.txt": text}))
         if i == 50:
-            replace_line(repo, "deep/er/still/a.txt", "a 5\n", "a 5 mine\n")
-            took = repo.commit_all("upstream takes p")
+            text = text.replace("a 5\n", "a 5 mine\n", 1)
+            steps.append(("upstream takes p", {"deep/er/still/a.txt": text}))
+    took = repo.commit_steps(steps)[21]  # one fast-import for the 46 commits
     repo.git("checkout", "-q", "main")
     reads: list[int] = []
     plain_read = Objects.read_objects
