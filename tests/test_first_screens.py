@@ -89,9 +89,13 @@ def test_a_stop_at_a_file_upstream_deleted_says_continue_keeps_the_patchs_versio
 
 def test_status_at_a_stop_says_it_stopped_once(tmp_path: Path) -> None:
     """kernel-timers' first stop: status's first line says where the refresh stopped, and a
-    line "! a refresh is stopped at a conflict" said it again under the patches."""
+    line "! a refresh is stopped at a conflict" said it again under the patches, and a
+    warning with its hint on stderr a third time (other readers keep the warning)."""
     repo = drift(tmp_path)
     repo.ps("refresh", "--onto", "up", code=1)
-    out = repo.ps("status", code=None).stdout
+    said = repo.ps("status", code=None)
+    out = said.stdout
     assert out.startswith("refresh stopped at a conflict in p1.patch"), out
     assert out.count("stopped at a conflict") == 1, out
+    assert "stopped" not in said.stderr, said.stderr
+    assert "warning: a refresh is stopped" in repo.ps("series", code=None).stderr

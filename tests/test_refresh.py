@@ -158,13 +158,13 @@ def test_conflict_stops_with_report_markers_and_continue(tmp_path) -> None:
     # Patch files are untouched while stopped.
     assert repo.read("patches/near.patch") == near_before
 
-    # Every other command refuses, saying how to go on; status only warns.
+    # Every other command refuses, saying how to go on; status says so on its first line.
     for args in (("push",), ("pop", "--all"), ("refresh",), ("check",)):
         refused = repo.ps(*args, code=2)
         assert "a refresh is stopped" in refused.stderr, args
         assert "refresh --continue" in refused.stderr, args
     warned = repo.ps("status", code=None)
-    assert "warning: a refresh is stopped" in warned.stderr
+    assert warned.stdout.startswith("refresh stopped at a conflict in near.patch")
     # --continue refuses while markers remain, naming the file and line.
     refused = repo.ps("refresh", "--continue", code=2)
     assert "conflict markers remain: a.py:10" in refused.stderr

@@ -137,7 +137,7 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     from ..commands.refresh.drift import drift as do_drift
     from ..commands.status import status as do_status
 
-    ws = ctx.obj.checkout(write=False)
+    ws = ctx.obj.checkout(write=False, while_stopped=True)  # (its first line says the stop)
     st = do_status(ws)
     # At a stopped refresh the text says where it stopped, not how far upstream moved.
     drift = do_drift(ws, st.real_base) if as_json or not st.refresh_stopped else None
