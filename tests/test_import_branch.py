@@ -276,7 +276,7 @@ def test_upstream_defaults_to_the_branchs_and_labels_the_base(fork) -> None:
     out = repo.ps("import", "branch", "fork", "-t", "essential").stdout
     assert "first-parent commits since main)" in out and "note:" not in out
     status = repo.ps("status").stdout
-    assert f"series base: {at['u2'][:12]} (main)" in status
+    assert f"series base: {at['u2'][:12]} (tracks main)" in status
 
 
 def test_a_diff_pasted_in_a_message_stays_in_the_description(fork) -> None:

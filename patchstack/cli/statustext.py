@@ -87,7 +87,7 @@ def status_lines(
         out.append(style(st.stepping, fg="yellow"))
     branch = st.branch.removeprefix("refs/heads/") if st.branch else "(detached HEAD)"
     out.append(f"branch: {branch} at {st.head[:12]}")
-    base = (st.series_base or "?")[:12] + (f" ({st.base_ref})" if st.base_ref else "")
+    base = (st.series_base or "?")[:12] + (f" (tracks {st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
     if st.plain_series:
         out.append(
