@@ -95,3 +95,25 @@ def test_one_hint_brings_deferred_patches_back_and_none_without_a_root() -> None
         "push NAME brings a deferred patch back once the refresh is done (first: p1.patch)"
     )
     assert push_back_hint([roots[1], Upstream("p4.patch", c)]) is None
+
+
+def test_a_no_op_waiting_for_its_root_is_said_and_kept_as_one() -> None:
+    """A patch deferred because it changes nothing without a left-out root did not conflict:
+    its mark says ``no-op`` and status says so (kernel-timers' refresh counted 2 no-ops that
+    status then called knock-ons); a mark read back renders to the same bytes, and the old
+    form (no word) stays a knock-on."""
+    from patchstack.model.marks import Deferral, describe, mark_problem, parse_mark
+
+    c = "b" * 40
+    line = f"# deferred: p3.patch {c} after p2.patch no-op\n"
+    mark = parse_mark(line)
+    assert mark == Deferral("p3.patch", c, "p2.patch", primary=False, no_op=True)
+    assert mark.render() == line
+    assert describe(mark) == "deferred: a no-op without p2.patch, waiting for it"
+    assert mark.to_json()["no_op"] is True and mark.to_json()["primary"] is False
+    old = parse_mark(f"# deferred: p3.patch {c} after p2.patch")
+    assert isinstance(old, Deferral) and not old.no_op
+    assert describe(old) == "deferred: a knock-on, waiting for p2.patch"
+    assert parse_mark(f"# deferred: p3.patch {c} no-op") is None  # a word needs a root
+    assert mark_problem(f"# deferred: p3.patch {c} after p2.patch noop") is not None
+    assert mark_problem(f"# upstream: p3.patch {c} in {c} no-op") is not None

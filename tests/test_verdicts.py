@@ -78,8 +78,13 @@ def test_a_follow_up_of_a_deferred_patch_is_a_no_op_naming_it_never_upstream(
     assert said["p3.patch"]["verdict"] == "no-op" and "p2.patch" in said["p3.patch"]["note"]
     series = repo.read("patches/series")
     assert "# upstream:" not in series
-    assert "# deferred: p3.patch " in series and " after p2.patch\n" in series
-    assert "--drop-merged" not in repo.ps("status", code=None).stdout
+    assert "# deferred: p3.patch " in series and " after p2.patch no-op\n" in series
+    status = repo.ps("status", code=None).stdout
+    assert "--drop-merged" not in status
+    # Status says what the refresh said: a no-op waiting for p2, not a knock-on (kernel-timers:
+    # the refresh counted 15 knock-ons and 2 no-ops, status 17 knock-ons).
+    assert "p3.patch [essential]  (deferred: a no-op without p2.patch, waiting for it)" in status
+    assert "knock-on" not in status and "(1 deferred, 1 no-op(s) waiting)" in status
     repo.ps("refresh", "--drop-merged")
     assert "p3.patch" in repo.read("patches/series")  # nothing the tool advises deletes it
     # Bringing p2 back brings p3 with it: the file p3 deletes goes again.
@@ -98,7 +103,7 @@ def test_push_of_a_no_op_whose_root_stays_deferred_is_refused(tmp_path: Path) ->
     real branch it exited 0 and called the patch 'unknown')."""
     repo = follow_up_drift(tmp_path)
     repo.ps("refresh", "--onto", "up", "--defer-conflicts")
-    assert " after p2.patch\n" in repo.read("patches/series")
+    assert " after p2.patch no-op\n" in repo.read("patches/series")
     before = repo.state()
     refused = repo.ps("push", "p3.patch", code=2)
     assert "p3.patch was not applied: it changes nothing without p2.patch" in refused.stderr

@@ -107,8 +107,10 @@ def next_step(st: StatusResult, drift: Drift | None) -> str:
     roots = [m.name for m in deferred if not m.root]
     if roots:
         primaries = len([m for m in deferred if m.root and m.primary])
-        waiting = len(deferred) - len(roots) - primaries
+        no_ops = len([m for m in deferred if m.root and m.no_op and not m.primary])
+        waiting = len(deferred) - len(roots) - primaries - no_ops
         counts = f"{len(roots)} deferred" + (f", {waiting} knock-on(s) waiting" if waiting else "")
         counts += f", {primaries} primary conflict(s) waiting" if primaries else ""
+        counts += f", {no_ops} no-op(s) waiting" if no_ops else ""
         return f"'patchstack push {roots[0]}' brings a deferred patch back ({counts})"
     return "nothing to do: the stack agrees with the series"

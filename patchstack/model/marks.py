@@ -1,10 +1,12 @@
 """Header marks of the series file: patches whose file is from before a refresh, each carried
 by the commit of its change where that file was made (kept by the operation log).
 
-- ``# deferred: NAME COMMIT [after ROOT [primary]]``: it conflicted and was left out
+- ``# deferred: NAME COMMIT [after ROOT [primary|no-op]]``: it conflicted and was left out
   (``refresh --skip``, ``--defer-conflicts``) until ``push NAME`` brings it back; ``after
   ROOT``: it waits for the patch ROOT and comes back with it, a knock-on of it, or with
-  ``primary`` a patch held for it that conflicts on its own too (`engine.triage`).
+  ``primary`` a patch held for it that conflicts on its own too (`engine.triage`), or with
+  ``no-op`` one that changes nothing without ROOT (`engine.verdicts`' ``no-op``: it did not
+  conflict).
 - ``# upstream: NAME COMMIT [in UPSTREAM]``: the base holds its change (a refresh found the
   patch changing nothing there), kept in the series until ``--drop-merged`` or ``delete``;
   ``in UPSTREAM``: the upstream commit proven to bring it (`engine.verdicts.held`); without
@@ -24,7 +26,7 @@ from typing import ClassVar
 
 DEFERRED, UPSTREAM = "deferred", "upstream"
 _MARK_RE = re.compile(
-    r"#\s*(deferred|upstream):\s*(\S+)\s+(\S+)(?:\s+(after|in)\s+(\S+)(?:\s+(primary))?)?\s*\Z"
+    r"#\s*(deferred|upstream):\s*(\S+)\s+(\S+)(?:\s+(after|in)\s+(\S+)(?:\s+(primary|no-op))?)?\s*\Z"
 )
 _START_RE = re.compile(r"#\s*(deferred|upstream)\s*:")
 _SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
@@ -38,15 +40,24 @@ class Deferral:
     commit: str
     root: str | None = None
     primary: bool = False  # waiting for ``root``, and conflicting on its own too
+    no_op: bool = False  # waiting for ``root``: it changes nothing without it (not primary)
     KIND: ClassVar[str] = DEFERRED
 
     def to_json(self) -> dict[str, str | bool | None]:
         primary = self.primary and self.root is not None
-        return {"kind": DEFERRED, "commit": self.commit, "root": self.root, "primary": primary}
+        no_op = self.no_op and not primary and self.root is not None
+        return {
+            "kind": DEFERRED,
+            "commit": self.commit,
+            "root": self.root,
+            "primary": primary,
+            "no_op": no_op,
+        }
 
     def render(self) -> str:
         tail = f" after {self.root}" if self.root else ""
         tail += " primary" if self.root and self.primary else ""
+        tail += " no-op" if self.root and self.no_op and not self.primary else ""
         return f"# deferred: {self.name} {self.commit}{tail}\n"
 
 
@@ -78,10 +89,11 @@ def parse_mark(raw: str) -> Mark | None:
     m = _MARK_RE.match(raw.strip())
     if m is None:
         return None
-    kind, name, commit, word, last, primary = m.groups()
+    kind, name, commit, word, last, also = m.groups()
     if kind == DEFERRED:
         after = word == "after"
-        return Deferral(name, commit, last if after else None, after and bool(primary))
+        root = last if after else None
+        return Deferral(name, commit, root, after and also == "primary", after and also == "no-op")
     return Upstream(name, commit, last if word == "in" else None)
 
 
@@ -91,7 +103,7 @@ def mark_problem(text: str) -> tuple[str, str] | None:
     if start is None:
         return None
     kind = start.group(1)
-    tail = "after ROOT [primary]" if kind == DEFERRED else "in COMMIT"
+    tail = "after ROOT [primary|no-op]" if kind == DEFERRED else "in COMMIT"
     form = f"'# {kind}: NAME <full commit id> [{tail}]'"
     m = _MARK_RE.match(text)
     if (
@@ -122,6 +134,8 @@ def describe(mark: Mark) -> str:
     if isinstance(mark, Deferral):
         if mark.root and mark.primary:
             return f"deferred: primary, waiting for {mark.root}"
+        if mark.root and mark.no_op:
+            return f"deferred: a no-op without {mark.root}, waiting for it"
         if mark.root:
             return f"deferred: a knock-on, waiting for {mark.root}"
         return "deferred: conflicts on the base"

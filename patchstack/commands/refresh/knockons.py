@@ -314,5 +314,7 @@ def deferrals_after(series: Series, state: State) -> list[Deferral]:
     """The deferred patches once this refresh is done: those deferred before it that it did
     not bring back, and those it deferred."""
     kept = [d for n, d in series.deferred.items() if n not in state.undefer]
-    made = [Deferral(n, c, r, n in state.primaries) for n, c, r in state.deferrals]
+    made = [
+        Deferral(n, c, r, n in state.primaries, n in state.no_ops) for n, c, r in state.deferrals
+    ]
     return kept + made

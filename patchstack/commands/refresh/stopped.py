@@ -50,6 +50,8 @@ class State:
     deferrals: tuple[tuple[str, str, str | None], ...] = ()
     # Of those waiting for a root, the ones that conflict on their own too (primary).
     primaries: tuple[str, ...] = ()
+    # Of those waiting for a root, the ones that change nothing without it (no-op).
+    no_ops: tuple[str, ...] = ()
     undefer: tuple[str, ...] = ()  # deferred patches this replay brings back (push NAME)
     # The command that stopped goes on with this after the replay (route "import": the
     # ``import branch`` on its way, `model.branch.Walk`); None for a refresh.
@@ -95,6 +97,7 @@ class State:
         data["deferrals"] = tuple(tuple(d) for d in data.get("deferrals") or ())
         data["undefer"] = tuple(data.get("undefer") or ())
         data["primaries"] = tuple(data.get("primaries") or ())
+        data["no_ops"] = tuple(data.get("no_ops") or ())
         data["at_stop"] = tuple(tuple(p) for p in data.get("at_stop") or ())
         data["recorded"] = tuple(tuple(p) for p in data.get("recorded") or ())
         data["done"] = tuple(Done(**d) for d in data["done"])

@@ -56,12 +56,13 @@ def no_op_deferrals(state: State, judged: dict[str, Held], deferred: Sequence[st
     # Only a patch whose commit carries its own change: a deferral's commit is proven its
     # file's when it comes back (`engine.claims`).
     commit = {s.name: s.commit for s in state.steps if s.before != s.after}
-    made = list(state.deferrals)
+    made, no_ops = list(state.deferrals), list(state.no_ops)
     for name, h in judged.items():
         roots = [n for n in h.missing if n in deferred]
         if h.verdict == NO_OP and roots and commit.get(name):
             made.append((name, Oid(commit[name] or ""), roots[-1]))
-    return replace(state, deferrals=tuple(made))
+            no_ops.append(name)
+    return replace(state, deferrals=tuple(made), no_ops=tuple(no_ops))
 
 
 def upstream_marks(
