@@ -235,6 +235,12 @@ class Git:
         return out
 
 
+def untaken(chain: Chain, roots: set[str]) -> list[str]:
+    """Those of ``roots`` that ``chain`` left out: each conflicts, and its conflict could
+    not be taken as it has it (no markers)."""
+    return [n for n in chain.conflicts if n in roots and n not in chain.resolved]
+
+
 @dataclass
 class Chain:
     onto: str
@@ -555,7 +561,11 @@ class Oracle:
         self, where: str, name: str, root: str, onto: str, patches: list, waits: set[str]
     ) -> None:
         """``name`` applies once ``root`` is applied (its conflict taken as it has it), with
-        the roots it waits for in turn (``waits``: a knock-on root comes back with its own)."""
+        the roots it waits for in turn (``waits``: a knock-on root comes back with its own).
+        Unknown when git's pick of one of them conflicts where there are no lines to take (a
+        file's existence: `resolved`): the chain would leave it out, and ``name`` conflict
+        for want of it, not of ``root`` as defined (a knock-on of a knock-on of a patch with
+        a modify/delete: kernel-timers' feat-new-flags.patch)."""
         self.saw("knock-on")
         order = [n for n, _c in patches]
         if root not in order or name not in order:
@@ -565,8 +575,8 @@ class Oracle:
             self.fail(where, f"{name}: knock-on of {root}, which comes after it")
             return
         chain = self.git.chain(onto, patches[: order.index(name) + 1], frozenset(waits))
-        if root not in chain.resolved and root in chain.conflicts:
-            return  # its conflict is not in lines: the oracle cannot place it (unknown)
+        if untaken(chain, {root, *waits}):
+            return  # a conflict not in lines: the oracle cannot place it (unknown)
         if name in chain.conflicts:
             self.fail(
                 where,

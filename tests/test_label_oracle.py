@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import make_repo, replace_line
+from .conftest import Repo, make_repo, replace_line
 from .label_days import Day, bring_back, stack_of
 from .label_oracle import Oracle, regions
 from .test_verdicts import debug_line_drift
@@ -155,3 +155,61 @@ def test_a_held_patchs_hunk_is_placed_by_the_region_with_its_sides(tmp_path: Pat
     o.culprits("check", report, base, up, day.merged("p2.patch"))
     assert not o.findings, o.findings
     assert o.judged.get("culprit")
+
+
+def chained_knock_ons(tmp_path: Path) -> tuple[Repo, str, str]:
+    """kernel-timers' day one made small (feat-new-flags.patch, a knock-on of
+    SGLANG_FIX_DSV4_BASE_MODEL_LOAD.patch, itself a knock-on of implementation.patch): p1
+    adds a line in two places of f.c and edits gone.c, which upstream deletes (a
+    modify/delete: no markers); p2 edits p1's first line, p3 both. (The fork, its base, up.)"""
+    body = "int f(void)\n{\n" + "".join(f"    int v{i} = {i};\n" for i in range(1, 9))
+    body += "    return 0;\n}\n"
+    repo = make_repo(tmp_path / "fork", {"f.c": body, "gone.c": "int gone = 1;\n"})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "f.c", "    int v1 = 1;\n", "    int v1 = 1;\n    p1_one(1);\n")
+    replace_line(repo, "f.c", "    int v8 = 8;\n", "    int v8 = 8;\n    p1_two(2);\n")
+    repo.write("gone.c", "int gone = 2;\n")
+    repo.ps("new", "p1", "-t", "essential", "f.c", "gone.c")
+    replace_line(repo, "f.c", "p1_one(1)", "p1_one(11)")
+    repo.ps("new", "p2", "-t", "essential", "f.c")
+    replace_line(repo, "f.c", "p1_one(11)", "p1_one(111)")
+    replace_line(repo, "f.c", "p1_two(2)", "p1_two(22)")
+    repo.ps("new", "p3", "-t", "essential", "f.c")
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.git("rm", "-q", "gone.c")
+    up = repo.commit_all("up: delete gone.c")
+    repo.git("checkout", "-q", "main")
+    return repo, base, up
+
+
+def test_a_knock_on_of_a_knock_on_whose_first_root_git_cannot_take_is_unknown(
+    tmp_path: Path,
+) -> None:
+    """`chained_knock_ons`: patchstack calls p1 primary, p2 a knock-on of p1, p3 of p2, p1
+    taken with its modify/delete as merge-ort leaves it (`engine.triage`). The oracle could
+    not take p1 (`resolved`: no markers), so its chain left p1 out, took p2 alone, and p3
+    still conflicted: it refuted the label. It cannot tell there (unknown), as for a root of
+    its own; by hand, git agrees with patchstack."""
+    repo, base, up = chained_knock_ons(tmp_path)
+    checked = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    roots = {r["patch"]: (r["kind"], r["root"]) for r in checked["conflicts"]}
+    assert roots == {
+        "p1.patch": ("primary", None),
+        "p2.patch": ("knock-on", "p1.patch"),
+        "p3.patch": ("knock-on", "p2.patch"),
+    }, roots
+    o = Oracle(repo)
+    day = Day(o, "day one", base, up, "up")
+    day.check()
+    assert not o.findings, o.findings
+    assert o.judged["knock-on"] == 2
+    # by hand: p1 with its modify/delete as merge-ort leaves it, then p2: p3 applies
+    commits = dict(stack_of(repo, base))
+    verdict, tree, paths = o.git.pick(up, commits["p1.patch"])
+    assert verdict == "conflict" and paths == ["gone.c"]
+    head = o.git.commit(tree, up)
+    for name in ("p2.patch", "p3.patch"):
+        verdict, tree, paths = o.git.pick(head, commits[name])
+        assert verdict == "clean", (name, paths)
+        head = o.git.commit(tree, head)

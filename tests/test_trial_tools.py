@@ -195,3 +195,27 @@ def test_the_pickaxe_answers_as_git_log_S(tmp_path) -> None:  # type: ignore[no-
         assert {c for c, hit in said.items() if hit} == git, needle
     asked = [c for c in commits if fast.diffs[c] is None]  # asked of git
     assert len(asked) == 3, asked  # the merge and the two commits of bin.dat
+
+
+def test_a_knock_on_whose_chain_git_cannot_take_is_unknown_not_refuted(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """kernel-timers' day one (feat-new-flags.patch and swa-split-leaf-on-insert.patch,
+    refuted): `chained_knock_ons` recorded and checked. p3 is a knock-on of p2, which waits
+    for p1, whose modify/delete git's pick cannot take as p1 has it: unknown, as p2 (a
+    knock-on of p1 itself) is, where the oracle's chain left p1 out and refuted p3."""
+    from .test_label_oracle import chained_knock_ons
+
+    repo, _base, _up = chained_knock_ons(tmp_path)
+    (repo.path / ".git" / "info" / "exclude").write_text("patches/\n")
+    repo.ps("push", "--all")
+    day_after = _load("day_after")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(day_after.Session, "call", _in_process)
+        assert day_after.main([str(repo.path), str(tmp_path / "work"), "up", "up"]) == 0
+    check = _load("check_labels")
+    labels = tmp_path / "work.labels.json"
+    code = check.main([str(tmp_path / "work"), str(labels), "--json", str(tmp_path / "v")])
+    assert code == 0, capsys.readouterr().out
+    found = json.loads((tmp_path / "v").read_text())
+    assert not found["refuted"], found["refuted"]
+    unknown = found["unknown"]["knock-on"]
+    assert "day one check: p3.patch: p1.patch's conflict is not in lines" in unknown, unknown

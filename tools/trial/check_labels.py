@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from day_after import take_patch_side  # noqa: E402  (the record's own policy)
 
 from tests.label_days import Day, bring_back  # noqa: E402
-from tests.label_oracle import Git, Oracle  # noqa: E402
+from tests.label_oracle import Git, Oracle, untaken  # noqa: E402
 
 KINDS = (
     "conflict",
@@ -430,8 +430,9 @@ class Counting(Oracle):
         order = [n for n, _c in patches]
         if root in order and name in order and order.index(root) < order.index(name):
             chain = self.git.chain(onto, patches[: order.index(name) + 1], frozenset(waits))
-            if root not in chain.resolved and root in chain.conflicts:
-                self.cannot("knock-on", f"{where}: {name}: {root}'s conflict is not in lines")
+            left = untaken(chain, {root, *waits})
+            if left:
+                self.cannot("knock-on", f"{where}: {name}: {left[0]}'s conflict is not in lines")
                 return
         super().knock_on(where, name, root, onto, patches, waits)
 
