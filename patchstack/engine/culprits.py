@@ -30,6 +30,7 @@ from ..model import trailers
 from ..model.conflict import ConflictHunk, UpstreamCommit, marked_regions
 
 SHOWN = 5  # culprits kept per hunk, oldest first
+BARE = ("", "{", "}")  # lines that align anywhere: no sign of the hunk's own lines
 MOVES = 3  # how far from a region a deletion is looked at, to see if a diff may place it there
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
@@ -244,15 +245,17 @@ def _beside(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[
 def _own(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[str]) -> Own:
     def own(a0: int, a1: int) -> Region | None:
         """The span of the parent's lines [a0, a1) that aligns with the hunk's base side
-        (blocks holding a line other than a blank or a brace), None: no such line."""
+        (blocks holding a line other than a blank or a brace, where it has one), None: no
+        such line."""
         from difflib import SequenceMatcher
 
         gone = list(read(blob)[a0 - 1 : a1 - 1])
         blocks = SequenceMatcher(None, gone, list(expected), autojunk=False)
+        bare = all(line.strip() in BARE for line in expected)
         held = [
             (a, a + n)
             for a, _b, n in blocks.get_matching_blocks()
-            if any(line.strip() not in ("", "{", "}") for line in gone[a : a + n])
+            if n and (bare or any(line.strip() not in BARE for line in gone[a : a + n]))
         ]
         if not held:
             return None
