@@ -244,12 +244,15 @@ def _beside(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[
 
 def _own(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[str]) -> Own:
     def own(a0: int, a1: int) -> Region | None:
-        """The span of the parent's lines [a0, a1) that aligns with the hunk's base side
-        (blocks holding a line other than a blank or a brace, where it has one), None: no
-        such line."""
+        """The span of the parent's lines [a0, a1) that aligns with the hunk's base side: all
+        of them when they stand in it so (as `_beside` asks), else the blocks that hold a
+        line other than a blank or a brace, where it has one; None: no such line."""
         from difflib import SequenceMatcher
 
         gone = list(read(blob)[a0 - 1 : a1 - 1])
+        n = len(gone)
+        if any(list(expected[i : i + n]) == gone for i in range(len(expected))):
+            return a0, a1
         blocks = SequenceMatcher(None, gone, list(expected), autojunk=False)
         bare = all(line.strip() in BARE for line in expected)
         held = [
