@@ -441,7 +441,9 @@ class Oracle:
             for c in named:
                 self.saw("culprit")
                 full = git.run("rev-parse", "--verify", "-q", c + "^{commit}", check=False).strip()
-                if full not in ok and not self.touches(full, path, expected, hunk["line"]):
+                if full in ok or self.created(full, path, now):
+                    continue
+                if not self.touches(full, path, expected, hunk["line"]):
                     self.fail(
                         where,
                         f"{report['patch']}: culprit {c[:12]} of {path}:"
@@ -449,6 +451,17 @@ class Oracle:
                         "name it",
                         item="6",
                     )
+
+    def created(self, commit: str, path: str, now: list[str]) -> bool:
+        """``commit`` made ``path`` (a new file, or one moved or copied there): the trace of a
+        hunk's lines ends there by definition (docs/architecture.md), while ``log -L`` follows
+        a move past it and ``-S`` and `touches` cannot judge a path its parent lacks. Only for
+        upstream's lines: a hunk whose upstream side is empty has none it brought."""
+
+        def has(rev: str) -> bool:
+            return bool(self.git.run("rev-parse", "--verify", "-q", rev, check=False).strip())
+
+        return bool(now) and has(f"{commit}:{path}") and not has(f"{commit}^:{path}")
 
     def touches(self, commit: str, path: str, expected: list[str], near: int) -> bool:
         """``commit`` changes ``path`` inside the span the hunk's base lines (``expected``)

@@ -9,10 +9,14 @@ From there the region is followed back through what each first-parent commit of
 took out: inside the region, where it is empty, or where a diff may place the same deletion
 so, the lines at its ends repeated beside it; next to it only when they are of the hunk's
 base side, as the merge met them), and the region grows to what that change replaced.
-A commit that created the file (a move or copy from another file, or a new file) brought
-the lines there; the trace ends with it. The commits found are ranked oldest first (the one
-that changed the patch's lines first), at most `SHOWN`; a region that cannot be placed
-(binary, or only an earlier patch's lines) has none: "unknown", never a guess.
+Where the region is empty (its lines taken out, or inserted by a later commit) only a change
+that took out lines of the hunk's base side meets it, and it grows to those alone: lines
+inserted around it, or other lines taken out there, are none of the hunk's. A commit that
+created the file (a move or copy from another file, or a new file) brought the lines there;
+the trace ends with it (a point there has no lines it brought). The commits found are
+ranked oldest first (the one that changed the patch's lines first), at most `SHOWN`; a
+region that cannot be placed (binary, or only an earlier patch's lines) has none:
+"unknown", never a guess.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..model import trailers
 from ..model.conflict import ConflictHunk, UpstreamCommit, marked_regions
 
 SHOWN = 5  # culprits kept per hunk, oldest first
+BARE = ("", "{", "}")  # lines that align anywhere: no sign of the hunk's own lines
 MOVES = 3  # how far from a region a deletion is looked at, to see if a diff may place it there
 Region = tuple[int, int]  # 1-based lines [start, end) of the new base's file; start == end: a point
 
@@ -101,6 +106,7 @@ def slides(parent: Sequence[str], a0: int, a1: int) -> tuple[int, int]:
 Walk = Callable[[str, Sequence[str], str | None], list[LineChanges]]  # `Git.line_changes`
 Slides = Callable[[int, int], tuple[int, int]]  # a deletion's [a0, a1) -> `slides`
 Beside = Callable[[int, int], bool]  # the parent's lines [a0, a1) are of the hunk's base
+Own = Callable[[int, int], Region | None]  # where in the parent's [a0, a1) the hunk's base is
 
 
 def _back(
@@ -108,11 +114,13 @@ def _back(
     region: Region,
     slid: Slides | None = None,
     beside: Beside | None = None,
+    own: Own | None = None,
 ) -> tuple[bool, Region]:
     """Whether a commit's hunks meet ``region`` (lines of the commit's version), and where
     the region was in its parent's version (``slid``: how far each deletion may move, `slides`
     of the parent's lines; None: it stays where the diff put it; ``beside``: whether lines a
-    deletion next to the region took out are the hunk's own, None: they are not)."""
+    deletion next to the region took out are the hunk's own, None: they are not; ``own``:
+    where among the lines a change took out the hunk's base side stands, None: all are)."""
     s, e = region
     spans = []  # (old start, old end, new start, new end), half-open
     for a, alen, c, clen in hunks:
@@ -149,10 +157,26 @@ def _back(
     met = []  # the parent's lines each change that meets the region replaced (moved to meet)
     for sp in spans:
         shift = meets(*sp)
-        if shift is not None:
-            met.append((sp[0] + shift, sp[1] + shift))
+        if shift is None:
+            continue
+        took = (sp[0] + shift, sp[1] + shift)
+        if s == e and own is not None:
+            # where the region is empty (its lines were inserted later, or upstream took them
+            # out) a change is the hunk's only as far as what it took out holds the hunk's
+            # base lines: lines inserted around the point or a deletion of none of them did
+            # not change them, and the region grows to them alone, not to all the change
+            # replaced (kernel-timers: a class taken out there named the commits that changed
+            # its other methods; an insertion of lines around a fork line named its commit)
+            mine = own(*took) if took[1] > took[0] else None
+            if mine is None and (sp[2] == sp[3] or took[1] == took[0]):
+                continue
+            took = mine or took
+        met.append(took)
     if s == e:  # a point between lines s - 1 and s
         if not met:
+            inside = [sp for sp in spans if sp[2] < s < sp[3]]  # an insertion around it
+            if inside:
+                return False, (inside[0][0],) * 2
             at = s + sum((a1 - a0) - (c1 - c0) for a0, a1, c0, c1 in spans if c1 <= s)
             return False, (at, at)
         starts, ends = [m[0] for m in met], [m[1] for m in met]
@@ -187,10 +211,14 @@ def trace(
             return ()
         if lines.after.strip("0"):
             seen.setdefault(lines.after, (len(found), region))
-        slid, beside = None, None
+        slid, beside, own = None, None, None
         if read is not None and lines.before.strip("0"):
             slid, beside = _slider(read, lines.before), _beside(read, lines.before, expected)
-        met, region = _back(lines.hunks, region, slid, beside)
+            own = _own(read, lines.before, expected)
+        lines_there = region[1] > region[0]
+        met, region = _back(lines.hunks, region, slid, beside, own)
+        if lines.created:  # it brought every line of the file; a point has none
+            met = lines_there
         if met and not change.flagged:  # a patch commit of the fork's is not upstream's
             found.append(UpstreamCommit(change.oid, change.subject))
         if lines.created:
@@ -212,6 +240,31 @@ def _beside(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[
         return n > 0 and any(list(expected[i : i + n]) == gone for i in range(len(expected)))
 
     return beside
+
+
+def _own(read: Callable[[str], Sequence[str]], blob: str, expected: Sequence[str]) -> Own:
+    def own(a0: int, a1: int) -> Region | None:
+        """The span of the parent's lines [a0, a1) that aligns with the hunk's base side: all
+        of them when they stand in it so (as `_beside` asks), else the blocks that hold a
+        line other than a blank or a brace, where it has one; None: no such line."""
+        from difflib import SequenceMatcher
+
+        gone = list(read(blob)[a0 - 1 : a1 - 1])
+        n = len(gone)
+        if any(list(expected[i : i + n]) == gone for i in range(len(expected))):
+            return a0, a1
+        blocks = SequenceMatcher(None, gone, list(expected), autojunk=False)
+        bare = all(line.strip() in BARE for line in expected)
+        held = [
+            (a, a + n)
+            for a, _b, n in blocks.get_matching_blocks()
+            if n and (bare or any(line.strip() not in BARE for line in gone[a : a + n]))
+        ]
+        if not held:
+            return None
+        return a0 + min(a for a, _ in held), a0 + max(b for _, b in held)
+
+    return own
 
 
 def _lines(data: bytes | None) -> list[str]:
