@@ -53,7 +53,8 @@ def test_check_reports_verdicts_and_conflict_and_touches_nothing(tmp_path) -> No
     assert untouched(repo) == before
 
     text = repo.ps("check", "--onto", "upstream", code=1).stdout
-    assert "  conflict  near.patch" in text and "1 conflict(s)" in text
+    assert "  conflict  near.patch" in text
+    assert text.splitlines()[-1] == "4 patches: 1 unchanged, 1 offset, 1 conflict, 1 upstream"
     assert f"{culprit[:10]} a: rework line 11 next to the patch" in text
     assert untouched(repo) == before
 

@@ -366,7 +366,9 @@ def check(
         end = f"{n} conflict(s)" if not result.ok else "all patches apply"
         if result.ok and deferred:
             end = "the others apply ('check --patch NAME' shows a deferred one's conflict now)"
-        echo(ctx, f"{counts}: {end}")
+        if not result.ok and n == sum(1 for v in result.verdicts if v.verdict == "conflict"):
+            end = ""  # (the counts say it; "60 conflict" was followed by ": 60 conflict(s)")
+        echo(ctx, f"{counts}: {end}" if end else counts)
         from .probetext import missing_status_lines, probe_lines
 
         for line in probe_lines(report, verbose) if report is not None else []:
