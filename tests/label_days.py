@@ -188,13 +188,14 @@ class Day:
             return
         present = (applied - set(self.ref.conflicts) - self.held) | waits | {name}
         chain = self.o.git.chain(self.new, self.in_order(present), frozenset(waits))
-        if untaken(chain, waits):
-            return
-        if name not in chain.conflicts:
+        left = untaken(chain, waits)
+        if left:
+            self.o.cannot("primary", f"{where}: {name}: {left[0]}'s conflict is not in lines")
+        elif name not in chain.conflicts:
             self.o.fail(
                 where,
-                f"{name}: primary, held for {root}, but git: with {root} applied (and the "
-                "roots it waits for) it applies: a knock-on",
+                f"{name}: primary, but git: with {root} (it is held for it) applied, and the "
+                "roots that one waits for, it applies: a knock-on",
                 item="5",
             )
 
