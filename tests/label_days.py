@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 
 from .conftest import Repo
-from .label_oracle import Oracle, resolve_markers
+from .label_oracle import Oracle, resolve_markers, untaken
 
 # -- the two days -------------------------------------------------------------------------------
 
@@ -128,7 +128,10 @@ class Day:
                 o.knock_on(where, r["patch"], r["root"], self.new, self.in_order(present), waits)
             elif r["kind"] == "primary":
                 o.culprits(where, r, self.old, self.new, self.merged(r["patch"]))
-                self.primary(where, r["patch"], set(r["files"]), applied)
+                if r.get("held") and r["root"]:
+                    self.held_primary(where, r["patch"], r["root"], applied, waits)
+                else:
+                    self.primary(where, r["patch"], set(r["files"]), applied)
             o.superseded(where, r)
 
     def merged(self, name: str) -> dict[str, str]:
@@ -170,6 +173,31 @@ class Day:
                     item="5",
                 )
                 return
+
+    def held_primary(
+        self, where: str, name: str, root: str, applied: set[str], waits: set[str]
+    ) -> None:
+        """A patch held for ``root`` (`engine.needs`) is never placed without it: it is
+        primary when, with ``root`` and the roots it waits for in turn (``waits``) applied
+        where it would have been placed, each conflict taken as that patch has it, git's pick
+        of it still conflicts. Another missing patch alone is no test of it (label seed
+        5262589: p4, held for p3, which waits for p2, applies after deferred p1 alone, a
+        placement patchstack never makes; with p2 and p3 in place it conflicts in b.c, as
+        reported). Unknown when a root's conflict has no lines to take (`untaken`)."""
+        if name not in self.order or name in self.taken:
+            return
+        present = (applied - set(self.ref.conflicts) - self.held) | waits | {name}
+        chain = self.o.git.chain(self.new, self.in_order(present), frozenset(waits))
+        left = untaken(chain, waits)
+        if left:
+            self.o.cannot("primary", f"{where}: {name}: {left[0]}'s conflict is not in lines")
+        elif name not in chain.conflicts:
+            self.o.fail(
+                where,
+                f"{name}: primary, but git: with {root} (it is held for it) applied, and the "
+                "roots that one waits for, it applies: a knock-on",
+                item="5",
+            )
 
     def check(self) -> None:
         data = _json(self.o.repo, "check", "--onto", self.ref_name)

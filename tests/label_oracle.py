@@ -324,6 +324,10 @@ class Oracle:
     def saw(self, kind: str) -> None:
         self.judged[kind] = self.judged.get(kind, 0) + 1
 
+    def cannot(self, kind: str, why: str) -> None:
+        """A label of ``kind`` the oracle cannot judge (unknown, never wrong): kept by
+        `tools/trial/check_labels.py`'s oracle, which counts them."""
+
     def fail(self, where: str, text: str, item: str = "") -> None:
         """A wrong label; ``item``: the known bug it is an instance of (`tag`). After
         ``push NAME`` went wrong (a known item), what follows is that item's doing too."""

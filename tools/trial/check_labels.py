@@ -444,6 +444,12 @@ class Judged(Day):
         self.o.saw("primary")
         super().primary(where, name, files, applied)
 
+    def held_primary(
+        self, where: str, name: str, root: str, applied: set[str], waits: set[str]
+    ) -> None:
+        self.o.saw("primary")
+        super().held_primary(where, name, root, applied, waits)
+
     def each_conflict(self, where: str, reports: list[dict]) -> None:
         for r in reports:
             name = r["patch"]
