@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import operator
 import struct
 import sys
 import zlib
@@ -110,7 +111,8 @@ class Joined:
         starts = list(values(offsets)) if len(offsets) % WIDTH == 0 else []
         if len(starts) != len(names) + 1 or starts[-1] != len(hashes) or starts[0] != 0:
             return None
-        if any(b < a or (b - a) % WIDTH for a, b in zip(starts, starts[1:], strict=False)):
+        # in order, each at a whole hash (the first is 0): each one's hashes whole
+        if not all(map(operator.le, starts, starts[1:])) or any(map((WIDTH - 1).__and__, starts)):
             return None
         return Joined(names, starts, hashes, set(unsearched.split("\n")) - {""})
 

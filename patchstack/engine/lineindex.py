@@ -97,7 +97,7 @@ class LineIndex:
         self.whole = os.environ.get(NO_WHOLE) is None  # (see `_one`)
         self._sets: dict[str, frozenset[bytes]] = {}  # plain: blob -> its lines
         self._raw: dict[str, bytes] = {}
-        self._joined: dict[tuple[str, ...], tuple[bytes, list[int], list[str], frozenset[str]]]
+        self._joined: dict[tuple[str, ...], tuple[bytes, list[int], list[str], set[str]]]
         self._joined = {}  # blobs -> those not in the kept entry joined, and those in it
         self._expected: set[bytes] = set()
         self._blocks = 0  # blocks expected
@@ -115,9 +115,10 @@ class LineIndex:
         unknown = [b for b in dict.fromkeys(blobs) if not self._known(b)]
         kept = self._drift_entry()
         if kept is not None and self.whole:  # (their hashes read where the entry has them)
-            self._inside.update(b for b in unknown if b in kept.at)
-            self._packed.update((b, None) for b in unknown if b in kept.unsearched)
-            unknown = [b for b in unknown if not self._known(b)]
+            self._inside.update(kept.at.keys() & unknown)
+            self._packed.update(dict.fromkeys(kept.unsearched.intersection(unknown)))
+            known = self._inside.union(self._packed)
+            unknown = [b for b in unknown if b not in known]
         elif kept is not None:
             for b in unknown:
                 if kept.covers(b):
@@ -325,8 +326,8 @@ class LineIndex:
     def _one(self, blobs: tuple[str, ...], line: bytes) -> set[str]:
         """`holding` of one line: a search of the candidates' hashes joined."""
         if blobs not in self._joined:
-            inside = frozenset(b for b in blobs if b in self._inside)  # (the kept entry's)
-            rest = [b for b in blobs if b not in inside]
+            inside = self._inside.intersection(blobs)  # (the kept entry's)
+            rest = [b for b in blobs if b not in inside] if len(inside) < len(blobs) else []
             starts, at = [], 0
             for b in rest:
                 starts.append(at)
