@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.engine import lineindex
+from patchstack.engine import linehashes, lineindex
 from patchstack.engine.deleters import WALKS
 from patchstack.engine.relocate import NO_JOINED, PLAIN, Relocator
 from patchstack.git import find_repo
@@ -127,9 +127,9 @@ def _damage(path: Path, how: str) -> None:
     entries = marshal.loads(data["sections"].get(lineindex.SECTION, marshal.dumps({})))
     for blob, (gen, (scheme, packed, check)) in list(entries.items()):
         if how == "hashes":  # a line's hash lost, the check left as it was
-            packed = lineindex.hashes_of(b"")
+            packed = linehashes.hashes_of(b"")
         else:  # an entry another scheme wrote, checked by its own rule
-            scheme, packed = "foreign", lineindex.hashes_of(b"")
+            scheme, packed = "foreign", linehashes.hashes_of(b"")
             check = lineindex._check(blob, packed)
         entries[blob] = (gen, [scheme, packed, check])
     data["sections"][lineindex.SECTION] = marshal.dumps(entries)
@@ -196,7 +196,7 @@ def test_the_hashes_are_the_same_in_every_process() -> None:
     import sys
 
     data = b"def f():\n    return 1\n\nx = 2\n\xff\xfe bytes\n"
-    code = "import struct, sys; from patchstack.engine.lineindex import hashes_of as h;"
+    code = "import struct, sys; from patchstack.engine.linehashes import hashes_of as h;"
     code += f" print(sorted(struct.iter_unpack('<I', h({data!r}))))"
     got = {
         subprocess.run(
@@ -208,7 +208,7 @@ def test_the_hashes_are_the_same_in_every_process() -> None:
         ).stdout
         for seed in ("1", "2")
     }
-    mine = sorted(struct.iter_unpack("<I", lineindex.hashes_of(data)))
+    mine = sorted(struct.iter_unpack("<I", linehashes.hashes_of(data)))
     assert got == {f"{mine}\n"} and len(mine) == 5
 
 
@@ -281,8 +281,8 @@ def test_a_first_stop_finds_the_lines_as_it_hashes_the_files(
     onto = git.tree_of("HEAD")
     blocks = [rng.choices(words, k=rng.randrange(1, 4)) for _ in range(lineindex.EACH_FROM + 9)]
     unpacked: list[bytes] = []
-    real = lineindex._values
-    monkeypatch.setattr(lineindex, "_values", lambda p: unpacked.append(p) or real(p))
+    real = lineindex.values
+    monkeypatch.setattr(lineindex, "values", lambda p: unpacked.append(p) or real(p))
     path = str(repo.path / ".git" / "patchstack" / "cache")
     answers = []
     for mode in ("learnt", "kept", "plain"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstack.engine import lineindex
+from patchstack.engine import linehashes, lineindex
 from patchstack.engine.relocate import NO_JOINED, PLAIN, Relocator
 from patchstack.git.listings import Listings
 from patchstack.store import Store
@@ -107,3 +107,38 @@ def test_every_stop_is_the_same_joined_by_file_and_plain(
     monkeypatch.delenv(NO_JOINED)
     monkeypatch.setenv(PLAIN, "1")
     assert stop_by_stop(plain) == joined
+
+
+def test_a_skip_looks_lines_up_in_the_kept_hashes_as_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skip searches the drift's hashes kept joined as the entry holds them (`LineIndex._one`)
+    instead of copying each candidate's out of it to join them again: only the files a
+    block's longest line names are taken one by one (to look its other lines up). The stops,
+    the report and the series are the same with ``PATCHSTACK_NO_WHOLE_JOINED=1`` (each
+    candidate's hashes copied as the skip reads the entry)."""
+    repo = _fork(tmp_path)
+    each = copy_repo(repo.path, tmp_path / "each")
+    copied: list[bool] = []  # (copied as the candidates are read?)
+    reading: list[bool] = []
+    real_packed, real_searched = linehashes.Joined.packed, lineindex.LineIndex.searched
+
+    def counted(self, blob):  # type: ignore[no-untyped-def]
+        copied.append(bool(reading))
+        return real_packed(self, blob)
+
+    def searched(self, blobs):  # type: ignore[no-untyped-def]
+        reading.append(True)
+        try:
+            return real_searched(self, blobs)
+        finally:
+            reading.pop()
+
+    monkeypatch.setattr(linehashes.Joined, "packed", counted)
+    monkeypatch.setattr(lineindex.LineIndex, "searched", searched)
+    whole = stop_by_stop(repo, lambda n: copied.clear() if n == 1 else None)
+    by_whole = list(copied)
+    monkeypatch.setenv(lineindex.NO_WHOLE, "1")
+    assert stop_by_stop(each, lambda n: copied.clear() if n == 1 else None) == whole
+    assert by_whole and not any(by_whole), by_whole  # (the blocks' files only)
+    assert sum(copied) >= 4 * 5, copied  # m1, m2, m3, b at each of the five skips

@@ -20,69 +20,41 @@ one entry checked as a whole. A ``--skip`` reads that one value instead of an en
 (kernel-timers: 6,255, their checks, and a pass over every file's hashes for each stop's
 lines) and looks each block's longest line up in it; only a file the entry lacks (one a
 patch before the stop changed) is read from ``lines`` or learnt (``PATCHSTACK_NO_DRIFT_LINES=1``:
-never kept, nor used).
+never kept, nor used). A line is looked up in that entry's hashes as they are (a search of
+them all, its matches kept among the files asked): no file's hashes are copied out of it and
+joined again for each tree asked (``PATCHSTACK_NO_WHOLE_JOINED=1``: copied, as before).
+The hashes' format is `linehashes`'.
 """
 
 from __future__ import annotations
 
-import array
-import bisect
+import os
 import struct
-import sys
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ..git import Git
 from ..store import Store
+from .linehashes import (
+    SCHEME,
+    WIDTH,
+    Joined,
+    find,
+    has,
+    line_hashes,
+    packed_of,
+    values,
+)
 
 if TYPE_CHECKING:
     from .lineprefetch import Prefetch
 
 SECTION = "lines"
 JOINED = "drift-lines"  # the candidates of a drift joined (`Joined`)
-SCHEME = "crc32-le"  # an entry of another scheme is foreign: ignored
 EACH_FROM = 16  # blocks expected: more, their lines are looked up in one pass over all hashes
+NO_WHOLE = "PATCHSTACK_NO_WHOLE_JOINED"  # set: the kept entry's hashes taken file by file
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
-_WIDTH = 4
-_CODE = "I" if array.array("I").itemsize >= _WIDTH else "L"  # an unsigned C type of 32 bits+
-
-
-def hashes_of(data: bytes) -> bytes:
-    """The distinct hashes of the lines of ``data``, packed little-endian, in no order (the
-    lookup searches them): one pass over the split lines, about what a set of them costs."""
-    return _packed(_hashes(data))
-
-
-def _hashes(data: bytes) -> set[int]:
-    return set(map(zlib.crc32, data.split(b"\n")))
-
-
-def _packed(hashes: set[int]) -> bytes:
-    packed = array.array(_CODE, hashes)
-    if packed.itemsize != _WIDTH or sys.byteorder != "little":
-        return struct.pack(f"<{len(packed)}I", *packed)
-    return packed.tobytes()
-
-
-def _values(packed: bytes) -> Iterable[int]:
-    """The hashes `hashes_of` packed."""
-    values = array.array(_CODE)
-    if values.itemsize != _WIDTH:
-        return [v for (v,) in struct.iter_unpack("<I", packed)]
-    values.frombytes(packed)
-    if sys.byteorder != "little":
-        values.byteswap()
-    return values
-
-
-def _has(packed: bytes, line: bytes) -> bool:
-    """Whether ``packed`` (`hashes_of`) holds the hash of ``line``."""
-    needle = struct.pack("<I", zlib.crc32(line))
-    i = packed.find(needle)
-    while i >= 0 and i % _WIDTH:
-        i = packed.find(needle, i + 1)
-    return i >= 0
 
 
 def _of(trees: str, paths: str, ids: str) -> int:
@@ -106,64 +78,9 @@ def read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
     if not (isinstance(value, list) and len(value) == 3 and value[0] == SCHEME):
         return False, None
     packed, check = value[1], value[2]
-    if packed is not None and not (isinstance(packed, bytes) and len(packed) % _WIDTH == 0):
+    if packed is not None and not (isinstance(packed, bytes) and len(packed) % WIDTH == 0):
         return False, None
     return check == _check(blob, packed), packed
-
-
-def _pack(values: Sequence[int]) -> bytes:
-    return struct.pack(f"<{len(values)}I", *values)
-
-
-class Joined:
-    """The hashes of some searched blobs end to end, each blob's at ``offsets``, and the blobs
-    not searched (binary, too large): `LineIndex.searched` answers for them from this one
-    value. Kept as ``[scheme, ids, offsets, hashes, not searched, check]``."""
-
-    def __init__(self, ids: list[str], offsets: list[int], hashes: bytes, unsearched: set[str]):
-        self.ids, self.offsets, self.hashes, self.unsearched = ids, offsets, hashes, unsearched
-        self.at = {b: i for i, b in enumerate(ids)}
-
-    def covers(self, blob: str) -> bool:
-        return blob in self.at or blob in self.unsearched
-
-    def packed(self, blob: str) -> bytes | None:
-        i = self.at.get(blob)
-        return None if i is None else self.hashes[self.offsets[i] : self.offsets[i + 1]]
-
-    def entry(self) -> list[object]:
-        fields = ["\n".join(self.ids), _pack(self.offsets), self.hashes]
-        fields.append("\n".join(sorted(self.unsearched)))
-        return [SCHEME, *fields, _joined_check(fields)]
-
-    @staticmethod
-    def read(value: object) -> Joined | None:
-        """The value `entry` made, or None when it is not one (damaged, another scheme)."""
-        if not (isinstance(value, list) and len(value) == 6 and value[0] == SCHEME):
-            return None
-        ids, offsets, hashes, unsearched, check = value[1:]
-        if not (
-            isinstance(ids, str)
-            and isinstance(offsets, bytes)
-            and isinstance(hashes, bytes)
-            and isinstance(unsearched, str)
-            and check == _joined_check([ids, offsets, hashes, unsearched])
-        ):
-            return None
-        names = ids.split("\n") if ids else []
-        starts = list(_values(offsets)) if len(offsets) % _WIDTH == 0 else []
-        if len(starts) != len(names) + 1 or starts[-1] != len(hashes) or starts[0] != 0:
-            return None
-        if any(b < a or (b - a) % _WIDTH for a, b in zip(starts, starts[1:], strict=False)):
-            return None
-        return Joined(names, starts, hashes, set(unsearched.split("\n")) - {""})
-
-
-def _joined_check(fields: Sequence[object]) -> int:
-    check = 0
-    for f in fields:
-        check = zlib.crc32(f.encode() if isinstance(f, str) else cast(bytes, f), check)
-    return check
 
 
 class LineIndex:
@@ -176,9 +93,12 @@ class LineIndex:
         self.git, self.store, self.plain = git, None if plain else store, plain
         self.drift = drift if self.store is not None else None  # the key of `Joined`
         self._packed: dict[str, bytes | None] = {}  # None: not searched (binary, too large)
+        self._inside: set[str] = set()  # searched blobs whose hashes the kept `Joined` holds
+        self.whole = os.environ.get(NO_WHOLE) is None  # (see `_one`)
         self._sets: dict[str, frozenset[bytes]] = {}  # plain: blob -> its lines
         self._raw: dict[str, bytes] = {}
-        self._joined: dict[tuple[str, ...], tuple[bytes, list[int]]] = {}
+        self._joined: dict[tuple[str, ...], tuple[bytes, list[int], list[str], set[str]]]
+        self._joined = {}  # blobs -> those not in the kept entry joined, and those in it
         self._expected: set[bytes] = set()
         self._blocks = 0  # blocks expected
         self._found: dict[tuple[str, ...], dict[bytes, set[str]]] = {}
@@ -192,9 +112,14 @@ class LineIndex:
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
         (reading them) for those neither this command nor the cache knows."""
-        unknown = [b for b in dict.fromkeys(blobs) if b not in self._packed]
+        unknown = [b for b in dict.fromkeys(blobs) if not self._known(b)]
         kept = self._drift_entry()
-        if kept is not None:
+        if kept is not None and self.whole:  # (their hashes read where the entry has them)
+            self._inside.update(kept.at.keys() & unknown)
+            self._packed.update(dict.fromkeys(kept.unsearched.intersection(unknown)))
+            known = self._inside.union(self._packed)
+            unknown = [b for b in unknown if b not in known]
+        elif kept is not None:
             for b in unknown:
                 if kept.covers(b):
                     self._packed[b] = kept.packed(b)
@@ -210,14 +135,25 @@ class LineIndex:
             # git's cat-file reads them 10-20 % faster than by id
             self._learn(unknown)
         if self.store is not None and self.drift is not None:
-            lacking = sum(1 for b in set(blobs) if kept is None or not kept.covers(b))
-            if lacking * 4 > len(set(blobs)):  # none kept, or for another set of files
+            asked = set(blobs)
+            lacking = len(asked - kept.at.keys() - kept.unsearched) if kept else len(asked)
+            if lacking * 4 > len(asked):  # none kept, or for another set of files
                 kept = self._keep_joined(blobs)
         if self.store is not None:  # (those kept joined are not kept again one by one)
             for b in unknown:
                 if b not in self._missing and (kept is None or not kept.covers(b)):
                     self.store.put(SECTION, b, _entry(b, self._packed[b]))
-        return {b for b in blobs if self._packed[b] is not None}
+        return {b for b in blobs if b in self._inside or self._packed[b] is not None}
+
+    def _known(self, blob: str) -> bool:
+        return blob in self._packed or blob in self._inside
+
+    def _hashes_of(self, blob: str) -> bytes | None:
+        """A known blob's packed hashes (None: not searched)."""
+        if blob in self._packed:
+            return self._packed[blob]
+        assert isinstance(self._kept, Joined)
+        return self._kept.packed(blob)
 
     def _drift_entry(self) -> Joined | None:
         if self._kept is False:
@@ -229,14 +165,19 @@ class LineIndex:
 
     def _keep_joined(self, blobs: Sequence[str]) -> Joined:
         assert self.store is not None and self.drift is not None
-        ids = [b for b in dict.fromkeys(blobs) if self._packed[b] is not None]
+        # the blobs taken from the entry this one replaces: their hashes copied out of it
+        self._packed.update((b, self._hashes_of(b)) for b in self._inside)
+        self._inside.clear()
+        self._joined.clear()
+        packed = {b: self._packed[b] for b in dict.fromkeys(blobs)}
+        ids = [b for b, p in packed.items() if p is not None]
         offsets, at = [], 0
         for b in ids:
             offsets.append(at)
-            at += len(self._packed[b] or b"")
+            at += len(packed[b] or b"")
         offsets.append(at)
-        hashes = b"".join(self._packed[b] or b"" for b in ids)
-        unsearched = {b for b in blobs if self._packed[b] is None} - self._missing
+        hashes = b"".join(packed[b] or b"" for b in ids)
+        unsearched = {b for b, p in packed.items() if p is None} - self._missing
         self._kept = Joined(ids, offsets, hashes, unsearched)
         self.store.put(JOINED, self.drift, self._kept.entry())
         return self._kept
@@ -289,8 +230,8 @@ class LineIndex:
             if self.plain:
                 self._packed[b] = b""
                 continue
-            hashes = _hashes(got[1])
-            self._packed[b] = _packed(hashes)
+            hashes = line_hashes(got[1])
+            self._packed[b] = packed_of(hashes)
             if self._looked:
                 self._hits[b] = hashes & self._looked
         self._missing |= missing
@@ -313,7 +254,7 @@ class LineIndex:
             if got.raw is not None and got.packed is not None:
                 self._raw[b] = got.raw
                 if self._looked:
-                    self._hits[b] = self._looked.intersection(_values(got.packed))
+                    self._hits[b] = self._looked.intersection(values(got.packed))
         return rest
 
     def keep_prefetched(self) -> None:
@@ -362,7 +303,7 @@ class LineIndex:
                 if raw in known:
                     found &= known[raw]
                 else:  # (those found so far only: the same files as a search of them all)
-                    found = {b for b in found if _has(self._packed[b] or b"", raw)}
+                    found = {b for b in found if has(self._hashes_of(b) or b"", raw)}
         return found
 
     def holding(self, blobs: Sequence[str], line: bytes) -> set[str]:
@@ -385,20 +326,20 @@ class LineIndex:
     def _one(self, blobs: tuple[str, ...], line: bytes) -> set[str]:
         """`holding` of one line: a search of the candidates' hashes joined."""
         if blobs not in self._joined:
+            inside = self._inside.intersection(blobs)  # (the kept entry's)
+            rest = [b for b in blobs if b not in inside] if len(inside) < len(blobs) else []
             starts, at = [], 0
-            for b in blobs:
+            for b in rest:
                 starts.append(at)
                 at += len(self._packed[b] or b"")
-            self._joined[blobs] = (b"".join(self._packed[b] or b"" for b in blobs), starts)
-        joined, starts = self._joined[blobs]
-        needle, found = struct.pack("<I", zlib.crc32(line)), set()
-        i = joined.find(needle)
-        while i >= 0:
-            if i % _WIDTH:
-                i = joined.find(needle, i + 1)
-                continue
-            found.add(blobs[bisect.bisect_right(starts, i) - 1])
-            i = joined.find(needle, i + _WIDTH)
+            joined = b"".join(self._packed[b] or b"" for b in rest)
+            self._joined[blobs] = (joined, starts, rest, inside)
+        joined, starts, rest, inside = self._joined[blobs]
+        needle = struct.pack("<I", zlib.crc32(line))
+        found = find(joined, starts, rest, needle)
+        kept = self._drift_entry()
+        if inside and kept is not None:  # (the entry's other files: not among these)
+            found |= find(kept.hashes, kept.offsets, kept.ids, needle) & inside
         return found
 
     def _each(self, blobs: Sequence[str], lines: set[bytes]) -> dict[bytes, set[str]]:
@@ -414,7 +355,7 @@ class LineIndex:
             for h in (
                 wanted & hit
                 if hit is not None
-                else wanted.intersection(_values(self._packed[b] or b""))
+                else wanted.intersection(values(self._hashes_of(b) or b""))
             ):
                 for ln in by_hash[h]:
                     found[ln].add(b)

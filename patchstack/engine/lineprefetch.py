@@ -26,7 +26,8 @@ from ..git import Git
 from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
-from .lineindex import JOINED, MAX_BYTES, SECTION, Joined, hashes_of, read_entry
+from .linehashes import Joined, hashes_of
+from .lineindex import JOINED, MAX_BYTES, SECTION, read_entry
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
 SWITCH = 0.0005  # seconds: the interpreter's switch interval while the thread hashes
