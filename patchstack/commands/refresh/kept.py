@@ -112,10 +112,13 @@ class KeptLines:
     it (`culprits.trace`), so each file's own commits stand for the walk of them all. One
     entry for the range, every file walked in it (a command that uses it keeps it); a file's
     commits kept are taken when this repository has every one. `start`: the walk of files
-    not kept begun early, in the background; a file it walked is taken from it (and kept)."""
+    not kept begun early, in the background; a file it walked is taken from it (and kept).
+    ``inputs``: `git.attributes.merge_inputs`, in the key: ``log -p`` reads the work tree's
+    ``diff`` attributes and configuration (a file ``-diff`` there has no lines to trace), so
+    a walk read under others is not taken."""
 
-    def __init__(self, ws: Checkout) -> None:
-        self.ws = ws
+    def __init__(self, ws: Checkout, inputs: Callable[[], str]) -> None:
+        self.ws, self.inputs = ws, inputs
         self.early: tuple[str, set[str], Callable[[], list[LineChanges]]] | None = None
 
     def guess(
@@ -141,7 +144,7 @@ class KeptLines:
         old, _sep, new = rng.partition("..")
         if not (_is_id(old) and _is_id(new)):
             return
-        key = f"lines {rng} {trailer}"
+        key = f"lines {rng} {trailer} {self.inputs()}"
         wanted = self._wanted(self._files(key), paths)[1]
         if wanted:
             walk = self.ws.git.start_line_changes(rng, wanted, trailer)
@@ -166,7 +169,7 @@ class KeptLines:
         old, _sep, new = rng.partition("..")
         if not (_is_id(old) and _is_id(new)):
             return git.line_changes(rng, paths, trailer)
-        key = f"lines {rng} {trailer}"
+        key = f"lines {rng} {trailer} {self.inputs()}"
         files = self._files(key)
         have, wanted = self._wanted(files, paths)
         if wanted:

@@ -22,6 +22,7 @@ from ...engine.replay import Done, commit_chain
 from ...engine.verdicts import UPSTREAM, Classified, Held, classify
 from ...git import Git, MergeResult
 from ...git.attributes import NAME as ATTRIBUTES
+from ...git.attributes import merge_inputs
 from ...model.conflict import Conflict, UpstreamCommit
 from ...model.ids import Oid
 from ...model.patchfile import parse_patch
@@ -309,7 +310,13 @@ def stop(
     seen, parsed = known.get(name), None
     if seen and (seen.merged_tree, seen.files) == (merged.tree, merged.conflicted):
         parsed = Conflict(name, seen.files, seen.hunks, (), merged.messages.strip(), merged.tree)
-    walk = KeptLines(ws) if kept_on() else None  # files printed at an earlier stop: kept
+
+    def attributes() -> str:  # (asked once for the walk and the verdicts, `judge`)
+        nonlocal inputs
+        inputs = inputs or merge_inputs(git)
+        return inputs
+
+    walk = KeptLines(ws, attributes) if kept_on() else None  # files printed earlier: kept
     if walk is not None and seen and parsed:  # begun now: walked while the stop is published
         walk.guess(parsed, seen, "" if state.resolution else note, state.old_base, state.new_base)
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
@@ -350,7 +357,7 @@ def stop(
     early = walk is not None and walk.early is not None  # (its diffs read `diff` attributes)
     if (inputs is not None or early) and _attributes_moved(git, wrote, current_head, stop_head):
         inputs = None  # what decides a merge (or a diff: binary or not) may have changed
-        walk = walk and KeptLines(ws)  # the early walk's files walked again when traced
+        walk = walk and KeptLines(ws, attributes)  # the early walk's files walked again
     ws.progress.step("reporting the conflict")
     report = parsed or unblamed(git, name, merged)
     triage = seen or triaged(ws, state, series, [conflict], attribute=False)[0]
