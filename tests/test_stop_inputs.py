@@ -1,11 +1,12 @@
 """What decides a merge (`git.attributes.merge_inputs`), digested once per command of a
-refresh stop by stop: the replay's digest serves the verdicts after the stop is published,
+refresh stop by stop: the replay's digest serves the verdicts (and the culprit walks kept,
+`kept.KeptLines`) after the stop is published,
 unless the publish moved a ``.gitattributes`` (a patch placed since the last stop adds one).
 Each verdict is judged under the digest of the repository as it is then."""
 
 from __future__ import annotations
 
-from patchstack.commands.refresh import knockons, taken
+from patchstack.commands.refresh import kept, knockons, taken
 from patchstack.git.attributes import merge_inputs
 
 from . import test_kept_verdicts as kv
@@ -43,6 +44,7 @@ def test_a_stop_digests_what_decides_a_merge_once_unless_it_moved(tmp_path, monk
 
     monkeypatch.setattr(taken, "merge_inputs", counted)
     monkeypatch.setattr(knockons, "merge_inputs", counted)
+    monkeypatch.setattr(kept, "merge_inputs", counted)  # (the culprit walk's key: the same one)
     monkeypatch.setattr(taken, "held", held)
     repo.ps("refresh", "--onto", "up", code=1)
     per_command = []

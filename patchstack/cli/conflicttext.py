@@ -193,7 +193,9 @@ def proposal_hint(c: Any) -> list[str]:
     )
     return [
         f"hint: upstream deleted {names}; the work tree holds the patch's version (no conflict"
-        " markers there): 'patchstack refresh --continue' keeps it in the patch"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch; to take"
+        f" the deletion, delete {'it' if len(gone) == 1 else 'them'} first ('rm': the index"
+        " does not hold the patch's version, so 'git rm' does not know it)"
     ]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.evidence import History
 from ...engine.verdicts import NO_OP, UNKNOWN, UPSTREAM, Held
+from ...git.attributes import merge_inputs
 from ...git.history import FileLines, LineChanges
 from ...model import trailers
 from ...model.conflict import Conflict, UpstreamCommit
@@ -112,10 +113,13 @@ class KeptLines:
     it (`culprits.trace`), so each file's own commits stand for the walk of them all. One
     entry for the range, every file walked in it (a command that uses it keeps it); a file's
     commits kept are taken when this repository has every one. `start`: the walk of files
-    not kept begun early, in the background; a file it walked is taken from it (and kept)."""
+    not kept begun early, in the background; a file it walked is taken from it (and kept).
+    ``inputs``: `git.attributes.merge_inputs` (None: asked when needed), in the key:
+    ``log -p`` reads the work tree's ``diff`` attributes and configuration (a file ``-diff``
+    there has no lines to trace), so a walk read under others is not taken."""
 
-    def __init__(self, ws: Checkout) -> None:
-        self.ws = ws
+    def __init__(self, ws: Checkout, inputs: str | None) -> None:
+        self.ws, self.digest = ws, inputs
         self.early: tuple[str, set[str], Callable[[], list[LineChanges]]] | None = None
 
     def guess(
@@ -136,12 +140,18 @@ class KeptLines:
         if paths:
             self.start(f"{old_base}..{new_base}", paths, trailers.PATCH)
 
+    def inputs(self) -> str:
+        """`merge_inputs`, asked once (None given: asked when a walk is)."""
+        if self.digest is None:
+            self.digest = merge_inputs(self.ws.git)
+        return self.digest
+
     def start(self, rng: str, paths: Sequence[str], trailer: str | None) -> None:
         """Begin walking those of ``paths`` not kept (a stop's guess at what it will trace)."""
         old, _sep, new = rng.partition("..")
         if not (_is_id(old) and _is_id(new)):
             return
-        key = f"lines {rng} {trailer}"
+        key = f"lines {rng} {trailer} {self.inputs()}"
         wanted = self._wanted(self._files(key), paths)[1]
         if wanted:
             walk = self.ws.git.start_line_changes(rng, wanted, trailer)
@@ -166,7 +176,7 @@ class KeptLines:
         old, _sep, new = rng.partition("..")
         if not (_is_id(old) and _is_id(new)):
             return git.line_changes(rng, paths, trailer)
-        key = f"lines {rng} {trailer}"
+        key = f"lines {rng} {trailer} {self.inputs()}"
         files = self._files(key)
         have, wanted = self._wanted(files, paths)
         if wanted:

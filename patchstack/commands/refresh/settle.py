@@ -33,7 +33,7 @@ from .kept import KeptLines
 from .knockons import KnockOns, defer, deferrals_after, kept_on, triaged
 from .resolutions import Resolutions
 from .reuse import reuse_note, under
-from .stopped import State, store
+from .stopped import State, store, traced_from
 from .taken import applied_fields, dropped_note, judge, no_op_deferrals, upstream_marks
 from .taking import before_stop
 
@@ -303,15 +303,15 @@ def stop(
     proposal, or (``partial``) the merge with the hunks recorded resolutions settle resolved.
     ``inputs``: `merge_inputs` as the replay found it, before the stop is published;
     ``lines``: the new base's candidates learnt as the replay merged (`lineprefetch`)."""
-    git = ws.git
-    name, parent_tree, merged = conflict
+    git, (name, parent_tree, merged) = ws.git, conflict
     # The replay's triage (``known``) parsed this merge's files already: not parsed again.
     seen, parsed = known.get(name), None
     if seen and (seen.merged_tree, seen.files) == (merged.tree, merged.conflicted):
         parsed = Conflict(name, seen.files, seen.hunks, (), merged.messages.strip(), merged.tree)
-    walk = KeptLines(ws) if kept_on() else None  # files printed at an earlier stop: kept
+    walk = KeptLines(ws, inputs) if kept_on() else None  # files printed earlier: kept
+    old_base = traced_from(git, series, name, state)  # (upstream's commits: traced from there)
     if walk is not None and seen and parsed:  # begun now: walked while the stop is published
-        walk.guess(parsed, seen, "" if state.resolution else note, state.old_base, state.new_base)
+        walk.guess(parsed, seen, "" if state.resolution else note, old_base, state.new_base)
     stop_head, commits = commit_chain(engine, Oid(state.new_base), done)
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
     step = next((s for s in state.steps if s.name == name), None)
@@ -347,10 +347,9 @@ def stop(
     publish(ws, plan)
     forget_clean(git)  # the merges after it are made under the work tree it wrote
     wrote = (moved, set(changed), src[0], parent_tree)
-    early = walk is not None and walk.early is not None  # (its diffs read `diff` attributes)
-    if (inputs is not None or early) and _attributes_moved(git, wrote, current_head, stop_head):
+    if (inputs or walk and walk.digest) and _attributes_moved(git, wrote, current_head, stop_head):
         inputs = None  # what decides a merge (or a diff: binary or not) may have changed
-        walk = walk and KeptLines(ws)  # the early walk's files walked again when traced
+        walk = walk and KeptLines(ws, None)  # the early walk's files walked again when traced
     ws.progress.step("reporting the conflict")
     report = parsed or unblamed(git, name, merged)
     triage = seen or triaged(ws, state, series, [conflict], attribute=False)[0]
@@ -368,10 +367,11 @@ def stop(
     # Only the hunks the report prints are traced (`Checkout.printed`): a stop waits for no more.
     count = ws.printed(report) if ws.printed is not None else None
     ws.progress.step("tracing the conflicting lines upstream")
-    report = blame_first(git, report, state.old_base, state.new_base, count, walk)
+    report = blame_first(git, report, old_base, state.new_base, count, walk)
     ws.progress.step("judging the patches placed so far")
     so_far = classify(git, engine, state.steps, done, commits).verdicts
     left_out = [d.name for d in deferrals_after(series, state)]
+    inputs = walk.digest if walk is not None else inputs
     held = judge(ws, series, state, {d.name for d in done if d.upstream}, left_out, inputs)
     so_far.update({n: h.verdict for n, h in held.items()} | dict.fromkeys(left_out, "deferred"))
     so_far[name] = "relocated" if report.relocated else "conflict"

@@ -16,8 +16,10 @@ from typing import Any
 from ...checkout import Checkout
 from ...engine.replay import Done, Step
 from ...errors import PatchstackError
+from ...git import Git
 from ...journal.oplog import current_refresh
 from ...journal.snapshot import Snapshot
+from ...model.series import Series
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,14 @@ def load(ws: Checkout) -> State:
             f" {exc}",
             "'patchstack undo' goes back to the state before it",
         ) from exc
+
+
+def traced_from(git: Git, series: Series, name: str, state: State) -> str | None:
+    """Where the upstream commits of a stop's conflicting lines are traced from: the old base;
+    for a deferred patch brought back onto the base (``push NAME``: no range of its own),
+    the base its deferral's commit was made on, as the refresh's stop at it traced."""
+    mark = series.deferred.get(name)
+    if not state.undefer or state.old_base != state.new_base or mark is None:
+        return state.old_base
+    made = git.merge_base(mark.commit, state.new_base)
+    return made if made and made != state.new_base else state.old_base
