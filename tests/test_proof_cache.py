@@ -17,6 +17,7 @@ import pytest
 
 from patchstack.commands.refresh import knockons
 from patchstack.engine import triage
+from patchstack.git import process
 from patchstack.git.attributes import merge_inputs
 from patchstack.git.repo import find_repo
 from patchstack.store import Store
@@ -149,6 +150,16 @@ def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monke
     assert changed()
     repo.git("config", "merge.renormalize", "true")
     assert changed()
+    assert not changed()
+    # Hooks decide no merge: a read-only command before (in this process) pins them off, and
+    # a walk or proof it kept is the next command's (the early walk's test, after a check).
+    process.quiet_hooks(True)
+    try:
+        assert "core.hookspath" in find_repo(str(repo.path)).config_list().decode().lower()
+        assert not changed()
+    finally:
+        process.quiet_hooks(False)
+    repo.git("config", "core.hooksPath", str(tmp_path / "hooks"))
     assert not changed()
 
 
