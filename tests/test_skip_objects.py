@@ -1,0 +1,121 @@
+"""What a skip writes and reads back (issue 35, round eleven): the resumed replay's objects go
+to the scratch store and become one pack when published, as the first stop's do; a tree
+written in process is read back from what was written, not asked of git. Each against the
+path it replaces (``PATCHSTACK_NO_SCRATCH``, ``PATCHSTACK_NO_WRITTEN_TREES``)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from patchstack.git import Git, find_repo
+from patchstack.git.objects import Objects
+from patchstack.git.trees import WRITTEN_OFF
+
+from . import test_skip_costs as sc
+from . import test_tree_edit as te
+from .conftest import Repo
+
+
+def _loose(repo: Repo) -> set[str]:
+    objects = repo.path / ".git" / "objects"
+    return {d.name + f.name for d in objects.glob("??") for f in d.iterdir()}
+
+
+def _stop_by_stop(repo: Repo) -> tuple[object, list[int], int]:
+    """(what every command printed and recorded, and the state at the end; the loose objects
+    each skip or continue left in the repository; the packs made)."""
+    written: list[int] = []
+    packs = len(list((repo.path / ".git" / "objects" / "pack").glob("*.pack")))
+    real = sc._user_works
+
+    def counted(r: Repo, stops: int) -> None:
+        real(r, stops)
+        written.append(len(_loose(r)))
+
+    sc._user_works = counted
+    try:
+        out = sc._moved_stop_by_stop(repo)
+    finally:
+        sc._user_works = real
+    written.append(len(_loose(repo)))
+    made = len(list((repo.path / ".git" / "objects" / "pack").glob("*.pack"))) - packs
+    return out, [b - a for a, b in zip(written, written[1:], strict=False)], made
+
+
+def test_a_skip_writes_its_replay_into_the_scratch_store(tmp_path: Path, monkeypatch) -> None:
+    """Differential: stop by stop (skips, a continue, the user's edits between), every stop
+    prints and records the same and the refresh ends in the same state, with the resumed
+    replays' objects in a scratch store packed at the publish and written loose into the
+    repository (``PATCHSTACK_NO_SCRATCH=1``); with the store, each skip leaves fewer loose
+    objects (the journal's own), and the objects of every stop are there to read."""
+    repo, plain = sc._users_fork(tmp_path, "fork"), sc._users_fork(tmp_path, "plain")
+    scratch, loose, packs = _stop_by_stop(repo)
+    monkeypatch.setenv("PATCHSTACK_NO_SCRATCH", "1")
+    plain_out, plain_loose, _ = _stop_by_stop(plain)
+    assert plain_out == scratch
+    assert len(loose) == len(plain_loose) == 3, (loose, plain_loose)
+    assert all(a < b for a, b in zip(loose, plain_loose, strict=True)), (loose, plain_loose)
+    assert packs >= 4  # the first stop's and each resumed command's
+    monkeypatch.delenv("PATCHSTACK_NO_SCRATCH")
+    fsck = repo.git("fsck", "--connectivity-only", "--no-dangling")
+    assert "missing" not in fsck and "broken" not in fsck, fsck
+    assert repo.ps("undo").exit_code == 0  # the last continue, from what it recorded
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_tree_written_in_process_is_read_back_as_git_reads_it(
+    tmp_path: Path, monkeypatch, seed: int
+) -> None:
+    """Trees edited one on another (as a replay's steps are) read back from what was written
+    (no ``cat-file`` asked for them) give every entry git gives: `files_of` and
+    `entries_at` against a reader with nothing remembered, and ``ls-tree -r -t``."""
+    repo, tree = te._repo(tmp_path)
+    git = find_repo(str(repo.path))
+    rng = random.Random(seed)
+    made = [tree]
+    for _ in range(3):
+        changes = None
+        while changes is None:
+            changes = te._changes(repo, git.files_of(made[-1]), rng)
+        made.append(git.edit_tree(made[-1], changes))
+    asked: list[str] = []
+    real = Objects.read_objects
+
+    def spied(self: Git, names):  # type: ignore[no-untyped-def]
+        asked.extend(names)
+        return real(self, names)
+
+    monkeypatch.setattr(Objects, "read_objects", spied)
+    paths = sorted({*te.PATHS, *te.FILES, "x/y", "a/b-c", "new/dir", "x"})
+    ours = [(git.files_of(t), git.entries_at(t, paths)) for t in made[1:]]
+    assert not set(asked) & set(made[1:]), "a tree just written was asked of git"
+    monkeypatch.setenv(WRITTEN_OFF, "1")
+    fresh = find_repo(str(repo.path))
+    assert ours == [(fresh.files_of(t), fresh.entries_at(t, paths)) for t in made[1:]]
+    for t, (files, _at) in zip(made[1:], ours, strict=True):
+        listed = repo.git("ls-tree", "-r", "-z", t).split("\0")
+        by_git = {r.split("\t")[1]: tuple(r.split("\t")[0].split()[0::2]) for r in listed if r}
+        assert files == by_git
+
+
+def test_trees_written_with_the_switch_are_asked_of_git(tmp_path: Path, monkeypatch) -> None:
+    """``PATCHSTACK_NO_WRITTEN_TREES=1``: a tree written in process is read from git."""
+    monkeypatch.setenv(WRITTEN_OFF, "1")
+    repo, tree = te._repo(tmp_path)
+    git = find_repo(str(repo.path))
+    made = git.edit_tree(tree, {"new/dir/f": ("100644", te._blob(repo, "f\n"))})
+    asked: list[str] = []
+    real = Objects.read_objects
+
+    def spied(self: Git, names):  # type: ignore[no-untyped-def]
+        asked.extend(names)
+        return real(self, names)
+
+    monkeypatch.setattr(Objects, "read_objects", spied)
+    assert git.files_of(made)["new/dir/f"][0] == "100644"
+    assert made in asked
+    assert os.environ[WRITTEN_OFF] == "1"
