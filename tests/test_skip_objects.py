@@ -119,3 +119,64 @@ def test_trees_written_with_the_switch_are_asked_of_git(tmp_path: Path, monkeypa
     assert git.files_of(made)["new/dir/f"][0] == "100644"
     assert made in asked
     assert os.environ[WRITTEN_OFF] == "1"
+
+
+# -- merge_inputs' listing of the work tree begun when a skip starts ------------------------
+
+
+def test_a_listing_begun_early_is_the_one_merge_inputs_reads(tmp_path: Path, monkeypatch) -> None:
+    """`attributes.start_listing` lists the work tree when called: `merge_inputs` reads that
+    listing (an attributes file made after it is not in the digest), and after
+    `forget_listing` (every publish) lists it again; ``PATCHSTACK_NO_EARLY_INPUTS=1`` begins
+    none."""
+    from patchstack.git import attributes
+
+    repo, _tree = te._repo(tmp_path)
+    git = find_repo(str(repo.path))
+    before = attributes.merge_inputs(git)
+    attributes.start_listing(git)
+    attributes.start_listing(git)  # (one at a time)
+    assert len(git._background) == 1
+    git._background[0].wait()
+    (repo.path / "new").mkdir()
+    (repo.path / "new" / ".gitattributes").write_text("*.c merge=union\n")
+    assert attributes.merge_inputs(git) == before  # listed before the file was there
+    assert not git._background
+    after = attributes.merge_inputs(git)
+    assert after != before
+    attributes.start_listing(git)
+    (repo.path / "new" / ".gitattributes").unlink()
+    attributes.forget_listing(git)  # (a publish: the work tree moves)
+    assert attributes.merge_inputs(git) == before
+    monkeypatch.setenv(attributes.EARLY_OFF, "1")
+    attributes.start_listing(git)
+    assert (attributes._STARTED,) not in git._memo
+    git.close()
+
+
+def test_a_skip_lists_the_work_tree_early_and_stops_the_same(tmp_path: Path, monkeypatch) -> None:
+    """Differential: stop by stop, every stop prints and records the same and the refresh ends
+    in the same state with the listing begun when the skip starts and without
+    (``PATCHSTACK_NO_EARLY_INPUTS=1``); each skip and continue lists the work tree once."""
+    from patchstack.git import attributes
+
+    repo, plain = sc._users_fork(tmp_path, "fork"), sc._users_fork(tmp_path, "plain")
+    early = sc._moved_stop_by_stop(repo)
+    monkeypatch.setenv(attributes.EARLY_OFF, "1")
+    assert sc._moved_stop_by_stop(plain) == early
+    monkeypatch.delenv(attributes.EARLY_OFF)
+    begun: list[int] = []
+    real = attributes.start_listing
+
+    def counted(git: Git) -> None:
+        begun.append((attributes._STARTED,) in git._memo)
+        real(git)
+
+    monkeypatch.setattr(attributes, "start_listing", counted)
+    from patchstack.commands.refresh import resume
+
+    monkeypatch.setattr(resume, "start_listing", counted)
+    third = sc._users_fork(tmp_path, "third")
+    third.ps("refresh", "--onto", "up", code=1)
+    assert third.ps("refresh", "--skip", code=None).exit_code == 1
+    assert begun == [False, True]  # begun by the skip; the replay's call finds it begun
