@@ -21,13 +21,13 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
 
-from .base import GitBase, decode_path, encode_path
+from .base import EARLY_LISTING, GitBase, decode_path, encode_path
 from .process import failure, spawn, version
 
 NAME = ".gitattributes"
 LISTING = ("ls-files", "-z", "-c", "-o", "--exclude-standard")
 EARLY_OFF = "PATCHSTACK_NO_EARLY_INPUTS"  # set: the listing is made when `merge_inputs` asks
-_STARTED = "inputs-listing"  # the memo of a listing begun early (`start_listing`)
+_STARTED = EARLY_LISTING  # the memo of a listing begun early (`start_listing`)
 
 
 def start_listing(git: GitBase) -> None:
@@ -60,7 +60,8 @@ def start_listing(git: GitBase) -> None:
 
 
 def forget_listing(git: GitBase) -> None:
-    """Drop a listing begun early and not read (the work tree and index are about to move)."""
+    """Drop a listing begun early and not read (the work tree and index are about to move;
+    a publish drops it itself, importing nothing of this module)."""
     git._memo.pop((_STARTED,), None)
 
 
