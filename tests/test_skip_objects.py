@@ -1,7 +1,7 @@
-"""What a skip writes and reads back (issue 35, round eleven): the resumed replay's objects go
-to the scratch store and become one pack when published, as the first stop's do; a tree
-written in process is read back from what was written, not asked of git. Each against the
-path it replaces (``PATCHSTACK_NO_SCRATCH``, ``PATCHSTACK_NO_WRITTEN_TREES``)."""
+"""What a skip reads (issue 35, round eleven): a tree written in process is read back from what
+was written, not asked of git; the work tree's listing for `merge_inputs` begun when the skip
+starts. Each against the path it replaces (``PATCHSTACK_NO_WRITTEN_TREES``,
+``PATCHSTACK_NO_EARLY_INPUTS``)."""
 
 from __future__ import annotations
 
@@ -17,53 +17,6 @@ from patchstack.git.trees import WRITTEN_OFF
 
 from . import test_skip_costs as sc
 from . import test_tree_edit as te
-from .conftest import Repo
-
-
-def _loose(repo: Repo) -> set[str]:
-    objects = repo.path / ".git" / "objects"
-    return {d.name + f.name for d in objects.glob("??") for f in d.iterdir()}
-
-
-def _stop_by_stop(repo: Repo) -> tuple[object, list[int], int]:
-    """(what every command printed and recorded, and the state at the end; the loose objects
-    each skip or continue left in the repository; the packs made)."""
-    written: list[int] = []
-    packs = len(list((repo.path / ".git" / "objects" / "pack").glob("*.pack")))
-    real = sc._user_works
-
-    def counted(r: Repo, stops: int) -> None:
-        real(r, stops)
-        written.append(len(_loose(r)))
-
-    sc._user_works = counted
-    try:
-        out = sc._moved_stop_by_stop(repo)
-    finally:
-        sc._user_works = real
-    written.append(len(_loose(repo)))
-    made = len(list((repo.path / ".git" / "objects" / "pack").glob("*.pack"))) - packs
-    return out, [b - a for a, b in zip(written, written[1:], strict=False)], made
-
-
-def test_a_skip_writes_its_replay_into_the_scratch_store(tmp_path: Path, monkeypatch) -> None:
-    """Differential: stop by stop (skips, a continue, the user's edits between), every stop
-    prints and records the same and the refresh ends in the same state, with the resumed
-    replays' objects in a scratch store packed at the publish and written loose into the
-    repository (``PATCHSTACK_NO_SCRATCH=1``); with the store, each skip leaves fewer loose
-    objects (the journal's own), and the objects of every stop are there to read."""
-    repo, plain = sc._users_fork(tmp_path, "fork"), sc._users_fork(tmp_path, "plain")
-    scratch, loose, packs = _stop_by_stop(repo)
-    monkeypatch.setenv("PATCHSTACK_NO_SCRATCH", "1")
-    plain_out, plain_loose, _ = _stop_by_stop(plain)
-    assert plain_out == scratch
-    assert len(loose) == len(plain_loose) == 3, (loose, plain_loose)
-    assert all(a < b for a, b in zip(loose, plain_loose, strict=True)), (loose, plain_loose)
-    assert packs >= 4  # the first stop's and each resumed command's
-    monkeypatch.delenv("PATCHSTACK_NO_SCRATCH")
-    fsck = repo.git("fsck", "--connectivity-only", "--no-dangling")
-    assert "missing" not in fsck and "broken" not in fsck, fsck
-    assert repo.ps("undo").exit_code == 0  # the last continue, from what it recorded
 
 
 @pytest.mark.parametrize("seed", range(20))

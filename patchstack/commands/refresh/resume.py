@@ -152,10 +152,6 @@ def _go_on(
     """Replay the patches after the stopped one onto ``tree``; the work tree holds ``src``
     (the stopped tree with these files as they are now)."""
     git = ws.git
-    # What the replay and the stop's report write (each region's cut trees and their merges'
-    # objects, hundreds a skip) goes to the scratch store, as the first stop's does, and
-    # becomes one pack when published, not hundreds of loose files (``PATCHSTACK_NO_SCRATCH``).
-    git.use_scratch()
     start_listing(git)
     head = git.head()
     assert head is not None and state.stopped_at
