@@ -36,6 +36,7 @@ from .checkout import Checkout
 from .errors import PatchstackError, RefusedError
 from .files import write_atomic
 from .git import HeldIndex, RefTransactionFailed, RefUpdate
+from .git.base import EARLY_LISTING
 from .git.process import quiet_hooks
 from .journal import derived
 from .journal.moves import check_unmoved, check_writes, move_overlay, move_tree
@@ -150,6 +151,7 @@ def publish(ws: Checkout, plan: Plan) -> Published:
     git = ws.git
     check_writes(ws, [fw.path for fw in plan.files])
     lock.point("publish-start")  # planned, nothing written yet: a Ctrl-C here changes nothing
+    git._memo.pop((EARLY_LISTING,), None)  # (a listing of the work tree begun early: stale)
     git.keep_scratch()  # the objects planned in the scratch store, into the repository
     lock.point("scratch-kept")
     with lock.critical():

@@ -590,6 +590,8 @@ SWITCHES = {
     "PATCHSTACK_NO_RAW_SECTIONS": "1",  # (the cache: each section read marshalled anew)
     "PATCHSTACK_NO_SAME_INDEX": "1",  # (an index of the same bytes: write-tree again)
     "PATCHSTACK_NO_WHOLE_JOINED": "1",  # (a skip copies each candidate's kept hashes out)
+    "PATCHSTACK_NO_WRITTEN_TREES": "1",  # (a tree written in process: read back from git)
+    "PATCHSTACK_NO_EARLY_INPUTS": "1",  # (merge_inputs lists the work tree when it asks)
 }
 
 

@@ -305,6 +305,8 @@ def test_kill_refresh_finish_stop_continue_abort_at_every_point(tmp_path) -> Non
     kill_everywhere(repo, ["refresh", "--onto", "upstream"], fig, tmp_path)
     result = repo.ps("refresh", "--onto", "upstream", code=1)
     assert "conflict in patch p004.patch" in result.stderr
+    # (a skip begins listing the work tree before it replays: `attributes.start_listing`)
+    kill_everywhere(repo, ["refresh", "--skip"], fig, tmp_path)
     repo.write("src/f004.txt", "head 4\nline 4 up patched\ntail 4\n")
     kill_everywhere(repo, ["refresh", "--continue"], fig, tmp_path)
     kill_everywhere(repo, ["refresh", "--abort"], fig, tmp_path, inside="HUP")

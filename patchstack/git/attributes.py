@@ -17,12 +17,57 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable
 
-from .base import GitBase, decode_path, encode_path
-from .process import version
+from .base import EARLY_LISTING, GitBase, decode_path, encode_path
+from .process import failure, spawn, version
 
 NAME = ".gitattributes"
+LISTING = ("ls-files", "-z", "-c", "-o", "--exclude-standard")
+EARLY_OFF = "PATCHSTACK_NO_EARLY_INPUTS"  # set: the listing is made when `merge_inputs` asks
+_STARTED = EARLY_LISTING  # the memo of a listing begun early (`start_listing`)
+
+
+def start_listing(git: GitBase) -> None:
+    """Begin `merge_inputs`' listing of the work tree now, for the next `merge_inputs` of the
+    command: git walks the work tree while the command reads its state (a skip's untracked
+    walk, 0.05-0.15 s, behind its start). Forgotten unread when the command publishes
+    (`forget_listing`): a listing is of the work tree and index as they are before it."""
+    if os.environ.get(EARLY_OFF) or (_STARTED,) in git._memo:
+        return
+    out, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+    env = git._objects_env(None, False)
+    proc = spawn(LISTING, git.top, stdin=subprocess.DEVNULL, stderr=errors, env=env, stdout=out)
+    git._background.append(proc)
+
+    def answer() -> bytes:
+        try:
+            code = proc.wait()
+            if code != 0:
+                errors.seek(0)
+                raise failure(LISTING, code, errors.read())
+            out.seek(0)
+            return out.read()
+        finally:
+            out.close()
+            errors.close()
+            if proc in git._background:
+                git._background.remove(proc)
+
+    git._memo[(_STARTED,)] = answer
+
+
+def forget_listing(git: GitBase) -> None:
+    """Drop a listing begun early and not read (the work tree and index are about to move;
+    a publish drops it itself, importing nothing of this module)."""
+    git._memo.pop((_STARTED,), None)
+
+
+def _listing(git: GitBase) -> bytes:
+    started: Callable[[], bytes] | None = git._memo.pop((_STARTED,), None)
+    return started() if started is not None else git.run(*LISTING).stdout
 
 
 def _read(path: str) -> bytes | None:
@@ -62,7 +107,7 @@ def merge_inputs(git: GitBase) -> str:
     # Not a walk of the ignored folders (a virtualenv, node_modules): merge-tree reads the
     # ``.gitattributes`` of the folders of the paths it merges, so those of every folder that
     # holds a tracked or an untracked file, ignored or not, are looked at by name.
-    out = git.run("ls-files", "-z", "-c", "-o", "--exclude-standard").stdout
+    out = _listing(git)
     listed = [decode_path(p) for p in out.split(b"\0") if p]
     found_set = {p for p in listed if p == NAME or p.endswith("/" + NAME)}
     for there in attribute_files(listed) or [NAME]:

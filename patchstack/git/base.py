@@ -46,6 +46,8 @@ def _config_key(key: str) -> str:
     return f"{section.lower()}.{sub}{dot}{name.lower()}"
 
 
+EARLY_LISTING = "inputs-listing"  # `attributes.start_listing`'s memo: forgotten by a publish
+
 # The pack the kept scratch objects become: no delta search, and zlib level 1 (the loose
 # objects are inflated and deflated again: at git's default level 6 that was 1.0 of a real
 # 46-patch refresh's 9.3 CPU s), a somewhat larger pack that `git gc` keeps as it is

@@ -45,6 +45,8 @@ def _plain_folders(top: str, path: str) -> bool:
 
 TREES_IN_PROCESS = 64  # trees `changed_entries` reads itself; a larger change is asked of git
 _HEXDIGITS = frozenset("0123456789abcdef")
+# set: a tree written in process is read back from git when wanted, not from what was written
+WRITTEN_OFF = "PATCHSTACK_NO_WRITTEN_TREES"
 
 
 class Trees(Objects):
@@ -278,7 +280,12 @@ class Trees(Objects):
             mode.lstrip("0").encode() + b" " + name + b"\0" + bytes.fromhex(oid)
             for name, (mode, oid) in ordered
         )
-        return self.write_loose("tree", data)
+        made = self.write_loose("tree", data)
+        if not os.environ.get(WRITTEN_OFF):
+            # Read back as `_read_trees` would (a replay's next step reads the tree it just
+            # made, folder by folder): no ``cat-file`` round trip for what was just written.
+            self._memo[("tree-records", made)] = tree_records(data, self.fmt.hexsz // 2)
+        return made
 
     def tree_with_files(self, tree: str, paths: Sequence[str]) -> Oid | None:
         """``tree`` with ``paths`` as the work tree holds them (a missing one removed), the tree

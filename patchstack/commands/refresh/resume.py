@@ -18,6 +18,7 @@ from dataclasses import replace
 from ...checkout import Checkout
 from ...engine.replay import Done, replay
 from ...errors import PatchstackError, RefusedError
+from ...git.attributes import start_listing
 from ...journal.oplog import newest
 from ...journal.snapshot import as_series_only, series_tree
 from ...model.conflict import marker_lines
@@ -126,6 +127,7 @@ def skip(ws: Checkout, progress: Callable[[int, int], None] | None = None) -> Re
     rest, each placed without it, as ``git rebase --skip`` places them."""
     _not_import(stopped.load(ws))
     state = _checked(ws, "skip")
+    start_listing(ws.git)  # (git walks the work tree while the skip reads its state)
     assert state.stopped_at and state.stop_tree
     step = next(s for s in state.steps if s.name == state.stopped_at)
     if step.commit is None:
@@ -150,6 +152,7 @@ def _go_on(
     """Replay the patches after the stopped one onto ``tree``; the work tree holds ``src``
     (the stopped tree with these files as they are now)."""
     git = ws.git
+    start_listing(git)
     head = git.head()
     assert head is not None and state.stopped_at
     series = ws.load_series()
