@@ -49,11 +49,6 @@ IN_MEMORY_MIN_FREE = 2 << 30
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _in_memory(config)
-    _bytecode_outside_the_tree()
-
-
-def _in_memory(config: pytest.Config) -> None:
     if config.option.basetemp or "TMPDIR" in os.environ:
         return
     try:
@@ -63,24 +58,6 @@ def _in_memory(config: pytest.Config) -> None:
     if stat.f_bavail * stat.f_frsize >= IN_MEMORY_MIN_FREE and os.access(IN_MEMORY, os.W_OK):
         os.environ["TMPDIR"] = IN_MEMORY  # xdist's workers, the CLI's processes and git's too
         tempfile.tempdir = None  # read again
-
-
-# Where the environment says not to write compiled modules (PYTHONDONTWRITEBYTECODE, as on the
-# project's machine), every Python process compiled every module it imports from source: each
-# CLI, Action or tool process a test starts (0.15-0.2 s of CPU a command, of 0.3-0.5) and each
-# xdist worker's collection (7.5 s of CPU against 1.9). Compiled modules are then kept in one
-# cache folder outside the tree (PYTHONPYCACHEPREFIX, kept across runs), never beside the
-# sources; what runs is the same code. A prefix of the user's is kept.
-BYTECODE_CACHE = "patchstack-tests-pycache"
-
-
-def _bytecode_outside_the_tree() -> None:
-    if "PYTHONDONTWRITEBYTECODE" not in os.environ or "PYTHONPYCACHEPREFIX" in os.environ:
-        return
-    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
-        tempfile.gettempdir(), f"{BYTECODE_CACHE}-{os.getuid()}"
-    )
-    del os.environ["PYTHONDONTWRITEBYTECODE"]  # xdist's workers and every process of a test
 
 
 UNSET = ("PATCHSTACK_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "QUILT_PATCHES")
