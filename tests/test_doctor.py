@@ -180,7 +180,8 @@ def test_compiled_files_imported_instead_of_their_source(setup: Setup) -> None:
     original = extra.read_bytes()
     extra.write_bytes(b"def extra():\n    return 3\n")
     mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
-    made.append(Path(py_compile.compile(str(extra), invalidation_mode=mode)))
+    beside = pkg / "__pycache__" / f"extra.{sys.implementation.cache_tag}.pyc"  # (not a prefix's)
+    made.append(Path(py_compile.compile(str(extra), str(beside), invalidation_mode=mode)))
     extra.write_bytes(original)
     try:
         out, data = doctor(setup, setup.editable, code=1)
