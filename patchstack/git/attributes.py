@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterable
 
 from .base import EARLY_LISTING, GitBase, decode_path, encode_path
-from .process import failure, spawn, version
+from .process import version
 
 NAME = ".gitattributes"
 LISTING = ("ls-files", "-z", "-c", "-o", "--exclude-standard")
@@ -37,26 +35,7 @@ def start_listing(git: GitBase) -> None:
     (`forget_listing`): a listing is of the work tree and index as they are before it."""
     if os.environ.get(EARLY_OFF) or (_STARTED,) in git._memo:
         return
-    out, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
-    env = git._objects_env(None, False)
-    proc = spawn(LISTING, git.top, stdin=subprocess.DEVNULL, stderr=errors, env=env, stdout=out)
-    git._background.append(proc)
-
-    def answer() -> bytes:
-        try:
-            code = proc.wait()
-            if code != 0:
-                errors.seek(0)
-                raise failure(LISTING, code, errors.read())
-            out.seek(0)
-            return out.read()
-        finally:
-            out.close()
-            errors.close()
-            if proc in git._background:
-                git._background.remove(proc)
-
-    git._memo[(_STARTED,)] = answer
+    git._memo[(_STARTED,)] = git.start(LISTING)
 
 
 def forget_listing(git: GitBase) -> None:

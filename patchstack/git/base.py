@@ -8,12 +8,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import IO, Any
 
 from ..model.ids import ObjectFormat, Oid
 from . import scratch
-from .process import run_git, spawn
+from .process import failure, run_git, spawn
 
 
 def under_any(path: str, asked: Container[str]) -> bool:
@@ -160,6 +160,31 @@ class GitBase:
         """The index git processes of this command read: the real one, or the one a publish
         holding the index lock works in."""
         return self.index_file or os.path.join(self.git_dir, "index")
+
+    def start(self, args: Sequence[str]) -> Callable[[], bytes]:
+        """Git started now, its output read when called (once): it walks while the caller
+        works, writing to a file of its own (it never waits for a reader); one nobody asks
+        for is killed by `close`."""
+        out, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        env = self._objects_env(None, False)
+        proc = spawn(args, self.top, stdin=subprocess.DEVNULL, stderr=errors, env=env, stdout=out)
+        self._background.append(proc)
+
+        def answer() -> bytes:
+            try:
+                code = proc.wait()
+                if code != 0:
+                    errors.seek(0)
+                    raise failure(args, code, errors.read())
+                out.seek(0)
+                return out.read()
+            finally:
+                out.close()
+                errors.close()
+                if proc in self._background:
+                    self._background.remove(proc)
+
+        return answer
 
     def _objects_env(
         self, env: Mapping[str, str] | None, throwaway: bool

@@ -4,7 +4,6 @@ paths decoded one way, see `base.decode_path`)."""
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -13,7 +12,7 @@ from ..model.ids import Oid
 from .base import decode_path, under_any
 from .deletions import PATHSPEC_MAX as PATHSPEC_MAX  # listings takes it from here
 from .deletions import Deletions
-from .process import failure, spawn
+from .process import failure
 
 
 @dataclass(frozen=True)
@@ -233,26 +232,12 @@ class History(Deletions):
         called.)"""
         if not paths or len(paths) > PATHSPEC_MAX:
             return lambda: self.line_changes(rng, paths, trailer)
-        args = [*_line_args(trailer), "--end-of-options", rng, "--", *paths]
-        out, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
-        proc = spawn(args, self.top, stderr=errors, env=self._objects_env(None, False), stdout=out)
-        self._background.append(proc)
+        started = self.start([*_line_args(trailer), "--end-of-options", rng, "--", *paths])
         found: list[list[LineChanges]] = []
 
         def answer() -> list[LineChanges]:
             if not found:
-                try:
-                    code = proc.wait()
-                    if code != 0:
-                        errors.seek(0)
-                        raise failure(args, code, errors.read())
-                    out.seek(0)
-                    found.append(_line_changes(out.read(), paths))
-                finally:
-                    out.close()
-                    errors.close()
-                    if proc in self._background:
-                        self._background.remove(proc)
+                found.append(_line_changes(started(), paths))
             return found[0]
 
         return answer
