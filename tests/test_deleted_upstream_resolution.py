@@ -39,7 +39,7 @@ def test_deleting_the_file_at_the_stop_takes_upstreams_deletion_as_git_does(
     repo.git("checkout", "-q", "main")
 
     err = repo.ps("refresh", "--onto", "up", code=1).stderr
-    assert "'rm'" in err and "'git rm' does not know it" in err, err
+    assert "'rm' it first (not 'git rm': the index does not have it)" in err, err
     said = subprocess.run(["git", "rm", "-q", "gone.py"], cwd=repo.path, capture_output=True)
     assert said.returncode != 0 and b"did not match" in said.stderr  # (git's own answer)
     (Path(repo.path) / "gone.py").unlink()

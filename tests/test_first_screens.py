@@ -81,9 +81,8 @@ def test_a_stop_at_a_file_upstream_deleted_says_continue_keeps_the_patchs_versio
     err = repo.ps("refresh", "--onto", "up", code=1).stderr
     assert (
         "hint: upstream deleted OWNERS; the work tree holds the patch's version (no conflict"
-        " markers there): 'patchstack refresh --continue' keeps it in the patch; to take"
-        " the deletion, delete it first ('rm': the index does not hold the patch's version,"
-        " so 'git rm' does not know it)"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch; to take the"
+        " deletion instead, 'rm' it first (not 'git rm': the index does not have it)"
     ) in err, err
     repo.ps("refresh", "--continue")
     assert "o 3 mine\n" in repo.git("show", "HEAD:OWNERS")

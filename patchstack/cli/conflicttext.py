@@ -188,14 +188,14 @@ def proposal_hint(c: Any) -> list[str]:
     gone = [r.path for r in getattr(c, "relocations", ()) if not r.carried]
     if not gone:
         return []
+    it = "it" if len(gone) == 1 else "them"
     names = ", ".join(gone[:FILES_SHOWN]) + (
         f" and {len(gone) - FILES_SHOWN} more" if len(gone) > FILES_SHOWN else ""
     )
     return [
         f"hint: upstream deleted {names}; the work tree holds the patch's version (no conflict"
-        " markers there): 'patchstack refresh --continue' keeps it in the patch; to take"
-        f" the deletion, delete {'it' if len(gone) == 1 else 'them'} first ('rm': the index"
-        " does not hold the patch's version, so 'git rm' does not know it)"
+        " markers there): 'patchstack refresh --continue' keeps it in the patch; to take the"
+        f" deletion instead, 'rm' {it} first (not 'git rm': the index does not have {it})"
     ]
 
 
