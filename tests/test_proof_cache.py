@@ -161,6 +161,11 @@ def test_what_a_merge_reads_besides_its_trees_changes_the_digest(tmp_path, monke
         process.quiet_hooks(False)
     repo.git("config", "core.hooksPath", str(tmp_path / "hooks"))
     assert not changed()
+    # A copy (or a moved repository) reads the same: its kept proofs and verdicts still serve.
+    repo.git("config", "--unset", "core.attributesFile")
+    assert changed()
+    copied = copy_repo(repo.path, tmp_path / "copied")
+    assert merge_inputs(find_repo(str(copied.path))) == seen[-1]
 
 
 def test_a_skip_loads_nothing_of_a_stepped_refresh(tmp_path) -> None:

@@ -81,8 +81,10 @@ def merge_inputs(git: GitBase) -> str:
     else:
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         places.append(os.path.join(xdg, "git", "attributes"))
-    for place in places:
-        add(place.encode("utf-8", "surrogateescape"), _read(place) or b"\0absent")
+    # By role and contents, not by path: a repository moved or copied keeps what it kept
+    # (``core.attributesFile``'s path is in the configuration already).
+    for role, place in zip((b"info", b"global"), places, strict=True):
+        add(role, _read(place) or b"\0absent")
     # Not a walk of the ignored folders (a virtualenv, node_modules): merge-tree reads the
     # ``.gitattributes`` of the folders of the paths it merges, so those of every folder that
     # holds a tracked or an untracked file, ignored or not, are looked at by name.
