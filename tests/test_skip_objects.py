@@ -19,6 +19,19 @@ from . import test_skip_costs as sc
 from . import test_tree_edit as te
 
 
+def _objects_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The object names asked of git's batch reader from now on."""
+    asked: list[str] = []
+    real = Objects.read_objects
+
+    def spied(self: Git, names):  # type: ignore[no-untyped-def]
+        asked.extend(names)
+        return real(self, names)
+
+    monkeypatch.setattr(Objects, "read_objects", spied)
+    return asked
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_a_tree_written_in_process_is_read_back_as_git_reads_it(
     tmp_path: Path, monkeypatch, seed: int
@@ -35,14 +48,7 @@ def test_a_tree_written_in_process_is_read_back_as_git_reads_it(
         while changes is None:
             changes = te._changes(repo, git.files_of(made[-1]), rng)
         made.append(git.edit_tree(made[-1], changes))
-    asked: list[str] = []
-    real = Objects.read_objects
-
-    def spied(self: Git, names):  # type: ignore[no-untyped-def]
-        asked.extend(names)
-        return real(self, names)
-
-    monkeypatch.setattr(Objects, "read_objects", spied)
+    asked = _objects_asked(monkeypatch)
     paths = sorted({*te.PATHS, *te.FILES, "x/y", "a/b-c", "new/dir", "x"})
     ours = [(git.files_of(t), git.entries_at(t, paths)) for t in made[1:]]
     assert not set(asked) & set(made[1:]), "a tree just written was asked of git"
@@ -61,14 +67,7 @@ def test_trees_written_with_the_switch_are_asked_of_git(tmp_path: Path, monkeypa
     repo, tree = te._repo(tmp_path)
     git = find_repo(str(repo.path))
     made = git.edit_tree(tree, {"new/dir/f": ("100644", te._blob(repo, "f\n"))})
-    asked: list[str] = []
-    real = Objects.read_objects
-
-    def spied(self: Git, names):  # type: ignore[no-untyped-def]
-        asked.extend(names)
-        return real(self, names)
-
-    monkeypatch.setattr(Objects, "read_objects", spied)
+    asked = _objects_asked(monkeypatch)
     assert git.files_of(made)["new/dir/f"][0] == "100644"
     assert made in asked
     assert os.environ[WRITTEN_OFF] == "1"
