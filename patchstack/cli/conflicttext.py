@@ -10,6 +10,7 @@ from typing import Any
 from .output import verdict_word
 
 STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the patch's size
+REPORT_FLOOR = 24  # lines a report keeps at a stop whose lines above it are many
 DIFF_LINES = 6  # lines of each of a hunk's two diffs in the short report
 FILES_SHOWN = 5  # files named on the report's file line
 CULPRITS_SHOWN = 3  # upstream commits named under a hunk
@@ -18,7 +19,7 @@ CARRIED_SHOWN = 2  # relocated hunks named under a file, in the short report
 DETAIL_SHOWN = 12  # lines of git's own words on a patch that does not apply, in the short report
 
 
-def render_conflict(c: Any, full: bool = False) -> list[str]:
+def render_conflict(c: Any, full: bool = False, budget: int = STOP_BUDGET) -> list[str]:
     """A conflict report (`model.conflict.Conflict`): the patch, its files, and per hunk where
     it is, what upstream did there and what the patch does (each as a diff from what the patch
     expected), and the upstream commits that changed those lines (or touched the file).
@@ -26,10 +27,12 @@ def render_conflict(c: Any, full: bool = False) -> list[str]:
     Short (the default) it fits a screen: at most `STOP_BUDGET` lines, each diff capped, at
     most `CULPRITS_SHOWN` commits a hunk, and a last line counting what was left out. ``full``
     (``--verbose``) prints every file and hunk with the three versions whole, as ``--json``
-    holds them."""
+    holds them. ``budget``: the lines the short report may take (a stop gives it what the
+    lines above and below it leave of `STOP_BUDGET`); never more hunks than `printed_hunks`
+    counts, so every hunk printed was traced."""
     lines, tail = _head_and_tail(c, full)
     hunks = list(c.hunks)
-    shown = _shown(c, full, len(lines), len(tail))
+    shown = _shown(c, full, len(lines), len(tail), budget=budget)
     primary = getattr(c, "kind", "primary") != "knock-on"
     for h in hunks[:shown]:
         lines += _hunk_full(h, primary) if full else _hunk_short(h, primary)
@@ -59,8 +62,10 @@ def printed_hunks(c: Any) -> int:
     return _shown(c, False, len(lines), len(tail), bare=True)
 
 
-def _shown(c: Any, full: bool, head: int, tail: int, bare: bool = False) -> int:
-    """How many hunks fit the budget after ``head`` lines and before ``tail`` (every one
+def _shown(
+    c: Any, full: bool, head: int, tail: int, bare: bool = False, budget: int = STOP_BUDGET
+) -> int:
+    """How many hunks fit ``budget`` after ``head`` lines and before ``tail`` (every one
     when ``full``); ``bare``: each hunk counted without its upstream commits."""
     hunks = list(c.hunks)
     if full:
@@ -69,7 +74,7 @@ def _shown(c: Any, full: bool, head: int, tail: int, bare: bool = False) -> int:
     used, shown = head, 0
     for h in hunks:
         size = len(_hunk_short(h, primary, bare))
-        if shown and used + size + tail + 1 > STOP_BUDGET:
+        if shown and used + size + tail + 1 > budget:
             break
         used += size
         shown += 1

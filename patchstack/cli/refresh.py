@@ -8,6 +8,8 @@ import click
 
 from .app import cli
 from .conflicttext import (
+    REPORT_FLOOR,
+    STOP_BUDGET,
     conflict_summary,
     evidence_note,
     recorded_note,
@@ -338,28 +340,37 @@ def check(
     else:
         for warning in warnings:
             echo(ctx, f"patchstack: warning: {warning}", err=True)
-        echo(ctx, f"check against {result.target_name} ({result.target[:12]}):")
+        # With --patch NAME the screen is that patch's: its line, one line counting the
+        # conflicts, then its report in what is left of the stop's budget.
+        named = wanted if isinstance(wanted, tuple) else ()
+        one = bool(named) and not verbose
+        top = [f"check against {result.target_name} ({result.target[:12]}):"]
         shown, more = listed_verdicts(result.verdicts, verbose, summarized=True)
         for v in shown:
+            if one and v.name not in named:
+                continue
             notes = [recorded_note(v.reused_hunks)] if v.recorded else []
             notes += [evidence_note(v)] if v.evidence or v.note else []
-            echo(ctx, f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
-        if more:
-            echo(ctx, more)
-        for c in (*result.conflicts, *result.deferred):
-            if verbose or (isinstance(wanted, tuple) and c.patch in wanted):
-                if c in result.deferred:
-                    echo(ctx, f"deferred {c.patch}: its conflict on {result.target_name} now")
-                for line in render_conflict(c, full=verbose):
-                    echo(ctx, line)
-        for line in conflict_summary(result.conflicts, verbose):
-            echo(ctx, line)
-        if result.conflicts and not verbose:
-            echo(
-                ctx,
+            top.append(f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
+        if more and not one:
+            top.append(more)
+        summary = conflict_summary(result.conflicts, verbose)
+        if one and summary:
+            summary = [summary[0] + " ('patchstack check' lists each)"]
+        elif result.conflicts and not verbose:
+            summary.append(
                 "  ('patchstack check --patch NAME' shows one patch's whole report;"
-                " --verbose, every report)",
+                " --verbose, every report)"
             )
+        reports: list[str] = []
+        for c in (*result.conflicts, *result.deferred):
+            if verbose or c.patch in named:
+                if c in result.deferred:
+                    reports.append(f"deferred {c.patch}: its conflict on {result.target_name} now")
+                left = max(REPORT_FLOOR, STOP_BUDGET - len(top) - len(summary) - 1)
+                reports += render_conflict(c, full=verbose, budget=left)
+        for line in (*top, *summary, *reports) if one else (*top, *reports, *summary):
+            echo(ctx, line)
         counts = verdict_counts(result.verdicts)
         n = len(result.conflicts)
         deferred = sum(1 for v in result.verdicts if v.verdict == "deferred")
