@@ -119,7 +119,7 @@ def test_check_without_an_upstream_says_it_checked_head_not_upstream(tmp_path) -
     repo.ps("new", "ess", "--tag", "essential")
     result = repo.ps("check")
     assert "check against HEAD (below the stack)" in result.stdout
-    assert "no upstream (@{upstream}) and no --onto was given" in result.stderr
+    assert "this branch has no @{upstream}, and no --onto was given" in result.stderr
     assert "'patchstack check --onto origin/main'" in result.stderr
     warnings = json.loads(repo.ps("check", "--json").stdout)["warnings"]
     assert any("checked against HEAD, not against upstream" in w for w in warnings)

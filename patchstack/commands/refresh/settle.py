@@ -78,6 +78,8 @@ class RefreshResult:
     deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
     kept: tuple[tuple[str, str], ...] = ()  # aborted: (patch, path) of resolutions it recorded
     proposals: tuple[Proposal, ...] = ()  # what became of each resolver's proposal (--resolver)
+    # HEAD did not move: the series' upstream (`tracked`) where it moved past the base
+    upstream_moved: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +97,7 @@ class RefreshResult:
             "deferred": [c.to_json() for c in self.deferred],
             **({"kept_resolutions": [list(k) for k in self.kept]} if self.aborted else {}),
             "proposals": [p.to_json() for p in self.proposals],
+            "upstream_moved": self.upstream_moved,
         }
 
 
