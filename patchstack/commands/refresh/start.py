@@ -51,7 +51,6 @@ from ..state import (
     require_movable,
     resolve_rev,
 )
-from ..tracked import upstream_target
 from .knockons import KnockOns
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
@@ -245,6 +244,8 @@ def refresh(
 def _upstream_moved(ws: Checkout, series: Series) -> str | None:
     """The series' upstream (`tracked`), where it moved past the base a refresh that follows
     HEAD left in place: 'refresh --onto' it carries the series there."""
+    from ..tracked import upstream_target  # (not for a --skip: a stop's route is never none)
+
     up = upstream_target(ws, series)
     base = series.base
     if up.name is None or up.oid is None or not base or up.oid == base:
