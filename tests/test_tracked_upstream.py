@@ -14,7 +14,7 @@ from .conftest import Repo, make_repo, numbered
 FEATURE = "origin/me/feature"
 
 
-def team(tmp_path: Path) -> tuple[Repo, Repo, str]:
+def team(tmp_path: Path, upstream: str = "origin/main") -> tuple[Repo, Repo, str]:
     """(the engineer's clone on ``work``, tracking origin/me/feature, its series imported
     against origin/main; the developer's repository that pushes to origin). The branch has
     three commits; upstream's main then took the second one's change (and moved elsewhere).
@@ -54,7 +54,9 @@ def team(tmp_path: Path) -> tuple[Repo, Repo, str]:
     fork = Repo(tmp_path / "fork")
     fork.git("checkout", "-q", "-B", "work", FEATURE)  # tracks the engineer's own branch
     assert fork.git("rev-parse", "--abbrev-ref", "@{upstream}").strip() == FEATURE
-    args = ("import", "branch", FEATURE, "--upstream", "origin/main", "--tag", "essential")
+    if upstream != "origin/main":
+        upstream = fork.git("rev-parse", upstream).strip()  # an id: the series names no branch
+    args = ("import", "branch", FEATURE, "--upstream", upstream, "--tag", "essential")
     imported = fork.ps(*args).stdout
     fork.ps("push", "--all")
     return fork, dev, imported
@@ -198,3 +200,17 @@ def test_import_branch_says_what_status_will_compare_with(tmp_path: Path) -> Non
         f" series tracks (# base:), not with HEAD's @{{upstream}} {FEATURE}"
     ) in out
     assert "counts the drift against" not in out
+
+
+def test_import_branch_against_an_id_says_the_branch_head_tracks_is_compared(
+    tmp_path: Path,
+) -> None:
+    fork, _dev, out = team(tmp_path, upstream="origin/main^0")
+    assert fork.read("patches/series").splitlines()[1].count(" ") == 2  # '# base: ID'
+    assert (
+        f"note: this branch's upstream is {FEATURE}, and the series tracks no branch here, so"
+        f" 'patchstack status' and 'check' compare with {FEATURE}; 'patchstack refresh --onto"
+        " BRANCH' makes the series track BRANCH"
+    ) in out
+    drift = json.loads(fork.ps("status", "--json").stdout)["drift"]
+    assert (drift["target_name"], drift["upstream"]) == (FEATURE, "tracking")

@@ -127,13 +127,13 @@ def refresh(
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
     is replayed onto the new base by three-way merge (without --onto the new base is HEAD's:
-    where HEAD did not move and the series' upstream did, it says so); each gets a verdict: unchanged (file
-    keeps its bytes), offset, merged, conflict, or upstream (already in the new base). With no
-    move, uncommitted edits in files of the top applied patch (or --patch NAME) are folded
-    into it. A conflict stops with markers in the work tree and exit status 1; a conflict
-    that only exists because an earlier deferred patch is missing (a knock-on) is deferred
-    with it. --skip leaves the conflicting patch out, deferred: it stays in the series with
-    its file as it was, and 'patchstack push NAME' brings it back later.
+    where HEAD did not move and the series' upstream did, it says so); each gets a verdict:
+    unchanged (file keeps its bytes), offset, merged, conflict, or upstream (already in the
+    new base). With no move, uncommitted edits in files of the top applied patch (or --patch
+    NAME) are folded into it. A conflict stops with markers in the work tree and exit status
+    1; a conflict that only exists because an earlier deferred patch is missing (a knock-on)
+    is deferred with it. --skip leaves the conflicting patch out, deferred: it stays in the
+    series with its file as it was, and 'patchstack push NAME' brings it back later.
 
     \b
     Example:

@@ -24,7 +24,7 @@ from ..model.ids import Oid
 from ..model.series import Series
 
 SERIES = "series"  # the branch the series tracks (its base line's ref)
-TRACKING = "@{upstream}"  # HEAD's upstream: the series names no branch that exists
+TRACKING = "tracking"  # HEAD's @{upstream}: the series names no branch that exists
 NONE = ""
 _NOT_A_NAME = re.compile(r"[~^:?*\[\\\s]|@\{|\.\.")  # a revision, not a branch's name
 

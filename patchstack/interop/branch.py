@@ -217,7 +217,7 @@ def _upstream_note(ws: Checkout, walk: Walk) -> str:
         return f"note: 'patchstack status' and 'check' compare with {up.note()}"
     if up.why == TRACKING and up.oid != Oid(walk.ref):  # the series names no branch
         return (
-            f"note: this branch's upstream is {up.name}, and the series tracks no branch, so"
+            f"note: this branch's upstream is {up.name}, and the series tracks no branch here, so"
             f" 'patchstack status' and 'check' compare with {up.name}; 'patchstack refresh"
             " --onto BRANCH' makes the series track BRANCH"
         )

@@ -44,7 +44,7 @@ class Drift:
             "target": self.target,
             "target_name": self.target_name,
             "guessed": self.guessed or None,
-            "upstream": {"series": "series", "@{upstream}": "tracking"}.get(self.why),
+            "upstream": self.why or None,
             "passed_over": self.passed_over,
             "commits": self.commits,
             "touching": [asdict(c) for c in self.touching],
