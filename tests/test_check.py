@@ -119,9 +119,38 @@ def test_check_without_an_upstream_says_it_checked_head_not_upstream(tmp_path) -
     repo.ps("new", "ess", "--tag", "essential")
     result = repo.ps("check")
     assert "check against HEAD (below the stack)" in result.stdout
-    assert "no upstream (@{upstream}) and no --onto was given" in result.stderr
+    assert "this branch has no @{upstream}, and no --onto was given" in result.stderr
     assert "'patchstack check --onto origin/main'" in result.stderr
     warnings = json.loads(repo.ps("check", "--json").stdout)["warnings"]
     assert any("checked against HEAD, not against upstream" in w for w in warnings)
     # Named: no such note.
     assert "no upstream" not in repo.ps("check", "--onto", "HEAD~1").stderr
+
+
+def test_a_hunks_there_now_says_upstream_made_it_only_where_traced_there(tmp_path) -> None:
+    """The short report titles what is there now "upstream made" only for a primary conflict
+    whose lines were traced to upstream commits; a knock-on's lines (its root missing, here
+    'a 10 p1' -> 'a 10 up' is p1's absence and upstream's change at once) get the neutral
+    title, though its hunk names upstream's commit."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(30, "a")})
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 p1\n")
+    repo.ps("new", "p1", "--tag", "essential")
+    replace_line(repo, "a.py", "a 10 p1\n", "a 10 p1 p2\n")
+    repo.ps("new", "p2", "--tag", "essential")
+    repo.git("branch", "up", "HEAD~2")
+    repo.git("switch", "-q", "up")
+    replace_line(repo, "a.py", "a 10\n", "a 10 up\n")
+    culprit = repo.commit_all("upstream edits line 10")
+    repo.git("switch", "-q", "main")
+    primary = repo.ps("check", "--onto", "up", "--patch", "p1.patch", code=1).stdout
+    assert "upstream made (the patch expected -> there now):\n      - a 10\n      + a 10 up\n" in (
+        primary
+    )
+    knock_on = repo.ps("check", "--onto", "up", "--patch", "p2.patch", code=1).stdout
+    assert "a knock-on: it conflicts only because p1.patch" in knock_on
+    assert (
+        "there now (the patch expected -> what the tree holds):\n      - a 10 p1\n"
+        "      + a 10 up\n" in knock_on
+    )
+    assert "upstream made" not in knock_on and culprit[:10] in knock_on

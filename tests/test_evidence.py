@@ -145,7 +145,7 @@ def test_a_deferred_patch_s_conflict_is_shown_again_on_demand_and_status_says_ho
         " deferred one's conflict now)"
     )
     shown = repo.ps("check", "--patch", "p1").stdout
-    assert "deferred p1.patch: its conflict on HEAD (below the stack) now" in shown
+    assert "deferred p1.patch: its conflict on up now" in shown
     assert "conflict in patch p1.patch" in shown and "+ a 10 upstream" in shown
     data = json.loads(repo.ps("check", "--patch", "p1", "--json").stdout)
     assert data["ok"] is True and data["conflicts"] == []

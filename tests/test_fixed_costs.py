@@ -784,4 +784,5 @@ def test_a_skip_that_stops_again_imports_nothing_that_builds_or_ends(tmp_path) -
     assert code == 0
     assert "patchstack.model.patchfile" not in modules
     # 70: 67, and the three modules split off snapshot and transaction
-    assert len(_ours(modules)) <= 70, (len(_ours(modules)), _ours(modules))
+    # 71: commands.tracked, the one definition of the upstream the drift is counted against
+    assert len(_ours(modules)) <= 71, (len(_ours(modules)), _ours(modules))

@@ -56,9 +56,13 @@ def test_conflict_names_patch_file_hunk_and_unselected_culprit(tmp_path) -> None
     err = result.stderr
     assert "patch 'ess.patch' conflicts" in err
     assert "file x.py" in err
+    # the lines there now are the base's: the missing diag patch, not upstream, made the
+    # difference, and no upstream commit was traced, so the title claims no maker
     assert (
-        "upstream made (the patch expected -> there now):\n      - x 10 diag\n      + x 10\n" in err
+        "there now (the patch expected -> what the tree holds):\n      - x 10 diag\n"
+        "      + x 10\n" in err
     )
+    assert "upstream made" not in err
     assert (
         "the patch makes (it expected -> it wants):\n"
         "      - x 10 diag\n      + x 10 diag and essential\n" in err

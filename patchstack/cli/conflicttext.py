@@ -231,12 +231,24 @@ def _hunk_full(h: Any, primary: bool) -> list[str]:
     return lines + _culprits(h, primary)
 
 
+UPSTREAM_MADE = "upstream made (the patch expected -> there now)"
+THERE_NOW = "there now (the patch expected -> what the tree holds)"
+
+
+def there_now_title(h: Any, primary: bool) -> str:
+    """The title of what is there now: "upstream made" only where the hunk's lines were
+    traced to upstream commits (a primary conflict's culprits); a knock-on (an earlier patch
+    missing), lines an earlier patch or a recorded resolution made, or lines no commit was
+    traced to, get the neutral title."""
+    return UPSTREAM_MADE if primary and h.upstream else THERE_NOW
+
+
 def _hunk_short(h: Any, primary: bool, bare: bool = False) -> list[str]:
-    """One hunk in a few lines: upstream's change and the patch's, each a capped diff from
-    what the patch expected (the lines they share left out), and the first commits."""
+    """One hunk in a few lines: what is there now and the patch's change, each a capped diff
+    from what the patch expected (the lines they share left out), and the first commits."""
     lines = [f"  {h.path}:{h.line}:"]
     for title, after in (
-        ("upstream made (the patch expected -> there now)", h.now),
+        (there_now_title(h, primary), h.now),
         ("the patch makes (it expected -> it wants)", h.wanted),
     ):
         lines.append(f"    {title}:")

@@ -333,13 +333,8 @@ def import_branch_cmd(
         )
     elsewhere = not result.at_base and not result.imported.plain_head
     _print_tail(ctx, result.imported, verbose, elsewhere)
-    if result.tracking and not elsewhere:
-        ref = result.walk.ref_name
-        echo(
-            ctx,
-            f"note: this branch's upstream is {result.tracking}, so 'patchstack status' counts"
-            f" the drift against it; 'git branch --set-upstream-to {ref}' compares with {ref}",
-        )
+    if result.upstream and not elsewhere:
+        echo(ctx, result.upstream)
 
 
 @import_cmd.command("mbox")

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     "--onto",
     metavar="REV",
     shell_complete=complete_revisions,
-    help="Replay the series onto REV (e.g. origin/main).",
+    help="Replay the series onto REV (e.g. origin/main); a branch REV is then the one the"
+    " series tracks (status and check compare with it).",
 )
 @click.option(
     "--patch",
@@ -127,13 +128,14 @@ def refresh(
     """Make the patch files match reality after upstream moved, or fold edits into a patch.
 
     After 'git pull' (series popped, or a merge, or --rebase) or with --onto REV, every patch
-    is replayed onto the new base by three-way merge; each gets a verdict: unchanged (file
-    keeps its bytes), offset, merged, conflict, or upstream (already in the new base). With no
-    move, uncommitted edits in files of the top applied patch (or --patch NAME) are folded
-    into it. A conflict stops with markers in the work tree and exit status 1; a conflict
-    that only exists because an earlier deferred patch is missing (a knock-on) is deferred
-    with it. --skip leaves the conflicting patch out, deferred: it stays in the series with
-    its file as it was, and 'patchstack push NAME' brings it back later.
+    is replayed onto the new base by three-way merge (without --onto the new base is HEAD's:
+    where HEAD did not move and the series' upstream did, it says so); each gets a verdict:
+    unchanged (file keeps its bytes), offset, merged, conflict, or upstream (already in the
+    new base). With no move, uncommitted edits in files of the top applied patch (or --patch
+    NAME) are folded into it. A conflict stops with markers in the work tree and exit status
+    1; a conflict that only exists because an earlier deferred patch is missing (a knock-on)
+    is deferred with it. --skip leaves the conflicting patch out, deferred: it stays in the
+    series with its file as it was, and 'patchstack push NAME' brings it back later.
 
     \b
     Example:
@@ -234,7 +236,8 @@ def refresh(
     "--onto",
     metavar="REV",
     shell_complete=complete_revisions,
-    help="Target (default: @{upstream}, else HEAD).",
+    help="Target (default: the branch the series tracks, its '# base:' line's, else"
+    " @{upstream}, else HEAD).",
 )
 @click.option(
     "--only", metavar="TAGS", shell_complete=complete_tags, help="Only patches with these tags."
@@ -284,6 +287,10 @@ def check(
     verbose: bool,
 ) -> None:
     """Dry run: would the series apply on REV? Per-patch verdicts; nothing is touched.
+
+    Without --onto, REV is the series' upstream: the branch its '# base: ID REF' line names
+    (where it exists and is not the branch HEAD is on), else @{upstream}, else HEAD below the
+    applied patches (and it says so).
 
     Exits 1 when any patch conflicts (for a nightly CI job against upstream's main). With
     --probes, each selected patch's probe runs in scratch trees of REV plus the selection,

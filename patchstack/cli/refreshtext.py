@@ -52,6 +52,13 @@ def print_refresh(
         f"{verdict_counts(result.verdicts)}; rewrote {rewritten} patch file(s);"
         f" applied: {len(result.applied)} patch(es), HEAD {result.head[:12]}",
     )
+    if result.upstream_moved:
+        up = result.upstream_moved
+        echo(
+            ctx,
+            f"upstream {up} has moved past the series base: 'patchstack refresh --onto {up}'"
+            " carries the series there ('patchstack status' lists the commits)",
+        )
 
 
 STOP_HINT = [

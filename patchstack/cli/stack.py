@@ -129,6 +129,11 @@ def status(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     stopped in the middle, or a command was interrupted while publishing ('patchstack undo').
     A stack on another base (push --onto) is reported, not counted.
 
+    The drift is counted against the series' upstream: the branch its '# base: ID REF' line
+    names (where it exists and is not the branch HEAD is on), else @{upstream}, else the
+    remote's default branch (guessed, and said). Where HEAD's @{upstream} is another branch
+    (a team's branch tracking its own published branch), one line says which was taken.
+
     \b
     Example:
       patchstack status

@@ -14,6 +14,7 @@ from typing import Any
 from ..commands.advice import next_step
 from ..commands.refresh.drift import Drift
 from ..commands.status import PatchState, StatusResult
+from ..commands.tracked import upstream_note
 from ..commands.upstream import IN_BASE, IN_BASE_UNPROVEN, NOT_IN_BASE, UNKNOWN, Standing
 from ..model.fields import NONE, summary
 from ..model.marks import describe, push_back_hint
@@ -89,6 +90,8 @@ def status_lines(
     out.append(f"branch: {branch} at {st.head[:12]}")
     base = (st.series_base or "?")[:12] + (f" (tracks {st.base_ref})" if st.base_ref else "")
     out.append(f"series base: {base}")
+    if drift is not None and drift.passed_over and not stopped:
+        out.append(f"  (compared with {upstream_note(drift.target_name, drift.passed_over)})")
     if st.plain_series:
         out.append(
             style(

@@ -1,5 +1,6 @@
 """``check``: would the series apply on a target? The same replay as ``refresh`` against
-``--onto REV`` (default ``@{upstream}``, else HEAD below its applied patches), computing
+``--onto REV`` (default: the series' upstream, `tracked`: the branch its base line names,
+else ``@{upstream}``; else HEAD below its applied patches), computing
 objects only: no file, ref or index is written, and the merge cache is not saved. A conflicting
 patch is left out and the replay goes on, so one run lists every conflict."""
 
@@ -40,6 +41,7 @@ from .refresh.holds import needs, waiting
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
+from .tracked import upstream_target
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,8 @@ class CheckResult:
     verdicts: tuple[Verdict, ...]
     conflicts: tuple[Conflict, ...]
     deferred: tuple[Conflict, ...] = ()  # deferred patches' reports again, when asked for
-    # Neither --onto nor @{upstream}: what was checked is HEAD, and this says so (with the
-    # remote branch status would compare against, when there is one).
+    # Neither --onto nor an upstream (`tracked`): what was checked is HEAD, and this says so
+    # (with the remote branch status would compare against, when there is one).
     no_upstream: str = ""
 
     @property
@@ -104,13 +106,12 @@ def check(
     if onto:
         target, name = resolve_rev(git, onto), onto
     else:
-        upstream = git.upstream_of_head()
-        found = git.rev_parse(upstream) if upstream else None
-        if found is None:
+        up = upstream_target(ws, series)
+        if up.name is None or up.oid is None:
             target, name = stack.base, "HEAD" if not stack.applied else "HEAD (below the stack)"
-            no_upstream = no_upstream_note(ws, series.base_ref)
+            no_upstream = no_upstream_note(ws)
         else:
-            target, name = found, upstream or "HEAD"
+            target, name = up.oid, up.name
     check_words(series, sel)
     skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag, e.labels))
     engine = make_engine(ws, series, stack)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from ..checkout import Checkout
 from ..commands.state import read_stack
+from ..commands.tracked import TRACKING, upstream_target
 from ..engine.replay import Done, labels
 from ..errors import PatchstackError
 from ..git import CommitMeta, Git
@@ -59,7 +60,7 @@ class BranchResult:
     stopped_merge: str | None = None
     aborted: bool = False
     at_base: bool = False  # HEAD is the series base with no patches (push --all applies them)
-    tracking: str | None = None  # the current branch's upstream, when it is not REF
+    upstream: str = ""  # the note on what status and check compare with (`tracked`), or ""
 
 
 @dataclass(frozen=True)
@@ -203,10 +204,24 @@ def walk_on(
     walk = replace(walk, names=tuple(names))
     imported = finish(ws, walk, commits[-1], place.landing())
     at_base = read_stack(git).head == Oid(imported.base)
-    tracking = git.upstream_of_head()
-    if tracking and git.rev_parse(tracking) == Oid(walk.ref):
-        tracking = None
-    return BranchResult(walk, imported, len(commits), at_base=at_base, tracking=tracking)
+    return BranchResult(
+        walk, imported, len(commits), at_base=at_base, upstream=_upstream_note(ws, walk)
+    )
+
+
+def _upstream_note(ws: Checkout, walk: Walk) -> str:
+    """What status and check will compare the new series with, where it is not REF itself,
+    or where HEAD's ``@{upstream}`` is another branch (`tracked`)."""
+    up = upstream_target(ws, ws.load_series())
+    if up.passed_over:
+        return f"note: 'patchstack status' and 'check' compare with {up.note()}"
+    if up.why == TRACKING and up.oid != Oid(walk.ref):  # the series names no branch
+        return (
+            f"note: this branch's upstream is {up.name}, and the series tracks no branch here, so"
+            f" 'patchstack status' and 'check' compare with {up.name}; 'patchstack refresh"
+            " --onto BRANCH' makes the series track BRANCH"
+        )
+    return ""
 
 
 def _linear(walk: Walk, c: CommitMeta, names: set[str]) -> Walk:

@@ -1,7 +1,8 @@
 """How far upstream moved since the series base (for ``status``): the commits between the base
-and the upstream ref (or HEAD below the stack), and those of them that touch files the patches
-touch. Without an ``@{upstream}``, the remote's default branch stands in for it (and status
-says so): a fork cloned without tracking must not read "nothing to do" while upstream moves."""
+and the upstream (`tracked`: the branch the series tracks, else ``@{upstream}``; or HEAD below
+the stack), and those of them that touch files the patches touch. Where neither names one, the
+remote's default branch stands in for it (and status says so): a fork cloned without tracking
+must not read "nothing to do" while upstream moves."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ...git import Git
 from ...git.base import under_any
 from ...model.ids import Oid
 from ..state import check_base, is_ancestor, read_stack
+from ..tracked import upstream_target
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,9 @@ class Drift:
     commits: int
     touching: tuple[DriftCommit, ...]
     every: tuple[tuple[str, str], ...] = ()  # every upstream commit (id, subject), oldest first
-    guessed: str = ""  # why target_name was chosen, when HEAD has no @{upstream}
+    guessed: str = ""  # why target_name was guessed: neither the series nor HEAD names one
+    why: str = ""  # `tracked`: SERIES (the branch the series tracks), TRACKING, or "" (none)
+    passed_over: str | None = None  # HEAD's @{upstream}, where the series' branch was taken
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +44,8 @@ class Drift:
             "target": self.target,
             "target_name": self.target_name,
             "guessed": self.guessed or None,
+            "upstream": self.why or None,
+            "passed_over": self.passed_over,
             "commits": self.commits,
             "touching": [asdict(c) for c in self.touching],
             "all": [{"oid": oid, "subject": subject} for oid, subject in self.every],
@@ -55,21 +61,23 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     base = series.base
     if not base or not check_base(ws, series):
         return None
-    upstream = git.upstream_of_head()
+    up = upstream_target(ws, series)
+    upstream, why = up.name, up.why
     below = stack_base or read_stack(git).base
     guessed = ""
     if upstream is None and below == base:  # HEAD did not move: look at the remote
-        upstream, guessed = _guess_upstream(ws, series.base_ref)
-    found = git.rev_parse(upstream) if upstream else None
+        upstream, guessed = _guess_upstream(ws)
+    found = up.oid if up.oid is not None else git.rev_parse(upstream) if upstream else None
     name = upstream or "HEAD"
     target = found if found is not None else below
+    passed = up.passed_over
     if target == base:
-        return Drift(base, target, name, 0, (), guessed=guessed)
+        return Drift(base, target, name, 0, (), guessed=guessed, why=why, passed_over=passed)
     head = git.head()
     if guessed and head is not None and is_ancestor(ws, target, head):
         # The remote holds this fork's own history (the fork published there, with
         # 'refresh --publish ff' or not): above the base it is patches, never upstream's.
-        return Drift(base, base, name, 0, (), guessed=guessed)
+        return Drift(base, base, name, 0, (), guessed=guessed, why=why, passed_over=passed)
     owners: dict[str, list[str]] = {}
     for e in series.entries:
         for p in ws.proven_bytes(e)[1].paths:
@@ -77,7 +85,7 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
     key = _cache_key(base, target, owners)
     known = ws.store.get(CACHE, key)  # kept only where base is an ancestor of target
     if known is None and not is_ancestor(ws, base, target):
-        return Drift(base, target, name, 0, (), guessed=guessed)
+        return Drift(base, target, name, 0, (), guessed=guessed, why=why, passed_over=passed)
     if known is not None:
         count, touching_, every_ = known
         return Drift(
@@ -88,6 +96,8 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
             tuple(DriftCommit(o, s, tuple(f), tuple(n)) for o, s, f, n in touching_),
             tuple((o, s) for o, s in every_),
             guessed,
+            why,
+            passed,
         )
     count, touching, every = walk(git, base, target, owners)
     ws.store.put(
@@ -95,7 +105,7 @@ def drift(ws: Checkout, stack_base: Oid | None = None) -> Drift | None:
         key,
         (count, [(c.oid, c.subject, list(c.files), list(c.patches)) for c in touching], every),
     )
-    return Drift(base, target, name, count, tuple(touching), tuple(every), guessed)
+    return Drift(base, target, name, count, tuple(touching), tuple(every), guessed, why, passed)
 
 
 CACHE = "drift"  # the store's section: a drift by (base, upstream tip, what each patch touches)
@@ -189,21 +199,19 @@ def _simplified(
     return shown & reached
 
 
-def _guess_upstream(ws: Checkout, base_ref: str | None) -> tuple[str | None, str]:
-    """Without an ``@{upstream}``: the remote-tracking branch the series base was taken from,
-    else the remote's default branch (origin/HEAD, origin/main), and why it was chosen."""
-    git = ws.git
-    if base_ref and git.ref_exists(f"refs/remotes/{base_ref}"):
-        return base_ref, "the branch the series base was taken from"
-    found = git.remote_default()
+def _guess_upstream(ws: Checkout) -> tuple[str | None, str]:
+    """Where neither the series nor HEAD names an upstream (`tracked`): the remote's default
+    branch (origin/HEAD, origin/main), and why it was chosen."""
+    found = ws.git.remote_default()
     return (found, "the remote's default branch") if found else (None, "")
 
 
-def no_upstream_note(ws: Checkout, base_ref: str | None) -> str:
+def no_upstream_note(ws: Checkout) -> str:
     """What a check against HEAD, for want of an upstream, did not check, and how to name one."""
-    guess, _why = _guess_upstream(ws, base_ref)
+    guess, _why = _guess_upstream(ws)
     onto = guess or "origin/main"
     return (
-        "this branch has no upstream (@{upstream}) and no --onto was given: checked against"
-        f" HEAD, not against upstream; 'patchstack check --onto {onto}' checks against it"
+        "no upstream: the series tracks no branch here, this branch has no @{upstream}, and no"
+        " --onto was given: checked against HEAD, not against upstream; 'patchstack check"
+        f" --onto {onto}' checks against it"
     )

@@ -1,11 +1,7 @@
 """The two ends of a refresh's replay: `finish` publishes the new base, the rewritten patch
-files and the branch; `stop` publishes the patches replayed so far plus the conflicting one
-with diff3 markers in the work tree, and records the stopped refresh in the journal.
-
-At a stop the branch holds the new base plus the patches replayed so far, and the work tree
-additionally the conflicting patch with markers labelled with the new base, the old base and
-the patch name; the index keeps the committed version, so ``git diff`` shows the conflict.
-"""
+files and the branch; `stop` the patches replayed so far and, in the work tree, the conflicting
+one with diff3 markers (labelled new base, old base, patch name; the index keeps the committed
+version, so ``git diff`` shows the conflict), and records the stopped refresh in the journal."""
 
 from __future__ import annotations
 
@@ -78,6 +74,7 @@ class RefreshResult:
     deferred: tuple[Conflict, ...] = ()  # the conflicts this refresh deferred, triaged
     kept: tuple[tuple[str, str], ...] = ()  # aborted: (patch, path) of resolutions it recorded
     proposals: tuple[Proposal, ...] = ()  # what became of each resolver's proposal (--resolver)
+    upstream_moved: str | None = None  # (route none) the series' upstream, past the base
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +92,7 @@ class RefreshResult:
             "deferred": [c.to_json() for c in self.deferred],
             **({"kept_resolutions": [list(k) for k in self.kept]} if self.aborted else {}),
             "proposals": [p.to_json() for p in self.proposals],
+            "upstream_moved": self.upstream_moved,
         }
 
 

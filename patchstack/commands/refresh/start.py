@@ -43,7 +43,14 @@ from ...git import DirtyState, Git, MergeResult
 from ...model.ids import Oid
 from ...model.series import Series
 from ...model.stack import Stack
-from ..state import make_engine, pulled_merge, read_stack, require_movable, resolve_rev
+from ..state import (
+    is_ancestor,
+    make_engine,
+    pulled_merge,
+    read_stack,
+    require_movable,
+    resolve_rev,
+)
 from .knockons import KnockOns
 from .relocating import Relocating, relocating_of
 from .resolutions import Resolutions
@@ -223,12 +230,27 @@ def refresh(
             keep_going=defer_conflicts,
             lines=lines,
         )
-        return with_proposals(result, moving, proposer)
+        result = with_proposals(result, moving, proposer)
+        if target.route == "none" and result.stopped is None:
+            result = replace(result, upstream_moved=_upstream_moved(ws, series))
+        return result
     finally:
         if lines is not None:
             lines.close()
         if built is not None:
             built.close()
+
+
+def _upstream_moved(ws: Checkout, series: Series) -> str | None:
+    """The series' upstream (`tracked`), where it moved past the base a refresh that follows
+    HEAD left in place: 'refresh --onto' it carries the series there."""
+    from ..tracked import upstream_target  # (not for a --skip: a stop's route is never none)
+
+    up = upstream_target(ws, series)
+    base = series.base
+    if up.name is None or up.oid is None or not base or up.oid == base:
+        return None
+    return up.name if is_ancestor(ws, base, up.oid) else None
 
 
 def _prefetch(ws: Checkout, engine: Engine, series: Series, new_base: str) -> Prefetch | None:
