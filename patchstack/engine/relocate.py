@@ -92,6 +92,19 @@ class Proposal:
         return "; ".join(r.summary() for r in self.relocations)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """A proposal asked for, its files' hunks read and their blocks expected."""
+
+    before: Oid
+    after: Oid
+    onto: Oid
+    merged: MergeResult
+    gone: list[str]
+    diffs: dict[str, FileDiff]
+    missing: dict[str, list[tuple[int, list[str], list[str], str]]]
+
+
 class Relocator:
     """Relocations for one command. A hunk's longest line is looked up among the candidate
     files' line hashes (`lineindex`, kept across commands in ``store``), and only the files
@@ -157,6 +170,19 @@ class Relocator:
         """Where the hunks of the patch ``before -> after``, merged onto ``onto`` as
         ``merged``, go when upstream deleted their files or moved their lines out of a file it
         kept; None when it did neither (or the old base is not known)."""
+        return self.propose_all([(before, after, onto, merged)])[0]
+
+    def propose_all(
+        self, asked: Sequence[tuple[Oid, Oid, Oid, MergeResult]]
+    ) -> list[Proposal | None]:
+        """`propose` of each of ``asked`` (`check`'s conflicts): all their blocks expected
+        before the first is located, their lines looked up in one pass over each file's hashes
+        (`lineindex`; ``PATCHSTACK_NO_SHARED_LINES=1``: one proposal at a time)."""
+        if not self.index.shared:
+            return [self._finish(self._prepare(*a)) for a in asked]
+        return [self._finish(p) for p in [self._prepare(*a) for a in asked]]
+
+    def _prepare(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> _Asked | None:
         gone = self.deleted(before, after, onto, merged)
         split = self.split(before, after, onto, merged)
         if not (gone or split) or not self.old_base:
@@ -176,24 +202,20 @@ class Relocator:
         self.index.expect(
             [*blocks, *(old for hunks in missing.values() for _k, old, _n, _l in hunks)]
         )
-        walk = self.walks.deleted_later(gone)
+        return _Asked(before, after, onto, merged, gone, diffs, missing)
+
+    def _finish(self, a: _Asked | None) -> Proposal | None:
+        if a is None:
+            return None
+        walk = self.walks.deleted_later(a.gone)
         try:
-            return self._propose(before, after, onto, merged, gone, diffs, missing, walk)
+            return self._propose(a, walk)
         finally:
             walk.close()  # (answered, or not needed: a relocation that found nothing)
 
-    def _propose(
-        self,
-        before: Oid,
-        after: Oid,
-        onto: Oid,
-        merged: MergeResult,
-        gone: list[str],
-        diffs: dict[str, FileDiff],
-        missing: dict[str, list[tuple[int, list[str], list[str], str]]],
-        deleted: Later,
-    ) -> Proposal | None:
-        git = self.git
+    def _propose(self, a: _Asked, deleted: Later) -> Proposal | None:
+        git, before, after, onto, merged = self.git, a.before, a.after, a.onto, a.merged
+        gone, diffs, missing = a.gone, a.diffs, a.missing
         files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
@@ -312,10 +334,6 @@ class Relocator:
         if blob not in self._index:
             self._index[blob] = line_index(self._lines_of(blob))
         return self._index[blob]
-
-    def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
-        """`Deleters.deleted` (the tests ask it of a relocator)."""
-        return self.walks.deleted(paths)
 
     def _candidates(self, onto: Oid) -> dict[str, str]:
         """path -> blob of every text file of ``onto`` the drift changed (old base ->
