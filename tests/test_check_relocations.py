@@ -15,6 +15,7 @@ import pytest
 
 from patchstack.engine import lineindex
 from patchstack.engine.relocate import PLAIN
+from patchstack.git.deletions import Deletions
 
 from .conftest import Repo, copy_repo
 from .refresh_fixtures import Edit, series_fork
@@ -97,3 +98,21 @@ def test_check_searches_each_files_hashes_once_for_every_proposal(
     repo.ps("check", "--onto", "up", code=1)
     candidates = repo.git("diff", "--name-only", "main~14", "up").split()  # (a superset)
     assert len(unpacked) <= len(candidates), (len(unpacked), len(candidates))
+
+
+def test_check_walks_upstream_once_for_the_files_every_proposal_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit that deleted each file (`engine.deleters`): one walk of the drift for the
+    twelve proposals' files, not one a proposal."""
+    repo = _fork(tmp_path)
+    walked: list[list[str]] = []
+    real = Deletions.start_deleted_by_each
+
+    def counted(self, rng, paths):  # type: ignore[no-untyped-def]
+        walked.append(list(paths))
+        return real(self, rng, paths)
+
+    monkeypatch.setattr(Deletions, "start_deleted_by_each", counted)
+    repo.ps("check", "--onto", "up", code=1)
+    assert walked == [[f"a{k}.py" for k in range(1, K + 1)]], walked

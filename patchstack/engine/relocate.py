@@ -144,14 +144,8 @@ class Relocator:
             return []
         here = self.git.entries_at(onto, paths)
         old, new = self.git.entries_at(before, paths), self.git.entries_at(after, paths)
-        return [
-            p
-            for p in paths
-            if p not in here
-            and old.get(p, ("", ""))[0] in _FILE_MODES
-            and new.get(p, ("", ""))[0] in _FILE_MODES
-            and old[p][1] != new[p][1]
-        ]
+        files = [p for p in paths if all(e.get(p, ("", ""))[0] in _FILE_MODES for e in (old, new))]
+        return [p for p in files if p not in here and old[p][1] != new[p][1]]
 
     def split(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` still has as a file: a
@@ -180,16 +174,20 @@ class Relocator:
         (`lineindex`; ``PATCHSTACK_NO_SHARED_LINES=1``: one proposal at a time)."""
         if not self.index.shared:
             return [self._finish(self._prepare(*a)) for a in asked]
-        return [self._finish(p) for p in [self._prepare(*a) for a in asked]]
+        ready = [self._prepare(*a) for a in asked]  # (and one walk for all their files)
+        walk = self.walks.deleted_later([p for r in ready if r is not None for p in r.gone])
+        try:
+            return [self._finish(r, walk) for r in ready]
+        finally:
+            walk.close()
 
     def _prepare(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> _Asked | None:
         gone = self.deleted(before, after, onto, merged)
         split = self.split(before, after, onto, merged)
         if not (gone or split) or not self.old_base:
             return None
-        git = self.git
         paths = sorted({*gone, *split})  # (the patch's diff of those files only)
-        text = git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
+        text = self.git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
@@ -204,14 +202,15 @@ class Relocator:
         )
         return _Asked(before, after, onto, merged, gone, diffs, missing)
 
-    def _finish(self, a: _Asked | None) -> Proposal | None:
+    def _finish(self, a: _Asked | None, shared: Later | None = None) -> Proposal | None:
         if a is None:
             return None
-        walk = self.walks.deleted_later(a.gone)
+        walk = shared or self.walks.deleted_later(a.gone)
         try:
             return self._propose(a, walk)
         finally:
-            walk.close()  # (answered, or not needed: a relocation that found nothing)
+            if shared is None:  # (answered, or not needed: a relocation that found nothing)
+                walk.close()
 
     def _propose(self, a: _Asked, deleted: Later) -> Proposal | None:
         git, before, after, onto, merged = self.git, a.before, a.after, a.onto, a.merged
