@@ -112,6 +112,6 @@ def test_a_relocation_that_carries_nothing_ends_the_walk_it_started(tmp_path) ->
     assert relocator.deleted(before, after, onto, merged) == ["data.bin"]
     assert relocator.propose(before, after, onto, merged) is None
     assert git._background == []  # no walk left running
-    assert relocator._deleted(["data.bin"]) == {"data.bin": git.rev_parse("HEAD")}
+    assert relocator.walks.deleted(["data.bin"]) == {"data.bin": git.rev_parse("HEAD")}
     assert git._background == []  # an answered walk is ended too
     git.close()

@@ -178,13 +178,16 @@ def test_the_commit_that_deleted_a_file_is_kept_and_checked(tmp_path: Path) -> N
     git = find_repo(str(repo.path))
     path = os.path.join(git.common_dir, "patchstack", "cache")
     first = Relocator(git, base, head, Store(path))
-    assert first._deleted(["a.c", "b.c"]) == {"a.c": gone, "b.c": None}
+    assert first.walks.deleted(["a.c", "b.c"]) == {"a.c": gone, "b.c": None}
     first.store.save()  # type: ignore[union-attr]
     store = Store(path)
     assert store.get(WALKS, f"deleted {base}..{head} a.c") == gone
-    assert Relocator(git, base, head, store)._deleted(["a.c", "b.c"]) == {"a.c": gone, "b.c": None}
+    assert Relocator(git, base, head, store).walks.deleted(["a.c", "b.c"]) == {
+        "a.c": gone,
+        "b.c": None,
+    }
     store.put(WALKS, f"deleted {base}..{head} a.c", "0" * 40)  # a commit not in the repository
-    assert Relocator(git, base, head, store)._deleted(["a.c"]) == {"a.c": gone}
+    assert Relocator(git, base, head, store).walks.deleted(["a.c"]) == {"a.c": gone}
     git.close()
 
 

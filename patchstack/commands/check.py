@@ -231,14 +231,18 @@ def relocated(
     (`engine.relocate`): reported as a proposal, the conflict stands."""
     by_name = {s.name: s for s in plan}
     relocator = Relocator(ws.git, old_base, target, ws.store)
-    out = []
-    for report in reports:
+    asked = {}  # report -> its conflict's step and merge, all proposed together
+    for i, report in enumerate(reports):
         found = next((c for c in conflicts if c[0] == report.patch), None)
         step = by_name.get(report.patch)
         if found is not None and step is not None:
-            proposal = relocator.propose(step.before, step.after, found[1], found[2])
-            if proposal is not None:
-                report = replace(report, relocations=proposal.relocations)
+            asked[i] = (step.before, step.after, found[1], found[2])
+    proposals = dict(zip(asked, relocator.propose_all(list(asked.values())), strict=True))
+    out = []
+    for i, report in enumerate(reports):
+        proposal = proposals.get(i)
+        if proposal is not None:
+            report = replace(report, relocations=proposal.relocations)
         out.append(report)
     return out
 

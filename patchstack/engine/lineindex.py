@@ -54,6 +54,9 @@ SECTION = "lines"
 JOINED = "drift-lines"  # the candidates of a drift joined (`Joined`)
 EACH_FROM = 16  # blocks expected: more, their lines are looked up in one pass over all hashes
 NO_WHOLE = "PATCHSTACK_NO_WHOLE_JOINED"  # set: the kept entry's hashes taken file by file
+# set: each file's hashes searched again for every pass of `_each` (each set of files asked,
+# each new set of lines), and `engine.relocate` looks up one proposal's blocks at a time
+NO_SHARED = "PATCHSTACK_NO_SHARED_LINES"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 
 
@@ -105,6 +108,14 @@ class LineIndex:
         self._missing: set[str] = set()  # blobs not in the repository
         self._looked: set[int] = set()  # the hashes of the lines expected as blobs were learnt
         self._hits: dict[str, set[int]] = {}  # blob -> which of those it has
+        # shared: `_looked` grows with the lines asked, `_order` is it in the order added, and
+        # a blob's `_hits` are of the first `_upto[blob]` of them (searched for the rest when
+        # it is asked again): each file's hashes are searched once for each line, whichever
+        # set of files (tree) asks it
+        self.shared = os.environ.get(NO_SHARED) != "1"
+        self._order: list[int] = []
+        self._upto: dict[str, int] = {}
+        self._since: dict[int, set[int]] = {}  # at -> `_order[at:]`, of this `_order`
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
@@ -209,8 +220,11 @@ class LineIndex:
             self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
-        if self._blocks > EACH_FROM and not self._looked:  # (`_each` will ask: its answers
-            # found as the hashes are made; for the lines expected now, whatever is learnt later)
+        if self._blocks > EACH_FROM and self.shared:  # (`_each` will ask: its answers found
+            # as the hashes are made, for the lines expected so far)
+            self._look({zlib.crc32(ln) for ln in self._expected})
+        elif self._blocks > EACH_FROM and not self._looked:  # (the same, for the lines
+            # expected at the first learning only)
             self._looked = {zlib.crc32(ln) for ln in self._expected}
         blobs = self._adopt(blobs)
         sizes = self.git.object_sizes(blobs) if blobs else {}
@@ -233,7 +247,7 @@ class LineIndex:
             hashes = line_hashes(got[1])
             self._packed[b] = packed_of(hashes)
             if self._looked:
-                self._hits[b] = hashes & self._looked
+                self._hits[b], self._upto[b] = hashes & self._looked, len(self._order)
         self._missing |= missing
 
     def _adopt(self, blobs: list[str]) -> list[str]:
@@ -255,6 +269,7 @@ class LineIndex:
                 self._raw[b] = got.raw
                 if self._looked:
                     self._hits[b] = self._looked.intersection(values(got.packed))
+                    self._upto[b] = len(self._order)
         return rest
 
     def keep_prefetched(self) -> None:
@@ -343,12 +358,20 @@ class LineIndex:
         return found
 
     def _each(self, blobs: Sequence[str], lines: set[bytes]) -> dict[bytes, set[str]]:
-        """`holding` of each of ``lines``: one pass over the candidates' hashes."""
+        """`holding` of each of ``lines``: one pass over the candidates' hashes (shared: over
+        those not searched for these lines yet, for the lines they were not searched for)."""
         by_hash: dict[int, list[bytes]] = {}
         for ln in lines:
             by_hash.setdefault(zlib.crc32(ln), []).append(ln)
         wanted = set(by_hash)
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
+        if self.shared:
+            self._look(wanted)
+            for b in blobs:
+                for h in self._hits_of(b).intersection(wanted):
+                    for ln in by_hash[h]:
+                        found[ln].add(b)
+            return found
         hits = self._hits if wanted <= self._looked else {}
         for b in blobs:
             hit = hits.get(b)
@@ -359,6 +382,31 @@ class LineIndex:
             ):
                 for ln in by_hash[h]:
                     found[ln].add(b)
+        return found
+
+    def _look(self, hashes: set[int]) -> None:
+        """Shared: ``hashes`` among those each blob's hits are of (`_hits_of`)."""
+        new = hashes - self._looked
+        if new:
+            self._looked |= new
+            self._order += sorted(new)
+            self._since.clear()
+
+    def _hits_of(self, blob: str) -> set[int]:
+        """Which of the hashes looked for (`_look`) ``blob`` has: its hashes searched for
+        those added since it was last asked only."""
+        n, at = len(self._order), self._upto.get(blob, 0)
+        hit = self._hits.get(blob)
+        if hit is not None and at == n:
+            return hit
+        if hit is None:
+            at = 0
+        since = self._since.get(at)
+        if since is None:
+            since = self._since[at] = set(self._order[at:])
+        more = since.intersection(values(self._hashes_of(blob) or b""))
+        found = more if hit is None else hit | more
+        self._hits[blob], self._upto[blob] = found, n
         return found
 
     def content(self, blob: str) -> bytes:

@@ -92,6 +92,19 @@ class Proposal:
         return "; ".join(r.summary() for r in self.relocations)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """A proposal asked for, its files' hunks read and their blocks expected."""
+
+    before: Oid
+    after: Oid
+    onto: Oid
+    merged: MergeResult
+    gone: list[str]
+    diffs: dict[str, FileDiff]
+    missing: dict[str, list[tuple[int, list[str], list[str], str]]]
+
+
 class Relocator:
     """Relocations for one command. A hunk's longest line is looked up among the candidate
     files' line hashes (`lineindex`, kept across commands in ``store``), and only the files
@@ -131,14 +144,8 @@ class Relocator:
             return []
         here = self.git.entries_at(onto, paths)
         old, new = self.git.entries_at(before, paths), self.git.entries_at(after, paths)
-        return [
-            p
-            for p in paths
-            if p not in here
-            and old.get(p, ("", ""))[0] in _FILE_MODES
-            and new.get(p, ("", ""))[0] in _FILE_MODES
-            and old[p][1] != new[p][1]
-        ]
+        files = [p for p in paths if all(e.get(p, ("", ""))[0] in _FILE_MODES for e in (old, new))]
+        return [p for p in files if p not in here and old[p][1] != new[p][1]]
 
     def split(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> list[str]:
         """The conflicted paths the patch changes that ``onto`` still has as a file: a
@@ -157,13 +164,30 @@ class Relocator:
         """Where the hunks of the patch ``before -> after``, merged onto ``onto`` as
         ``merged``, go when upstream deleted their files or moved their lines out of a file it
         kept; None when it did neither (or the old base is not known)."""
+        return self.propose_all([(before, after, onto, merged)])[0]
+
+    def propose_all(
+        self, asked: Sequence[tuple[Oid, Oid, Oid, MergeResult]]
+    ) -> list[Proposal | None]:
+        """`propose` of each of ``asked`` (`check`'s conflicts): all their blocks expected
+        before the first is located, their lines looked up in one pass over each file's hashes
+        (`lineindex`; ``PATCHSTACK_NO_SHARED_LINES=1``: one proposal at a time)."""
+        if not self.index.shared:
+            return [self._finish(self._prepare(*a)) for a in asked]
+        ready = [self._prepare(*a) for a in asked]  # (and one walk for all their files)
+        walk = self.walks.deleted_later([p for r in ready if r is not None for p in r.gone])
+        try:
+            return [self._finish(r, walk) for r in ready]
+        finally:
+            walk.close()
+
+    def _prepare(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> _Asked | None:
         gone = self.deleted(before, after, onto, merged)
         split = self.split(before, after, onto, merged)
         if not (gone or split) or not self.old_base:
             return None
-        git = self.git
         paths = sorted({*gone, *split})  # (the patch's diff of those files only)
-        text = git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
+        text = self.git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
@@ -176,24 +200,21 @@ class Relocator:
         self.index.expect(
             [*blocks, *(old for hunks in missing.values() for _k, old, _n, _l in hunks)]
         )
-        walk = self.walks.deleted_later(gone)
-        try:
-            return self._propose(before, after, onto, merged, gone, diffs, missing, walk)
-        finally:
-            walk.close()  # (answered, or not needed: a relocation that found nothing)
+        return _Asked(before, after, onto, merged, gone, diffs, missing)
 
-    def _propose(
-        self,
-        before: Oid,
-        after: Oid,
-        onto: Oid,
-        merged: MergeResult,
-        gone: list[str],
-        diffs: dict[str, FileDiff],
-        missing: dict[str, list[tuple[int, list[str], list[str], str]]],
-        deleted: Later,
-    ) -> Proposal | None:
-        git = self.git
+    def _finish(self, a: _Asked | None, shared: Later | None = None) -> Proposal | None:
+        if a is None:
+            return None
+        walk = shared or self.walks.deleted_later(a.gone)
+        try:
+            return self._propose(a, walk)
+        finally:
+            if shared is None:  # (answered, or not needed: a relocation that found nothing)
+                walk.close()
+
+    def _propose(self, a: _Asked, deleted: Later) -> Proposal | None:
+        git, before, after, onto, merged = self.git, a.before, a.after, a.onto, a.merged
+        gone, diffs, missing = a.gone, a.diffs, a.missing
         files = self._candidates(onto)
         found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
         for path in gone:
@@ -312,10 +333,6 @@ class Relocator:
         if blob not in self._index:
             self._index[blob] = line_index(self._lines_of(blob))
         return self._index[blob]
-
-    def _deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
-        """`Deleters.deleted` (the tests ask it of a relocator)."""
-        return self.walks.deleted(paths)
 
     def _candidates(self, onto: Oid) -> dict[str, str]:
         """path -> blob of every text file of ``onto`` the drift changed (old base ->

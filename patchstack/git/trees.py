@@ -47,6 +47,8 @@ TREES_IN_PROCESS = 64  # trees `changed_entries` reads itself; a larger change i
 _HEXDIGITS = frozenset("0123456789abcdef")
 # set: a tree written in process is read back from git when wanted, not from what was written
 WRITTEN_OFF = "PATCHSTACK_NO_WRITTEN_TREES"
+# set: a folder edited the same way again is written again (`_edit` keeps what it made)
+EDITS_OFF = "PATCHSTACK_NO_SAME_EDITS"
 
 
 class Trees(Objects):
@@ -251,6 +253,20 @@ class Trees(Objects):
         return Oid(self._edit(tree, edits) or self.write_loose("tree", b""))
 
     def _edit(
+        self, tree: str | None, edits: Mapping[tuple[bytes, ...], tuple[str, str] | None]
+    ) -> str | None:
+        # A folder given the same edits again is the tree made before: a check's proofs edit
+        # the trees of consecutive patches at the same paths (`engine.needs`), and most of
+        # their folders are the same (in the same object store: the scratch one, or none).
+        key = ("edited", self.scratch, tree, frozenset(edits.items()))
+        if key in self._memo and not os.environ.get(EDITS_OFF):
+            made: str | None = self._memo[key]
+            return made
+        made = self._edited(tree, edits)
+        self._memo[key] = made
+        return made
+
+    def _edited(
         self, tree: str | None, edits: Mapping[tuple[bytes, ...], tuple[str, str] | None]
     ) -> str | None:
         records = dict(self._tree_records(tree))
