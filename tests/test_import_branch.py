@@ -115,6 +115,15 @@ def built(module_env) -> tuple[Path, dict[str, str]]:
     replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
     repo.commit_all("Patch B")
     at["soaked"] = _merge(repo, "up2", "Merge up2 into soaked", {"a.py": ("", "a 20 U AB\n")})
+    # tangle0: as tangle, after a patch of its own (b 3): the import stops with one placed.
+    repo.git("checkout", "-q", "-b", "tangle0", at["snapshot"])
+    replace_line(repo, "b.py", "b 3\n", "b 3 zero\n")
+    repo.commit_all("Patch Zero")
+    replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    repo.commit_all("Patch B")
+    _merge(repo, "up2", "Merge up2 into tangle0", {"a.py": ("", "a 20 U AB\n")})
     # tangle2: as tangle, twice (a 20 and a 30): two patches the merge's tree cannot settle.
     repo.git("checkout", "-q", "-b", "up4", at["snapshot"])
     replace_line(repo, "a.py", "a 20\n", "a 20 U\n")
@@ -336,6 +345,20 @@ def test_a_patch_the_ones_before_made_already_is_left_out_as_that_not_as_held(fo
     assert [n for n, _t in series(repo)] == ["Patch-A.patch"]
     repo.git("switch", "-q", "--detach", "up2")
     assert pushed_tree(repo) == repo.tree("soaked")
+
+
+def test_status_at_a_first_imports_stop_lists_the_patches_placed_so_far(fork) -> None:
+    """qwen_vl_eagle3_offload's first stop (round twelve): status said "applied: 0 of 0" and
+    "! Merge-pull-request-1-...patch is applied but not in the series" of the patch the
+    import had placed before the stop; no series is written until the import ends."""
+    repo, _at = fork
+    on(repo, "tangle0")
+    args = ("import", "branch", "tangle0", "-u", "up2", "-t", "essential")
+    assert "patch Patch-A.patch" in repo.ps(*args, code=1).stdout
+    out = repo.ps("status", code=1).stdout
+    assert "not in the series" not in out and "applied: 0 of 0" not in out
+    assert "placed by the import so far: 1\n  + Patch-Zero.patch\n" in out
+    assert json.loads(repo.ps("status", "--json", code=1).stdout)["unknown_applied"] == []
 
 
 def test_a_side_branch_that_merged_upstream_moves_the_base_then_is_one_patch(fork) -> None:
