@@ -98,6 +98,32 @@ def built(module_env) -> tuple[Path, dict[str, str]]:
     replace_line(repo, "a.py", "a 35\n", "a 35 B\n")
     repo.commit_all("Patch B")
     at["tangle"] = _merge(repo, "up2", "Merge up2 into tangle", {"a.py": ("", "a 20 U AB\n")})
+    # tossed: as tangle, but the merge takes upstream's a 20: nothing of patch A is left.
+    repo.git("checkout", "-q", "-b", "tossed", at["snapshot"])
+    replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    replace_line(repo, "a.py", "a 35\n", "a 35 B\n")
+    repo.commit_all("Patch B")
+    _merge(repo, "up2", "Merge up2 into tossed", {"a.py": ("", "a 20 U\n")})
+    # soaked: A (a 20), S (a 35), B (a 20 again); the merge keeps all. The import stops at A.
+    repo.git("checkout", "-q", "-b", "soaked", at["snapshot"])
+    replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 35\n", "a 35 S\n")
+    repo.commit_all("Patch S")
+    replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    repo.commit_all("Patch B")
+    at["soaked"] = _merge(repo, "up2", "Merge up2 into soaked", {"a.py": ("", "a 20 U AB\n")})
+    # tangle0: as tangle, after a patch of its own (b 3): the import stops with one placed.
+    repo.git("checkout", "-q", "-b", "tangle0", at["snapshot"])
+    replace_line(repo, "b.py", "b 3\n", "b 3 zero\n")
+    repo.commit_all("Patch Zero")
+    replace_line(repo, "a.py", "a 20\n", "a 20 A\n")
+    repo.commit_all("Patch A")
+    replace_line(repo, "a.py", "a 20 A\n", "a 20 AB\n")
+    repo.commit_all("Patch B")
+    _merge(repo, "up2", "Merge up2 into tangle0", {"a.py": ("", "a 20 U AB\n")})
     # tangle2: as tangle, twice (a 20 and a 30): two patches the merge's tree cannot settle.
     repo.git("checkout", "-q", "-b", "up4", at["snapshot"])
     replace_line(repo, "a.py", "a 20\n", "a 20 U\n")
@@ -251,6 +277,88 @@ def test_a_patch_upstream_brings_again_is_left_out_and_said(fork) -> None:
     assert [n for n, _t in series(repo)] == ["Own-c-10.patch"]
     repo.git("switch", "-q", "--detach", "main")
     assert pushed_tree(repo) == repo.tree("cherry")
+
+
+def test_a_patch_a_merge_resolved_to_nothing_is_left_out_as_that_not_as_held(
+    built: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Found on qwen_vl_eagle3_offload and jamesliu/kimi-v2-iceberg (round twelve): a patch
+    whose conflict at an upstream merge was settled to nothing was reported as one "upstream
+    already held", and listed to review among those that took the merge's version, though it
+    is not in the series. Git decides: its pick onto upstream conflicts, so upstream does not
+    hold it; the merge's resolution threw its change away."""
+    at = built[1]
+    args = ("import", "branch", "tossed", "-u", "up2", "-t", "essential")
+    for how in ("take-merge", "by hand", "json"):
+        repo = copy_repo(built[0], tmp_path / how.replace(" ", "-"))
+        if how == "take-merge":
+            patch_a = repo.git("rev-list", "--reverse", f"{at['snapshot']}..tossed^1").split()[0]
+            repo.git("switch", "-q", "--detach", "up2")
+            repo.git("cherry-pick", patch_a, check=False)
+            assert repo.git("ls-files", "-u"), "git: Patch A's pick onto upstream conflicts"
+            repo.git("cherry-pick", "--abort")
+        on(repo, "tossed")
+        if how == "by hand":  # the import stops at A; settled as the merge did: upstream's line
+            assert "patch Patch-A.patch" in repo.ps(*args, code=1).stdout
+            resolve(repo, "a.py", "a 20 U\n")
+            out = repo.ps("import", "branch", "--continue").stdout
+        elif how == "json":
+            data = json.loads(repo.ps(*args, "--take-merge", "--json").stdout)
+            (merge,) = data["merges"]
+            assert merge["left_out"] == [] and merge["resolved_to_nothing"] == ["Patch-A.patch"]
+            continue
+        else:
+            out = repo.ps(*args, "--take-merge").stdout
+        assert "upstream already held" not in out and "review them" not in out
+        assert "1 patch resolved to nothing" in out
+        assert (
+            "left out 1 patch whose conflict at a merge was resolved to nothing (upstream does"
+            " not hold it):\n  Patch-A.patch (at merge" in out
+        )
+        assert [n for n, _t in series(repo)] == ["Patch-B.patch"]
+        repo.git("switch", "-q", "--detach", "up2")
+        assert pushed_tree(repo) == repo.tree("tossed")
+
+
+def test_a_patch_the_ones_before_made_already_is_left_out_as_that_not_as_held(fork) -> None:
+    """qwen_vl_eagle3_offload imported as its first stop says ('git checkout MERGE -- FILE':
+    the later changes come with the patch): a later patch whose change came along, its
+    placement then clean and empty, was called one "upstream already held". Git: its pick onto
+    upstream is not empty, so upstream does not hold it."""
+    repo, at = fork
+    patch_s = repo.git("rev-list", "--reverse", f"{at['snapshot']}..soaked^1").split()[1]
+    repo.git("switch", "-q", "--detach", "up2")
+    repo.git("cherry-pick", patch_s)
+    assert repo.git("diff", "--stat", "HEAD~1", "HEAD"), "git: Patch S's pick is not empty"
+    on(repo, "soaked")
+    out = repo.ps("import", "branch", "soaked", "-u", "up2", "-t", "essential", code=1).stdout
+    assert "patch Patch-A.patch" in out
+    repo.git("checkout", at["soaked"], "--", "a.py")  # the stop's own command
+    out = repo.ps("import", "branch", "--continue").stdout
+    assert "upstream already held" not in out
+    assert "1 patch already made by the patches before" in out
+    assert (
+        "left out 1 patch the patches before it at a merge already made (one took the merge's"
+        " version, this change with it; upstream does not hold it):\n  Patch-S.patch" in out
+    )
+    assert "resolved to nothing (upstream does not hold it):\n  Patch-B.patch" in out
+    assert [n for n, _t in series(repo)] == ["Patch-A.patch"]
+    repo.git("switch", "-q", "--detach", "up2")
+    assert pushed_tree(repo) == repo.tree("soaked")
+
+
+def test_status_at_a_first_imports_stop_lists_the_patches_placed_so_far(fork) -> None:
+    """qwen_vl_eagle3_offload's first stop (round twelve): status said "applied: 0 of 0" and
+    "! Merge-pull-request-1-...patch is applied but not in the series" of the patch the
+    import had placed before the stop; no series is written until the import ends."""
+    repo, _at = fork
+    on(repo, "tangle0")
+    args = ("import", "branch", "tangle0", "-u", "up2", "-t", "essential")
+    assert "patch Patch-A.patch" in repo.ps(*args, code=1).stdout
+    out = repo.ps("status", code=1).stdout
+    assert "not in the series" not in out and "applied: 0 of 0" not in out
+    assert "placed by the import so far: 1\n  + Patch-Zero.patch\n" in out
+    assert json.loads(repo.ps("status", "--json", code=1).stdout)["unknown_applied"] == []
 
 
 def test_a_side_branch_that_merged_upstream_moves_the_base_then_is_one_patch(fork) -> None:

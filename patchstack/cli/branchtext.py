@@ -52,19 +52,32 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
         what = "side branch, " if t.side else ""
         notes = [f"{what}{_plural(t.carried, 'patch', 'patches')} carried"]
         if t.settled:
-            whole = f" ({len(t.whole)} taking its version)" if t.whole else ""
+            kept = [n for n in t.whole if n not in (*t.dropped, *t.emptied, *t.absorbed)]
+            whole = f" ({len(kept)} taking its version)" if kept else ""
             notes.append(f"{_plural(t.settled, 'conflict')} settled by the merge's tree{whole}")
         if t.resolved:
             notes.append(f"{t.resolved} resolved by hand")
         if t.dropped:
             notes.append(f"{_plural(len(t.dropped), 'patch', 'patches')} upstream already held")
+        if t.emptied:
+            notes.append(f"{_plural(len(t.emptied), 'patch', 'patches')} resolved to nothing")
+        if t.absorbed:
+            notes.append(
+                f"{_plural(len(t.absorbed), 'patch', 'patches')} already made by the patches before"
+            )
         rows.append(f"  {t.merge[:12]} -> upstream {t.upstream[:12]}: " + ", ".join(notes))
     out += _capped(rows, verbose, "merge(s)")
     fixups = [t for t in merges if t.made and not t.side]
     if fixups:
         out.append(f"{_plural(len(fixups), 'fixup')}: what a merge changed beyond its conflicts")
         out += _capped([f"  {t.made} (merge {t.merge[:12]})" for t in fixups], verbose, "fixup(s)")
-    taken_whole = [(n, t.merge) for t in merges for n in t.whole]
+    # A patch left out at the merge is not in the series: nothing of it to review.
+    taken_whole = [
+        (n, t.merge)
+        for t in merges
+        for n in t.whole
+        if n not in (*t.dropped, *t.emptied, *t.absorbed)
+    ]
     if taken_whole:
         unique = len(dict.fromkeys(n for n, _m in taken_whole))
         times = f" ({len(taken_whole)} times)" if len(taken_whole) > unique else ""
@@ -81,6 +94,21 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
             f"left out {_plural(len(dropped), 'patch', 'patches')} an upstream merge already held:"
         )
         out += _capped([f"  {n} (at merge {m[:12]})" for n, m in dropped], verbose, "patch(es)")
+    emptied = [(n, t.merge) for t in merges for n in t.emptied]
+    if emptied:
+        out.append(
+            f"left out {_plural(len(emptied), 'patch', 'patches')} whose conflict at a merge"
+            " was resolved to nothing (upstream does not hold it):"
+        )
+        out += _capped([f"  {n} (at merge {m[:12]})" for n, m in emptied], verbose, "patch(es)")
+    absorbed = [(n, t.merge) for t in merges for n in t.absorbed]
+    if absorbed:
+        out.append(
+            f"left out {_plural(len(absorbed), 'patch', 'patches')} the patches before it at a"
+            " merge already made (one took the merge's version, this change with it; upstream"
+            " does not hold it):"
+        )
+        out += _capped([f"  {n} (at merge {m[:12]})" for n, m in absorbed], verbose, "patch(es)")
     if verbose:
         out += [f"  {p.name} [{tag_text(p.tag or walk.tag or '')}] from {p.origin}" for p in pieces]
     return out
@@ -136,6 +164,8 @@ def branch_doc(result: BranchResult, imported: dict[str, Any] | None) -> dict[st
                 "settled": t.settled,
                 "resolved": t.resolved,
                 "left_out": list(t.dropped),
+                "resolved_to_nothing": list(t.emptied),
+                "made_before": list(t.absorbed),
                 "took_merge": list(t.whole),
                 "made": t.made,
             }

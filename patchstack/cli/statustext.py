@@ -137,7 +137,11 @@ def status_lines(
         elif p.matches == "carried":
             note = "  (carried by a merge)"
         rows.append((bool(note), f"  + {p.name} [{_tags(p)}]{note}"))
-    out.append(f"applied: {len(applied)} of {len(st.patches)}")
+    if st.placed:  # a first import stopped: no series yet, its patches so far
+        out.append(f"placed by the import so far: {len(st.placed)}")
+        rows = [(False, f"  + {name}") for name in st.placed]
+    else:
+        out.append(f"applied: {len(applied)} of {len(st.patches)}")
     out += _list(rows, verbose, "applied")
     held = set(st.in_base)
     unapplied = []

@@ -79,6 +79,7 @@ class StatusResult:
     repaired: str | None = None  # what status repaired: a dangling scratch ref it deleted
     stepping: str | None = None  # where a stepped refresh (refresh --steps) is
     renamed: tuple[tuple[str, str], ...] = ()  # applied commits under a name before a rename
+    placed: tuple[str, ...] = ()  # a first import stopped: the patches it placed so far
 
     def mark_of(self, name: str) -> Mark | None:
         return next((m for m in self.marks if m.name == name), None)
@@ -132,10 +133,9 @@ class StatusResult:
 
 def status(ws: Checkout) -> StatusResult:
     git = ws.git
-    if not ws.exists() and current_refresh(git) is not None:
-        series = new_series(read_stack(git).base)  # a first 'import branch' stopped
-    else:
-        series = ws.load_series()
+    first_import = not ws.exists() and current_refresh(git) is not None
+    # A first 'import branch' stopped: no series yet.
+    series = new_series(read_stack(git).base) if first_import else ws.load_series()
     stack = follow_renames(ws, series, read_stack(git))
     ws.progress.step("checking the applied commits")
     verdicts = prove(ws, series, stack).verdicts
@@ -184,7 +184,8 @@ def status(ws: Checkout) -> StatusResult:
         series.base_ref,
         stack.base,
         tuple(states),
-        tuple(n for n in stack.names if n not in series),
+        # A first import stopped: its patches so far are applied, the series not yet written.
+        () if first_import else tuple(n for n in stack.names if n not in series),
         edits,
         in_patches,
         tuple(p for p in dirty.untracked if p not in resolving),
@@ -206,6 +207,7 @@ def status(ws: Checkout) -> StatusResult:
         _repaired(ws),
         renamed=stack.renamed,
         stepping=_stepping(ws),
+        placed=tuple(stack.names) if first_import else (),
     )
 
 

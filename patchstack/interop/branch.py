@@ -279,14 +279,26 @@ def carried(
     side: bool,
     whole: Sequence[str],
 ) -> Walk:
-    """The chain on ``onto`` after the replay: patches upstream already holds left out;
+    """The chain on ``onto`` after the replay: a patch that changes nothing there left out,
+    said why: upstream already holds it (git's pick of it onto ``onto`` alone is empty), the
+    patches before it there already make its change (an earlier patch took the merge's
+    version, later changes with it: ``absorbed``), or its conflict was resolved to nothing
+    (the merge's tree, or the user, kept none of its change: ``emptied``);
     ``whole``: the patches that took the merge's version (--take-merge) since the last stop."""
     by_name = {d.name: d for d in done}
-    pieces, trees, dropped = [], [git.tree_of(onto)], []
-    for piece in walk.pieces:
+    upstream = git.tree_of(onto)
+    pieces, trees = [], [upstream]
+    dropped: list[str] = []
+    emptied: list[str] = []
+    absorbed: list[str] = []
+    for k, piece in enumerate(walk.pieces):
         d = by_name[piece.name]
-        if d.upstream:
-            dropped.append(piece.name)
+        if d.upstream and d.resolved:
+            emptied.append(piece.name)
+        elif d.upstream:
+            alone = git.merge_trees(walk.trees[k], upstream, walk.trees[k + 1], ("up", "patch"))
+            held = not alone.conflicted and alone.tree == upstream
+            (dropped if held else absorbed).append(piece.name)
         else:
             pieces.append(piece)
             trees.append(d.tree)
@@ -301,6 +313,8 @@ def carried(
         len(by_hand),
         tuple(dropped),
         whole=(*walk.whole, *whole),
+        emptied=tuple(emptied),
+        absorbed=tuple(absorbed),
     )
     return replace(
         walk,

@@ -37,9 +37,11 @@ class Taken:
     carried: int  # patches replayed onto it
     settled: int = 0  # conflicts the merge's own tree settled
     resolved: int = 0  # conflicts resolved by hand (the import stopped)
-    dropped: tuple[str, ...] = ()  # patches upstream already held: left out
+    dropped: tuple[str, ...] = ()  # patches upstream already held (git's pick is empty): left out
     made: str | None = None  # the fixup (or the side branch's patch) made right after it
     whole: tuple[str, ...] = ()  # patches that took the merge's version (--take-merge)
+    emptied: tuple[str, ...] = ()  # patches a conflict's resolution kept nothing of: left out
+    absorbed: tuple[str, ...] = ()  # patches the ones before them there already made: left out
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,15 @@ class Walk:
         data.pop("version", None)
         data["pieces"] = tuple(Piece(**p) for p in data["pieces"])
         data["taken"] = tuple(
-            Taken(**{**t, "dropped": tuple(t["dropped"]), "whole": tuple(t["whole"])})
+            Taken(
+                **{
+                    **t,
+                    "dropped": tuple(t["dropped"]),
+                    "whole": tuple(t["whole"]),
+                    "emptied": tuple(t.get("emptied", ())),
+                    "absorbed": tuple(t.get("absorbed", ())),
+                }
+            )
             for t in data["taken"]
         )
         data["skipped"] = tuple((a, b) for a, b in data["skipped"])
