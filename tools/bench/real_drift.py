@@ -253,6 +253,11 @@ def main() -> None:
     compileall.compile_dir(str(Path(__file__).resolve().parents[2] / "patchstack"), quiet=1)
     scratch = Path(tempfile.mkdtemp(prefix="real-drift."))
     fork = scratch / "fork"
+    # The worktree shares CLONE's cache (its common git dir): put back as it was at the end,
+    # so that nothing this run kept speeds a later run on CLONE or on a copy of it.
+    common = Path(git(repo, "rev-parse", "--git-common-dir"))
+    original_cache = (common if common.is_absolute() else repo / common) / "patchstack" / "cache"
+    original = original_cache.read_bytes() if original_cache.exists() else None
     git(repo, "worktree", "add", "-q", "-B", "patchstack-bench", str(fork), base)
     try:
         ps(fork, "init")
@@ -346,6 +351,10 @@ def main() -> None:
                 f" rebase / check in CPU: {result['ratio_cpu_check']:.2f}x"
             )
     finally:
+        if original is not None:
+            original_cache.write_bytes(original)
+        elif original_cache.exists():
+            original_cache.unlink()
         git(repo, "worktree", "remove", "--force", str(fork))
         git(repo, "branch", "-D", "patchstack-bench")
         shutil.rmtree(scratch, ignore_errors=True)
