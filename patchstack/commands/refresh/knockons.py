@@ -24,7 +24,7 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
 from .holds import needs, waiting
-from .kept import KeptNeeds
+from .kept import KeptLines, KeptNeeds
 from .stopped import State
 
 if TYPE_CHECKING:
@@ -241,8 +241,9 @@ def defer(
     found = triaged(
         ws, state, series, conflicts, not lazy, held, again.keys(), done, memo, knock_ons.renames
     )
-    if lazy:
-        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, ())
+    if lazy:  # each file's culprit walk kept: one a `check` before it printed is not walked
+        walk = KeptLines(ws, knock_ons._inputs()) if kept_on() else None
+        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, (), walk)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
