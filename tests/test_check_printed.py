@@ -111,12 +111,15 @@ def test_refresh_defers_what_tracing_every_hunk_defers(tmp_path, monkeypatch, se
     assert lazy < {p for w in walks for p in w}
 
 
-def test_a_deferring_refresh_takes_the_walks_an_earlier_command_kept(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("seed", slow_after([4, 1, 2], 1))
+def test_a_deferring_refresh_takes_the_walks_an_earlier_command_kept(
+    tmp_path, monkeypatch, seed: int
+) -> None:
     """The culprit walk of each printed file is kept (`kept.KeptLines`, as a stop's is): a
     ``refresh --defer-conflicts`` after another one (undone) walks no file again, nor does a
     ``check`` after it, and both print what a walk prints (``PATCHSTACK_NO_PROOF_CACHE=1``:
     nothing kept, every file walked each time)."""
-    repo = _drift(tmp_path, 4)
+    repo = _drift(tmp_path, seed)
     plain = copy_repo(repo.path, tmp_path / "plain")
     walks = _walked(monkeypatch)
     monkeypatch.delenv("PATCHSTACK_TRACE_ALL", raising=False)
