@@ -108,6 +108,13 @@ class KnockOns:
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
         self.inputs: str | None = None  # `merge_inputs`, once asked
+        # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
+        # once for every conflict and held patch of this replay, and kept for the next
+        # command of a refresh stop by stop (`kept`, `keep`); `engine.needs`' merges too.
+        self.asked = False
+        self.memo: Proofs | None = None
+        if enabled():
+            self.memo = Proofs(self._kept if kept_on() else None)
         memory = KeptNeeds(ws, self._inputs) if kept_on() else None
         self.needs = needs(
             ws,
@@ -116,14 +123,8 @@ class KnockOns:
             left,
             state.undefer,
             (memory.get, memory.put) if memory else None,
+            self.memo,
         )
-        # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
-        # once for every conflict and held patch of this replay, and kept for the next
-        # command of a refresh stop by stop (`kept`, `keep`).
-        self.asked = False
-        self.memo: Proofs | None = None
-        if enabled():
-            self.memo = Proofs(self._kept if kept_on() else None)
         # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
         # report (never traced) is theirs; a primary one is only primary.
         self.known: dict[str, Conflict] = {}
