@@ -109,3 +109,34 @@ def test_refresh_defers_what_tracing_every_hunk_defers(tmp_path, monkeypatch, se
     assert got == want
     assert "deferred: 3 primary" in got and "superseded by " in got
     assert lazy < {p for w in walks for p in w}
+
+
+@pytest.mark.parametrize("seed", slow_after([4, 1, 2], 1))
+def test_a_deferring_refresh_takes_the_walks_an_earlier_command_kept(
+    tmp_path, monkeypatch, seed: int
+) -> None:
+    """The culprit walk of each printed file is kept (`kept.KeptLines`, as a stop's is): a
+    ``refresh --defer-conflicts`` after another one (undone) walks no file again, nor does a
+    ``check`` after it, and both print what a walk prints (``PATCHSTACK_NO_PROOF_CACHE=1``:
+    nothing kept, every file walked each time)."""
+    repo = _drift(tmp_path, seed)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    walks = _walked(monkeypatch)
+    monkeypatch.delenv("PATCHSTACK_TRACE_ALL", raising=False)
+    first = repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
+    assert walks
+    repo.ps("undo")
+    walks.clear()
+    again = repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
+    assert again == first and walks == []
+    repo.ps("undo")
+    checked = repo.ps("check", "--onto", "up", code=1).stdout
+    assert walks == []
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain.ps("refresh", "--onto", "up", "--defer-conflicts")
+    plain.ps("undo")
+    walks.clear()
+    assert plain.ps("refresh", "--onto", "up", "--defer-conflicts").stdout == first
+    assert walks
+    plain.ps("undo")
+    assert plain.ps("check", "--onto", "up", code=1).stdout == checked

@@ -71,3 +71,37 @@ def test_a_forged_kept_state_is_none(tmp_path, monkeypatch) -> None:
     forged = stop_by_stop(repo, lambda _stops: _forge(repo))
     monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
     assert _stop_by_stop(plain) == forged
+
+
+def test_a_refresh_made_again_asks_git_none_of_the_merges_it_judged_by(
+    tmp_path, monkeypatch
+) -> None:
+    """`engine.needs`' merges are kept with the replay's proofs (`triage.Proofs`): after an
+    ``undo``, ``refresh --defer-conflicts`` again asks git none of them and prints the same,
+    as it does with nothing kept (``PATCHSTACK_NO_PROOF_CACHE=1``: each asked again)."""
+    from patchstack.git import Git
+
+    asked: list[tuple[str, ...]] = []
+    real = Git.merge_trees
+
+    def counted(self, base, ours, theirs, labels):  # type: ignore[no-untyped-def]
+        if labels[0] in ("without", "placed"):  # (`Needs._merge`'s)
+            asked.append((base, ours, theirs, *labels))
+        return real(self, base, ours, theirs, labels)
+
+    monkeypatch.setattr(Git, "merge_trees", counted)
+    repo = _fork(tmp_path)
+    plain = copy_repo(repo.path, tmp_path / "plain")
+    first = repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
+    made = list(asked)
+    assert made  # B, C and D touch f.py, which A (left out) changes
+    repo.ps("undo")
+    asked.clear()
+    assert repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout == first
+    assert asked == []
+    monkeypatch.setenv("PATCHSTACK_NO_PROOF_CACHE", "1")
+    plain.ps("refresh", "--onto", "up", "--defer-conflicts")
+    plain.ps("undo")
+    asked.clear()
+    assert plain.ps("refresh", "--onto", "up", "--defer-conflicts").stdout == first
+    assert asked == made

@@ -38,6 +38,8 @@ from ..model.selection import Selector, check_words
 from ..model.series import Series
 from .refresh.drift import no_upstream_note
 from .refresh.holds import needs, waiting
+from .refresh.kept import KeptLines
+from .refresh.knockons import kept_on
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
@@ -174,8 +176,9 @@ def check(
             placer.renames,
             attribute=not lazy,
         )
-        if lazy:
-            reports = traced_as_printed(git, reports, series.base, target, full)
+        if lazy:  # each file's walk kept (`KeptLines`): a refresh after it walks it no more
+            walk = KeptLines(ws, None) if kept_on() else None
+            reports = traced_as_printed(git, reports, series.base, target, full, walk)
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]

@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..git import Git
+from ..git import Git, MergeResult
 from .replay import Step
 
 Entry = tuple[str, str] | None
@@ -80,8 +80,10 @@ class Needs:
         missing: Iterable[str] = (),
         waits: Mapping[str, tuple[str, str, str]] | None = None,
         memory: Memory | None = None,
+        merges: dict[tuple[str, ...], MergeResult] | None = None,
     ) -> None:
         self.git = git
+        self.merges = merges  # `_merge`'s memo (a replay's proofs, `triage.Proofs`)
         self.steps = steps
         self.paths_of = paths_of
         self.links = links
@@ -204,11 +206,11 @@ class Needs:
         git = self.git
         watched = sorted(self.entries)
         ours = git.edit_tree(before, dict(self.entries))
-        placed = git.merge_trees(before, ours, after, ("without", name))
+        placed = self._merge(before, ours, after, ("without", name))
         # A patch that changes nothing without them is a no-op naming them (the one verdict,
         # `verdicts.held`, says so and defers it after its root): not held here.
         if placed.clean and placed.tree != ours:
-            back = git.merge_trees(ours, placed.tree, before, ("placed", "left out"))
+            back = self._merge(ours, placed.tree, before, ("placed", "left out"))
             if hold and (not back.clean or back.tree != after):
                 lost = sorted(set(back.conflicted) | set(git.changed_paths(back.tree, after)))
                 root = self._root(lost)
@@ -229,16 +231,32 @@ class Needs:
         paths = list(self.paths_of(root))
         found = git.entries_at(root_before, paths)
         ours = git.edit_tree(before, {p: found.get(p) for p in paths})
-        placed = git.merge_trees(before, ours, after, ("without", name))
+        placed = self._merge(before, ours, after, ("without", name))
         if not placed.clean or placed.tree == ours:
             return False  # the placement meets the conflict (triage files it), or a no-op
-        back = git.merge_trees(ours, placed.tree, before, ("placed", "left out"))
+        back = self._merge(ours, placed.tree, before, ("placed", "left out"))
         if back.clean and back.tree == after:
             return False
         lost = sorted(set(back.conflicted) | set(git.changed_paths(back.tree, after)))
         self.held.append(Held(name, root, tuple(lost)))
         self.absent.add(name)
         return True
+
+    def _merge(self, base: str, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
+        """`Git.merge_trees`, looked up in ``merges`` first and kept there: with a replay's
+        proofs (`triage.Proofs`), kept for the next command under what decides a merge, so a
+        refresh made again (after an ``undo``) asks git none of the merges it judged by."""
+        memo = self.merges
+        key = ("needs", base, ours, theirs, *labels)
+        found = memo.get(key) if memo is not None else None
+        if found is None:
+            found = self.git.merge_trees(base, ours, theirs, labels)
+            if memo is not None:
+                memo[key] = found
+                made = getattr(memo, "made", None)  # (`triage.Proofs`: a later command's)
+                if made is not None:
+                    made[key] = None
+        return found
 
     def _root(self, lost: Sequence[str]) -> str:
         for name, paths in reversed(self.missing):

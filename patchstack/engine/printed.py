@@ -15,6 +15,7 @@ from dataclasses import replace
 from ..git import Git
 from ..model.conflict import Conflict
 from . import culprits
+from .culprits import Walk
 from .evidence import superseded
 from .triage import PRIMARY
 
@@ -25,6 +26,7 @@ def traced_as_printed(
     old_base: str | None,
     target: str,
     full: Sequence[str] | bool,
+    walk: Walk | None = None,
 ) -> list[Conflict]:
     """The untraced ``reports`` with what check's short output prints of them traced: a
     primary conflict's first upstream commit (`cli.conflicttext.conflict_summary`), so the
@@ -32,7 +34,9 @@ def traced_as_printed(
     files; every hunk of a report ``full`` shows, and of one that may be superseded (its
     "by" is the first of every hunk's commits holding the lines). A file's trace does not
     depend on the others walked with it (`engine.merging.blame_first`), so what is printed is
-    what tracing every hunk prints (``PATCHSTACK_TRACE_ALL=1``, the differential tests)."""
+    what tracing every hunk prints (``PATCHSTACK_TRACE_ALL=1``, the differential tests).
+    ``walk``: `Git.line_changes` or what stands for it (`culprits.attribute`): each file's
+    commits kept from an earlier command."""
     out = list(reports)
 
     def whole(r: Conflict) -> bool:
@@ -44,13 +48,13 @@ def traced_as_printed(
 
     primary = [i for i, r in enumerate(out) if r.kind == PRIMARY and r.hunks]
     first = {i: paths(out[i]) if whole(out[i]) else paths(out[i])[:1] for i in primary}
-    out = _trace(git, out, first, old_base, target)
+    out = _trace(git, out, first, old_base, target, walk)
     rest = {
         i: paths(out[i])[1:]
         for i in primary
         if not whole(out[i]) and not any(h.upstream for h in out[i].hunks)
     }
-    out = _trace(git, out, {i: p for i, p in rest.items() if p}, old_base, target)
+    out = _trace(git, out, {i: p for i, p in rest.items() if p}, old_base, target, walk)
     for i in primary:
         if out[i].superseded is not None:  # now judged with the hunks' commits
             out[i] = replace(out[i], superseded=superseded(out[i], git.show_file))
@@ -63,6 +67,7 @@ def _trace(
     wanted: dict[int, list[str]],
     old_base: str | None,
     target: str,
+    walk: Walk | None = None,
 ) -> list[Conflict]:
     """``reports`` with the hunks of the paths ``wanted`` (report index -> paths) traced, in
     one walk (`culprits.attribute`), as `triage.reports` traces a primary conflict's."""
@@ -74,7 +79,7 @@ def _trace(
         texts += [(p, git.show_file(target, p), git.read_blob(listing[p][1])) for p in paths]
     if not texts:
         return reports
-    found = iter(culprits.attribute(git, old_base, target, texts))
+    found = iter(culprits.attribute(git, old_base, target, texts, walk))
     out = list(reports)
     for i, paths in wanted.items():
         traced = {p: iter(next(found)) for p in paths}

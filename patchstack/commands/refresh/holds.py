@@ -11,6 +11,7 @@ from ...checkout import Checkout
 from ...engine.needs import Held, Memory, Needs
 from ...engine.replay import Done, Step
 from ...engine.triage import Waiting
+from ...git import MergeResult
 from ...model.ids import Oid
 from ...model.series import Series
 
@@ -22,18 +23,21 @@ def needs(
     missing: Iterable[str] = (),
     back: Collection[str] = (),
     memory: Memory | None = None,
+    merges: dict[tuple[str, ...], MergeResult] | None = None,
 ) -> Needs:
     """What tells which later patch needs a patch a replay of ``steps`` leaves out
     (`engine.needs`), for ``refresh``, ``push NAME`` (``back``: the patches it brings back)
     and ``check``; ``missing``: the patches left out already (a replay resumed); ``memory``:
-    where its states are kept from one command for the next (`engine.needs.Needs`)."""
+    where its states are kept from one command for the next (`engine.needs.Needs`);
+    ``merges``: its merges' memo (the replay's proofs, `KnockOns.memo`)."""
     outside = set(series.deferred) | set(series.upstream) | set(back)
     links = {s.name for s in steps if s.name not in outside}
 
     def paths_of(name: str) -> tuple[str, ...]:
         return ws.proven_bytes(series.entry(name))[1].paths
 
-    return Needs(ws.git, steps, paths_of, links, missing, _waits(ws, series, back), memory)
+    waits = _waits(ws, series, back)
+    return Needs(ws.git, steps, paths_of, links, missing, waits, memory, merges)
 
 
 def _waits(ws: Checkout, series: Series, back: Collection[str]) -> dict[str, tuple[str, str, str]]:

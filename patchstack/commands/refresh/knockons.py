@@ -24,7 +24,7 @@ from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
 from .holds import needs, waiting
-from .kept import KeptNeeds
+from .kept import KeptLines, KeptNeeds
 from .stopped import State
 
 if TYPE_CHECKING:
@@ -108,6 +108,13 @@ class KnockOns:
         self.deferred: set[str] = set()
         left = (n for n, _c, _r in state.deferrals)
         self.inputs: str | None = None  # `merge_inputs`, once asked
+        # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
+        # once for every conflict and held patch of this replay, and kept for the next
+        # command of a refresh stop by stop (`kept`, `keep`); `engine.needs`' merges too.
+        self.asked = False
+        self.memo: Proofs | None = None
+        if enabled():
+            self.memo = Proofs(self._kept if kept_on() else None)
         memory = KeptNeeds(ws, self._inputs) if kept_on() else None
         self.needs = needs(
             ws,
@@ -116,14 +123,8 @@ class KnockOns:
             left,
             state.undefer,
             (memory.get, memory.put) if memory else None,
+            self.memo,
         )
-        # The proofs' merges (`engine.triage`), the replay's conflicts among them: each made
-        # once for every conflict and held patch of this replay, and kept for the next
-        # command of a refresh stop by stop (`kept`, `keep`).
-        self.asked = False
-        self.memo: Proofs | None = None
-        if enabled():
-            self.memo = Proofs(self._kept if kept_on() else None)
         # Each conflict triaged once, as `defer` and `stop` would triage it again: a knock-on's
         # report (never traced) is theirs; a primary one is only primary.
         self.known: dict[str, Conflict] = {}
@@ -241,8 +242,9 @@ def defer(
     found = triaged(
         ws, state, series, conflicts, not lazy, held, again.keys(), done, memo, knock_ons.renames
     )
-    if lazy:
-        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, ())
+    if lazy:  # each file's culprit walk kept: one a `check` before it printed is not walked
+        walk = KeptLines(ws, knock_ons._inputs()) if kept_on() else None
+        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, (), walk)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
