@@ -290,7 +290,11 @@ def main() -> None:
             checked = {c["patch"] for c in json.loads(out)["conflicts"]}
             _out, wall, cpu = ps(fork, "refresh", "--onto", onto, "--defer-conflicts")
             marks = json.loads(ps(fork, "series", "--json")[0])["patches"]
-            deferred = {p["name"] for p in marks if (p["mark"] or {}).get("kind") == "deferred"}
+            deferred = {  # (a no-op deferred with its root is no conflict: rebase empties it)
+                p["name"]
+                for p in marks
+                if (p["mark"] or {}).get("kind") == "deferred" and not p["mark"].get("no_op")
+            }
             tree = git(fork, "rev-parse", "HEAD^{tree}")
             figures["refresh"].append(wall)
             cpus["refresh"].append(cpu)
