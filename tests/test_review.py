@@ -430,3 +430,36 @@ def test_lcs_marks_only_the_moved_patch() -> None:
     assert lcs(list("abcdef"), list("aebcdf")) == set("abcdf")
     assert lcs(list("abc"), list("cba")) in ({"a"}, {"b"}, {"c"})
     assert lcs([], list("ab")) == set()
+
+
+def test_review_with_no_revisions_compares_the_series_folder_with_head(tmp_path) -> None:
+    """`review` alone (DESIGN: `review [OLD NEW]`): OLD is HEAD and NEW the series folder in
+    the work tree, what a refresh rewrote and is not committed yet; `review OLD` takes the
+    folder as NEW too. Both give what `review` of the two committed states gives."""
+    repo, u1, u3 = upstream(tmp_path, FILES)
+    specs = [
+        P(f"p{i}.patch", "essential", FILES[i], sub(f"{FILES[i]} 10\n", f"patched {i}\n"), f"P{i}")
+        for i in range(1, 4)
+    ]
+    really = P(
+        "p2.patch", "essential", FILES[2], sub(f"{FILES[2]} 10\n", "patched 2, better\n"), "P2"
+    )
+    old_files = series_files(repo, u1, specs)
+    new_files = series_files(repo, u3, [really if p.name == "p2.patch" else p for p in specs])
+    repo.git("checkout", "-q", "-b", "fork", u1)
+    commit_series(repo, old_files, "Series before")
+    committed = commit_series(repo, new_files, "Refresh onto upstream")
+    want = repo.ps("review", "fork~1", "fork", "--format", "text").stdout
+    repo.git("reset", "-q", "--soft", "fork~1")  # the refresh's files, not committed
+    repo.git("reset", "-q")
+    assert repo.git("rev-parse", "HEAD") != committed
+    alone = repo.ps("review", "--format", "text").stdout.split("\n", 1)
+    assert alone[0] == "review HEAD → patches" and alone[1] == want.split("\n", 1)[1]
+    assert "-+patched 2\n++patched 2, better\n" in alone[1]
+    assert repo.ps("review", "HEAD", "--format", "text").stdout.split("\n", 1) == alone
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    failed = repo.ps("review", cwd=outside, code=2)
+    assert "no repository" in failed.stderr or "not a git repository" in failed.stderr, (
+        failed.stderr
+    )

@@ -100,8 +100,8 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
 
 
 @cli.command()
-@click.argument("old", shell_complete=complete_rev_or_dir)
-@click.argument("new", shell_complete=complete_rev_or_dir)
+@click.argument("old", required=False, shell_complete=complete_rev_or_dir)
+@click.argument("new", required=False, shell_complete=complete_rev_or_dir)
 @click.option(
     "--dir",
     "review_dir",
@@ -128,8 +128,8 @@ def _wants_color(ctx: click.Context, fmt: str, output: str | None) -> bool:
 @click.pass_context
 def review(
     ctx: click.Context,
-    old: str,
-    new: str,
+    old: str | None,
+    new: str | None,
     review_dir: str | None,
     fmt: str,
     output: str | None,
@@ -142,6 +142,9 @@ def review(
 ) -> None:
     """Review a change to the series, patch by patch: OLD and NEW are revisions or directories.
 
+    OLD defaults to HEAD and NEW to the series folder as it is in the work tree: what a
+    refresh (or an edit) changed in the series and is not committed yet.
+
     Every patch is classified as added, dropped, renamed, moved, retagged, rebased (only its
     context or line numbers changed), changed (with the interdiff: how its own change differs)
     or unchanged, with description changes and the move of the series base. A change of its
@@ -150,6 +153,7 @@ def review(
 
     \b
     Example:
+      patchstack review                # the series folder against HEAD's
       patchstack review origin/main HEAD --format markdown -o review.md
       patchstack review old-patches/ patches/
     """
@@ -166,8 +170,18 @@ def review(
         ws = Options(review_dir or opts.series_dir).checkout(write=False)
         git, folder = ws.git, ws.in_tree
     except PatchstackError:
-        if not (os.path.isdir(old) and os.path.isdir(new)):
+        if not (old and new and os.path.isdir(old) and os.path.isdir(new)):
             raise
+    if new is None:  # the series folder as it is on disk
+        if git is None:
+            raise PatchstackError(
+                "with no NEW, the review compares the series folder with a revision: there is"
+                " no repository here",
+                "run inside the repository that holds the series, or give two directories",
+            )
+        new = ws.display(ws.series_dir)
+        old = old or "HEAD"
+    assert old is not None
     if git is not None and folder is None and not (os.path.isdir(old) and os.path.isdir(new)):
         raise PatchstackError(
             "the series directory is outside the work tree, so it has no path in a revision",
