@@ -76,7 +76,10 @@ def acquire(common_dir: str, command: str, exclusive: bool = True) -> Lock:
         os.close(fd)
         if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise
-        holder = _read_holder(path)
+        if not exclusive or _writer_holds(path):
+            holder = _read_holder(path)
+        else:
+            holder = "a command that only reads (status, check, show, ...)"
         raise RefusedError(
             "another patchstack command is running on this repository"
             + (f": {holder}" if holder else ""),
@@ -88,6 +91,20 @@ def acquire(common_dir: str, command: str, exclusive: bool = True) -> Lock:
         os.pwrite(fd, f"{command} (pid {os.getpid()})\n".encode(), 0)
     _inherited.append(fd)
     return Lock(fd, path)
+
+
+def _writer_holds(path: str) -> bool:
+    """Whether the lock's holder is a writer (whose note the file holds): a reader shares it,
+    so a shared lock is refused only by a writer. The note a writer left is not the holder's
+    while readers hold the lock (a refresh that ended, then a running check)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (closing drops the shared lock, if it was had)
+    return False
 
 
 def _read_holder(path: str) -> str:

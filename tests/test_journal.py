@@ -146,10 +146,16 @@ def test_a_second_command_is_refused_at_once_naming_the_running_one(repo: Repo) 
         holder.wait()
     repo.ps("pop")  # the kernel dropped the lock with its holder
     # readers share the lock with each other
+    lock.write_text(f"patchstack refresh (pid {holder.pid})\n")  # a writer's note, dead
     with open(lock, "r+") as f:
         fcntl.flock(f, fcntl.LOCK_SH)
         repo.ps("series")
-        assert "running" in repo.ps("push", code=2).stderr
+        refused = repo.ps("push", code=2).stderr
+        # a reader holds the lock; the note is the last writer's, which ended: no "refresh
+        # that has died, and a git process it started is still finishing" (said while a
+        # check ran)
+        assert "running on this repository: a command that only reads" in refused, refused
+        assert "refresh" not in refused and "has died" not in refused
 
 
 def test_linked_worktree_has_its_own_log_and_shares_the_lock(tmp_path) -> None:
