@@ -212,3 +212,16 @@ def relanded_fork(
         commit(c)
     repo.git("checkout", "-q", "main")
     return repo, base, landed, reland
+
+
+def small_function(k: int, indent: str = "    ") -> str:
+    """``f{k}``, five lines (its ``y = x + k`` at its line 2), as moved code is found again."""
+    return (
+        f"def f{k}(x):\n{indent}y = x + {k}\n{indent}if y > {k}:\n"
+        f"{indent}{indent}return y * {k}\n{indent}return 0\n\n\n"
+    )
+
+
+def fillers(tag: str, n: int) -> str:
+    """``n`` small functions named after ``tag``: code around moved code."""
+    return "".join(f"def {tag}_{i}():\n    return {i * 7}\n\n\n" for i in range(n))

@@ -18,25 +18,17 @@ from patchstack.engine.relocate import PLAIN
 from patchstack.git.deletions import Deletions
 
 from .conftest import Repo, copy_repo
-from .refresh_fixtures import Edit, series_fork
+from .refresh_fixtures import Edit, fillers, series_fork, small_function
 
 K = 12  # patches, each editing two functions of a file of its own: 24 blocks (> EACH_FROM)
 
 
-def _f(k: int, indent: str = "    ") -> str:
-    return (
-        f"def f{k}(x):\n{indent}y = x + {k}\n{indent}if y > {k}:\n"
-        f"{indent}{indent}return y * {k}\n{indent}return 0\n\n\n"
-    )
-
-
-def _filler(tag: str, n: int) -> str:
-    return "".join(f"def {tag}_{i}():\n    return {i * 7}\n\n\n" for i in range(n))
-
-
 def _fork(tmp_path: Path) -> Repo:
     # a{k}.py: f{k} (its `y = x + k` at line 2), three fillers, f{50+k} (its line 21)
-    files = {f"a{k}.py": _f(k) + _filler(f"a{k}", 3) + _f(50 + k) for k in range(1, K + 1)}
+    files = {
+        f"a{k}.py": small_function(k) + fillers(f"a{k}", 3) + small_function(50 + k)
+        for k in range(1, K + 1)
+    }
     series: list[tuple[str, list[Edit]]] = [
         (f"p{k}", [(f"a{k}", 2, f"    y = x + {k} + 1"), (f"a{k}", 21, f"    y = x + {k} - 1")])
         for k in range(1, K + 1)
@@ -44,15 +36,15 @@ def _fork(tmp_path: Path) -> Repo:
     # clean patches between the conflicts: the later ones are placed on other trees (each
     # with its candidates), one adding a second copy of f10 (its block then found twice)
     series.insert(4, ("b1", [("b", 1, "B = 2")]))
-    series.insert(9, ("adds", [("n", 0, "# n\n\n" + _f(10))]))
-    funcs = {k: _f(k) for k in [*range(1, K + 1), *range(51, 51 + K)]}
-    funcs[5] = _f(5, "  ")  # re-indented: not found
+    series.insert(9, ("adds", [("n", 0, "# n\n\n" + small_function(10))]))
+    funcs = {k: small_function(k) for k in [*range(1, K + 1), *range(51, 51 + K)]}
+    funcs[5] = small_function(5, "  ")  # re-indented: not found
     del funcs[7]  # dropped
     dealt: list[Edit] = [
         (f"m{j}", 0, f"# m{j}\n\n" + "".join(t for k, t in funcs.items() if k % 4 == j))
         for j in range(4)
     ]
-    dealt = [(m, 0, f"{t}{_filler(m, 30)}") for m, _n, t in dealt]  # (no rename of a file)
+    dealt = [(m, 0, f"{t}{fillers(m, 30)}") for m, _n, t in dealt]  # (no rename of a file)
     gone: list[Edit] = [(f"a{k}", 0, None) for k in range(1, K + 1)]
     return series_fork(
         tmp_path / "fork", {**files, "b.py": "B = 1\n"}, series, [("deal", gone + dealt)]

@@ -17,32 +17,37 @@ from patchstack.git.listings import Listings
 from patchstack.store import Store
 
 from .conftest import Repo, copy_repo
-from .refresh_fixtures import Edit, series_fork, stop_by_stop
-
-
-def _f(k: int, indent: str = "    ") -> str:
-    return (
-        f"def f{k}(x):\n{indent}y = x + {k}\n{indent}if y > {k}:\n"
-        f"{indent}{indent}return y * {k}\n{indent}return 0\n\n\n"
-    )
-
-
-def _filler(tag: str, n: int) -> str:
-    return "".join(f"def {tag}_{i}():\n    return {i * 7}\n\n\n" for i in range(n))
+from .refresh_fixtures import Edit, fillers, series_fork, small_function, stop_by_stop
 
 
 def _fork(tmp_path: Path) -> Repo:
-    files = {f"a{k}.py": _f(k) + _f(10 + k) for k in range(1, 7)}
+    files = {f"a{k}.py": small_function(k) + small_function(10 + k) for k in range(1, 7)}
     # each patch edits one function of a file of its own (`y = x + k`, its line 2): a stop
     # each, none a knock-on of another
     series = [(f"p{k}", [(f"a{k}", 2, f"    y = x + {k} + 1")]) for k in range(1, 7)]
     # a patch between the stops adds a file holding f5 as a5.py had it: a candidate of the
     # stops after it (not of the drift's first tree), where f5's block is found twice
-    series.insert(3, ("adds", [("n", 0, "# n\n\n" + _f(5))]))
+    series.insert(3, ("adds", [("n", 0, "# n\n\n" + small_function(5))]))
     dealt = [
-        ("m1", 0, "# m1\n\n" + _f(1) + _f(2) + _f(3) + _filler("m1", 40)),
-        ("m2", 0, "# m2\n\n" + _f(4) + _f(5) + _f(6, "  ") + _filler("m2", 40)),  # f6 re-indented
-        ("m3", 0, "# m3\n\n" + _f(2) + _filler("m3", 40)),  # f2 twice
+        (
+            "m1",
+            0,
+            "# m1\n\n"
+            + small_function(1)
+            + small_function(2)
+            + small_function(3)
+            + fillers("m1", 40),
+        ),
+        (
+            "m2",
+            0,
+            "# m2\n\n"
+            + small_function(4)
+            + small_function(5)
+            + small_function(6, "  ")
+            + fillers("m2", 40),
+        ),  # f6 re-indented
+        ("m3", 0, "# m3\n\n" + small_function(2) + fillers("m3", 40)),  # f2 twice
         ("b", 0, "B = 2\r\n\n"),
     ]
     gone: list[Edit] = [(f"a{k}", 0, None) for k in range(1, 7)]

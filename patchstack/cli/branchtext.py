@@ -88,27 +88,21 @@ def branch_lines(result: BranchResult, verbose: bool) -> list[str]:
         )
         rows = [f"  {n} (at merge {m[:12]})" for n, m in taken_whole]
         out += _capped(rows, verbose, "patch(es)")
-    dropped = [(n, t.merge) for t in merges for n in t.dropped]
-    if dropped:
-        out.append(
-            f"left out {_plural(len(dropped), 'patch', 'patches')} an upstream merge already held:"
-        )
-        out += _capped([f"  {n} (at merge {m[:12]})" for n, m in dropped], verbose, "patch(es)")
-    emptied = [(n, t.merge) for t in merges for n in t.emptied]
-    if emptied:
-        out.append(
-            f"left out {_plural(len(emptied), 'patch', 'patches')} whose conflict at a merge"
-            " was resolved to nothing (upstream does not hold it):"
-        )
-        out += _capped([f"  {n} (at merge {m[:12]})" for n, m in emptied], verbose, "patch(es)")
-    absorbed = [(n, t.merge) for t in merges for n in t.absorbed]
-    if absorbed:
-        out.append(
-            f"left out {_plural(len(absorbed), 'patch', 'patches')} the patches before it at a"
-            " merge already made (one took the merge's version, this change with it; upstream"
-            " does not hold it):"
-        )
-        out += _capped([f"  {n} (at merge {m[:12]})" for n, m in absorbed], verbose, "patch(es)")
+    for said, left in (
+        ("an upstream merge already held:", [(n, t.merge) for t in merges for n in t.dropped]),
+        (
+            "whose conflict at a merge was resolved to nothing (upstream does not hold it):",
+            [(n, t.merge) for t in merges for n in t.emptied],
+        ),
+        (
+            "the patches before it at a merge already made (one took the merge's version, this"
+            " change with it; upstream does not hold it):",
+            [(n, t.merge) for t in merges for n in t.absorbed],
+        ),
+    ):
+        if left:
+            out.append(f"left out {_plural(len(left), 'patch', 'patches')} {said}")
+            out += _capped([f"  {n} (at merge {m[:12]})" for n, m in left], verbose, "patch(es)")
     if verbose:
         out += [f"  {p.name} [{tag_text(p.tag or walk.tag or '')}] from {p.origin}" for p in pieces]
     return out
