@@ -14,7 +14,7 @@ CASES = [
     (["push", "--onlly", "x"], "no such option '--onlly'", "'--only'"),
     (["--colr", "never", "series"], "no such option '--colr'", "did you mean '--color'?"),
     (["import", "quilts"], "no such command 'quilts'", "see 'patchstack import --help'"),
-    (["review", "a"], "missing argument 'NEW'", "see 'patchstack review --help'"),
+    (["show"], "missing argument 'NAME'", "see 'patchstack show --help'"),
     (["new", "x", "--tag", "essentail"], "--tag: unknown tag 'essentail'", "'essential'?"),
     (["push", "--only", "diagnostc"], "unknown tag 'diagnostc' in --only", "'diagnostic'?"),
     (["push", "aplha"], "no patch named 'aplha' in the series", "did you mean 'alpha'?"),
