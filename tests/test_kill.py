@@ -173,6 +173,7 @@ def settle(
     probe = repo.ps("series", code=None)  # a reader: warns about an interrupted command
     # ... and removes git's index lock a killed publish held, so git works again at once.
     assert not (repo.path / ".git" / "index.lock").exists()
+    assert not list((repo.path / ".git").glob("index.lock.patchstack-*"))  # (a draft note)
     held = ("patchstack-index-held", "patchstack-index-kept")
     assert not [n for n in held if (repo.path / ".git" / n).exists()]
     if "was interrupted" in probe.stderr:

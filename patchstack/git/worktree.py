@@ -21,12 +21,14 @@ import subprocess
 from collections.abc import Collection, Mapping, Sequence
 
 from ..errors import RefusedError
+from ..lock import point
 from .base import GitBase, decode_path, encode_path
 from .index import OTHERS, TempIndex, untracked_in
 from .listings import Listings
 
 CHECKOUT_WORKERS = 8  # at most: each is a process, and a move writes a few thousand files
 NOTE = b"patchstack "  # how patchstack's index lock begins (git's own holds index data)
+DRAFT = ".patchstack-"  # index.lock.patchstack-<pid>: the note before it becomes the lock
 HELD = "patchstack-index-held"  # the index a publish works in, in the git directory
 KEPT = "patchstack-index-kept"  # the real index as it was, once the held one replaced it
 
@@ -42,13 +44,8 @@ class HeldIndex:
         self.kept = os.path.join(git.git_dir, KEPT)
         self.committed = False
         self.released = False
+        _take_lock(self.lock)
         try:
-            fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        except FileExistsError:
-            raise index_locked(self.lock) from None
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(NOTE + f"{os.getpid()}\n".encode())
             _remove(self.held, self.kept)
             if os.path.exists(self.index):
                 try:
@@ -98,6 +95,30 @@ def index_locked(path: str) -> RefusedError:
     )
 
 
+def _take_lock(lock: str) -> None:
+    """Create ``lock`` holding its note, never empty: an empty lock a kill left between its
+    creation and its note would read as git's own and never be removed. The note is written
+    to a draft first and linked in place (exclusive, like ``O_EXCL``); a draft a kill leaves
+    is removed with the lock (`clear_stale_index_lock`)."""
+    draft = f"{lock}{DRAFT}{os.getpid()}"
+    with open(draft, "wb") as f:
+        f.write(NOTE + f"{os.getpid()}\n".encode())
+    point("index-note")
+    try:
+        os.link(draft, lock)
+    except FileExistsError:
+        raise index_locked(lock) from None
+    except OSError:  # a file system without hard links: created, then written
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            raise index_locked(lock) from None
+        with os.fdopen(fd, "wb") as f:
+            f.write(NOTE + f"{os.getpid()}\n".encode())
+    finally:
+        _remove(draft)
+
+
 def _remove(*paths: str) -> None:
     for path in paths:
         with contextlib.suppress(FileNotFoundError):
@@ -113,6 +134,9 @@ class Worktree(Listings):
         """Remove the index lock a killed patchstack left (call with the repository lock
         held: then no patchstack process is running); git's own lock is left alone."""
         lock = os.path.join(self.git_dir, "index.lock")
+        for name in os.listdir(self.git_dir):
+            if name.startswith(f"index.lock{DRAFT}"):  # a killed patchstack's draft note
+                _remove(os.path.join(self.git_dir, name))
         try:
             with open(lock, "rb") as f:
                 mine = f.read(len(NOTE)) == NOTE
