@@ -260,6 +260,7 @@ class GitBase:
                 self.scratch_full = scratch.PARENT
             shutil.rmtree(path, ignore_errors=True)
             self.forget("synthetic")
+            self.forget("edited")  # (`Trees._edit`'s trees made in that store)
             self.forget("merge-process")
 
     def persistent(self, key: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
