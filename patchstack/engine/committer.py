@@ -70,6 +70,8 @@ def raw_date(text: str) -> str | None:
     offset, epoch = parsed[9], email.utils.mktime_tz(parsed)
     if not 0 <= epoch < DATE_END:  # git refuses it, or writes a negative one unsigned
         return None
+    if offset == -60:  # -0001: git writes +0000 (it keeps -1 minute as "no zone")
+        return None
     sign = "-" if offset < 0 else "+"
     hours, minutes = divmod(abs(offset) // 60, 60)
     return f"{epoch} {sign}{hours:02d}{minutes:02d}"

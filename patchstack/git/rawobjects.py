@@ -43,9 +43,11 @@ DATE_END = 4102444800  # 2100-01-01: git refuses a date from then on
 def written_as_given(date: str) -> bool:
     """Whether ``commit-tree`` writes the raw date ``date`` ("<epoch> <zone>") as given: nine
     or ten digits (git reads fewer as no epoch, and refuses 2100 on), no leading zero, a zone
-    of at most 23:59 and not ``-0000`` (else git writes +0000)."""
+    of at most 23:59 and not ``-0000`` nor ``-0001`` (git writes +0000 for both: it keeps -1
+    minute as "no zone")."""
     m = _DATE.fullmatch(date)
-    return m is not None and int(date.split()[0]) < DATE_END and not date.endswith(" -0000")
+    zoneless = date.endswith((" -0000", " -0001"))
+    return m is not None and int(date.split()[0]) < DATE_END and not zoneless
 
 
 _CRUD = frozenset(b",:;<>\"\\'.")  # what git strips around a name or email, above a space
