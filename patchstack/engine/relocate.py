@@ -173,21 +173,41 @@ class Relocator:
         before the first is located, their lines looked up in one pass over each file's hashes
         (`lineindex`; ``PATCHSTACK_NO_SHARED_LINES=1``: one proposal at a time)."""
         if not self.index.shared:
-            return [self._finish(self._prepare(*a)) for a in asked]
-        ready = [self._prepare(*a) for a in asked]  # (and one walk for all their files)
+            return [self._finish(self._prepare([a])[0]) for a in asked]
+        ready = self._prepare(asked)  # (and one walk for all their files)
         walk = self.walks.deleted_later([p for r in ready if r is not None for p in r.gone])
         try:
             return [self._finish(r, walk) for r in ready]
         finally:
             walk.close()
 
-    def _prepare(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> _Asked | None:
-        gone = self.deleted(before, after, onto, merged)
-        split = self.split(before, after, onto, merged)
-        if not (gone or split) or not self.old_base:
-            return None
-        paths = sorted({*gone, *split})  # (the patch's diff of those files only)
-        text = self.git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
+    def _prepare(self, asked: Sequence[tuple[Oid, Oid, Oid, MergeResult]]) -> list[_Asked | None]:
+        """Each of ``asked`` made ready to locate; the patches' diffs of the files that need
+        it read in one ``diff-tree`` (`Git.diff_patches`)."""
+        files: list[tuple[list[str], list[str]] | None] = []
+        for before, after, onto, merged in asked:
+            gone = self.deleted(before, after, onto, merged)
+            split = self.split(before, after, onto, merged)
+            files.append((gone, split) if (gone or split) and self.old_base else None)
+        pairs = [(a[0], a[1]) for a, f in zip(asked, files, strict=True) if f is not None]
+        paths = sorted({p for f in files if f is not None for p in (*f[0], *f[1])})
+        texts = iter(self.git.diff_patches(pairs, paths))
+        return [
+            None if f is None else self._ready(*a, *f, next(texts))
+            for a, f in zip(asked, files, strict=True)
+        ]
+
+    def _ready(
+        self,
+        before: Oid,
+        after: Oid,
+        onto: Oid,
+        merged: MergeResult,
+        gone: list[str],
+        split: list[str],
+        diff: bytes,
+    ) -> _Asked | None:
+        text = diff.decode("utf-8", "surrogateescape")
         diffs: dict[str, FileDiff] = {
             f.old_path: f
             for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
