@@ -156,3 +156,25 @@ def test_one_reader_of_a_batch_answers_first_line() -> None:
     assert batch_header(b"1a2b ambiguous") is None and batch_header(b"missing") is None
     with pytest.raises(GitFailure, match="unexpected answer"):
         batch_header(b"1a2b blob twelve")
+
+
+def test_check_takes_the_candidates_learnt_as_its_replay_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check` starts the prefetch as a refresh does, and its relocations take what the thread
+    learnt (the reports equal with and without it: `test_the_prefetch_stops_as_...`)."""
+    repo = scenario(tmp_path, CASES[0])
+    adopted: list[tuple[int, int]] = []
+    close = lineprefetch.Prefetch.close
+
+    def closing(self: lineprefetch.Prefetch) -> None:
+        adopted.append((self.adopted, len(self.blobs)))
+        close(self)
+
+    monkeypatch.setattr(lineprefetch.Prefetch, "close", closing)
+    said = repo.ps("check", "--onto", "upstream", "--json", code=None).stdout
+    assert json.loads(said)["conflicts"] and len(adopted) == 1
+    assert adopted[0][0] == adopted[0][1] > 0
+    monkeypatch.setenv(NO, "1")
+    assert repo.ps("check", "--onto", "upstream", "--json", code=None).stdout == said
+    assert len(adopted) == 1  # (none started)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
@@ -44,6 +44,9 @@ from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
 from .state import make_engine, read_stack, resolve_rev
 from .tracked import upstream_target
+
+if TYPE_CHECKING:
+    from ..engine.lineprefetch import Prefetch
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ def check(
     check_words(series, sel)
     skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag, e.labels))
     engine = make_engine(ws, series, stack)
+    lines = None
     try:
+        lines = _prefetch(ws, engine, series, target)
         chain = old_chain(git, engine, series)
         where = ws.display(ws.series_path)
         plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))
@@ -182,12 +187,14 @@ def check(
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
-        reports = relocated(ws, plan, conflicts, reports, series.base, target)
+        reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
         shown_again = _reports(
             ws, series, engine, again, skip, series.base, target, full, renames=placer.renames
         )
     finally:
+        if lines is not None:
+            lines.close()
         engine.close()
     bad = {c[0] for c in conflicts} | set(holds.names)
     deferred = series.deferred
@@ -229,11 +236,13 @@ def relocated(
     reports: Sequence[Conflict],
     old_base: str | None,
     target: Oid,
+    lines: Prefetch | None = None,
 ) -> list[Conflict]:
     """The reports with where the hunks of each file upstream deleted would go
-    (`engine.relocate`): reported as a proposal, the conflict stands."""
+    (`engine.relocate`): reported as a proposal, the conflict stands. ``lines``: the new
+    base's candidates, learnt while the replay merged (`lineprefetch`)."""
     by_name = {s.name: s for s in plan}
-    relocator = Relocator(ws.git, old_base, target, ws.store)
+    relocator = Relocator(ws.git, old_base, target, ws.store, lines)
     asked = {}  # report -> its conflict's step and merge, all proposed together
     for i, report in enumerate(reports):
         found = next((c for c in conflicts if c[0] == report.patch), None)
@@ -248,6 +257,15 @@ def relocated(
             report = replace(report, relocations=proposal.relocations)
         out.append(report)
     return out
+
+
+def _prefetch(ws: Checkout, engine: Engine, series: Series, target: Oid) -> Prefetch | None:
+    """`lineprefetch.start` for the files the series' patches change, as a refresh starts it
+    (``PATCHSTACK_NO_LINE_PREFETCH=1``: the relocations learn them after the replay)."""
+    from ..engine import lineprefetch
+
+    paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
+    return lineprefetch.start(ws.git, ws.store, series.base, target, paths)
 
 
 def _placed_again(
