@@ -127,7 +127,8 @@ class Relocator:
         joined = old_base and os.environ.get(NO_JOINED) != "1"
         self.index = LineIndex(git, store, plain, f"{old_base} {new_base}" if joined else None)
         self.index.prefetch = prefetch  # (`lineprefetch`: the new base's candidates, learnt)
-        self.walks = Deleters(git, old_base, new_base, self.store)
+        early = prefetch.walks_of(old_base, new_base) if prefetch is not None else None
+        self.walks = early or Deleters(git, old_base, new_base, self.store)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
         self._paths_of: dict[str, dict[str, list[str]]] = {}  # tree -> blob -> its paths
