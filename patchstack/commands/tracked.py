@@ -74,6 +74,33 @@ def upstream_target(ws: Checkout, series: Series) -> Upstream:
     return Upstream(None, None, NONE, tracking)
 
 
+_ID = re.compile(r"[0-9a-f]{7,64}\Z")  # a commit id, as `refresh --onto` tells one
+
+
+def base_line_ref(ws: Checkout, series: Series, onto: str, new_base: str) -> str:
+    """The REF the ``# base:`` line names after ``refresh --onto ONTO`` (docs/architecture.md,
+    "Upstream"): ONTO where it is a name (a branch, a tag); for a commit id or a revision
+    (``origin/main~40``), which name no branch, the branch the series tracks where that
+    branch's history holds the new base (the series follows it still, from an older point of
+    it), "" (none) where it is a branch here that does not (the series no longer follows it:
+    kept, ``status`` and ``check`` compared with it), and the old REF where it names no branch
+    here (nothing tells). A revision the series' branch does not hold is written as given."""
+    commit = bool(_ID.match(onto))
+    if not commit and not _NOT_A_NAME.search(onto):
+        return onto
+    old = series.base_ref
+    if not old:
+        return "" if commit else onto
+    tip = _branch(ws, old)
+    if tip is None:
+        return old if commit else onto
+    from .state import is_ancestor
+
+    if is_ancestor(ws, new_base, tip):
+        return old
+    return "" if commit else onto
+
+
 def _branch(ws: Checkout, ref: str) -> Oid | None:
     """The commit of the branch ``ref`` names (``refs/heads/REF``, ``refs/remotes/REF``, or a
     full ``refs/heads/...``, ``refs/remotes/...`` name), or None: no such branch, or it is

@@ -66,6 +66,9 @@ class State:
     probe_seconds: float | None = None
     # ``--publish ff``: the tip before the refresh, which the published merge follows.
     publish_from: str | None = None
+    # The REF the base line names after it (`tracked.base_line_ref`; "": none); None: the
+    # series' own is kept (no --onto).
+    base_line: str | None = None
 
     @property
     def verb(self) -> str:
