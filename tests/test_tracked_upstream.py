@@ -226,7 +226,9 @@ def test_refresh_onto_an_id_follows_what_was_asked(tmp_path: Path) -> None:
     the base line: onto a commit of another branch, the series still "tracked" origin/main,
     and status and check compared with it. Now the ref stays only where the branch's history
     holds the new base (an older point of the upstream it follows); a revision of it
-    (``origin/main~1``) names the branch too."""
+    (``origin/main~1``), a tag or a ref that is no branch (``refs/trial/day2``: the trial
+    tools' day after wrote it, and the next ``check`` compared with the fork's own branch,
+    HEAD's @{upstream}) name the branch too."""
     fork, dev, _out = team(tmp_path)
     main = fork.git("rev-parse", "origin/main").strip()
     fork.ps("refresh", "--onto", fork.git("rev-parse", "origin/main~1").strip())
@@ -252,7 +254,17 @@ def test_refresh_onto_an_id_follows_what_was_asked(tmp_path: Path) -> None:
     drift = json.loads(fork.ps("status", "--json").stdout)["drift"]
     assert drift["target_name"] != "origin/main"
     assert "(tracks origin/main)" not in fork.ps("status").stdout
-    # a revision of the branch followed names that branch
+    # a revision of the branch followed, a tag or a ref that is no branch on it: that branch
     fork.ps("refresh", "--onto", "origin/main")
     fork.ps("refresh", "--onto", "origin/main~1")
     assert base_line(fork).endswith(" origin/main")
+    fork.git("tag", "v1", "origin/main~1")
+    fork.git("update-ref", "refs/trial/day2", "origin/main")
+    for onto in ("v1", "refs/trial/day2"):
+        fork.ps("refresh", "--onto", onto)
+        assert base_line(fork).endswith(" origin/main"), onto
+        assert json.loads(fork.ps("check", "--json").stdout)["target_name"] == "origin/main"
+    # a tag origin/main does not hold is written as given (a label, no branch to follow)
+    fork.git("tag", "r1", "origin/release")
+    fork.ps("refresh", "--onto", "r1")
+    assert base_line(fork) == f"# base: {release} r1"

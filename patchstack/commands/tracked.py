@@ -79,25 +79,25 @@ _ID = re.compile(r"[0-9a-f]{7,64}\Z")  # a commit id, as `refresh --onto` tells 
 
 def base_line_ref(ws: Checkout, series: Series, onto: str, new_base: str) -> str:
     """The REF the ``# base:`` line names after ``refresh --onto ONTO`` (docs/architecture.md,
-    "Upstream"): ONTO where it is a name (a branch, a tag); for a commit id or a revision
-    (``origin/main~40``), which name no branch, the branch the series tracks where that
-    branch's history holds the new base (the series follows it still, from an older point of
-    it), "" (none) where it is a branch here that does not (the series no longer follows it:
-    kept, ``status`` and ``check`` compared with it), and the old REF where it names no branch
-    here (nothing tells). A revision the series' branch does not hold is written as given."""
-    commit = bool(_ID.match(onto))
-    if not commit and not _NOT_A_NAME.search(onto):
+    "Upstream"): ONTO where it names a branch (`_branch`); otherwise (a commit id, a revision
+    such as ``origin/main~40``, a tag, ``refs/...``: no branch to follow) the branch the series
+    tracks where that branch's history holds the new base (the series follows it still, from
+    an older point of it). Where it is a branch here that does not hold it, the series no
+    longer follows it: an id leaves the line naming none (""), anything else is written as
+    given, as before (a label, which names no branch). Where the old REF names no branch here
+    (nothing tells), an id keeps it."""
+    if _branch(ws, onto) is not None:
         return onto
+    commit = bool(_ID.match(onto))
     old = series.base_ref
-    if not old:
-        return "" if commit else onto
-    tip = _branch(ws, old)
-    if tip is None:
+    tip = _branch(ws, old) if old else None
+    if old and tip is None:
         return old if commit else onto
-    from .state import is_ancestor
+    if tip is not None:
+        from .state import is_ancestor
 
-    if is_ancestor(ws, new_base, tip):
-        return old
+        if is_ancestor(ws, new_base, tip):
+            return old or onto
     return "" if commit else onto
 
 
