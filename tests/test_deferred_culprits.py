@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from .conftest import Repo, make_repo, numbered, replace_line
+from .label_oracle import resolve_markers
 
 
 def _day_after(tmp_path: Path) -> tuple[Repo, str, str]:
@@ -75,3 +76,46 @@ def test_a_still_deferred_patch_names_its_culprit_on_the_day_after(tmp_path: Pat
     assert traced.split()[-1] == culprit
     text = repo.ps("check", "--patch", "p").stdout
     assert "could not be traced" not in text and f"{culprit[:10]} U1 rewrites a 10" in text
+
+
+def test_a_deferred_patch_shown_again_is_triaged_with_its_own_change(tmp_path: Path) -> None:
+    """``check --patch NAME`` of a deferred patch whose file an earlier deferred patch touches
+    too: it was triaged with the change a deferred step has on the chain (none), so every
+    proof "merged cleanly" and it was called a knock-on of that patch, where the refresh
+    that deferred it said primary and git's pick with that patch applied still conflicts
+    (label seed 14, the day after's ``check --verbose``)."""
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    repo.ps("new", "p", "--tag", "essential", "a.py")
+    replace_line(repo, "a.py", "a 30\n", "a 30 mine\n")
+    repo.ps("new", "r", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    repo.commit_all("U1 rewrites a 10")
+    repo.git("branch", "day1")
+    replace_line(repo, "a.py", "a 30\n", "a 30 upstream\n")
+    culprit = repo.commit_all("U2 rewrites a 30")
+    repo.git("checkout", "-q", "main")
+    repo.ps("refresh", "--onto", "day1", "--defer-conflicts")
+    day2 = json.loads(repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json").stdout)
+    assert {(r["patch"], r["kind"], r["root"]) for r in day2["deferred"]} == {
+        ("r.patch", "primary", None)
+    }
+    series = repo.read("patches/series")
+    marks = {ln.split()[2]: ln.split()[3] for ln in series.splitlines() if ln.startswith("# def")}
+    data = json.loads(repo.ps("check", "--onto", "up", "--patch", "r", "--json").stdout)
+    (report,) = [r for r in data["deferred"] if r["patch"] == "r.patch"]
+    assert (report["kind"], report["root"]) == ("primary", None)
+    assert _named(data, "r.patch") == [[culprit]]
+    # git: with p picked (its conflict taken as p has it) r's pick still conflicts
+    repo.git("checkout", "-q", "--detach", "up")
+    p = subprocess.run(["git", "cherry-pick", "--no-commit", marks["p.patch"]], cwd=repo.path)
+    assert p.returncode != 0
+    repo.write("a.py", resolve_markers(repo.read("a.py")) or "")  # each region p's side
+    repo.git("commit", "-q", "-am", "p as it has it")
+    r = subprocess.run(["git", "cherry-pick", "--no-commit", marks["r.patch"]], cwd=repo.path)
+    assert r.returncode != 0
+    repo.git("reset", "-q", "--hard")
+    repo.git("checkout", "-q", "main")

@@ -72,6 +72,8 @@ def test_the_day_after_is_recorded_in_the_oracles_order(recorded) -> None:  # ty
     assert record["brought_back"] == {"p6.patch": "applied"}
     assert "push p6.patch" in commands and "refresh --continue" in commands
     assert "refresh --onto refs/trial/day2 --defer-conflicts --json" in commands
+    # each deferred patch's conflict shown again the day after (its culprits judged too)
+    assert "check --onto refs/trial/day2 --verbose --json" in commands
     assert commands[-2:] == ["check --json", "status"]
     # every step's HEAD and series folder are kept by a ref of the kept repository
     kept = Repo(work).git("for-each-ref", "--format=%(refname)", "refs/trial/").split()

@@ -185,7 +185,9 @@ def check(
         ]
         reports = relocated(ws, plan, conflicts, reports, series.base, target)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
-        shown_again = _shown_again(ws, series, engine, again, skip, target, full, placer.renames)
+        shown_again = _shown_again(
+            ws, series, engine, again, skip, target, full, plan, placer.renames
+        )
     finally:
         engine.close()
     bad = {c[0] for c in conflicts} | set(holds.names)
@@ -289,19 +291,24 @@ def _shown_again(
     skip: frozenset[str],
     target: Oid,
     full: Sequence[str] | bool,
+    plan: Sequence[Step],
     renames: RenameProof | None,
 ) -> list[Conflict]:
     """The reports of the deferred patches placed again (`_placed_again`), each conflict's
     upstream commits traced from the base its deferral's change was made on (`made_on`), as
     the refresh that deferred it traced them, not from the series base: the day after, the
-    base has moved past the commits that made it conflict."""
+    base has moved past the commits that made it conflict. Triaged with each deferred patch's
+    change its deferral's (``plan``): without it, a deferred step changes nothing, and every
+    one with a missing patch before it in its files was called a knock-on of it."""
     froms: dict[str | None, list[tuple[str, Oid, MergeResult]]] = {}
     for found in again:
         mark = series.deferred[found[0]]
         froms.setdefault(made_on(ws.git, mark.commit, target) or series.base, []).append(found)
     out = []
     for old_base, some in froms.items():
-        out += _reports(ws, series, engine, some, skip, old_base, target, full, renames=renames)
+        out += _reports(
+            ws, series, engine, some, skip, old_base, target, full, plan=plan, renames=renames
+        )
     return sorted(out, key=lambda r: series.index(r.patch))
 
 
