@@ -36,6 +36,7 @@ class Day:
 
     def __init__(self, o: Oracle, label: str, old: str, new: str, ref_name: str) -> None:
         self.o, self.label, self.old, self.new, self.ref_name = o, label, old, new, ref_name
+        self.after: dict = {}  # the status after the refresh (`refresh`)
         repo = o.repo
         status = _json(repo, "status")
         self.order = [p["name"] for p in status["patches"]]
@@ -135,14 +136,14 @@ class Day:
             o.superseded(where, r)
 
     def again(self) -> None:
-        """After the refresh: ``check --verbose``, which shows each deferred patch's conflict
+        """After `refresh`: ``check --verbose``, which shows each deferred patch's conflict
         again as it is on the new base (placed with its deferral's change after the patches
         applied before it): it conflicts there (git's pick), a knock-on is one, and a primary
         hunk's upstream commits are traced from the base the change was made on (the merge
         base of its deferral's commit and the new base: a patch still deferred from day one
         was made before day one's base, `commands.refresh.stopped.made_on`)."""
         o, repo = self.o, self.o.repo
-        status = _json(repo, "status")
+        status = self.after  # the status the refresh was read with (`refresh`)
         marks = {
             p["name"]: p["mark"]["commit"]
             for p in status["patches"]
@@ -281,7 +282,7 @@ class Day:
                 "the tree is not git rebase's (the same patches skipped)",
                 item="deferred-leak" if leak else "",
             )
-        status = _json(repo, "status")
+        status = self.after = _json(repo, "status")
         now_applied = {p["name"] for p in status["patches"] if p["applied"]}
         # a deferral waiting for a root keeps what triage found: primary or a knock-on
         marks = {p["name"]: p.get("mark") or {} for p in status["patches"]}

@@ -88,6 +88,7 @@ def test_every_recorded_label_is_confirmed_by_git(recorded, tmp_path, capsys) ->
     assert not any(row["refuted"] for row in table.values()), capsys.readouterr().out
     for kind in ("conflict", "knock-on", "primary", "culprit", "upstream", "deferred", "push"):
         assert table[kind]["confirmed"] > 0, (kind, table)
+    assert "replay" not in table, table  # every command the oracle asked for is recorded
     assert "refuted:" not in capsys.readouterr().out
 
 
