@@ -42,6 +42,7 @@ from .refresh.kept import KeptLines
 from .refresh.knockons import kept_on
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
+from .refresh.stopped import made_on
 from .state import make_engine, read_stack, resolve_rev
 from .tracked import upstream_target
 
@@ -189,8 +190,8 @@ def check(
         ]
         reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
-        shown_again = _reports(
-            ws, series, engine, again, skip, series.base, target, full, renames=placer.renames
+        shown_again = _shown_again(
+            ws, series, engine, again, skip, target, full, plan, placer.renames
         )
     finally:
         if lines is not None:
@@ -298,6 +299,35 @@ def _placed_again(
             if not merged.clean:
                 out.append((step.name, tree, merged))
     return out
+
+
+def _shown_again(
+    ws: Checkout,
+    series: Series,
+    engine: Engine,
+    again: Sequence[tuple[str, Oid, MergeResult]],
+    skip: frozenset[str],
+    target: Oid,
+    full: Sequence[str] | bool,
+    plan: Sequence[Step],
+    renames: RenameProof | None,
+) -> list[Conflict]:
+    """The reports of the deferred patches placed again (`_placed_again`), each conflict's
+    upstream commits traced from the base its deferral's change was made on (`made_on`), as
+    the refresh that deferred it traced them, not from the series base: the day after, the
+    base has moved past the commits that made it conflict. Triaged with each deferred patch's
+    change its deferral's (``plan``): without it, a deferred step changes nothing, and every
+    one with a missing patch before it in its files was called a knock-on of it."""
+    froms: dict[str | None, list[tuple[str, Oid, MergeResult]]] = {}
+    for found in again:
+        mark = series.deferred[found[0]]
+        froms.setdefault(made_on(ws.git, mark.commit, target) or series.base, []).append(found)
+    out = []
+    for old_base, some in froms.items():
+        out += _reports(
+            ws, series, engine, some, skip, old_base, target, full, plan=plan, renames=renames
+        )
+    return sorted(out, key=lambda r: series.index(r.patch))
 
 
 def judge(
