@@ -17,7 +17,7 @@ from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
-from ..engine.printed import traced_as_printed
+from ..engine.printed import first_traced, traced_as_printed
 from ..engine.relocate import Relocator
 from ..engine.renames import RenameProof
 from ..engine.replay import (
@@ -32,6 +32,7 @@ from ..engine.triage import Failed, Waiting, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
+from ..model import trailers
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
@@ -182,13 +183,15 @@ def check(
             placer.renames,
             attribute=not lazy,
         )
+        walk = KeptLines(ws, None) if lazy and kept_on() else None
+        if walk is not None:  # (the first files' walk begun: git walks while relocating)
+            walk.start(f"{series.base}..{target}", first_traced(reports, full), trailers.PATCH)
+        reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         if lazy:  # each file's walk kept (`KeptLines`): a refresh after it walks it no more
-            walk = KeptLines(ws, None) if kept_on() else None
             reports = traced_as_printed(git, reports, series.base, target, full, walk)
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
-        reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
         shown_again = _shown_again(
             ws, series, engine, again, skip, target, full, plan, placer.renames

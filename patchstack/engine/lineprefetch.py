@@ -138,5 +138,7 @@ def start(
     walks = None
     if os.environ.get(NO_EARLY_DELETIONS) != "1":
         walks = Deleters(git, old_base, new_base, store)
-        walks.start(gone)  # (which commit deleted each: `relocate` names it)
+        # (which commit deleted each: `relocate` names it; with the files the series made,
+        # which a patch meets deleted when the one that made it is left out)
+        walks.start([p for p in wanted if p not in now])
     return Prefetch(git, blobs, walks)
