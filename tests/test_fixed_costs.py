@@ -619,6 +619,30 @@ def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path)
         assert len(runs) <= 22, (command, len(runs), runs)
 
 
+def test_the_fixed_cost_of_a_command_is_its_own_git_processes(repo: Repo, tmp_path) -> None:
+    """A command run from the shell starts no git process for its start-up beyond finding the
+    repository (which also tells git's version: no ``git version``) and the configuration
+    (one ``config --list``, which also has the colour the user configured: no ``config
+    --get-regexp``), whatever colour it prints."""
+    stack_of_three(repo)
+    trace = tmp_path / "trace"
+    for command in (["series"], ["show", "p1"], ["status"], ["status", "--color=always"]):
+        trace.unlink(missing_ok=True)
+        env = dict(os.environ, GIT_TRACE=str(trace))
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchstack", *command], cwd=repo.path, env=env, check=False
+        )
+        assert proc.returncode == 0, command
+        said = trace.read_text(errors="replace").splitlines()
+        runs = [ln.split("trace: built-in: git ", 1)[1] for ln in said if "built-in: git " in ln]
+        verbs = [r.split()[0] for r in runs]
+        assert "version" not in verbs, (command, runs)
+        assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
+        assert verbs[:2] == ["rev-parse", "config"], runs
+        if command[0] != "status":
+            assert len(runs) <= 5, (command, runs)
+
+
 # -- what a command imports --------------------------------------------------------------------
 
 _PROBE = (

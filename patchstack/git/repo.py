@@ -13,7 +13,7 @@ from .interactive import Interactive
 from .linked import Linked
 from .mail import Mail
 from .merge import Merges
-from .process import run_git
+from .process import check_version, learn_version, run_git, version_env
 from .refs import Refs
 from .similarity import Similarity
 from .worktree import Worktree
@@ -43,10 +43,15 @@ _PLACES = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-
 
 
 def find_repo(start: str) -> Git:
+    """The repository whose work tree holds ``start``, with a git patchstack supports
+    (`process.check_version`; its version told by this first process, `version_env`)."""
     args = ["rev-parse", "--path-format=absolute", *_PLACES]
-    proc = run_git(args, cwd=start, check=False)
+    told = version_env()
+    proc = run_git(args, cwd=start, check=False, env=told or None)
+    stderr = learn_version(proc.stderr) if told else proc.stderr
+    check_version()  # an old git's answers are not read
     if proc.returncode != 0:
-        raise not_a_work_tree(start, proc.stderr.decode("utf-8", "replace"))
+        raise not_a_work_tree(start, stderr.decode("utf-8", "replace"))
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1]
     if len(lines) != len(_PLACES):  # a path with a newline in it: one answer at a time
         lines = [
@@ -54,7 +59,9 @@ def find_repo(start: str) -> Git:
             for place in _PLACES
         ]
     top, git_dir, common, fmt = lines
-    return Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
+    git = Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
+    git.found_from = start
+    return git
 
 
 def not_a_work_tree(start: str, said: str) -> PatchstackError:
