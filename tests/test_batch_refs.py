@@ -194,3 +194,56 @@ def test_a_name_git_cannot_read_is_an_unknown_revision(tmp_path, capfd) -> None:
         assert f"unknown revision '{name}'" in result.stderr, result.stderr
         assert capfd.readouterr().err == "", name
     assert repo.ps("check", "--onto", "HEAD").exit_code == 0
+
+
+def _asked(repo: Repo, names: list[str]) -> tuple[list[object], set[str], set[str]]:
+    """Every kind of question a command asks of cat-file, in one order; the name that kills
+    cat-file (`rev_parse`'s ``@{upstream}``); a walk of contents interrupted at each answer by
+    questions of headers (asked while the walk is in the middle of its answers); and the
+    batch processes the command had before that walk and at its end."""
+    git = find_repo(str(repo.path))
+    try:
+        said: list[object] = [git.read_objects(names), git.object_sizes(names)]
+        said += [git.has_objects(names), [git.object_type(n) for n in names]]
+        said += [git.resolve_blobs(names), [git.rev_parse(n) for n in names]]
+        said.append(git.rev_parse("@{upstream}"))  # no upstream: cat-file dies of it
+        said.append(git.read_objects(names))  # the next question starts another
+        before = set(git._procs)
+        walked = []
+        for name, found in zip(names * 130, git.each_object(names * 130), strict=True):
+            walked.append((found, git.has_objects([name]), git.object_type(name)))
+        said += [walked, list(git.each_object(names))[:3]]
+        return said, before, set(git._procs)
+    finally:
+        git.close()
+
+
+def test_one_batch_command_answers_as_the_two_batch_processes(repo: Repo, monkeypatch) -> None:
+    """One ``cat-file --batch-command`` (``info``, ``contents``) answers every question as the
+    ``--batch-check`` and ``--batch`` processes it replaces (``PATCHSTACK_NO_BATCH_COMMAND=1``)
+    do: headers, contents, missing and abbreviated names, ``REV:PATH`` with spaces, trees,
+    refs; across chunks of 256, and with a question asked while another caller is in the
+    middle of its answers (then of a process of its own, as before)."""
+    repo.write("dir with space/f x.py", "spaced\n")
+    repo.commit_all("spaced")
+    blob = repo.git("rev-parse", "HEAD:a.py").strip()
+    names = [
+        "HEAD",
+        "HEAD^{tree}",
+        "HEAD:a.py",
+        "HEAD:dir with space/f x.py",
+        "HEAD:dir with space",
+        blob[:7],
+        "0" * 40,
+        "HEAD:nope.py",
+        "refs/heads/main",
+        "no such ref",
+    ]
+    shared, before, after = _asked(repo, names)
+    assert before == {"--batch-command"}
+    assert after == {"--batch-command", "--batch-check"}  # (the walk's questions' own)
+    monkeypatch.setenv("PATCHSTACK_NO_BATCH_COMMAND", "1")
+    plain, before, after = _asked(repo, names)
+    assert after == {"--batch", "--batch-check"}
+    assert shared == plain
+    assert plain[0][3] == ("blob", b"spaced\n") and plain[0][6] is None

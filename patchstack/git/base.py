@@ -74,6 +74,7 @@ class GitBase:
         self._spawned: list[subprocess.Popen[bytes]] = []  # ended by `close` at the latest
         self._background: list[subprocess.Popen[bytes]] = []  # readers, killed by `close`
         self.found_from: str | None = None  # the folder `find_repo` started from
+        self._busy: set[str] = set()  # batch processes in the middle of a caller's answers
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
