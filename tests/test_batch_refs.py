@@ -247,3 +247,67 @@ def test_one_batch_command_answers_as_the_two_batch_processes(repo: Repo, monkey
     assert after == {"--batch", "--batch-check"}
     assert shared == plain
     assert plain[0][3] == ("blob", b"spaced\n") and plain[0][6] is None
+
+
+def test_the_branch_head_is_on_is_told_by_the_process_that_found_the_repository(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`head_ref` from `find_repo`'s one ``rev-parse`` is what ``git symbolic-ref -q HEAD``
+    says, and what `head_ref` says asked alone (``PATCHSTACK_NO_HEAD_AT_START=1``): on a
+    branch, a branch a tag shares its name with, a file named HEAD in the work tree,
+    detached, HEAD on a remote-tracking ref, on an unborn branch (the one rev-parse fails:
+    the places are asked alone), and in a linked worktree on another branch."""
+    repo = make_repo(tmp_path / "r", {"a.py": "a\n"})
+    repo.write("HEAD", "a file named HEAD\n")
+    repo.commit_all("a file named HEAD")
+    repo.git("tag", "main")
+    repo.git("worktree", "add", "-q", "-b", "other", str(tmp_path / "linked"))
+
+    def told(where: Path) -> tuple[str | None, str | None, bool]:
+        git = find_repo(str(where))
+        try:
+            early = "head_ref" in git._memo
+            return git.head_ref(), early and git.head_ref(), early
+        finally:
+            git.close()
+
+    def states() -> list[tuple[str | None, ...]]:
+        said = []
+        for state in ("main", "detached", "remote", "unborn", "main"):
+            if state == "detached":
+                repo.git("checkout", "-q", "--detach")
+            elif state == "remote":
+                repo.git("update-ref", "refs/remotes/origin/x", "HEAD")
+                repo.git("symbolic-ref", "HEAD", "refs/remotes/origin/x")
+            elif state == "unborn":
+                repo.git("symbolic-ref", "HEAD", "refs/heads/unborn")
+            else:
+                repo.git("symbolic-ref", "HEAD", "refs/heads/main")
+            proc = subprocess.run(
+                ["git", "symbolic-ref", "-q", "HEAD"], cwd=repo.path, capture_output=True
+            )
+            want = proc.stdout.decode().strip() or None
+            said.append((state, want, *told(repo.path)))
+        linked = subprocess.run(
+            ["git", "symbolic-ref", "-q", "HEAD"], cwd=tmp_path / "linked", capture_output=True
+        )
+        said.append(("linked", linked.stdout.decode().strip(), *told(tmp_path / "linked")))
+        return said
+
+    shared = states()
+    for state, want, found, early_found, early in shared:
+        assert found == want, state
+        assert early == (state != "unborn"), state  # told at the start but where it fails
+        assert not early or early_found == want, state
+    monkeypatch.setenv("PATCHSTACK_NO_HEAD_AT_START", "1")
+    plain = states()
+    assert [s[:3] for s in plain] == [s[:3] for s in shared]
+    assert not any(s[4] for s in plain)
+    assert [s[2] for s in shared] == [
+        "refs/heads/main",
+        None,
+        "refs/remotes/origin/x",
+        "refs/heads/unborn",
+        "refs/heads/main",
+        "refs/heads/other",
+    ]

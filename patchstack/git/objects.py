@@ -86,10 +86,9 @@ class Objects(GitBase):
         (their answers fit in the pipe), then their answers read, each given as it is read.
         Header lines, or with ``read_content`` (``--batch``) (type, content) or None for a
         missing object. A caller that stops early: the answers written for still come, and
-        are read. Asked of one ``cat-file --batch-command`` (``info NAME`` answers as
-        ``--batch-check``, ``contents NAME`` as ``--batch``), and of a ``cat-file WHICH`` of
-        its own while that one is in the middle of another caller's answers (or with
-        ``PATCHSTACK_NO_BATCH_COMMAND=1``: the two processes as before)."""
+        are read. Of one ``cat-file --batch-command`` (``info``: as ``--batch-check``,
+        ``contents``: as ``--batch``); of a ``cat-file WHICH`` while that one is in the middle
+        of another caller's answers (``PATCHSTACK_NO_BATCH_COMMAND=1``: always)."""
         if any("\n" in name for name in names):
             raise GitFailure(f"an object name cannot hold a newline: {names!r}")
         verb = b"contents " if which == "--batch" else b"info "
@@ -101,7 +100,7 @@ class Objects(GitBase):
             proc = self.persistent(key, ["cat-file", key])
             assert proc.stdin is not None and proc.stdout is not None
             self._busy.add(key)
-            mine = True  # (until its last answer is read: then another caller's, maybe)
+            mine = True  # (until its last answer is read)
             try:
                 proc.stdin.write(b"".join(verb + encode_path(name) + b"\n" for name in chunk))
                 proc.stdin.flush()

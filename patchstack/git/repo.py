@@ -40,19 +40,33 @@ class Git(Worktree, Linked, Merges, Similarity, Refs, Mail, Interactive):
 
 
 _PLACES = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
+_HEAD = ("--symbolic-full-name", "HEAD", "--")  # (``--``: HEAD is a revision, not a file)
+HEAD_AT_START_OFF = "PATCHSTACK_NO_HEAD_AT_START"
 
 
 def find_repo(start: str) -> Git:
     """The repository whose work tree holds ``start``, with a git patchstack supports
-    (`process.check_version`; its version told by this first process, `version_env`)."""
+    (`process.check_version`; its version told by this first process, `version_env`), and
+    the branch HEAD is on (`Refs.head_ref`) in the same process: ``--symbolic-full-name
+    HEAD`` says what ``symbolic-ref -q HEAD`` says (``HEAD`` where it is detached), except on
+    an unborn branch, where it fails and the places are asked alone
+    (``PATCHSTACK_NO_HEAD_AT_START=1``: always)."""
     args = ["rev-parse", "--path-format=absolute", *_PLACES]
+    with_head = not os.environ.get(HEAD_AT_START_OFF)
     told = version_env()
-    proc = run_git(args, cwd=start, check=False, env=told or None)
+    proc = run_git([*args, *_HEAD] if with_head else args, cwd=start, check=False, env=told or None)
     stderr = learn_version(proc.stderr) if told else proc.stderr
     check_version()  # an old git's answers are not read
+    if proc.returncode != 0 and with_head:  # an unborn branch (or no repository)
+        with_head = False
+        proc = run_git(args, cwd=start, check=False)
+        stderr = proc.stderr
     if proc.returncode != 0:
         raise not_a_work_tree(start, stderr.decode("utf-8", "replace"))
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1]
+    head = lines[len(_PLACES)] if with_head and len(lines) == len(_PLACES) + 2 else None
+    if head is not None:
+        del lines[len(_PLACES) :]
     if len(lines) != len(_PLACES):  # a path with a newline in it: one answer at a time
         lines = [
             run_git(args[:2] + [place], cwd=start).stdout.decode("utf-8", "surrogateescape")[:-1]
@@ -61,6 +75,8 @@ def find_repo(start: str) -> Git:
     top, git_dir, common, fmt = lines
     git = Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
     git.found_from = start
+    if head is not None:  # (a ref's name holds no newline)
+        git.knows_head_ref(None if head == "HEAD" else head)
     return git
 
 
