@@ -64,7 +64,8 @@ def find_repo(start: str) -> Git:
     if proc.returncode != 0:
         raise not_a_work_tree(start, stderr.decode("utf-8", "replace"))
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1]
-    head = lines[len(_PLACES)] if with_head and len(lines) == len(_PLACES) + 2 else None
+    told_head = with_head and len(lines) == len(_PLACES) + 2 and lines[-1] == "--"
+    head = lines[len(_PLACES)] if told_head else None
     if head is not None:
         del lines[len(_PLACES) :]
     if len(lines) != len(_PLACES):  # a path with a newline in it: one answer at a time
