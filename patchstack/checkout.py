@@ -338,8 +338,7 @@ class ProvenPatches:
 
 def open_checkout(dir_option: str | None, cwd: str | None = None) -> Checkout:
     cwd = os.path.abspath(cwd or os.getcwd())
-    gitmod.check_version()
-    repo = gitmod.find_repo(cwd)
+    repo = gitmod.find_repo(cwd)  # (with a git patchstack supports)
     chosen = dir_option or os.environ.get("PATCHSTACK_DIR")
     experiment = None if chosen else experiment_series_dir(repo)
     if chosen:

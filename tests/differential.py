@@ -592,6 +592,7 @@ SWITCHES = {
     "PATCHSTACK_NO_WHOLE_JOINED": "1",  # (a skip copies each candidate's kept hashes out)
     "PATCHSTACK_NO_WRITTEN_TREES": "1",  # (a tree written in process: read back from git)
     "PATCHSTACK_NO_EARLY_INPUTS": "1",  # (merge_inputs lists the work tree when it asks)
+    "PATCHSTACK_NO_BATCH_COMMAND": "1",  # (cat-file --batch-check and --batch, two processes)
 }
 
 

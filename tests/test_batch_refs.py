@@ -194,3 +194,120 @@ def test_a_name_git_cannot_read_is_an_unknown_revision(tmp_path, capfd) -> None:
         assert f"unknown revision '{name}'" in result.stderr, result.stderr
         assert capfd.readouterr().err == "", name
     assert repo.ps("check", "--onto", "HEAD").exit_code == 0
+
+
+def _asked(repo: Repo, names: list[str]) -> tuple[list[object], set[str], set[str]]:
+    """Every kind of question a command asks of cat-file, in one order; the name that kills
+    cat-file (`rev_parse`'s ``@{upstream}``); a walk of contents interrupted at each answer by
+    questions of headers (asked while the walk is in the middle of its answers); and the
+    batch processes the command had before that walk and at its end."""
+    git = find_repo(str(repo.path))
+    try:
+        said: list[object] = [git.read_objects(names), git.object_sizes(names)]
+        said += [git.has_objects(names), [git.object_type(n) for n in names]]
+        said += [git.resolve_blobs(names), [git.rev_parse(n) for n in names]]
+        said.append(git.rev_parse("@{upstream}"))  # no upstream: cat-file dies of it
+        said.append(git.read_objects(names))  # the next question starts another
+        before = set(git._procs)
+        walked = []
+        for name, found in zip(names * 130, git.each_object(names * 130), strict=True):
+            walked.append((found, git.has_objects([name]), git.object_type(name)))
+        said += [walked, list(git.each_object(names))[:3]]
+        return said, before, set(git._procs)
+    finally:
+        git.close()
+
+
+def test_one_batch_command_answers_as_the_two_batch_processes(repo: Repo, monkeypatch) -> None:
+    """One ``cat-file --batch-command`` (``info``, ``contents``) answers every question as the
+    ``--batch-check`` and ``--batch`` processes it replaces (``PATCHSTACK_NO_BATCH_COMMAND=1``)
+    do: headers, contents, missing and abbreviated names, ``REV:PATH`` with spaces, trees,
+    refs; across chunks of 256, and with a question asked while another caller is in the
+    middle of its answers (then of a process of its own, as before)."""
+    repo.write("dir with space/f x.py", "spaced\n")
+    repo.commit_all("spaced")
+    blob = repo.git("rev-parse", "HEAD:a.py").strip()
+    names = [
+        "HEAD",
+        "HEAD^{tree}",
+        "HEAD:a.py",
+        "HEAD:dir with space/f x.py",
+        "HEAD:dir with space",
+        blob[:7],
+        "0" * 40,
+        "HEAD:nope.py",
+        "refs/heads/main",
+        "no such ref",
+    ]
+    shared, before, after = _asked(repo, names)
+    assert before == {"--batch-command"}
+    assert after == {"--batch-command", "--batch-check"}  # (the walk's questions' own)
+    monkeypatch.setenv("PATCHSTACK_NO_BATCH_COMMAND", "1")
+    plain, before, after = _asked(repo, names)
+    assert after == {"--batch", "--batch-check"}
+    assert shared == plain
+    assert plain[0][3] == ("blob", b"spaced\n") and plain[0][6] is None
+
+
+def test_the_branch_head_is_on_is_told_by_the_process_that_found_the_repository(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`head_ref` from `find_repo`'s one ``rev-parse`` is what ``git symbolic-ref -q HEAD``
+    says, and what `head_ref` says asked alone (``PATCHSTACK_NO_HEAD_AT_START=1``): on a
+    branch, a branch a tag shares its name with, a file named HEAD in the work tree,
+    detached, HEAD on a remote-tracking ref, on an unborn branch (the one rev-parse fails:
+    the places are asked alone), and in a linked worktree on another branch."""
+    repo = make_repo(tmp_path / "r", {"a.py": "a\n"})
+    repo.write("HEAD", "a file named HEAD\n")
+    repo.commit_all("a file named HEAD")
+    repo.git("tag", "main")
+    repo.git("worktree", "add", "-q", "-b", "other", str(tmp_path / "linked"))
+
+    def told(where: Path) -> tuple[str | None, str | None, bool]:
+        git = find_repo(str(where))
+        try:
+            early = "head_ref" in git._memo
+            return git.head_ref(), early and git.head_ref(), early
+        finally:
+            git.close()
+
+    def states() -> list[tuple[str | None, ...]]:
+        said = []
+        for state in ("main", "detached", "remote", "unborn", "main"):
+            if state == "detached":
+                repo.git("checkout", "-q", "--detach")
+            elif state == "remote":
+                repo.git("update-ref", "refs/remotes/origin/x", "HEAD")
+                repo.git("symbolic-ref", "HEAD", "refs/remotes/origin/x")
+            elif state == "unborn":
+                repo.git("symbolic-ref", "HEAD", "refs/heads/unborn")
+            else:
+                repo.git("symbolic-ref", "HEAD", "refs/heads/main")
+            proc = subprocess.run(
+                ["git", "symbolic-ref", "-q", "HEAD"], cwd=repo.path, capture_output=True
+            )
+            want = proc.stdout.decode().strip() or None
+            said.append((state, want, *told(repo.path)))
+        linked = subprocess.run(
+            ["git", "symbolic-ref", "-q", "HEAD"], cwd=tmp_path / "linked", capture_output=True
+        )
+        said.append(("linked", linked.stdout.decode().strip(), *told(tmp_path / "linked")))
+        return said
+
+    shared = states()
+    for state, want, found, early_found, early in shared:
+        assert found == want, state
+        assert early == (state != "unborn"), state  # told at the start but where it fails
+        assert not early or early_found == want, state
+    monkeypatch.setenv("PATCHSTACK_NO_HEAD_AT_START", "1")
+    plain = states()
+    assert [s[:3] for s in plain] == [s[:3] for s in shared]
+    assert not any(s[4] for s in plain)
+    assert [s[2] for s in shared] == [
+        "refs/heads/main",
+        None,
+        "refs/remotes/origin/x",
+        "refs/heads/unborn",
+        "refs/heads/main",
+        "refs/heads/other",
+    ]

@@ -616,7 +616,36 @@ def test_a_push_or_pop_runs_few_git_processes(repo: Repo, monkeypatch, tmp_path)
         assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
         assert not [r for r in runs if r.startswith("rev-parse --verify --quiet --end")], runs
         assert not [r for r in runs if r.startswith("log") and " -n1 " in r], runs  # the log's tip
-        assert len(runs) <= 22, (command, len(runs), runs)
+        # 22 before the one cat-file --batch-command of a command and the branch HEAD is on
+        # told by the rev-parse that finds the repository (pop --all, push --all, pop, push:
+        # 16, 14, 11, 12; now 14, 12, 9, 10)
+        assert len(runs) <= 14, (command, len(runs), runs)
+        assert "symbolic-ref" not in verbs, runs
+        assert [r for r in runs if r.startswith("cat-file")] == ["cat-file --batch-command"], runs
+
+
+def test_the_fixed_cost_of_a_command_is_its_own_git_processes(repo: Repo, tmp_path) -> None:
+    """A command run from the shell starts no git process for its start-up beyond finding the
+    repository (which also tells git's version: no ``git version``) and the configuration
+    (one ``config --list``, which also has the colour the user configured: no ``config
+    --get-regexp``), whatever colour it prints."""
+    stack_of_three(repo)
+    trace = tmp_path / "trace"
+    for command in (["series"], ["show", "p1"], ["status"], ["status", "--color=always"]):
+        trace.unlink(missing_ok=True)
+        env = dict(os.environ, GIT_TRACE=str(trace))
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchstack", *command], cwd=repo.path, env=env, check=False
+        )
+        assert proc.returncode == 0, command
+        said = trace.read_text(errors="replace").splitlines()
+        runs = [ln.split("trace: built-in: git ", 1)[1] for ln in said if "built-in: git " in ln]
+        verbs = [r.split()[0] for r in runs]
+        assert "version" not in verbs and "symbolic-ref" not in verbs, (command, runs)
+        assert [r for r in runs if r.startswith("config")] == ["config -z --list"], runs
+        assert verbs[:2] == ["rev-parse", "config"], runs
+        if command[0] != "status":
+            assert len(runs) <= 4, (command, runs)  # (and one cat-file: --batch-command)
 
 
 # -- what a command imports --------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -208,6 +209,33 @@ def test_old_git_is_named(tmp_path) -> None:
     )
     assert proc.returncode == 2
     assert "needs git >= 2.38, found: git version 2.30.1" in proc.stderr
+
+
+def test_old_git_is_named_from_the_version_its_first_process_tells(repo: Repo, tmp_path) -> None:
+    """git's version is learnt from the first git process of a command (its trace2 event
+    stream names it: no ``git version`` process), and an old git is named before any of its
+    answers is read; where that process names none, ``git version`` is asked."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    real = shutil.which("git")
+    (fake / "git").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = version ]; then echo "git version 2.99.0 (asked)"; exit 0; fi\n'
+        'if [ "$GIT_TRACE2_EVENT" = 2 ]; then\n'
+        '  echo \'{"event":"version","sid":"s","thread":"main","evt":"3","exe":"2.30.1"}\' >&2\n'
+        "fi\n"
+        f'exec {real} "$@"\n'
+    )
+    (fake / "git").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    run = [sys.executable, "-m", "patchstack", "status"]
+    proc = subprocess.run(run, cwd=repo.path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "needs git >= 2.38, found: git version 2.30.1" in proc.stderr
+    env["GIT_TRACE2_EVENT"] = str(tmp_path / "theirs.json")  # the user traces: not taken over
+    proc = subprocess.run(run, cwd=repo.path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and "needs git" not in proc.stderr, proc.stderr
+    assert "no series file" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("args", [("--help",), ("push", "--help"), ("--version",)])

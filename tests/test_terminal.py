@@ -143,6 +143,40 @@ def test_colour_follows_git_s_rules(fork: Repo, tmp_path, monkeypatch) -> None:
     assert res.exit_code == 0
 
 
+def test_colour_configured_is_the_users_from_the_configuration_the_command_read(
+    fork: Repo, monkeypatch
+) -> None:
+    """The colour setting is taken from the command's one ``config --list`` (no git process
+    of its own), as the user's own ``git config`` reads it there: not the ``color.ui=false``
+    every git process of patchstack is pinned, but the caller's ``GIT_CONFIG_COUNT`` entries
+    and ``git -c``'s (read last); ``[color] ui`` without a value is true (auto); the same
+    from a subfolder."""
+
+    def coloured(*args: str, cwd: Path | None = None) -> bool:
+        return "\x1b[" in fork.ps(*args, cwd=cwd).stdout
+
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert coloured("series")  # the pinned color.ui=false is not the user's
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "color.ui")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "never")
+    assert not coloured("series") and not coloured("status")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'color.ui'='always'")  # git -c color.ui=always
+    monkeypatch.delenv("FORCE_COLOR")
+    assert coloured("series") and coloured("status")
+    for key in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"):
+        monkeypatch.delenv(key)
+    monkeypatch.delenv("GIT_CONFIG_PARAMETERS")
+    with open(fork.path / ".git" / "config", "a") as f:
+        f.write("[color]\n\tpatchstack\n")  # true: auto, and a pipe is not a terminal
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert coloured("series")
+    fork.git("config", "color.patchstack", "never")
+    assert not coloured("series")
+    assert not coloured("-C", "srt", "series")  # found from a subfolder: the same repository
+
+
 def test_C_runs_as_if_started_in_dir(fork: Repo) -> None:
     res = fork.ps("-C", "fork", "-C", "srt/models", "series", cwd=fork.path.parent)
     assert "oea-routing" in res.stdout

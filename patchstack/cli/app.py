@@ -54,6 +54,7 @@ class Options:
 
         ws = open_checkout(self.series_dir)
         ctx.call_on_close(ws.git.close)
+        terminal.terminal().repository = ws.git  # its configuration, read once, has the colour
         words = ctx.command_path[len(ctx.find_root().info_name or "") :].strip()
         ws.progress = TerminalProgress(words or str(ctx.info_name))  # "import quilt"
         ctx.call_on_close(ws.progress.close)

@@ -47,6 +47,7 @@ class Terminal:
 
     color: str | None = None  # --color, when given
     paginate: bool | None = None  # -p: True, --no-pager: False, else the command decides
+    repository: Any = None  # the command's `git.Git`, once open: its configuration is read
     _configured: list[str | None] = field(default_factory=list)
     _pager: Any = None
     _saved: tuple[int, int | None] | None = None
@@ -70,7 +71,7 @@ class Terminal:
         if not self._configured:
             from ..commands.terminal import color_setting
 
-            self._configured.append(color_setting())
+            self._configured.append(color_setting(self.repository))
         return self._configured[0]
 
     @property

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from ..model.ids import ObjectFormat, Oid
 from . import scratch
-from .process import failure, run_git, spawn
+from .process import DROPPED, failure, pinned, run_git, spawn
 
 
 def under_any(path: str, asked: Container[str]) -> bool:
@@ -73,6 +73,8 @@ class GitBase:
         self.scratch_full: str | None = None  # the stores' folder, when full as one was dropped
         self._spawned: list[subprocess.Popen[bytes]] = []  # ended by `close` at the latest
         self._background: list[subprocess.Popen[bytes]] = []  # readers, killed by `close`
+        self.found_from: str | None = None  # the folder `find_repo` started from
+        self._busy: set[str] = set()  # batch processes in the middle of a caller's answers
 
     def __repr__(self) -> str:
         return f"Git({self.top!r})"
@@ -110,6 +112,7 @@ class GitBase:
         """What ``git config -z --list`` prints here (read once per command; empty when git
         cannot read the configuration)."""
         if "config-list" not in self._memo:
+            self._memo["config-pinned"] = pinned()
             self._memo["config-list"] = self.run("config", "-z", "--list", check=False).stdout
             self._memo.pop("config-values", None)
         listed: bytes = self._memo["config-list"]
@@ -127,6 +130,30 @@ class GitBase:
             self._memo["config-values"] = values
         found: dict[str, str] = self._memo["config-values"]
         return found
+
+    def user_config(self) -> list[tuple[str, str | None]] | None:
+        """What the user's own ``git config -z --list`` prints in the current folder, from this
+        command's one reading (`config_list`): (key as `_config_key` writes it, value; None for
+        a key given without ``=``), without the entries every git process is pinned
+        (`process.pinned`, listed after the caller's own ``GIT_CONFIG_COUNT`` entries and
+        before ``git -c``'s). None where that reading is not the user's configuration here:
+        the repository was found from another folder, the caller names one (``GIT_DIR``),
+        git could not read it, or the pinned entries are not where git lists them."""
+        here = os.path.realpath(os.getcwd())
+        if self.found_from is None or os.path.realpath(self.found_from) != here:
+            return None
+        if any(k in os.environ for k in DROPPED):
+            return None
+        listed = self.config_list()
+        entries: list[tuple[str, str | None]] = []
+        for entry in listed.split(b"\0")[:-1]:
+            key, nl, value = entry.decode("utf-8", "surrogateescape").partition("\n")
+            entries.append((_config_key(key), value if nl else None))
+        block = [(_config_key(k), v) for k, v in self._memo["config-pinned"]]
+        for at in range(len(entries) - len(block), -1, -1):  # the last such run of entries
+            if entries[at : at + len(block)] == block:
+                return entries[:at] + entries[at + len(block) :]
+        return None
 
     def local_config(self, key: str) -> str | None:
         """The value of ``key`` in the repository's own configuration file, or None."""

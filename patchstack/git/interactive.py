@@ -128,15 +128,23 @@ def pager_command() -> str | None:
     return None if found in ("", "cat") else found
 
 
-def color_setting() -> str | None:
-    """``color.patchstack``, else ``color.ui``, as the user configured it (or None)."""
-    proc = user_git("config", "--get-regexp", r"^color\.(patchstack|ui)$")
-    if proc is None or proc.returncode != 0:
-        return None
+def color_setting(git: GitBase | None = None) -> str | None:
+    """``color.patchstack``, else ``color.ui``, as the user configured it (or None): from the
+    configuration ``git`` read for the command where it is the user's here
+    (`GitBase.user_config`), else from a ``git config`` of the caller's own."""
+    listed = git.user_config() if git is not None else None
+    if listed is None:
+        proc = user_git("config", "-z", "--get-regexp", r"^color\.(patchstack|ui)$")
+        if proc is None or proc.returncode != 0:
+            return None
+        listed = []
+        for entry in proc.stdout.decode("utf-8", "replace").split("\0")[:-1]:
+            key, nl, value = entry.partition("\n")
+            listed.append((key.lower(), value if nl else None))
     found: dict[str, str] = {}
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
-        key, _, value = line.partition(" ")
-        found[key.lower()] = value if _ else "true"
+    for name, said in listed:
+        if name in ("color.patchstack", "color.ui"):
+            found[name] = "true" if said is None else said
     return found.get("color.patchstack", found.get("color.ui"))
 
 

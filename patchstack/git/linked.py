@@ -128,6 +128,7 @@ class Linked(Listings):
         """This (scratch) worktree: HEAD detached at ``commit``, index and files exactly its
         tree, every untracked and ignored file removed; no hook runs."""
         self.run(*_NO_HOOKS, *_PARALLEL, "checkout", "--quiet", "--detach", "--force", commit)
+        self._memo["head_ref"] = None  # (`Refs.head_ref`: detached now)
         self.run(*_NO_HOOKS, "clean", "-ffdxq")
 
     def ls_files(self) -> list[str]:

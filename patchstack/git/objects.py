@@ -28,6 +28,10 @@ class _Ended(GitFailure):
     """The persistent ``cat-file`` ended before it answered (git died of a name)."""
 
 
+BATCH_COMMAND = "--batch-command"  # the one cat-file of a command's questions (`_answers`)
+BATCH_COMMAND_OFF = "PATCHSTACK_NO_BATCH_COMMAND"
+
+
 class Objects(GitBase):
     def read_object(self, name: str) -> tuple[str, bytes] | None:
         """(type, content) of an object (an id or ``<rev>:<path>``), or None when missing.
@@ -82,33 +86,47 @@ class Objects(GitBase):
         (their answers fit in the pipe), then their answers read, each given as it is read.
         Header lines, or with ``read_content`` (``--batch``) (type, content) or None for a
         missing object. A caller that stops early: the answers written for still come, and
-        are read."""
+        are read. Of one ``cat-file --batch-command`` (``info``: as ``--batch-check``,
+        ``contents``: as ``--batch``); of a ``cat-file WHICH`` while that one is in the middle
+        of another caller's answers (``PATCHSTACK_NO_BATCH_COMMAND=1``: always)."""
         if any("\n" in name for name in names):
             raise GitFailure(f"an object name cannot hold a newline: {names!r}")
-        proc = self.persistent(which, ["cat-file", which])
-        assert proc.stdin is not None and proc.stdout is not None
+        verb = b"contents " if which == "--batch" else b"info "
         for at in range(0, len(names), 256):
             chunk = names[at : at + 256]
-            proc.stdin.write(b"".join(encode_path(name) + b"\n" for name in chunk))
-            proc.stdin.flush()
-            left = len(chunk)
+            key = BATCH_COMMAND
+            if key in self._busy or os.environ.get(BATCH_COMMAND_OFF):
+                key, verb = which, b""
+            proc = self.persistent(key, ["cat-file", key])
+            assert proc.stdin is not None and proc.stdout is not None
+            self._busy.add(key)
+            mine = True  # (until its last answer is read)
             try:
+                proc.stdin.write(b"".join(verb + encode_path(name) + b"\n" for name in chunk))
+                proc.stdin.flush()
+                left = len(chunk)
                 while left:
                     answer = self._answer(which, proc.stdout, read_content)
                     left -= 1
+                    if not left:  # in step again: another question may be asked of it
+                        self._busy.discard(key)
+                        mine = False
                     yield answer
             except _Ended:
-                said = self.ended(which)
+                said = self.ended(key)
                 raise GitFailure(
-                    f"git cat-file {which} ended unexpectedly" + (f": {said}" if said else "")
+                    f"git cat-file {key} ended unexpectedly" + (f": {said}" if said else "")
                 ) from None
             except GeneratorExit:  # the caller stopped: the answers written for still come
                 for _ in range(left):
                     self._answer(which, proc.stdout, read_content)
                 raise
             except BaseException:  # (an interrupt inside a read: the stream is out of step)
-                self.abandon(which)
+                self.abandon(key)
                 raise
+            finally:
+                if mine:
+                    self._busy.discard(key)
 
     @staticmethod
     def _answer(which: str, stdout: IO[bytes], read_content: bool) -> Any:

@@ -23,7 +23,9 @@ expected answer ("is this an ancestor?").
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 import re
 import subprocess
@@ -59,19 +61,24 @@ def quiet_hooks(on: bool) -> None:
     _QUIET["hooks"] = on
 
 
-_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY")
+def pinned() -> tuple[tuple[str, str], ...]:
+    """The configuration every git process started now is given, after the caller's own
+    ``GIT_CONFIG_COUNT`` entries (and before ``git -c``'s, which git reads last)."""
+    return PINNED_CONFIG + ((("core.hooksPath", os.devnull),) if _QUIET["hooks"] else ())
+
+
+DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY")
 
 
 def sealed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every git process (the caller's, sealed as described above)."""
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env.update(LC_ALL="C", LANGUAGE="C", GIT_TERMINAL_PROMPT="0", GIT_LITERAL_PATHSPECS="1")
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    pinned = PINNED_CONFIG + ((("core.hooksPath", os.devnull),) if _QUIET["hooks"] else ())
-    for key, value in pinned:
+    for key, value in pinned():
         env[f"GIT_CONFIG_KEY_{count}"] = key
         env[f"GIT_CONFIG_VALUE_{count}"] = value
         count += 1
@@ -197,16 +204,52 @@ def spawn(
     )
 
 
+# git's version, by the git found on ``PATH`` (and ``GIT_EXEC_PATH``): asked once a process.
+_VERSIONS: dict[tuple[str, str], tuple[tuple[int, int], str]] = {}
+
+
+def _found_git() -> tuple[str, str]:
+    return os.environ.get("PATH", ""), os.environ.get("GIT_EXEC_PATH", "")
+
+
+def _parsed(text: str) -> tuple[tuple[int, int], str]:
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return ((int(m.group(1)), int(m.group(2))) if m else (0, 0)), text
+
+
 def version() -> tuple[tuple[int, int], str]:
-    """((major, minor), what ``git version`` printed): asked once per git found on ``PATH``."""
-    return _version(os.environ.get("PATH", ""), os.environ.get("GIT_EXEC_PATH", ""))
+    """((major, minor), what ``git version`` prints): learnt from the first git process of the
+    command (`version_env`), else asked with ``git version``."""
+    found = _found_git()
+    if found not in _VERSIONS:
+        _VERSIONS[found] = _parsed(run_git(["version"]).stdout.decode("utf-8", "replace").strip())
+    return _VERSIONS[found]
 
 
-@functools.lru_cache(maxsize=8)
-def _version(path: str, exec_path: str) -> tuple[tuple[int, int], str]:
-    out = run_git(["version"]).stdout.decode("utf-8", "replace").strip()
-    m = re.search(r"(\d+)\.(\d+)", out)
-    return ((int(m.group(1)), int(m.group(2))) if m else (0, 0)), out
+def version_env() -> dict[str, str]:
+    """The environment of a git process that also tells git's version, when it is not known
+    yet: git's trace2 event stream on its standard error (``GIT_TRACE2_EVENT=2``), whose first
+    event names the version (git >= 2.22, as ``git version`` prints it); nothing when the
+    caller traces git's events themselves."""
+    if _found_git() in _VERSIONS or "GIT_TRACE2_EVENT" in os.environ:
+        return {}
+    return {"GIT_TRACE2_EVENT": "2"}
+
+
+_EVENT = re.compile(rb'^\{"event":"(\w+)".*$\n?', re.M)
+
+
+def learn_version(stderr: bytes) -> bytes:
+    """``stderr`` of a git process run with `version_env`, its events taken out; the version
+    its first event names is noted (``git version`` is asked where it named none)."""
+    for m in _EVENT.finditer(stderr):
+        if m.group(1) == b"version":
+            with contextlib.suppress(ValueError, AttributeError):
+                exe = json.loads(m.group(0))["exe"]
+                if isinstance(exe, str) and exe:
+                    _VERSIONS.setdefault(_found_git(), _parsed(f"git version {exe}"))
+            break
+    return _EVENT.sub(b"", stderr)
 
 
 def check_version() -> None:

@@ -67,6 +67,11 @@ class Refs(Objects):
         ref: str | None = self._memo["head_ref"]
         return ref
 
+    def knows_head_ref(self, ref: str | None) -> None:
+        """What `head_ref` answers for this command, told by the process that found the
+        repository (`repo.find_repo`)."""
+        self._memo["head_ref"] = ref
+
     def upstream_of_head(self) -> str | None:
         proc = self.run(
             "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False

@@ -13,7 +13,7 @@ from .interactive import Interactive
 from .linked import Linked
 from .mail import Mail
 from .merge import Merges
-from .process import run_git
+from .process import check_version, learn_version, run_git, version_env
 from .refs import Refs
 from .similarity import Similarity
 from .worktree import Worktree
@@ -40,21 +40,45 @@ class Git(Worktree, Linked, Merges, Similarity, Refs, Mail, Interactive):
 
 
 _PLACES = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
+_HEAD = ("--symbolic-full-name", "HEAD", "--")  # (``--``: HEAD is a revision, not a file)
+HEAD_AT_START_OFF = "PATCHSTACK_NO_HEAD_AT_START"
 
 
 def find_repo(start: str) -> Git:
+    """The repository whose work tree holds ``start``, with a git patchstack supports
+    (`process.check_version`; its version told by this first process, `version_env`), and
+    the branch HEAD is on (`Refs.head_ref`) in the same process: ``--symbolic-full-name
+    HEAD`` says what ``symbolic-ref -q HEAD`` says (``HEAD`` where it is detached), except on
+    an unborn branch, where it fails and the places are asked alone
+    (``PATCHSTACK_NO_HEAD_AT_START=1``: always)."""
     args = ["rev-parse", "--path-format=absolute", *_PLACES]
-    proc = run_git(args, cwd=start, check=False)
+    with_head = not os.environ.get(HEAD_AT_START_OFF)
+    told = version_env()
+    proc = run_git([*args, *_HEAD] if with_head else args, cwd=start, check=False, env=told or None)
+    stderr = learn_version(proc.stderr) if told else proc.stderr
+    check_version()  # an old git's answers are not read
+    if proc.returncode != 0 and with_head:  # an unborn branch (or no repository)
+        with_head = False
+        proc = run_git(args, cwd=start, check=False)
+        stderr = proc.stderr
     if proc.returncode != 0:
-        raise not_a_work_tree(start, proc.stderr.decode("utf-8", "replace"))
+        raise not_a_work_tree(start, stderr.decode("utf-8", "replace"))
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1]
+    told_head = with_head and len(lines) == len(_PLACES) + 2 and lines[-1] == "--"
+    head = lines[len(_PLACES)] if told_head else None
+    if head is not None:
+        del lines[len(_PLACES) :]
     if len(lines) != len(_PLACES):  # a path with a newline in it: one answer at a time
         lines = [
             run_git(args[:2] + [place], cwd=start).stdout.decode("utf-8", "surrogateescape")[:-1]
             for place in _PLACES
         ]
     top, git_dir, common, fmt = lines
-    return Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
+    git = Git(top, git_dir, os.path.normpath(common), ObjectFormat(fmt.strip()))
+    git.found_from = start
+    if head is not None:  # (a ref's name holds no newline)
+        git.knows_head_ref(None if head == "HEAD" else head)
+    return git
 
 
 def not_a_work_tree(start: str, said: str) -> PatchstackError:

@@ -263,6 +263,7 @@ def _attach(git: Git, there: Git, state: TreeState) -> None:
     if any(wt.branch == state.branch for wt in git.worktrees()):
         return
     there.run("symbolic-ref", "HEAD", state.branch)
+    there.knows_head_ref(state.branch)
 
 
 def _remove(git: Git, path: str) -> None:
