@@ -21,13 +21,18 @@ left-out one) are git's conflicts and the held ones, and every commit made is gi
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import pprint
 import random
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from click.testing import Result
 
 from . import differential
 from .conftest import Repo
@@ -71,8 +76,11 @@ PLAIN = "100644"
 
 
 def _binary(tag: str, n: int) -> bytes:
-    """Bytes git takes for binary (a NUL in the first 8,000), unique to ``tag``."""
-    return b"\x00\x01BIN " + tag.encode() + b"\x00" + bytes(range(n % 200, n % 200 + 40))
+    """Bytes git takes for binary (a NUL in the first 8,000), unique to ``tag``: a few KiB of
+    them, so that an edited or renamed one is still alike enough for git's rename detection."""
+    rng = random.Random(f"{tag}:{n}")
+    body = bytes(rng.randrange(256) for _ in range(rng.choice([200, 2000, 4000])))
+    return b"\x00\x01BIN " + tag.encode() + b"\x00" + body
 
 
 class _Gen:
@@ -105,7 +113,7 @@ class _Gen:
     def base(self) -> Files:
         rng = self.rng
         files: Files = {}
-        folders = ["src", "lib", "src/core", "assets"]
+        folders = ["src", "lib", "src/core", "src/core/deep", "assets"]
         for _ in range(rng.randint(5, 8)):
             where = rng.choice(["", *folders, *folders])
             name = self.fresh("f") + rng.choice([".py", ".py", ".txt", ".sh"])
@@ -124,10 +132,14 @@ class _Gen:
 
     def edit(self, files: Files, path: str, tag: str, near: int | None = None) -> int:
         mode, content = files[path]
-        if b"\x00" in content:  # a binary file: new bytes
-            files[path] = (mode, content + f"[{tag}]".encode())
+        if b"\x00" in content:  # a binary file: some bytes changed in the middle
+            at = self.rng.randrange(len(content) // 2, len(content))
+            files[path] = (mode, content[:at] + f"[{tag}]".encode() + content[at + 8 :])
             return 0
         lines = content.decode().splitlines(keepends=True)
+        if not lines:  # an empty file gets its first line
+            files[path] = (mode, f"{tag} changed 0\n".encode())
+            return 0
         at = near if near is not None else self.rng.randrange(len(lines))
         at = max(0, min(at, len(lines) - 1))
         lines[at] = f"{tag} changed {at}\n"
@@ -157,8 +169,11 @@ class _Gen:
                 "file->folder",
                 "folder->file",
                 "add-in-folder",
+                "empty",
+                "copy",
+                "rename+rewrite",
             ],
-            weights=[4, 3, 2, 3, 3, 2, 1, 2, 1, 1, 3, 1, 2, 2, 1, 1, 2],
+            weights=[4, 3, 2, 3, 3, 2, 1, 2, 1, 1, 3, 1, 2, 2, 1, 1, 2, 1, 1, 1],
         )[0]
         text = self.of_kind(out, "text")
         links = self.of_kind(out, "link")
@@ -186,9 +201,13 @@ class _Gen:
                     self.edit(out, path, who)
                     return f"chmod and edit {path}"
                 return f"chmod {path}"
-            folder = rng.choice(["", *self.folders(out), path.rsplit("/", 1)[0] if "/" in path else ""])
-            new = (f"{folder}/" if folder else "") + self.fresh("moved") + (
-                ".bin" if path in binaries else ".py"
+            folder = rng.choice(
+                ["", *self.folders(out), path.rsplit("/", 1)[0] if "/" in path else ""]
+            )
+            new = (
+                (f"{folder}/" if folder else "")
+                + self.fresh("moved")
+                + (".bin" if path in binaries else ".py")
             )
             out[new] = out.pop(path)
             if kind == "rename+edit":
@@ -265,6 +284,36 @@ class _Gen:
                 del out[p]
             out[old] = (PLAIN, self.text(f"{old} as a file {who}", 5))
             return f"folder {old}/ -> file"
+        if kind == "empty":  # an empty file added, or a file emptied
+            path = pick(text)
+            if path is None or rng.random() < 0.5:
+                where = rng.choice(["", *self.folders(out)])
+                path = (f"{where}/" if where else "") + self.fresh("empty") + ".py"
+            out[path] = (out[path][0] if path in out else PLAIN, b"")
+            return f"empty {path}"
+        if kind == "copy":  # a second file of the same bytes (git's exact renames choose)
+            path = pick(text + binaries)
+            if path is None:
+                return None
+            where = rng.choice(["", *self.folders(out)])
+            new = (
+                (f"{where}/" if where else "") + self.fresh("copy") + "-" + path.rsplit("/", 1)[-1]
+            )
+            out[new] = out[path]
+            return f"copy {path} -> {new}"
+        if kind == "rename+rewrite":  # about half the lines new: near merge-ort's 50%
+            path = pick(text)
+            if path is None:
+                return None
+            mode, content = out.pop(path)
+            lines = content.decode().splitlines(keepends=True)
+            share = rng.choice([0.4, 0.5, 0.6])
+            for i in rng.sample(range(len(lines)), int(len(lines) * share)):
+                lines[i] = f"{who} rewrote {i}\n"
+            folder = path.rsplit("/", 1)[0] if "/" in path else ""
+            new = (f"{folder}/" if folder else "") + self.fresh("rewritten") + ".py"
+            out[new] = (mode, "".join(lines).encode())
+            return f"rename {path} -> {new}, {int(share * 100)}% rewritten"
         # add-in-folder: a new file in a folder (the other side may rename it)
         folders = self.folders(out)
         if not folders:
@@ -274,14 +323,16 @@ class _Gen:
         return f"add {path}"
 
 
-def make_case(seed: int) -> Case:
+def make_case(seed: int, large: bool = False) -> Case:
+    """The case of ``seed``: 3-5 patches and 1-3 upstream commits, each one or two changes;
+    ``large``: 6-10 patches and 3-6 upstream commits."""
     gen = _Gen(seed)
     rng = gen.rng
     base = gen.base()
     patches: list[tuple[str, Files, list[str]]] = []
     made: list[tuple[Files, Files]] = []
     cur = base
-    for k in range(1, rng.randint(3, 5) + 1):
+    for k in range(1, (rng.randint(6, 10) if large else rng.randint(3, 5)) + 1):
         after = dict(cur)
         ops = [op for _ in range(rng.choice([1, 1, 2])) if (op := gen.change(after, f"p{k}"))]
         differential._drop_clashes(after)
@@ -292,11 +343,16 @@ def make_case(seed: int) -> Case:
         made.append((cur, after))
         cur = after
     touched = sorted(
-        {p for before, after in made for p in set(before) | set(after) if before.get(p) != after.get(p)}
+        {
+            p
+            for before, after in made
+            for p in set(before) | set(after)
+            if before.get(p) != after.get(p)
+        }
     )
     upstream: list[tuple[str, Files, list[str]]] = []
     cur = base
-    for u in range(1, rng.randint(1, 3) + 1):
+    for u in range(1, (rng.randint(3, 6) if large else rng.randint(1, 3)) + 1):
         after = dict(cur)
         if rng.random() < 0.15 and made:  # upstream takes a patch (verbatim or not)
             before, theirs = rng.choice(made)
@@ -311,7 +367,9 @@ def make_case(seed: int) -> Case:
             else:
                 ops = []
         else:
-            ops = [op for _ in range(rng.choice([1, 2])) if (op := gen.change(after, "up", touched))]
+            ops = [
+                op for _ in range(rng.choice([1, 2])) if (op := gen.change(after, "up", touched))
+            ]
         differential._drop_clashes(after)
         if after == cur:
             continue
@@ -324,7 +382,7 @@ def make_case(seed: int) -> Case:
 # -- patchstack's runs -----------------------------------------------------------------------
 
 
-def _doc(result) -> object:  # noqa: ANN001 (click's Result)
+def _doc(result: Result) -> object:
     return json.loads(result.stdout) if result.stdout.strip() else None
 
 
@@ -333,13 +391,8 @@ def _series(repo: Repo) -> dict[str, bytes]:
 
 
 def _deferred(series: bytes) -> tuple[str, ...]:
-    return tuple(
-        sorted(
-            ln.split()[2]
-            for ln in series.decode().splitlines()
-            if ln.startswith("# deferred:")
-        )
-    )
+    lines = series.decode().splitlines()
+    return tuple(sorted(ln.split()[2] for ln in lines if ln.startswith("# deferred:")))
 
 
 def _back_to(repo: Repo, state: tuple[str, str, dict[str, bytes]]) -> None:
@@ -350,26 +403,71 @@ def _back_to(repo: Repo, state: tuple[str, str, dict[str, bytes]]) -> None:
     raise AssertionError("undo did not go back to the state before")
 
 
-def run(repo: Repo, up: str) -> dict[str, object]:
-    """What patchstack makes of the repository, under the environment's switches."""
+Commits = tuple[tuple[str, str, str, str], ...]  # `differential.commits_of`
+
+
+@dataclass(frozen=True)
+class Ended:
+    """Where a refresh ended: its documents (each command's ``--json``, with its exit status),
+    the series folder, the applied commits (`differential.commits_of`) and their ids, and the
+    work tree's state."""
+
+    documents: tuple[tuple[int, object], ...]
+    series: dict[str, bytes]
+    commits: Commits
+    ids: tuple[str, ...]
+    status: str
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        return _deferred(self.series["patches/series"])
+
+
+def _ended(repo: Repo, up: str, documents: list[tuple[int, object]]) -> Ended:
+    ids = tuple(repo.git("rev-list", "--reverse", f"{up}..HEAD").split())
+    commits = differential.commits_of(repo, up, "HEAD")
+    return Ended(tuple(documents), _series(repo), commits, ids, repo.status_all())
+
+
+@dataclass(frozen=True)
+class Run:
+    """What patchstack made of a case under one setting of the switches."""
+
+    check: tuple[int, object]  # exit status, document
+    defer: Ended  # refresh --onto up --defer-conflicts
+    skip: Ended  # refresh --onto up, each stop --skip-ped
+
+    def held(self) -> tuple[str, ...]:
+        doc = self.check[1]
+        assert isinstance(doc, dict)
+        return tuple(c["patch"] for c in doc["conflicts"] if c.get("held"))
+
+    def conflicts(self) -> tuple[str, ...]:
+        doc = self.check[1]
+        assert isinstance(doc, dict)
+        return tuple(sorted(c["patch"] for c in doc["conflicts"] if not c.get("held")))
+
+    def empty(self) -> tuple[str, ...]:
+        """The patches check finds changing nothing (git's pick of them is empty)."""
+        doc = self.check[1]
+        assert isinstance(doc, dict)
+        words = ("upstream", "no-op", "unknown")
+        return tuple(sorted(p["name"] for p in doc["patches"] if p["verdict"] in words))
+
+
+def run(repo: Repo, up: str) -> Run:
+    """What patchstack makes of the repository, under the environment's switches; each
+    refresh undone."""
     before = repo.state()
     check = repo.ps("check", "--onto", "up", "--json", code=None)
     assert check.exit_code in (0, 1), check.output
-    got: dict[str, object] = {"check": (check.exit_code, _doc(check))}
 
     deferring = repo.ps("refresh", "--onto", "up", "--defer-conflicts", "--json", code=None)
     assert deferring.exit_code == 0, deferring.output
-    series = _series(repo)
-    got["defer"] = (
-        _doc(deferring),
-        series,
-        differential.commits_of(repo, up, "HEAD"),
-        repo.git("rev-list", "--reverse", f"{up}..HEAD").split(),
-    )
-    got["defer-left-out"] = _deferred(series["patches/series"])
+    defer = _ended(repo, up, [(0, _doc(deferring))])
     _back_to(repo, before)
 
-    stops: list[object] = []
+    stops: list[tuple[int, object]] = []
     result = repo.ps("refresh", "--onto", "up", "--json", code=None)
     for _ in range(20):
         assert result.exit_code in (0, 1), result.output
@@ -379,42 +477,39 @@ def run(repo: Repo, up: str) -> dict[str, object]:
         result = repo.ps("refresh", "--skip", "--json", code=None)
     else:
         raise AssertionError("refresh --skip did not end")
-    series = _series(repo)
-    got["skip"] = (
-        stops,
-        series,
-        differential.commits_of(repo, up, "HEAD"),
-        repo.git("rev-list", "--reverse", f"{up}..HEAD").split(),
-        repo.status_all(),
-    )
-    got["skip-left-out"] = _deferred(series["patches/series"])
+    skip = _ended(repo, up, stops)
     _back_to(repo, before)
-    return got
+    return Run((check.exit_code, _doc(check)), defer, skip)
 
 
-def _held(check_doc: object) -> tuple[str, ...]:
-    assert isinstance(check_doc, dict)
-    return tuple(c["patch"] for c in check_doc["conflicts"] if c.get("held"))
+def _shown(value: object) -> list[str]:
+    return pprint.pformat(value, width=100).splitlines()
 
 
-def _against_git(
-    what: str, left_out: Sequence[str], commits: tuple[object, ...], ref: Outcome, held: Sequence[str]
-) -> list[str]:
+def _differs(what: str, ours: object, plain: object) -> list[str]:
+    if ours == plain:
+        return []
+    lines = difflib.unified_diff(_shown(plain), _shown(ours), "plain", "shortcuts", lineterm="")
+    return [f"{what}: the shortcuts differ from the plain path:\n" + "\n".join(lines)]
+
+
+def _against_git(what: str, ended: Ended, ref: Outcome, held: Sequence[str]) -> list[str]:
+    """A refresh that left out (deferred) git's conflicts and the held patches, and made
+    git's commits for the others."""
     diffs = []
     want = sorted({*ref.conflicts, *held})
-    if sorted(left_out) != want:
-        diffs.append(f"{what}: left out {sorted(left_out)}, git skipped {list(ref.conflicts)} (held {list(held)})")
-    if [c[0] for c in commits] != [c[0] for c in ref.commits]:  # type: ignore[index]
+    if sorted(ended.left_out) != want:
         diffs.append(
-            f"{what}: commits {[c[0] for c in commits]}, git {[c[0] for c in ref.commits]}"  # type: ignore[index]
+            f"{what}: left out {sorted(ended.left_out)}, git skipped {list(ref.conflicts)}"
+            f" (held {list(held)})"
         )
-    else:
-        for mine, theirs in zip(commits, ref.commits, strict=True):
-            for label, i in (("tree", 1), ("message", 2), ("author", 3)):
-                if mine[i] != theirs[i]:  # type: ignore[index]
-                    diffs.append(
-                        f"{what}: {mine[0]}: {label} differs:\n{mine[i]}\n--- git:\n{theirs[i]}"  # type: ignore[index]
-                    )
+    mine, theirs = [c[0] for c in ended.commits], [c[0] for c in ref.commits]
+    if mine != theirs:
+        return [*diffs, f"{what}: commits {mine}, git {theirs}"]
+    for made, git in zip(ended.commits, ref.commits, strict=True):
+        for label, i in (("tree", 1), ("message", 2), ("author", 3)):
+            if made[i] != git[i]:
+                diffs.append(f"{what}: {made[0]}: {label} differs:\n{made[i]}\n--- git:\n{git[i]}")
     return diffs
 
 
@@ -425,25 +520,25 @@ def compare(case: Case, tmp: Path) -> list[str]:
     stack_head = differential.fork(repo)
     base = repo.git("rev-parse", "base").strip()
     up = repo.git("rev-parse", "up").strip()
-    runs = {}
+    runs: dict[bool, Run] = {}
     for off in (False, True):
         with shortcuts_off(off):
             runs[off] = run(repo, up)
-    diffs = []
-    for key in runs[False]:
-        if runs[False][key] != runs[True][key]:
-            diffs.append(f"{key}: the shortcuts differ from the plain path:\n"
-                         f"{runs[False][key]!r}\n--- plain:\n{runs[True][key]!r}")
+    fast, plain = runs[False], runs[True]
+    diffs = _differs("check --json", fast.check, plain.check)
+    diffs += _differs("refresh --defer-conflicts", fast.defer, plain.defer)
+    diffs += _differs("refresh stop by stop, --skip at each", fast.skip, plain.skip)
     for off, got in runs.items():
         label = "plain" if off else "shortcuts"
-        check_code, check_doc = got["check"]  # type: ignore[misc]
-        held = _held(check_doc)
+        held = got.held()
         try:
             ref = differential.rebase(repo, stack_head, base, up, tmp / f"rebase-{int(off)}", held)
         except GitCannotJudge:
             continue
-        defer = got["defer"]
-        skip = got["skip"]
-        diffs += _against_git(f"refresh --defer-conflicts ({label})", got["defer-left-out"], defer[2], ref, held)  # type: ignore[arg-type,index]
-        diffs += _against_git(f"refresh, --skip at each stop ({label})", got["skip-left-out"], skip[2], ref, held)  # type: ignore[arg-type,index]
+        if got.conflicts() != tuple(sorted(ref.conflicts)):
+            diffs.append(f"check ({label}): conflicts {got.conflicts()}, git {ref.conflicts}")
+        if got.empty() != tuple(sorted(ref.upstream)):
+            diffs.append(f"check ({label}): empty {got.empty()}, git {ref.upstream}")
+        diffs += _against_git(f"refresh --defer-conflicts ({label})", got.defer, ref, held)
+        diffs += _against_git(f"refresh, --skip at each stop ({label})", got.skip, ref, held)
     return diffs

@@ -8,25 +8,34 @@ structural``). ``PATCHSTACK_STRUCT_SEEDS=3,17`` runs those seeds; a failure prin
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
 
 import pytest
 
 from . import differential, structural
 from .conftest import slow_after
+from .differential import Case
 
-FIXED = [1, 2, 3, 4, 5, 6, 7, 8]
+# 278: a conflict of a patch whose file upstream deleted, while upstream also turned a file the
+# patch leaves alone into a folder (the region merge lacked git's file/directory message).
+FIXED = [278, 1, 2, 3, 4, 5, 6, 7, 8]
+LARGE = [1, 2, 3]  # 6-10 patches, 3-6 upstream commits
 
 
-def seeds() -> list[int]:
+def seeds() -> list[object]:
     text = os.environ.get("PATCHSTACK_STRUCT_SEEDS")
-    return [int(s) for s in text.split(",")] if text else FIXED
+    large = bool(os.environ.get("PATCHSTACK_STRUCT_LARGE"))
+    pairs = [(int(s), large) for s in text.split(",")] if text else []
+    pairs = pairs or [(s, False) for s in FIXED] + [(s, True) for s in LARGE]
+    return [pytest.param(s, big, id=f"{s}{'-large' if big else ''}") for s, big in pairs]
 
 
-@pytest.mark.parametrize("seed", slow_after(seeds(), 1))
-def test_shortcuts_agree_with_the_plain_path_and_git(seed: int, tmp_path) -> None:
-    case = structural.make_case(seed)
+@pytest.mark.parametrize("seed, large", slow_after(seeds(), 1))
+def test_shortcuts_agree_with_the_plain_path_and_git(seed: int, large: bool, tmp_path) -> None:
+    case = structural.make_case(seed, large)
     diffs = structural.compare(case, tmp_path)
     assert not diffs, case.describe() + "\n" + "\n".join(diffs)
 
@@ -44,3 +53,40 @@ def test_a_random_campaign_finds_no_divergence(tmp_path) -> None:
         if diffs:
             failures.append(case.describe() + "\n" + "\n".join(diffs))
     assert not failures, f"seeds {start}..{start + count - 1}:\n" + "\n\n".join(failures)
+
+
+def _text(tag: str, n: int) -> bytes:
+    return "".join(f"{tag} line {i}\n" for i in range(n)).encode()
+
+
+def test_a_conflict_says_what_git_says_of_a_file_upstream_made_a_folder(tmp_path) -> None:
+    """Upstream deleted the file the patch changes (modify/delete) and turned another file
+    the patch leaves alone into a folder. git's merge-ort reports that second path as a
+    file/directory conflict too (its tree keeps upstream's folder); the merge of the patch's
+    paths alone did not, so ``check --json`` and a refresh's stop told less with the
+    shortcuts than without (structural seed 278)."""
+    base = {
+        "lib/f1.txt": ("100644", _text("f1", 12)),
+        "lib/f2.sh": ("100755", _text("f2", 12)),
+        "src/f4.txt": ("100644", _text("f4", 15)),
+    }
+    patched = dict(base, **{"src/f4.txt": ("100644", _text("f4", 15) + b"mine\n")})
+    up = {k: v for k, v in base.items() if k not in ("lib/f2.sh", "src/f4.txt")}
+    up["lib/f2.sh/inner.py"] = ("100644", _text("inner", 5))
+    case = Case(0, base, [("p1", patched, ["edit src/f4.txt"])], [("up1", up, [])], None)
+    diffs = structural.compare(case, tmp_path / "compared")
+    assert not diffs, "\n".join(diffs)
+
+    repo = differential.write_case(case, tmp_path / "fork")
+    differential.fork(repo)
+    said = subprocess.run(
+        ["git", "merge-tree", "--write-tree", "up", "work"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "directory in the way of lib/f2.sh" in said  # git's own words
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    (conflict,) = data["conflicts"]
+    assert "directory in the way of lib/f2.sh from p1.patch" in conflict["detail"]
+    assert conflict["files"] == ["src/f4.txt"]
