@@ -21,7 +21,9 @@ from .differential import Case
 
 # 278: a conflict of a patch whose file upstream deleted, while upstream also turned a file the
 # patch leaves alone into a folder (the region merge lacked git's file/directory message).
-FIXED = [278, 1, 2, 3, 4, 5, 6, 7, 8]
+# 310: a patch's folder rename meeting a file/folder conflict, where git 2.39's merge-ort
+# writes a tree entry of no mode and the null id (a skip failed, check without shortcuts too).
+FIXED = [278, 310, 1, 2, 3, 4, 5, 6, 7, 8]
 LARGE = [1, 2, 3]  # 6-10 patches, 3-6 upstream commits
 
 
@@ -90,3 +92,22 @@ def test_a_conflict_says_what_git_says_of_a_file_upstream_made_a_folder(tmp_path
     (conflict,) = data["conflicts"]
     assert "directory in the way of lib/f2.sh from p1.patch" in conflict["detail"]
     assert conflict["files"] == ["src/f4.txt"]
+
+
+def test_a_skip_goes_past_a_tree_git_wrote_with_a_null_entry(tmp_path) -> None:
+    """Seed 310: p1 turns a binary file into a folder, p2 renames the folder holding it;
+    upstream changes the file. With p1 skipped, merge-ort (git 2.39) writes p2's conflicted
+    tree with an entry of no mode and the null id, which no git command can read: the skip
+    failed ("git refused to update the work tree: fatal: malformed mode in tree entry"), and
+    ``check`` without the shortcuts failed at its merge. Both now go on, as with them."""
+    case = structural.make_case(310)
+    repo = differential.write_case(case, tmp_path / "fork")
+    differential.fork(repo)
+    with structural.shortcuts_off(True):
+        plain = repo.ps("check", "--onto", "up", "--json", code=1).stdout
+    assert repo.ps("check", "--onto", "up", "--json", code=1).stdout == plain
+    repo.ps("refresh", "--onto", "up", code=1)
+    stopped = repo.ps("refresh", "--skip", code=1)
+    assert "conflict in patch p2-310.patch" in stopped.stderr, stopped.output
+    repo.git("fsck", "--no-dangling")  # no tree of no mode was kept
+    repo.ps("refresh", "--skip")  # and the rest goes on
