@@ -111,3 +111,42 @@ def test_a_skip_goes_past_a_tree_git_wrote_with_a_null_entry(tmp_path) -> None:
     assert "conflict in patch p2-310.patch" in stopped.stderr, stopped.output
     repo.git("fsck", "--no-dangling")  # no tree of no mode was kept
     repo.ps("refresh", "--skip")  # and the rest goes on
+
+
+def test_folder_for_file_finds_a_file_made_a_folder_at_any_depth(tmp_path) -> None:
+    """`Git.folder_for_file`, the walk that sends such a conflict to the whole merge, against
+    trees git wrote: a file or a link made a folder, at the top or deep, is found; a folder
+    made a file, or anything else, is not."""
+    from patchstack.git.repo import find_repo
+
+    def tree(files: dict[str, tuple[str, bytes]], where: str) -> str:
+        case = Case(0, files, [], [], None)
+        return differential.write_case(case, tmp_path / where).tree("base")
+
+    base = {
+        "a/b/c.txt": ("100644", b"c\n"),
+        "a/link": ("120000", b"b"),
+        "top.txt": ("100644", b"t\n"),
+    }
+    deep = {k: v for k, v in base.items() if k != "a/b/c.txt"} | {"a/b/c.txt/x": base["a/b/c.txt"]}
+    linked = {k: v for k, v in base.items() if k != "a/link"} | {"a/link/y": ("100644", b"y\n")}
+    folded = {k: v for k, v in base.items() if not k.startswith("a/b/")} | {"a/b": base["top.txt"]}
+    edited = base | {"a/b/c.txt": ("100755", b"c2\n"), "new/d.txt": ("100644", b"d\n")}
+    trees = {
+        n: tree(f, n)
+        for n, f in [
+            ("base", base),
+            ("deep", deep),
+            ("linked", linked),
+            ("folded", folded),
+            ("edited", edited),
+        ]
+    }
+    for name in trees:  # every tree in one repository
+        if name != "base":
+            differential.Repo(tmp_path / "base").git("fetch", "-q", str(tmp_path / name), "base")
+    git = find_repo(str(tmp_path / "base"))
+    for name, made in trees.items():
+        assert git.folder_for_file(trees["base"], made) == (name in ("deep", "linked")), name
+        assert not git.folder_for_file(made, made)
+    assert git.folder_for_file(trees["folded"], trees["base"])  # a/b: a file made a folder
