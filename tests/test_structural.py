@@ -1,9 +1,11 @@
 """Every shortcut gives the plain path's answer, and git's, on renames, folder renames, modes,
 symlinks, binary files, deletions and file/folder swaps on both sides (`structural`).
 
-The fixed seeds run with the suite (the first by default, the others under ``-m slow``); the
-soak run tries random ones (``PATCHSTACK_STRUCT_SOAK=200 python -m pytest -m soak -k
-structural``). ``PATCHSTACK_STRUCT_SEEDS=3,17`` runs those seeds; a failure prints the case.
+The fixed seeds (small, and three large: 6-10 patches, 3-6 upstream commits) run under ``-m
+slow``, the named regressions by default; the soak run tries random ones
+(``PATCHSTACK_STRUCT_SOAK=200 python -m pytest -m soak -k structural``).
+``PATCHSTACK_STRUCT_SEEDS=3,17 python -m pytest -m 'not soak' tests/test_structural.py`` runs
+those seeds (``PATCHSTACK_STRUCT_LARGE=1``: at the large size); a failure prints the case.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def seeds() -> list[object]:
     return [pytest.param(s, big, id=f"{s}{'-large' if big else ''}") for s, big in pairs]
 
 
-@pytest.mark.parametrize("seed, large", slow_after(seeds(), 1))
+# All under -m slow: the default run has the named cases below (seed 278's bug on a hand-made
+# case through `structural.compare`, seed 310's through the CLI), a few seconds.
+@pytest.mark.parametrize("seed, large", slow_after(seeds(), 0))
 def test_shortcuts_agree_with_the_plain_path_and_git(seed: int, large: bool, tmp_path) -> None:
     case = structural.make_case(seed, large)
     diffs = structural.compare(case, tmp_path)
