@@ -51,8 +51,9 @@ def test_a_random_campaign_finds_no_divergence(tmp_path) -> None:
     count = int(os.environ.get("PATCHSTACK_STRUCT_SOAK", "40"))
     start = random.randrange(10_000, 10_000_000)
     failures = []
+    large = bool(os.environ.get("PATCHSTACK_STRUCT_LARGE"))
     for seed in range(start, start + count):
-        case = structural.make_case(seed)
+        case = structural.make_case(seed, large)
         where = tmp_path / str(seed)
         diffs = structural.compare(case, where)
         differential.clean(where)
