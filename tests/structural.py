@@ -26,7 +26,6 @@ import json
 import os
 import pprint
 import random
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,15 +37,9 @@ from . import differential
 from .conftest import Repo
 from .differential import Case, Files, GitCannotJudge, Outcome
 
-PACKAGE = Path(__file__).resolve().parent.parent / "patchstack"
-
 
 def switches() -> list[str]:
-    """Every ``PATCHSTACK_NO_*`` switch the package reads (a new one is turned off too)."""
-    found: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        found.update(re.findall(r"PATCHSTACK_NO_[A-Z_]+[A-Z]", path.read_text()))
-    return sorted(found)
+    return differential.switches()
 
 
 @contextmanager
