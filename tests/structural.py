@@ -440,6 +440,11 @@ class Run:
         assert isinstance(doc, dict)
         return tuple(sorted(c["patch"] for c in doc["conflicts"] if not c.get("held")))
 
+    def no_op(self) -> tuple[str, ...]:
+        doc = self.check[1]
+        assert isinstance(doc, dict)
+        return tuple(sorted(p["name"] for p in doc["patches"] if p["verdict"] == "no-op"))
+
     def empty(self) -> tuple[str, ...]:
         """The patches check finds changing nothing (git's pick of them is empty)."""
         doc = self.check[1]
@@ -486,15 +491,19 @@ def _differs(what: str, ours: object, plain: object) -> list[str]:
     return [f"{what}: the shortcuts differ from the plain path:\n" + "\n".join(lines)]
 
 
-def _against_git(what: str, ended: Ended, ref: Outcome, held: Sequence[str]) -> list[str]:
-    """A refresh that left out (deferred) git's conflicts and the held patches, and made
+def _against_git(
+    what: str, ended: Ended, ref: Outcome, held: Sequence[str], no_op: Sequence[str]
+) -> list[str]:
+    """A refresh that left out (deferred) git's conflicts and the held patches, and the
+    patches check calls no-op that git dropped as empty (refresh defers a no-op after the
+    left-out patch whose absence makes it one: docs/architecture.md, "Verdicts"), and made
     git's commits for the others."""
     diffs = []
-    want = sorted({*ref.conflicts, *held})
+    want = sorted({*ref.conflicts, *held, *(n for n in no_op if n in ref.upstream)})
     if sorted(ended.left_out) != want:
         diffs.append(
             f"{what}: left out {sorted(ended.left_out)}, git skipped {list(ref.conflicts)}"
-            f" (held {list(held)})"
+            f" (held {list(held)}, no-op {list(no_op)})"
         )
     mine, theirs = [c[0] for c in ended.commits], [c[0] for c in ref.commits]
     if mine != theirs:
@@ -532,6 +541,7 @@ def compare(case: Case, tmp: Path) -> list[str]:
             diffs.append(f"check ({label}): conflicts {got.conflicts()}, git {ref.conflicts}")
         if got.empty() != tuple(sorted(ref.upstream)):
             diffs.append(f"check ({label}): empty {got.empty()}, git {ref.upstream}")
-        diffs += _against_git(f"refresh --defer-conflicts ({label})", got.defer, ref, held)
-        diffs += _against_git(f"refresh, --skip at each stop ({label})", got.skip, ref, held)
+        no_op = got.no_op()
+        diffs += _against_git(f"refresh --defer-conflicts ({label})", got.defer, ref, held, no_op)
+        diffs += _against_git(f"refresh, --skip at each stop ({label})", got.skip, ref, held, no_op)
     return diffs

@@ -26,7 +26,7 @@ from .differential import Case
 # 310: a patch's folder rename meeting a file/folder conflict, where git 2.39's merge-ort
 # writes a tree entry of no mode and the null id (a skip failed, check without shortcuts too).
 FIXED = [278, 310, 1, 2, 3, 4, 5, 6, 7, 8]
-LARGE = [1, 2, 3]  # 6-10 patches, 3-6 upstream commits
+LARGE = [1, 2, 3, 177]  # 6-10 patches, 3-6 upstream commits; 177: a no-op deferred with its root
 
 
 def seeds() -> list[object]:
