@@ -36,6 +36,7 @@ class Day:
 
     def __init__(self, o: Oracle, label: str, old: str, new: str, ref_name: str) -> None:
         self.o, self.label, self.old, self.new, self.ref_name = o, label, old, new, ref_name
+        self.after: dict = {}  # the status after the refresh (`refresh`)
         repo = o.repo
         status = _json(repo, "status")
         self.order = [p["name"] for p in status["patches"]]
@@ -134,6 +135,62 @@ class Day:
                     self.primary(where, r["patch"], set(r["files"]), applied)
             o.superseded(where, r)
 
+    def again(self) -> None:
+        """After `refresh`: ``check --verbose``, which shows each deferred patch's conflict
+        again as it is on the new base (placed with its deferral's change after the patches
+        applied before it): it conflicts there (git's pick), a knock-on is one, and a primary
+        hunk's upstream commits are traced from the base the change was made on (the merge
+        base of its deferral's commit and the new base: a patch still deferred from day one
+        was made before day one's base, `commands.refresh.stopped.made_on`)."""
+        o, repo = self.o, self.o.repo
+        status = self.after  # the status the refresh was read with (`refresh`)
+        marks = {
+            p["name"]: p["mark"]["commit"]
+            for p in status["patches"]
+            if p.get("mark") and p["mark"]["kind"] == "deferred"
+        }
+        data = _json(repo, "check", "--onto", self.ref_name, "--verbose")
+        where = f"{self.label} check --verbose"
+        applied = {
+            n for n, _c in self.carried if n not in self.ref.conflicts and n not in self.held
+        }
+        commits = {**self.commits, **marks}
+        roots = {r["patch"]: r["root"] for r in data["deferred"] if r["root"]}
+        for r in data["deferred"]:
+            name = r["patch"]
+            if name not in marks:
+                o.fail(where, f"{name}: shown again as deferred, but the series does not defer it")
+                continue
+            o.saw("conflict")
+            onto = self.placed_at(name, applied)
+            if r["kind"] == "primary" and not r["root"]:
+                verdict, tree, paths = o.git.pick(onto, commits[name], diff3=True)
+                if verdict != "conflict":
+                    o.fail(where, f"{name}: conflict, but git: it applies at its place")
+                    continue
+                merged = {p: o.git.run("show", f"{tree}:{p}", check=False) for p in paths}
+                made = o.git.run("merge-base", commits[name], self.new, check=False).strip()
+                old = made if made and made != self.new else self.old
+                o.culprits(where, r, old, self.new, merged)
+            elif r["kind"] == "knock-on" and r["root"]:
+                waits, at = set(), r["root"]
+                while at and at not in waits:
+                    waits.add(at)
+                    at = roots.get(at)
+                present = applied | {name} | waits
+                order = [n for n in self.order if n in present and n in commits]
+                o.knock_on(
+                    where, name, r["root"], self.new, [(n, commits[n]) for n in order], waits
+                )
+
+    def placed_at(self, name: str, applied: set[str]) -> str:
+        """Where a patch left out of git's rebase would be placed: after the patches before it
+        that the rebase applied (the commit of the next one's place, else its head)."""
+        after = self.order[self.order.index(name) + 1 :]
+        return next(
+            (self.ref.at[n] for n in after if n in self.ref.at and n in applied), self.ref.head
+        )
+
     def merged(self, name: str) -> dict[str, str]:
         """git's merged files of ``name``'s conflict where git's rebase places it (a held
         patch, which the rebase leaves out: where it would have been, after the patches
@@ -225,7 +282,7 @@ class Day:
                 "the tree is not git rebase's (the same patches skipped)",
                 item="deferred-leak" if leak else "",
             )
-        status = _json(repo, "status")
+        status = self.after = _json(repo, "status")
         now_applied = {p["name"] for p in status["patches"] if p["applied"]}
         # a deferral waiting for a root keeps what triage found: primary or a knock-on
         marks = {p["name"]: p.get("mark") or {} for p in status["patches"]}

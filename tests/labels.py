@@ -508,6 +508,7 @@ def _two_days(case: Case, tmp: Path) -> Oracle:
     after = Day(o, "day after", up1, up, "up")
     after.check()
     after.refresh()
+    after.again()
     return o
 
 

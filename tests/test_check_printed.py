@@ -58,13 +58,18 @@ def _drift(tmp_path, seed: int) -> Repo:
 def _walked(monkeypatch) -> list[list[str]]:
     """The paths of each walk of upstream's history, as `Git.line_changes` is asked."""
     walks: list[list[str]] = []
-    plain = Git.line_changes
+    plain, early = Git.line_changes, Git.start_line_changes
 
     def observed(self, rng, paths, *args, **kwargs):  # type: ignore[no-untyped-def]
         walks.append(list(paths))
         return plain(self, rng, paths, *args, **kwargs)
 
+    def begun(self, rng, paths, *args, **kwargs):  # type: ignore[no-untyped-def]
+        walks.append(["(begun)", *paths])
+        return early(self, rng, paths, *args, **kwargs)
+
     monkeypatch.setattr(Git, "line_changes", observed)
+    monkeypatch.setattr(Git, "start_line_changes", begun)
     return walks
 
 
@@ -83,9 +88,19 @@ def test_check_prints_what_tracing_every_hunk_prints(tmp_path, monkeypatch, seed
     assert got == want
     assert "conflict  A.patch  f0.py (+2 more)  " in got  # an upstream commit named
     assert "superseded by " in got  # C: upstream's side has its line
-    lazy = {p for w in lazy_walks for p in w}
+    lazy = {p for w in lazy_walks for p in w} - {"(begun)"}
     every = {p for w in walks for p in w}
     assert lazy < every and "f1.py" not in lazy and "f5.py" in lazy
+    # the first files' walk begun before the relocations, taken by the trace: the same lines
+    # as when it is walked as the trace asks (PATCHSTACK_NO_EARLY_WALK=1)
+    assert lazy_walks[0][0] == "(begun)" and "f5.py" in lazy_walks[0]
+    monkeypatch.delenv("PATCHSTACK_TRACE_ALL")
+    monkeypatch.setenv("PATCHSTACK_NO_EARLY_WALK", "1")
+    walks.clear()
+    assert copy_repo(repo.path, tmp_path / "late").ps("check", "--onto", "up", code=1).stdout == got
+    assert walks and all(w[0] != "(begun)" for w in walks)
+    monkeypatch.delenv("PATCHSTACK_NO_EARLY_WALK")
+    monkeypatch.setenv("PATCHSTACK_TRACE_ALL", "1")
     monkeypatch.delenv("PATCHSTACK_TRACE_ALL")
     # --json is complete: every primary hunk traced, as before
     whole = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from patchstack.engine import lineindex, lineprefetch
+from patchstack.engine.deleters import WALKS
 from patchstack.engine.relocate import PLAIN, Relocator
 from patchstack.git import find_repo
 from patchstack.git.blobstream import start_blob_stream
@@ -50,12 +51,15 @@ def _compare(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     monkeypatch.setenv(PLAIN, "1")
     plain = _stops(repo)
     monkeypatch.delenv(PLAIN)
-    for switch in ("1", None):  # learnt at the stop, then learnt as the replay merges
+    # learnt at the stop; then as the replay merges, the deletion walk begun at the stop;
+    # then both begun at the start
+    for switch, early in (("1", None), (None, "1"), (None, None)):
         _cold(repo)
-        if switch:
-            monkeypatch.setenv(NO, switch)
-        else:
-            monkeypatch.delenv(NO)
+        for name, value in ((NO, switch), (lineprefetch.NO_EARLY_DELETIONS, early)):
+            if value:
+                monkeypatch.setenv(name, value)
+            else:
+                monkeypatch.delenv(name, raising=False)
         assert _stops(repo) == plain
         assert _stops(repo) == plain  # (the cache warm: nothing left to learn first)
     return plain
@@ -100,6 +104,7 @@ def test_what_a_stop_following_no_code_learnt_is_kept_for_the_skip(
     assert "p0.patch" in result.stderr
     kept = Store(str(repo.path / ".git" / "patchstack" / "cache"))
     assert kept.sizes().get(lineindex.JOINED, 0) > 0  # (the first stop kept the drift's)
+    assert kept.sizes().get(WALKS, 0) > 0  # (and the deletion walk begun with it)
     repo.ps("refresh", "--abort")
 
 
@@ -126,6 +131,46 @@ def test_the_stop_takes_what_the_thread_learnt(tmp_path: Path) -> None:
             assert prefetch.adopted == len(prefetch.blobs) > 0
     assert got[0] == got[1] and got[0][0] is not None
     assert lineprefetch.start(git, None, base, up, ["b.c"]) is None  # (no file deleted)
+    git.close()
+
+
+def test_the_deletion_walk_begun_with_the_prefetch_is_the_one_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk for the commit that deleted each patched file begins with the prefetch (while
+    the replay merges); the relocation asks no walk of its own, and names the same commit."""
+    from patchstack.git.deletions import Deletions
+
+    repo = scenario(tmp_path, CASES[0])
+    git = find_repo(str(repo.path))
+    base, up = (repo.git("rev-parse", r).strip() for r in ("HEAD", "upstream"))
+    repo.ps("push", "--all")
+    after, before = (repo.git("rev-parse", f"HEAD{s}^{{tree}}").strip() for s in ("", "^"))
+    onto = git.tree_of(up)
+    merged = git.merge_trees(before, onto, after, ("ours", "theirs"))
+    walks: list[list[str]] = []
+    real = Deletions.start_deleted_by_each
+
+    def counted(self: Deletions, rng: str, paths: list[str]) -> object:
+        walks.append(list(paths))
+        return real(self, rng, paths)
+
+    monkeypatch.setattr(Deletions, "start_deleted_by_each", counted)
+    got = []
+    for early in ("1", None):
+        if early:
+            monkeypatch.setenv(lineprefetch.NO_EARLY_DELETIONS, early)
+        else:
+            monkeypatch.delenv(lineprefetch.NO_EARLY_DELETIONS)
+        walks.clear()
+        prefetch = lineprefetch.start(git, None, base, up, ["a.c"])
+        assert prefetch is not None and (prefetch.walks is None) == bool(early)
+        begun = list(walks)
+        relocator = Relocator(git, base, up, None, prefetch)
+        got.append(relocator.propose(before, after, onto, merged))  # type: ignore[arg-type]
+        assert walks == [["a.c"]] and begun == ([] if early else [["a.c"]])
+        prefetch.close()
+    assert got[0] == got[1] and got[0] is not None and got[0].relocations
     git.close()
 
 
@@ -156,3 +201,25 @@ def test_one_reader_of_a_batch_answers_first_line() -> None:
     assert batch_header(b"1a2b ambiguous") is None and batch_header(b"missing") is None
     with pytest.raises(GitFailure, match="unexpected answer"):
         batch_header(b"1a2b blob twelve")
+
+
+def test_check_takes_the_candidates_learnt_as_its_replay_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check` starts the prefetch as a refresh does, and its relocations take what the thread
+    learnt (the reports equal with and without it: `test_the_prefetch_stops_as_...`)."""
+    repo = scenario(tmp_path, CASES[0])
+    adopted: list[tuple[int, int]] = []
+    close = lineprefetch.Prefetch.close
+
+    def closing(self: lineprefetch.Prefetch) -> None:
+        adopted.append((self.adopted, len(self.blobs)))
+        close(self)
+
+    monkeypatch.setattr(lineprefetch.Prefetch, "close", closing)
+    said = repo.ps("check", "--onto", "upstream", "--json", code=None).stdout
+    assert json.loads(said)["conflicts"] and len(adopted) == 1
+    assert adopted[0][0] == adopted[0][1] > 0
+    monkeypatch.setenv(NO, "1")
+    assert repo.ps("check", "--onto", "upstream", "--json", code=None).stdout == said
+    assert len(adopted) == 1  # (none started)

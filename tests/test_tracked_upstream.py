@@ -7,6 +7,7 @@ no branch that exists. Real git: a bare "origin" with ``main`` and the engineer'
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from .conftest import Repo, make_repo, numbered
@@ -214,3 +215,56 @@ def test_import_branch_against_an_id_says_the_branch_head_tracks_is_compared(
     ) in out
     drift = json.loads(fork.ps("status", "--json").stdout)["drift"]
     assert (drift["target_name"], drift["upstream"]) == (FEATURE, "tracking")
+
+
+def base_line(fork: Repo) -> str:
+    return next(ln for ln in fork.read("patches/series").splitlines() if ln.startswith("# base:"))
+
+
+def test_refresh_onto_an_id_follows_what_was_asked(tmp_path: Path) -> None:
+    """``refresh --onto ID`` (a commit id, not a branch) wrote the id and kept the old ref on
+    the base line: onto a commit of another branch, the series still "tracked" origin/main,
+    and status and check compared with it. Now the ref stays only where the branch's history
+    holds the new base (an older point of the upstream it follows); a revision of it
+    (``origin/main~1``), a tag or a ref that is no branch (``refs/trial/day2``: the trial
+    tools' day after wrote it, and the next ``check`` compared with the fork's own branch,
+    HEAD's @{upstream}) name the branch too."""
+    fork, dev, _out = team(tmp_path)
+    main = fork.git("rev-parse", "origin/main").strip()
+    fork.ps("refresh", "--onto", fork.git("rev-parse", "origin/main~1").strip())
+    assert base_line(fork).endswith(" origin/main")  # on origin/main: it follows it still
+    fork.ps("refresh", "--onto", main)
+    assert base_line(fork) == f"# base: {main} origin/main"
+    # a release branch forked from main, one commit of its own: onto its id
+    dev.git("switch", "-q", "-c", "release")
+    dev.commit_steps([("release fix", {"d.py": "d\n"})])
+    dev.git("push", "-q", "origin", "release")
+    dev.git("switch", "-q", "main")
+    dev.commit_steps([("main moves on", {"e.py": "e\n"})])
+    dev.git("push", "-q", "origin", "main")
+    fork.git("fetch", "-q")
+    release = fork.git("rev-parse", "origin/release").strip()
+    fork.ps("refresh", "--onto", release)
+    # git's answer: origin/main does not hold the new base
+    gone = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", release, "origin/main"], cwd=fork.path
+    )
+    assert gone.returncode == 1
+    assert base_line(fork) == f"# base: {release}"  # no longer "tracks" origin/main
+    drift = json.loads(fork.ps("status", "--json").stdout)["drift"]
+    assert drift["target_name"] != "origin/main"
+    assert "(tracks origin/main)" not in fork.ps("status").stdout
+    # a revision of the branch followed, a tag or a ref that is no branch on it: that branch
+    fork.ps("refresh", "--onto", "origin/main")
+    fork.ps("refresh", "--onto", "origin/main~1")
+    assert base_line(fork).endswith(" origin/main")
+    fork.git("tag", "v1", "origin/main~1")
+    fork.git("update-ref", "refs/trial/day2", "origin/main")
+    for onto in ("v1", "refs/trial/day2"):
+        fork.ps("refresh", "--onto", onto)
+        assert base_line(fork).endswith(" origin/main"), onto
+        assert json.loads(fork.ps("check", "--json").stdout)["target_name"] == "origin/main"
+    # a tag origin/main does not hold is written as given (a label, no branch to follow)
+    fork.git("tag", "r1", "origin/release")
+    fork.ps("refresh", "--onto", "r1")
+    assert base_line(fork) == f"# base: {release} r1"

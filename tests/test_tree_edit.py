@@ -119,6 +119,22 @@ def test_a_tree_edited_in_process_is_the_tree_git_writes(tmp_path, seed: int) ->
     assert "sort" not in fsck.stdout + fsck.stderr, fsck.stdout + fsck.stderr
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_tree_made_in_process_edited_again_is_the_tree_git_writes(tmp_path, seed: int) -> None:
+    """Edits of the trees edits made (a replay's chain: each step edits the tree the last
+    wrote, spliced from the entries kept for it, not read back from git)."""
+    repo, tree = _repo(tmp_path)
+    git = find_repo(str(repo.path))
+    rng = random.Random(1000 + seed)
+    for _round in range(6):
+        changes = None
+        while changes is None:
+            changes = _changes(repo, git.files_of(tree), rng)
+        made = git.edit_tree(tree, changes)
+        assert made == _written(find_repo(str(repo.path)), tree, changes), changes
+        tree = made
+
+
 def test_a_tree_emptied_by_its_edits_is_the_empty_tree(tmp_path) -> None:
     repo, tree = _repo(tmp_path)
     git = find_repo(str(repo.path))

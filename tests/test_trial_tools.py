@@ -72,6 +72,8 @@ def test_the_day_after_is_recorded_in_the_oracles_order(recorded) -> None:  # ty
     assert record["brought_back"] == {"p6.patch": "applied"}
     assert "push p6.patch" in commands and "refresh --continue" in commands
     assert "refresh --onto refs/trial/day2 --defer-conflicts --json" in commands
+    # each deferred patch's conflict shown again the day after (its culprits judged too)
+    assert "check --onto refs/trial/day2 --verbose --json" in commands
     assert commands[-2:] == ["check --json", "status"]
     # every step's HEAD and series folder are kept by a ref of the kept repository
     kept = Repo(work).git("for-each-ref", "--format=%(refname)", "refs/trial/").split()
@@ -86,6 +88,7 @@ def test_every_recorded_label_is_confirmed_by_git(recorded, tmp_path, capsys) ->
     assert not any(row["refuted"] for row in table.values()), capsys.readouterr().out
     for kind in ("conflict", "knock-on", "primary", "culprit", "upstream", "deferred", "push"):
         assert table[kind]["confirmed"] > 0, (kind, table)
+    assert "replay" not in table, table  # every command the oracle asked for is recorded
     assert "refuted:" not in capsys.readouterr().out
 
 

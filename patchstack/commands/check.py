@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkout import Checkout
 from ..engine.chain import Engine
@@ -17,7 +17,7 @@ from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
-from ..engine.printed import traced_as_printed
+from ..engine.printed import first_traced, traced_as_printed
 from ..engine.relocate import Relocator
 from ..engine.renames import RenameProof
 from ..engine.replay import (
@@ -32,6 +32,7 @@ from ..engine.triage import Failed, Waiting, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
 from ..journal.refusals import refresh_error
+from ..model import trailers
 from ..model.conflict import Conflict
 from ..model.ids import Oid
 from ..model.selection import Selector, check_words
@@ -42,8 +43,12 @@ from .refresh.kept import KeptLines
 from .refresh.knockons import kept_on
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
+from .refresh.stopped import made_on
 from .state import make_engine, read_stack, resolve_rev
 from .tracked import upstream_target
+
+if TYPE_CHECKING:
+    from ..engine.lineprefetch import Prefetch
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,9 @@ def check(
     check_words(series, sel)
     skip = frozenset(e.name for e in series.entries if not sel.keeps_tag(e.tag, e.labels))
     engine = make_engine(ws, series, stack)
+    lines = None
     try:
+        lines = _prefetch(ws, engine, series, target)
         chain = old_chain(git, engine, series)
         where = ws.display(ws.series_path)
         plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))
@@ -176,18 +183,22 @@ def check(
             placer.renames,
             attribute=not lazy,
         )
+        walk = KeptLines(ws, None) if lazy and kept_on() else None
+        if walk is not None:  # (the first files' walk begun: git walks while relocating)
+            walk.start(f"{series.base}..{target}", first_traced(reports, full), trailers.PATCH)
+        reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         if lazy:  # each file's walk kept (`KeptLines`): a refresh after it walks it no more
-            walk = KeptLines(ws, None) if kept_on() else None
             reports = traced_as_printed(git, reports, series.base, target, full, walk)
         reports = [
             replace(r, note=records.note(r.patch)) if records.note(r.patch) else r for r in reports
         ]
-        reports = relocated(ws, plan, conflicts, reports, series.base, target)
         reports = sorted(reports, key=lambda r: series.index(r.patch))
-        shown_again = _reports(
-            ws, series, engine, again, skip, series.base, target, full, renames=placer.renames
+        shown_again = _shown_again(
+            ws, series, engine, again, skip, target, full, plan, placer.renames
         )
     finally:
+        if lines is not None:
+            lines.close()
         engine.close()
     bad = {c[0] for c in conflicts} | set(holds.names)
     deferred = series.deferred
@@ -229,11 +240,13 @@ def relocated(
     reports: Sequence[Conflict],
     old_base: str | None,
     target: Oid,
+    lines: Prefetch | None = None,
 ) -> list[Conflict]:
     """The reports with where the hunks of each file upstream deleted would go
-    (`engine.relocate`): reported as a proposal, the conflict stands."""
+    (`engine.relocate`): reported as a proposal, the conflict stands. ``lines``: the new
+    base's candidates, learnt while the replay merged (`lineprefetch`)."""
     by_name = {s.name: s for s in plan}
-    relocator = Relocator(ws.git, old_base, target, ws.store)
+    relocator = Relocator(ws.git, old_base, target, ws.store, lines)
     asked = {}  # report -> its conflict's step and merge, all proposed together
     for i, report in enumerate(reports):
         found = next((c for c in conflicts if c[0] == report.patch), None)
@@ -248,6 +261,15 @@ def relocated(
             report = replace(report, relocations=proposal.relocations)
         out.append(report)
     return out
+
+
+def _prefetch(ws: Checkout, engine: Engine, series: Series, target: Oid) -> Prefetch | None:
+    """`lineprefetch.start` for the files the series' patches change, as a refresh starts it
+    (``PATCHSTACK_NO_LINE_PREFETCH=1``: the relocations learn them after the replay)."""
+    from ..engine import lineprefetch
+
+    paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
+    return lineprefetch.start(ws.git, ws.store, series.base, target, paths)
 
 
 def _placed_again(
@@ -280,6 +302,35 @@ def _placed_again(
             if not merged.clean:
                 out.append((step.name, tree, merged))
     return out
+
+
+def _shown_again(
+    ws: Checkout,
+    series: Series,
+    engine: Engine,
+    again: Sequence[tuple[str, Oid, MergeResult]],
+    skip: frozenset[str],
+    target: Oid,
+    full: Sequence[str] | bool,
+    plan: Sequence[Step],
+    renames: RenameProof | None,
+) -> list[Conflict]:
+    """The reports of the deferred patches placed again (`_placed_again`), each conflict's
+    upstream commits traced from the base its deferral's change was made on (`made_on`), as
+    the refresh that deferred it traced them, not from the series base: the day after, the
+    base has moved past the commits that made it conflict. Triaged with each deferred patch's
+    change its deferral's (``plan``): without it, a deferred step changes nothing, and every
+    one with a missing patch before it in its files was called a knock-on of it."""
+    froms: dict[str | None, list[tuple[str, Oid, MergeResult]]] = {}
+    for found in again:
+        mark = series.deferred[found[0]]
+        froms.setdefault(made_on(ws.git, mark.commit, target) or series.base, []).append(found)
+    out = []
+    for old_base, some in froms.items():
+        out += _reports(
+            ws, series, engine, some, skip, old_base, target, full, plan=plan, renames=renames
+        )
+    return sorted(out, key=lambda r: series.index(r.patch))
 
 
 def judge(

@@ -74,6 +74,33 @@ def upstream_target(ws: Checkout, series: Series) -> Upstream:
     return Upstream(None, None, NONE, tracking)
 
 
+_ID = re.compile(r"[0-9a-f]{7,64}\Z")  # a commit id, as `refresh --onto` tells one
+
+
+def base_line_ref(ws: Checkout, series: Series, onto: str, new_base: str) -> str:
+    """The REF the ``# base:`` line names after ``refresh --onto ONTO`` (docs/architecture.md,
+    "Upstream"): ONTO where it names a branch (`_branch`); otherwise (a commit id, a revision
+    such as ``origin/main~40``, a tag, ``refs/...``: no branch to follow) the branch the series
+    tracks where that branch's history holds the new base (the series follows it still, from
+    an older point of it). Where it is a branch here that does not hold it, the series no
+    longer follows it: an id leaves the line naming none (""), anything else is written as
+    given, as before (a label, which names no branch). Where the old REF names no branch here
+    (nothing tells), an id keeps it."""
+    if _branch(ws, onto) is not None:
+        return onto
+    commit = bool(_ID.match(onto))
+    old = series.base_ref
+    tip = _branch(ws, old) if old else None
+    if old and tip is None:
+        return old if commit else onto
+    if tip is not None:
+        from .state import is_ancestor
+
+        if is_ancestor(ws, new_base, tip):
+            return old or onto
+    return "" if commit else onto
+
+
 def _branch(ws: Checkout, ref: str) -> Oid | None:
     """The commit of the branch ``ref`` names (``refs/heads/REF``, ``refs/remotes/REF``, or a
     full ``refs/heads/...``, ``refs/remotes/...`` name), or None: no such branch, or it is

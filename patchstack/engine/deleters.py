@@ -37,6 +37,15 @@ class Deleters:
     def __init__(self, git: Git, old_base: str | None, new_base: str, store: Store | None) -> None:
         self.git, self.old_base, self.new_base, self.store = git, old_base, new_base, store
         self._deleted_by: dict[str, Oid | None] = {}
+        self._early: list[tuple[set[str], Later]] = []
+
+    def start(self, paths: Sequence[str]) -> None:
+        """`deleted_later` of ``paths`` begun now, before any relocation asks (a refresh's or
+        a check's start, for the patches' files the drift deleted): git walks while the
+        replay merges, and a `deleted_later` asking any of them takes this walk's answer
+        (each path's answer is its own: the same whichever other paths a walk has)."""
+        if paths:
+            self._early.append((set(paths), self.deleted_later(paths)))
 
     def deleted(self, paths: Sequence[str]) -> dict[str, Oid | None]:
         """The commit that deleted each of ``paths`` (`Git.deleted_by_each`: one walk for
@@ -53,6 +62,9 @@ class Deleters:
         answer it would save 0.04 CPU s there: the newest deletion is far back)."""
         rng = f"{self.old_base}..{self.new_base}"
         wanted = [p for p in dict.fromkeys(paths) if p not in self._deleted_by]
+        early = [later for begun, later in self._early if begun.intersection(wanted)]
+        begun = {p for b, later in self._early if later in early for p in b}
+        wanted = [p for p in wanted if p not in begun]
         kept = self._kept([f"deleted {rng} {p}" for p in wanted])
         for p, found in zip(wanted, kept, strict=True):
             if found is not False:
@@ -61,6 +73,8 @@ class Deleters:
         walk = self.git.start_deleted_by_each(rng, wanted) if wanted else None
 
         def answer() -> dict[str, Oid | None]:
+            for later in early:  # (each answers once, and keeps what it found)
+                later()
             if walk is not None and any(p not in self._deleted_by for p in wanted):
                 walked = walk()
                 self._deleted_by.update(walked)
@@ -68,6 +82,16 @@ class Deleters:
             return {p: self._deleted_by[p] for p in paths}
 
         return Later(answer, walk.close if walk is not None else lambda: None)
+
+    def finish(self) -> None:
+        """The walks begun by `start` answered now, and kept (for a later command's stop)."""
+        for _paths, later in self._early:
+            later()
+
+    def close(self) -> None:
+        """End the walks begun by `start` that nobody asked."""
+        for _paths, later in self._early:
+            later.close()
 
     def removed_by(self, path: str, line: str) -> Oid | None:
         """`Git.removed_by` of the drift (kept as `deleted`'s answers are)."""

@@ -274,7 +274,10 @@ class LineIndex:
 
     def keep_prefetched(self) -> None:
         """A prefetch no stop took from: what it learnt kept joined for the drift (where
-        none is), for the ``--skip`` that meets the deleted file."""
+        none is), for the ``--skip`` that meets the deleted file; and the deletion walk
+        begun with it finished and kept (`Deleters.finish`)."""
+        if self.prefetch is not None and self.prefetch.walks is not None:
+            self.prefetch.walks.finish()
         if self.prefetch is None or self.prefetch.adopted or self.store is None:
             return
         if self.drift is None or self._drift_entry() is not None:

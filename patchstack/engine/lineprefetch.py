@@ -26,10 +26,12 @@ from ..git import Git
 from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
+from .deleters import Deleters
 from .linehashes import Joined, hashes_of
 from .lineindex import JOINED, MAX_BYTES, SECTION, read_entry
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
+NO_EARLY_DELETIONS = "PATCHSTACK_NO_EARLY_DELETIONS"  # set: the deletion walk begins at the stop
 SWITCH = 0.0005  # seconds: the interpreter's switch interval while the thread hashes
 _FILE_MODES = ("100644", "100755")
 
@@ -48,8 +50,9 @@ class Learnt:
 class Prefetch:
     """``blobs`` read and hashed in a thread, started now; `results` waits for them."""
 
-    def __init__(self, git: Git, blobs: list[str]) -> None:
+    def __init__(self, git: Git, blobs: list[str], walks: Deleters | None = None) -> None:
         self.blobs = blobs
+        self.walks = walks  # the drift's deletion walks, begun (`Deleters.start`)
         self._stream = start_blob_stream(git, blobs)
         self._found: dict[str, Learnt] = {}
         self._failed = False
@@ -86,8 +89,17 @@ class Prefetch:
         sys.setswitchinterval(self._interval)
         return {} if self._failed else self._found
 
+    def walks_of(self, old_base: str | None, new_base: str) -> Deleters | None:
+        """The deletion walks begun with the prefetch, when of the drift ``old_base`` ->
+        ``new_base``."""
+        w = self.walks
+        return w if w is not None and (w.old_base, w.new_base) == (old_base, new_base) else None
+
     def close(self) -> None:
-        """End the thread's git wherever it is, and the thread (which closes the stream)."""
+        """End the thread's git wherever it is, and the thread (which closes the stream),
+        and the deletion walks nobody asked."""
+        if self.walks is not None:
+            self.walks.close()
         self._stream.kill()
         self._thread.join()
         sys.setswitchinterval(self._interval)
@@ -106,7 +118,8 @@ def start(
     old_tree, new_tree = git.trees_of([Oid(old_base), Oid(new_base)])
     wanted = sorted(set(paths))
     was, now = git.entries_at(old_tree, wanted), git.entries_at(new_tree, wanted)
-    if not any(p not in now and was.get(p, ("", ""))[0] in _FILE_MODES for p in wanted):
+    gone = [p for p in wanted if p not in now and was.get(p, ("", ""))[0] in _FILE_MODES]
+    if not gone:
         return None
     diffs = git.raw_diffs([(old_tree, new_tree)])[0]
     blobs = list(dict.fromkeys(new for _om, mode, _o, new, _p in diffs if mode in _FILE_MODES))
@@ -120,4 +133,12 @@ def start(
             if not (joined is not None and joined.covers(b))
             and not read_entry(b, store.get(SECTION, b))[0]
         ]
-    return Prefetch(git, blobs) if blobs else None
+    if not blobs:
+        return None
+    walks = None
+    if os.environ.get(NO_EARLY_DELETIONS) != "1":
+        walks = Deleters(git, old_base, new_base, store)
+        # (which commit deleted each: `relocate` names it; with the files the series made,
+        # which a patch meets deleted when the one that made it is left out)
+        walks.start([p for p in wanted if p not in now])
+    return Prefetch(git, blobs, walks)

@@ -38,27 +38,36 @@ def traced_as_printed(
     ``walk``: `Git.line_changes` or what stands for it (`culprits.attribute`): each file's
     commits kept from an earlier command."""
     out = list(reports)
-
-    def whole(r: Conflict) -> bool:
-        shown = full is True or (not isinstance(full, bool) and r.patch in full)
-        return shown or r.superseded is not None
-
-    def paths(r: Conflict) -> list[str]:
-        return list(dict.fromkeys(h.path for h in r.hunks))
-
     primary = [i for i, r in enumerate(out) if r.kind == PRIMARY and r.hunks]
-    first = {i: paths(out[i]) if whole(out[i]) else paths(out[i])[:1] for i in primary}
+    first = {i: _paths(out[i]) if _whole(out[i], full) else _paths(out[i])[:1] for i in primary}
     out = _trace(git, out, first, old_base, target, walk)
     rest = {
-        i: paths(out[i])[1:]
+        i: _paths(out[i])[1:]
         for i in primary
-        if not whole(out[i]) and not any(h.upstream for h in out[i].hunks)
+        if not _whole(out[i], full) and not any(h.upstream for h in out[i].hunks)
     }
     out = _trace(git, out, {i: p for i, p in rest.items() if p}, old_base, target, walk)
     for i in primary:
         if out[i].superseded is not None:  # now judged with the hunks' commits
             out[i] = replace(out[i], superseded=superseded(out[i], git.show_file))
     return out
+
+
+def first_traced(reports: Sequence[Conflict], full: Sequence[str] | bool) -> list[str]:
+    """The files `traced_as_printed` walks first (a walk begun before it asks,
+    `KeptLines.start`)."""
+    primary = [r for r in reports if r.kind == PRIMARY and r.hunks]
+    firsts = (_paths(r) if _whole(r, full) else _paths(r)[:1] for r in primary)
+    return list(dict.fromkeys(p for paths in firsts for p in paths))
+
+
+def _whole(r: Conflict, full: Sequence[str] | bool) -> bool:
+    shown = full is True or (not isinstance(full, bool) and r.patch in full)
+    return shown or r.superseded is not None
+
+
+def _paths(r: Conflict) -> list[str]:
+    return list(dict.fromkeys(h.path for h in r.hunks))
 
 
 def _trace(

@@ -58,6 +58,7 @@ _AT_END = "the hunk is at a file's end"
 PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared line by line
 NO_JOINED = "PATCHSTACK_NO_DRIFT_LINES"  # set: the drift's candidates not kept joined
 _FILE_MODES = ("100644", "100755")
+_Conflict = tuple[Oid, Oid, Oid, MergeResult]  # a patch's two trees, where it went, its merge
 
 
 def _places(lines: list[str], line: str) -> list[int]:
@@ -126,7 +127,8 @@ class Relocator:
         joined = old_base and os.environ.get(NO_JOINED) != "1"
         self.index = LineIndex(git, store, plain, f"{old_base} {new_base}" if joined else None)
         self.index.prefetch = prefetch  # (`lineprefetch`: the new base's candidates, learnt)
-        self.walks = Deleters(git, old_base, new_base, self.store)
+        early = prefetch.walks_of(old_base, new_base) if prefetch is not None else None
+        self.walks = early or Deleters(git, old_base, new_base, self.store)
         self._lines: dict[str, list[str]] = {}
         self._line_sets: dict[str, list[str]] = {}  # tree -> its searched candidates' blobs
         self._paths_of: dict[str, dict[str, list[str]]] = {}  # tree -> blob -> its paths
@@ -166,41 +168,42 @@ class Relocator:
         kept; None when it did neither (or the old base is not known)."""
         return self.propose_all([(before, after, onto, merged)])[0]
 
-    def propose_all(
-        self, asked: Sequence[tuple[Oid, Oid, Oid, MergeResult]]
-    ) -> list[Proposal | None]:
+    def propose_all(self, asked: Sequence[_Conflict]) -> list[Proposal | None]:
         """`propose` of each of ``asked`` (`check`'s conflicts): all their blocks expected
         before the first is located, their lines looked up in one pass over each file's hashes
         (`lineindex`; ``PATCHSTACK_NO_SHARED_LINES=1``: one proposal at a time)."""
         if not self.index.shared:
-            return [self._finish(self._prepare(*a)) for a in asked]
-        ready = [self._prepare(*a) for a in asked]  # (and one walk for all their files)
+            return [self._finish(self._prepare([a])[0]) for a in asked]
+        ready = self._prepare(asked)  # (and one walk for all their files)
         walk = self.walks.deleted_later([p for r in ready if r is not None for p in r.gone])
         try:
             return [self._finish(r, walk) for r in ready]
         finally:
             walk.close()
 
-    def _prepare(self, before: Oid, after: Oid, onto: Oid, merged: MergeResult) -> _Asked | None:
-        gone = self.deleted(before, after, onto, merged)
-        split = self.split(before, after, onto, merged)
-        if not (gone or split) or not self.old_base:
-            return None
-        paths = sorted({*gone, *split})  # (the patch's diff of those files only)
-        text = self.git.diff_patch(before, after, paths).decode("utf-8", "surrogateescape")
-        diffs: dict[str, FileDiff] = {
-            f.old_path: f
-            for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
-            if f.old_path is not None and f.old_path in {*gone, *split} and not f.binary
-        }
-        missing = {p: m for p in split if (m := self._missing(p, diffs.get(p), onto))}
-        if not gone and not missing:
-            return None
-        blocks = [pair[0] for p in gone if p in diffs for h in diffs[p].hunks if (pair := sides(h))]
-        self.index.expect(
-            [*blocks, *(old for hunks in missing.values() for _k, old, _n, _l in hunks)]
-        )
-        return _Asked(before, after, onto, merged, gone, diffs, missing)
+    def _prepare(self, asked: Sequence[_Conflict]) -> list[_Asked | None]:
+        """Each of ``asked`` made ready to locate; the patches' diffs of the files that need
+        it read in one ``diff-tree`` (`Git.diff_patches`)."""
+        files = [(self.deleted(*a), self.split(*a)) for a in asked]
+        want = [bool(self.old_base and (f[0] or f[1])) for f in files]
+        pairs = [(a[0], a[1]) for a, w in zip(asked, want, strict=True) if w]
+        paths = sorted({p for f, w in zip(files, want, strict=True) if w for p in (*f[0], *f[1])})
+        texts, ready = iter(self.git.diff_patches(pairs, paths)), list[_Asked | None]()
+        for (before, after, onto, merged), (gone, split), w in zip(asked, files, want, strict=True):
+            text = next(texts).decode("utf-8", "surrogateescape") if w else ""
+            diffs: dict[str, FileDiff] = {
+                f.old_path: f
+                for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
+                if f.old_path is not None and f.old_path in {*gone, *split} and not f.binary
+            }
+            missing = {p: m for p in split if w and (m := self._missing(p, diffs.get(p), onto))}
+            if not w or not (gone or missing):
+                ready.append(None)
+                continue
+            blocks = [pr[0] for p in gone if p in diffs for h in diffs[p].hunks if (pr := sides(h))]
+            self.index.expect([*blocks, *(old for m in missing.values() for _k, old, _n, _l in m)])
+            ready.append(_Asked(before, after, onto, merged, gone, diffs, missing))
+        return ready
 
     def _finish(self, a: _Asked | None, shared: Later | None = None) -> Proposal | None:
         if a is None:

@@ -115,6 +115,33 @@ class Listings(History):
             *limit,
         ).stdout
 
+    def diff_patches(self, pairs: Sequence[tuple[str, str]], paths: Sequence[str]) -> list[bytes]:
+        """`diff_patch` of each (old, new) pair of trees or commits, limited to ``paths`` (or
+        not at all: the caller picks its files), all from one ``diff-tree --stdin``: git
+        echoes each pair's two tree ids before its patch, a line no patch line can be (a
+        patch's lines start with a space, ``+``, ``-``, ``\\`` or a header word; a binary
+        one's base85 holds no space)."""
+        if not pairs:
+            return []
+        trees = self.trees_of([x for pair in pairs for x in pair])
+        echoes = [f"{trees[2 * k]} {trees[2 * k + 1]}\n".encode() for k in range(len(pairs))]
+        wide = not paths or sum(map(len, paths)) > PATHSPEC_BYTES
+        out = self.run(
+            "diff-tree", "--stdin", "-p", "--no-renames", "--full-index", "--binary",
+            "--no-ext-diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
+            *([] if wide else ["--", *paths]), input=b"".join(echoes),
+        ).stdout  # fmt: skip
+        if not out.startswith(echoes[0]):
+            raise PatchstackError("git diff-tree --stdin did not echo the first pair")
+        starts = [0]
+        for echo in echoes[1:]:
+            at = out.find(b"\n" + echo, starts[-1] + len(echoes[len(starts) - 1]) - 1)
+            if at < 0:
+                raise PatchstackError(f"git diff-tree --stdin did not echo pair {len(starts)}")
+            starts.append(at + 1)
+        ends = [*starts[1:], len(out)]
+        return [out[s + len(e) : t] for s, e, t in zip(starts, echoes, ends, strict=True)]
+
     def commit_diff(self, commit: str, paths: Sequence[str]) -> bytes:
         """What ``commit`` did to ``paths`` (against its first parent), as a text patch."""
         return self.run(

@@ -167,7 +167,8 @@ class Series:
         return "".join(line.raw for line in self.lines)
 
     def with_base(self, sha: str, ref: str | None = None) -> Series:
-        """Set the ``# base:`` line, keeping the old ref label when none is given."""
+        """Set the ``# base:`` line, keeping the old ref label when none is given (None);
+        ``""``: the line names none."""
         found = self._base_line()
         if ref is None and found:
             ref = found[2]

@@ -16,6 +16,8 @@ label means here what it means for the generated cases:
 - upstream: git's pick at its place is empty, and its commit brought the change; no-op: it is
   empty only for want of a missing patch;
 - a culprit: ``git log -L``/``-S`` over the conflicting lines names it, or it changed them;
+  for a patch still deferred, shown again by the day after's ``check --verbose``, over the
+  range from the base its deferral's change was made on;
 - held, deferred marks, superseded, a refresh's tree, a patch brought back: as the oracle says.
 
 Prints confirmed / refuted / unknown per kind and each refuted label (a bug: the record's
@@ -534,6 +536,8 @@ def judge(work: Path, record: dict, limit: int = 200) -> Counting:
             day = Judged(o, two["label"], two["old"], two["new"], "refs/trial/day2")
             day.check()
             day.refresh()
+            if any(s["args"][-2:] == ["--verbose", "--json"] for s in record["steps"]):
+                day.again()  # (a record from before day_after.py recorded it has none)
         except Diverged as e:
             o.cannot("replay", f"the oracle asked for {e}, which the record does not hold")
     return o

@@ -14,7 +14,8 @@ copied to WORK (which must not exist) and left alone. In WORK, as a maintainer w
   shown), and ``refresh --continue``; a stop on another patch is ``refresh --skip``ped; a
   conflict that is not in lines (a file left absent) is ``refresh --abort``ed;
 - day two: ``status``, ``check --onto DAY2``, ``refresh --onto DAY2 --defer-conflicts``,
-  ``status``; then ``check`` and ``status`` once more, as the user reads them.
+  ``status``, ``check --onto DAY2 --verbose`` (each patch still deferred, its conflict shown
+  again); then ``check`` and ``status`` once more, as the user reads them.
 
 This is the order in which the label oracle (`tests/label_days.py`) drives its generated
 cases, so that `check_labels.py` replays this record through the same code. Each step keeps
@@ -144,13 +145,16 @@ class Session:
         return found
 
 
-def day(s: Session, label: str, ref: str) -> dict:
-    """status, check --onto REF, refresh --onto REF --defer-conflicts, status."""
+def day(s: Session, label: str, ref: str, again: bool = False) -> dict:
+    """status, check --onto REF, refresh --onto REF --defer-conflicts, status; ``again``:
+    then ``check --onto REF --verbose``, each deferred patch's conflict shown again."""
     s.phase = label
     s.json("status")
     s.json("check", "--onto", ref)
     data = s.json("refresh", "--onto", ref, "--defer-conflicts")
     s.json("status")
+    if again:
+        s.json("check", "--onto", ref, "--verbose")
     return data
 
 
@@ -230,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in primaries:
         record["brought_back"][name] = bring_back(s, name, rounds)
     record["days"][1]["old"] = record["days"][0]["new"]
-    day(s, "day after", "refs/trial/day2")
+    day(s, "day after", "refs/trial/day2", again=True)
     s.phase = "reading"
     s.json("check")
     s.ps("status")

@@ -147,9 +147,10 @@ class KeptLines:
         return self.digest
 
     def start(self, rng: str, paths: Sequence[str], trailer: str | None) -> None:
-        """Begin walking those of ``paths`` not kept (a stop's guess at what it will trace)."""
+        """Begin walking those of ``paths`` not kept (a stop's guess at what it will trace,
+        the first files `check` traces); ``PATCHSTACK_NO_EARLY_WALK=1``: walked when traced."""
         old, _sep, new = rng.partition("..")
-        if not (_is_id(old) and _is_id(new)):
+        if not (_is_id(old) and _is_id(new)) or os.environ.get(EARLY) is not None:
             return
         key = f"lines {rng} {trailer} {self.inputs()}"
         wanted = self._wanted(self._files(key), paths)[1]

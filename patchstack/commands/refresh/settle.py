@@ -130,7 +130,8 @@ def finish(
     upstream = held - deferred  # kept in the series by a mark
     evidence = {n: e for n, h in judged.items() if h.verdict == UPSTREAM and (e := h.evidence)}
     marks = upstream_marks(series, state, upstream, evidence)
-    new_series = series.with_base(new_base, state.new_ref).with_marks(deferrals, marks)
+    line = state.new_ref if state.base_line is None else state.base_line
+    new_series = series.with_base(new_base, line).with_marks(deferrals, marks)
     dropped = set()
     if state.drop_merged:  # only what an upstream commit is proven to have brought
         for name in sorted(upstream & evidence.keys(), key=series.index):

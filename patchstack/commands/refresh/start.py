@@ -95,6 +95,16 @@ def _target(git: Git, series: Series, stack: Stack, onto: str | None) -> _Target
     return _Target("rebased" if stack.applied else "pull", stack.base, None, stack)
 
 
+def _base_line(ws: Checkout, series: Series, onto: str | None, new_base: Oid) -> str | None:
+    """The REF the base line names after ``--onto`` (`tracked.base_line_ref`); None without
+    one (the series' own is kept)."""
+    if not onto:
+        return None
+    from ..tracked import base_line_ref  # (not for a resumed refresh)
+
+    return base_line_ref(ws, series, onto, new_base)
+
+
 def refresh(
     ws: Checkout,
     onto: str | None = None,
@@ -193,6 +203,7 @@ def refresh(
             resolver=resolver_setting.command if resolver_setting else None,
             resolver_seconds=resolver_setting.seconds if resolver_setting else None,
             publish_from=stack.head if publish else None,
+            base_line=_base_line(ws, series, onto, target.new_base),
             probe_seconds=probe_seconds,
         )
         placer = Placer(engine, Oid(target.new_base), [s.name for s in state.steps])

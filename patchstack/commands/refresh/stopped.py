@@ -66,6 +66,9 @@ class State:
     probe_seconds: float | None = None
     # ``--publish ff``: the tip before the refresh, which the published merge follows.
     publish_from: str | None = None
+    # The REF the base line names after it (`tracked.base_line_ref`; "": none); None: the
+    # series' own is kept (no --onto).
+    base_line: str | None = None
 
     @property
     def verb(self) -> str:
@@ -135,5 +138,13 @@ def traced_from(git: Git, series: Series, name: str, state: State) -> str | None
     mark = series.deferred.get(name)
     if not state.undefer or state.old_base != state.new_base or mark is None:
         return state.old_base
-    made = git.merge_base(mark.commit, state.new_base)
-    return made if made and made != state.new_base else state.old_base
+    return made_on(git, mark.commit, state.new_base) or state.old_base
+
+
+def made_on(git: Git, commit: str, target: str) -> str | None:
+    """The base a deferred patch's change (its deferral's ``commit``) was made on, as the
+    target's history holds it (their merge base): where the upstream commits that made it
+    conflict are traced from, for a patch still deferred as for one brought back (the series
+    base moved on past them: the day after). None where it is the target itself or none."""
+    made = git.merge_base(commit, target)
+    return made if made and made != target else None
