@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -581,19 +582,20 @@ def _compare(what: str, ours: Outcome, ref: Outcome) -> list[str]:
     return diffs
 
 
-SWITCHES = {
-    "PATCHSTACK_NO_FAST_PATH": "1",
-    "PATCHSTACK_NO_SCRATCH": "1",
-    "PATCHSTACK_NO_LINE_PREFETCH": "1",  # (a stop's relocation learns its candidates itself)
-    "PATCHSTACK_NO_RESUMED_RENAMES": "1",
-    "PATCHSTACK_NO_EARLY_WALK": "1",  # (a stop walks the culprits' files when it traces)
-    "PATCHSTACK_NO_RAW_SECTIONS": "1",  # (the cache: each section read marshalled anew)
-    "PATCHSTACK_NO_SAME_INDEX": "1",  # (an index of the same bytes: write-tree again)
-    "PATCHSTACK_NO_WHOLE_JOINED": "1",  # (a skip copies each candidate's kept hashes out)
-    "PATCHSTACK_NO_WRITTEN_TREES": "1",  # (a tree written in process: read back from git)
-    "PATCHSTACK_NO_EARLY_INPUTS": "1",  # (merge_inputs lists the work tree when it asks)
-    "PATCHSTACK_NO_BATCH_COMMAND": "1",  # (cat-file --batch-check and --batch, two processes)
-}
+PACKAGE = Path(__file__).resolve().parent.parent / "patchstack"
+
+
+def switches() -> list[str]:
+    """Every ``PATCHSTACK_NO_*`` switch the package reads (a new one is turned off too)."""
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        found.update(re.findall(r"PATCHSTACK_NO_[A-Z_]+[A-Z]", path.read_text()))
+    return sorted(found)
+
+
+# The plain path: every shortcut off (the fast path, the scratch store, the caches, the early
+# walks and listings, the prefetched lines, the batched merges, ...).
+SWITCHES = dict.fromkeys(switches(), "1")
 
 
 def run_patchstack(repo: Repo, stack_head: str, base: str, shortcuts: bool) -> dict[str, object]:

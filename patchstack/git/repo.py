@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 from ..errors import PatchstackError
 from ..model.ids import ObjectFormat, Oid
@@ -12,7 +13,7 @@ from .index import TempIndex
 from .interactive import Interactive
 from .linked import Linked
 from .mail import Mail
-from .merge import Merges
+from .merge import MergeResult, Merges
 from .process import check_version, learn_version, run_git, version_env
 from .refs import Refs
 from .similarity import Similarity
@@ -21,6 +22,29 @@ from .worktree import Worktree
 
 class Git(Worktree, Linked, Merges, Similarity, Refs, Mail, Interactive):
     """A repository: runs git there and returns values (ids, paths, listings)."""
+
+    def merge_trees(
+        self, base: str, ours: str, theirs: str, labels: tuple[str, str]
+    ) -> MergeResult:
+        return self._no_null_entries(super().merge_trees(base, ours, theirs, labels))
+
+    def merge_commits(self, ours: str, theirs: str, labels: tuple[str, str]) -> MergeResult:
+        return self._no_null_entries(super().merge_commits(ours, theirs, labels))
+
+    def _no_null_entries(self, merged: MergeResult) -> MergeResult:
+        """git 2.39's merge-ort can write, for a file/folder conflict at a path the other
+        side's folder rename moved, a tree entry of no mode and the null id (``git
+        cherry-pick`` then fails: "cache entry has null sha1"), and every later read of that
+        tree fails ("malformed mode in tree entry"): a refresh's skip could not show the next
+        stop, and ``check`` without the shortcuts stopped with an error (structural seed 310).
+        Such an entry names no content: the merge's tree is taken without it."""
+        if merged.clean or not merged.conflicted:
+            return merged
+        found = self.entries_at(merged.tree, list(merged.conflicted))
+        null = {path: None for path, (_mode, oid) in found.items() if self.fmt.is_null(oid)}
+        if not null:
+            return merged
+        return replace(merged, tree=self.edit_tree(merged.tree, null))
 
     def temp_index(self) -> TempIndex:
         return TempIndex(self)

@@ -164,6 +164,32 @@ class Trees(Objects):
             self._memo[("changed-entries", old, new)] = tuple(found)
         return found
 
+    def folder_for_file(self, old: str, new: str) -> bool:
+        """Has the tree ``new`` a folder at a path where ``old`` has a file (a blob, a link or a
+        gitlink)? Walked in process through the folders that differ, level by level; each pair
+        of folders found to have none is remembered for the command, so that the trees of one
+        replay (which share most of their folders with its two bases) are compared once."""
+        clean: set[tuple[str, str]] = self._memo.setdefault(("folder-for-file",), set())
+        pending = [(old, new)]
+        seen: list[tuple[str, str]] = []
+        while pending:
+            pending = [p for p in dict.fromkeys(pending) if p not in clean and p[0] != p[1]]
+            self._read_trees([t for pair in pending for t in pair])
+            deeper: list[tuple[str, str]] = []
+            for a, b in pending:
+                right = self._tree_records(b)
+                for name, was in self._tree_records(a).items():
+                    now = right.get(name)
+                    if now is None or now == was or now[0] != "040000":
+                        continue
+                    if was[0] != "040000":
+                        return True
+                    deeper.append((was[1], now[1]))
+            seen += pending
+            pending = deeper
+        clean.update(seen)
+        return False
+
     def is_id(self, name: str) -> bool:
         """Is ``name`` an object id (what it names never changes), not a ref or a revision?"""
         return len(name) == self.fmt.hexsz and _HEXDIGITS.issuperset(name)
