@@ -11,12 +11,12 @@ so, the lines at its ends repeated beside it; next to it only when they are of t
 base side, as the merge met them), and the region grows to what that change replaced.
 Where the region is empty (its lines taken out, or inserted by a later commit) only a change
 that took out lines of the hunk's base side meets it, and it grows to those alone: lines
-inserted around it, or other lines taken out (or replaced) there, are none of the hunk's. A
-commit that created the file (a move or copy from another file, or a new file) brought the lines there;
-the trace ends with it (a point there has no lines it brought). The commits found are
-ranked oldest first (the one that changed the patch's lines first), at most `SHOWN`; a
-region that cannot be placed (binary, or only an earlier patch's lines) has none:
-"unknown", never a guess.
+inserted around it, or other lines taken out (or replaced) there, are none of the hunk's.
+A commit that created the file (a move or copy from another file, or a new file) brought
+the lines there; the trace ends with it (a point there has no lines it brought). The
+commits found are ranked oldest first (the one that changed the patch's lines first), at
+most `SHOWN`; a region that cannot be placed (binary, or only an earlier patch's lines) has
+none: "unknown", never a guess.
 """
 
 from __future__ import annotations
