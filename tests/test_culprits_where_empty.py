@@ -5,6 +5,7 @@ kernel-timers: each checked against ``git log -L`` and the label oracle."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from patchstack.engine.culprits import _back
@@ -81,6 +82,41 @@ def test_lines_taken_out_where_upstream_s_line_was_inserted_later_are_none_of_th
     assert judged(repo, base) == []
 
 
+def test_a_change_that_replaced_none_of_the_hunk_s_lines_around_a_point_is_no_culprit(
+    tmp_path: Path,
+) -> None:
+    """evo-v3's server_args.py:1253 made small (issue 33 item 6): a later commit inserted the
+    hunk's upstream lines (``u``) between two lines (``k 1``, ``k 2``) that an earlier commit
+    wrote in place of lines none of the hunk's (``m``), moving ``k 1``/``k 2`` there and
+    taking ``t`` out. From the point ``u`` was inserted at, that replacement took out none of
+    the hunk's base lines: it meets nothing there, and the ``m`` edit before it changed none
+    of the hunk's lines (the trace grew to all the replacement took out and named both).
+    ``git log -L`` over ``u`` names the insertion alone."""
+    pre, t, body, m, post = (
+        numbered(n, p) for n, p in ((5, "pre"), (5, "t"), (6, "l"), (4, "m"), (5, "post"))
+    )
+    repo = make_repo(tmp_path / "fork", {"a.py": pre + "k 1\n" + t + "k 2\n" + body + m + post})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "t 3\n", "t 3 mine\n")
+    repo.ps("new", "p1", "--tag", "essential", "a.py")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "m 2\n", "m 2 edited\n")
+    repo.commit_all("upstream edits m 2")
+    repo.write("a.py", pre + body + "r 1\nk 1\nk 2\nr 2\n" + post)
+    moved = repo.commit_all("upstream takes t out and writes k 1, k 2 in place of m")
+    replace_line(repo, "a.py", "k 1\n", "k 1\n" + numbered(3, "u"))
+    inserted = repo.commit_all("upstream inserts u between k 1 and k 2")
+    replace_line(repo, "a.py", body, "")
+    repo.commit_all("upstream takes the l lines out")
+    repo.git("checkout", "-q", "main")
+    hunks = re.findall(r"^@@ (\S+ \S+) @@", repo.git("show", "-U0", moved), re.M)
+    assert hunks == ["-6,7 +5,0", "-19,4 +12,4"], hunks  # the shape: m replaced
+    assert log_l(repo, base, 8, 10, "a.py") == [inserted]
+    assert culprits_of(repo) == [[inserted]]
+    assert judged(repo, base) == []
+
+
 def numbered_fork(tmp_path: Path) -> tuple[Repo, str]:
     """p1 inserts ``mine`` after line 10 of a.c (20 numbered lines); left on ``up`` at the
     base."""
@@ -126,6 +162,7 @@ def test_a_point_inside_inserted_lines_is_met_only_by_lines_of_the_hunk_s_base()
     assert _back([(4, 0, 5, 5)], (7, 7)) == (True, (5, 5))
     base = lambda a0, a1: (a0 + 1, a0 + 3)  # noqa: E731
     assert _back([(4, 6, 5, 5)], (7, 7), own=base) == (True, (5, 7))
-    assert _back([(4, 6, 5, 5)], (7, 7), own=none) == (True, (4, 10))
+    # a replacement around it of none of the hunk's base lines: not met either (issue 33 item 6)
+    assert _back([(4, 6, 5, 5)], (7, 7), own=none) == (False, (4, 4))
     # a deletion where the region is empty, of none of its lines: not met
     assert _back([(4, 3, 3, 0)], (4, 4), own=none) == (False, (7, 7))

@@ -11,12 +11,12 @@ so, the lines at its ends repeated beside it; next to it only when they are of t
 base side, as the merge met them), and the region grows to what that change replaced.
 Where the region is empty (its lines taken out, or inserted by a later commit) only a change
 that took out lines of the hunk's base side meets it, and it grows to those alone: lines
-inserted around it, or other lines taken out there, are none of the hunk's. A commit that
-created the file (a move or copy from another file, or a new file) brought the lines there;
-the trace ends with it (a point there has no lines it brought). The commits found are
-ranked oldest first (the one that changed the patch's lines first), at most `SHOWN`; a
-region that cannot be placed (binary, or only an earlier patch's lines) has none:
-"unknown", never a guess.
+inserted around it, or other lines taken out (or replaced) there, are none of the hunk's.
+A commit that created the file (a move or copy from another file, or a new file) brought
+the lines there; the trace ends with it (a point there has no lines it brought). The
+commits found are ranked oldest first (the one that changed the patch's lines first), at
+most `SHOWN`; a region that cannot be placed (binary, or only an earlier patch's lines) has
+none: "unknown", never a guess.
 """
 
 from __future__ import annotations
@@ -163,14 +163,16 @@ def _back(
         if s == e and own is not None:
             # where the region is empty (its lines were inserted later, or upstream took them
             # out) a change is the hunk's only as far as what it took out holds the hunk's
-            # base lines: lines inserted around the point or a deletion of none of them did
-            # not change them, and the region grows to them alone, not to all the change
-            # replaced (kernel-timers: a class taken out there named the commits that changed
-            # its other methods; an insertion of lines around a fork line named its commit)
+            # base lines: lines inserted around the point, or a deletion or a replacement of
+            # none of them, did not change them, and the region grows to them alone, not to
+            # all the change replaced (kernel-timers: a class taken out there named the
+            # commits that changed its other methods; an insertion of lines around a fork
+            # line named its commit; evo-v3: lines written in place of others none of the
+            # hunk's, where a later commit inserted its lines, named an edit of those others)
             mine = own(*took) if took[1] > took[0] else None
-            if mine is None and (sp[2] == sp[3] or took[1] == took[0]):
+            if mine is None:
                 continue
-            took = mine or took
+            took = mine
         met.append(took)
     if s == e:  # a point between lines s - 1 and s
         if not met:
