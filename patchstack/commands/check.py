@@ -43,6 +43,7 @@ from .refresh.kept import KeptLines
 from .refresh.knockons import kept_on
 from .refresh.resolutions import Resolutions
 from .refresh.settle import Verdict
+from .refresh.start import prefetch_lines
 from .refresh.stopped import made_on
 from .state import make_engine, read_stack, resolve_rev
 from .tracked import upstream_target
@@ -124,7 +125,7 @@ def check(
     engine = make_engine(ws, series, stack)
     lines = None
     try:
-        lines = _prefetch(ws, engine, series, target)
+        lines = prefetch_lines(ws, engine, series, target)
         chain = old_chain(git, engine, series)
         where = ws.display(ws.series_path)
         plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))
@@ -261,15 +262,6 @@ def relocated(
             report = replace(report, relocations=proposal.relocations)
         out.append(report)
     return out
-
-
-def _prefetch(ws: Checkout, engine: Engine, series: Series, target: Oid) -> Prefetch | None:
-    """`lineprefetch.start` for the files the series' patches change, as a refresh starts it
-    (``PATCHSTACK_NO_LINE_PREFETCH=1``: the relocations learn them after the replay)."""
-    from ..engine import lineprefetch
-
-    paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
-    return lineprefetch.start(ws.git, ws.store, series.base, target, paths)
 
 
 def _placed_again(

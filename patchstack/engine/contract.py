@@ -230,19 +230,17 @@ def place_region(
     made = git.files_of(result.tree)
     if not set(made) <= have:
         return None
-    if not result.clean and folders_for_files(git, before, tree):
+    # Has ``tree`` (ours) a folder where ``before`` (the base) has a file? Then a conflicting
+    # merge of the whole trees may say more than the cut's: git's merge-ort (2.39) reports every
+    # such path the patch's side leaves alone as "CONFLICT (file/directory): directory in the way
+    # of PATH from THEIRS; moving it to PATH~THEIRS instead" (its tree keeps ours' folder, no
+    # file is moved: the merge's own words, in its conflict report), so such a conflict is the
+    # whole merge's (structural seed 278, `tests/test_structural.py`). A path inside the cut
+    # costs the whole merge too, where the cut's merge would have said the same.
+    if not result.clean and git.folder_for_file(before, tree):
         return None
     return replace(result, tree=put_back(git, tree, git.files_of(cuts[1]), made))
 
-
-def folders_for_files(git: Git, before: str, tree: str) -> bool:
-    """Has ``tree`` (ours) a folder where ``before`` (the base) has a file? Then a conflicting
-    merge of the whole trees may say more than the cut's: git's merge-ort (2.39) reports every
-    such path the patch's side leaves alone as "CONFLICT (file/directory): directory in the way
-    of PATH from THEIRS; moving it to PATH~THEIRS instead" (its tree keeps ours' folder, no
-    file is moved: the merge's own words, in its conflict report), so such a conflict is the
-    whole merge's (structural seed 278, `tests/test_structural.py`). A path inside the cut
-    costs the whole merge too, where the cut's merge would have said the same."""
     return git.folder_for_file(before, tree)
 
 

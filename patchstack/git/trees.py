@@ -333,9 +333,8 @@ class Trees(Objects):
                 kept[name] = entry
         if not kept:
             return None
-        # The entries in git's order, each serialized once: an edit of a folder of n entries
-        # changes a few of them (in place, found by bisection), not all n sorted and written
-        # again (a replay edits the same large folders at each step: 0.3-0.5 s a check).
+        # The entries in git's order, each serialized once: an edit changes the few it names
+        # (found by bisection), not all n sorted and written again (a replay's large folders).
         entries, keys = self._serialized(tree, records)
         entries, keys = list(entries), list(keys)
         for name, entry in changes.items():
@@ -353,7 +352,8 @@ class Trees(Objects):
         if not os.environ.get(WRITTEN_OFF):
             # Read back as `_read_trees` would (a replay's next step reads the tree it just
             # made, folder by folder): no ``cat-file`` round trip for what was just written.
-            self._memo[("tree-records", made)] = kept
+            names = (k[:-1] if k.endswith(b"/") else k for k in keys)  # (names hold no /)
+            self._memo[("tree-records", made)] = {n: kept[n] for n in names}  # git's order
             self._memo[("tree-serialized", made)] = (entries, keys)
         return made
 

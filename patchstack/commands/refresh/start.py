@@ -181,7 +181,7 @@ def refresh(
 
         if moved and not defer_conflicts:  # a patch's file upstream deleted: its stop's
             # candidates learnt meanwhile (deferred, a conflict follows no code)
-            lines = _prefetch(ws, engine, series, target.new_base)
+            lines = prefetch_lines(ws, engine, series, target.new_base)
 
         state = State(
             old_base=series.base,
@@ -264,9 +264,9 @@ def _upstream_moved(ws: Checkout, series: Series) -> str | None:
     return up.name if is_ancestor(ws, base, up.oid) else None
 
 
-def _prefetch(ws: Checkout, engine: Engine, series: Series, new_base: str) -> Prefetch | None:
+def prefetch_lines(ws: Checkout, engine: Engine, series: Series, new_base: str) -> Prefetch | None:
     """`lineprefetch.start` for the files the series' patches change (from the summaries
-    the proof keeps: no patch file parsed for it)."""
+    the proof keeps: no patch file parsed for it): a refresh's and a check's."""
     from ...engine import lineprefetch
 
     paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
