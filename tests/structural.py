@@ -38,13 +38,9 @@ from .conftest import Repo
 from .differential import Case, Files, GitCannotJudge, Outcome
 
 
-def switches() -> list[str]:
-    return differential.switches()
-
-
 @contextmanager
 def shortcuts_off(off: bool) -> Iterator[None]:
-    names = switches()
+    names = differential.switches()
     saved = {k: os.environ.get(k) for k in names}
     if off:
         os.environ.update(dict.fromkeys(names, "1"))
@@ -76,18 +72,7 @@ def _binary(tag: str, n: int) -> bytes:
     return b"\x00\x01BIN " + tag.encode() + b"\x00" + body
 
 
-class _Gen:
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
-        self.counter = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def text(self, tag: str, n: int) -> bytes:
-        return "".join(f"{tag} line {i}\n" for i in range(n)).encode()
-
+class _Gen(differential._Gen):  # (its seeded rng, fresh names and numbered texts)
     def of_kind(self, files: Files, kind: str) -> list[str]:
         def is_kind(mode: str, content: bytes) -> bool:
             if kind == "link":
