@@ -241,8 +241,6 @@ def place_region(
         return None
     return replace(result, tree=put_back(git, tree, git.files_of(cuts[1]), made))
 
-    return git.folder_for_file(before, tree)
-
 
 def put_back(git: Git, tree: str, gone: Iterable[str], made: Mapping[str, tuple[str, str]]) -> Oid:
     """``tree`` with the files ``gone`` removed, then the files ``made`` written: in one
