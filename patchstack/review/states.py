@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..commands.refresh import contained
 from ..commands.refresh.hunks import HunkRecord
 from ..commands.refresh.resolutions import BadRecord, Record, Recorded, parse_record
-from ..model.marks import DEFERRED, UPSTREAM, Deferral, Mark, Upstream
+from ..model.marks import DEFERRED, UPSTREAM, Mark, Upstream
 
 STATES = ("deferred", "upstream", "no-op", "resolved to nothing", "brought back")
 NO_OP = "no-op"
@@ -68,10 +68,7 @@ def view(mark: Mark | None, subject: Callable[[str], str] | None = None) -> Mark
     if isinstance(mark, Upstream):
         said = subject(mark.evidence) if subject and mark.evidence else ""
         return MarkView(UPSTREAM, mark.commit, evidence=mark.evidence, subject=said)
-    if isinstance(mark, Deferral):
-        return MarkView(DEFERRED, mark.commit, root=mark.root)
-    kind = getattr(mark, "KIND", "mark")
-    return MarkView(kind, getattr(mark, "commit", ""), root=getattr(mark, "root", None))
+    return MarkView(DEFERRED, mark.commit, root=mark.root)
 
 
 def state_word(old: MarkView | None, new: MarkView | None, resolved_now: bool) -> str | None:
