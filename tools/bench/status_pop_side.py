@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
@@ -58,17 +58,11 @@ def main() -> int:
     env = Env(workdir, [sys.executable, "-m", "patchstack"])
     infofile = os.path.join(workdir, "info.json")
     if os.path.exists(infofile):
-        import json
-
         with open(infofile) as f:
             info = json.load(f)
     else:
-        import json
-
         t0 = time.perf_counter()
-        info = gen.generate(
-            fixdir, n_files=a.files, sizes=[a.patches], n_upstream=300, seed=a.seed
-        )
+        info = gen.generate(fixdir, n_files=a.files, sizes=[a.patches], n_upstream=300, seed=a.seed)
         with open(infofile, "w") as f:
             json.dump(info, f)
         print(f"fixture built in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -112,7 +106,8 @@ def main() -> int:
     print(f"\n{n} patches, {a.runs} runs each, alternated; medians (min-max)")
     print(f"{'version':<44} {'command':<26} {'CPU s':>22} {'wall s':>22}")
     for ver in names:
-        for key in ("--version", "status", "status (again)", "pop --all", "git reset --keep <base>"):
+        keys = ("--version", "status", "status (again)", "pop --all", "git reset --keep <base>")
+        for key in keys:
             rs = got[(ver, key)]
             cpu = [c for c, _ in rs]
             wall = [w for _, w in rs]
@@ -133,7 +128,7 @@ def main() -> int:
             )
     same = all(len(outs[(v, "status")]) == 1 for v in names)
     print(f"status printed the same bytes in every run of each version: {same}")
-    if len({next(iter(outs[(v, 'status')])) for v in names}) > 1:
+    if len({next(iter(outs[(v, "status")])) for v in names}) > 1:
         print("the versions' status outputs differ")
     print(f"load now: {os.getloadavg()}")
     return 0
