@@ -126,6 +126,17 @@ def main() -> int:
                 f"  pop --all {med['pop --all']:.3f} s {what} / bound (--version + 1.5x reset"
                 f" --keep) {bound:.3f} s = {med['pop --all'] / bound:.2f}x"
             )
+    if len(names) == 2:  # each run's second version less its first, run by run (paired)
+        first, second = names
+        print(f"\n{second[-30:]} less {first[-30:]}, run by run: median (min-max)")
+        for key in ("status", "status (again)", "pop --all"):
+            for attr, what in ((0, "CPU"), (1, "wall")):
+                pairs = zip(got[(first, key)], got[(second, key)], strict=True)
+                d = [b[attr] - a[attr] for a, b in pairs]
+                print(
+                    f"  {key:<16} {what:<5} {statistics.median(d):+.3f} s"
+                    f" ({min(d):+.3f} to {max(d):+.3f})"
+                )
     same = all(len(outs[(v, "status")]) == 1 for v in names)
     print(f"status printed the same bytes in every run of each version: {same}")
     if len({next(iter(outs[(v, "status")])) for v in names}) > 1:
