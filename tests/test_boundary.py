@@ -311,11 +311,11 @@ DASH_C = (
 def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
     tmp_path: Path,
 ) -> None:
-    """The same commands run plainly, as ``git -c ... patchstack`` (git's own way, through the
-    ``git-patchstack`` command), with the same ``GIT_CONFIG_PARAMETERS`` set and with the same
-    settings in the user's configuration file print the same: the conflict's upstream commit
-    traced (a diff without ``a/``/``b/`` lost it), the knock-on, the non-ASCII path; the
-    refresh leaves the same tree and series."""
+    """The same commands run plainly and as ``git -c ... patchstack`` (git's own way, through
+    the ``git-patchstack`` command) print the same: the conflict's upstream commit traced (a
+    diff without ``a/``/``b/`` lost it), the knock-on, the non-ASCII path; the refresh leaves
+    the same tree and series. With the same ``GIT_CONFIG_PARAMETERS`` set, and with the same
+    settings in the user's configuration file, status and check print the same too."""
     import shutil
     import subprocess
 
@@ -346,8 +346,8 @@ def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
         ("check", "--onto", "up"),
         ("refresh", "--onto", "up", "--defer-conflicts", "--json"),
         ("review",),
-        ("status",),
     )
+    reading = commands[:2]  # the other two ways: a status and the check whose walk broke
     parameters = " ".join(f"'{k}'='{v}'" for k, v in (kv.split("=") for kv in DASH_C))
     config = tmp_path / "users.gitconfig"
     sections = (kv.split(".", 1) for kv in DASH_C)
@@ -367,13 +367,15 @@ def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
 
-    said = {how: [run(how, args) for args in commands] for how in copies}
+    said = {how: [run(how, args) for args in commands] for how in ("plain", "dash-c")}
+    said |= {how: [run(how, args) for args in reading] for how in ("parameters", "config")}
     check = json.loads(said["plain"][1][1])
     traced = [u["subject"] for h in check["conflicts"][0]["hunks"] for u in h["upstream_commits"]]
     assert traced == ["upstream reworks line 10"]
     assert "+ 1 knock-on(s) waiting for it: p2.patch" in said["plain"][2][1]
-    assert said["dash-c"] == said["plain"] and said["parameters"] == said["plain"]
-    assert said["config"] == said["plain"]  # the same in the user's configuration file
-    trees = {Repo(p).tree() for p in copies.values()}
-    series = {(p / "patches" / "series").read_bytes() for p in copies.values()}
-    assert len(trees) == 1 and len(series) == 1
+    assert said["dash-c"] == said["plain"]
+    assert said["parameters"] == said["config"] == said["plain"][:2]
+    refreshed = [copies["plain"], copies["dash-c"]]
+    assert Repo(refreshed[0]).tree() == Repo(refreshed[1]).tree()
+    series = {(p / "patches" / "series").read_bytes() for p in refreshed}
+    assert len(series) == 1
