@@ -469,9 +469,9 @@ class Oracle:
 
     def touches(self, commit: str, path: str, expected: list[str], near: int) -> bool:
         """``commit`` changes ``path`` inside the span the hunk's base lines (``expected``)
-        have in its parent: it removes some of them or inserts between them (a move within the
-        file, a block wrapped around them, which ``-S`` does not see and ``-L`` over lines
-        now gone cannot follow)."""
+        have in its parent: its diff (`changed`) removes some of them or inserts between them
+        (a move within the file, a block wrapped around them, which ``-S`` does not see and
+        ``-L`` over lines now gone cannot follow)."""
         text = self.git.run("show", f"{commit}^:{path}", check=False).split("\n")
         start = self.place(f"{commit}^", path, expected, near)
         if start:
@@ -510,12 +510,44 @@ class Oracle:
                 k = len(expected) - 1 - expected[::-1].index(own[-1])
                 while k + 1 < len(expected) and last < len(text) and text[last] == expected[k + 1]:
                     last, k = last + 1, k + 1
-        diff = self.git.run("diff", "-U0", "--no-color", f"{commit}^", commit, "--", path)
-        for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? ", diff, re.M):
-            a, n = int(m.group(1)), int(m.group(2) or "1")
+        for a, n in self.changed(commit, path):
             if (n == 0 and first <= a < last) or (n and a <= last and a + n - 1 >= first):
                 return True
         return False
+
+    def changed(self, commit: str, path: str) -> list[tuple[int, int]]:
+        """The lines of its parent's ``path`` that ``commit``'s diff changes, as (start, count)
+        of each ``-U0`` hunk's old side (count 0: an insertion after line start): the diff of
+        the whole commit with renames detected, as ``git log -L`` follows them, so a rename
+        alone changes no line and a rename with edits changes those lines only; a file the
+        commit deletes, every line."""
+        diff = self.git.run(
+            "-c",
+            "core.quotePath=false",
+            "diff",
+            "-U0",
+            "-M",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            f"{commit}^",
+            commit,
+        )
+        spans: list[tuple[int, int]] = []
+        old: str | None = None
+        for line in diff.split("\n"):
+            if line.startswith("diff --git "):
+                old = None
+            elif line.startswith("--- "):
+                name = line[4:].rstrip("\t")
+                old = name[2:] if name.startswith("a/") else None
+            elif line.startswith("@@ -") and old == path:
+                m = re.match(r"@@ -(\d+)(?:,(\d+))? ", line)
+                if m:
+                    spans.append((int(m.group(1)), int(m.group(2) or "1")))
+        return spans
 
     def place(self, rev: str, path: str, lines: list[str], near: int) -> int:
         """Where ``lines`` stand in ``rev``'s ``path`` (1-based; the match nearest ``near``, a

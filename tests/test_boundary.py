@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import git as gitpython
@@ -291,3 +292,90 @@ def test_git_commands_in_the_users_config_change_nothing(
     repo.ps("pop")
     repo.ps("push")
     assert repo.head() == head
+
+
+# `git -c KEY=VALUE patchstack ...`: git hands the -c entries on in GIT_CONFIG_PARAMETERS,
+# which it reads after GIT_CONFIG_COUNT, the pinned entries' place (`git.process`).
+DASH_C = (
+    "color.ui=always",
+    "core.quotePath=true",
+    "diff.noprefix=true",
+    "diff.mnemonicPrefix=true",
+    "diff.interHunkContext=5",
+    "log.showRoot=false",
+    "log.showSignature=true",
+    "log.decorate=full",
+)
+
+
+def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
+    tmp_path: Path,
+) -> None:
+    """The same commands run plainly and as ``git -c ... patchstack`` (git's own way, through
+    the ``git-patchstack`` command) print the same: the conflict's upstream commit traced (a
+    diff without ``a/``/``b/`` lost it), the knock-on, the non-ASCII path; the refresh leaves
+    the same tree and series. With the same ``GIT_CONFIG_PARAMETERS`` set, and with the same
+    settings in the user's configuration file, status and check print the same too."""
+    import shutil
+    import subprocess
+
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a"), "ü dir/ö.py": numbered(20)})
+    base = repo.head()
+    repo.ps("init")
+    replace_line(repo, "a.py", "a 10\n", "a 10 mine\n")
+    repo.write("new.py", numbered(10, "new"))
+    repo.ps("new", "p1", "--tag", "essential", "a.py", "new.py")
+    replace_line(repo, "new.py", "new 5\n", "new 5 tuned\n")
+    repo.ps("new", "p2", "--tag", "essential")
+    replace_line(repo, "ü dir/ö.py", "line 3\n", "line 3 mine\n")
+    repo.ps("new", "p3", "--tag", "diagnostic")
+    repo.git("add", "patches")
+    repo.git("commit", "-qm", "series")
+    repo.git("checkout", "-q", "-b", "up", base)
+    replace_line(repo, "a.py", "a 10\n", "a 10 upstream\n")
+    replace_line(repo, "ü dir/ö.py", "line 15\n", "line 15 upstream\n")
+    repo.commit_all("upstream reworks line 10")
+    repo.git("checkout", "-q", "main")
+    copies = {how: tmp_path / how for how in ("plain", "dash-c", "parameters", "config")}
+    for place in copies.values():
+        shutil.copytree(repo.path, place, symlinks=True)
+
+    commands = (
+        ("status", "--json"),
+        ("check", "--onto", "up", "--json"),
+        ("check", "--onto", "up"),
+        ("refresh", "--onto", "up", "--defer-conflicts", "--json"),
+        ("review",),
+    )
+    reading = commands[:2]  # the other two ways: a status and the check whose walk broke
+    parameters = " ".join(f"'{k}'='{v}'" for k, v in (kv.split("=") for kv in DASH_C))
+    config = tmp_path / "users.gitconfig"
+    sections = (kv.split(".", 1) for kv in DASH_C)
+    config.write_text("".join(f"[{section}]\n\t{entry}\n" for section, entry in sections))
+
+    def run(how: str, args: tuple[str, ...]) -> tuple[int, str]:
+        env = dict(os.environ)
+        if how == "parameters":
+            env["GIT_CONFIG_PARAMETERS"] = parameters
+        if how == "config":
+            env["GIT_CONFIG_GLOBAL"] = str(config)
+        argv = ["git", *[w for kv in DASH_C for w in ("-c", kv)]] if how == "dash-c" else []
+        argv += ["git", "patchstack"] if how != "dash-c" else ["patchstack"]
+        proc = subprocess.run(
+            [*argv, *args], cwd=copies[how], env=env, capture_output=True, text=True
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
+
+    said = {how: [run(how, args) for args in commands] for how in ("plain", "dash-c")}
+    said |= {how: [run(how, args) for args in reading] for how in ("parameters", "config")}
+    check = json.loads(said["plain"][1][1])
+    traced = [u["subject"] for h in check["conflicts"][0]["hunks"] for u in h["upstream_commits"]]
+    assert traced == ["upstream reworks line 10"]
+    assert "+ 1 knock-on(s) waiting for it: p2.patch" in said["plain"][2][1]
+    assert said["dash-c"] == said["plain"]
+    assert said["parameters"] == said["config"] == said["plain"][:2]
+    refreshed = [copies["plain"], copies["dash-c"]]
+    assert Repo(refreshed[0]).tree() == Repo(refreshed[1]).tree()
+    series = {(p / "patches" / "series").read_bytes() for p in refreshed}
+    assert len(series) == 1

@@ -82,6 +82,30 @@ def test_a_deletion_beside_the_pinned_line_that_the_hunks_base_holds_there_touch
     assert not o.touches(revert, "f.c", expected[1:2] + expected[3:], 6)
 
 
+def test_a_commit_that_only_renames_the_file_touches_none_of_its_lines(tmp_path: Path) -> None:
+    """A commit touches lines of a file iff its diff changes them, renames detected as ``git
+    log -L`` follows them: renaming ``f.c`` changes no line of it (the old definition read
+    ``git diff -- f.c``, a deletion of every line); a rename that also edits a line in the
+    span touches it, one that edits a line outside does not."""
+    body = "".join(f"int v{i} = {i};\n" for i in range(20))
+    repo = make_repo(tmp_path / "fork", {"f.c": body})
+    expected = [f"int v{i} = {i};" for i in range(8, 12)]
+    repo.git("mv", "f.c", "g.c")
+    moved = repo.commit_all("rename f.c to g.c")
+    repo.git("checkout", "-q", moved + "^")
+    repo.git("mv", "f.c", "h.c")
+    repo.write("h.c", body.replace("v9 = 9", "v9 = 90"))
+    inside = repo.commit_all("rename f.c to h.c, and edit line 10")
+    repo.git("checkout", "-q", moved + "^")
+    repo.git("mv", "f.c", "k.c")
+    repo.write("k.c", body.replace("v18 = 18", "v18 = 180"))
+    outside = repo.commit_all("rename f.c to k.c, and edit line 19")
+    o = Oracle(repo)
+    assert not o.touches(moved, "f.c", expected, 9)
+    assert o.touches(inside, "f.c", expected, 9)
+    assert not o.touches(outside, "f.c", expected, 9)
+
+
 def test_a_conflict_is_placed_by_gits_merge_with_patchstacks_markers(
     tmp_path: Path,
 ) -> None:

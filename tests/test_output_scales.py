@@ -465,3 +465,44 @@ def test_a_whole_stop_fits_the_budget_after_many_patches_placed(tmp_path) -> Non
     assert "aborted" in verbose
     full = repo.ps("refresh", "--onto", "up", "--verbose", code=1).stdout
     assert all(f"  upstream  Take-u{i:02}.patch" in full for i in range(12))
+
+
+def test_a_summary_line_of_long_names_is_capped_and_verbose_and_json_keep_all(tmp_path) -> None:
+    """Names as `import branch` makes them (up to 60 characters) and an upstream subject of 90:
+    the root's line cuts the subject to `SUBJECT_SHOWN` characters and its knock-ons' line names
+    the first that fit in `LINE_WIDTH` (`cli.output.some_names`), then counts the rest; with
+    --verbose both are whole, and --json names every knock-on."""
+    from patchstack.cli.conflicttext import SUBJECT_SHOWN
+    from patchstack.cli.output import LINE_WIDTH
+
+    repo = make_repo(tmp_path / "fork", {"a.py": numbered(40, "a")})
+    base = repo.head()
+    repo.ps("init")
+    root = "root-patch-that-creates-the-module-and-changes-the-tenth-line"
+    repo.write("a.py", repo.read("a.py").replace("a 10\n", "a 10 mine\n"))
+    repo.write("new.py", numbered(10, "new"))
+    repo.ps("new", root, "--tag", "essential", "a.py", "new.py")
+    waiting = [
+        f"knock-on-{k}-tunes-line-{k}-of-the-module-its-root-patch-creates" for k in range(5)
+    ]
+    for k, name in enumerate(waiting):
+        repo.write("new.py", repo.read("new.py").replace(f"new {k + 1}\n", f"new {k + 1} tuned\n"))
+        repo.ps("new", name, "--tag", "essential")
+    subject = "upstream reworks line 10 of a.py, " + "and says at length why it had to " * 2
+    repo.git("checkout", "-q", "-b", "up", base)
+    repo.write("a.py", repo.read("a.py").replace("a 10\n", "a 10 upstream\n"))
+    repo.commit_all(subject.strip())
+    repo.git("checkout", "-q", "main")
+
+    out = repo.ps("check", "--onto", "up", code=1).stdout.splitlines()
+    knock = next(ln for ln in out if "knock-on(s) waiting for it" in ln)
+    assert knock == f"      + 5 knock-on(s) waiting for it: {waiting[0]}.patch and 4 more"
+    line = next(ln for ln in out if f"conflict  {root}.patch" in ln)
+    assert line.endswith(subject[: SUBJECT_SHOWN - 3].rstrip() + "...")
+    assert all(len(ln) <= 2 * LINE_WIDTH for ln in out)
+    verbose = repo.ps("check", "--onto", "up", "--verbose", code=1).stdout
+    assert f"+ 5 knock-on(s) waiting for it: {', '.join(w + '.patch' for w in waiting)}" in verbose
+    assert subject.strip() in verbose
+    data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
+    knock_ons = [c["patch"] for c in data["conflicts"] if c["kind"] == "knock-on"]
+    assert knock_ons == [w + ".patch" for w in waiting]

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from .output import verdict_word
+from .output import fitted, some_names, verdict_word
 
 STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the patch's size
 REPORT_FLOOR = 24  # lines a report keeps at a stop whose lines above it are many
@@ -272,7 +272,8 @@ def _capped_diff(before: list[str], after: list[str]) -> list[str]:
     return shown
 
 
-KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose
+KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose (`some_names`)
+SUBJECT_SHOWN = 50  # characters of an upstream subject on a summary line without --verbose
 
 
 def evidence_note(v: Any) -> str:
@@ -325,13 +326,17 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
         if len(files) > 1:
             where += f" (+{len(files) - 1} more)"
         commits = [u for h in c.hunks for u in h.upstream]
-        upstream = f"  {commits[0].oid[:10]} {commits[0].subject}" if commits else ""
+        upstream = ""
+        if commits:
+            subject = fitted(commits[0].subject, SUBJECT_SHOWN, verbose)
+            upstream = f"  {commits[0].oid[:10]} {subject}".rstrip()
         lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
         if c.superseded is not None:
             by = f" by {c.superseded.oid[:10]}" if c.superseded.oid else ""
             lines.append(f"      superseded{by}? upstream's side already has every line it adds")
         if c.culprits:
-            lines.append(f"      needs the unselected {', '.join(c.culprits)} (--with-deps)")
+            unselected = some_names(c.culprits, verbose)
+            lines.append(f"      needs the unselected {unselected} (--with-deps)")
         if c.held:  # primary, and waiting for its root (`engine.needs`)
             lines.append(f"      it waits for {c.root} too: {c.note}")
         lines += _knock_on_line(c.patch, under, verbose)
@@ -349,6 +354,5 @@ def _knock_on_line(root: str, under: dict[str, list[str]], verbose: bool) -> lis
     names = under.get(root, [])
     if not names:
         return []
-    listed = names if verbose or len(names) <= KNOCK_ONS_SHOWN else names[:KNOCK_ONS_SHOWN]
-    more = f" and {len(names) - len(listed)} more" if len(listed) < len(names) else ""
-    return [f"      + {len(names)} knock-on(s) waiting for it: {', '.join(listed)}{more}"]
+    listed = some_names(names, verbose, KNOCK_ONS_SHOWN)
+    return [f"      + {len(names)} knock-on(s) waiting for it: {listed}"]

@@ -279,6 +279,36 @@ def verdict_counts(verdicts: Any) -> str:
     return f"{n} patch{'es' if n != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
 
 
+LINE_WIDTH = 100  # characters of patch names one summary line lists without --verbose
+
+
+def some_names(names: Any, verbose: bool, most: int = 3, width: int = LINE_WIDTH) -> str:
+    """``a.patch, b.patch and 5 more``: the one rule for a summary line that names patches (a
+    root's knock-ons, the unselected patches a conflict needs). Without ``verbose`` the first
+    names, at most ``most`` of them, while they fit in ``width`` characters, and never fewer
+    than one; how many more, counted. With ``verbose`` (and in ``--json``) every name."""
+    names = list(names)
+    listed = names[:1]
+    if verbose:
+        listed = names
+    else:
+        for name in names[1:most]:
+            if len(", ".join([*listed, name])) > width:
+                break
+            listed.append(name)
+    more = f" and {len(names) - len(listed)} more" if len(listed) < len(names) else ""
+    return ", ".join(listed) + more
+
+
+def fitted(text: str, most: int, verbose: bool) -> str:
+    """``text`` cut to ``most`` characters (its last three ``...``) without ``verbose``; whole
+    with it. Only prose, such as an upstream commit's subject whose commit id the line keeps:
+    never a name (a patch, a path), which `some_names` leaves whole or counts."""
+    if verbose or len(text) <= most:
+        return text
+    return text[: most - 3].rstrip() + "..."
+
+
 def names_line(verb: str, names: Any, verbose: bool, shown: int = 10, where: str = "") -> str:
     """``popped 200 patch(es): a, b, ... and 190 more`` (all of them with --verbose)."""
     names = list(names)

@@ -10,9 +10,12 @@ is done), and with an environment that makes its output independent of the user:
 - ``GIT_LITERAL_PATHSPECS=1``: a path is a path, never a glob or pathspec magic
   (``app/[slug]/page.tsx`` names one file);
 - configuration that would change what plumbing prints is pinned with ``GIT_CONFIG_COUNT``
-  (the strongest source git has, stronger than any configuration file): no colour, no
-  signatures or mailmap in logs, UTF-8 log output, unquoted paths (listings
-  use ``-z`` anyway); for a command that only reads, no hook (`quiet_hooks`);
+  (stronger than any configuration file): no colour, no signatures or mailmap in logs, UTF-8
+  log output, unquoted paths (listings use ``-z`` anyway), diffs with git's ``a/`` and ``b/``;
+  for a command that only reads, no hook (`quiet_hooks`). Run as ``git -c KEY=VALUE
+  patchstack`` (git passes ``-c`` on in ``GIT_CONFIG_PARAMETERS``, which it reads after
+  ``GIT_CONFIG_COUNT``), the pinned entries go at the end of ``GIT_CONFIG_PARAMETERS``
+  instead, so that no ``-c`` overrides them either;
 - ``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` and ``GIT_PREFIX`` of the caller are
   dropped: patchstack finds the repository itself and names its index explicitly.
 
@@ -48,6 +51,13 @@ PINNED_CONFIG: tuple[tuple[str, str], ...] = (
     ("i18n.logOutputEncoding", "UTF-8"),
     ("core.pager", "cat"),
     ("advice.detachedHead", "false"),
+    # what a diff of `log -p` looks like to the readers of one (`history`): ``a/``, ``b/``
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.srcPrefix", "a/"),
+    ("diff.dstPrefix", "b/"),
+    ("diff.interHunkContext", "0"),  # -U0 hunks stay apart
+    ("log.showRoot", "true"),  # a root commit's lines are its own
 )
 
 # Set for a command that only reads: no repository hook fires for its git processes.
@@ -74,18 +84,28 @@ def sealed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every git process (the caller's, sealed as described above)."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env.update(LC_ALL="C", LANGUAGE="C", GIT_TERMINAL_PROMPT="0", GIT_LITERAL_PATHSPECS="1")
-    try:
-        count = int(env.get("GIT_CONFIG_COUNT", "0"))
-    except ValueError:
-        count = 0
-    for key, value in pinned():
-        env[f"GIT_CONFIG_KEY_{count}"] = key
-        env[f"GIT_CONFIG_VALUE_{count}"] = value
-        count += 1
-    env["GIT_CONFIG_COUNT"] = str(count)
+    parameters = env.get("GIT_CONFIG_PARAMETERS", "")
+    if parameters.strip():  # `git -c` (read last): the pinned entries last of all
+        said = " ".join(f"{_sq(key)}={_sq(value)}" for key, value in pinned())
+        env["GIT_CONFIG_PARAMETERS"] = f"{parameters} {said}"
+    else:
+        try:
+            count = int(env.get("GIT_CONFIG_COUNT", "0"))
+        except ValueError:
+            count = 0
+        for key, value in pinned():
+            env[f"GIT_CONFIG_KEY_{count}"] = key
+            env[f"GIT_CONFIG_VALUE_{count}"] = value
+            count += 1
+        env["GIT_CONFIG_COUNT"] = str(count)
     if extra:
         env.update(extra)
     return env
+
+
+def _sq(text: str) -> str:
+    """``text`` quoted as git quotes a ``GIT_CONFIG_PARAMETERS`` word (``sq_quote``)."""
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 # What ``git rev-parse --local-env-vars`` lists (git 2.38 to 2.50), should git not answer.
