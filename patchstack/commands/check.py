@@ -156,6 +156,9 @@ def check(
             progress=counted,
             resolve=settle,
             hold=holds,
+            # the report is the regions' lines, which no label changes: markers are relabelled
+            # only where a recorded resolution reads them (dflash_v2: 62 trees not rewritten)
+            relabel=records.may_settle(),
         )
         _top, commits = commit_chain(engine, target, done)
         shown = labels(series.base, target, name)

@@ -208,9 +208,14 @@ class Objects(GitBase):
             except FileNotFoundError:  # the folder was removed meanwhile (a git prune)
                 os.makedirs(folder, exist_ok=True)
         try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o444)  # whatever the umask, as git leaves them
-                f.write(packed)
+            try:
+                if not throwaway:  # whatever the umask, as git leaves them (a scratch
+                    os.fchmod(fd, 0o444)  # object is read by this command's git only)
+                view = memoryview(packed)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
