@@ -116,6 +116,10 @@ class LineIndex:
         self._order: list[int] = []
         self._upto: dict[str, int] = {}
         self._since: dict[int, set[int]] = {}  # at -> `_order[at:]`, of this `_order`
+        # shared: which blobs have each hash looked for, of the blobs `_each` met (each
+        # blob's `_hits` entered once: a tree asked after another differs by a few files)
+        self._holders: dict[int, set[str]] = {}
+        self._entered: dict[str, set[int]] = {}  # blob -> its `_hits` entered in `_holders`
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
@@ -370,10 +374,23 @@ class LineIndex:
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
         if self.shared:
             self._look(wanted)
+            holders, entered = self._holders, self._entered
             for b in blobs:
-                for h in self._hits_of(b).intersection(wanted):
-                    for ln in by_hash[h]:
-                        found[ln].add(b)
+                hits = self._hits_of(b)
+                was = entered.get(b)
+                if was is not hits:  # (a blob's hits only grow, as a new set)
+                    for h in hits if was is None else hits - was:
+                        if h in holders:
+                            holders[h].add(b)
+                        else:
+                            holders[h] = {b}
+                    entered[b] = hits
+            asked = set(blobs)
+            for h, lns in by_hash.items():
+                have = holders.get(h)
+                if have:
+                    for ln in lns:
+                        found[ln] = have & asked
             return found
         hits = self._hits if wanted <= self._looked else {}
         for b in blobs:
