@@ -376,15 +376,15 @@ class LineIndex:
             self._look(wanted)
             holders, entered = self._holders, self._entered
             for b in blobs:
-                hits = self._hits_of(b)
+                has = self._hits_of(b)
                 was = entered.get(b)
-                if was is not hits:  # (a blob's hits only grow, as a new set)
-                    for h in hits if was is None else hits - was:
+                if was is not has:  # (a blob's hits only grow, as a new set)
+                    for h in has if was is None else has - was:
                         if h in holders:
                             holders[h].add(b)
                         else:
                             holders[h] = {b}
-                    entered[b] = hits
+                    entered[b] = has
             asked = set(blobs)
             for h, lns in by_hash.items():
                 have = holders.get(h)
