@@ -116,8 +116,8 @@ class LineIndex:
         self._order: list[int] = []
         self._upto: dict[str, int] = {}
         self._since: dict[int, set[int]] = {}  # at -> `_order[at:]`, of this `_order`
-        # shared: which blobs have each hash looked for, of the blobs `_each` met (each
-        # blob's `_hits` entered once: a tree asked after another differs by a few files)
+        # shared: the blobs `_each` met that have each hash looked for (each one's `_hits`
+        # entered once: a tree asked after another differs by a few files)
         self._holders: dict[int, set[str]] = {}
         self._entered: dict[str, set[int]] = {}  # blob -> its `_hits` entered in `_holders`
         self._kept: Joined | None | bool = False  # False: not read yet
@@ -374,23 +374,16 @@ class LineIndex:
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
         if self.shared:
             self._look(wanted)
-            holders, entered = self._holders, self._entered
+            holders, entered, asked = self._holders, self._entered, set(blobs)
             for b in blobs:
-                has = self._hits_of(b)
-                was = entered.get(b)
+                has, was = self._hits_of(b), entered.get(b)
                 if was is not has:  # (a blob's hits only grow, as a new set)
                     for h in has if was is None else has - was:
-                        if h in holders:
-                            holders[h].add(b)
-                        else:
-                            holders[h] = {b}
+                        holders.setdefault(h, set()).add(b)
                     entered[b] = has
-            asked = set(blobs)
             for h, lns in by_hash.items():
-                have = holders.get(h)
-                if have:
-                    for ln in lns:
-                        found[ln] = have & asked
+                for ln in lns if h in holders else ():
+                    found[ln] = holders[h] & asked
             return found
         hits = self._hits if wanted <= self._looked else {}
         for b in blobs:

@@ -208,14 +208,9 @@ class Objects(GitBase):
             except FileNotFoundError:  # the folder was removed meanwhile (a git prune)
                 os.makedirs(folder, exist_ok=True)
         try:
-            try:
-                if not throwaway:  # whatever the umask, as git leaves them (a scratch
-                    os.fchmod(fd, 0o444)  # object is read by this command's git only)
-                view = memoryview(packed)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), 0o444)  # whatever the umask, as git leaves them
+                f.write(packed)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
