@@ -171,3 +171,31 @@ def test_check_begins_its_walk_before_it_triages(
     monkeypatch.setenv(SWITCH, "1")
     assert repo.ps("check", "--onto", "upstream", code=1).stdout == early
     assert walks == [("triage", ()), ("now", ("a.py",))], walks
+
+
+def test_check_guesses_no_walk_of_more_files_than_a_pathspec_takes(
+    tmp_path: Path, walks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guess of more files than git is given as a pathspec (kernel-timers: 17) would be a
+    walk of every commit's every file when asked: none is begun, and the walk of the files
+    traced first begins after the triage, as before the guess."""
+    import patchstack.commands.check as check_command
+    from patchstack.git.history import PATHSPEC_MAX
+
+    from .refresh_fixtures import make_fork
+
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    real, guess = check_command.reports, check_command.first_guessed
+
+    def triaged(*args, **kwargs):  # type: ignore[no-untyped-def]
+        walks.append(("triage", ()))
+        return real(*args, **kwargs)
+
+    def many(conflicts):  # type: ignore[no-untyped-def]
+        return [*guess(conflicts), *(f"gone/f{k}.py" for k in range(PATHSPEC_MAX))]
+
+    monkeypatch.setattr(check_command, "reports", triaged)
+    monkeypatch.setattr(check_command, "first_guessed", many)
+    text = repo.ps("check", "--onto", "upstream", code=1).stdout
+    assert walks == [("triage", ()), ("early", ("a.py",))], walks
+    assert "  conflict  near.patch" in text

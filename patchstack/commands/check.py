@@ -31,6 +31,7 @@ from ..engine.replay import (
 from ..engine.triage import Failed, Waiting, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
+from ..git.history import PATHSPEC_MAX
 from ..journal.refusals import refresh_error
 from ..model import trailers
 from ..model.conflict import Conflict
@@ -162,9 +163,11 @@ def check(
         )
         lazy = ws.printed is not None  # the short output: trace what it prints only
         walk = KeptLines(ws, None) if lazy and kept_on() else None
-        if walk is not None:  # (the walk of the files it will trace first begun: git walks
-            # while the conflicts are triaged and relocated)
-            walk.start(f"{series.base}..{target}", first_guessed(conflicts), trailers.PATCH)
+        guessed = first_guessed(conflicts)
+        if walk is not None and len(guessed) <= PATHSPEC_MAX:  # (the walk of the files it
+            # will trace first begun: git walks while the conflicts are triaged and relocated;
+            # more files than a pathspec takes would be a walk of everything)
+            walk.start(f"{series.base}..{target}", guessed, trailers.PATCH)
         _top, commits = commit_chain(engine, target, done)
         shown = labels(series.base, target, name)
         again = _placed_again(ws, engine, series, plan, commits, target, full, shown)
