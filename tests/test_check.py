@@ -154,3 +154,30 @@ def test_a_hunks_there_now_says_upstream_made_it_only_where_traced_there(tmp_pat
         "      + a 10 up\n" in knock_on
     )
     assert "upstream made" not in knock_on and culprit[:10] in knock_on
+
+
+def test_check_relabels_markers_only_where_a_record_reads_them(tmp_path, monkeypatch) -> None:
+    """check's report is the conflict regions' lines, which no marker label changes: its
+    merges keep git's labels (no blob rewritten, no tree edited) unless a recorded
+    resolution, which reads the markers, may settle the conflict; the report is the same."""
+    import patchstack.engine.merging as merging
+
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    relabelled: list[bytes] = []
+    real = merging.relabel
+
+    def counted(data: bytes, names, base_label: str) -> bytes:
+        relabelled.append(data)
+        return real(data, names, base_label)
+
+    monkeypatch.setattr(merging, "relabel", counted)
+    plain = repo.ps("check", "--onto", "upstream", "--json", code=1).stdout
+    text = repo.ps("check", "--onto", "upstream", code=1).stdout
+    assert relabelled == []
+    [hunk] = json.loads(plain)["conflicts"][0]["hunks"]
+    assert hunk["expected"] == ["a 10", "a 11"] and hunk["now"] == ["a 10", "a 11 upstream"]
+
+    (repo.path / "patches" / "resolutions").mkdir()  # (empty: nothing settles, all the same)
+    assert repo.ps("check", "--onto", "upstream", "--json", code=1).stdout == plain
+    assert repo.ps("check", "--onto", "upstream", code=1).stdout == text
+    assert relabelled and all(b"<<<<<<< " in r for r in relabelled)

@@ -144,3 +144,58 @@ def test_a_gitattributes_the_stop_writes_has_the_early_walk_made_again(
     assert [s.split("conflict in patch ", 1)[1].split()[0] for s in stops] == ["A.patch", "B.patch"]
     assert "upstream commits: unknown" in stops[1] or "unknown" in stops[1].split("g.py:5:")[1]
     assert ("early", ("g.py",)) in made and ("now", ("g.py",)) in made, made
+
+
+def test_check_begins_its_walk_before_it_triages(
+    tmp_path: Path, walks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check's short output traces the first file of each primary conflict: the walk of the
+    files the replay's conflicts say git left markers in (`printed.first_guessed`) begins as
+    the replay ends, before the triage's merges (git walks while Python triages), and the
+    trace takes it; the output is what walking when traced prints."""
+    import patchstack.commands.check as check_command
+
+    from .refresh_fixtures import make_fork
+
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    real = check_command.reports
+
+    def triaged(*args, **kwargs):  # type: ignore[no-untyped-def]
+        walks.append(("triage", ()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(check_command, "reports", triaged)
+    early = repo.ps("check", "--onto", "upstream", code=1).stdout
+    assert walks == [("early", ("a.py",)), ("triage", ())], walks
+    walks.clear()
+    monkeypatch.setenv(SWITCH, "1")
+    assert repo.ps("check", "--onto", "upstream", code=1).stdout == early
+    assert walks == [("triage", ()), ("now", ("a.py",))], walks
+
+
+def test_check_guesses_no_walk_of_more_files_than_a_pathspec_takes(
+    tmp_path: Path, walks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guess of more files than git is given as a pathspec (kernel-timers: 17) would be a
+    walk of every commit's every file when asked: none is begun, and the walk of the files
+    traced first begins after the triage, as before the guess."""
+    import patchstack.commands.check as check_command
+    from patchstack.git.history import PATHSPEC_MAX
+
+    from .refresh_fixtures import make_fork
+
+    repo = make_fork(tmp_path / "fork", conflict=True)
+    real, guess = check_command.reports, check_command.first_guessed
+
+    def triaged(*args, **kwargs):  # type: ignore[no-untyped-def]
+        walks.append(("triage", ()))
+        return real(*args, **kwargs)
+
+    def many(conflicts):  # type: ignore[no-untyped-def]
+        return [*guess(conflicts), *(f"gone/f{k}.py" for k in range(PATHSPEC_MAX))]
+
+    monkeypatch.setattr(check_command, "reports", triaged)
+    monkeypatch.setattr(check_command, "first_guessed", many)
+    text = repo.ps("check", "--onto", "upstream", code=1).stdout
+    assert walks == [("triage", ()), ("early", ("a.py",))], walks
+    assert "  conflict  near.patch" in text

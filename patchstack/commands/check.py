@@ -17,7 +17,7 @@ from ..engine.contract import place
 from ..engine.evidence import recorded as recorded_commit
 from ..engine.merging import blame
 from ..engine.placer import Placer
-from ..engine.printed import first_traced, traced_as_printed
+from ..engine.printed import first_guessed, first_traced, traced_as_printed
 from ..engine.relocate import Relocator
 from ..engine.renames import RenameProof
 from ..engine.replay import (
@@ -31,6 +31,7 @@ from ..engine.replay import (
 from ..engine.triage import Failed, Waiting, reports
 from ..engine.verdicts import UPSTREAM, Held, classify, held
 from ..git import MergeResult
+from ..git.history import PATHSPEC_MAX
 from ..journal.refusals import refresh_error
 from ..model import trailers
 from ..model.conflict import Conflict
@@ -156,7 +157,17 @@ def check(
             progress=counted,
             resolve=settle,
             hold=holds,
+            # the report is the regions' lines, which no label changes: markers are relabelled
+            # only where a recorded resolution reads them (dflash_v2: 62 trees not rewritten)
+            relabel=records.may_settle(),
         )
+        lazy = ws.printed is not None  # the short output: trace what it prints only
+        walk = KeptLines(ws, None) if lazy and kept_on() else None
+        guessed = first_guessed(conflicts)
+        if walk is not None and len(guessed) <= PATHSPEC_MAX:  # (the walk of the files it
+            # will trace first begun: git walks while the conflicts are triaged and relocated;
+            # more files than a pathspec takes would be a walk of everything)
+            walk.start(f"{series.base}..{target}", guessed, trailers.PATCH)
         _top, commits = commit_chain(engine, target, done)
         shown = labels(series.base, target, name)
         again = _placed_again(ws, engine, series, plan, commits, target, full, shown)
@@ -168,7 +179,6 @@ def check(
         tick = (lambda d, t: progress(n + d, n + t - 1)) if progress else None  # noqa: E731
         missing = [*series.deferred, *holds.names, *(c[0] for c in conflicts)]
         waits = waiting(holds.held, plan, done, git.tree_of(target), missing)
-        lazy = ws.printed is not None  # the short output: trace what it prints only
         reports = _reports(
             ws,
             series,
@@ -184,8 +194,7 @@ def check(
             placer.renames,
             attribute=not lazy,
         )
-        walk = KeptLines(ws, None) if lazy and kept_on() else None
-        if walk is not None:  # (the first files' walk begun: git walks while relocating)
+        if walk is not None and walk.early is None:  # (none guessed: begun now)
             walk.start(f"{series.base}..{target}", first_traced(reports, full), trailers.PATCH)
         reports = relocated(ws, plan, conflicts, reports, series.base, target, lines)
         if lazy:  # each file's walk kept (`KeptLines`): a refresh after it walks it no more

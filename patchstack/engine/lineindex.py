@@ -116,6 +116,10 @@ class LineIndex:
         self._order: list[int] = []
         self._upto: dict[str, int] = {}
         self._since: dict[int, set[int]] = {}  # at -> `_order[at:]`, of this `_order`
+        # shared: the blobs `_each` met that have each hash looked for (each one's `_hits`
+        # entered once: a tree asked after another differs by a few files)
+        self._holders: dict[int, set[str]] = {}
+        self._entered: dict[str, set[int]] = {}  # blob -> its `_hits` entered in `_holders`
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
@@ -370,10 +374,16 @@ class LineIndex:
         found: dict[bytes, set[str]] = {ln: set() for ln in lines}
         if self.shared:
             self._look(wanted)
+            holders, entered, asked = self._holders, self._entered, set(blobs)
             for b in blobs:
-                for h in self._hits_of(b).intersection(wanted):
-                    for ln in by_hash[h]:
-                        found[ln].add(b)
+                has, was = self._hits_of(b), entered.get(b)
+                if was is not has:  # (a blob's hits only grow, as a new set)
+                    for h in has if was is None else has - was:
+                        holders.setdefault(h, set()).add(b)
+                    entered[b] = has
+            for h, lns in by_hash.items():
+                for ln in lns if h in holders else ():
+                    found[ln] = holders[h] & asked
             return found
         hits = self._hits if wanted <= self._looked else {}
         for b in blobs:

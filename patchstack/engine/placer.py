@@ -192,7 +192,7 @@ class Placer:
         return self.stream.tree_of(self.parent)
 
     def merge(
-        self, i: int, step: Step, tree: Oid, labels: tuple[str, str], base_label: str
+        self, i: int, step: Step, tree: Oid, labels: tuple[str, str], base_label: str | None
     ) -> MergeResult:
         """Patch i (``step``) merged onto ``tree`` (= T[i]), as `contract.place` would: on its
         paths alone where that is proven the same (`contract.place_region`), else from the

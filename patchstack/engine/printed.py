@@ -9,10 +9,11 @@ was a third of its time on a real drift. Here the reports come untraced
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..git import Git
+from ..git import Git, MergeResult
 from ..model.conflict import Conflict
 from . import culprits
 from .culprits import Walk
@@ -59,6 +60,23 @@ def first_traced(reports: Sequence[Conflict], full: Sequence[str] | bool) -> lis
     primary = [r for r in reports if r.kind == PRIMARY and r.hunks]
     firsts = (_paths(r) if _whole(r, full) else _paths(r)[:1] for r in primary)
     return list(dict.fromkeys(p for paths in firsts for p in paths))
+
+
+# git's words for a conflict that leaves markers in PATH (merge-ort: content, add/add)
+_MARKED = re.compile(r"^CONFLICT \((?:content|add/add)\): Merge conflict in (.+)$", re.MULTILINE)
+
+
+def first_guessed(conflicts: Sequence[tuple[str, str, MergeResult]]) -> list[str]:
+    """`first_traced`'s files as the replay's conflicts (name, tree, merge) tell them before
+    they are triaged or read: each one's first conflicted file git says it left markers in,
+    so the walk begins while the reports are built (git walks while Python triages). A
+    guess: a knock-on's file, or one whose patch is shown whole, is walked for nothing or
+    when traced; what is traced is the same either way (`KeptLines.start`)."""
+    guessed: list[str] = []
+    for _name, _tree, merged in conflicts:
+        marked = set(_MARKED.findall(merged.messages))
+        guessed += [p for p in merged.conflicted if p in marked][:1]
+    return list(dict.fromkeys(guessed))
 
 
 def _whole(r: Conflict, full: Sequence[str] | bool) -> bool:

@@ -120,6 +120,7 @@ def replay(
     go_on: Callable[[str, Oid, MergeResult], bool] | None = None,
     hold: Needs | None = None,
     renames: RenameProof | None = None,
+    relabel: bool = True,
 ) -> tuple[list[Done], list[tuple[str, Oid, MergeResult]]]:
     """Carry steps[start:] onto ``tree``. Stops at the first conflict unless ``keep_going``
     (then the conflicting patch is left out). Returns the done patches and the conflicts as
@@ -135,9 +136,12 @@ def replay(
     committed in one fast-import stream with the old chain's blob ids, with no merge; the
     others are merged with git's merge-ort, as without one (``renames``: the rename proof of
     a replay without one, `renames.RenameProof`). ``progress(done, total)`` is called after
-    each step.
+    each step. ``relabel=False``: a conflicting merge's markers keep git's labels (the
+    throwaway commits'), for a command that shows no merged file (`check`: its report is the
+    regions' lines, which no label changes).
     """
     done: list[Done] = []
+    base_label = labels[1] if relabel else None
     conflicts: list[tuple[str, Oid, MergeResult]] = []
     if placer is not None:
         placer.begin(steps, start, tree, skip, background=keep_going)
@@ -177,9 +181,11 @@ def replay(
         else:
             name_labels = (labels[0], step.name)
             merged = (
-                placer.merge(i, step, tree, name_labels, labels[1])
+                placer.merge(i, step, tree, name_labels, base_label)
                 if placer is not None
-                else place_fast(git, step.before, tree, step.after, name_labels, labels[1], renames)
+                else place_fast(
+                    git, step.before, tree, step.after, name_labels, base_label, renames
+                )
             )
             if resolve is not None and not merged.clean:
                 settled = resolve(step, tree, merged)

@@ -22,7 +22,7 @@ one walk (`culprits`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -165,10 +165,18 @@ def reports(
                     memo.replayed.setdefault(key, f.merged)
     known: dict[str, str | None] = {**(waits or {}), **{h.name: h.root for h in held}}
     roots: list[str | None] = []  # each conflict's root; None: primary
+    touched: dict[str, frozenset[str]] = {}  # (asked for each missing patch of each conflict)
+
+    def touches(name: str) -> frozenset[str]:
+        found = touched.get(name)
+        if found is None:
+            found = touched[name] = frozenset(paths_of(name))
+        return found
+
     for i, f in enumerate(failed):
         if tick is not None:
             tick(i + 1, len(failed) + 1)
-        roots.append(_root(git, f, paths_of, change_of, memo, known, renames))
+        roots.append(_root(git, f, touches, change_of, memo, known, renames))
         known[f.name] = roots[-1]
     proven = {h.name: _held(git, h, change_of, memo, known, renames) for h in held}
     failed = [*failed, *(p for p in proven.values() if p is not None)]
@@ -225,7 +233,7 @@ def reports(
 def _root(
     git: Git,
     f: Failed,
-    paths_of: Callable[[str], Sequence[str]],
+    paths_of: Callable[[str], Collection[str]],
     change_of: Callable[[str], tuple[Oid, Oid] | None] | None,
     memo: dict[tuple[str, ...], MergeResult] | None = None,
     known: Mapping[str, str | None] | None = None,

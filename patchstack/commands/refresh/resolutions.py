@@ -67,6 +67,11 @@ class Resolutions:
         self.stale: list[tuple[str, str]] = []  # (patch, path) with a record for other versions
         self.notes: list[tuple[str, str]] = []  # (patch, why a hunk's record was not applied)
 
+    def may_settle(self) -> bool:
+        """Whether a record may settle a conflict: something is where they are kept (read
+        when `settle` asks; a record reads the merge's markers, labels and all)."""
+        return os.path.lexists(self.folder)
+
     def all(self) -> dict[str, Record]:
         if self._all is None:
             found: dict[str, Record] = {}
