@@ -244,10 +244,12 @@ class Relocator:
                 found += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
         if not found:
             return None
+        # the commits that took a kept file's lines out, walked beside the deletion walk
+        removed = {p: self.walks.removed_later(p, line) for p, (_b, line) in kept.items()}
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
         commits = deleted()
-        commits |= {p: self.walks.removed_by(p, line) for p, (_b, line) in kept.items()}
+        commits |= {p: answer() for p, answer in removed.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
             if here and here[0].whole:  # the file as upstream kept it, the rest of the patch in
