@@ -405,8 +405,14 @@ MOVED_OUT = [
 ]
 
 
+@pytest.mark.parametrize("drain", ["", "1"], ids=["walks-side-by-side", "walked-when-asked"])
 @pytest.mark.parametrize("case", MOVED_OUT, ids=[c.name for c in MOVED_OUT])
-def test_code_moved_out_of_a_file_upstream_kept(tmp_path: Path, case: Case) -> None:
+def test_code_moved_out_of_a_file_upstream_kept(
+    tmp_path: Path, case: Case, drain: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(the commit named is the one ``log -S`` finds, whether its walk begins beside the
+    deletion walk or when asked: ``PATCHSTACK_NO_WALK_DRAIN=1``)"""
+    monkeypatch.setenv("PATCHSTACK_NO_WALK_DRAIN", drain)
     repo = scenario(tmp_path, case)
     data = json.loads(repo.ps("refresh", "--onto", "upstream", "--json", code=1).stdout)
     stopped = data["stopped"]
