@@ -27,7 +27,7 @@ the recorded resolutions key on stays git's own.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -219,15 +219,13 @@ class Relocator:
         git, before, after, onto, merged = self.git, a.before, a.after, a.onto, a.merged
         gone, diffs, missing = a.gone, a.diffs, a.missing
         files = self._candidates(onto)
-        found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
-        for path in gone:
-            fd = diffs.get(path)
-            for k, h in enumerate(fd.hunks if fd else (), start=1):
-                pair = sides(h)
-                where = self._locate(onto, pair[0], files) if pair else _AT_END
-                old, new = pair if pair else ([], [])
-                found.append((path, k, where, old, new))
+        Found = list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]]
+        # The files upstream kept first: the commit that took each one's lines out is walked
+        # for (``log -S``) as soon as the file is known kept, beside the locating of the
+        # deleted files' hunks and the deletion walk (the answers do not depend on the order).
         kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
+        split: Found = []
+        removed: dict[str, Callable[[], Oid | None]] = {}
         for path, hunks in missing.items():
             # (the file itself does not hold a missing block: `_missing`)
             moves: list[tuple[int, tuple[str, int], list[str], list[str], str]] = []
@@ -241,11 +239,19 @@ class Relocator:
             body = self._without(before, after, onto, path, diffs[path], [m[0] for m in moves])
             if body is not None:
                 kept[path] = (body, moves[0][4])
-                found += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
+                removed[path] = self.walks.removed_later(path, moves[0][4])
+                split += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
+        found: Found = []
+        for path in gone:
+            fd = diffs.get(path)
+            for k, h in enumerate(fd.hunks if fd else (), start=1):
+                pair = sides(h)
+                where = self._locate(onto, pair[0], files) if pair else _AT_END
+                old, new = pair if pair else ([], [])
+                found.append((path, k, where, old, new))
+        found += split
         if not found:
             return None
-        # the commits that took a kept file's lines out, walked beside the deletion walk
-        removed = {p: self.walks.removed_later(p, line) for p, (_b, line) in kept.items()}
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
         commits = deleted()
