@@ -89,6 +89,41 @@ def test_a_walk_started_early_answers_the_same_and_one_never_asked_is_not_waited
     assert time.monotonic() - at < 3  # killed, not waited for (5 s, then killed)
 
 
+@pytest.mark.parametrize("drain", [True, False])
+def test_a_walk_whose_answers_fill_the_pipe_walks_on_before_it_is_asked(
+    tmp_path, monkeypatch, drain: bool
+) -> None:
+    """(issue 35: kernel-timers' first stop waited 0.3-0.8 s for the deletion walk) A walk
+    whose answers are more than the pipe holds (a folder of 1,500 files deleted after the file
+    asked was) is read as git writes it: git reaches the older deletion and ends before anyone
+    asks, and the answer is the one a walk per path names. ``PATCHSTACK_NO_WALK_DRAIN=1``
+    reads when asked: the same answer."""
+    from patchstack.git.deletions import NO_WALK_DRAIN
+
+    if drain:
+        monkeypatch.delenv(NO_WALK_DRAIN, raising=False)
+    else:
+        monkeypatch.setenv(NO_WALK_DRAIN, "1")
+    files = {f"big/{'x' * 80}{i}.py": "x\n" for i in range(1500)}
+    repo = make_repo(tmp_path / "r", {**files, "old.py": "old\n", "kept.py": "kept\n"})
+    base = repo.head()
+    repo.git("rm", "-q", "old.py")
+    older = repo.commit_all("delete old.py")
+    repo.git("rm", "-q", "-r", "big")
+    newer = repo.commit_all("delete big/")
+    git = find_repo(str(repo.path))
+    rng, paths = f"{base}..HEAD", ["big", "old.py", "kept.py"]
+    walk = git.start_deleted_by_each(rng, paths)
+    assert walk._walk is not None
+    proc = walk._walk[0]
+    if drain:
+        proc.wait(timeout=120)  # (without the reader, git waits for one: this never returns)
+    assert walk() == {p: git.deleted_by(rng, p) for p in paths}
+    assert walk() == {"big": newer, "old.py": older, "kept.py": None}
+    assert git._background == []
+    git.close()
+
+
 def test_a_relocation_that_carries_nothing_ends_the_walk_it_started(tmp_path) -> None:
     """(issue 35) A patch's binary change to a file upstream deleted: the commit that deleted
     it is walked for while the candidates are read, and there is no hunk to carry: the walk

@@ -18,6 +18,7 @@ from patchstack.engine.deleters import WALKS
 from patchstack.engine.relocate import PLAIN, Relocator
 from patchstack.git import find_repo
 from patchstack.git.blobstream import start_blob_stream
+from patchstack.git.deletions import NO_WALK_DRAIN as DRAIN
 from patchstack.store import Store
 
 from .conftest import Repo, make_repo, slow_after
@@ -52,10 +53,12 @@ def _compare(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     plain = _stops(repo)
     monkeypatch.delenv(PLAIN)
     # learnt at the stop; then as the replay merges, the deletion walk begun at the stop;
-    # then both begun at the start
-    for switch, early in (("1", None), (None, "1"), (None, None)):
+    # then both begun at the start, the walks read when asked, then as git writes them
+    for switch, early, drain in (("1", None, None), (None, "1", None), (None, None, "1")) + (
+        (None, None, None),
+    ):
         _cold(repo)
-        for name, value in ((NO, switch), (lineprefetch.NO_EARLY_DELETIONS, early)):
+        for name, value in ((NO, switch), (lineprefetch.NO_EARLY_DELETIONS, early), (DRAIN, drain)):
             if value:
                 monkeypatch.setenv(name, value)
             else:

@@ -405,8 +405,14 @@ MOVED_OUT = [
 ]
 
 
+@pytest.mark.parametrize("drain", ["", "1"], ids=["walks-side-by-side", "walked-when-asked"])
 @pytest.mark.parametrize("case", MOVED_OUT, ids=[c.name for c in MOVED_OUT])
-def test_code_moved_out_of_a_file_upstream_kept(tmp_path: Path, case: Case) -> None:
+def test_code_moved_out_of_a_file_upstream_kept(
+    tmp_path: Path, case: Case, drain: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(the commit named is the one ``log -S`` finds, whether its walk begins beside the
+    deletion walk or when asked: ``PATCHSTACK_NO_WALK_DRAIN=1``)"""
+    monkeypatch.setenv("PATCHSTACK_NO_WALK_DRAIN", drain)
     repo = scenario(tmp_path, case)
     data = json.loads(repo.ps("refresh", "--onto", "upstream", "--json", code=1).stdout)
     stopped = data["stopped"]
@@ -459,3 +465,33 @@ def test_a_hunks_line_names_no_path_its_files_summary_names() -> None:
         "hunk 1 (line 3) -> b.c:7",
         "hunk 2 (line 40) -> c.c:12",
     ]
+
+
+@pytest.mark.parametrize("drain", ["", "1"], ids=["named-later", "named-at-once"])
+def test_a_stops_proposal_is_named_after_its_tree_is_known(
+    tmp_path: Path, drain: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(issue 35) `Relocator.propose_later` gives the proposal's tree and paths with the
+    ``log -S`` walk for the commit it names still unanswered (a stop publishes meanwhile);
+    named, it is the proposal `propose` makes, and no walk is left. With
+    ``PATCHSTACK_NO_WALK_DRAIN=1`` it is named before it is returned (the plain order)."""
+    from patchstack.engine.relocate import Relocator
+    from patchstack.git import find_repo
+
+    monkeypatch.setenv("PATCHSTACK_NO_WALK_DRAIN", drain)
+    repo = scenario(tmp_path, MOVED_OUT[0])
+    base, up = (repo.git("rev-parse", r).strip() for r in ("HEAD", "upstream"))
+    repo.ps("push", "--all")
+    after, before = (repo.git("rev-parse", f"HEAD{s}^{{tree}}").strip() for s in ("", "^"))
+    git = find_repo(str(repo.path))
+    onto = git.tree_of(up)
+    merged = git.merge_trees(before, onto, after, ("ours", "theirs"))
+    later = Relocator(git, base, up, None).propose_later(before, after, onto, merged)
+    assert later is not None
+    walking = [p for p in git._background if any(a.startswith("-S") for a in p.args)]
+    assert len(walking) == (0 if drain else 1)
+    plain = Relocator(git, base, up, None).propose(before, after, onto, merged)
+    assert plain is not None and (later.tree, later.paths) == (plain.tree, plain.paths)
+    assert later.named() == plain and plain.relocations[0].commit == up
+    assert git._background == []
+    git.close()

@@ -53,7 +53,7 @@ def test_the_places_of_a_line_are_the_line_index_s() -> None:
     """`relocate._places` (a split file's hunk looked for where its first line is)."""
     import random
 
-    from patchstack.engine.relocate import _places
+    from patchstack.engine.relocated import _places
     from patchstack.model.relocation import line_index
 
     rng = random.Random(3)

@@ -27,11 +27,12 @@ the recorded resolutions key on stays git's own.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..git import Git, MergeResult
+from ..git.deletions import NO_WALK_DRAIN
 from ..model.diff import FileDiff
 from ..model.diffparse import parse_diff
 from ..model.ids import Oid
@@ -42,7 +43,6 @@ from ..model.relocation import (
     file_lines,
     line_index,
     locate,
-    occurrences,
     overlapping,
     replaced,
     sides,
@@ -50,6 +50,7 @@ from ..model.relocation import (
 from ..store import Store
 from .deleters import Deleters, Later
 from .lineindex import LineIndex
+from .relocated import Asked, Proposal, Unnamed, lost_hunks, merged_without
 
 if TYPE_CHECKING:
     from .lineprefetch import Prefetch
@@ -59,51 +60,6 @@ PLAIN = "PATCHSTACK_NO_LINE_INDEX"  # set: every candidate read and compared lin
 NO_JOINED = "PATCHSTACK_NO_DRIFT_LINES"  # set: the drift's candidates not kept joined
 _FILE_MODES = ("100644", "100755")
 _Conflict = tuple[Oid, Oid, Oid, MergeResult]  # a patch's two trees, where it went, its merge
-
-
-def _places(lines: list[str], line: str) -> list[int]:
-    """Where ``line`` is in ``lines``, 0-based, in order (`line_index`'s answer for it)."""
-    found, at = [], -1
-    try:
-        while True:
-            at = lines.index(line, at + 1)
-            found.append(at)
-    except ValueError:
-        return found
-
-
-def _wordy(line: str) -> bool:
-    return any(c.isalnum() for c in line)
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """The conflicting merge's tree with the relocated hunks carried (``tree``), the paths it
-    changed from that tree, and each deleted file's relocation."""
-
-    tree: Oid
-    relocations: tuple[Relocation, ...]
-    paths: tuple[str, ...]
-
-    @property
-    def carried(self) -> bool:
-        return any(r.carried for r in self.relocations)
-
-    def summary(self) -> str:
-        return "; ".join(r.summary() for r in self.relocations)
-
-
-@dataclass(frozen=True)
-class _Asked:
-    """A proposal asked for, its files' hunks read and their blocks expected."""
-
-    before: Oid
-    after: Oid
-    onto: Oid
-    merged: MergeResult
-    gone: list[str]
-    diffs: dict[str, FileDiff]
-    missing: dict[str, list[tuple[int, list[str], list[str], str]]]
 
 
 class Relocator:
@@ -168,6 +124,29 @@ class Relocator:
         kept; None when it did neither (or the old base is not known)."""
         return self.propose_all([(before, after, onto, merged)])[0]
 
+    def propose_later(
+        self, before: Oid, after: Oid, onto: Oid, merged: MergeResult
+    ) -> Unnamed | None:
+        """`propose`, the commits the relocations name asked when the caller calls
+        `Unnamed.named`: a stop publishes the proposal's tree while git walks for them (a
+        ``log -S`` and the deletion walk: kernel-timers' first stop waited 0.5-0.9 s for them
+        before its publish). The proposal is the one `propose` makes; named before it is
+        returned, the plain order, with ``PATCHSTACK_NO_WALK_DRAIN=1``."""
+        ready = self._prepare([(before, after, onto, merged)])[0]
+        if ready is None:
+            return None
+        walk = self.walks.deleted_later(ready.gone)
+        try:
+            found = self._propose(ready, walk)
+        except BaseException:
+            walk.close()
+            raise
+        if found is None:
+            walk.close()
+            return None
+        found = replace(found, close=walk.close)
+        return found.answered() if os.environ.get(NO_WALK_DRAIN) == "1" else found
+
     def propose_all(self, asked: Sequence[_Conflict]) -> list[Proposal | None]:
         """`propose` of each of ``asked`` (`check`'s conflicts): all their blocks expected
         before the first is located, their lines looked up in one pass over each file's hashes
@@ -181,14 +160,14 @@ class Relocator:
         finally:
             walk.close()
 
-    def _prepare(self, asked: Sequence[_Conflict]) -> list[_Asked | None]:
+    def _prepare(self, asked: Sequence[_Conflict]) -> list[Asked | None]:
         """Each of ``asked`` made ready to locate; the patches' diffs of the files that need
         it read in one ``diff-tree`` (`Git.diff_patches`)."""
         files = [(self.deleted(*a), self.split(*a)) for a in asked]
         want = [bool(self.old_base and (f[0] or f[1])) for f in files]
         pairs = [(a[0], a[1]) for a, w in zip(asked, want, strict=True) if w]
         paths = sorted({p for f, w in zip(files, want, strict=True) if w for p in (*f[0], *f[1])})
-        texts, ready = iter(self.git.diff_patches(pairs, paths)), list[_Asked | None]()
+        texts, ready = iter(self.git.diff_patches(pairs, paths)), list[Asked | None]()
         for (before, after, onto, merged), (gone, split), w in zip(asked, files, want, strict=True):
             text = next(texts).decode("utf-8", "surrogateescape") if w else ""
             diffs: dict[str, FileDiff] = {
@@ -196,38 +175,39 @@ class Relocator:
                 for f in parse_diff(text.split("\n"), 0, "<the patch's change>", 1)
                 if f.old_path is not None and f.old_path in {*gone, *split} and not f.binary
             }
-            missing = {p: m for p in split if w and (m := self._missing(p, diffs.get(p), onto))}
+            missing = {
+                p: m for p in split if w and (m := lost_hunks(self.git, p, diffs.get(p), onto))
+            }
             if not w or not (gone or missing):
                 ready.append(None)
                 continue
             blocks = [pr[0] for p in gone if p in diffs for h in diffs[p].hunks if (pr := sides(h))]
             self.index.expect([*blocks, *(old for m in missing.values() for _k, old, _n, _l in m)])
-            ready.append(_Asked(before, after, onto, merged, gone, diffs, missing))
+            ready.append(Asked(before, after, onto, merged, gone, diffs, missing))
         return ready
 
-    def _finish(self, a: _Asked | None, shared: Later | None = None) -> Proposal | None:
+    def _finish(self, a: Asked | None, shared: Later | None = None) -> Proposal | None:
         if a is None:
             return None
         walk = shared or self.walks.deleted_later(a.gone)
         try:
-            return self._propose(a, walk)
+            found = self._propose(a, walk)
+            return found.answer() if found is not None else None
         finally:
             if shared is None:  # (answered, or not needed: a relocation that found nothing)
                 walk.close()
 
-    def _propose(self, a: _Asked, deleted: Later) -> Proposal | None:
+    def _propose(self, a: Asked, deleted: Later) -> Unnamed | None:
         git, before, after, onto, merged = self.git, a.before, a.after, a.onto, a.merged
         gone, diffs, missing = a.gone, a.diffs, a.missing
         files = self._candidates(onto)
-        found: list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]] = []
-        for path in gone:
-            fd = diffs.get(path)
-            for k, h in enumerate(fd.hunks if fd else (), start=1):
-                pair = sides(h)
-                where = self._locate(onto, pair[0], files) if pair else _AT_END
-                old, new = pair if pair else ([], [])
-                found.append((path, k, where, old, new))
+        Found = list[tuple[str, int, tuple[str, int] | str, list[str], list[str]]]
+        # The files upstream kept first: the commit that took each one's lines out is walked
+        # for (``log -S``) as soon as the file is known kept, beside the locating of the
+        # deleted files' hunks and the deletion walk (the answers do not depend on the order).
         kept: dict[str, tuple[bytes, str]] = {}  # a split path -> its merge without the moved
+        split: Found = []
+        removed: dict[str, Callable[[], Oid | None]] = {}
         for path, hunks in missing.items():
             # (the file itself does not hold a missing block: `_missing`)
             moves: list[tuple[int, tuple[str, int], list[str], list[str], str]] = []
@@ -238,70 +218,42 @@ class Relocator:
                 moves.append((k, where, old, new, ln))
             if len(moves) < len(hunks):
                 continue
-            body = self._without(before, after, onto, path, diffs[path], [m[0] for m in moves])
+            body = merged_without(
+                git, before, after, onto, path, diffs[path], [m[0] for m in moves]
+            )
             if body is not None:
                 kept[path] = (body, moves[0][4])
-                found += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
+                removed[path] = self.walks.removed_later(path, moves[0][4])
+                split += [(path, k, where, old, new) for k, where, old, new, _ln in moves]
+        found: Found = []
+        for path in gone:
+            fd = diffs.get(path)
+            for k, h in enumerate(fd.hunks if fd else (), start=1):
+                pair = sides(h)
+                where = self._locate(onto, pair[0], files) if pair else _AT_END
+                old, new = pair if pair else ([], [])
+                found.append((path, k, where, old, new))
+        found += split
         if not found:
             return None
         moved, written = self._carry(found, files, merged)
         settled, tree_changes = self._settle([*gone, *kept], diffs, found, moved, written)
-        commits = deleted()
-        commits |= {p: self.walks.removed_by(p, line) for p, (_b, line) in kept.items()}
         for path, (body, _line) in kept.items():
             here = [r for r in settled if r.path == path]
             if here and here[0].whole:  # the file as upstream kept it, the rest of the patch in
                 mode = git.entries_at(onto, [path])[path][0]
                 tree_changes[path] = (mode, git.write_blob(body))
-        relocations = tuple(
-            Relocation(r.path, str(commits[r.path] or ""), r.hunks) for r in settled
-        )
         tree = git.edit_tree(merged.tree, tree_changes) if tree_changes else merged.tree
-        return Proposal(tree, relocations, tuple(tree_changes))
 
-    def _missing(
-        self, path: str, fd: FileDiff | None, onto: Oid
-    ) -> list[tuple[int, list[str], list[str], str]]:
-        """The hunks of ``path`` whose old lines ``onto``'s version of it no longer holds:
-        (hunk, old side, new side, one of those lines it lost); none when one of them cannot
-        be followed (no such line, or a side without its final newline)."""
-        entry = self.git.entries_at(onto, [path]).get(path)
-        if entry is None or fd is None:
-            return []
-        here = file_lines(self.git.read_blob(entry[1]))
-        at = set(here)  # (a hunk's first line is looked for only where the file has it)
-        found = []
-        for k, h in enumerate(fd.hunks, start=1):
-            pair = sides(h)
-            if pair is None:
-                return []
-            old, new = pair
-            if occurrences(old, here, _places(here, old[0]) if old and old[0] in at else ()):
-                continue  # still here
-            lost = next((ln for ln in old if ln not in at and _wordy(ln)), "")
-            if not lost:
-                return []
-            found.append((k, old, new, lost))
-        return found
+        def answer() -> Proposal:
+            commits = deleted()
+            commits |= {p: answer() for p, answer in removed.items()}
+            relocations = tuple(
+                Relocation(r.path, str(commits[r.path] or ""), r.hunks) for r in settled
+            )
+            return Proposal(tree, relocations, tuple(tree_changes))
 
-    def _without(
-        self, before: Oid, after: Oid, onto: Oid, path: str, fd: FileDiff, moved: list[int]
-    ) -> bytes | None:
-        """``path`` merged as the patch changes it but for the ``moved`` hunks (1-based):
-        the file upstream kept with the rest of the patch, or None when that conflicts."""
-        git = self.git
-        ids = [git.entries_at(t, [path])[path][1] for t in (onto, before, after)]
-        ours, base, theirs = (git.read_blob(b) for b in ids)
-        lines = file_lines(theirs)
-        undo = []
-        for k in moved:
-            h = fd.hunks[k - 1]
-            pair = sides(h)
-            assert pair is not None
-            start = h.new_start - 1 if h.new_len else h.new_start
-            undo.append((start, len(pair[1]), pair[0]))
-        result, clean = git.merge_file(ours, base, file_bytes(replaced(lines, undo)))
-        return result if clean else None
+        return Unnamed(tree, tuple(tree_changes), answer, lambda: None)
 
     def _locate(self, onto: Oid, block: list[str], files: dict[str, str]) -> tuple[str, int] | str:
         """`locate` among the candidate ``files`` (path -> blob) that hold every line of the

@@ -315,7 +315,7 @@ def stop(
     # A file upstream deleted: its hunks carried where their lines went, shown as a proposal
     step = next((s for s in state.steps if s.name == name), None)
     relocator = Relocator(git, state.old_base, state.new_base, ws.store, lines)
-    proposal = step and relocator.propose(step.before, step.after, parent_tree, merged)
+    proposal = step and relocator.propose_later(step.before, step.after, parent_tree, merged)
     relocator.index.keep_prefetched()  # (learnt for no relocation here: kept for a skip's)
     shown = proposal.tree if proposal else partial[0] if partial else merged.tree
     if proposal and partial:  # the hunks records settled, in the files it did not carry
@@ -354,7 +354,7 @@ def stop(
     triage = seen or triaged(ws, state, series, [conflict], attribute=False)[0]
     report = replace(report, kind=triage.kind, root=triage.root, note=note)
     if proposal:
-        report = replace(report, relocations=proposal.relocations)
+        report = replace(report, relocations=proposal.named().relocations)
     if state.resolution:
         later = _later_owners(ws, series, state, name, merged.conflicted)
         report = replace(
