@@ -112,8 +112,11 @@ def finish(
     current_head: Oid,
     reports: Sequence[Conflict] = (),
     inputs: str | None = None,
+    trace: Callable[[list[Conflict]], list[Conflict]] | None = None,
 ) -> RefreshResult:
-    """The refresh done; ``inputs``: `merge_inputs` as the replay found it (or None)."""
+    """The refresh done; ``inputs``: `merge_inputs` as the replay found it (or None);
+    ``trace``: what traces the deferred ``reports`` (`knockons.defer`'s, late), asked before
+    the publish moves the work tree (``log -p`` reads its attributes)."""
     git = ws.git
     new_base = Oid(state.new_base)
     _top, commits = commit_chain(engine, new_base, done)
@@ -163,6 +166,8 @@ def finish(
     # a reuse leaves nothing in the series folder: the log keeps it for the review
     notes += tuple(reuse_note(n, h) for n, h in sorted(reused.items()) if h)
     plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
+    if trace is not None:
+        reports = trace(list(reports))
     publish(ws, plan)
     from .proof import remember_refresh  # (not for a stop)
 
@@ -271,11 +276,15 @@ def end(
     ``keep_going``), the rest `defer`red and ``check``ed; then the stop (its ``note`` for
     the stopped patch's name), or the finished refresh when nothing stopped it."""
     left, stopped = (conflicts, None) if keep_going else knock_ons.split(conflicts)
-    state, found = defer(ws, state, series, left, knock_ons, done)
+    # a deferring refresh traces its reports last, before it publishes: its walk meanwhile
+    late = keep_going and stopped is None
+    state, found, trace = defer(ws, state, series, left, knock_ons, done, late)
+    if not late:
+        found = trace(found)
     check(found)
     inputs = knock_ons.inputs if kept_on() else None
     if stopped is None:
-        return finish(ws, state, engine, series, done, src, current_head, found, inputs)
+        return finish(ws, state, engine, series, done, src, current_head, found, inputs, trace)
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
     at = (ws, state, engine, series, done, stopped, src, current_head, found, note(name))
