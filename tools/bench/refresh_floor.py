@@ -20,9 +20,9 @@ has them). Needs ``/usr/bin/time``. Each run times, in one loop:
 
 Rows (CPU seconds; wall where the phase is sequential):
 
-- replay: placing the patches (`engine.replay.replay`, Python) and its merges (the
-  ``merge-tree`` answers it asked), the rename proof that lets a merge take the patch's paths
-  alone (``diff-tree --find-copies``: a shortcut's cost);
+- replay: placing the patches (`engine.replay.replay`, Python; its wall includes waiting
+  for its merges); replay's merges: the ``merge-tree`` answers it asked; rename proof: what
+  lets a merge take the patch's paths alone (``diff-tree --find-copies``: a shortcut's cost);
 - patch files: the verdicts and the regenerated files (`engine.verdicts.classify`, and
   ``format-patch``);
 - commits: `engine.replay.commit_chain` and the final HEAD (`settle._final_head`),
@@ -32,10 +32,10 @@ Rows (CPU seconds; wall where the phase is sequential):
   the replay, but:)
 - proof: the proof of the applied commits (`proof.prove`) and the canonical chain
   (`start._built_chain`), which no rebase makes;
-- labels: the knock-on proofs and their merges (`knockons.triaged`), the held patches
-  (`engine.needs.Needs.held_at` and its merges), the verdicts of the patches the base holds
-  and their evidence walks (`taken.judge`, ``log``), the culprit walk (``log -p -U0``,
-  `engine.printed.traced_as_printed`), the ``-U0`` diffs of `madeby`;
+- labels: the knock-on proofs (`knockons.triaged`), the held patches
+  (`engine.needs.Needs.held_at`), their merges in "labels' merges", the verdicts of the
+  patches the base holds and their evidence walks (`taken.judge`, ``log``), the culprit
+  walk (``log -p -U0``, `engine.printed.traced_as_printed`), the ``-U0`` diffs of `madeby`;
 - publish: the snapshot, the journal, the series files written (`transaction.publish`
   without its ``read-tree``), `proof.remember_refresh`;
 - the move: the refresh's own ``read-tree -m -u``;
@@ -81,8 +81,21 @@ PHASES = {  # (module, attribute): phase; a class's method as "Class.method"
     ("patchstack.commands.refresh.settle", "publish"): "publish",
     ("patchstack.commands.refresh.proof", "remember_refresh"): "publish",
 }
-ROWS = ("start", "proof", "replay", "patch files", "commits", "labels", "publish", "move", "rest")
-FLOOR = ("start", "replay", "patch files", "commits")
+ROWS = (
+    "start",
+    "proof",
+    "replay",
+    "replay's merges",
+    "rename proof",
+    "patch files",
+    "commits",
+    "labels",
+    "labels' merges",
+    "publish",
+    "move",
+    "rest",
+)
+FLOOR = ("start", "replay", "replay's merges", "rename proof", "patch files", "commits")
 
 
 def _git_phase(argv: str) -> str | None:
@@ -94,7 +107,7 @@ def _git_phase(argv: str) -> str | None:
     if verb == "read-tree" and "-u" in words:
         return "move"
     if verb == "diff-tree" and any(w.startswith("--find-copies") for w in words):
-        return "replay"  # the rename proof
+        return "rename proof"
     if "format-patch" in words:
         return "patch files"
     if verb in ("fast-import", "pack-objects", "update-ref", "commit-tree"):
@@ -258,7 +271,8 @@ def _refresh(
     asked = got["merge_ticks"]
     total = sum(asked.values())
     for phase, share in asked.items():  # the merge-tree process's CPU by who asked
-        rows[phase]["cpu"] += merge_cpu * share / total if total else 0.0
+        row = {"replay": "replay's merges", "labels": "labels' merges"}.get(phase, phase)
+        rows[row]["cpu"] += merge_cpu * share / total if total else 0.0
     rows["rest"]["cpu"] += total_cpu - sum(r["cpu"] for r in rows.values())
     rows["rest"]["wall"] += total_wall - sum(r["wall"] for r in rows.values())
     return total_wall, total_cpu, rows
