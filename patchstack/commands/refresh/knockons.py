@@ -251,16 +251,16 @@ def defer(
     trace: Callable[[list[Conflict]], list[Conflict]] = _as_they_are
     if lazy:  # each file's culprit walk kept: one a `check` before it printed is not walked
         walk = KeptLines(ws, knock_ons._inputs()) if kept_on() else None
+        old, new = state.old_base, state.new_base  # (the bases: ``state`` is made anew below)
 
         def trace(reports: list[Conflict]) -> list[Conflict]:
-            return traced_as_printed(ws.git, reports, state.old_base, state.new_base, (), walk)
+            return traced_as_printed(ws.git, reports, old, new, (), walk)
 
         if not late:
             found, trace = trace(found), _as_they_are
-        elif walk is not None and state.old_base:  # (only primaries are traced: those of
-            # `again` are knock-ons, traced or not alike)
-            rng = f"{state.old_base}..{state.new_base}"
-            walk.start(rng, first_traced(found, ()), trailers.PATCH)
+        elif walk is not None and old:  # (only primaries are traced: those of `again` are
+            # knock-ons, traced or not alike)
+            walk.start(f"{old}..{new}", first_traced(found, ()), trailers.PATCH)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
