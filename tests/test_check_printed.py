@@ -117,7 +117,7 @@ def test_refresh_defers_what_tracing_every_hunk_defers(tmp_path, monkeypatch, se
     walks = _walked(monkeypatch)
     monkeypatch.delenv("PATCHSTACK_TRACE_ALL", raising=False)
     got = repo.ps("refresh", "--onto", "up", "--defer-conflicts").stdout
-    lazy = {p for w in walks for p in w}
+    lazy = {p for w in walks for p in w} - {"(begun)"}  # (its first files' walk begun early)
     walks.clear()
     monkeypatch.setenv("PATCHSTACK_TRACE_ALL", "1")
     want = plain.ps("refresh", "--onto", "up", "--defer-conflicts").stdout

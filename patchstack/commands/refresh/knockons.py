@@ -7,19 +7,20 @@ and the deferrals a refresh leaves (`defer`, `deferrals_after`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...checkout import Checkout
 from ...engine.contract import enabled
 from ...engine.needs import Held as HeldBack
-from ...engine.printed import traced_as_printed
+from ...engine.printed import first_traced, traced_as_printed
 from ...engine.replay import Done
 from ...engine.triage import KNOCK_ON, Failed, Proofs, reports
 from ...errors import PatchstackError
 from ...git import MergeResult
 from ...git.attributes import merge_inputs
+from ...model import trailers
 from ...model.conflict import Conflict
 from ...model.ids import Oid
 from ...model.series import Deferral, Series
@@ -225,16 +226,21 @@ def defer(
     conflicts: Sequence[tuple[str, Oid, MergeResult]],
     knock_ons: KnockOns,
     done: Sequence[Done],
-) -> tuple[State, list[Conflict]]:
+    late: bool = False,
+) -> tuple[State, list[Conflict], Callable[[list[Conflict]], list[Conflict]]]:
     """``state`` with these conflicting patches, and those the replay held for needing one
     that is missing (``knock_ons.needs``), deferred (each with the commit of its old change,
-    and the root it waits for), and their reports, triaged (a conflict once: ``knock_ons``
-    knows some; its proof merges reused), in replay order; ``done``: the patches the replay
-    placed, where a held one would have gone."""
+    and the root it waits for), their reports, triaged (a conflict once: ``knock_ons``
+    knows some; its proof merges reused), in replay order, and what traces them; ``done``:
+    the patches the replay placed, where a held one would have gone. The short output
+    traces what it prints only (`engine.printed`); ``late``: not yet, the walk of the files
+    it traces first begun (`KeptLines.start`), git walking while the refresh regenerates its
+    patch files and judges its verdicts, the reports traced when the caller asks (what is
+    deferred, and the series, never depend on a culprit)."""
     held = knock_ons.needs.held
     if not conflicts and not held:
         knock_ons.keep()
-        return state, []
+        return state, [], _as_they_are
     order = {s.name: i for i, s in enumerate(state.steps)}
     again = {n: c for n, c in knock_ons.known.items() if c.kind == KNOCK_ON}
     memo = knock_ons.memo
@@ -242,9 +248,19 @@ def defer(
     found = triaged(
         ws, state, series, conflicts, not lazy, held, again.keys(), done, memo, knock_ons.renames
     )
+    trace: Callable[[list[Conflict]], list[Conflict]] = _as_they_are
     if lazy:  # each file's culprit walk kept: one a `check` before it printed is not walked
         walk = KeptLines(ws, knock_ons._inputs()) if kept_on() else None
-        found = traced_as_printed(ws.git, found, state.old_base, state.new_base, (), walk)
+        old, new = state.old_base, state.new_base  # (the bases: ``state`` is made anew below)
+
+        def trace(reports: list[Conflict]) -> list[Conflict]:
+            return traced_as_printed(ws.git, reports, old, new, (), walk)
+
+        if not late:
+            found, trace = trace(found), _as_they_are
+        elif walk is not None and old:  # (only primaries are traced: those of `again` are
+            # knock-ons, traced or not alike)
+            walk.start(f"{old}..{new}", first_traced(found, ()), trailers.PATCH)
     found += [again[c[0]] for c in conflicts if c[0] in again]
     found = sorted(found, key=lambda c: order[c.patch])
     commit = {s.name: s.commit for s in state.steps}
@@ -260,7 +276,11 @@ def defer(
     primaries = [r.patch for r in found if r.kind != KNOCK_ON and r.root]
     knock_ons.keep()
     state = replace(state, deferrals=tuple(made), primaries=(*state.primaries, *primaries))
-    return state, found
+    return state, found, trace
+
+
+def _as_they_are(reports: list[Conflict]) -> list[Conflict]:
+    return reports
 
 
 SECTION = "proofs"  # of the one cache (`store`): inputs digest -> the merges kept

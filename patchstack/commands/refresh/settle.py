@@ -15,7 +15,7 @@ from ...engine.contract import forget_clean
 from ...engine.merging import blame_first, unblamed
 from ...engine.relocate import Relocator
 from ...engine.replay import Done, commit_chain
-from ...engine.verdicts import UPSTREAM, Classified, Held, classify
+from ...engine.verdicts import UPSTREAM, Classified, classify
 from ...git import Git, MergeResult
 from ...git.attributes import NAME as ATTRIBUTES
 from ...model.conflict import Conflict, UpstreamCommit
@@ -112,6 +112,7 @@ def finish(
     current_head: Oid,
     reports: Sequence[Conflict] = (),
     inputs: str | None = None,
+    trace: Callable[[list[Conflict]], list[Conflict]] | None = None,  # `defer`'s, late
 ) -> RefreshResult:
     """The refresh done; ``inputs``: `merge_inputs` as the replay found it (or None)."""
     git = ws.git
@@ -163,6 +164,7 @@ def finish(
     # a reuse leaves nothing in the series folder: the log keeps it for the review
     notes += tuple(reuse_note(n, h) for n, h in sorted(reused.items()) if h)
     plan = Plan("refresh", current_head, head, tuple(files), overlay, keep=keep, notes=notes)
+    reports = trace(list(reports)) if trace else reports  # before the work tree moves
     publish(ws, plan)
     from .proof import remember_refresh  # (not for a stop)
 
@@ -171,7 +173,11 @@ def finish(
         Verdict(
             e.name,
             e.tag,
-            _word(e.name, judged, deferred, classified.verdicts),
+            judged[e.name].verdict
+            if e.name in judged
+            else "deferred"
+            if e.name in deferred
+            else classified.verdicts[e.name],
             resolved=e.name in resolved,
             recorded=e.name in recorded,
             reused_hunks=reused.get(e.name, ()),
@@ -195,12 +201,6 @@ def finish(
         state.fold_into,
         deferred=tuple(reports),
     )
-
-
-def _word(name: str, judged: dict[str, Held], deferred: set[str], said: dict[str, str]) -> str:
-    if name in judged:
-        return judged[name].verdict
-    return "deferred" if name in deferred else said[name]
 
 
 def _final_head(
@@ -271,11 +271,11 @@ def end(
     ``keep_going``), the rest `defer`red and ``check``ed; then the stop (its ``note`` for
     the stopped patch's name), or the finished refresh when nothing stopped it."""
     left, stopped = (conflicts, None) if keep_going else knock_ons.split(conflicts)
-    state, found = defer(ws, state, series, left, knock_ons, done)
+    state, found, trace = defer(ws, state, series, left, knock_ons, done, late=keep_going)
     check(found)
     inputs = knock_ons.inputs if kept_on() else None
     if stopped is None:
-        return finish(ws, state, engine, series, done, src, current_head, found, inputs)
+        return finish(ws, state, engine, series, done, src, current_head, found, inputs, trace)
     name = stopped[0]
     known, partial = knock_ons.known, records.at_stop(name, stopped[2])
     at = (ws, state, engine, series, done, stopped, src, current_head, found, note(name))

@@ -1,0 +1,109 @@
+"""``refresh --onto REF --defer-conflicts`` of versions side by side, on copies of forks:
+
+    python tools/bench/refresh_side.py --code OLD --code NEW --runs 3 FORK...
+
+Each ``--code`` is a folder holding a version's ``patchstack`` package (``git archive REV
+patchstack | tar -x -C DIR``), run with ``PYTHONPATH`` at it; ``--env NAME=VALUE`` instead
+times this version with and without one setting (a ``PATCHSTACK_NO_*`` switch). Each run
+refreshes a fresh ``cp -a`` of FORK (untimed: its cache, work tree and refs as FORK has
+them; FORK itself is never changed); the versions alternate in one loop (the first of them
+first on even runs, last on odd ones). Prints, per fork, the median CPU (the command and its
+git children) and wall seconds of each, and whether every run left the same result: what it
+printed, HEAD's tree, the series folder's files (``--series DIR``, relative to the work tree)
+and, once per version after the timed runs, ``refresh --json``."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATE = "1700000000 +0000"
+
+
+def _folder_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(folder)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _run(
+    fork: Path, room: Path, env: dict[str, str], onto: str, extra: list[str]
+) -> tuple[float, float, str]:
+    """(wall, CPU, what it left) of one refresh of a fresh copy of ``fork``."""
+    copy = room / "copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["cp", "-a", str(fork), str(copy)], check=True)
+    argv = [sys.executable, "-m", "patchstack", "refresh", "--onto", onto, "--defer-conflicts"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([*argv, *extra], cwd=copy, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    if proc.returncode not in (0, 1):
+        sys.exit(f"refresh of {fork} failed ({proc.returncode}):\n{proc.stderr}")
+    tree = subprocess.run(
+        ["git", "rev-parse", "HEAD^{tree}"], cwd=copy, capture_output=True, text=True
+    ).stdout.strip()
+    left = f"{proc.stdout}\n{tree}\n{_folder_digest(copy / env['BENCH_SERIES'])}"
+    return wall, cpu, left
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("forks", nargs="+", type=Path)
+    ap.add_argument("--code", action="append", default=[], help="a version's package folder")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: this version with it")
+    ap.add_argument("--onto", default="origin/main")
+    ap.add_argument("--series", default="patches", help="the series folder, in the work tree")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    here = str(Path(__file__).resolve().parents[2])
+    versions: dict[str, dict[str, str]] = {c: {"PYTHONPATH": c} for c in args.code}
+    if args.env or not versions:
+        versions["this"] = {"PYTHONPATH": here}
+    for setting in args.env:
+        name, _, value = setting.partition("=")
+        versions[setting] = {"PYTHONPATH": here, name: value}
+    with tempfile.TemporaryDirectory(prefix="refresh-side-") as tmp:
+        room = Path(tmp)
+        for fork in args.forks:
+            got: dict[str, list[tuple[float, float, str]]] = {v: [] for v in versions}
+            envs = {}
+            for name, setting in versions.items():
+                env = {**os.environ, "NO_COLOR": "1", **setting, "BENCH_SERIES": args.series}
+                env.update(GIT_COMMITTER_DATE=DATE, GIT_AUTHOR_DATE=DATE)  # the same commit ids
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                envs[name] = env
+            loads = []
+            for r in range(args.runs):
+                for name in list(versions) if r % 2 == 0 else list(reversed(versions)):
+                    loads.append(os.getloadavg()[0])
+                    got[name].append(_run(fork, room, envs[name], args.onto, []))
+            as_json = {_run(fork, room, envs[n], args.onto, ["--json"])[2] for n in versions}
+            outputs = {left for runs in got.values() for _w, _c, left in runs}
+            print(
+                f"{fork.name} (load {min(loads):.1f}-{max(loads):.1f}, same result: "
+                f"{len(outputs) == 1}, same --json: {len(as_json) == 1})"
+            )
+            for name, runs in got.items():
+                cpu = statistics.median(c for _w, c, _o in runs)
+                wall = statistics.median(w for w, _c, _o in runs)
+                each = " ".join(f"{w:.2f}/{c:.2f}" for w, c, _o in runs)
+                print(f"  {name}: wall {wall:.2f} s, CPU {cpu:.2f} s (runs wall/CPU {each})")
+            shutil.rmtree(room / "copy", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
