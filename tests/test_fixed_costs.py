@@ -5,6 +5,7 @@ agree with git."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -646,6 +647,54 @@ def test_the_fixed_cost_of_a_command_is_its_own_git_processes(repo: Repo, tmp_pa
         assert verbs[:2] == ["rev-parse", "config"], runs
         if command[0] != "status":
             assert len(runs) <= 4, (command, runs)  # (and one cat-file: --batch-command)
+
+
+def _started_as(repo: Repo, tmp_path, *command: str, path: str | None = None) -> tuple[set, str]:
+    """Each git process's ``argv[0]`` as git itself records it (trace2's ``start`` event) for
+    ``patchstack COMMAND`` run in process, and what the command printed."""
+    events = tmp_path / "events"
+    events.unlink(missing_ok=True)
+    old = dict(os.environ)
+    os.environ["GIT_TRACE2_EVENT"] = str(events)
+    if path is not None:
+        os.environ["PATH"] = path
+    try:
+        out = repo.ps(*command).stdout
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    starts = [json.loads(ln) for ln in events.read_text().splitlines()]
+    return {e["argv"][0] for e in starts if e["event"] == "start"}, out
+
+
+def test_git_is_started_by_the_path_the_exec_of_a_bare_git_finds(repo: Repo, tmp_path) -> None:
+    """A command starts each git process by the absolute path of the ``git`` its ``PATH``
+    names (the exec of a bare ``git`` tries every folder before git's, each process), found
+    again for another ``PATH``; the bare name where ``PATH`` has a relative folder (found from
+    where git runs) or with ``PATCHSTACK_NO_GIT_LOOKUP_ONCE=1``; the same output each way."""
+    stack_of_three(repo)
+    git = shutil.which("git")
+    assert git is not None
+    started, plain = _started_as(repo, tmp_path, "series")
+    assert started == {git}, started
+    # another PATH, whose first folder holds a git (a link to the same one): that one
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "git").symlink_to(git)
+    started, out = _started_as(
+        repo, tmp_path, "series", path=f"{first}{os.pathsep}{os.environ['PATH']}"
+    )
+    assert (started, out) == ({str(first / "git")}, plain)
+    started, out = _started_as(
+        repo, tmp_path, "series", path=f"{os.environ['PATH']}{os.pathsep}rel"
+    )
+    assert (started, out) == ({"git"}, plain)
+    os.environ["PATCHSTACK_NO_GIT_LOOKUP_ONCE"] = "1"
+    try:
+        started, out = _started_as(repo, tmp_path, "series")
+    finally:
+        del os.environ["PATCHSTACK_NO_GIT_LOOKUP_ONCE"]
+    assert (started, out) == ({"git"}, plain)
 
 
 # -- what a command imports --------------------------------------------------------------------
