@@ -864,3 +864,49 @@ def test_a_skip_that_stops_again_imports_nothing_that_builds_or_ends(tmp_path) -
     # 70: 67, and the three modules split off snapshot and transaction
     # 71: commands.tracked, the one definition of the upstream the drift is counted against
     assert len(_ours(modules)) <= 71, (len(_ours(modules)), _ours(modules))
+
+
+def test_the_sealed_environment_kept_is_the_one_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment a git process gets, kept from the call before while the caller's is the
+    same, is the one made anew (``PATCHSTACK_NO_ENV_MEMO=1``) after every kind of change: a
+    variable added, changed in place, removed, a dropped one, the caller's own GIT_CONFIG_COUNT,
+    the hooks quieted; and what a caller adds to or changes in one never reaches the next."""
+    from patchstack.git import process
+
+    def both(extra: dict[str, str] | None = None) -> dict[str, str]:
+        kept = process.sealed_env(extra)
+        monkeypatch.setenv("PATCHSTACK_NO_ENV_MEMO", "1")
+        anew = process.sealed_env(extra)
+        monkeypatch.delenv("PATCHSTACK_NO_ENV_MEMO")
+        del anew["PATCHSTACK_NO_ENV_MEMO"]
+        assert kept == anew
+        return kept
+
+    first = both()
+    assert process._MEMO and process.sealed_env() is not process._MEMO[0][2]  # kept: a copy
+    first["GIT_DIR"] = "/elsewhere"  # a caller's change to its copy
+    assert both() == {k: v for k, v in first.items() if k != "GIT_DIR"}
+    assert both({"GIT_INDEX_FILE": "/tmp/i"})["GIT_INDEX_FILE"] == "/tmp/i"
+    assert "GIT_INDEX_FILE" not in both()
+    changes = [
+        ("PATCHSTACK_TEST_VAR", "one"),
+        ("PATCHSTACK_TEST_VAR", "two"),  # the same names, another value
+        ("GIT_DIR", "/x"),  # dropped
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "user.name"),
+        ("GIT_CONFIG_VALUE_0", "someone"),
+    ]
+    seen = []
+    for key, value in changes:
+        monkeypatch.setenv(key, value)
+        seen.append(both())
+    assert seen[0]["PATCHSTACK_TEST_VAR"] == "one" and seen[1]["PATCHSTACK_TEST_VAR"] == "two"
+    assert "GIT_DIR" not in seen[2] and seen[-1]["GIT_CONFIG_KEY_1"] == "core.quotePath"
+    monkeypatch.delenv("PATCHSTACK_TEST_VAR")
+    assert "PATCHSTACK_TEST_VAR" not in both()
+    process.quiet_hooks(True)
+    try:
+        assert both()["GIT_CONFIG_VALUE_" + str(len(process.PINNED_CONFIG) + 1)] == os.devnull
+    finally:
+        process.quiet_hooks(False)
+    assert "core.hooksPath" not in both().values()
