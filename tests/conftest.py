@@ -240,6 +240,19 @@ _AUTO_MAINTAINED = frozenset({"commit", "merge", "am", "rebase", "cherry-pick", 
 _NO_AUTO_MAINTENANCE = ("-c", "maintenance.auto=false")
 
 
+# The set-ups' git by its absolute path, looked up once for each PATH (as the product's
+# `git_program` does): a bare ``git`` is an exec tried in each folder of PATH before git's.
+_GIT_AT: dict[str, str] = {}
+
+
+def _git() -> str:
+    path = os.environ.get("PATH", os.defpath)
+    if path not in _GIT_AT:
+        absolute = all(os.path.isabs(f) for f in path.split(os.pathsep))
+        _GIT_AT[path] = (shutil.which("git", path=path) if absolute else None) or "git"
+    return _GIT_AT[path]
+
+
 class Repo:
     """A git repository in a temporary folder, driven through git and the real CLI."""
 
@@ -249,7 +262,7 @@ class Repo:
     def git(self, *args: str, check: bool = True, input: str | None = None) -> str:
         quiet = _NO_AUTO_MAINTENANCE if args and args[0] in _AUTO_MAINTAINED else ()
         proc = subprocess.run(
-            ["git", *quiet, *args], cwd=self.path, capture_output=True, text=True, input=input
+            [_git(), *quiet, *args], cwd=self.path, capture_output=True, text=True, input=input
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"git {args} failed: {proc.stderr}")

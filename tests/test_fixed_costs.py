@@ -5,6 +5,7 @@ agree with git."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -648,6 +649,54 @@ def test_the_fixed_cost_of_a_command_is_its_own_git_processes(repo: Repo, tmp_pa
             assert len(runs) <= 4, (command, runs)  # (and one cat-file: --batch-command)
 
 
+def _started_as(repo: Repo, tmp_path, *command: str, path: str | None = None) -> tuple[set, str]:
+    """Each git process's ``argv[0]`` as git itself records it (trace2's ``start`` event) for
+    ``patchstack COMMAND`` run in process, and what the command printed."""
+    events = tmp_path / "events"
+    events.unlink(missing_ok=True)
+    old = dict(os.environ)
+    os.environ["GIT_TRACE2_EVENT"] = str(events)
+    if path is not None:
+        os.environ["PATH"] = path
+    try:
+        out = repo.ps(*command).stdout
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    starts = [json.loads(ln) for ln in events.read_text().splitlines()]
+    return {e["argv"][0] for e in starts if e["event"] == "start"}, out
+
+
+def test_git_is_started_by_the_path_the_exec_of_a_bare_git_finds(repo: Repo, tmp_path) -> None:
+    """A command starts each git process by the absolute path of the ``git`` its ``PATH``
+    names (the exec of a bare ``git`` tries every folder before git's, each process), found
+    again for another ``PATH``; the bare name where ``PATH`` has a relative folder (found from
+    where git runs) or with ``PATCHSTACK_NO_GIT_LOOKUP_ONCE=1``; the same output each way."""
+    stack_of_three(repo)
+    git = shutil.which("git")
+    assert git is not None
+    started, plain = _started_as(repo, tmp_path, "series")
+    assert started == {git}, started
+    # another PATH, whose first folder holds a git (a link to the same one): that one
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "git").symlink_to(git)
+    started, out = _started_as(
+        repo, tmp_path, "series", path=f"{first}{os.pathsep}{os.environ['PATH']}"
+    )
+    assert (started, out) == ({str(first / "git")}, plain)
+    started, out = _started_as(
+        repo, tmp_path, "series", path=f"{os.environ['PATH']}{os.pathsep}rel"
+    )
+    assert (started, out) == ({"git"}, plain)
+    os.environ["PATCHSTACK_NO_GIT_LOOKUP_ONCE"] = "1"
+    try:
+        started, out = _started_as(repo, tmp_path, "series")
+    finally:
+        del os.environ["PATCHSTACK_NO_GIT_LOOKUP_ONCE"]
+    assert (started, out) == ({"git"}, plain)
+
+
 # -- what a command imports --------------------------------------------------------------------
 
 _PROBE = (
@@ -817,3 +866,49 @@ def test_a_skip_that_stops_again_imports_nothing_that_builds_or_ends(tmp_path) -
     # 70: 67, and the three modules split off snapshot and transaction
     # 71: commands.tracked, the one definition of the upstream the drift is counted against
     assert len(_ours(modules)) <= 71, (len(_ours(modules)), _ours(modules))
+
+
+def test_the_sealed_environment_kept_is_the_one_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment a git process gets, kept from the call before while the caller's is the
+    same, is the one made anew (``PATCHSTACK_NO_ENV_MEMO=1``) after every kind of change: a
+    variable added, changed in place, removed, a dropped one, the caller's own GIT_CONFIG_COUNT,
+    the hooks quieted; and what a caller adds to or changes in one never reaches the next."""
+    from patchstack.git import process
+
+    def both(extra: dict[str, str] | None = None) -> dict[str, str]:
+        kept = process.sealed_env(extra)
+        monkeypatch.setenv("PATCHSTACK_NO_ENV_MEMO", "1")
+        anew = process.sealed_env(extra)
+        monkeypatch.delenv("PATCHSTACK_NO_ENV_MEMO")
+        del anew["PATCHSTACK_NO_ENV_MEMO"]
+        assert kept == anew
+        return kept
+
+    first = both()
+    assert process._MEMO and process.sealed_env() is not process._MEMO[0][2]  # kept: a copy
+    first["GIT_DIR"] = "/elsewhere"  # a caller's change to its copy
+    assert both() == {k: v for k, v in first.items() if k != "GIT_DIR"}
+    assert both({"GIT_INDEX_FILE": "/tmp/i"})["GIT_INDEX_FILE"] == "/tmp/i"
+    assert "GIT_INDEX_FILE" not in both()
+    changes = [
+        ("PATCHSTACK_TEST_VAR", "one"),
+        ("PATCHSTACK_TEST_VAR", "two"),  # the same names, another value
+        ("GIT_DIR", "/x"),  # dropped
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "user.name"),
+        ("GIT_CONFIG_VALUE_0", "someone"),
+    ]
+    seen = []
+    for key, value in changes:
+        monkeypatch.setenv(key, value)
+        seen.append(both())
+    assert seen[0]["PATCHSTACK_TEST_VAR"] == "one" and seen[1]["PATCHSTACK_TEST_VAR"] == "two"
+    assert "GIT_DIR" not in seen[2] and seen[-1]["GIT_CONFIG_KEY_1"] == "core.quotePath"
+    monkeypatch.delenv("PATCHSTACK_TEST_VAR")
+    assert "PATCHSTACK_TEST_VAR" not in both()
+    process.quiet_hooks(True)
+    try:
+        assert both()["GIT_CONFIG_VALUE_" + str(len(process.PINNED_CONFIG) + 1)] == os.devnull
+    finally:
+        process.quiet_hooks(False)
+    assert "core.hooksPath" not in both().values()

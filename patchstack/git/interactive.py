@@ -28,7 +28,7 @@ from ..errors import PatchstackError
 from ..lock import inherited_fds
 from .base import GitBase
 from .index import TempIndex
-from .process import sealed_env
+from .process import git_program, sealed_env
 
 
 class Interactive(GitBase):
@@ -67,7 +67,7 @@ class Interactive(GitBase):
         """Run git's hunk selector (``add -p`` or ``reset -p TREE``) on ``index`` for
         ``paths``; what it printed, when it read ``answers``."""
         env = sealed_env(index.env)
-        argv = ["git", *args, "--", *paths]  # literal pathspecs: see `process`
+        argv = [git_program(env), *args, "--", *paths]  # literal pathspecs: see `process`
         if answers is None:
             proc = subprocess.run(argv, cwd=self.top, env=env, pass_fds=inherited_fds())
             out = ""

@@ -20,7 +20,7 @@ from typing import IO
 from ..lock import inherited_fds
 from . import scratch
 from .base import decode_path, encode_path
-from .process import run_git, sealed_env
+from .process import git_program, run_git, sealed_env
 from .trees import Trees
 
 
@@ -103,10 +103,11 @@ class Similarity(Trees):
         ]  # fmt: skip
         out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `Pending.answer`)
         err = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `Pending.answer`)
+        sealed = sealed_env(env)
         proc = subprocess.Popen(
-            ["git", *args],
+            [git_program(sealed), *args],
             cwd=self.top,
-            env=sealed_env(env),
+            env=sealed,
             stdout=out,
             stderr=err,
             start_new_session=True,
