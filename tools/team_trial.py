@@ -19,7 +19,7 @@ Every merge of the series is checked: clean and right (``push --all`` of the mer
 gives the tree that merge-ort makes of both sides' trees over their common one), or a
 conflict that git and patchstack both name. Figures and findings go to a JSON report.
 
-    python3 tools/team_trial.py --mirror /work/.mirror/modal-projects+sglang/repo \\
+    python3 tools/team_trial.py --mirror MIRROR \\
         --branch weight-sync-instrumentation --work /tmp/team-trial --rounds 3 --stride 25
 
 Standard library only; patchstack runs as ``--patchstack`` says (default: this interpreter's

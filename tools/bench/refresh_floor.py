@@ -4,7 +4,7 @@ drop.
 
     python tools/bench/refresh_floor.py [--runs 3] [--code DIR] FORK...
 
-FORK: a clone whose series is imported and pushed (``/work/trial/mkfork.sh``); it is never
+FORK: a clone whose series is imported and pushed (``tools/trial/mkfork.sh``); it is never
 changed: every run works on a fresh ``cp -a`` of it (its cache, work tree and refs as FORK
 has them). Needs ``/usr/bin/time``. Each run times, in one loop:
 

@@ -3,7 +3,7 @@
 
     python tools/trial/day_after.py FORK WORK DAY1 DAY2 [-o LABELS.json] [--bring-back N]
 
-FORK is a clone with a series pushed (``/work/trial/mkfork.sh BRANCH DIR`` makes one); it is
+FORK is a clone with a series pushed (``tools/trial/mkfork.sh MIRROR BRANCH DIR`` makes one); it is
 copied to WORK (which must not exist) and left alone. In WORK, as a maintainer would:
 
 - day one: ``status``, ``check --onto DAY1``, ``refresh --onto DAY1 --defer-conflicts``,
