@@ -222,3 +222,31 @@ def test_a_knock_on_whose_chain_git_cannot_take_is_unknown_not_refuted(tmp_path,
     assert not found["refuted"], found["refuted"]
     unknown = found["unknown"]["knock-on"]
     assert "day one check: p3.patch: p1.patch's conflict is not in lines" in unknown, unknown
+
+
+def test_mkfork_makes_a_fork_whose_series_is_the_branch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`tools/trial/mkfork.sh MIRROR BRANCH DIR` (how the benchmarks' real forks are made): a
+    clone whose engineer's branch is imported as a series over origin/main and pushed, with
+    HEAD's tree the branch's and `lin` at HEAD."""
+    from .conftest import make_repo
+
+    up = make_repo(tmp_path / "up", {"a.py": "one\ntwo\nthree\n", "b.py": "x\n"})
+    up.git("checkout", "-q", "-b", "eng/feature")
+    up.write("a.py", "one\ntwo, changed\nthree\n")
+    up.commit_all("change two")
+    up.write("c.py", "new\n")
+    up.commit_all("add c")
+    up.git("checkout", "-q", "main")
+    mirror = tmp_path / "mirror.git"
+    up.git("clone", "-q", "--bare", str(up.path), str(mirror))
+    fork = tmp_path / "fork"
+    script = TOOLS / "mkfork.sh"
+    proc = subprocess.run(
+        ["bash", str(script), str(mirror), "eng/feature", str(fork)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    made = Repo(fork)
+    assert made.tree() == made.tree("origin/eng/feature")
+    assert made.head() == made.git("rev-parse", "lin").strip()
+    listed = json.loads(made.ps("series", "--json").stdout)
+    assert len(listed["patches"]) == 2
