@@ -209,14 +209,15 @@ def test_status_drift_and_the_review_are_the_same_walk(moved) -> None:
 
 def test_the_culprit_walk_of_many_files_is_the_pathspec_walks(moved, monkeypatch) -> None:
     """`line_changes` of more files than `PATHSPEC_MAX` finds the commits that touch them in
-    a walk without pathspec and diffs those only: the same changes as git's pathspec walk
-    (first parent, merges against it, folders matched by what is under them)."""
+    a walk without pathspec and diffs those only, at those paths: the same changes as git's
+    pathspec walk (first parent, merges against it, folders matched by what is under them)."""
     from patchstack.git import history
 
     repo, a, b, _old, _new = moved
     git = find_repo(str(repo.path))
     many = [*NAMES, "renamed\ttab.py", "dir/new.py"] + [f"none{i}.py" for i in range(12)]
-    for paths in (many, NAMES[1:5], ["plain.py", *many]):
+    # (a path with a newline cannot be a line of the diff's standard input: diffed whole)
+    for paths in (many, NAMES[1:5], ["plain.py", *many], [*many, "new\nline.py"]):
         paths = list(dict.fromkeys(paths))
         monkeypatch.setattr(history, "PATHSPEC_MAX", 1000)
         given = git.line_changes(f"{a}..{b}", paths, trailers.PATCH)

@@ -211,7 +211,9 @@ class History(Deletions):
         args = _line_args(trailer)
         if len(paths) <= PATHSPEC_MAX:
             out = self.run(*args, "--end-of-options", rng, "--", *paths).stdout
-        else:  # the commits that touch them, found here; then only theirs diffed, whole
+        else:  # the commits that touch them, found here; then only theirs diffed, at the
+            # paths (given on standard input after ``--``: matched on those commits alone, not
+            # on the whole walk's, and never too long for the command line)
             asked = set(paths)
             walked = self.log_paths(rng, first_parent=True)
             picked = [
@@ -219,8 +221,9 @@ class History(Deletions):
             ]
             if not picked:
                 return []
-            stdin = "".join(f"{c}\n" for c in picked).encode()
-            out = self.run(*args, "--no-walk=unsorted", "--stdin", "--", input=stdin).stdout
+            limit = [] if any("\n" in p for p in paths) else ["--\n", *(f"{p}\n" for p in paths)]
+            stdin = "".join([*(f"{c}\n" for c in picked), *limit])  # (a line per path)
+            out = self.run(*args, "--no-walk=unsorted", "--stdin", input=stdin.encode()).stdout
         return _line_changes(out, paths)
 
     def start_line_changes(
