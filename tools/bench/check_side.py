@@ -22,14 +22,18 @@ import time
 from pathlib import Path
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def version_args(ap: argparse.ArgumentParser) -> None:
+    """The arguments of a side-by-side run (this script's, `refresh_side.py`'s)."""
     ap.add_argument("forks", nargs="+", type=Path)
     ap.add_argument("--code", action="append", default=[], help="a version's package folder")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: this version with it")
     ap.add_argument("--onto", default="origin/main")
     ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
+
+
+def versions_of(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Each version asked (``--code`` folders, this checkout with each ``--env``) and the
+    environment that runs it."""
     here = str(Path(__file__).resolve().parents[2])
     versions: dict[str, dict[str, str]] = {c: {"PYTHONPATH": c} for c in args.code}
     if args.env or not versions:
@@ -37,6 +41,14 @@ def main() -> None:
     for setting in args.env:
         name, _, value = setting.partition("=")
         versions[setting] = {"PYTHONPATH": here, name: value}
+    return versions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    version_args(ap)
+    args = ap.parse_args()
+    versions = versions_of(args)
     for fork in args.forks:
         cache = fork / ".git" / "patchstack" / "cache"
         saved = cache.read_bytes() if cache.exists() else None

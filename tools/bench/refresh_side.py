@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_side import version_args, versions_of  # noqa: E402
+
 DATE = "1700000000 +0000"
 
 
@@ -62,20 +65,10 @@ def _run(
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("forks", nargs="+", type=Path)
-    ap.add_argument("--code", action="append", default=[], help="a version's package folder")
-    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: this version with it")
-    ap.add_argument("--onto", default="origin/main")
+    version_args(ap)
     ap.add_argument("--series", default="patches", help="the series folder, in the work tree")
-    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    here = str(Path(__file__).resolve().parents[2])
-    versions: dict[str, dict[str, str]] = {c: {"PYTHONPATH": c} for c in args.code}
-    if args.env or not versions:
-        versions["this"] = {"PYTHONPATH": here}
-    for setting in args.env:
-        name, _, value = setting.partition("=")
-        versions[setting] = {"PYTHONPATH": here, name: value}
+    versions = versions_of(args)
     with tempfile.TemporaryDirectory(prefix="refresh-side-") as tmp:
         room = Path(tmp)
         for fork in args.forks:
