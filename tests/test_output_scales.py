@@ -506,3 +506,25 @@ def test_a_summary_line_of_long_names_is_capped_and_verbose_and_json_keep_all(tm
     data = json.loads(repo.ps("check", "--onto", "up", "--json", code=1).stdout)
     knock_ons = [c["patch"] for c in data["conflicts"] if c["kind"] == "knock-on"]
     assert knock_ons == [w + ".patch" for w in waiting]
+
+
+def test_a_conflict_line_names_the_file_its_upstream_commit_changed() -> None:
+    """A summary line names a file and an upstream commit side by side: the commit is one
+    that changed that file (the first hunk traced to one), not the first file's name beside
+    another file's commit (dflash_v2: 12 of 38 lines were so before)."""
+    from patchstack.cli.conflicttext import conflict_summary
+    from patchstack.model.conflict import Conflict, ConflictHunk, UpstreamCommit
+
+    made = UpstreamCommit("1" * 40, "upstream changed b")
+    c = Conflict(
+        "p.patch",
+        ("a.py", "b.py", "c.py"),
+        hunks=(
+            ConflictHunk("a.py", 3, ("x",), ("y",), ("z",)),
+            ConflictHunk("b.py", 7, ("x",), ("y",), ("z",), upstream=(made,), traced=True),
+        ),
+    )
+    line = conflict_summary([c])[1]
+    assert line.endswith(" p.patch  b.py (+2 more)  1111111111 upstream changed b"), line
+    untraced = Conflict("q.patch", ("a.py", "b.py"), hunks=(c.hunks[0],))
+    assert conflict_summary([untraced])[1].endswith(" q.patch  a.py (+1 more)")

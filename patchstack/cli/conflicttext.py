@@ -322,14 +322,15 @@ def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:
     shown_roots = set()
     for c in primary:
         files = list(c.files)
-        where = files[0] if files else "?"
+        # the commit named is one that changed the file named (the first hunk traced to one)
+        first = next((h for h in c.hunks if h.upstream), None)
+        where = first.path if first is not None else files[0] if files else "?"
         if len(files) > 1:
             where += f" (+{len(files) - 1} more)"
-        commits = [u for h in c.hunks for u in h.upstream]
         upstream = ""
-        if commits:
-            subject = fitted(commits[0].subject, SUBJECT_SHOWN, verbose)
-            upstream = f"  {commits[0].oid[:10]} {subject}".rstrip()
+        if first is not None:
+            subject = fitted(first.upstream[0].subject, SUBJECT_SHOWN, verbose)
+            upstream = f"  {first.upstream[0].oid[:10]} {subject}".rstrip()
         lines.append(f"  {verdict_word('conflict')} {c.patch}  {where}{upstream}")
         if c.superseded is not None:
             by = f" by {c.superseded.oid[:10]}" if c.superseded.oid else ""
