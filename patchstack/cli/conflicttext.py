@@ -202,7 +202,10 @@ def proposal_hint(c: Any) -> list[str]:
     if not gone:
         return []
     it = "it" if len(gone) == 1 else "them"
-    names = some_names(gone, False, FILES_SHOWN)
+    # (not `some_names`: the user acts on each file named, up to `FILES_SHOWN`)
+    names = ", ".join(gone[:FILES_SHOWN]) + (
+        f" and {len(gone) - FILES_SHOWN} more" if len(gone) > FILES_SHOWN else ""
+    )
     return [
         f"hint: upstream deleted {names}; the work tree holds the patch's version (no conflict"
         " markers there): 'patchstack refresh --continue' keeps it in the patch; to take the"
