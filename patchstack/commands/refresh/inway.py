@@ -23,9 +23,9 @@ def refuse_edits_early(
     base nor any patch file of the series touches is the old base's in HEAD and
     ``new_base``'s after the refresh, so the move changes it; ``read-tree`` refuses an
     untracked file there, and a tracked one whose index entry is not the new version (an
-    entry that is, it keeps; a file deleted from the work tree alone, it writes again: neither
-    is named here). Edits in a patch's files are in the way or not by what the replay makes:
-    the move names those, after it."""
+    entry that is, it keeps; a file deleted from the work tree alone, it writes again; a
+    submodule, it leaves: none is named here). Edits in a patch's files are in the way or
+    not by what the replay makes: the move names those, after it."""
     git = ws.git
     asked = {
         p for p in (*dirty.modified, *dirty.untracked) if os.path.lexists(os.path.join(git.top, p))
@@ -42,8 +42,16 @@ def refuse_edits_early(
     untracked = set(dirty.untracked)
     entries, _stat = git.index_entries(sorted(changed - untracked))
     at_new = git.ls_tree_paths(new_base, sorted(changed))
+    gitlink = "160000"  # a submodule out of step with its entry: read-tree lets it be
     in_the_way = sorted(
-        p for p in changed if p in untracked or (p in entries and entries[p] != at_new.get(p))
+        p
+        for p in changed
+        if p in untracked
+        or (
+            p in entries
+            and entries[p] != at_new.get(p)
+            and gitlink not in (entries[p][0], at_new.get(p, ("", ""))[0])
+        )
     )
     if in_the_way:
         raise edits_in_the_way(in_the_way)
