@@ -151,11 +151,14 @@ class Checkout:
 
     def read_patch(self, entry: Entry) -> tuple[bytes, Patch]:
         """The bytes and the checked parse of a patch file (parsed once per command unless
-        the file changes)."""
+        the file changes; a file known by its stat data is not opened again)."""
         path = self.patch_path(entry.name)
+        known = self._parsed.get(_stat_key(entry, os.stat(path)))
+        if known is not None:
+            return known
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
-            key = (entry.name, entry.strip_level, st.st_size, st.st_mtime_ns, st.st_ino)
+            key = _stat_key(entry, st)
             if key in self._parsed:
                 return self._parsed[key]
             data = f.read()
@@ -172,10 +175,15 @@ class Checkout:
     def proven_bytes(self, entry: Entry) -> tuple[bytes, PatchSummary]:
         """The bytes of a patch file and what it changes, proven (parsed and checked as
         `read_patch` does) by this command or, for the very same bytes, an earlier one
-        (`ProvenPatches`): a long series is not parsed again by every command."""
-        with open(self.patch_path(entry.name), "rb") as f:
+        (`ProvenPatches`): a long series is not parsed again by every command. A file this
+        command read is known by its stat data (as `read_patch` knows it): not opened again."""
+        path = self.patch_path(entry.name)
+        known = self._summaries.get(_stat_key(entry, os.stat(path)))
+        if known is not None:
+            return known
+        with open(path, "rb") as f:
             st = os.fstat(f.fileno())
-            key = (entry.name, entry.strip_level, st.st_size, st.st_mtime_ns, st.st_ino)
+            key = _stat_key(entry, st)
             if key in self._summaries:
                 return self._summaries[key]
             data = f.read()
@@ -209,6 +217,11 @@ class Checkout:
         calls it at its end, under the lock; so does ``status``, under the shared lock)."""
         if self._store is not None:
             self._store.save()
+
+
+def _stat_key(entry: Entry, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    """A patch file as this command knows it: its name, strip level and stat data."""
+    return (entry.name, entry.strip_level, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 _CHECKOUTS: weakref.WeakKeyDictionary[gitmod.Git, weakref.ref[Checkout]] = (

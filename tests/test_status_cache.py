@@ -6,6 +6,7 @@ fewer git processes and prints the same bytes. What is saved is read from git's 
 from __future__ import annotations
 
 import marshal
+import os
 from pathlib import Path
 
 from patchstack import store
@@ -103,3 +104,29 @@ def test_a_cache_another_version_wrote_is_ignored(repo: Repo, tmp_path: Path, mo
     assert marshal.loads(_cache(repo).read_bytes())["writer"] == store.WRITER
     _again, warm = _status(repo, tmp_path, monkeypatch)
     assert len(warm) < len(cold)
+
+
+def test_status_opens_each_patch_file_once(repo: Repo, monkeypatch) -> None:
+    """A warm status (its proofs kept) reads each patch file once, for the files it touches,
+    its header and the files an upstream mark's patch holds: not once per use (1,000 patches
+    were 2,000 opens)."""
+    import builtins
+
+    from patchstack import checkout
+
+    _behind(repo)
+    repo.ps("pop")  # one applied, one not: both are read
+    for name in ("p1.patch", "p2.patch"):  # (older than the proofs' racy window)
+        os.utime(repo.path / "patches" / name, (1_000_000_000, 1_000_000_000))
+    repo.ps("status", code=None)
+    opened: list[str] = []
+
+    def counting(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(file).endswith(".patch"):
+            opened.append(Path(file).name)
+        return builtins.open(file, *args, **kwargs)
+
+    monkeypatch.setattr(checkout, "open", counting, raising=False)
+    out = repo.ps("status", code=None).stdout
+    assert "p2" in out
+    assert sorted(opened) == ["p1.patch", "p2.patch"], opened

@@ -28,8 +28,9 @@ def test_an_upstream_commit_touching_many_files_names_a_few_and_counts_the_rest(
     fork.git("fetch", "-q")
     out = fork.ps("status").stdout.splitlines()
     row = next(line for line in out if "upstream touches every module" in line)
-    assert row.endswith(
-        "(pkg/mod0.py, pkg/mod1.py and 10 more files: p0.patch, p1.patch and 10 more patches)"
+    assert row.endswith(  # (`some_names`: three names within half a line each)
+        "(pkg/mod0.py, pkg/mod1.py, pkg/mod10.py and 9 more files:"
+        " p0.patch, p1.patch, p10.patch and 9 more patches)"
     ), row
     verbose = fork.ps("status", "--verbose").stdout
     assert all(f"pkg/mod{i}.py" in verbose and f"p{i}.patch" in verbose for i in range(12))

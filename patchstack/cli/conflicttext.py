@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from .output import fitted, some_names, verdict_word
+from .output import SUBJECT_SHOWN, fitted, some_names, verdict_word
 
 STOP_BUDGET = 60  # lines of one conflict report without --verbose, whatever the patch's size
 REPORT_FLOOR = 24  # lines a report keeps at a stop whose lines above it are many
@@ -98,10 +98,7 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
     if full or len(files) <= FILES_SHOWN:
         lines += [f"  file {path}" for path in files]
     else:
-        lines.append(
-            f"  files ({len(files)}): {', '.join(files[:FILES_SHOWN])}"
-            f" and {len(files) - FILES_SHOWN} more"
-        )
+        lines.append(f"  files ({len(files)}): {some_names(files, False, FILES_SHOWN)}")
     tail = []
     if c.culprits:
         tail.append("  unselected patches touching these lines: " + ", ".join(c.culprits))
@@ -119,9 +116,20 @@ def _head_and_tail(c: Any, full: bool) -> tuple[list[str], list[str]]:
 
 def _short_note(note: str) -> str:
     """A stop's note with the built-in rule's proposals, when there are several (one a file,
-    on a big patch hundreds), counted in one clause: the line stays a line."""
-    from ..commands.refresh.reuse import PROPOSED
+    on a big patch hundreds), counted in one clause, and the files whose records are for
+    other lines named as `some_names` names them: the line stays a line."""
+    from ..commands.refresh.reuse import OTHER_LINES, PROPOSED
 
+    note = re.sub(
+        r"(?P<head>the recorded resolutions of .+?'s conflict hunks in )(?P<files>.+?)"
+        r"(?P<tail> are " + re.escape(OTHER_LINES) + ")",
+        lambda m: (
+            m["head"]
+            + some_names(m["files"].split(", "), False, noun=("file", "files"))
+            + m["tail"]
+        ),
+        note,
+    )
     parts = re.split("; (?=" + re.escape(PROPOSED) + ")", note)
     said = [_PROPOSAL.fullmatch(p) for p in parts]
     found = [m for m in said if m]
@@ -194,6 +202,7 @@ def proposal_hint(c: Any) -> list[str]:
     if not gone:
         return []
     it = "it" if len(gone) == 1 else "them"
+    # (not `some_names`: the user acts on each file named, up to `FILES_SHOWN`)
     names = ", ".join(gone[:FILES_SHOWN]) + (
         f" and {len(gone) - FILES_SHOWN} more" if len(gone) > FILES_SHOWN else ""
     )
@@ -273,23 +282,26 @@ def _capped_diff(before: list[str], after: list[str]) -> list[str]:
 
 
 KNOCK_ONS_SHOWN = 3  # knock-on names listed under their root without --verbose (`some_names`)
-SUBJECT_SHOWN = 50  # characters of an upstream subject on a summary line without --verbose
 
 
-def evidence_note(v: Any) -> str:
-    """Why a patch changes nothing: the upstream commit that brought its change, or the
-    verdict's own note (a selection's no-op)."""
+def evidence_note(v: Any, verbose: bool = False) -> str:
+    """Why a patch changes nothing: the upstream commit that brought its change (its subject
+    cut at `SUBJECT_SHOWN` without ``verbose``, `fitted`), or the verdict's own note (a
+    selection's no-op)."""
     if v.evidence:
-        return f"in {v.evidence.oid[:10]} {v.evidence.subject}".rstrip()
+        subject = fitted(v.evidence.subject, SUBJECT_SHOWN, verbose)
+        return f"in {v.evidence.oid[:10]} {subject}".rstrip()
     return str(v.note)
 
 
-def recorded_note(hunks: Any) -> str:
+def recorded_note(hunks: Any, verbose: bool = False) -> str:
     """How a verdict says a recorded resolution settled its conflict: the hunks reused, when
-    records of conflict hunks did it."""
+    records of conflict hunks did it (`some_names`: every one with ``verbose``)."""
     if not hunks:
         return "recorded resolution"
-    return "recorded resolution reused for hunk " + ", ".join(hunks)
+    return "recorded resolution reused for hunk " + some_names(
+        hunks, verbose, noun=("hunk", "hunks")
+    )
 
 
 def conflict_summary(conflicts: Any, verbose: bool = False) -> list[str]:

@@ -280,13 +280,22 @@ def verdict_counts(verdicts: Any) -> str:
 
 
 LINE_WIDTH = 100  # characters of patch names one summary line lists without --verbose
+SUBJECT_SHOWN = 50  # characters of an upstream subject on a summary line without --verbose
 
 
-def some_names(names: Any, verbose: bool, most: int = 3, width: int = LINE_WIDTH) -> str:
-    """``a.patch, b.patch and 5 more``: the one rule for a summary line that names patches (a
-    root's knock-ons, the unselected patches a conflict needs). Without ``verbose`` the first
-    names, at most ``most`` of them, while they fit in ``width`` characters, and never fewer
-    than one; how many more, counted. With ``verbose`` (and in ``--json``) every name."""
+def some_names(
+    names: Any,
+    verbose: bool,
+    most: int = 3,
+    width: int = LINE_WIDTH,
+    noun: tuple[str, str] | None = None,
+) -> str:
+    """``a.patch, b.patch and 5 more``: the one rule for a summary line that names patches,
+    files or hunks (a root's knock-ons, the unselected patches a conflict needs, the files and
+    patches an upstream commit touches, the hunks a record settled). Without ``verbose`` the
+    first names, at most ``most`` of them, while they fit in ``width`` characters, and never
+    fewer than one; how many more, counted (``noun``: what they are, one and many: ``and 1
+    more file``). With ``verbose`` (and in ``--json``) every name."""
     names = list(names)
     listed = names[:1]
     if verbose:
@@ -296,7 +305,9 @@ def some_names(names: Any, verbose: bool, most: int = 3, width: int = LINE_WIDTH
             if len(", ".join([*listed, name])) > width:
                 break
             listed.append(name)
-    more = f" and {len(names) - len(listed)} more" if len(listed) < len(names) else ""
+    rest = len(names) - len(listed)
+    what = f" {noun[0] if rest == 1 else noun[1]}" if noun else ""
+    more = f" and {rest} more{what}" if rest else ""
     return ", ".join(listed) + more
 
 
@@ -310,15 +321,12 @@ def fitted(text: str, most: int, verbose: bool) -> str:
 
 
 def names_line(verb: str, names: Any, verbose: bool, shown: int = 10, where: str = "") -> str:
-    """``popped 200 patch(es): a, b, ... and 190 more`` (all of them with --verbose)."""
+    """``popped 200 patch(es): a, b, c and 197 more (--verbose lists them)``: `some_names`, at
+    most ``shown`` (all of them with --verbose)."""
     names = list(names)
-    listed = names if verbose or len(names) <= shown else names[:shown]
-    more = (
-        f" and {len(names) - len(listed)} more (--verbose lists them)"
-        if len(listed) < len(names)
-        else ""
-    )
-    return f"{verb} {len(names)} patch(es){where}: {', '.join(listed)}{more}"
+    listed = some_names(names, verbose, shown)
+    hint = " (--verbose lists them)" if listed != ", ".join(names) else ""
+    return f"{verb} {len(names)} patch(es){where}: {listed}{hint}"
 
 
 def selector(name: str | None, all_: bool, only: str | None, except_: str | None) -> Any:

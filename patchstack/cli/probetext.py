@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..commands.probes import BROKEN, EFFECTIVE, INEFFECTIVE, NOT_RUN, ProbeReport, Run
 from ..commands.upstream import Standing
-from .output import style
+from .output import some_names, style
 
 _COLOURS = {EFFECTIVE: "green", INEFFECTIVE: "yellow", BROKEN: "red", NOT_RUN: "red"}
 _MEANS = {
@@ -50,9 +50,7 @@ def probe_lines(report: ProbeReport, verbose: bool = False) -> list[str]:
             )
     if report.without_probe:
         names = list(report.without_probe)
-        shown_names = names if verbose or len(names) <= SHOWN else names[:SHOWN]
-        more = f" and {len(names) - len(shown_names)} more" if len(shown_names) < len(names) else ""
-        out.append(f"  no probe ({len(names)}): " + ", ".join(shown_names) + more)
+        out.append(f"  no probe ({len(names)}): " + some_names(names, verbose, SHOWN))
     counts: dict[str, int] = {}
     for r in report.results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1

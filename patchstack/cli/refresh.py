@@ -356,8 +356,8 @@ def check(
         for v in shown:
             if one and v.name not in named:
                 continue
-            notes = [recorded_note(v.reused_hunks)] if v.recorded else []
-            notes += [evidence_note(v)] if v.evidence or v.note else []
+            notes = [recorded_note(v.reused_hunks, verbose)] if v.recorded else []
+            notes += [evidence_note(v, verbose)] if v.evidence or v.note else []
             top.append(f"  {verdict(v)} {v.name}" + (f"  ({'; '.join(notes)})" if notes else ""))
         if more and not one:
             top.append(more)

@@ -108,12 +108,12 @@ def _lines_above(result: RefreshResult, verbose: bool, brought_back: bool) -> li
         if said := accepted_note(result, v.name):
             notes.append(said)
         elif v.recorded:
-            notes.append(recorded_note(v.reused_hunks))
+            notes.append(recorded_note(v.reused_hunks, verbose))
         elif v.resolved:
             notes.append("resolved")
         if v.verdict == "upstream":
             if v.evidence:
-                notes.append(evidence_note(v))
+                notes.append(evidence_note(v, verbose))
             notes.append(
                 "dropped from the series (file kept)"
                 if v.dropped

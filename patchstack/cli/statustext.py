@@ -18,24 +18,18 @@ from ..commands.tracked import upstream_note
 from ..commands.upstream import IN_BASE, IN_BASE_UNPROVEN, NOT_IN_BASE, UNKNOWN, Standing
 from ..model.fields import NONE, summary
 from ..model.marks import describe, push_back_hint
-from .output import style, tag_text
+from .output import LINE_WIDTH, SUBJECT_SHOWN, fitted, some_names, style, tag_text
 
 SHOWN = 10  # entries of a long list shown without --verbose
-NAMED = 2  # paths (and patches) named on one upstream commit's line without --verbose
+# An upstream commit's line names files and patches (`some_names`), each list within half
+# a summary line's width: the line stays a line.
+NAMES_WIDTH = LINE_WIDTH // 2
 
 
 def _capped(lines: list[str], verbose: bool, what: str) -> list[str]:
     if verbose or len(lines) <= SHOWN:
         return lines
     return [*lines[:SHOWN], f"  ... and {len(lines) - SHOWN} more {what} (--verbose lists them)"]
-
-
-def _some(names: Sequence[str], verbose: bool, one: str, many: str) -> str:
-    """The first few of ``names`` and how many more: one commit's line stays one line."""
-    if verbose or len(names) <= NAMED:
-        return ", ".join(names)
-    rest = len(names) - NAMED
-    return ", ".join(names[:NAMED]) + f" and {rest} more {one if rest == 1 else many}"
 
 
 def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str]:
@@ -55,8 +49,9 @@ def drift_lines(drift: Drift, verbose: bool, on_branch: bool = True) -> list[str
         out.append(f"  (HEAD has no @{{upstream}}: {drift.target_name} is {drift.guessed}{track})")
     touching = {c.oid for c in drift.touching}
     rows = [
-        f"  {c.oid[:10]} {c.subject}  ({_some(c.files, verbose, 'file', 'files')}:"
-        f" {_some(c.patches, verbose, 'patch', 'patches')})"
+        f"  {c.oid[:10]} {fitted(c.subject, SUBJECT_SHOWN, verbose)}"
+        f"  ({some_names(c.files, verbose, width=NAMES_WIDTH, noun=('file', 'files'))}:"
+        f" {some_names(c.patches, verbose, width=NAMES_WIDTH, noun=('patch', 'patches'))})"
         for c in drift.touching
     ]
     out += _capped(rows, verbose, "commit(s) touching the series")
@@ -212,9 +207,7 @@ def standing_lines(found: Sequence[Standing], today: date | None, verbose: bool)
         line = f"probes: {len(probed)} of {len(found)} patch(es)"
         missing = [s.name for s in found if not s.probe]
         if missing:
-            shown = missing if verbose or len(missing) <= SHOWN else missing[:SHOWN]
-            more = f" and {len(missing) - len(shown)} more" if len(shown) < len(missing) else ""
-            line += "; none: " + ", ".join(shown) + more
+            line += "; none: " + some_names(missing, verbose, SHOWN)
         out.append(line)
     if any(s.upstream.state != NONE for s in found):
         out.append("upstream: " + summary([s.upstream for s in found], today or date.today()))

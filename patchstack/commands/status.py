@@ -5,10 +5,11 @@ says of its probe and its upstream status."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from ..checkout import Checkout, experiment_note
+from ..checkout import Checkout, PatchSummary, experiment_note
 from ..git import FastImport
 from ..journal.oplog import BrokenLog, current_refresh, interrupted
 from ..model.ids import Oid
@@ -149,10 +150,12 @@ def status(ws: Checkout) -> StatusResult:
         )
     dirty = git.dirty(exclude=ws.in_tree)
     operation = git.operation_in_progress()
+    # Each patch file read once (its paths, its header, its files: three uses below).
+    summaries = {e.name: ws.proven_bytes(e)[1] for e in series.entries}
     touched: dict[str, list[str]] = {}
     for ap in stack.applied:
         if ap.name in series:
-            for p in ws.proven_bytes(series.entry(ap.name))[1].paths:
+            for p in summaries[ap.name].paths:
                 touched.setdefault(p, []).append(ap.name)
     is_stopped = current_refresh(git) is not None
     # A stopped refresh owns HEAD (the new base and the patches placed so far): not a series
@@ -176,7 +179,7 @@ def status(ws: Checkout) -> StatusResult:
     edits = tuple(
         p for p in dirty.modified + dirty.unmerged if p not in touched and p not in resolving
     )
-    standing = standings(ws, series, series.base or stack.base)
+    standing = standings(ws, series, series.base or stack.base, summaries)
     return StatusResult(
         git.head_ref(),
         stack.head,
@@ -198,7 +201,7 @@ def status(ws: Checkout) -> StatusResult:
         _built_on(ws, stack),
         fold_into if not is_stopped else None,
         stopped,
-        _in_base(ws, series, stack) if not is_stopped else (),
+        _in_base(ws, series, stack, summaries) if not is_stopped else (),
         tuple(standing),
         today(ws) if any(s.upstream.updated for s in standing) else None,
         dirty.submodules,
@@ -233,7 +236,9 @@ def _interrupted(ws: Checkout) -> str | None:
     return found.command if found else None
 
 
-def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:
+def _in_base(
+    ws: Checkout, series: Series, stack: Stack, summaries: Mapping[str, PatchSummary]
+) -> tuple[str, ...]:
     """The unapplied patches ``refresh`` judged ``upstream`` (`engine.verdicts.held`: their
     ``# upstream:`` mark names the commit that brought them) whose every file the series base
     still holds as the patch makes it (the blob its index line names). ``push`` cannot apply
@@ -248,7 +253,7 @@ def _in_base(ws: Checkout, series: Series, stack: Stack) -> tuple[str, ...]:
         mark = series.upstream.get(e.name)
         if stack.find(e.name) is not None or mark is None or not mark.evidence:
             continue
-        files = ws.proven_bytes(e)[1].files
+        files = summaries[e.name].files
         if files and all(
             not f.renamed and not f.copied and fmt.is_full(f.new_id) and f.new_id != f.old_id
             for f in files

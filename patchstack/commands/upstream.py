@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
-from ..checkout import Checkout
+from ..checkout import Checkout, PatchSummary
 from ..errors import PatchstackError
 from ..git import Git
 from ..model import fields
@@ -179,12 +179,19 @@ def applied_upstream(text: str, commit: str, today: date) -> str:
     return fields.write(text, changes_for("applied", f"commit:{commit}", found, today))
 
 
-def standings(ws: Checkout, series: Series, base: str | None) -> list[Standing]:
-    """What each patch's header says, with ``Applied-Upstream`` checked against ``base``."""
+def standings(
+    ws: Checkout,
+    series: Series,
+    base: str | None,
+    summaries: Mapping[str, PatchSummary] | None = None,
+) -> list[Standing]:
+    """What each patch's header says, with ``Applied-Upstream`` checked against ``base``;
+    ``summaries``: the patch files' as the caller read them (`Checkout.proven_bytes`), by
+    name, so that a command reads each file once."""
     out = []
     git = ws.git
     for entry in series.entries:
-        summary = ws.proven_bytes(entry)[1]
+        summary = summaries[entry.name] if summaries is not None else ws.proven_bytes(entry)[1]
         found = fields.read(summary.description, summary.fields)
         up = fields.upstream_of(found)
         check = None

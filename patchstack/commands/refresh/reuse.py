@@ -20,6 +20,9 @@ PROPOSED = "proposed by a built-in rule, as "  # a stop's note of the hunks `con
 WHOLE_FILE = " (whole file)"  # how a file a record of its exact versions settled is named
 
 
+OTHER_LINES = "for other lines (upstream or the patch changed them since); none was applied"
+
+
 def reuse_note(name: str, where: Sequence[str]) -> str:
     """The operation log's note of a refresh that settled hunks of patch NAME from records
     (a reuse leaves nothing in the series folder; the review reads it back)."""
@@ -69,6 +72,7 @@ def settle_hunks(
     changes: dict[str, tuple[str, str] | None] = dict(whole)
     settled: list[str] = [p + WHOLE_FILE for p in merged.conflicted if p in whole]
     notes: list[str] = []
+    other: list[str] = []  # files whose records of this patch's hunks are for other lines
     complete: list[tuple[str, list[str]]] = []  # files whose every hunk a record settles
     all_of = True  # every conflicted file settled
     for path in merged.conflicted:
@@ -94,10 +98,7 @@ def settle_hunks(
         if not have:
             mine = any(r.patch == name and r.path == path for r in records)
             if mine and not bad:
-                notes.append(
-                    f"the recorded resolutions of {name}'s conflict hunks in {path} are for"
-                    " other lines (upstream or the patch changed them since); none was applied"
-                )
+                other.append(path)
             all_of = False
             continue
         result, starts = hunks.apply_known(parts, {h.key: known[h.key].data for h in have})
@@ -112,6 +113,11 @@ def settle_hunks(
         settled += where
         if len(have) == len(conflicts):
             complete.append((path, where))
+    if other:  # one clause for them all (a stop's note is a line: `conflicttext._short_note`)
+        notes.append(
+            f"the recorded resolutions of {name}'s conflict hunks in {', '.join(other)} are"
+            f" {OTHER_LINES}"
+        )
     if not changes:
         return Outcome(None, notes=tuple(notes))
     tree = git.edit_tree(merged.tree, changes)

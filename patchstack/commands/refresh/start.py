@@ -142,6 +142,10 @@ def refresh(
             "unmerged files: " + ", ".join(dirty.unmerged), "finish or abort the git merge first"
         )
     moved = target.new_base != target.stack.base
+    if moved:  # (before the seconds of planning and replay a long series takes)
+        from .inway import refuse_edits_early  # (not for a resumed refresh)
+
+        refuse_edits_early(ws, series, target.stack, stack.head, target.new_base, dirty)
     # The canonical chain first: an applied commit the engine makes from its patch file is
     # `exact` by it (`proof._built`), not proven a second time hunk by hunk where no cache
     # knew either. What it cannot build is said after the proof's refusal, as before.
