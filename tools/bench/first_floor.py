@@ -123,18 +123,23 @@ def main() -> None:
             print(f"  run done, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    start, follow = rows["start (interpreter, imports, to refresh)"], rows["follow (propose_later)"]
+    snaps, merge = rows["snapshots (before_stop + _after)"], rows["git: its merge (merge-ort)"]
+    rows["floor: start + git's merge + follow + snapshots"] = [
+        sum(four) for four in zip(start, merge, follow, snaps, strict=True)
+    ]
+    rows["floor without follow"] = [sum(three) for three in zip(start, merge, snaps, strict=True)]
+    rows["floor - room (git's rest), run by run"] = [
+        f - r
+        for f, r in zip(
+            rows["floor: start + git's merge + follow + snapshots"],
+            rows["git: rest (wall - move)"],
+            strict=True,
+        )
+    ]
     med = {k: statistics.median(v) for k, v in rows.items()}
     for k, v in rows.items():
-        print(f"{k:44s} {med[k]:6.2f}   ({', '.join(f'{x:.2f}' for x in v)})")
-    floor = (
-        med["start (interpreter, imports, to refresh)"]
-        + med["git: its merge (merge-ort)"]
-        + med["follow (propose_later)"]
-        + med["snapshots (before_stop + _after)"]
-    )
-    print(f"{'floor: start + git merge + follow + snapshots':44s} {floor:6.2f}")
-    room = med["git: rest (wall - move)"]
-    print(f"{'room: git rest':44s} {room:6.2f}   floor - room {floor - room:+.2f}")
+        print(f"{k:50s} {med[k]:6.2f}   ({', '.join(f'{x:.2f}' for x in v)})")
     print(f"load {os.getloadavg()}")
 
 
