@@ -107,9 +107,10 @@ def main() -> None:
                 if code != 1:
                     sys.exit(f"refresh did not stop (exit {code})")
                 spans = json.loads(out.read_text())["spans"]
-                took = {}
-                for start, seconds, name in spans:
-                    took.setdefault(name.rsplit(".", 1)[-1], (start, seconds))
+                took: dict[str, tuple[float, float]] = {}  # name: (first start, summed)
+                for start, seconds, name in sorted(spans):
+                    was = took.get(name.rsplit(".", 1)[-1], (start, 0.0))
+                    took[name.rsplit(".", 1)[-1]] = (was[0], was[1] + seconds)
                 move = max(regions(trace, "unpack_trees", "unpack_trees"))
                 note("patchstack: wall", wall)
                 note("patchstack: CPU", cpu)
@@ -120,6 +121,26 @@ def main() -> None:
                 snap = took.get("before_stop", (0, 0.0))[1] + took.get("_after", (0, 0.0))[1]
                 note("snapshots (before_stop + _after)", snap)
                 note("patchstack's merge (Placer.merge)", took.get("merge", (0, 0.0))[1])
+                # the rest of the rest, in the order it runs (beyond the floor's items)
+                r0, r1 = took["refresh"], took["replay"]
+                pub = took["publish"]
+                rel = took.get("_relabel_tree", (0, 0.0))[1]
+                note("beyond: before the replay (proof, engine, prefetch)", r1[0] - r0[0])
+                merge = took.get("merge", (0, 0.0))[1]
+                note("beyond: the replay less its merge", r1[1] - merge)
+                ours_less = merge - rows["git: its merge (merge-ort)"][-1]
+                note("beyond: its merge less git's (labels: relabel)", ours_less)
+                note("  (of which the labels rewritten)", rel)
+                prep = pub[0] - (r1[0] + r1[1])
+                prep -= (
+                    took.get("propose_later", (0, 0.0))[1] + took.get("before_stop", (0, 0.0))[1]
+                )
+                note("beyond: the stop before its publish", prep)
+                note(
+                    "beyond: the publish less move and _after",
+                    pub[1] - move - took.get("_after", (0, 0.0))[1],
+                )
+                note("beyond: after the publish, exit, interpreter boot", wall - pub[0] - pub[1])
             print(f"  run done, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
