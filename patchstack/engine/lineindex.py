@@ -24,6 +24,16 @@ never kept, nor used). A line is looked up in that entry's hashes as they are (a
 them all, its matches kept among the files asked): no file's hashes are copied out of it and
 joined again for each tree asked (``PATCHSTACK_NO_WHOLE_JOINED=1``: copied, as before).
 The hashes' format is `linehashes`'.
+
+A check's prefetch is lazy (`lineprefetch`): the candidates it read are *lazy* blobs, their
+bytes kept and no hash made. `_each` looks the lines asked up in a lazy blob's lines
+themselves (the set of the lines asked intersected with its split bytes: about half the work
+of hashing every line), giving the blobs that hold each line exactly: a subset of what the
+hashes give (no collision) and a superset of the blobs that hold a block, which `relocate`
+reads and locates in exactly, so the proposals are the same. Whatever else needs a lazy
+blob's hashes (`has`, `_one`) makes them then; a lazy blob is never kept in the cache (the
+hashes an entry needs are not made). ``PATCHSTACK_NO_LAZY_LINES=1``: the prefetch hashes
+every line, as before.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from .linehashes import (
     Joined,
     find,
     has,
+    hashes_of,
     line_hashes,
     packed_of,
     values,
@@ -58,6 +69,7 @@ NO_WHOLE = "PATCHSTACK_NO_WHOLE_JOINED"  # set: the kept entry's hashes taken fi
 # each new set of lines), and `engine.relocate` looks up one proposal's blocks at a time
 NO_SHARED = "PATCHSTACK_NO_SHARED_LINES"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
+_LAZY = b"\0"  # a lazy blob's `_packed` (never hashes: not a whole number of them)
 
 
 def _of(trees: str, paths: str, ids: str) -> int:
@@ -123,6 +135,10 @@ class LineIndex:
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
+        # searched blobs a lazy prefetch read and did not hash (`_raw` has them), and of each
+        # the lines looked for in it so far
+        self._lazy: set[str] = set()
+        self._lazy_asked: dict[str, set[bytes]] = {}
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
@@ -149,13 +165,15 @@ class LineIndex:
             # in the caller's order: by path, neighbours are often deltas of one another, and
             # git's cat-file reads them 10-20 % faster than by id
             self._learn(unknown)
-        if self.store is not None and self.drift is not None:
+        if self.store is not None and self.drift is not None and not self._lazy:
             asked = set(blobs)
             lacking = len(asked - kept.at.keys() - kept.unsearched) if kept else len(asked)
             if lacking * 4 > len(asked):  # none kept, or for another set of files
                 kept = self._keep_joined(blobs)
         if self.store is not None:  # (those kept joined are not kept again one by one)
             for b in unknown:
+                if b in self._lazy:  # (no hashes to keep)
+                    continue
                 if b not in self._missing and (kept is None or not kept.covers(b)):
                     self.store.put(SECTION, b, _entry(b, self._packed[b]))
         return {b for b in blobs if b in self._inside or self._packed[b] is not None}
@@ -164,7 +182,10 @@ class LineIndex:
         return blob in self._packed or blob in self._inside
 
     def _hashes_of(self, blob: str) -> bytes | None:
-        """A known blob's packed hashes (None: not searched)."""
+        """A known blob's packed hashes (None: not searched); a lazy blob's made now."""
+        if blob in self._lazy:
+            self._lazy.discard(blob)
+            self._packed[blob] = hashes_of(self._raw[blob])
         if blob in self._packed:
             return self._packed[blob]
         assert isinstance(self._kept, Joined)
@@ -267,6 +288,9 @@ class LineIndex:
                 continue
             self.prefetch.adopted += 1
             self._packed[b] = got.packed
+            if got.packed is None and got.raw is not None:  # (lazy: searched, not hashed)
+                self._packed[b], self._raw[b] = _LAZY, got.raw
+                self._lazy.add(b)
             self.read |= {b} if got.read else set()
             self._missing |= {b} if got.missing else set()
             if got.raw is not None and got.packed is not None:
@@ -339,7 +363,7 @@ class LineIndex:
             # many blocks (a first stop's): all their lines in one pass over every hash; a
             # few (a skip's): a search of the hashes joined for this line
             wanted = {line, *(ln for ln in self._expected if ln not in known)}
-            if self._blocks > EACH_FROM and len(wanted) > 1:
+            if self._lazy or (self._blocks > EACH_FROM and len(wanted) > 1):
                 known.update(self._each(blobs, wanted))
             else:
                 known[line] = self._one(key, line)
@@ -353,7 +377,7 @@ class LineIndex:
             starts, at = [], 0
             for b in rest:
                 starts.append(at)
-                at += len(self._packed[b] or b"")
+                at += len(self._hashes_of(b) or b"")
             joined = b"".join(self._packed[b] or b"" for b in rest)
             self._joined[blobs] = (joined, starts, rest, inside)
         joined, starts, rest, inside = self._joined[blobs]
@@ -376,6 +400,10 @@ class LineIndex:
             self._look(wanted)
             holders, entered, asked = self._holders, self._entered, set(blobs)
             for b in blobs:
+                if b in self._lazy:
+                    for h in self._lazy_hits(b, lines):
+                        holders.setdefault(h, set()).add(b)
+                    continue
                 has, was = self._hits_of(b), entered.get(b)
                 if was is not has:  # (a blob's hits only grow, as a new set)
                     for h in has if was is None else has - was:
@@ -396,6 +424,16 @@ class LineIndex:
                 for ln in by_hash[h]:
                     found[ln].add(b)
         return found
+
+    def _lazy_hits(self, blob: str, lines: set[bytes]) -> set[int]:
+        """The hashes of those of ``lines`` a lazy blob holds as whole lines, of those not
+        looked for in it before (the others are in `_holders` already)."""
+        asked = self._lazy_asked.setdefault(blob, set())
+        new = lines - asked
+        if not new:
+            return set()
+        asked |= new
+        return set(map(zlib.crc32, new.intersection(self._raw[blob].split(b"\n"))))
 
     def _look(self, hashes: set[int]) -> None:
         """Shared: ``hashes`` among those each blob's hits are of (`_hits_of`)."""
