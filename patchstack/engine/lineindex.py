@@ -135,10 +135,14 @@ class LineIndex:
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
-        # searched blobs a lazy prefetch read and did not hash (`_raw` has them), and of each
-        # the lines looked for in it so far
+        # searched blobs a lazy prefetch read and did not hash (`_raw` has them); the lines
+        # `_each` looked for, in sets as asked, and of each lazy blob how many of those sets
+        # it was searched for (`_lazy_hits`)
         self._lazy: set[str] = set()
-        self._lazy_asked: dict[str, set[bytes]] = {}
+        self._lazy_sets: list[frozenset[bytes]] = []
+        self._lazy_all: set[bytes] = set()
+        self._lazy_upto: dict[str, int] = {}
+        self._lazy_since: dict[int, frozenset[bytes]] = {}
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
@@ -399,9 +403,13 @@ class LineIndex:
         if self.shared:
             self._look(wanted)
             holders, entered, asked = self._holders, self._entered, set(blobs)
+            if self._lazy and not lines <= self._lazy_all:
+                self._lazy_sets.append(frozenset(lines - self._lazy_all))
+                self._lazy_all |= lines
+                self._lazy_since.clear()
             for b in blobs:
                 if b in self._lazy:
-                    for h in self._lazy_hits(b, lines):
+                    for h in self._lazy_hits(b):
                         holders.setdefault(h, set()).add(b)
                     continue
                 has, was = self._hits_of(b), entered.get(b)
@@ -425,14 +433,16 @@ class LineIndex:
                     found[ln].add(b)
         return found
 
-    def _lazy_hits(self, blob: str, lines: set[bytes]) -> set[int]:
-        """The hashes of those of ``lines`` a lazy blob holds as whole lines, of those not
-        looked for in it before (the others are in `_holders` already)."""
-        asked = self._lazy_asked.setdefault(blob, set())
-        new = lines - asked
-        if not new:
+    def _lazy_hits(self, blob: str) -> set[int]:
+        """The hashes of the lines `_each` looked for that a lazy blob holds as whole lines,
+        of those not looked for in it before (the others are in `_holders` already)."""
+        n, at = len(self._lazy_sets), self._lazy_upto.get(blob, 0)
+        if at == n:
             return set()
-        asked |= new
+        self._lazy_upto[blob] = n
+        new = self._lazy_since.get(at)
+        if new is None:
+            new = self._lazy_since[at] = frozenset().union(*self._lazy_sets[at:])
         return set(map(zlib.crc32, new.intersection(self._raw[blob].split(b"\n"))))
 
     def _look(self, hashes: set[int]) -> None:
