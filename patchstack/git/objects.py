@@ -208,9 +208,16 @@ class Objects(GitBase):
             except FileNotFoundError:  # the folder was removed meanwhile (a git prune)
                 os.makedirs(folder, exist_ok=True)
         try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o444)  # whatever the umask, as git leaves them
-                f.write(packed)
+            # (no file object, and the scratch store's objects left as the umask makes them:
+            # two calls and a file object less each, 66 -> 53 us an object on dflash_v2's check)
+            try:
+                if not throwaway:
+                    os.fchmod(fd, 0o444)  # whatever the umask, as git leaves them
+                view = memoryview(packed)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
