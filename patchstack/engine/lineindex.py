@@ -23,17 +23,7 @@ patch before the stop changed) is read from ``lines`` or learnt (``PATCHSTACK_NO
 never kept, nor used). A line is looked up in that entry's hashes as they are (a search of
 them all, its matches kept among the files asked): no file's hashes are copied out of it and
 joined again for each tree asked (``PATCHSTACK_NO_WHOLE_JOINED=1``: copied, as before).
-The hashes' format is `linehashes`'.
-
-A check's prefetch is lazy (`lineprefetch`): the candidates it read are *lazy* blobs, their
-bytes kept and no hash made. `_each` looks the lines asked up in a lazy blob's lines
-themselves (the set of the lines asked intersected with its split bytes: about half the work
-of hashing every line), giving the blobs that hold each line exactly: a subset of what the
-hashes give (no collision) and a superset of the blobs that hold a block, which `relocate`
-reads and locates in exactly, so the proposals are the same. Whatever else needs a lazy
-blob's hashes (`has`, `_one`) makes them then; a lazy blob is never kept in the cache (the
-hashes an entry needs are not made). ``PATCHSTACK_NO_LAZY_LINES=1``: the prefetch hashes
-every line, as before.
+The hashes' format is `linehashes`'; a check's candidates are hashed lazily (`lazylines`).
 """
 
 from __future__ import annotations
@@ -48,17 +38,20 @@ from ..git import Git
 from ..store import Store
 from .linehashes import (
     SCHEME,
-    WIDTH,
     Joined,
+    blob_entry,
+    drift_check,
     find,
     has,
     hashes_of,
     line_hashes,
     packed_of,
+    read_entry,
     values,
 )
 
 if TYPE_CHECKING:
+    from .lazylines import LazyLines
     from .lineprefetch import Prefetch
 
 SECTION = "lines"
@@ -70,32 +63,6 @@ NO_WHOLE = "PATCHSTACK_NO_WHOLE_JOINED"  # set: the kept entry's hashes taken fi
 NO_SHARED = "PATCHSTACK_NO_SHARED_LINES"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
 _LAZY = b"\0"  # a lazy blob's `_packed` (never hashes: not a whole number of them)
-
-
-def _of(trees: str, paths: str, ids: str) -> int:
-    """The check of a drift's candidates: of the two trees they are of, too."""
-    check = zlib.crc32(trees.encode())
-    check = zlib.crc32(paths.encode("utf-8", "surrogateescape"), check)
-    return zlib.crc32(ids.encode(), check)
-
-
-def _check(blob: str, packed: bytes | None) -> int:
-    return zlib.crc32(packed if packed is not None else b"-", zlib.crc32(blob.encode()))
-
-
-def _entry(blob: str, packed: bytes | None) -> list[object]:
-    return [SCHEME, packed, _check(blob, packed)]
-
-
-def read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
-    """(valid, the packed hashes or None for a file not searched) of a blob's cache entry, as
-    `_entry` keeps it; `lineprefetch` asks it too, which blobs the cache knows already."""
-    if not (isinstance(value, list) and len(value) == 3 and value[0] == SCHEME):
-        return False, None
-    packed, check = value[1], value[2]
-    if packed is not None and not (isinstance(packed, bytes) and len(packed) % WIDTH == 0):
-        return False, None
-    return check == _check(blob, packed), packed
 
 
 class LineIndex:
@@ -135,14 +102,7 @@ class LineIndex:
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
-        # searched blobs a lazy prefetch read and did not hash (`_raw` has them); the lines
-        # `_each` looked for, in sets as asked, and of each lazy blob how many of those sets
-        # it was searched for (`_lazy_hits`)
-        self._lazy: set[str] = set()
-        self._lazy_sets: list[frozenset[bytes]] = []
-        self._lazy_all: set[bytes] = set()
-        self._lazy_upto: dict[str, int] = {}
-        self._lazy_since: dict[int, frozenset[bytes]] = {}
+        self._lazy: LazyLines | None = None  # searched blobs a lazy prefetch read, unhashed
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
@@ -176,10 +136,10 @@ class LineIndex:
                 kept = self._keep_joined(blobs)
         if self.store is not None:  # (those kept joined are not kept again one by one)
             for b in unknown:
-                if b in self._lazy:  # (no hashes to keep)
+                if self._lazy and b in self._lazy:  # (no hashes to keep)
                     continue
                 if b not in self._missing and (kept is None or not kept.covers(b)):
-                    self.store.put(SECTION, b, _entry(b, self._packed[b]))
+                    self.store.put(SECTION, b, blob_entry(b, self._packed[b]))
         return {b for b in blobs if b in self._inside or self._packed[b] is not None}
 
     def _known(self, blob: str) -> bool:
@@ -187,9 +147,8 @@ class LineIndex:
 
     def _hashes_of(self, blob: str) -> bytes | None:
         """A known blob's packed hashes (None: not searched); a lazy blob's made now."""
-        if blob in self._lazy:
-            self._lazy.discard(blob)
-            self._packed[blob] = hashes_of(self._raw[blob])
+        if self._lazy and blob in self._lazy:
+            self._packed[blob] = hashes_of(self._lazy.take(blob))
         if blob in self._packed:
             return self._packed[blob]
         assert isinstance(self._kept, Joined)
@@ -235,7 +194,9 @@ class LineIndex:
         if trees != f"{old_tree} {onto_tree}":  # (another tree's)
             return None
         if not (
-            isinstance(paths, str) and isinstance(ids, str) and check == _of(trees, paths, ids)
+            isinstance(paths, str)
+            and isinstance(ids, str)
+            and check == drift_check(trees, paths, ids)
         ):
             return None
         names, blobs = paths.split("\0") if paths else [], ids.split()
@@ -245,7 +206,7 @@ class LineIndex:
         if self.store is not None and self.drift is not None:
             paths, ids = "\0".join(blobs), " ".join(blobs.values())
             trees = f"{old_tree} {onto_tree}"
-            value = [SCHEME, trees, paths, ids, _of(trees, paths, ids)]
+            value = [SCHEME, trees, paths, ids, drift_check(trees, paths, ids)]
             self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
@@ -293,8 +254,12 @@ class LineIndex:
             self.prefetch.adopted += 1
             self._packed[b] = got.packed
             if got.packed is None and got.raw is not None:  # (lazy: searched, not hashed)
+                if self._lazy is None:
+                    from .lazylines import LazyLines
+
+                    self._lazy = LazyLines()
                 self._packed[b], self._raw[b] = _LAZY, got.raw
-                self._lazy.add(b)
+                self._lazy.add(b, got.raw)
             self.read |= {b} if got.read else set()
             self._missing |= {b} if got.missing else set()
             if got.raw is not None and got.packed is not None:
@@ -403,13 +368,12 @@ class LineIndex:
         if self.shared:
             self._look(wanted)
             holders, entered, asked = self._holders, self._entered, set(blobs)
-            if self._lazy and not lines <= self._lazy_all:
-                self._lazy_sets.append(frozenset(lines - self._lazy_all))
-                self._lazy_all |= lines
-                self._lazy_since.clear()
+            lazy = self._lazy
+            if lazy:
+                lazy.ask(lines)
             for b in blobs:
-                if b in self._lazy:
-                    for h in self._lazy_hits(b):
+                if lazy and b in lazy:
+                    for h in lazy.hits(b):
                         holders.setdefault(h, set()).add(b)
                     continue
                 has, was = self._hits_of(b), entered.get(b)
@@ -432,18 +396,6 @@ class LineIndex:
                 for ln in by_hash[h]:
                     found[ln].add(b)
         return found
-
-    def _lazy_hits(self, blob: str) -> set[int]:
-        """The hashes of the lines `_each` looked for that a lazy blob holds as whole lines,
-        of those not looked for in it before (the others are in `_holders` already)."""
-        n, at = len(self._lazy_sets), self._lazy_upto.get(blob, 0)
-        if at == n:
-            return set()
-        self._lazy_upto[blob] = n
-        new = self._lazy_since.get(at)
-        if new is None:
-            new = self._lazy_since[at] = frozenset().union(*self._lazy_sets[at:])
-        return set(map(zlib.crc32, new.intersection(self._raw[blob].split(b"\n"))))
 
     def _look(self, hashes: set[int]) -> None:
         """Shared: ``hashes`` among those each blob's hits are of (`_hits_of`)."""

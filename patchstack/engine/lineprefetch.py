@@ -27,8 +27,8 @@ from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
 from .deleters import Deleters
-from .linehashes import Joined, hashes_of
-from .lineindex import JOINED, MAX_BYTES, SECTION, read_entry
+from .linehashes import Joined, hashes_of, read_entry
+from .lineindex import JOINED, MAX_BYTES, SECTION
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
 NO_EARLY_DELETIONS = "PATCHSTACK_NO_EARLY_DELETIONS"  # set: the deletion walk begins at the stop

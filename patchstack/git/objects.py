@@ -15,7 +15,7 @@ from typing import IO, Any
 from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
 from .base import GitBase, encode_path
-from .rawobjects import commit_data, split_ident, tree_data
+from .rawobjects import commit_data, split_ident, tree_data, write_whole
 
 ARG_BUDGET = 100_000  # bytes of paths per command line
 
@@ -208,16 +208,8 @@ class Objects(GitBase):
             except FileNotFoundError:  # the folder was removed meanwhile (a git prune)
                 os.makedirs(folder, exist_ok=True)
         try:
-            # (no file object, and the scratch store's objects left as the umask makes them:
-            # two calls and a file object less each, 66 -> 53 us an object on dflash_v2's check)
-            try:
-                if not throwaway:
-                    os.fchmod(fd, 0o444)  # whatever the umask, as git leaves them
-                view = memoryview(packed)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+            # 0o444 whatever the umask, as git leaves them; a throwaway one's as the umask made
+            write_whole(fd, packed, None if throwaway else 0o444)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
