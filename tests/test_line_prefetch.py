@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from patchstack.engine import lineindex, lineprefetch
 from patchstack.engine.deleters import WALKS
@@ -226,3 +228,94 @@ def test_check_takes_the_candidates_learnt_as_its_replay_merged(
     monkeypatch.setenv(NO, "1")
     assert repo.ps("check", "--onto", "upstream", "--json", code=None).stdout == said
     assert len(adopted) == 1  # (none started)
+
+
+_POOL = ["int x;", "int y;", "", "  }", "return x;", "x\r", "caf\u00e9", "a b", "#", "int x; "]
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.lists(
+        st.tuples(st.lists(st.sampled_from(_POOL), max_size=12), st.booleans(), st.booleans()),
+        min_size=1,
+        max_size=5,
+    ),
+    blocks=st.lists(
+        st.tuples(st.lists(st.sampled_from(_POOL), min_size=1, max_size=3), st.booleans()),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_lazy_blobs_hold_what_the_hashes_hold_and_every_holder(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: list[tuple[list[str], bool, bool]],
+    blocks: list[tuple[list[str], bool]],
+) -> None:
+    """Generated candidates (lines shared, blank, with a carriage return, a last line with no
+    newline, a file holding a NUL) and blocks, some announced (`expect`) and some not: of
+    each block, the lazy blobs (`check`'s prefetch: nothing hashed) answer a subset of what
+    the hashes answer and every searched file that holds each of the block's lines (so
+    `relocate`, which reads and locates exactly among them, proposes the same)."""
+    tmp = tmp_path_factory.mktemp("lazy")
+    texts = {
+        f"f{i}.c": "\n".join(lines) + ("\n" if end else "") + ("\0" if nul else "")
+        for i, (lines, end, nul) in enumerate(files)
+    }
+    repo = make_repo(tmp, {"gone.c": "old\n", "keep.c": "k\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.git("rm", "-q", "gone.c")
+    for path, text in texts.items():
+        repo.write(path, text)
+    repo.commit_all("Upstream")
+    up = repo.git("rev-parse", "HEAD").strip()
+    git = find_repo(str(repo.path))
+    answers = []
+    for lazy in (True, False):
+        prefetch = lineprefetch.start(git, None, base, up, ["gone.c"], lazy=lazy)
+        assert prefetch is not None
+        index = lineindex.LineIndex(git, None)
+        index.prefetch = prefetch
+        searched = sorted(index.searched(prefetch.blobs))
+        assert bool(index._lazy) == (lazy and bool(searched))
+        index.expect([b for b, announced in blocks if announced])
+        answers.append([index.block(searched, b) for b, _a in blocks])
+        prefetch.close()
+    contents = {b: git.read_blob(b) for b in searched}
+    for (block, _a), lazy_found, hashed in zip(blocks, *answers, strict=True):
+        lines = [ln.encode("utf-8", "surrogateescape") for ln in block]
+        holders = {b for b, c in contents.items() if set(lines) <= set(c.split(b"\n"))}
+        assert holders <= lazy_found <= hashed, (block, texts)
+    git.close()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIAL, ids=lambda c: c.name)
+def test_a_checks_prefetch_hashes_nothing_and_reports_the_same(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check`'s prefetch reads the candidates and hashes none (`lineprefetch`'s lazy blobs);
+    its report is the bytes of the hashing prefetch's (``PATCHSTACK_NO_LAZY_LINES=1``) and of
+    the plain reading (``PATCHSTACK_NO_LINE_INDEX=1``)."""
+    repo = scenario(tmp_path, case)
+    hashed: list[int] = []
+    real = lineprefetch.hashes_of
+
+    def counted(data: bytes) -> bytes:
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(lineprefetch, "hashes_of", counted)
+    said, counts = {}, {}
+    for switch in (PLAIN, lineprefetch.NO_LAZY, None):
+        _cold(repo)
+        hashed.clear()
+        if switch:
+            monkeypatch.setenv(switch, "1")
+        said[switch] = repo.ps("check", "--onto", "upstream", "--json", code=None).stdout
+        if switch:
+            monkeypatch.delenv(switch)
+        counts[switch] = len(hashed)
+    assert counts[None] == counts[PLAIN] == 0  # (the plain reading starts no prefetch)
+    assert json.loads(said[None])["conflicts"]
+    assert said[None] == said[PLAIN] == said[lineprefetch.NO_LAZY]

@@ -130,7 +130,7 @@ def _damage(path: Path, how: str) -> None:
             packed = linehashes.hashes_of(b"")
         else:  # an entry another scheme wrote, checked by its own rule
             scheme, packed = "foreign", linehashes.hashes_of(b"")
-            check = lineindex._check(blob, packed)
+            check = linehashes.blob_check(blob, packed)
         entries[blob] = (gen, [scheme, packed, check])
     data["sections"][lineindex.SECTION] = marshal.dumps(entries)
     joined = marshal.loads(data["sections"].get(lineindex.JOINED, marshal.dumps({})))

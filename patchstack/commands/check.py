@@ -126,7 +126,7 @@ def check(
     engine = make_engine(ws, series, stack)
     lines = None
     try:
-        lines = prefetch_lines(ws, engine, series, target)
+        lines = prefetch_lines(ws, engine, series, target, lazy=True)
         chain = old_chain(git, engine, series)
         where = ws.display(ws.series_path)
         plan = steps(series, chain, {}, marked=upstream_changes(engine, series, where))

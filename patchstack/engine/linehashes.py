@@ -72,6 +72,32 @@ def pack(values: Sequence[int]) -> bytes:
     return struct.pack(f"<{len(values)}I", *values)
 
 
+def drift_check(trees: str, paths: str, ids: str) -> int:
+    """The check of a drift's candidates: of the two trees they are of, too."""
+    check = zlib.crc32(trees.encode())
+    check = zlib.crc32(paths.encode("utf-8", "surrogateescape"), check)
+    return zlib.crc32(ids.encode(), check)
+
+
+def blob_check(blob: str, packed: bytes | None) -> int:
+    return zlib.crc32(packed if packed is not None else b"-", zlib.crc32(blob.encode()))
+
+
+def blob_entry(blob: str, packed: bytes | None) -> list[object]:
+    return [SCHEME, packed, blob_check(blob, packed)]
+
+
+def read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
+    """(valid, the packed hashes or None for a file not searched) of a blob's cache entry, as
+    `blob_entry` keeps it (`lineindex`; `lineprefetch` asks which blobs the cache knows)."""
+    if not (isinstance(value, list) and len(value) == 3 and value[0] == SCHEME):
+        return False, None
+    packed, check = value[1], value[2]
+    if packed is not None and not (isinstance(packed, bytes) and len(packed) % WIDTH == 0):
+        return False, None
+    return check == blob_check(blob, packed), packed
+
+
 class Joined:
     """The hashes of some searched blobs end to end, each blob's at ``offsets``, and the blobs
     not searched (binary, too large): `LineIndex.searched` answers for them from this one

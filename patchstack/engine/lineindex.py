@@ -23,7 +23,7 @@ patch before the stop changed) is read from ``lines`` or learnt (``PATCHSTACK_NO
 never kept, nor used). A line is looked up in that entry's hashes as they are (a search of
 them all, its matches kept among the files asked): no file's hashes are copied out of it and
 joined again for each tree asked (``PATCHSTACK_NO_WHOLE_JOINED=1``: copied, as before).
-The hashes' format is `linehashes`'.
+The hashes' format is `linehashes`'; a check's candidates are hashed lazily (`lazylines`).
 """
 
 from __future__ import annotations
@@ -38,16 +38,20 @@ from ..git import Git
 from ..store import Store
 from .linehashes import (
     SCHEME,
-    WIDTH,
     Joined,
+    blob_entry,
+    drift_check,
     find,
     has,
+    hashes_of,
     line_hashes,
     packed_of,
+    read_entry,
     values,
 )
 
 if TYPE_CHECKING:
+    from .lazylines import LazyLines
     from .lineprefetch import Prefetch
 
 SECTION = "lines"
@@ -58,32 +62,7 @@ NO_WHOLE = "PATCHSTACK_NO_WHOLE_JOINED"  # set: the kept entry's hashes taken fi
 # each new set of lines), and `engine.relocate` looks up one proposal's blocks at a time
 NO_SHARED = "PATCHSTACK_NO_SHARED_LINES"
 MAX_BYTES = 1 << 20  # a candidate file larger than this is not searched
-
-
-def _of(trees: str, paths: str, ids: str) -> int:
-    """The check of a drift's candidates: of the two trees they are of, too."""
-    check = zlib.crc32(trees.encode())
-    check = zlib.crc32(paths.encode("utf-8", "surrogateescape"), check)
-    return zlib.crc32(ids.encode(), check)
-
-
-def _check(blob: str, packed: bytes | None) -> int:
-    return zlib.crc32(packed if packed is not None else b"-", zlib.crc32(blob.encode()))
-
-
-def _entry(blob: str, packed: bytes | None) -> list[object]:
-    return [SCHEME, packed, _check(blob, packed)]
-
-
-def read_entry(blob: str, value: object) -> tuple[bool, bytes | None]:
-    """(valid, the packed hashes or None for a file not searched) of a blob's cache entry, as
-    `_entry` keeps it; `lineprefetch` asks it too, which blobs the cache knows already."""
-    if not (isinstance(value, list) and len(value) == 3 and value[0] == SCHEME):
-        return False, None
-    packed, check = value[1], value[2]
-    if packed is not None and not (isinstance(packed, bytes) and len(packed) % WIDTH == 0):
-        return False, None
-    return check == _check(blob, packed), packed
+_LAZY = b"\0"  # a lazy blob's `_packed` (never hashes: not a whole number of them)
 
 
 class LineIndex:
@@ -123,6 +102,7 @@ class LineIndex:
         self._kept: Joined | None | bool = False  # False: not read yet
         self.read: set[str] = set()  # the blobs whose contents this command read (for tests)
         self.prefetch: Prefetch | None = None  # blobs learnt as the replay merged
+        self._lazy: LazyLines | None = None  # searched blobs a lazy prefetch read, unhashed
 
     def searched(self, blobs: Sequence[str]) -> set[str]:
         """Those of ``blobs`` that are searched (text, not too large), their entries made
@@ -149,22 +129,26 @@ class LineIndex:
             # in the caller's order: by path, neighbours are often deltas of one another, and
             # git's cat-file reads them 10-20 % faster than by id
             self._learn(unknown)
-        if self.store is not None and self.drift is not None:
+        if self.store is not None and self.drift is not None and not self._lazy:
             asked = set(blobs)
             lacking = len(asked - kept.at.keys() - kept.unsearched) if kept else len(asked)
             if lacking * 4 > len(asked):  # none kept, or for another set of files
                 kept = self._keep_joined(blobs)
         if self.store is not None:  # (those kept joined are not kept again one by one)
             for b in unknown:
+                if self._lazy and b in self._lazy:  # (no hashes to keep)
+                    continue
                 if b not in self._missing and (kept is None or not kept.covers(b)):
-                    self.store.put(SECTION, b, _entry(b, self._packed[b]))
+                    self.store.put(SECTION, b, blob_entry(b, self._packed[b]))
         return {b for b in blobs if b in self._inside or self._packed[b] is not None}
 
     def _known(self, blob: str) -> bool:
         return blob in self._packed or blob in self._inside
 
     def _hashes_of(self, blob: str) -> bytes | None:
-        """A known blob's packed hashes (None: not searched)."""
+        """A known blob's packed hashes (None: not searched); a lazy blob's made now."""
+        if self._lazy and blob in self._lazy:
+            self._packed[blob] = hashes_of(self._lazy.take(blob))
         if blob in self._packed:
             return self._packed[blob]
         assert isinstance(self._kept, Joined)
@@ -210,7 +194,9 @@ class LineIndex:
         if trees != f"{old_tree} {onto_tree}":  # (another tree's)
             return None
         if not (
-            isinstance(paths, str) and isinstance(ids, str) and check == _of(trees, paths, ids)
+            isinstance(paths, str)
+            and isinstance(ids, str)
+            and check == drift_check(trees, paths, ids)
         ):
             return None
         names, blobs = paths.split("\0") if paths else [], ids.split()
@@ -220,7 +206,7 @@ class LineIndex:
         if self.store is not None and self.drift is not None:
             paths, ids = "\0".join(blobs), " ".join(blobs.values())
             trees = f"{old_tree} {onto_tree}"
-            value = [SCHEME, trees, paths, ids, _of(trees, paths, ids)]
+            value = [SCHEME, trees, paths, ids, drift_check(trees, paths, ids)]
             self.store.put(JOINED, f"candidates {self.drift}", value)
 
     def _learn(self, blobs: list[str]) -> None:
@@ -267,6 +253,13 @@ class LineIndex:
                 continue
             self.prefetch.adopted += 1
             self._packed[b] = got.packed
+            if got.packed is None and got.raw is not None:  # (lazy: searched, not hashed)
+                if self._lazy is None:
+                    from .lazylines import LazyLines
+
+                    self._lazy = LazyLines()
+                self._packed[b], self._raw[b] = _LAZY, got.raw
+                self._lazy.add(b, got.raw)
             self.read |= {b} if got.read else set()
             self._missing |= {b} if got.missing else set()
             if got.raw is not None and got.packed is not None:
@@ -339,7 +332,7 @@ class LineIndex:
             # many blocks (a first stop's): all their lines in one pass over every hash; a
             # few (a skip's): a search of the hashes joined for this line
             wanted = {line, *(ln for ln in self._expected if ln not in known)}
-            if self._blocks > EACH_FROM and len(wanted) > 1:
+            if self._lazy or (self._blocks > EACH_FROM and len(wanted) > 1):
                 known.update(self._each(blobs, wanted))
             else:
                 known[line] = self._one(key, line)
@@ -353,7 +346,7 @@ class LineIndex:
             starts, at = [], 0
             for b in rest:
                 starts.append(at)
-                at += len(self._packed[b] or b"")
+                at += len(self._hashes_of(b) or b"")
             joined = b"".join(self._packed[b] or b"" for b in rest)
             self._joined[blobs] = (joined, starts, rest, inside)
         joined, starts, rest, inside = self._joined[blobs]
@@ -375,7 +368,14 @@ class LineIndex:
         if self.shared:
             self._look(wanted)
             holders, entered, asked = self._holders, self._entered, set(blobs)
+            lazy = self._lazy
+            if lazy:
+                lazy.ask(lines)
             for b in blobs:
+                if lazy and b in lazy:
+                    for h in lazy.hits(b):
+                        holders.setdefault(h, set()).add(b)
+                    continue
                 has, was = self._hits_of(b), entered.get(b)
                 if was is not has:  # (a blob's hits only grow, as a new set)
                     for h in has if was is None else has - was:

@@ -27,11 +27,13 @@ from ..git.blobstream import start_blob_stream
 from ..model.ids import Oid
 from ..store import Store
 from .deleters import Deleters
-from .linehashes import Joined, hashes_of
-from .lineindex import JOINED, MAX_BYTES, SECTION, read_entry
+from .linehashes import Joined, hashes_of, read_entry
+from .lineindex import JOINED, MAX_BYTES, SECTION
 
 NO_PREFETCH = "PATCHSTACK_NO_LINE_PREFETCH"  # set: the stop learns its candidates itself
 NO_EARLY_DELETIONS = "PATCHSTACK_NO_EARLY_DELETIONS"  # set: the deletion walk begins at the stop
+# set: a check's prefetch hashes every line as a refresh's does (`LineIndex`'s lazy blobs)
+NO_LAZY = "PATCHSTACK_NO_LAZY_LINES"
 SWITCH = 0.0005  # seconds: the interpreter's switch interval while the thread hashes
 _FILE_MODES = ("100644", "100755")
 
@@ -39,7 +41,8 @@ _FILE_MODES = ("100644", "100755")
 class Learnt:
     """One blob as the thread found it: its packed hashes (None: not searched), its bytes
     (searched ones), whether `LineIndex._learn` would have read it, and whether it is
-    missing."""
+    missing. A lazy prefetch's searched blob has its bytes and no hashes (``packed`` None,
+    ``raw`` not): `LineIndex` looks the lines asked up in the bytes themselves."""
 
     __slots__ = ("packed", "raw", "read", "missing")
 
@@ -50,8 +53,10 @@ class Learnt:
 class Prefetch:
     """``blobs`` read and hashed in a thread, started now; `results` waits for them."""
 
-    def __init__(self, git: Git, blobs: list[str], walks: Deleters | None = None) -> None:
-        self.blobs = blobs
+    def __init__(
+        self, git: Git, blobs: list[str], walks: Deleters | None = None, lazy: bool = False
+    ) -> None:
+        self.blobs, self.lazy = blobs, lazy
         self.walks = walks  # the drift's deletion walks, begun (`Deleters.start`)
         self._stream = start_blob_stream(git, blobs)
         self._found: dict[str, Learnt] = {}
@@ -77,7 +82,8 @@ class Prefetch:
                 elif b"\0" in got[1]:
                     self._found[blob] = Learnt(None, None, True, False)
                 else:
-                    self._found[blob] = Learnt(hashes_of(got[1]), got[1], True, False)
+                    packed = None if self.lazy else hashes_of(got[1])
+                    self._found[blob] = Learnt(packed, got[1], True, False)
         except Exception:  # (git ended, or was ended: the stop reads for itself)
             self._failed = True
         finally:
@@ -106,11 +112,17 @@ class Prefetch:
 
 
 def start(
-    git: Git, store: Store | None, old_base: str | None, new_base: str, paths: Iterable[str]
+    git: Git,
+    store: Store | None,
+    old_base: str | None,
+    new_base: str,
+    paths: Iterable[str],
+    lazy: bool = False,
 ) -> Prefetch | None:
     """A `Prefetch` of the new base's candidates (the text files the drift ``old_base`` ->
     ``new_base`` changed, as `Relocator._read_candidates` lists them) when the drift deleted
-    one of ``paths`` (the files the patches change), but those the cache knows; else None."""
+    one of ``paths`` (the files the patches change), but those the cache knows; else None.
+    ``lazy`` (a check's; ``PATCHSTACK_NO_LAZY_LINES=1``: not): the blobs read, not hashed."""
     from .relocate import NO_JOINED, PLAIN
 
     if os.environ.get(NO_PREFETCH) == "1" or os.environ.get(PLAIN) == "1" or not old_base:
@@ -141,4 +153,4 @@ def start(
         # (which commit deleted each: `relocate` names it; with the files the series made,
         # which a patch meets deleted when the one that made it is left out)
         walks.start([p for p in wanted if p not in now])
-    return Prefetch(git, blobs, walks)
+    return Prefetch(git, blobs, walks, lazy and os.environ.get(NO_LAZY) != "1")

@@ -15,7 +15,7 @@ from typing import IO, Any
 from ..errors import GitFailure, PatchstackError
 from ..model.ids import Oid
 from .base import GitBase, encode_path
-from .rawobjects import commit_data, split_ident, tree_data
+from .rawobjects import commit_data, split_ident, tree_data, write_whole
 
 ARG_BUDGET = 100_000  # bytes of paths per command line
 
@@ -208,9 +208,8 @@ class Objects(GitBase):
             except FileNotFoundError:  # the folder was removed meanwhile (a git prune)
                 os.makedirs(folder, exist_ok=True)
         try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o444)  # whatever the umask, as git leaves them
-                f.write(packed)
+            # 0o444 whatever the umask, as git leaves them; a throwaway one's as the umask made
+            write_whole(fd, packed, None if throwaway else 0o444)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -4,6 +4,7 @@ something itself, and then git writes the object."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 
@@ -87,3 +88,17 @@ def split_ident(author: str) -> tuple[str, str]:
     """("Name", "email") of "Name <email>"."""
     name, _, email = author.rpartition(" <")
     return name, email.rstrip(">")
+
+
+def write_whole(fd: int, data: bytes, mode: int | None) -> None:
+    """``data`` written to the open file ``fd``, closed then, its mode set first unless None:
+    with no file object (`Objects.write_loose`: a replay writes thousands; the file object and
+    the mode of the throwaway ones cost a fifth, 66 -> 53 us an object on dflash_v2's check)."""
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

@@ -268,13 +268,15 @@ def _upstream_moved(ws: Checkout, series: Series) -> str | None:
     return up.name if is_ancestor(ws, base, up.oid) else None
 
 
-def prefetch_lines(ws: Checkout, engine: Engine, series: Series, new_base: str) -> Prefetch | None:
+def prefetch_lines(
+    ws: Checkout, engine: Engine, series: Series, new_base: str, lazy: bool = False
+) -> Prefetch | None:
     """`lineprefetch.start` for the files the series' patches change (from the summaries
-    the proof keeps: no patch file parsed for it): a refresh's and a check's."""
+    the proof keeps: no patch file parsed for it): a refresh's and (``lazy``) a check's."""
     from ...engine import lineprefetch
 
     paths = [p for e in series.entries for p in engine.patch(e.name).head.paths]
-    return lineprefetch.start(ws.git, ws.store, series.base, new_base, paths)
+    return lineprefetch.start(ws.git, ws.store, series.base, new_base, paths, lazy)
 
 
 def _built_chain(
