@@ -11,7 +11,7 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from .conftest import Repo, make_repo, numbered, replace_line
+from .conftest import Repo, make_repo, numbered, replace_line, slow_after
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -308,8 +308,13 @@ DASH_C = (
 )
 
 
+# `git -c` by default; the same settings in GIT_CONFIG_PARAMETERS and in the user's
+# configuration file under -m slow (the test is over 5 s with the three).
+@pytest.mark.parametrize(
+    "ways", slow_after([("dash-c",), ("parameters", "config")], 1), ids=["dash-c", "environment"]
+)
 def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
-    tmp_path: Path,
+    tmp_path: Path, ways: tuple[str, ...]
 ) -> None:
     """The same commands run plainly and as ``git -c ... patchstack`` (git's own way, through
     the ``git-patchstack`` command) print the same: the conflict's upstream commit traced (a
@@ -336,7 +341,7 @@ def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
     replace_line(repo, "ü dir/ö.py", "line 15\n", "line 15 upstream\n")
     repo.commit_all("upstream reworks line 10")
     repo.git("checkout", "-q", "main")
-    copies = {how: tmp_path / how for how in ("plain", "dash-c", "parameters", "config")}
+    copies = {how: tmp_path / how for how in ("plain", *ways)}
     for place in copies.values():
         shutil.copytree(repo.path, place, symlinks=True)
 
@@ -367,14 +372,16 @@ def test_git_dash_c_changes_nothing_that_status_check_refresh_and_review_read(
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
 
-    said = {how: [run(how, args) for args in commands] for how in ("plain", "dash-c")}
-    said |= {how: [run(how, args) for args in reading] for how in ("parameters", "config")}
+    asked = commands if ways == ("dash-c",) else reading
+    said = {how: [run(how, args) for args in asked] for how in ("plain", *ways)}
     check = json.loads(said["plain"][1][1])
     traced = [u["subject"] for h in check["conflicts"][0]["hunks"] for u in h["upstream_commits"]]
     assert traced == ["upstream reworks line 10"]
+    if ways != ("dash-c",):
+        assert said["parameters"] == said["config"] == said["plain"]
+        return
     assert "+ 1 knock-on(s) waiting for it: p2.patch" in said["plain"][2][1]
     assert said["dash-c"] == said["plain"]
-    assert said["parameters"] == said["config"] == said["plain"][:2]
     refreshed = [copies["plain"], copies["dash-c"]]
     assert Repo(refreshed[0]).tree() == Repo(refreshed[1]).tree()
     series = {(p / "patches" / "series").read_bytes() for p in refreshed}

@@ -16,7 +16,7 @@ import pytest
 from patchstack.git.history import History
 
 from . import differential, test_kept_verdicts, test_relocate_skips
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered, slow_after
 from .refresh_fixtures import series_fork, stop_by_stop
 
 SWITCH = "PATCHSTACK_NO_EARLY_WALK"
@@ -63,7 +63,9 @@ FORKS = {
 }
 
 
-@pytest.mark.parametrize("fork", sorted(FORKS))
+# The relocations' fork under -m slow (its stops are the same joined by file and plain in
+# tests/test_relocate_skips.py by default); the other two by default.
+@pytest.mark.parametrize("fork", slow_after(["kept-verdicts", "many-files", "relocations"], 2))
 def test_stop_by_stop_is_the_same_with_the_early_walk_and_without(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walks: list, fork: str
 ) -> None:

@@ -19,7 +19,7 @@ from patchstack.git import find_repo, objects
 from patchstack.journal.oplog import newest
 from patchstack.journal.snapshot import series_tree, take_snapshot
 
-from .conftest import Repo, names, numbered, replace_line
+from .conftest import Repo, names, numbered, replace_line, slow_after
 
 
 def stack_of_three(repo: Repo) -> None:
@@ -42,9 +42,15 @@ def recorded_and_taken(repo: Repo) -> tuple[dict, dict]:
         ws.git.close()
 
 
+# Edits and odd kinds by default; a clean tree and a staged file under -m slow (a stop's
+# staged file: test_stop_move's default case).
 @pytest.mark.parametrize(
     "user_state",
-    ["clean", "untracked and edited elsewhere", "staged elsewhere", "executable and symlink"],
+    [
+        "untracked and edited elsewhere",
+        "executable and symlink",
+        *slow_after(["clean", "staged elsewhere"], 0),
+    ],
 )
 def test_the_derived_after_snapshot_is_the_taken_one(repo: Repo, user_state: str) -> None:
     stack_of_three(repo)

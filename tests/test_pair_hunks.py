@@ -16,13 +16,13 @@ from patchstack.git import find_repo, hunks
 from patchstack.git.hunks import only, pairs_hunks
 from patchstack.git.listings import Listings
 
-from .conftest import copy_repo, make_repo, numbered
+from .conftest import copy_repo, make_repo, numbered, slow_after
 from .refresh_fixtures import series_fork, stop_by_stop
 
 NAMES = ["a.py", "dir/b.py", 'q"uote.txt', "tab\tname.txt", "ünï.txt", "sp ace.md", "bin.dat"]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", slow_after(range(12), 4))
 def test_the_hunks_of_many_pairs_are_those_of_one_process_a_pair(
     tmp_path, monkeypatch, seed
 ) -> None:

@@ -213,7 +213,7 @@ def _one_side_by_lines(data: bytes, side: str) -> bytes | None:
     return b"".join(out) if state == "out" else None
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", slow_after(range(300), 100))
 def test_one_side_reads_only_the_marker_lines_and_keeps_what_every_line_keeps(seed: int) -> None:
     rng = random.Random(seed)
     pieces = [

@@ -405,8 +405,19 @@ MOVED_OUT = [
 ]
 
 
-@pytest.mark.parametrize("drain", ["", "1"], ids=["walks-side-by-side", "walked-when-asked"])
-@pytest.mark.parametrize("case", MOVED_OUT, ids=[c.name for c in MOVED_OUT])
+# Every case with the walk side by side; with it walked when asked, moved-out by default and
+# the other two under -m slow.
+DRAINED = [(c, d) for d in ("", "1") for c in MOVED_OUT]
+DRAIN_IDS = {"": "walks-side-by-side", "1": "walked-when-asked"}
+
+
+@pytest.mark.parametrize(
+    ("case", "drain"),
+    [
+        *[pytest.param(c, d, id=f"{c.name}-{DRAIN_IDS[d]}") for c, d in DRAINED[:4]],
+        *slow_after([pytest.param(c, d, id=f"{c.name}-{DRAIN_IDS[d]}") for c, d in DRAINED[4:]], 0),
+    ],
+)
 def test_code_moved_out_of_a_file_upstream_kept(
     tmp_path: Path, case: Case, drain: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from . import differential
-from .conftest import Repo, built_once, copy_repo, make_repo, numbered
+from .conftest import Repo, built_once, copy_repo, make_repo, numbered, slow_after
 from .refresh_fixtures import stop_by_stop
 from .test_renames import UPSTREAM_FILES, as_series, body, copy_detections, merge_trees_comparing
 
@@ -73,7 +73,9 @@ def git_rebase(repo: Repo, head: str, tmp_path: Path) -> differential.Outcome:
     return differential.rebase(repo, head, base, up, tmp_path / "rebase")
 
 
-@pytest.mark.parametrize("alike", [False, True], ids=["none-alike", "one-alike"])
+# One file alike by default (its stops also check the moved file's lines); none alike under
+# -m slow.
+@pytest.mark.parametrize("alike", slow_after([True, False], 1), ids=["one-alike", "none-alike"])
 def test_a_refresh_stop_by_stop_is_the_same_without_the_proof(
     tmp_path: Path, monkeypatch, alike: bool
 ) -> None:

@@ -15,7 +15,7 @@ from patchstack.engine import contract
 from patchstack.git.repo import Git, find_repo
 from patchstack.journal.oplog import current_refresh
 
-from .conftest import Repo, make_repo, numbered
+from .conftest import Repo, make_repo, numbered, slow_after
 from .refresh_fixtures import series_fork
 
 # -- the region's merge put back into ours in one tree edit ---------------------------------
@@ -23,7 +23,7 @@ from .refresh_fixtures import series_fork
 NAMES = ["a", "a/b", "a/b/c", "a/d", "e", "e/f", "g/h/i", "g/j"]
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", slow_after(range(30), 10))
 def test_putting_a_region_back_in_one_edit_is_the_two_edits_tree(tmp_path: Path, seed) -> None:
     """`contract.put_back` gives the tree of removing ours' files and writing the merge's,
     one after the other, also where a file of one side is a folder of the other's."""

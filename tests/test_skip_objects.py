@@ -17,6 +17,7 @@ from patchstack.git.trees import WRITTEN_OFF
 
 from . import test_skip_costs as sc
 from . import test_tree_edit as te
+from .conftest import slow_after
 
 
 def _objects_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -32,7 +33,7 @@ def _objects_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", slow_after(range(20), 6))
 def test_a_tree_written_in_process_is_read_back_as_git_reads_it(
     tmp_path: Path, monkeypatch, seed: int
 ) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from patchstack.commands.refresh import hunks
 
+from .conftest import slow_after
+
 TEXT = [b"x = 1\n", b"\n", b"< less\n", b"= not a marker\n", b"| pipe\n", b"> quote\n"]
 NEAR = [b"<<<<<<<x\n", b"=======\n", b"======= x\n", b">>>>>>>\n", b"|||||||\n", b"<<<<<<<\n"]
 
@@ -51,7 +53,7 @@ def _file(rng: random.Random) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", slow_after(range(300), 100))
 def test_split_reads_what_the_line_by_line_reading_reads(seed: int) -> None:
     data = _file(random.Random(seed))
     assert hunks.split(data) == hunks._split_lines(data)

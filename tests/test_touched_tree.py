@@ -18,7 +18,7 @@ import pytest
 from patchstack.git import Git, find_repo
 from patchstack.git.index import TempIndex
 
-from .conftest import Repo, copy_repo, make_repo, numbered
+from .conftest import Repo, copy_repo, make_repo, numbered, slow_after
 from .refresh_fixtures import series_fork, stop_by_stop
 
 
@@ -41,7 +41,7 @@ FILES = {
 }
 
 
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", slow_after(range(24), 8))
 def test_the_tree_of_the_touched_files_is_the_tree_git_add_makes(tmp_path, seed) -> None:
     rng = random.Random(seed)
     repo = make_repo(tmp_path / "r", FILES)

@@ -20,7 +20,7 @@ from patchstack.checkout import open_checkout
 from patchstack.git import Git, find_repo
 from patchstack.journal import blobs, snapshot
 
-from .conftest import Repo, make_repo
+from .conftest import Repo, make_repo, slow_after
 
 FILES = {
     "a": "a\n",
@@ -98,7 +98,7 @@ def _written(git: Git, tree: str, changes: dict[str, tuple[str, str] | None]) ->
         return idx.write_tree()
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", slow_after(range(40), 12))
 def test_a_tree_edited_in_process_is_the_tree_git_writes(tmp_path, seed: int) -> None:
     repo, tree = _repo(tmp_path)
     git = find_repo(str(repo.path))
@@ -119,7 +119,7 @@ def test_a_tree_edited_in_process_is_the_tree_git_writes(tmp_path, seed: int) ->
     assert "sort" not in fsck.stdout + fsck.stderr, fsck.stdout + fsck.stderr
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", slow_after(range(8), 4))
 def test_a_tree_made_in_process_edited_again_is_the_tree_git_writes(tmp_path, seed: int) -> None:
     """Edits of the trees edits made (a replay's chain: each step edits the tree the last
     wrote, spliced from the entries kept for it, not read back from git)."""
@@ -167,7 +167,7 @@ def _scatter(repo: Repo, rng: random.Random) -> None:
             (repo.path / name).write_text(name + "\n")
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", slow_after(range(12), 4))
 def test_the_snapshot_edited_in_process_is_the_one_its_index_writes(
     tmp_path, monkeypatch, seed: int
 ) -> None:
@@ -191,7 +191,7 @@ def test_the_snapshot_edited_in_process_is_the_one_its_index_writes(
     assert taken.worktree == staged.stdout.strip()
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", slow_after(range(12), 4))
 def test_a_diff_asked_the_other_way_round_is_git_s(tmp_path, seed: int) -> None:
     """`changed_entries` of (new, old) after (old, new): the kept diff with its sides
     swapped (a stop's publish and the snapshot derived after it ask one each way), as
