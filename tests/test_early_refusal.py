@@ -40,6 +40,8 @@ def test_an_edit_upstream_changes_is_refused_before_any_merge(
     err, ran = _traced(repo, tmp_path, monkeypatch, *args, code=2)
     assert "uncommitted edits in files this command would change: docs/notes.md, e.py" in err
     assert "nothing was changed" in err
+    # no patch changes them: folding into one is no way out, capturing them is
+    assert "patchstack new" in err and "fold them" not in err
     assert snapshot(repo) == before
     assert repo.read("e.py") == "my own e.py\n" and repo.read("docs/notes.md") == "mine\n"
     assert not [r for r in ran if r.startswith(("merge-tree", "merge-file", "read-tree"))], ran

@@ -253,11 +253,17 @@ def ignored_in_the_way(paths: Sequence[str], who: str) -> RefusedError:
     )
 
 
-def edits_in_the_way(paths: Sequence[str]) -> RefusedError:
+def edits_in_the_way(paths: Sequence[str], foldable: bool = True) -> RefusedError:
+    """The refusal of a move over uncommitted edits. Not ``foldable``: no patch touches the
+    files (`refresh.inway`), so folding them into one (`refresh` without a move) is no way."""
+    ways = (
+        "commit them, capture them with 'patchstack new', or fold them with 'patchstack refresh'"
+        if foldable
+        else "commit them, or capture them with 'patchstack new' (no patch changes them)"
+    )
     return RefusedError(
         "uncommitted edits in files this command would change: " + ", ".join(paths),
-        "commit them, capture them with 'patchstack new', or fold them with"
-        " 'patchstack refresh'; nothing was changed",
+        ways + "; nothing was changed",
     )
 
 

@@ -54,4 +54,4 @@ def refuse_edits_early(
         )
     )
     if in_the_way:
-        raise edits_in_the_way(in_the_way)
+        raise edits_in_the_way(in_the_way, foldable=False)
