@@ -169,15 +169,13 @@ def finish(
     from .proof import remember_refresh  # (not for a stop)
 
     remember_refresh(ws, engine, new_series, new_base, commits, classified)
+    said = {**classified.verdicts, **dict.fromkeys(deferred, "deferred")}
+    said |= {name: held.verdict for name, held in judged.items()}  # (held first, then deferred)
     verdicts = tuple(
         Verdict(
             e.name,
             e.tag,
-            judged[e.name].verdict
-            if e.name in judged
-            else "deferred"
-            if e.name in deferred
-            else classified.verdicts[e.name],
+            said[e.name],
             resolved=e.name in resolved,
             recorded=e.name in recorded,
             reused_hunks=reused.get(e.name, ()),
