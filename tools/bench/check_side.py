@@ -22,6 +22,23 @@ import time
 from pathlib import Path
 
 
+def timed(
+    argv: list[str], cwd: Path, env: dict[str, str], what: str
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """One measured run of ``argv``: the process, its wall seconds, and the CPU seconds (user
+    and system) of it and its children; exit 0 and 1 (a conflict) pass, any other stops the
+    bench with ``what`` and git's words."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{what} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc, wall, cpu
+
+
 def version_args(ap: argparse.ArgumentParser) -> None:
     """The arguments of a side-by-side run (this script's, `refresh_side.py`'s)."""
     ap.add_argument("forks", nargs="+", type=Path)
@@ -62,15 +79,8 @@ def main() -> None:
                         cache.unlink()
                     env = {**os.environ, "NO_COLOR": "1", **versions[name]}
                     env.pop("PYTHONDONTWRITEBYTECODE", None)
-                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    start = time.perf_counter()
                     argv = [sys.executable, "-m", "patchstack", "check", "--onto", args.onto]
-                    proc = subprocess.run(argv, cwd=fork, env=env, capture_output=True, text=True)
-                    wall = time.perf_counter() - start
-                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-                    if proc.returncode not in (0, 1):
-                        sys.exit(f"{name} on {fork} failed ({proc.returncode}):\n{proc.stderr}")
+                    proc, wall, cpu = timed(argv, fork, env, f"{name} on {fork}")
                     got[name].append((wall, cpu, proc.stdout))
         finally:
             if saved is not None:

@@ -221,7 +221,7 @@ def _refresh(
     fork: Path, room: Path, onto: str, code: str | None
 ) -> tuple[float, float, dict[str, dict[str, float]]]:
     """(wall, CPU, phase -> {"cpu", "wall"}) of one refresh of a fresh copy of ``fork``."""
-    import resource
+    from check_side import timed
 
     copy = room / "copy"
     shutil.rmtree(copy, ignore_errors=True)
@@ -239,14 +239,7 @@ def _refresh(
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     argv = [sys.executable, str(Path(__file__).resolve()), "--probe", str(probe), "--"]
     argv += ["refresh", "--onto", onto, "--defer-conflicts"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True)
-    total_wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total_cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    if proc.returncode not in (0, 1):
-        sys.exit(f"refresh of {fork} failed ({proc.returncode}):\n{proc.stderr}")
+    proc, total_wall, total_cpu = timed(argv, copy, env, f"refresh of {fork}")
     got = json.loads(probe.read_text())
     rows: dict[str, dict[str, float]] = {r: {"cpu": 0.0, "wall": 0.0} for r in ROWS}
     for phase, seconds in got["cpu"].items():

@@ -17,17 +17,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_side import version_args, versions_of  # noqa: E402
+from check_side import timed, version_args, versions_of  # noqa: E402
 
 DATE = "1700000000 +0000"
 
@@ -48,14 +46,7 @@ def _run(
     shutil.rmtree(copy, ignore_errors=True)
     subprocess.run(["cp", "-a", str(fork), str(copy)], check=True)
     argv = [sys.executable, "-m", "patchstack", "refresh", "--onto", onto, "--defer-conflicts"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run([*argv, *extra], cwd=copy, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    if proc.returncode not in (0, 1):
-        sys.exit(f"refresh of {fork} failed ({proc.returncode}):\n{proc.stderr}")
+    proc, wall, cpu = timed([*argv, *extra], copy, env, f"refresh of {fork}")
     tree = subprocess.run(
         ["git", "rev-parse", "HEAD^{tree}"], cwd=copy, capture_output=True, text=True
     ).stdout.strip()
